@@ -1,0 +1,49 @@
+# docjobs: `make run` starts the service on the embedded default (SQLite + local files);
+# `make test` runs every test. Both install what they need first.
+SHELL := /bin/bash
+GO    ?= go
+BIN   := $(CURDIR)/bin
+export PATH := $(BIN):$(PATH)
+
+TOOLS := $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/protoc-gen-openapi
+
+.PHONY: all deps tools generate check-generate build test test-go test-openapi run clean
+
+all: build
+
+# System packages the pipeline runs as processes; a no-op when present.
+deps:
+	@./scripts/deps.sh
+
+$(TOOLS): tools/go.mod tools/go.sum
+	cd tools && GOBIN=$(BIN) $(GO) install tool
+
+tools: $(TOOLS)
+
+generate: tools
+	rm -rf gen/docjobs
+	buf generate --path proto/docjobs
+	buf lint
+
+# CI fails when the committed generated code is stale.
+check-generate: generate
+	@git diff --exit-code -- gen || (echo "gen/ is stale: run make generate and commit" >&2; exit 1)
+	@test -z "$$(git status --porcelain -- gen)" || (git status --porcelain -- gen; echo "gen/ has untracked changes" >&2; exit 1)
+
+build:
+	$(GO) build -o $(BIN)/docjobs ./cmd/docjobs
+
+test: deps build
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 8m ./...
+	$(MAKE) test-openapi
+
+# The published OpenAPI is validated by an independent implementation.
+test-openapi:
+	@./scripts/openapi-lint.sh gen/openapi/openapi.yaml
+
+run: deps build
+	$(BIN)/docjobs serve
+
+clean:
+	rm -rf $(BIN) data

@@ -1,0 +1,90 @@
+// Package auth turns bearer API keys into accounts. Keys are random strings
+// shown once; only their SHA-256 hashes are stored.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrUnauthenticated is returned for a missing, malformed or unknown key.
+var ErrUnauthenticated = errors.New("missing or invalid API key")
+
+// keyPrefix makes keys recognizable in secret scanners.
+const keyPrefix = "dj_"
+
+// NewKey returns a fresh API key with 256 bits of entropy.
+func NewKey() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return keyPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// HashKey is the stored form of a key.
+func HashKey(key string) []byte {
+	h := sha256.Sum256([]byte(key))
+	return h[:]
+}
+
+// ParseStatic parses DOCJOBS_API_KEYS: "account:key,account:key".
+func ParseStatic(s string) (map[string]string, error) {
+	keys := map[string]string{} // key -> account
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		account, key, ok := strings.Cut(part, ":")
+		if !ok || account == "" || key == "" {
+			return nil, fmt.Errorf("DOCJOBS_API_KEYS: entry %d is not account:key", len(keys)+1)
+		}
+		keys[key] = account
+	}
+	return keys, nil
+}
+
+// KeyLookup finds the account owning a key hash.
+type KeyLookup interface {
+	AccountByKeyHash(ctx context.Context, keyHash []byte) (string, error)
+}
+
+// Authenticator resolves an Authorization header value to an account.
+type Authenticator struct {
+	lookup KeyLookup
+}
+
+// NewAuthenticator returns an Authenticator backed by lookup.
+func NewAuthenticator(lookup KeyLookup) *Authenticator {
+	return &Authenticator{lookup: lookup}
+}
+
+// Authenticate returns the account of "Bearer <key>", or ErrUnauthenticated.
+func (a *Authenticator) Authenticate(ctx context.Context, authorization string) (string, error) {
+	scheme, key, ok := strings.Cut(strings.TrimSpace(authorization), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
+		return "", ErrUnauthenticated
+	}
+	account, err := a.lookup.AccountByKeyHash(ctx, HashKey(strings.TrimSpace(key)))
+	if err != nil || account == "" {
+		return "", ErrUnauthenticated
+	}
+	return account, nil
+}
+
+type accountKey struct{}
+
+// WithAccount returns ctx carrying the authenticated account.
+func WithAccount(ctx context.Context, accountID string) context.Context {
+	return context.WithValue(ctx, accountKey{}, accountID)
+}
+
+// Account returns the authenticated account of ctx, if any.
+func Account(ctx context.Context) (string, bool) {
+	a, ok := ctx.Value(accountKey{}).(string)
+	return a, ok && a != ""
+}

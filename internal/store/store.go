@@ -1,0 +1,149 @@
+// Package store declares the persistence contract of docjobs: jobs, rows,
+// secrets, uploads, API keys, and the transactional fan-in that moves a job
+// from one stage to the next together with its River jobs.
+// Implementations live in store/sqlite and store/postgres; store/storetest is
+// the suite both must pass.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/docjobs/docjobs/internal/job"
+)
+
+// ErrNotFound is returned for a missing job, upload or key, and for one that
+// belongs to another account.
+var ErrNotFound = job.ErrNotFound
+
+// ErrIdempotencyMismatch is returned by CreateJob when the account already has
+// a job under the idempotency key and its request hash differs.
+var ErrIdempotencyMismatch = job.ErrIdempotencyMismatch
+
+// ErrTerminal is returned when cancelling a job that already ended.
+var ErrTerminal = job.ErrTerminal
+
+// ErrBadPageToken is returned by ListJobs for a corrupt or foreign page token.
+var ErrBadPageToken = errors.New("invalid page token")
+
+// CreateJobParams is everything one create writes in one transaction.
+type CreateJobParams struct {
+	Job     *job.Job // ID, AccountID, Created set by the caller; Status NEW
+	Secrets []job.SealedSecret
+	// Enqueue is inserted into River in the same transaction (the first stage).
+	Enqueue []river.InsertManyParams
+}
+
+// ListParams selects a page of an account's jobs, newest first.
+type ListParams struct {
+	AccountID string
+	Status    job.Status // "" = any
+	PageSize  int        // already clamped by the caller
+	PageToken string     // opaque, from a previous ListPage
+}
+
+// ListPage is one page of jobs.
+type ListPage struct {
+	Jobs          []*job.Job
+	NextPageToken string // "" on the last page
+}
+
+// OCRDone is the terminal outcome of one file's recognition.
+type OCRDone struct {
+	Row job.OCRRow // JobID and FileIndex identify the row; Status is terminal
+	// LLM rows created for this file in the same transaction.
+	LLM []job.LLMRow
+	// File is the stored copy to record (nil when the source was an upload of
+	// the account, or when the download failed).
+	File *job.File
+	// EnqueueNow is inserted in the same transaction (for example this file's model jobs).
+	EnqueueNow []river.InsertManyParams
+	// EnqueueWhenLast is inserted only when no OCR and no model row of the job
+	// is still pending after this one (the fan-in: typically finalize).
+	EnqueueWhenLast []river.InsertManyParams
+}
+
+// Finish is the terminal outcome of a job, written by its finalize step.
+type Finish struct {
+	JobID  string
+	Status job.Status // COMPLETE or FAILED
+	Error  string
+	// Enqueue is inserted in the same transaction (for example the webhook).
+	Enqueue []river.InsertManyParams
+}
+
+// WorkConfig configures the River client that works jobs in this process.
+type WorkConfig struct {
+	Workers      *river.Workers
+	Queues       map[string]river.QueueConfig
+	PeriodicJobs []*river.PeriodicJob
+	// ClientID is stable across restarts of one node, so that a restarted
+	// node reclaims the River jobs its previous incarnation held.
+	ClientID string
+	// RescueStuckJobsAfter sits just above the longest stage timeout.
+	RescueStuckJobsAfter time.Duration
+	FetchPollInterval    time.Duration
+}
+
+// Store is the persistence contract. Methods taking an accountID return
+// ErrNotFound for another account's data; workers pass "" to mean any account.
+type Store interface {
+	// Jobs.
+	// CreateJob inserts the job, its PENDING OCR rows (one per source URL), its
+	// sealed secrets and p.Enqueue atomically. When the account already has a
+	// job under p.Job.IdempotencyKey it returns that job and replayed=true if
+	// the request hashes match, else ErrIdempotencyMismatch; concurrent creates
+	// with one key produce one job (a unique index decides, not a read).
+	CreateJob(ctx context.Context, p CreateJobParams) (j *job.Job, replayed bool, err error)
+	GetJob(ctx context.Context, accountID, id string) (*job.Job, error)
+	ListJobs(ctx context.Context, p ListParams) (ListPage, error)
+	GetResult(ctx context.Context, accountID, id string) (*job.Result, error)
+	// CancelJob marks a non-terminal job CANCELLED and its pending rows FAILED
+	// with error "job cancelled"; ErrTerminal when it already ended.
+	CancelJob(ctx context.Context, accountID, id string) (*job.Job, error)
+	// DeleteJob removes the job, its rows, secrets and file records (JobID =
+	// id), and returns the blob keys of those files for the caller to delete.
+	DeleteJob(ctx context.Context, accountID, id string) (blobKeys []string, err error)
+	JobSecrets(ctx context.Context, jobID string) ([]job.SealedSecret, error)
+
+	// Workers' fan-in. Each method runs in one transaction that also completes
+	// riverJob (River's JobCompleteTx), so a crash either keeps all of it or
+	// none; ctx must be the River worker's context.
+	// FinishOCR writes a terminal OCR row only if it is still PENDING (else it
+	// only completes riverJob and returns applied=false), records d.File and
+	// sets job.Files[FileIndex] to d.Row.File, moves the job NEW→RUNNING,
+	// inserts the LLM rows and the River jobs.
+	FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, d OCRDone) (applied bool, err error)
+	// FinishJob sets the final status of a non-terminal job whose rows are all
+	// terminal; applied=false when it was already terminal.
+	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f Finish) (applied bool, err error)
+	// MarkRunning moves a NEW job to RUNNING (a stage started).
+	MarkRunning(ctx context.Context, jobID string) error
+
+	// Files (uploads and job copies).
+	CreateFile(ctx context.Context, f job.File) error
+	GetFile(ctx context.Context, accountID, id string) (job.File, error)
+
+	// Accounts and API keys; only SHA-256 hashes of keys are stored.
+	PutAPIKey(ctx context.Context, accountID string, keyHash []byte) error
+	AccountByKeyHash(ctx context.Context, keyHash []byte) (accountID string, err error)
+	HasAPIKeys(ctx context.Context) (bool, error)
+	// AccountExtractionMode is the account's default, EXTRACTION_MODE_HYBRID unless set.
+	AccountExtractionMode(ctx context.Context, accountID string) (string, error)
+	SetAccountExtractionMode(ctx context.Context, accountID, mode string) error
+
+	// Queue.
+	// Work starts a River client that works cfg.Workers in this process after
+	// returning to available the River jobs still marked running by an earlier
+	// incarnation with the same ClientID. stop waits for running jobs.
+	Work(ctx context.Context, cfg WorkConfig) (stop func(context.Context) error, err error)
+	// JobCountsByStatus feeds the docjobs_jobs gauge.
+	JobCountsByStatus(ctx context.Context) (map[job.Status]int, error)
+
+	Ping(ctx context.Context) error
+	Close() error
+}
