@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/docjobs/docjobs/internal/auth"
+	"github.com/docjobs/docjobs/internal/job"
+)
+
+func migrateCommand(env *environment) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply database migrations (serve also does this at start)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := env.config(nil)
+			if err != nil {
+				return fmt.Errorf("%w: %w", errUsage, err)
+			}
+			st, err := openStore(cmd.Context(), cfg, env.logger(cfg))
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			fmt.Fprintln(env.stdout, "migrations applied")
+			return nil
+		},
+	}
+}
+
+func apikeyCommand(env *environment) *cobra.Command {
+	cmd := &cobra.Command{Use: "apikey", Short: "Manage API keys"}
+	var account string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create an API key for an account; prints it once, stores only its hash",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if strings.TrimSpace(account) == "" {
+				return fmt.Errorf("%w: --account is required", errUsage)
+			}
+			cfg, err := env.config(nil)
+			if err != nil {
+				return fmt.Errorf("%w: %w", errUsage, err)
+			}
+			st, err := openStore(cmd.Context(), cfg, env.logger(cfg))
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			key := auth.NewKey()
+			if err := st.PutAPIKey(cmd.Context(), account, auth.HashKey(key)); err != nil {
+				return err
+			}
+			fmt.Fprintln(env.stdout, key)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&account, "account", "", "account the key belongs to")
+	cmd.AddCommand(create)
+	return cmd
+}
+
+func accountCommand(env *environment) *cobra.Command {
+	cmd := &cobra.Command{Use: "account", Short: "Manage account settings"}
+	var account, mode string
+	set := &cobra.Command{
+		Use:   "set",
+		Short: "Set an account's default extraction mode",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			full := "EXTRACTION_MODE_" + strings.ToUpper(strings.TrimPrefix(mode, "EXTRACTION_MODE_"))
+			if account == "" || (full != job.ExtractionHybrid && full != job.ExtractionOCRAlways) {
+				return fmt.Errorf("%w: want --account NAME --extraction-mode HYBRID|OCR_ALWAYS", errUsage)
+			}
+			cfg, err := env.config(nil)
+			if err != nil {
+				return fmt.Errorf("%w: %w", errUsage, err)
+			}
+			st, err := openStore(cmd.Context(), cfg, env.logger(cfg))
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := st.SetAccountExtractionMode(cmd.Context(), account, full); err != nil {
+				return err
+			}
+			fmt.Fprintf(env.stdout, "account %s: default extraction mode %s\n", account, full)
+			return nil
+		},
+	}
+	set.Flags().StringVar(&account, "account", "", "account name")
+	set.Flags().StringVar(&mode, "extraction-mode", "", "HYBRID or OCR_ALWAYS")
+	cmd.AddCommand(set)
+	return cmd
+}

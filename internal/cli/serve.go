@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/spf13/cobra"
+	"gocloud.dev/blob"
+
+	"github.com/docjobs/docjobs/internal/api"
+	"github.com/docjobs/docjobs/internal/auth"
+	"github.com/docjobs/docjobs/internal/config"
+	"github.com/docjobs/docjobs/internal/convert"
+	"github.com/docjobs/docjobs/internal/fetch"
+	"github.com/docjobs/docjobs/internal/outbound"
+	"github.com/docjobs/docjobs/internal/secret"
+	"github.com/docjobs/docjobs/internal/server"
+	"github.com/docjobs/docjobs/internal/store"
+	"github.com/docjobs/docjobs/internal/worker"
+)
+
+func serveCommand(env *environment) *cobra.Command {
+	var role, addr, dataDir string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the API and the workers (--role splits them for scale-out)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := env.config(map[string]string{
+				"DOCJOBS_ROLE": role, "DOCJOBS_ADDR": addr, "DOCJOBS_DATA_DIR": dataDir,
+			})
+			if err != nil {
+				return fmt.Errorf("%w: %w", errUsage, err)
+			}
+			return serve(cmd.Context(), env, cfg)
+		},
+	}
+	cmd.Flags().StringVar(&role, "role", "", "all, api or worker (DOCJOBS_ROLE; default all)")
+	cmd.Flags().StringVar(&addr, "addr", "", "listen address (DOCJOBS_ADDR; default :8080)")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory (DOCJOBS_DATA_DIR; default ./data)")
+	return cmd
+}
+
+func serve(ctx context.Context, env *environment, cfg config.Config) error {
+	log := env.logger(cfg)
+	log.Info("starting docjobs", "config", cfg.String())
+
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	bucket, err := openBucket(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer bucket.Close()
+	sealer, err := secret.Open(cfg.MasterKeyFile)
+	if err != nil {
+		return err
+	}
+	keys, err := bootstrapKeys(ctx, env, cfg, st)
+	if err != nil {
+		return err
+	}
+
+	registry := prometheus.NewRegistry()
+	metrics := server.NewMetrics(registry)
+	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
+	client := outbound.NewClient(outbound.Config{AllowPrivate: cfg.AllowPrivateURLs, Timeout: cfg.FetchTimeout})
+	fetcher := fetch.New(fetch.Config{PublicURL: cfg.PublicURL, MaxBytes: cfg.FetchMaxBytes, Timeout: cfg.FetchTimeout},
+		fetch.Deps{Client: client, Bucket: bucket, Files: st, NewID: newID})
+
+	var stopWork func(context.Context) error
+	if cfg.Role == config.RoleAll || cfg.Role == config.RoleWorker {
+		workers := river.NewWorkers()
+		queues, err := worker.Register(workers, worker.Config{MaxFileBytes: cfg.FetchMaxBytes}, worker.Deps{
+			Store: st, Fetcher: fetcher, Convert: convert.Convert, Observer: metrics, Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		stopWork, err = st.Work(ctx, store.WorkConfig{
+			Workers:              workers,
+			Queues:               queues,
+			ClientID:             cfg.NodeID,
+			RescueStuckJobsAfter: worker.LongestStageTimeout + time.Minute,
+			FetchPollInterval:    50 * time.Millisecond,
+		})
+		if err != nil {
+			return fmt.Errorf("start workers: %w", err)
+		}
+		log.Info("workers started", "node", cfg.NodeID)
+	}
+
+	var serveErr error
+	if cfg.Role == config.RoleAll || cfg.Role == config.RoleAPI {
+		serveErr = serveAPI(ctx, cfg, log, st, bucket, sealer, keys, registry, newID)
+	} else {
+		<-ctx.Done()
+	}
+
+	if stopWork != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := stopWork(stopCtx); err != nil {
+			log.Warn("workers did not stop cleanly", "err", err)
+		}
+	}
+	log.Info("docjobs stopped")
+	return serveErr
+}
+
+func serveAPI(ctx context.Context, cfg config.Config, log *slog.Logger, st store.Store, bucket *blob.Bucket,
+	sealer *secret.Sealer, keys auth.KeyLookup, registry *prometheus.Registry, newID func() string,
+) error {
+	svc, err := api.New(api.Config{
+		PublicURL: cfg.PublicURL, UploadMaxBytes: cfg.UploadMaxBytes, AllowPrivateURLs: cfg.AllowPrivateURLs,
+	}, api.Deps{Store: st, Sealer: sealer, Bucket: bucket, FirstStage: worker.FirstStage, Logger: log, NewID: newID})
+	if err != nil {
+		return err
+	}
+	registry.MustRegister(jobsCollector(st, log))
+	srv, err := server.New(server.Config{UploadMaxBytes: cfg.UploadMaxBytes}, server.Deps{
+		Service: svc, Files: svc, Auth: auth.NewAuthenticator(keys), Ready: st.Ping, Registry: registry, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "public_url", cfg.PublicURL)
+	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// bootstrapKeys makes sure some key opens the API: static keys from
+// DOCJOBS_API_KEYS are checked in memory (never stored), and with no key
+// anywhere a key for account "default" is created and printed once.
+func bootstrapKeys(ctx context.Context, env *environment, cfg config.Config, st store.Store) (auth.KeyLookup, error) {
+	static, err := auth.ParseStatic(cfg.APIKeys)
+	if err != nil {
+		return nil, err
+	}
+	lookup := staticKeys{hashes: map[[sha256.Size]byte]string{}, next: st}
+	for key, account := range static {
+		lookup.hashes[[sha256.Size]byte(auth.HashKey(key))] = account
+	}
+	if len(static) > 0 {
+		return lookup, nil
+	}
+	has, err := st.HasAPIKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !has {
+		key := auth.NewKey()
+		if err := st.PutAPIKey(ctx, "default", auth.HashKey(key)); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(env.stdout, "Created API key for account default (shown once, keep it):\n\n  %s\n\n", key)
+		fmt.Fprintf(env.stdout, "Try:\n  curl -H 'Authorization: Bearer %s' %s/v1/jobs\n\n", key, cfg.PublicURL)
+	}
+	return lookup, nil
+}
+
+// staticKeys resolves DOCJOBS_API_KEYS first, then the stored keys.
+type staticKeys struct {
+	hashes map[[sha256.Size]byte]string
+	next   auth.KeyLookup
+}
+
+func (s staticKeys) AccountByKeyHash(ctx context.Context, hash []byte) (string, error) {
+	if len(hash) == sha256.Size {
+		if a, ok := s.hashes[[sha256.Size]byte(hash)]; ok {
+			return a, nil
+		}
+	}
+	return s.next.AccountByKeyHash(ctx, hash)
+}

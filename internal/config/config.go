@@ -1,0 +1,166 @@
+// Package config reads docjobs' configuration from the environment (flags
+// mirror it). Every field states its default; String redacts secrets.
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Roles of `docjobs serve`.
+const (
+	RoleAll    = "all"
+	RoleAPI    = "api"
+	RoleWorker = "worker"
+)
+
+// Config is the whole configuration of one process.
+type Config struct {
+	Addr          string // DOCJOBS_ADDR, default ":8080"
+	PublicURL     string // DOCJOBS_PUBLIC_URL, default "http://localhost:8080"
+	DataDir       string // DOCJOBS_DATA_DIR, default "./data"
+	DatabaseURL   string // DOCJOBS_DATABASE_URL, default "sqlite://$DATA_DIR/docjobs.db"
+	StorageURL    string // DOCJOBS_STORAGE_URL, default "file://$DATA_DIR/files"
+	MasterKeyFile string // DOCJOBS_MASTER_KEY_FILE, default "$DATA_DIR/master.keyset"
+	// APIKeys is DOCJOBS_API_KEYS ("account:key,…"); never logged.
+	APIKeys          string
+	UploadMaxBytes   int64 // DOCJOBS_UPLOAD_MAX_BYTES, default 20 MiB
+	FetchMaxBytes    int64 // DOCJOBS_FETCH_MAX_BYTES, default 100 MiB
+	FetchTimeout     time.Duration
+	AllowPrivateURLs bool // DOCJOBS_ALLOW_PRIVATE_URLS, default false
+	// ProviderBaseURLs[n] overrides slot n's base URL (DOCJOBS_PROVIDER_<N>_BASE_URL).
+	ProviderBaseURLs     map[int]string
+	WebhookRetrySchedule []time.Duration // DOCJOBS_WEBHOOK_RETRY_SCHEDULE
+	JobDeadline          time.Duration   // DOCJOBS_JOB_DEADLINE, default 2h
+	Role                 string          // --role, default "all"
+	// NodeID is the stable River client id of this node (DOCJOBS_NODE_ID,
+	// default the host name), so a restarted node reclaims its own jobs.
+	NodeID   string
+	LogLevel string // DOCJOBS_LOG_LEVEL, default "info"
+}
+
+// Load reads the configuration through getenv (os.Getenv in production).
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		Addr:           or(getenv("DOCJOBS_ADDR"), ":8080"),
+		PublicURL:      strings.TrimRight(or(getenv("DOCJOBS_PUBLIC_URL"), "http://localhost:8080"), "/"),
+		DataDir:        or(getenv("DOCJOBS_DATA_DIR"), "./data"),
+		APIKeys:        getenv("DOCJOBS_API_KEYS"),
+		Role:           or(getenv("DOCJOBS_ROLE"), RoleAll),
+		NodeID:         getenv("DOCJOBS_NODE_ID"),
+		LogLevel:       or(getenv("DOCJOBS_LOG_LEVEL"), "info"),
+		UploadMaxBytes: 20 << 20,
+		FetchMaxBytes:  100 << 20,
+		FetchTimeout:   2 * time.Minute,
+		JobDeadline:    2 * time.Hour,
+		WebhookRetrySchedule: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute,
+			2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
+		ProviderBaseURLs: map[int]string{},
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return c, fmt.Errorf("DOCJOBS_DATA_DIR: %w", err)
+	}
+	c.DataDir = abs
+	c.DatabaseURL = or(getenv("DOCJOBS_DATABASE_URL"), "sqlite://"+filepath.Join(abs, "docjobs.db"))
+	c.StorageURL = or(getenv("DOCJOBS_STORAGE_URL"), "file://"+filepath.Join(abs, "files")+"?create_dir=true")
+	c.MasterKeyFile = or(getenv("DOCJOBS_MASTER_KEY_FILE"), filepath.Join(abs, "master.keyset"))
+	if c.NodeID == "" {
+		c.NodeID, _ = os.Hostname()
+	}
+
+	for name, dst := range map[string]*int64{
+		"DOCJOBS_UPLOAD_MAX_BYTES": &c.UploadMaxBytes,
+		"DOCJOBS_FETCH_MAX_BYTES":  &c.FetchMaxBytes,
+	} {
+		if v := getenv(name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return c, fmt.Errorf("%s: want a positive number of bytes, got %q", name, v)
+			}
+			*dst = n
+		}
+	}
+	for name, dst := range map[string]*time.Duration{
+		"DOCJOBS_FETCH_TIMEOUT": &c.FetchTimeout,
+		"DOCJOBS_JOB_DEADLINE":  &c.JobDeadline,
+	} {
+		if v := getenv(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return c, fmt.Errorf("%s: want a positive duration like 90s, got %q", name, v)
+			}
+			*dst = d
+		}
+	}
+	if v := getenv("DOCJOBS_ALLOW_PRIVATE_URLS"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("DOCJOBS_ALLOW_PRIVATE_URLS: want true or false, got %q", v)
+		}
+		c.AllowPrivateURLs = b
+	}
+	if v := getenv("DOCJOBS_WEBHOOK_RETRY_SCHEDULE"); v != "" {
+		c.WebhookRetrySchedule = nil
+		for part := range strings.SplitSeq(v, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(part))
+			if err != nil || d < 0 {
+				return c, fmt.Errorf("DOCJOBS_WEBHOOK_RETRY_SCHEDULE: %q is not a duration", part)
+			}
+			c.WebhookRetrySchedule = append(c.WebhookRetrySchedule, d)
+		}
+	}
+	for n := 1; n <= 8; n++ {
+		name := fmt.Sprintf("DOCJOBS_PROVIDER_%d_BASE_URL", n)
+		if v := getenv(name); v != "" {
+			if u, err := url.Parse(v); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+				return c, fmt.Errorf("%s: want an absolute http(s) URL, got %q", name, v)
+			}
+			c.ProviderBaseURLs[n] = strings.TrimRight(v, "/")
+		}
+	}
+	return c, c.validate()
+}
+
+func (c Config) validate() error {
+	switch c.Role {
+	case RoleAll, RoleAPI, RoleWorker:
+	default:
+		return fmt.Errorf("role: want all, api or worker, got %q", c.Role)
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" {
+		return fmt.Errorf("DOCJOBS_PUBLIC_URL: want an absolute URL, got %q", c.PublicURL)
+	}
+	return nil
+}
+
+// String describes the configuration for logs with secrets redacted.
+func (c Config) String() string {
+	keys := "unset"
+	if c.APIKeys != "" {
+		keys = "[redacted]"
+	}
+	return fmt.Sprintf("addr=%s public_url=%s role=%s database=%s storage=%s master_key_file=%s api_keys=%s node=%s",
+		c.Addr, c.PublicURL, c.Role, redactURL(c.DatabaseURL), redactURL(c.StorageURL), c.MasterKeyFile, keys, c.NodeID)
+}
+
+// redactURL hides a password in a connection URL.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

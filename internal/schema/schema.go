@@ -1,0 +1,264 @@
+// Package schema guards the JSON Schemas callers send as responseSchema: it
+// enforces the size, depth and node limits and the self-containment rule on
+// the raw text before anything expensive runs, then compiles the schema with a
+// loader that refuses every URL, so a schema can never make the service reach
+// the network or the disk. It does no I/O of its own.
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Limits of the spec (Limits: responseSchema size, depth, nodes).
+const (
+	// MaxBytes bounds the schema text.
+	MaxBytes = 128 << 10
+	// MaxDepth bounds container nesting: a bare object or array is depth 1,
+	// an object inside it depth 2, and so on. Scalars add no level.
+	MaxDepth = 64
+	// MaxNodes bounds the number of JSON values: every object, array and
+	// scalar counts once; object keys are not values and do not count.
+	MaxNodes = 10000
+)
+
+// Sentinel errors, one per rule, so callers and tests can branch on the rule
+// that failed. Their text is what the caller reads after "responseSchema: ".
+var (
+	ErrTooLarge    = fmt.Errorf("larger than %d bytes (128 KiB)", MaxBytes)
+	ErrTooDeep     = fmt.Errorf("deeper than %d levels", MaxDepth)
+	ErrTooManyNode = fmt.Errorf("more than %d nodes", MaxNodes)
+	ErrNotJSON     = errors.New("not valid JSON")
+	ErrExternalRef = errors.New(`references must be internal (start with "#")`)
+	ErrInvalid     = errors.New("not a valid JSON Schema")
+)
+
+// resourceURL names the schema inside the compiler. It is never fetched: the
+// loader refuses everything, and the .invalid TLD cannot resolve anyway.
+const resourceURL = "https://docjobs.invalid/responseSchema.json"
+
+// maxCompileDetails bounds how many compiler complaints an error repeats.
+const maxCompileDetails = 3
+
+// Check reports whether schemaText is an acceptable responseSchema: within
+// the limits, self-contained and a valid JSON Schema. The error says which
+// rule failed and where.
+func Check(schemaText string) error {
+	_, err := Compile(schemaText)
+	return err
+}
+
+// Compile checks schemaText like Check and returns the compiled schema for
+// validating answers. Schemas without $schema are read as draft 2020-12.
+func Compile(schemaText string) (*jsonschema.Schema, error) {
+	doc, err := parse(schemaText)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRefs(doc, ""); err != nil {
+		return nil, err
+	}
+
+	c := jsonschema.NewCompiler()
+	// The default loader reads file:// URLs; nothing a caller sends may do that.
+	c.UseLoader(refuseLoader{})
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(resourceURL, doc); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, err)
+	}
+	sch, err := c.Compile(resourceURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, compileDetail(err))
+	}
+	return sch, nil
+}
+
+// parse enforces the size, depth and node limits on the token stream, so a
+// hostile document is rejected before it is built in memory, then decodes it
+// with numbers kept exact as the compiler expects.
+func parse(text string) (any, error) {
+	if len(text) > MaxBytes {
+		return nil, ErrTooLarge
+	}
+	if err := scan(text); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotJSON, err)
+	}
+	return doc, nil
+}
+
+// scan walks the tokens once, counting values and nesting, and stops at the
+// first limit crossed.
+func scan(text string) error {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+
+	// Each open container; for objects, whether the next token is a key.
+	type frame struct{ object, wantKey bool }
+	var stack []frame
+	nodes := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			if nodes == 0 {
+				return fmt.Errorf("%w: empty document", ErrNotJSON)
+			}
+			return fmt.Errorf("%w: unexpected end of document", ErrNotJSON)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %s", ErrNotJSON, err)
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:n-1]
+			} else {
+				// The decoder guarantees a string key here.
+				stack[n-1].wantKey = false
+				continue
+			}
+		} else if d, ok := tok.(json.Delim); ok && (d == ']' || d == '}') {
+			stack = stack[:len(stack)-1]
+		} else {
+			nodes++
+			if nodes > MaxNodes {
+				return ErrTooManyNode
+			}
+			if n := len(stack); n > 0 && stack[n-1].object {
+				stack[n-1].wantKey = true
+			}
+			if d, ok := tok.(json.Delim); ok {
+				stack = append(stack, frame{object: d == '{', wantKey: d == '{'})
+				if len(stack) > MaxDepth {
+					return ErrTooDeep
+				}
+			}
+		}
+		if len(stack) == 0 {
+			break // the top-level value is complete
+		}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: data after the top-level value", ErrNotJSON)
+	}
+	return nil
+}
+
+// refKeywords hold references; a schema is self-contained when each of them
+// points into the document itself.
+var refKeywords = map[string]bool{"$ref": true, "$dynamicRef": true, "$recursiveRef": true}
+
+// dataKeywords hold instance data, not subschemas: a "$ref" inside them is
+// just a value.
+var dataKeywords = map[string]bool{"const": true, "enum": true, "default": true, "examples": true}
+
+// nameMapKeywords map caller-chosen names to subschemas: their keys are
+// names, never keywords.
+var nameMapKeywords = map[string]bool{
+	"properties": true, "patternProperties": true, "$defs": true, "definitions": true,
+	"dependentSchemas": true, "dependencies": true,
+}
+
+// checkRefs walks doc as a schema and rejects references that leave it.
+func checkRefs(v any, ptr string) error {
+	switch v := v.(type) {
+	case []any:
+		for i, e := range v {
+			if err := checkRefs(e, ptr+"/"+strconv.Itoa(i)); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			at := ptr + "/" + escapePointer(k)
+			switch {
+			case refKeywords[k]:
+				if s, ok := e.(string); ok && !strings.HasPrefix(s, "#") {
+					return fmt.Errorf("%w: %s %q at %s", ErrExternalRef, k, s, at)
+				}
+			case dataKeywords[k]:
+				continue
+			case nameMapKeywords[k]:
+				if m, ok := e.(map[string]any); ok {
+					for name, sub := range m {
+						if err := checkRefs(sub, at+"/"+escapePointer(name)); err != nil {
+							return err
+						}
+					}
+					continue
+				}
+			}
+			if err := checkRefs(e, at); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func escapePointer(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+// refuseLoader is the compiler's only way out, and it stays shut.
+type refuseLoader struct{}
+
+func (refuseLoader) Load(url string) (any, error) {
+	return nil, errors.New("loading schemas from outside the document is not allowed")
+}
+
+// compileDetail turns the compiler's report into one line without the
+// internal resource URL: the leaf complaints of a metaschema failure, else
+// the compiler's own message.
+func compileDetail(err error) string {
+	msg := err.Error()
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+		var leaves []string
+		collectLeaves(ve, &leaves)
+		if len(leaves) > maxCompileDetails {
+			leaves = append(leaves[:maxCompileDetails], fmt.Sprintf("and %d more", len(leaves)-maxCompileDetails))
+		}
+		if len(leaves) > 0 {
+			msg = strings.Join(leaves, "; ")
+		}
+	}
+	msg = strings.ReplaceAll(msg, resourceURL, "")
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+var printer = message.NewPrinter(language.English)
+
+// collectLeaves gathers the innermost errors: they say what is wrong, their
+// parents only say that a combinator failed.
+func collectLeaves(ve *jsonschema.ValidationError, out *[]string) {
+	if len(ve.Causes) == 0 {
+		at := "/" + strings.Join(escapeAll(ve.InstanceLocation), "/")
+		*out = append(*out, "at "+at+": "+ve.ErrorKind.LocalizedString(printer))
+		return
+	}
+	for _, c := range ve.Causes {
+		collectLeaves(c, out)
+	}
+}
+
+func escapeAll(tokens []string) []string {
+	out := make([]string, len(tokens))
+	for i, t := range tokens {
+		out[i] = escapePointer(t)
+	}
+	return out
+}

@@ -1,0 +1,126 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/docjobs/docjobs/internal/convert"
+	"github.com/docjobs/docjobs/internal/fetch"
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
+)
+
+// RecognizeArgs identify one file of one job. Args carry ids only, never a secret.
+type RecognizeArgs struct {
+	JobID     string `json:"job_id"`
+	FileIndex int    `json:"file_index"`
+}
+
+// Kind is the River job kind.
+func (RecognizeArgs) Kind() string { return "recognize" }
+
+// InsertOpts puts recognition on its own queue.
+func (RecognizeArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueRecognize, MaxAttempts: 5}
+}
+
+type recognizeWorker struct {
+	river.WorkerDefaults[RecognizeArgs]
+	cfg  Config
+	deps Deps
+}
+
+func (w *recognizeWorker) Timeout(*river.Job[RecognizeArgs]) time.Duration { return recognizeTimeout }
+
+func (w *recognizeWorker) NextRetry(j *river.Job[RecognizeArgs]) time.Time {
+	return retryBackoff(j.Attempt)
+}
+
+func (w *recognizeWorker) Work(ctx context.Context, rj *river.Job[RecognizeArgs]) error {
+	start := time.Now()
+	args := rj.Args
+	j, err := w.deps.Store.GetJob(ctx, "", args.JobID)
+	if errors.Is(err, job.ErrNotFound) {
+		return nil // deleted while queued: nothing left to do
+	}
+	if err != nil {
+		return fmt.Errorf("recognize %s[%d]: load job: %w", args.JobID, args.FileIndex, err)
+	}
+	if j.Status.Terminal() || args.FileIndex < 0 || args.FileIndex >= len(j.SourceURLs) {
+		return nil // cancelled, already finished, or not a file of this job
+	}
+	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID, "file_index", args.FileIndex)
+	if err := w.deps.Store.MarkRunning(ctx, j.ID); err != nil {
+		return fmt.Errorf("recognize %s[%d]: mark running: %w", j.ID, args.FileIndex, err)
+	}
+
+	row, file, err := w.recognize(ctx, j, args.FileIndex)
+	if err != nil {
+		// Only transient faults reach here; River retries them.
+		if rj.Attempt < rj.MaxAttempts {
+			log.Warn("recognize: transient failure, will retry", "attempt", rj.Attempt, "err", err)
+			return err
+		}
+		row.Status, row.Error = job.RowFailed, err.Error()
+	}
+	row.Duration = time.Since(start)
+
+	done := store.OCRDone{Row: row, File: file, EnqueueWhenLast: finalizeParams(j.ID)}
+	done.LLM = []job.LLMRow{modelRow(row, j)}
+	applied, err := w.deps.Store.FinishOCR(ctx, rj.JobRow, done)
+	if err != nil {
+		return fmt.Errorf("recognize %s[%d]: finish: %w", j.ID, args.FileIndex, err)
+	}
+	observe(w.deps.Observer, "recognize", string(row.Status), start)
+	log.Info("recognize: file done", "status", row.Status, "format", row.OutputFormat, "applied", applied, "duration", row.Duration)
+	return nil
+}
+
+// recognize fetches and converts one file. A returned error is transient
+// (retry); a bad input instead comes back as a FAILED or SKIPPED row.
+func (w *recognizeWorker) recognize(ctx context.Context, j *job.Job, i int) (job.OCRRow, *job.File, error) {
+	row := job.OCRRow{JobID: j.ID, FileIndex: i, File: j.SourceURLs[i]}
+	fetched, err := w.deps.Fetcher.Fetch(ctx, j.AccountID, j.ID, i, j.SourceURLs[i])
+	if err != nil {
+		if fetch.IsTransient(err) {
+			return row, nil, fmt.Errorf("download failed: %w", err)
+		}
+		row.Status, row.Error = job.RowFailed, "download failed: "+err.Error()
+		return row, nil, nil
+	}
+	row.File = fetched.URL
+	if fetched.Size == 0 {
+		row.Status, row.Error = job.RowSkipped, ""
+		return row, fetched.File, nil
+	}
+	data, err := w.deps.Fetcher.Read(ctx, fetched.Key, w.cfg.MaxFileBytes)
+	if err != nil {
+		return row, fetched.File, fmt.Errorf("read stored file: %w", err)
+	}
+	out, err := w.deps.Convert(ctx, convert.Input{
+		Name: fetched.Name, ContentType: fetched.ContentType, Data: data, Mode: j.ExtractionMode,
+	})
+	if err != nil {
+		row.Status, row.Error = job.RowFailed, err.Error()
+		return row, fetched.File, nil
+	}
+	row.Status = job.RowDone
+	row.Content, row.OutputFormat, row.Model = out.Content, out.Format, out.Model
+	return row, fetched.File, nil
+}
+
+// modelRow is the file's model row after recognition. The model stage itself
+// arrives with prompts support; until then a file whose prompt would run gets
+// a FAILED row saying so, so the job still ends.
+func modelRow(ocr job.OCRRow, j *job.Job) job.LLMRow {
+	if reason := job.SkipReasonAfterOCR(ocr, j.Prompts); reason != "" {
+		return job.SkippedLLMRow(ocr, reason, j.Neural.Model)
+	}
+	r := job.SkippedLLMRow(ocr, "", j.Neural.Model)
+	r.Status, r.Error = job.RowFailed, "the model stage is not available in this version"
+	return r
+}

@@ -1,0 +1,125 @@
+// Package worker holds the River job kinds of the pipeline and their workers:
+// recognize (one per file) and finalize (one per job). Every worker is
+// idempotent, and each stage's fan-in happens in the store transaction that
+// marks its row terminal, so a crash neither loses nor duplicates a stage.
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/docjobs/docjobs/internal/convert"
+	"github.com/docjobs/docjobs/internal/fetch"
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
+)
+
+// Queue names; each stage has its own so a slow one cannot starve another.
+const (
+	QueueRecognize = "recognize"
+	QueueFinalize  = "finalize"
+)
+
+// Stage timeouts. River's 1-minute default does not fit document work.
+const (
+	recognizeTimeout = 10 * time.Minute
+	finalizeTimeout  = time.Minute
+)
+
+// LongestStageTimeout is what River's rescuer must wait beyond before it
+// declares a running job stuck.
+const LongestStageTimeout = recognizeTimeout
+
+// Store is what the workers need from persistence.
+type Store interface {
+	GetJob(ctx context.Context, accountID, id string) (*job.Job, error)
+	GetResult(ctx context.Context, accountID, id string) (*job.Result, error)
+	MarkRunning(ctx context.Context, jobID string) error
+	FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, d store.OCRDone) (bool, error)
+	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f store.Finish) (bool, error)
+}
+
+// Fetcher stores a job's source file and reads it back.
+type Fetcher interface {
+	Fetch(ctx context.Context, accountID, jobID string, index int, sourceURL string) (fetch.Result, error)
+	Read(ctx context.Context, key string, max int64) ([]byte, error)
+}
+
+// Observer records stage metrics.
+type Observer interface {
+	ObserveStage(stage, outcome string, d time.Duration)
+}
+
+// Config tunes the workers.
+type Config struct {
+	// MaxFileBytes bounds what recognition reads of one stored file.
+	MaxFileBytes int64
+	// RecognizeWorkers is the recognize queue's concurrency (default 4).
+	RecognizeWorkers int
+}
+
+// Deps are the workers' collaborators.
+type Deps struct {
+	Store    Store
+	Fetcher  Fetcher
+	Convert  func(context.Context, convert.Input) (convert.Output, error)
+	Observer Observer // optional
+	Logger   *slog.Logger
+}
+
+// Register adds every worker of the pipeline to workers and returns the
+// queues they run on.
+func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.QueueConfig, error) {
+	if deps.Store == nil || deps.Fetcher == nil || deps.Convert == nil {
+		return nil, fmt.Errorf("worker: Store, Fetcher and Convert are required")
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = 100 << 20
+	}
+	if cfg.RecognizeWorkers <= 0 {
+		cfg.RecognizeWorkers = 4
+	}
+	if err := river.AddWorkerSafely(workers, &recognizeWorker{cfg: cfg, deps: deps}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &finalizeWorker{deps: deps}); err != nil {
+		return nil, err
+	}
+	return map[string]river.QueueConfig{
+		QueueRecognize: {MaxWorkers: cfg.RecognizeWorkers},
+		QueueFinalize:  {MaxWorkers: 4},
+	}, nil
+}
+
+// FirstStage is the River work a new job starts with: one recognize job per file.
+func FirstStage(jobID string, files int) []river.InsertManyParams {
+	params := make([]river.InsertManyParams, files)
+	for i := range files {
+		params[i] = river.InsertManyParams{Args: RecognizeArgs{JobID: jobID, FileIndex: i}}
+	}
+	return params
+}
+
+func finalizeParams(jobID string) []river.InsertManyParams {
+	return []river.InsertManyParams{{Args: FinalizeArgs{JobID: jobID}}}
+}
+
+// retryBackoff is short: attempts fail on transient network faults, not on
+// bad input (bad input ends the row instead of retrying).
+func retryBackoff(attempt int) time.Time {
+	return time.Now().Add(time.Duration(attempt*attempt) * 2 * time.Second)
+}
+
+func observe(o Observer, stage, outcome string, start time.Time) {
+	if o != nil {
+		o.ObserveStage(stage, outcome, time.Since(start))
+	}
+}
