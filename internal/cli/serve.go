@@ -72,12 +72,15 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		return err
 	}
 
-	registry := prometheus.NewRegistry()
+	registry := server.NewRegistry()
 	metrics := server.NewMetrics(registry)
 	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
 	client := outbound.NewClient(outbound.Config{AllowPrivate: cfg.AllowPrivateURLs, Timeout: cfg.FetchTimeout})
-	fetcher := fetch.New(fetch.Config{PublicURL: cfg.PublicURL, MaxBytes: cfg.FetchMaxBytes, Timeout: cfg.FetchTimeout},
+	fetcher, err := fetch.New(fetch.Config{PublicURL: cfg.PublicURL, MaxBytes: cfg.FetchMaxBytes, Timeout: cfg.FetchTimeout},
 		fetch.Deps{Client: client, Bucket: bucket, Files: st, NewID: newID})
+	if err != nil {
+		return err
+	}
 
 	var stopWork func(context.Context) error
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleWorker {

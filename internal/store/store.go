@@ -103,7 +103,8 @@ type Store interface {
 	ListJobs(ctx context.Context, p ListParams) (ListPage, error)
 	GetResult(ctx context.Context, accountID, id string) (*job.Result, error)
 	// CancelJob marks a non-terminal job CANCELLED and its pending rows FAILED
-	// with error "job cancelled"; ErrTerminal when it already ended.
+	// with error "job cancelled"; ErrTerminal when it already ended. The job's
+	// provider keys are erased with it (the webhook secret stays).
 	CancelJob(ctx context.Context, accountID, id string) (*job.Job, error)
 	// DeleteJob removes the job, its rows, secrets and file records (JobID =
 	// id), and returns the blob keys of those files for the caller to delete.
@@ -113,15 +114,19 @@ type Store interface {
 	// Workers' fan-in. Each method runs in one transaction that also completes
 	// riverJob (River's JobCompleteTx), so a crash either keeps all of it or
 	// none; ctx must be the River worker's context.
-	// FinishOCR writes a terminal OCR row only if it is still PENDING (else it
-	// only completes riverJob and returns applied=false), records d.File and
+	// FinishOCR writes a terminal OCR row only if it is still PENDING and the
+	// job is not terminal (else it only completes riverJob and returns
+	// applied=false, recording nothing, d.File included), records d.File and
 	// sets job.Files[FileIndex] to d.Row.File, moves the job NEW→RUNNING,
-	// inserts the LLM rows and the River jobs.
+	// inserts the LLM rows and the River jobs. A deleted job is applied=false.
 	FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, d OCRDone) (applied bool, err error)
 	// FinishJob sets the final status of a non-terminal job whose rows are all
-	// terminal; applied=false when it was already terminal.
+	// terminal (any row still PENDING is failed with f.Error) and erases the
+	// job's provider keys (the webhook secret stays for the webhook);
+	// applied=false when it was already terminal or deleted.
 	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f Finish) (applied bool, err error)
-	// MarkRunning moves a NEW job to RUNNING (a stage started).
+	// MarkRunning moves a NEW job to RUNNING (a stage started); other
+	// statuses are left alone; ErrNotFound when the job was deleted.
 	MarkRunning(ctx context.Context, jobID string) error
 
 	// Files (uploads and job copies).
@@ -139,7 +144,9 @@ type Store interface {
 	// Queue.
 	// Work starts a River client that works cfg.Workers in this process after
 	// returning to available the River jobs still marked running by an earlier
-	// incarnation with the same ClientID. stop waits for running jobs.
+	// incarnation with the same ClientID. The client runs until stop (ctx
+	// only scopes start-up): stop waits for running jobs until its ctx ends,
+	// then cancels them and returns the ctx's error.
 	Work(ctx context.Context, cfg WorkConfig) (stop func(context.Context) error, err error)
 	// JobCountsByStatus feeds the docjobs_jobs gauge.
 	JobCountsByStatus(ctx context.Context) (map[job.Status]int, error)

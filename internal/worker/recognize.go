@@ -86,7 +86,7 @@ func (w *recognizeWorker) recognize(ctx context.Context, j *job.Job, i int) (job
 	row := job.OCRRow{JobID: j.ID, FileIndex: i, File: j.SourceURLs[i]}
 	fetched, err := w.deps.Fetcher.Fetch(ctx, j.AccountID, j.ID, i, j.SourceURLs[i])
 	if err != nil {
-		if fetch.IsTransient(err) {
+		if fe := (*fetch.Error)(nil); !errors.As(err, &fe) || fe.Retryable {
 			return row, nil, fmt.Errorf("download failed: %w", err)
 		}
 		row.Status, row.Error = job.RowFailed, "download failed: "+err.Error()

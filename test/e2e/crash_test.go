@@ -74,7 +74,8 @@ func TestKilledServerFinishesEveryJobExactlyOnceAfterRestart(t *testing.T) {
 // from the database the server used.
 func countFinalizes(t *testing.T, dbURL, dataDir string) map[string]int {
 	t.Helper()
-	const q = `SELECT args FROM river_job WHERE kind = 'finalize'`
+	// River keeps args as JSONB in SQLite; json() turns them back into text.
+	const q = `SELECT json(args) FROM river_job WHERE kind = 'finalize'`
 	var args []string
 	if dbURL == "" {
 		db, err := sql.Open("sqlite", filepath.Join(dataDir, "docjobs.db"))

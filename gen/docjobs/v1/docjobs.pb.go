@@ -1233,8 +1233,8 @@ type OcrResult struct {
 	Request      string `protobuf:"bytes,7,opt,name=request,proto3" json:"request,omitempty"`
 	RawData      string `protobuf:"bytes,8,opt,name=raw_data,json=rawData,proto3" json:"raw_data,omitempty"`
 	Error        string `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
-	// Nanoseconds.
-	Duration      int64                  `protobuf:"varint,10,opt,name=duration,proto3" json:"duration,omitempty"`
+	// Nanoseconds; always present, "0" for a row that did no work.
+	Duration      *int64                 `protobuf:"varint,10,opt,name=duration,proto3,oneof" json:"duration,omitempty"`
 	Created       *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created,proto3" json:"created,omitempty"`
 	Updated       *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated,proto3" json:"updated,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1335,8 +1335,8 @@ func (x *OcrResult) GetError() string {
 }
 
 func (x *OcrResult) GetDuration() int64 {
-	if x != nil {
-		return x.Duration
+	if x != nil && x.Duration != nil {
+		return *x.Duration
 	}
 	return 0
 }
@@ -1574,8 +1574,8 @@ type LlmResult struct {
 	Request    string `protobuf:"bytes,10,opt,name=request,proto3" json:"request,omitempty"`
 	RawData    string `protobuf:"bytes,11,opt,name=raw_data,json=rawData,proto3" json:"raw_data,omitempty"`
 	Error      string `protobuf:"bytes,12,opt,name=error,proto3" json:"error,omitempty"`
-	// Nanoseconds.
-	Duration int64                  `protobuf:"varint,13,opt,name=duration,proto3" json:"duration,omitempty"`
+	// Nanoseconds; always present, "0" for a row that did no work.
+	Duration *int64                 `protobuf:"varint,13,opt,name=duration,proto3,oneof" json:"duration,omitempty"`
 	Created  *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=created,proto3" json:"created,omitempty"`
 	Updated  *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=updated,proto3" json:"updated,omitempty"`
 	// Present only when the job set responseSchema and chunk_total is 1.
@@ -1701,8 +1701,8 @@ func (x *LlmResult) GetError() string {
 }
 
 func (x *LlmResult) GetDuration() int64 {
-	if x != nil {
-		return x.Duration
+	if x != nil && x.Duration != nil {
+		return *x.Duration
 	}
 	return 0
 }
@@ -2509,7 +2509,7 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"%\n" +
 	"\x13GetJobResultRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x90\x03\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xa2\x03\n" +
 	"\tOcrResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\x120\n" +
@@ -2519,11 +2519,12 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\x05model\x18\x06 \x01(\tR\x05model\x12\x18\n" +
 	"\arequest\x18\a \x01(\tR\arequest\x12\x19\n" +
 	"\braw_data\x18\b \x01(\tR\arawData\x12\x14\n" +
-	"\x05error\x18\t \x01(\tR\x05error\x12\x1a\n" +
+	"\x05error\x18\t \x01(\tR\x05error\x12\x1f\n" +
 	"\bduration\x18\n" +
-	" \x01(\x03R\bduration\x124\n" +
+	" \x01(\x03H\x00R\bduration\x88\x01\x01\x124\n" +
 	"\acreated\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x124\n" +
-	"\aupdated\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\"X\n" +
+	"\aupdated\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\aupdatedB\v\n" +
+	"\t_duration\"X\n" +
 	"\x10ConsensusVariant\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\tR\x05value\x12\x12\n" +
 	"\x04runs\x18\x02 \x01(\x05R\x04runs\x12\x1a\n" +
@@ -2541,7 +2542,7 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"incomplete\x18\x04 \x01(\bR\n" +
 	"incomplete\x12G\n" +
 	"\rdisagreements\x18\x05 \x03(\v2!.docjobs.v1.ConsensusDisagreementR\rdisagreements\x123\n" +
-	"\x15disagreements_dropped\x18\x06 \x01(\x05R\x14disagreementsDropped\"\x8a\x05\n" +
+	"\x15disagreements_dropped\x18\x06 \x01(\x05R\x14disagreementsDropped\"\x9c\x05\n" +
 	"\tLlmResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\x12!\n" +
@@ -2558,13 +2559,14 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\arequest\x18\n" +
 	" \x01(\tR\arequest\x12\x19\n" +
 	"\braw_data\x18\v \x01(\tR\arawData\x12\x14\n" +
-	"\x05error\x18\f \x01(\tR\x05error\x12\x1a\n" +
-	"\bduration\x18\r \x01(\x03R\bduration\x124\n" +
+	"\x05error\x18\f \x01(\tR\x05error\x12\x1f\n" +
+	"\bduration\x18\r \x01(\x03H\x00R\bduration\x88\x01\x01\x124\n" +
 	"\acreated\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x124\n" +
 	"\aupdated\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\x12&\n" +
-	"\fschema_valid\x18\x10 \x01(\bH\x00R\vschemaValid\x88\x01\x01\x12#\n" +
+	"\fschema_valid\x18\x10 \x01(\bH\x01R\vschemaValid\x88\x01\x01\x12#\n" +
 	"\rschema_errors\x18\x11 \x03(\tR\fschemaErrors\x129\n" +
-	"\tconsensus\x18\x12 \x01(\v2\x1b.docjobs.v1.ConsensusResultR\tconsensusB\x0f\n" +
+	"\tconsensus\x18\x12 \x01(\v2\x1b.docjobs.v1.ConsensusResultR\tconsensusB\v\n" +
+	"\t_durationB\x0f\n" +
 	"\r_schema_valid\"?\n" +
 	"\bChunkRef\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1f\n" +
@@ -2815,6 +2817,7 @@ func file_docjobs_v1_docjobs_proto_init() {
 		return
 	}
 	file_docjobs_v1_docjobs_proto_msgTypes[3].OneofWrappers = []any{}
+	file_docjobs_v1_docjobs_proto_msgTypes[8].OneofWrappers = []any{}
 	file_docjobs_v1_docjobs_proto_msgTypes[12].OneofWrappers = []any{}
 	file_docjobs_v1_docjobs_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}

@@ -1,0 +1,267 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
+)
+
+// ErrTooLarge is returned by StoreUpload when the body holds more than the
+// upload limit; nothing is kept.
+var ErrTooLarge = errors.New("file exceeds the upload limit")
+
+// ErrNotFound is returned by OpenFile for a missing file or one of another
+// account.
+var ErrNotFound = store.ErrNotFound
+
+// maxFileNameChars bounds an upload's name.
+const maxFileNameChars = 255
+
+// filesPath is the path, under PublicURL, of stored files.
+const filesPath = "/v1/files/"
+
+// FileURL is the URL of stored file id under publicURL.
+func FileURL(publicURL, id string) string {
+	return strings.TrimRight(publicURL, "/") + filesPath + id
+}
+
+// ParseFileURL returns the id of the stored file raw names when raw is a
+// file URL of this service (same scheme and host as publicURL, path
+// {publicURL path}/v1/files/{id}).
+func ParseFileURL(publicURL, raw string) (id string, ok bool) {
+	pub, err := url.Parse(strings.TrimRight(publicURL, "/"))
+	if err != nil {
+		return "", false
+	}
+	return parseFileURL(pub, raw)
+}
+
+func parseFileURL(pub *url.URL, raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || !strings.EqualFold(u.Scheme, pub.Scheme) || !strings.EqualFold(u.Host, pub.Host) {
+		return "", false
+	}
+	id, ok := strings.CutPrefix(u.Path, strings.TrimRight(pub.Path, "/")+filesPath)
+	if !ok || id == "" || strings.Contains(id, "/") {
+		return "", false
+	}
+	return id, true
+}
+
+// StoreUpload streams body to storage as a new file of the calling account
+// and records it. It never holds the whole body: bytes go from body to the
+// bucket writer as they come. A body over the upload limit gives ErrTooLarge
+// and leaves nothing behind. The returned string is the file's URL, usable
+// in sourceUrls. Other errors are gRPC status errors.
+func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) (job.File, string, error) {
+	acct, err := account(ctx)
+	if err != nil {
+		return job.File{}, "", err
+	}
+	if name == "" {
+		name = "upload"
+	}
+	if !utf8.ValidString(name) {
+		return job.File{}, "", invalid("name", "must be UTF-8")
+	}
+	if utf8.RuneCountInString(name) > maxFileNameChars {
+		return job.File{}, "", invalid("name", "at most %d characters", maxFileNameChars)
+	}
+
+	id := s.newID()
+	key := "uploads/" + url.PathEscape(acct) + "/" + id
+	attrs := []slog.Attr{slog.String("account_id", acct), slog.String("file_id", id)}
+
+	// The first bytes decide the content type; Peek reads no more than that.
+	src := &readErrs{r: body}
+	br := bufio.NewReaderSize(src, 512)
+	head, err := br.Peek(512)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return job.File{}, "", uploadReadError(err)
+	}
+	contentType := http.DetectContentType(head)
+
+	// Cancelling wctx before Close aborts the write: the bucket keeps nothing.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: contentType})
+	if err != nil {
+		return job.File{}, "", s.internal(ctx, "StoreUpload", fmt.Errorf("open writer: %w", err), attrs...)
+	}
+	n, copyErr := io.Copy(w, io.LimitReader(br, s.cfg.UploadMaxBytes+1))
+	if copyErr != nil || n > s.cfg.UploadMaxBytes {
+		cancel()
+		_ = w.Close()
+		s.removePartial(ctx, key, attrs)
+		if src.err != nil {
+			return job.File{}, "", uploadReadError(src.err)
+		}
+		if copyErr != nil {
+			return job.File{}, "", s.internal(ctx, "StoreUpload", fmt.Errorf("write: %w", copyErr), attrs...)
+		}
+		return job.File{}, "", fmt.Errorf("%w of %d bytes", ErrTooLarge, s.cfg.UploadMaxBytes)
+	}
+	if err := w.Close(); err != nil {
+		s.removePartial(ctx, key, attrs)
+		return job.File{}, "", s.internal(ctx, "StoreUpload", fmt.Errorf("close writer: %w", err), attrs...)
+	}
+
+	f := job.File{
+		ID:          id,
+		AccountID:   acct,
+		Name:        name,
+		Size:        n,
+		ContentType: contentType,
+		Key:         key,
+		Created:     time.Now().UTC(),
+	}
+	if err := s.store.CreateFile(ctx, f); err != nil {
+		s.removePartial(ctx, key, attrs)
+		return job.File{}, "", s.internal(ctx, "StoreUpload", fmt.Errorf("record file: %w", err), attrs...)
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "file uploaded", append(attrs, slog.Int64("bytes", n))...)
+	return f, FileURL(s.cfg.PublicURL, id), nil
+}
+
+// uploadReadError reports a body that could not be read. The cause stays
+// wrapped, so the HTTP layer can tell its own reader's errors (a broken or
+// oversized client body) from a storage failure; it is not logged here for
+// the same reason.
+func uploadReadError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return status.FromContextError(err).Err()
+	}
+	return fmt.Errorf("read upload body: %w", err)
+}
+
+// readErrs remembers the error of the reader it wraps, so that a failed copy
+// can be blamed on the body or on storage.
+type readErrs struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErrs) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		e.err = err
+	}
+	return n, err
+}
+
+// removePartial deletes what an aborted upload may have left.
+func (s *Service) removePartial(ctx context.Context, key string, attrs []slog.Attr) {
+	// The request context may be the reason the upload stopped.
+	ctx = context.WithoutCancel(ctx)
+	if err := s.deleteBlob(ctx, key); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelError, "partial upload not removed",
+			append(attrs, slog.String("key", key), slog.String("error", err.Error()))...)
+	}
+}
+
+// deleteBlob deletes key; a key that is already gone is not an error.
+func (s *Service) deleteBlob(ctx context.Context, key string) error {
+	if err := s.bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return err
+	}
+	return nil
+}
+
+// OpenFile opens a stored file of the calling account. It returns
+// ErrNotFound for a missing file and for another account's; other errors are
+// gRPC status errors. The caller closes the reader.
+func (s *Service) OpenFile(ctx context.Context, id string) (job.File, io.ReadCloser, error) {
+	acct, err := account(ctx)
+	if err != nil {
+		return job.File{}, nil, err
+	}
+	f, err := s.store.GetFile(ctx, acct, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return job.File{}, nil, ErrNotFound
+	}
+	if err != nil {
+		return job.File{}, nil, s.internal(ctx, "OpenFile", err, slog.String("file_id", id))
+	}
+	r, err := s.bucket.NewReader(ctx, f.Key, nil)
+	if err != nil {
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			// Recorded but not in storage: say so to the operator, and to the
+			// client what it can act on.
+			s.log.LogAttrs(ctx, slog.LevelError, "stored file missing from storage",
+				slog.String("account_id", acct), slog.String("file_id", id), slog.String("key", f.Key))
+			return job.File{}, nil, ErrNotFound
+		}
+		return job.File{}, nil, s.internal(ctx, "OpenFile", fmt.Errorf("open %s: %w", f.Key, err), slog.String("file_id", id))
+	}
+	return f, r, nil
+}
+
+// UploadFile is the gRPC upload: the content comes in the message and the
+// same limit applies.
+func (s *Service) UploadFile(ctx context.Context, req *docjobsv1.UploadFileRequest) (*docjobsv1.UploadFileResponse, error) {
+	if _, err := account(ctx); err != nil {
+		return nil, err
+	}
+	if int64(len(req.GetContent())) > s.cfg.UploadMaxBytes {
+		return nil, invalid("content", "larger than the upload limit of %d bytes", s.cfg.UploadMaxBytes)
+	}
+	f, u, err := s.StoreUpload(ctx, req.GetName(), bytes.NewReader(req.GetContent()))
+	if err != nil {
+		if _, ok := status.FromError(err); ok {
+			return nil, err
+		}
+		// A bytes.Reader does not fail; anything else is ours.
+		return nil, s.internal(ctx, "UploadFile", err)
+	}
+	return &docjobsv1.UploadFileResponse{Url: u, Name: f.Name, SizeBytes: f.Size}, nil
+}
+
+// GetFile is the gRPC download. The whole file goes into one message, so it
+// serves files up to the upload limit; larger job copies are downloaded over
+// HTTP, which streams.
+func (s *Service) GetFile(ctx context.Context, req *docjobsv1.GetFileRequest) (*httpbody.HttpBody, error) {
+	f, r, err := s.OpenFile(ctx, req.GetId())
+	if errors.Is(err, ErrNotFound) {
+		return nil, status.Error(codes.NotFound, "file not found")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = r.Close() }()
+	if f.Size > s.cfg.UploadMaxBytes {
+		return nil, status.Errorf(codes.FailedPrecondition,
+			"file is larger than %d bytes; download it with GET %s", s.cfg.UploadMaxBytes, FileURL(s.cfg.PublicURL, f.ID))
+	}
+	data, err := io.ReadAll(io.LimitReader(r, s.cfg.UploadMaxBytes+1))
+	if err != nil {
+		return nil, s.internal(ctx, "GetFile", fmt.Errorf("read %s: %w", f.Key, err), slog.String("file_id", f.ID))
+	}
+	if int64(len(data)) > s.cfg.UploadMaxBytes {
+		return nil, s.internal(ctx, "GetFile", fmt.Errorf("stored %s holds more than its recorded %d bytes", f.Key, f.Size),
+			slog.String("file_id", f.ID))
+	}
+	ct := f.ContentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	return &httpbody.HttpBody{ContentType: ct, Data: data}, nil
+}

@@ -1,0 +1,289 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
+)
+
+// List page sizes (DESIGN §4).
+const (
+	defaultPageSize = 50
+	maxPageSize     = 100
+)
+
+// CreateJob validates the request, seals its secrets and creates the job
+// together with its first River jobs. A replayed idempotency key with the
+// same parameters returns the original job.
+func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest) (*docjobsv1.Job, error) {
+	acct, err := account(ctx)
+	if err != nil {
+		return nil, err
+	}
+	uploads, err := validateCreate(req, createRules{publicURL: s.publicURL, allowPrivate: s.cfg.AllowPrivateURLs})
+	if err != nil {
+		return nil, err
+	}
+	// A job may use only its own account's stored files.
+	for _, u := range uploads {
+		if _, err := s.store.GetFile(ctx, acct, u.id); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, invalid(fmt.Sprintf("sourceUrls[%d]", u.index), "file not found")
+			}
+			return nil, s.internal(ctx, "CreateJob", fmt.Errorf("look up upload %s: %w", u.id, err))
+		}
+	}
+
+	mode := req.GetExtractionMode().String()
+	if req.GetExtractionMode() == docjobsv1.ExtractionMode_EXTRACTION_MODE_UNSPECIFIED {
+		if mode, err = s.store.AccountExtractionMode(ctx, acct); err != nil {
+			return nil, s.internal(ctx, "CreateJob", fmt.Errorf("account extraction mode: %w", err))
+		}
+	}
+
+	now := time.Now().UTC()
+	j := newJob(req, s.newID(), acct, mode, now)
+	secrets, err := s.seal(req, acct, j.ID)
+	if err != nil {
+		return nil, s.internal(ctx, "CreateJob", err, slog.String("job_id", j.ID))
+	}
+	if j.RequestHash, err = requestHash(req); err != nil {
+		return nil, s.internal(ctx, "CreateJob", err, slog.String("job_id", j.ID))
+	}
+
+	created, replayed, err := s.store.CreateJob(ctx, store.CreateJobParams{
+		Job:     j,
+		Secrets: secrets,
+		Enqueue: s.first(j.ID, len(j.SourceURLs)),
+	})
+	if errors.Is(err, store.ErrIdempotencyMismatch) {
+		return nil, status.Error(codes.InvalidArgument, job.ErrIdempotencyMismatch.Error())
+	}
+	if err != nil {
+		return nil, s.jobError(ctx, "CreateJob", j.ID, err)
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "job created",
+		slog.String("job_id", created.ID), slog.String("account_id", acct),
+		slog.Int("files", len(created.SourceURLs)), slog.Bool("replayed", replayed))
+	return toJob(created), nil
+}
+
+// newJob is the job a valid request describes, with effective defaults.
+func newJob(req *docjobsv1.CreateJobRequest, id, acct, extractionMode string, now time.Time) *job.Job {
+	budget := req.GetNeural().GetChunkBudgetTokens()
+	if budget == 0 {
+		budget = job.DefaultChunkBudgetTokens
+	}
+	j := &job.Job{
+		ID:         id,
+		AccountID:  acct,
+		Title:      req.GetTitle(),
+		Metadata:   maps.Clone(req.GetMetadata()),
+		Status:     job.StatusNew,
+		SourceURLs: slices.Clone(req.GetSourceUrls()),
+		Prompts:    slices.Clone(req.GetPrompts()),
+		Neural: job.Neural{
+			Type:              req.GetNeural().GetType().String(),
+			Model:             req.GetNeural().GetModel(),
+			ChunkBudgetTokens: budget,
+		},
+		OCR: job.OCR{
+			Provider: req.GetOcr().GetProvider().String(),
+			Model:    req.GetOcr().GetModel(),
+		},
+		ExtractionMode: extractionMode,
+		ResponseSchema: req.GetResponseSchema(),
+		ConsensusMode:  consensusMode(req.GetConsensus()).String(),
+		WebhookURL:     req.GetWebhookUrl(),
+		IdempotencyKey: req.GetIdempotencyKey(),
+		Created:        now,
+		Updated:        now,
+	}
+	if m := req.GetMerge(); m != nil {
+		j.Merge = job.Merge{
+			Enabled:        m.GetEnabled(),
+			Scope:          orDefault(m.GetScope(), docjobsv1.MergeScope_MERGE_SCOPE_FILE).String(),
+			ConflictPolicy: orDefault(m.GetConflictPolicy(), docjobsv1.MergeConflictPolicy_MERGE_CONFLICT_POLICY_FIRST_NON_NULL).String(),
+			DedupeBy:       slices.Clone(m.GetDedupeBy()),
+			Format:         orDefault(m.GetFormat(), docjobsv1.MergeFormat_MERGE_FORMAT_AUTO).String(),
+		}
+	}
+	return j
+}
+
+// orDefault replaces an enum's UNSPECIFIED (0) with the documented default.
+func orDefault[E ~int32](v, def E) E {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// seal encrypts each secret the request carries for this account, job and
+// field, so a ciphertext copied to another job does not open.
+func (s *Service) seal(req *docjobsv1.CreateJobRequest, acct, jobID string) ([]job.SealedSecret, error) {
+	var out []job.SealedSecret
+	for _, sec := range []struct{ field, value string }{
+		{job.SecretNeuralAPIKey, req.GetNeural().GetApiKey()},
+		{job.SecretOCRProviderKey, req.GetOcr().GetProviderKey()},
+		{job.SecretWebhookSecret, req.GetWebhookSecret()},
+	} {
+		if sec.value == "" {
+			continue
+		}
+		ct, err := s.sealer.Seal([]byte(sec.value), acct, jobID, sec.field)
+		if err != nil {
+			return nil, fmt.Errorf("seal %s: %w", sec.field, err)
+		}
+		out = append(out, job.SealedSecret{Field: sec.field, Ciphertext: ct})
+	}
+	return out, nil
+}
+
+// requestHash is the hex SHA-256 of the request's deterministic protobuf
+// encoding, with each secret replaced by its own SHA-256, so that the stored
+// hash tells requests apart without holding a secret.
+func requestHash(req *docjobsv1.CreateJobRequest) (string, error) {
+	c := proto.CloneOf(req)
+	if n := c.GetNeural(); n.GetApiKey() != "" {
+		n.ApiKey = sha256Hex(n.GetApiKey())
+	}
+	if o := c.GetOcr(); o.GetProviderKey() != "" {
+		o.ProviderKey = sha256Hex(o.GetProviderKey())
+	}
+	if c.GetWebhookSecret() != "" {
+		c.WebhookSecret = sha256Hex(c.GetWebhookSecret())
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("encode request for hashing: %w", err)
+	}
+	return sha256Hex(string(b)), nil
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// GetJob returns the job of the calling account.
+func (s *Service) GetJob(ctx context.Context, req *docjobsv1.GetJobRequest) (*docjobsv1.Job, error) {
+	acct, err := account(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.store.GetJob(ctx, acct, req.GetId())
+	if err != nil {
+		return nil, s.jobError(ctx, "GetJob", req.GetId(), err)
+	}
+	return toJob(j), nil
+}
+
+// GetJobResult returns the job with its recognition and model rows.
+func (s *Service) GetJobResult(ctx context.Context, req *docjobsv1.GetJobResultRequest) (*docjobsv1.GetJobResultResponse, error) {
+	acct, err := account(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.store.GetResult(ctx, acct, req.GetId())
+	if err != nil {
+		return nil, s.jobError(ctx, "GetJobResult", req.GetId(), err)
+	}
+	out, err := toResult(res)
+	if err != nil {
+		return nil, s.internal(ctx, "GetJobResult", err, slog.String("job_id", req.GetId()))
+	}
+	return &docjobsv1.GetJobResultResponse{Result: out}, nil
+}
+
+// ListJobs returns a page of the calling account's jobs, newest first.
+func (s *Service) ListJobs(ctx context.Context, req *docjobsv1.ListJobsRequest) (*docjobsv1.ListJobsResponse, error) {
+	acct, err := account(ctx)
+	if err != nil {
+		return nil, err
+	}
+	size := int(req.GetPageSize())
+	switch {
+	case size < 0:
+		return nil, invalid("pageSize", "must not be negative")
+	case size == 0:
+		size = defaultPageSize
+	case size > maxPageSize:
+		size = maxPageSize
+	}
+	if err := checkEnum("statusEq", req.GetStatusEq()); err != nil {
+		return nil, err
+	}
+	var st job.Status
+	if req.GetStatusEq() != docjobsv1.JobStatus_JOB_STATUS_UNSPECIFIED {
+		st = job.Status(req.GetStatusEq().String())
+	}
+	page, err := s.store.ListJobs(ctx, store.ListParams{
+		AccountID: acct, Status: st, PageSize: size, PageToken: req.GetPageToken(),
+	})
+	if errors.Is(err, store.ErrBadPageToken) {
+		return nil, invalid("pageToken", "invalid")
+	}
+	if err != nil {
+		return nil, s.internal(ctx, "ListJobs", err)
+	}
+	out := &docjobsv1.ListJobsResponse{Jobs: make([]*docjobsv1.Job, len(page.Jobs)), NextPageToken: page.NextPageToken}
+	for i, j := range page.Jobs {
+		out.Jobs[i] = toJob(j)
+	}
+	return out, nil
+}
+
+// CancelJob stops a job's pending work; the job ends CANCELLED.
+func (s *Service) CancelJob(ctx context.Context, req *docjobsv1.CancelJobRequest) (*docjobsv1.Job, error) {
+	acct, err := account(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.store.CancelJob(ctx, acct, req.GetId())
+	if err != nil {
+		return nil, s.jobError(ctx, "CancelJob", req.GetId(), err)
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "job cancelled", slog.String("job_id", j.ID), slog.String("account_id", acct))
+	return toJob(j), nil
+}
+
+// DeleteJob removes the job with its rows and secrets, then its stored files.
+func (s *Service) DeleteJob(ctx context.Context, req *docjobsv1.DeleteJobRequest) (*emptypb.Empty, error) {
+	acct, err := account(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := s.store.DeleteJob(ctx, acct, req.GetId())
+	if err != nil {
+		return nil, s.jobError(ctx, "DeleteJob", req.GetId(), err)
+	}
+	// The job is gone whatever happens to its blobs: a blob that cannot be
+	// deleted now is logged for the operator rather than failing a request
+	// that a retry would answer with 404.
+	for _, key := range keys {
+		if err := s.deleteBlob(ctx, key); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "stored file of a deleted job not removed",
+				slog.String("job_id", req.GetId()), slog.String("account_id", acct),
+				slog.String("key", key), slog.String("error", err.Error()))
+		}
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "job deleted", slog.String("job_id", req.GetId()),
+		slog.String("account_id", acct), slog.Int("files", len(keys)))
+	return &emptypb.Empty{}, nil
+}

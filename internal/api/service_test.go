@@ -1,0 +1,896 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/riverqueue/river"
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/fileblob"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+	"github.com/docjobs/docjobs/internal/auth"
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/secret"
+	"github.com/docjobs/docjobs/internal/store"
+	"github.com/docjobs/docjobs/internal/store/sqlite"
+)
+
+// The secrets every create in these tests carries; no response and no log
+// line may contain them.
+const (
+	neuralKey     = "sk-neural-SECRET-0001"
+	ocrKey        = "ocr-SECRET-0002"
+	webhookSecret = "whsec-SECRET-0003"
+)
+
+// recognizeArgs stands in for the recognize stage: these tests check that
+// the first stage is inserted with the job, not what works it.
+type recognizeArgs struct {
+	JobID     string `json:"job_id"`
+	FileIndex int    `json:"file_index"`
+}
+
+func (recognizeArgs) Kind() string { return "test_recognize" }
+
+// harness is a Service on a real SQLite store, sealer and file bucket.
+type harness struct {
+	svc    *Service
+	store  *sqlite.Store
+	sealer *secret.Sealer
+	bucket *blob.Bucket
+	logs   *syncBuffer
+
+	mu     sync.Mutex
+	stages map[string]int // job id -> files passed to FirstStage
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "docjobs.db"), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	sealer, err := secret.Open(filepath.Join(dir, "master.keyset"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket, err := fileblob.OpenBucket(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bucket.Close() })
+
+	h := &harness{store: st, sealer: sealer, bucket: bucket, logs: logs, stages: map[string]int{}}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = testPublicURL
+	}
+	h.svc, err = New(cfg, Deps{
+		Store: st, Sealer: sealer, Bucket: bucket, Logger: log,
+		FirstStage: func(jobID string, files int) []river.InsertManyParams {
+			h.mu.Lock()
+			h.stages[jobID] = files
+			h.mu.Unlock()
+			params := make([]river.InsertManyParams, files)
+			for i := range params {
+				params[i] = river.InsertManyParams{Args: recognizeArgs{JobID: jobID, FileIndex: i}}
+			}
+			return params
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.assertNoSecretLogged(t) })
+	return h
+}
+
+func (h *harness) assertNoSecretLogged(t *testing.T) {
+	t.Helper()
+	logs := h.logs.String()
+	for _, s := range []string{neuralKey, ocrKey, webhookSecret} {
+		if strings.Contains(logs, s) {
+			t.Errorf("a log line carries the secret %q", s)
+		}
+	}
+}
+
+// as is a request context authenticated as account.
+func as(account string) context.Context {
+	return auth.WithAccount(context.Background(), account)
+}
+
+// createRequest is a valid request with every secret set.
+func createRequest(urls ...string) *docjobsv1.CreateJobRequest {
+	if len(urls) == 0 {
+		urls = []string{"https://example.com/a.txt"}
+	}
+	r := validRequest()
+	r.SourceUrls = urls
+	r.Neural.ApiKey = neuralKey
+	r.Ocr.ProviderKey = ocrKey
+	r.WebhookUrl = "https://hooks.example.com/done"
+	r.WebhookSecret = webhookSecret
+	return r
+}
+
+func (h *harness) create(t *testing.T, account string, req *docjobsv1.CreateJobRequest) *docjobsv1.Job {
+	t.Helper()
+	j, err := h.svc.CreateJob(as(account), req)
+	if err != nil {
+		t.Fatalf("CreateJob: %v", err)
+	}
+	return j
+}
+
+// riverJobs counts the River jobs inserted so far (SQLite numbers them from 1).
+func (h *harness) riverJobs(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for {
+		_, err := h.store.RiverJob(context.Background(), int64(n+1))
+		if errors.Is(err, store.ErrNotFound) {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+}
+
+// wantStatus fails unless err is a status with code and, when msg is not
+// empty, exactly that message.
+func wantStatus(t *testing.T, err error, code codes.Code, msg string) {
+	t.Helper()
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != code || (msg != "" && st.Message() != msg) {
+		t.Fatalf("error = %v, want %v %q", err, code, msg)
+	}
+}
+
+// assertNoSecret fails when a response message holds a secret.
+func assertNoSecret(t *testing.T, m proto.Message) {
+	t.Helper()
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{neuralKey, ocrKey, webhookSecret} {
+		if bytes.Contains(b, []byte(s)) {
+			t.Fatalf("response carries the secret %q: %s", s, b)
+		}
+	}
+}
+
+func TestCreateJobReturnsTheNewJobWithEffectiveDefaults(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest("https://example.com/a.txt", "https://example.com/b.html")
+	req.Title = "Invoices"
+	req.Metadata = map[string]string{"batch": "7"}
+	req.Prompts = []string{"extract the total"}
+	req.Merge = &docjobsv1.MergeOptions{Enabled: true, DedupeBy: []string{"id"}}
+	j := h.create(t, "acme", req)
+
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"status", j.GetStatus(), docjobsv1.JobStatus_JOB_STATUS_NEW},
+		{"accountId", j.GetAccountId(), "acme"},
+		{"title", j.GetTitle(), "Invoices"},
+		{"metadata", j.GetMetadata()["batch"], "7"},
+		{"sourceUrls", len(j.GetSourceUrls()), 2},
+		{"prompts", j.GetPrompts()[0], "extract the total"},
+		{"neural.type", j.GetNeural().GetType(), docjobsv1.NeuralClientType_NEURAL_CLIENT_TYPE_PROVIDER_2},
+		{"neural.model", j.GetNeural().GetModel(), "gpt-4o-mini"},
+		{"neural.chunkBudgetTokens is the effective default", j.GetNeural().GetChunkBudgetTokens(), int32(job.DefaultChunkBudgetTokens)},
+		{"extractionMode is the account default", j.GetExtractionMode(), docjobsv1.ExtractionMode_EXTRACTION_MODE_HYBRID},
+		{"consensus is present and off", j.GetConsensus() != nil && j.GetConsensus().Mode != nil &&
+			j.GetConsensus().GetMode() == docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED, true},
+		{"merge.enabled", j.GetMerge().GetEnabled(), true},
+		{"merge.scope defaults to FILE", j.GetMerge().GetScope(), docjobsv1.MergeScope_MERGE_SCOPE_FILE},
+		{"merge.conflictPolicy defaults to FIRST_NON_NULL", j.GetMerge().GetConflictPolicy(),
+			docjobsv1.MergeConflictPolicy_MERGE_CONFLICT_POLICY_FIRST_NON_NULL},
+		{"merge.format defaults to AUTO", j.GetMerge().GetFormat(), docjobsv1.MergeFormat_MERGE_FORMAT_AUTO},
+		{"merge.dedupeBy", j.GetMerge().GetDedupeBy()[0], "id"},
+		{"webhookUrl", j.GetWebhookUrl(), "https://hooks.example.com/done"},
+		{"created", j.GetCreated() != nil, true},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	assertNoSecret(t, j)
+
+	got, err := h.svc.GetJob(as("acme"), &docjobsv1.GetJobRequest{Id: j.GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetId() != j.GetId() || got.GetNeural().GetChunkBudgetTokens() != 4000 || got.GetConsensus().Mode == nil {
+		t.Fatalf("GetJob = %v, want the created job", got)
+	}
+	assertNoSecret(t, got)
+}
+
+func TestCreateJobKeepsAnExplicitChunkBudget(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest()
+	req.Neural.ChunkBudgetTokens = 1200
+	if got := h.create(t, "acme", req).GetNeural().GetChunkBudgetTokens(); got != 1200 {
+		t.Fatalf("chunkBudgetTokens = %d, want 1200", got)
+	}
+}
+
+func TestCreateJobExtractionMode(t *testing.T) {
+	h := newHarness(t, Config{})
+	if err := h.store.SetAccountExtractionMode(context.Background(), "strict", job.ExtractionOCRAlways); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		account string
+		mode    docjobsv1.ExtractionMode
+		want    docjobsv1.ExtractionMode
+	}{
+		{"UNSPECIFIED inherits HYBRID by default", "acme", 0, docjobsv1.ExtractionMode_EXTRACTION_MODE_HYBRID},
+		{"UNSPECIFIED inherits the account's default", "strict", 0, docjobsv1.ExtractionMode_EXTRACTION_MODE_OCR_ALWAYS},
+		{"an explicit mode wins over the account default", "strict", docjobsv1.ExtractionMode_EXTRACTION_MODE_HYBRID,
+			docjobsv1.ExtractionMode_EXTRACTION_MODE_HYBRID},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := createRequest()
+			req.ExtractionMode = tt.mode
+			if got := h.create(t, tt.account, req).GetExtractionMode(); got != tt.want {
+				t.Fatalf("extractionMode = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCreateJobKeepsAConsensusModeWithASchema(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest()
+	req.ResponseSchema = validSchema
+	req.Consensus = &docjobsv1.ConsensusOptions{Mode: docjobsv1.ConsensusMode_CONSENSUS_MODE_THREE_RUNS.Enum()}
+	j := h.create(t, "acme", req)
+	if j.GetConsensus().GetMode() != docjobsv1.ConsensusMode_CONSENSUS_MODE_THREE_RUNS || j.GetResponseSchema() != validSchema {
+		t.Fatalf("consensus %v, schema %q", j.GetConsensus(), j.GetResponseSchema())
+	}
+}
+
+func TestCreateJobTreatsAnUnknownConsensusModeAsOff(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest()
+	req.Consensus = &docjobsv1.ConsensusOptions{Mode: docjobsv1.ConsensusMode(42).Enum()}
+	if got := h.create(t, "acme", req).GetConsensus().GetMode(); got != docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED {
+		t.Fatalf("consensus.mode = %v, want UNSPECIFIED", got)
+	}
+}
+
+func TestCreateJobSealsEachSecretForItsJobAndField(t *testing.T) {
+	h := newHarness(t, Config{})
+	j := h.create(t, "acme", createRequest())
+
+	secrets, err := h.store.JobSecrets(context.Background(), j.GetId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		job.SecretNeuralAPIKey:   neuralKey,
+		job.SecretOCRProviderKey: ocrKey,
+		job.SecretWebhookSecret:  webhookSecret,
+	}
+	if len(secrets) != len(want) {
+		t.Fatalf("%d secrets stored, want %d", len(secrets), len(want))
+	}
+	for _, s := range secrets {
+		if bytes.Contains(s.Ciphertext, []byte(want[s.Field])) {
+			t.Errorf("%s is stored in clear", s.Field)
+		}
+		pt, err := h.sealer.Open(s.Ciphertext, "acme", j.GetId(), s.Field)
+		if err != nil || string(pt) != want[s.Field] {
+			t.Errorf("%s opens to %q, %v; want the given secret", s.Field, pt, err)
+		}
+		if _, err := h.sealer.Open(s.Ciphertext, "acme", "another-job", s.Field); err == nil {
+			t.Errorf("%s opens for another job", s.Field)
+		}
+	}
+}
+
+func TestCreateJobSealsOnlyTheSecretsGiven(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest()
+	req.Neural.ApiKey, req.WebhookSecret = "", ""
+	j := h.create(t, "acme", req)
+	secrets, err := h.store.JobSecrets(context.Background(), j.GetId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets) != 1 || secrets[0].Field != job.SecretOCRProviderKey {
+		t.Fatalf("secrets = %+v, want only %s", secrets, job.SecretOCRProviderKey)
+	}
+}
+
+func TestCreateJobInsertsTheFirstStageWithTheJob(t *testing.T) {
+	h := newHarness(t, Config{})
+	j := h.create(t, "acme", createRequest("https://example.com/a", "https://example.com/b", "https://example.com/c"))
+	h.mu.Lock()
+	files := h.stages[j.GetId()]
+	h.mu.Unlock()
+	if files != 3 {
+		t.Fatalf("FirstStage got %d files, want 3", files)
+	}
+	if n := h.riverJobs(t); n != 3 {
+		t.Fatalf("%d River jobs inserted, want 3", n)
+	}
+	res, err := h.svc.GetJobResult(as("acme"), &docjobsv1.GetJobResultRequest{Id: j.GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ocr := res.GetResult().GetOcr(); len(ocr) != 3 || ocr[0].GetStatus() != docjobsv1.JobOcrStatus_JOB_OCR_STATUS_PENDING {
+		t.Fatalf("ocr rows = %v, want 3 PENDING", ocr)
+	}
+}
+
+func TestCreateJobIdempotency(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest()
+	req.IdempotencyKey = "order-42"
+	first := h.create(t, "acme", req)
+	riverBefore := h.riverJobs(t)
+
+	t.Run("a replay with identical parameters returns the original job and enqueues nothing", func(t *testing.T) {
+		again := h.create(t, "acme", proto.CloneOf(req))
+		if again.GetId() != first.GetId() {
+			t.Fatalf("replay returned job %s, want %s", again.GetId(), first.GetId())
+		}
+		assertNoSecret(t, again)
+		if n := h.riverJobs(t); n != riverBefore {
+			t.Fatalf("%d River jobs after replay, want %d", n, riverBefore)
+		}
+	})
+
+	mismatches := []struct {
+		name   string
+		mutate func(r *docjobsv1.CreateJobRequest)
+	}{
+		{"a different source URL", func(r *docjobsv1.CreateJobRequest) { r.SourceUrls = []string{"https://example.com/other.txt"} }},
+		{"a different title", func(r *docjobsv1.CreateJobRequest) { r.Title = "other" }},
+		{"a different provider key", func(r *docjobsv1.CreateJobRequest) { r.Ocr.ProviderKey = ocrKey + "-rotated" }},
+		{"a different webhook secret", func(r *docjobsv1.CreateJobRequest) { r.WebhookSecret = "" }},
+	}
+	for _, m := range mismatches {
+		t.Run(m.name+" is rejected", func(t *testing.T) {
+			changed := proto.CloneOf(req)
+			m.mutate(changed)
+			_, err := h.svc.CreateJob(as("acme"), changed)
+			wantStatus(t, err, codes.InvalidArgument, "idempotency key reused with different request parameters")
+		})
+	}
+
+	t.Run("the same key in another account creates another job", func(t *testing.T) {
+		other := h.create(t, "globex", proto.CloneOf(req))
+		if other.GetId() == first.GetId() {
+			t.Fatal("another account got the same job")
+		}
+	})
+}
+
+func TestConcurrentCreatesWithOneKeyMakeOneJob(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest()
+	req.IdempotencyKey = "concurrent"
+	const n = 20
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			j, err := h.svc.CreateJob(as("acme"), proto.CloneOf(req))
+			ids[i], errs[i] = j.GetId(), err
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("create %d: %v", i, errs[i])
+		}
+		if ids[i] != ids[0] {
+			t.Fatalf("create %d made job %s, create 0 made %s", i, ids[i], ids[0])
+		}
+	}
+	page, err := h.svc.ListJobs(as("acme"), &docjobsv1.ListJobsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.GetJobs()) != 1 {
+		t.Fatalf("%d jobs exist, want 1", len(page.GetJobs()))
+	}
+}
+
+func TestCreateJobRejectsAnInvalidRequestBeforeAnyWrite(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest()
+	req.SourceUrls = nil
+	_, err := h.svc.CreateJob(as("acme"), req)
+	wantStatus(t, err, codes.InvalidArgument, "sourceUrls: required")
+	if n := h.riverJobs(t); n != 0 {
+		t.Fatalf("%d River jobs inserted by a rejected create", n)
+	}
+}
+
+func TestCreateJobAcceptsOnlyTheAccountsOwnUploads(t *testing.T) {
+	h := newHarness(t, Config{})
+	_, ours, err := h.svc.StoreUpload(as("acme"), "a.txt", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, theirs, err := h.svc.StoreUpload(as("globex"), "b.txt", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("our upload is a valid source", func(t *testing.T) {
+		j := h.create(t, "acme", createRequest(ours))
+		if j.GetSourceUrls()[0] != ours {
+			t.Fatalf("sourceUrls = %v", j.GetSourceUrls())
+		}
+	})
+	t.Run("another account's upload is not found", func(t *testing.T) {
+		_, err := h.svc.CreateJob(as("acme"), createRequest("https://example.com/a", theirs))
+		wantStatus(t, err, codes.InvalidArgument, "sourceUrls[1]: file not found")
+	})
+	t.Run("an upload that never existed is not found", func(t *testing.T) {
+		_, err := h.svc.CreateJob(as("acme"), createRequest(FileURL(testPublicURL, "no-such-file")))
+		wantStatus(t, err, codes.InvalidArgument, "sourceUrls[0]: file not found")
+	})
+}
+
+func TestEveryMethodRequiresAnAccount(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := context.Background()
+	calls := map[string]func() error{
+		"CreateJob":    func() error { _, err := h.svc.CreateJob(ctx, createRequest()); return err },
+		"GetJob":       func() error { _, err := h.svc.GetJob(ctx, &docjobsv1.GetJobRequest{Id: "x"}); return err },
+		"GetJobResult": func() error { _, err := h.svc.GetJobResult(ctx, &docjobsv1.GetJobResultRequest{Id: "x"}); return err },
+		"ListJobs":     func() error { _, err := h.svc.ListJobs(ctx, &docjobsv1.ListJobsRequest{}); return err },
+		"CancelJob":    func() error { _, err := h.svc.CancelJob(ctx, &docjobsv1.CancelJobRequest{Id: "x"}); return err },
+		"DeleteJob":    func() error { _, err := h.svc.DeleteJob(ctx, &docjobsv1.DeleteJobRequest{Id: "x"}); return err },
+		"UploadFile": func() error {
+			_, err := h.svc.UploadFile(ctx, &docjobsv1.UploadFileRequest{Name: "a", Content: []byte("x")})
+			return err
+		},
+		"GetFile":     func() error { _, err := h.svc.GetFile(ctx, &docjobsv1.GetFileRequest{Id: "x"}); return err },
+		"StoreUpload": func() error { _, _, err := h.svc.StoreUpload(ctx, "a", strings.NewReader("x")); return err },
+		"OpenFile":    func() error { _, _, err := h.svc.OpenFile(ctx, "x"); return err },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			wantStatus(t, call(), codes.Unauthenticated, "")
+		})
+	}
+}
+
+func TestAnotherAccountsJobIsNotFound(t *testing.T) {
+	h := newHarness(t, Config{})
+	id := h.create(t, "acme", createRequest()).GetId()
+	other := as("globex")
+	calls := map[string]func() error{
+		"GetJob":       func() error { _, err := h.svc.GetJob(other, &docjobsv1.GetJobRequest{Id: id}); return err },
+		"GetJobResult": func() error { _, err := h.svc.GetJobResult(other, &docjobsv1.GetJobResultRequest{Id: id}); return err },
+		"CancelJob":    func() error { _, err := h.svc.CancelJob(other, &docjobsv1.CancelJobRequest{Id: id}); return err },
+		"DeleteJob":    func() error { _, err := h.svc.DeleteJob(other, &docjobsv1.DeleteJobRequest{Id: id}); return err },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			wantStatus(t, call(), codes.NotFound, "job not found")
+		})
+	}
+	if _, err := h.svc.GetJob(as("acme"), &docjobsv1.GetJobRequest{Id: id}); err != nil {
+		t.Fatalf("the owner lost the job: %v", err)
+	}
+}
+
+func TestGetJobResultHasTheJobAndItsRows(t *testing.T) {
+	h := newHarness(t, Config{})
+	j := h.create(t, "acme", createRequest("https://example.com/a", "https://example.com/b"))
+	res, err := h.svc.GetJobResult(as("acme"), &docjobsv1.GetJobResultRequest{Id: j.GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.GetResult()
+	if r.GetJob().GetId() != j.GetId() || len(r.GetOcr()) != 2 || len(r.GetLlm()) != 0 {
+		t.Fatalf("result = job %s, %d ocr, %d llm", r.GetJob().GetId(), len(r.GetOcr()), len(r.GetLlm()))
+	}
+	if r.GetOcr()[1].GetJobId() != j.GetId() {
+		t.Fatalf("ocr[1].jobId = %q", r.GetOcr()[1].GetJobId())
+	}
+	assertNoSecret(t, res)
+}
+
+func TestListJobs(t *testing.T) {
+	h := newHarness(t, Config{})
+	var ids []string // oldest first
+	for range 101 {
+		ids = append(ids, h.create(t, "acme", createRequest()).GetId())
+	}
+	h.create(t, "globex", createRequest())
+	if _, err := h.svc.CancelJob(as("acme"), &docjobsv1.CancelJobRequest{Id: ids[7]}); err != nil {
+		t.Fatal(err)
+	}
+
+	list := func(t *testing.T, req *docjobsv1.ListJobsRequest) *docjobsv1.ListJobsResponse {
+		t.Helper()
+		page, err := h.svc.ListJobs(as("acme"), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page
+	}
+
+	t.Run("the default page holds 50 jobs, newest first", func(t *testing.T) {
+		page := list(t, &docjobsv1.ListJobsRequest{})
+		if len(page.GetJobs()) != 50 || page.GetNextPageToken() == "" {
+			t.Fatalf("%d jobs, next %q; want 50 and a token", len(page.GetJobs()), page.GetNextPageToken())
+		}
+		if page.GetJobs()[0].GetId() != ids[100] {
+			t.Fatalf("first job %s, want the newest %s", page.GetJobs()[0].GetId(), ids[100])
+		}
+		for _, j := range page.GetJobs() {
+			assertNoSecret(t, j)
+			if j.GetConsensus().Mode == nil {
+				t.Fatalf("job %s lacks consensus.mode", j.GetId())
+			}
+		}
+	})
+	t.Run("a page size over 100 is clamped to 100", func(t *testing.T) {
+		if n := len(list(t, &docjobsv1.ListJobsRequest{PageSize: 1000}).GetJobs()); n != 100 {
+			t.Fatalf("%d jobs, want 100", n)
+		}
+	})
+	t.Run("pages neither lose nor repeat jobs and hide other accounts", func(t *testing.T) {
+		seen := map[string]bool{}
+		token := ""
+		for {
+			page := list(t, &docjobsv1.ListJobsRequest{PageSize: 30, PageToken: token})
+			for _, j := range page.GetJobs() {
+				if seen[j.GetId()] || j.GetAccountId() != "acme" {
+					t.Fatalf("job %s of %s repeated or foreign", j.GetId(), j.GetAccountId())
+				}
+				seen[j.GetId()] = true
+			}
+			if token = page.GetNextPageToken(); token == "" {
+				break
+			}
+		}
+		if len(seen) != 101 {
+			t.Fatalf("saw %d jobs, want 101", len(seen))
+		}
+	})
+	t.Run("statusEq filters", func(t *testing.T) {
+		page := list(t, &docjobsv1.ListJobsRequest{StatusEq: docjobsv1.JobStatus_JOB_STATUS_CANCELLED})
+		if len(page.GetJobs()) != 1 || page.GetJobs()[0].GetId() != ids[7] {
+			t.Fatalf("cancelled jobs = %v, want only %s", page.GetJobs(), ids[7])
+		}
+	})
+
+	rejected := []struct {
+		name string
+		req  *docjobsv1.ListJobsRequest
+		msg  string
+	}{
+		{"a negative page size is rejected", &docjobsv1.ListJobsRequest{PageSize: -1}, "pageSize: must not be negative"},
+		{"a corrupt page token is rejected", &docjobsv1.ListJobsRequest{PageToken: "not-a-token"}, "pageToken: invalid"},
+		{"an unknown status number is rejected", &docjobsv1.ListJobsRequest{StatusEq: 77}, "statusEq: unknown value 77"},
+	}
+	for _, tt := range rejected {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.svc.ListJobs(as("acme"), tt.req)
+			wantStatus(t, err, codes.InvalidArgument, tt.msg)
+		})
+	}
+	t.Run("another account's page token is rejected", func(t *testing.T) {
+		token := list(t, &docjobsv1.ListJobsRequest{PageSize: 1}).GetNextPageToken()
+		_, err := h.svc.ListJobs(as("globex"), &docjobsv1.ListJobsRequest{PageSize: 1, PageToken: token})
+		wantStatus(t, err, codes.InvalidArgument, "pageToken: invalid")
+	})
+}
+
+func TestCancelJob(t *testing.T) {
+	h := newHarness(t, Config{})
+	id := h.create(t, "acme", createRequest()).GetId()
+
+	j, err := h.svc.CancelJob(as("acme"), &docjobsv1.CancelJobRequest{Id: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.GetStatus() != docjobsv1.JobStatus_JOB_STATUS_CANCELLED {
+		t.Fatalf("status = %v, want CANCELLED", j.GetStatus())
+	}
+	assertNoSecret(t, j)
+
+	_, err = h.svc.CancelJob(as("acme"), &docjobsv1.CancelJobRequest{Id: id})
+	wantStatus(t, err, codes.FailedPrecondition, "job already ended")
+
+	_, err = h.svc.CancelJob(as("acme"), &docjobsv1.CancelJobRequest{Id: "no-such-job"})
+	wantStatus(t, err, codes.NotFound, "job not found")
+}
+
+func TestDeleteJobRemovesTheJobAndItsStoredFiles(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := context.Background()
+	id := h.create(t, "acme", createRequest("https://example.com/a", "https://example.com/b")).GetId()
+
+	// Two stored copies: one in the bucket, one whose blob is already gone.
+	for i, key := range []string{"jobs/" + id + "/0", "jobs/" + id + "/1"} {
+		if i == 0 {
+			if err := h.bucket.WriteAll(ctx, key, []byte("copy"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f := job.File{ID: fmt.Sprintf("%s-f%d", id, i), AccountID: "acme", JobID: id, Name: "a", Size: 4, Key: key}
+		if err := h.store.CreateFile(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if _, err := h.svc.DeleteJob(as("acme"), &docjobsv1.DeleteJobRequest{Id: id}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := h.bucket.Exists(ctx, "jobs/"+id+"/0"); err != nil || ok {
+		t.Fatalf("stored copy exists = %v (%v), want deleted", ok, err)
+	}
+	_, err := h.svc.GetJob(as("acme"), &docjobsv1.GetJobRequest{Id: id})
+	wantStatus(t, err, codes.NotFound, "job not found")
+	secrets, err := h.store.JobSecrets(ctx, id)
+	if err != nil || len(secrets) != 0 {
+		t.Fatalf("secrets after delete = %d (%v), want none", len(secrets), err)
+	}
+	_, err = h.svc.DeleteJob(as("acme"), &docjobsv1.DeleteJobRequest{Id: id})
+	wantStatus(t, err, codes.NotFound, "job not found")
+	if strings.Contains(h.logs.String(), "not removed") {
+		t.Fatalf("a missing blob was logged as a failure:\n%s", h.logs.String())
+	}
+}
+
+func TestInternalErrorsHideTheCauseBehindAnID(t *testing.T) {
+	h := newHarness(t, Config{})
+	id := h.create(t, "acme", createRequest()).GetId()
+	if err := h.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err := h.svc.GetJob(as("acme"), &docjobsv1.GetJobRequest{Id: id})
+	st, _ := status.FromError(err)
+	m := regexp.MustCompile(`^internal error \(id=([0-9a-f]{16})\)$`).FindStringSubmatch(st.Message())
+	if st.Code() != codes.Internal || m == nil {
+		t.Fatalf("error = %v, want Internal with only an error id", err)
+	}
+	logs := h.logs.String()
+	var line string
+	for l := range strings.Lines(logs) {
+		if strings.Contains(l, `"error_id":"`+m[1]+`"`) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "closed") || !strings.Contains(line, id) {
+		t.Fatalf("no log line with error id %s, its cause and the job id:\n%s", m[1], logs)
+	}
+}
+
+func TestStoreUploadAndOpenFile(t *testing.T) {
+	h := newHarness(t, Config{UploadMaxBytes: 1 << 10})
+	ctx := as("acme")
+	content := "Quarterly report\n\nRevenue grew.\n"
+
+	f, u, err := h.svc.StoreUpload(ctx, "report.txt", strings.NewReader(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u != testPublicURL+"/v1/files/"+f.ID || f.Name != "report.txt" || f.Size != int64(len(content)) || f.AccountID != "acme" {
+		t.Fatalf("file %+v at %s", f, u)
+	}
+	if !strings.HasPrefix(f.ContentType, "text/plain") {
+		t.Errorf("content type %q, want text/plain sniffed from the bytes", f.ContentType)
+	}
+	if f.Key != "uploads/acme/"+f.ID {
+		t.Errorf("key %q, want uploads/acme/%s", f.Key, f.ID)
+	}
+
+	got, r, err := h.svc.OpenFile(ctx, f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(r)
+	_ = r.Close()
+	if err != nil || string(b) != content || got.ID != f.ID {
+		t.Fatalf("OpenFile read %q, %v", b, err)
+	}
+
+	if _, _, err := h.svc.OpenFile(as("globex"), f.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("another account opened the file: %v", err)
+	}
+	if _, _, err := h.svc.OpenFile(ctx, "no-such-file"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("OpenFile of a missing file = %v, want ErrNotFound", err)
+	}
+}
+
+func TestStoreUploadAcceptsExactlyTheLimit(t *testing.T) {
+	h := newHarness(t, Config{UploadMaxBytes: 1 << 10})
+	f, _, err := h.svc.StoreUpload(as("acme"), "a.bin", bytes.NewReader(make([]byte, 1<<10)))
+	if err != nil || f.Size != 1<<10 {
+		t.Fatalf("StoreUpload = %+v, %v; want 1024 bytes stored", f, err)
+	}
+}
+
+// countingReader yields zero bytes forever and counts what was read.
+type countingReader struct{ n int64 }
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	clear(p)
+	c.n += int64(len(p))
+	return len(p), nil
+}
+
+func TestStoreUploadOverTheLimitKeepsNothing(t *testing.T) {
+	const limit = 64 << 10
+	h := newHarness(t, Config{UploadMaxBytes: limit})
+	body := &countingReader{}
+	_, _, err := h.svc.StoreUpload(as("acme"), "big.bin", body)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("StoreUpload = %v, want ErrTooLarge", err)
+	}
+	// The body is streamed: reading stops right after the limit instead of
+	// draining (or holding) the whole body.
+	if body.n > limit+64<<10 {
+		t.Fatalf("read %d bytes of an endless body, want to stop near the %d limit", body.n, limit)
+	}
+	iter := h.bucket.List(&blob.ListOptions{Prefix: "uploads/"})
+	if obj, err := iter.Next(context.Background()); err != io.EOF {
+		t.Fatalf("bucket holds %v (%v) after a refused upload", obj, err)
+	}
+}
+
+// failingReader breaks off after some bytes, like a client that disconnects.
+type failingReader struct {
+	left int
+	err  error
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if f.left == 0 {
+		return 0, f.err
+	}
+	n := min(len(p), f.left)
+	f.left -= n
+	return n, nil
+}
+
+func TestStoreUploadPassesABrokenBodyOnAndKeepsNothing(t *testing.T) {
+	h := newHarness(t, Config{})
+	broken := errors.New("client went away")
+	_, _, err := h.svc.StoreUpload(as("acme"), "a.bin", &failingReader{left: 10 << 10, err: broken})
+	if !errors.Is(err, broken) {
+		t.Fatalf("StoreUpload = %v, want the body's error wrapped", err)
+	}
+	iter := h.bucket.List(&blob.ListOptions{Prefix: "uploads/"})
+	if obj, err := iter.Next(context.Background()); err != io.EOF {
+		t.Fatalf("bucket holds %v (%v) after a broken upload", obj, err)
+	}
+}
+
+func TestStoreUploadNames(t *testing.T) {
+	h := newHarness(t, Config{})
+	f, _, err := h.svc.StoreUpload(as("acme"), "", strings.NewReader("x"))
+	if err != nil || f.Name != "upload" {
+		t.Fatalf("an unnamed upload is called %q (%v), want upload", f.Name, err)
+	}
+	_, _, err = h.svc.StoreUpload(as("acme"), strings.Repeat("n", 256), strings.NewReader("x"))
+	wantStatus(t, err, codes.InvalidArgument, "name: at most 255 characters")
+}
+
+func TestUploadFileAndGetFileOverGRPC(t *testing.T) {
+	h := newHarness(t, Config{UploadMaxBytes: 1 << 10})
+	ctx := as("acme")
+	html := []byte("<html><body><h1>Invoice</h1></body></html>")
+
+	up, err := h.svc.UploadFile(ctx, &docjobsv1.UploadFileRequest{Name: "invoice.html", Content: html})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ok := ParseFileURL(testPublicURL, up.GetUrl())
+	if !ok || up.GetName() != "invoice.html" || up.GetSizeBytes() != int64(len(html)) {
+		t.Fatalf("upload = %v", up)
+	}
+
+	body, err := h.svc.GetFile(ctx, &docjobsv1.GetFileRequest{Id: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(body.GetData(), html) || !strings.HasPrefix(body.GetContentType(), "text/html") {
+		t.Fatalf("GetFile = %q (%s)", body.GetData(), body.GetContentType())
+	}
+
+	_, err = h.svc.GetFile(as("globex"), &docjobsv1.GetFileRequest{Id: id})
+	wantStatus(t, err, codes.NotFound, "file not found")
+
+	_, err = h.svc.UploadFile(ctx, &docjobsv1.UploadFileRequest{Name: "big", Content: make([]byte, 1<<10+1)})
+	wantStatus(t, err, codes.InvalidArgument, "content: larger than the upload limit of 1024 bytes")
+}
+
+func TestNewRejectsAnIncompleteSetup(t *testing.T) {
+	ok := Deps{
+		Store: &sqlite.Store{}, Sealer: &secret.Sealer{}, Bucket: &blob.Bucket{},
+		FirstStage: func(string, int) []river.InsertManyParams { return nil },
+	}
+	tests := []struct {
+		name   string
+		cfg    Config
+		mutate func(d *Deps)
+		want   string
+	}{
+		{"a relative public URL", Config{PublicURL: "localhost:8080"}, func(*Deps) {}, "PublicURL"},
+		{"a negative upload limit", Config{PublicURL: testPublicURL, UploadMaxBytes: -1}, func(*Deps) {}, "UploadMaxBytes"},
+		{"no store", Config{PublicURL: testPublicURL}, func(d *Deps) { d.Store = nil }, "Store"},
+		{"no sealer", Config{PublicURL: testPublicURL}, func(d *Deps) { d.Sealer = nil }, "Sealer"},
+		{"no bucket", Config{PublicURL: testPublicURL}, func(d *Deps) { d.Bucket = nil }, "Bucket"},
+		{"no first stage", Config{PublicURL: testPublicURL}, func(d *Deps) { d.FirstStage = nil }, "FirstStage"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" is refused", func(t *testing.T) {
+			d := ok
+			tt.mutate(&d)
+			if _, err := New(tt.cfg, d); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New() = %v, want an error naming %s", err, tt.want)
+			}
+		})
+	}
+	t.Run("an upload limit of 0 means the default", func(t *testing.T) {
+		s, err := New(Config{PublicURL: testPublicURL + "/"}, ok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.cfg.UploadMaxBytes != DefaultUploadMaxBytes || s.cfg.PublicURL != testPublicURL {
+			t.Fatalf("config = %+v", s.cfg)
+		}
+	})
+}

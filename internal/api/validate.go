@@ -1,0 +1,337 @@
+package api
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+	"github.com/docjobs/docjobs/internal/schema"
+)
+
+// Bounds on create requests. The spec fixes the idempotency key and dedupeBy
+// bounds; the others keep a hostile request from costing more than a real
+// one ever needs.
+const (
+	maxSourceURLs      = 100
+	maxURLBytes        = 2048
+	maxPrompts         = 16
+	maxPromptBytes     = 64 << 10
+	maxTitleChars      = 1024
+	maxMetadataPairs   = 64
+	maxMetadataKey     = 128
+	maxMetadataValue   = 2048
+	maxDedupeBy        = 32
+	maxDedupeNameBytes = 256
+	maxIdempotencyKey  = 255
+	maxModelBytes      = 256
+	maxSecretBytes     = 4096
+)
+
+// createRules are the deployment facts validation depends on.
+type createRules struct {
+	publicURL    *url.URL // recognizes our own upload URLs
+	allowPrivate bool     // DOCJOBS_ALLOW_PRIVATE_URLS
+}
+
+// uploadRef is a source URL that names a file stored by this service; the
+// caller must check that it belongs to the calling account.
+type uploadRef struct {
+	index int
+	id    string
+}
+
+// invalid is the error of a request field: InvalidArgument with a message
+// that starts with the field's name, as the caller wrote it.
+func invalid(field, format string, args ...any) error {
+	return status.Error(codes.InvalidArgument, field+": "+fmt.Sprintf(format, args...))
+}
+
+// validateCreate checks a create request without any I/O and returns the
+// sources that are our own stored files. It reports the first problem in
+// field order, so the same request always gets the same message.
+func validateCreate(req *docjobsv1.CreateJobRequest, rules createRules) ([]uploadRef, error) {
+	uploads, err := validateSources(req.GetSourceUrls(), rules)
+	if err != nil {
+		return nil, err
+	}
+	if err := validatePrompts(req.GetPrompts()); err != nil {
+		return nil, err
+	}
+	if err := validateNeural(req.GetNeural(), len(req.GetPrompts()) > 0); err != nil {
+		return nil, err
+	}
+	if err := validateOCR(req.GetOcr()); err != nil {
+		return nil, err
+	}
+	if err := checkEnum("extractionMode", req.GetExtractionMode()); err != nil {
+		return nil, err
+	}
+	if s := req.GetResponseSchema(); s != "" {
+		if err := schema.Check(s); err != nil {
+			return nil, invalid("responseSchema", "%s", err)
+		}
+	}
+	if err := validateMerge(req.GetMerge()); err != nil {
+		return nil, err
+	}
+	// An unknown mode number is treated like an unknown mode name (spec rule
+	// 5): consensus is off, so it needs no schema.
+	if consensusMode(req.GetConsensus()) != docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED && req.GetResponseSchema() == "" {
+		return nil, invalid("consensus.mode", "requires responseSchema")
+	}
+	if n := utf8.RuneCountInString(req.GetTitle()); n > maxTitleChars {
+		return nil, invalid("title", "at most %d characters", maxTitleChars)
+	}
+	if err := validateMetadata(req.GetMetadata()); err != nil {
+		return nil, err
+	}
+	if u := req.GetWebhookUrl(); u != "" {
+		if problem := checkURL(u, rules.allowPrivate); problem != "" {
+			return nil, invalid("webhookUrl", "%s", problem)
+		}
+	}
+	if len(req.GetWebhookSecret()) > maxSecretBytes {
+		return nil, invalid("webhookSecret", "at most %d bytes", maxSecretBytes)
+	}
+	if n := utf8.RuneCountInString(req.GetIdempotencyKey()); n > maxIdempotencyKey {
+		return nil, invalid("idempotencyKey", "at most %d characters", maxIdempotencyKey)
+	}
+	return uploads, nil
+}
+
+func validateSources(urls []string, rules createRules) ([]uploadRef, error) {
+	if len(urls) == 0 {
+		return nil, invalid("sourceUrls", "required")
+	}
+	if len(urls) > maxSourceURLs {
+		return nil, invalid("sourceUrls", "at most %d URLs", maxSourceURLs)
+	}
+	var uploads []uploadRef
+	for i, raw := range urls {
+		field := "sourceUrls[" + strconv.Itoa(i) + "]"
+		if id, ok := parseFileURL(rules.publicURL, raw); ok {
+			// Our own upload: read from storage, never fetched, so the
+			// private-address rule does not apply to the public URL's host.
+			uploads = append(uploads, uploadRef{index: i, id: id})
+			continue
+		}
+		if problem := checkURL(raw, rules.allowPrivate); problem != "" {
+			return nil, invalid(field, "%s", problem)
+		}
+	}
+	return uploads, nil
+}
+
+func validatePrompts(prompts []string) error {
+	if len(prompts) > maxPrompts {
+		return invalid("prompts", "at most %d prompts", maxPrompts)
+	}
+	for i, p := range prompts {
+		if len(p) > maxPromptBytes {
+			return invalid("prompts["+strconv.Itoa(i)+"]", "at most %d bytes", maxPromptBytes)
+		}
+	}
+	return nil
+}
+
+// validateNeural requires the object always (spec: required even when
+// prompts is empty) and the provider and model only when the model will run.
+func validateNeural(n *docjobsv1.Neural, hasPrompts bool) error {
+	if n == nil {
+		return invalid("neural", "required")
+	}
+	if err := checkEnum("neural.type", n.GetType()); err != nil {
+		return err
+	}
+	if hasPrompts && n.GetType() == docjobsv1.NeuralClientType_NEURAL_CLIENT_TYPE_UNSPECIFIED {
+		return invalid("neural.type", "required when prompts are given")
+	}
+	if len(n.GetModel()) > maxModelBytes {
+		return invalid("neural.model", "at most %d bytes", maxModelBytes)
+	}
+	if hasPrompts && strings.TrimSpace(n.GetModel()) == "" {
+		return invalid("neural.model", "required when prompts are given")
+	}
+	if len(n.GetApiKey()) > maxSecretBytes {
+		return invalid("neural.apiKey", "at most %d bytes", maxSecretBytes)
+	}
+	if n.GetChunkBudgetTokens() < 0 {
+		return invalid("neural.chunkBudgetTokens", "must not be negative")
+	}
+	return nil
+}
+
+func validateOCR(o *docjobsv1.Ocr) error {
+	if o == nil {
+		return invalid("ocr", "required")
+	}
+	if o.GetProvider() == docjobsv1.NeuralClientType_NEURAL_CLIENT_TYPE_UNSPECIFIED {
+		return invalid("ocr.provider", "required")
+	}
+	if err := checkEnum("ocr.provider", o.GetProvider()); err != nil {
+		return err
+	}
+	if strings.TrimSpace(o.GetModel()) == "" {
+		return invalid("ocr.model", "required")
+	}
+	if len(o.GetModel()) > maxModelBytes {
+		return invalid("ocr.model", "at most %d bytes", maxModelBytes)
+	}
+	if o.GetProviderKey() == "" {
+		return invalid("ocr.providerKey", "required")
+	}
+	if len(o.GetProviderKey()) > maxSecretBytes {
+		return invalid("ocr.providerKey", "at most %d bytes", maxSecretBytes)
+	}
+	return nil
+}
+
+func validateMerge(m *docjobsv1.MergeOptions) error {
+	if m == nil {
+		return nil
+	}
+	if err := checkEnum("merge.scope", m.GetScope()); err != nil {
+		return err
+	}
+	if err := checkEnum("merge.conflictPolicy", m.GetConflictPolicy()); err != nil {
+		return err
+	}
+	if err := checkEnum("merge.format", m.GetFormat()); err != nil {
+		return err
+	}
+	if len(m.GetDedupeBy()) > maxDedupeBy {
+		return invalid("merge.dedupeBy", "at most %d names", maxDedupeBy)
+	}
+	for i, name := range m.GetDedupeBy() {
+		field := "merge.dedupeBy[" + strconv.Itoa(i) + "]"
+		if strings.TrimSpace(name) == "" {
+			return invalid(field, "must not be empty")
+		}
+		if len(name) > maxDedupeNameBytes {
+			return invalid(field, "at most %d bytes", maxDedupeNameBytes)
+		}
+	}
+	return nil
+}
+
+func validateMetadata(md map[string]string) error {
+	if len(md) > maxMetadataPairs {
+		return invalid("metadata", "at most %d pairs", maxMetadataPairs)
+	}
+	// Sorted, so that a request with several bad pairs always names the same one.
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if len(k) > maxMetadataKey {
+			return invalid("metadata", "key %q… longer than %d bytes", truncateUTF8(k, 32), maxMetadataKey)
+		}
+		if len(md[k]) > maxMetadataValue {
+			return invalid("metadata["+strconv.Quote(k)+"]", "at most %d bytes", maxMetadataValue)
+		}
+	}
+	return nil
+}
+
+// enumValue is any generated enum type.
+type enumValue interface {
+	Number() protoreflect.EnumNumber
+	Descriptor() protoreflect.EnumDescriptor
+}
+
+// checkEnum rejects a number the enum does not define. Unknown names never
+// get here (the JSON decoder drops them); unknown numbers do, over gRPC and
+// as JSON numbers.
+func checkEnum(field string, v enumValue) error {
+	if v.Descriptor().Values().ByNumber(v.Number()) == nil {
+		return invalid(field, "unknown value %d", v.Number())
+	}
+	return nil
+}
+
+// consensusMode is the mode in effect: an unknown number counts as off.
+func consensusMode(c *docjobsv1.ConsensusOptions) docjobsv1.ConsensusMode {
+	m := c.GetMode()
+	if m.Descriptor().Values().ByNumber(m.Number()) == nil {
+		return docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED
+	}
+	return m
+}
+
+// checkURL returns what is wrong with a URL the service will call, or "".
+func checkURL(raw string, allowPrivate bool) string {
+	const notHTTP = "must be an absolute http or https URL"
+	if len(raw) > maxURLBytes {
+		return fmt.Sprintf("at most %d bytes", maxURLBytes)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "" || u.Hostname() == "" {
+		return notHTTP
+	}
+	if !allowPrivate && privateHost(u.Hostname()) {
+		return "must not point to a private or local address"
+	}
+	return ""
+}
+
+// nonPublic are IPv4 ranges a public service has no business calling that
+// the netip predicates do not cover.
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),     // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),  // IETF protocol assignments
+	netip.MustParsePrefix("198.18.0.0/15"), // benchmarking
+	netip.MustParsePrefix("240.0.0.0/4"),   // reserved, and broadcast
+}
+
+// nat64 embeds an IPv4 address in its last 32 bits.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// privateHost reports a host that is a literal non-public address or a
+// localhost name. It is the early, friendly half of the rule: names that
+// resolve to private addresses are refused when the connection is dialed.
+func privateHost(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	addr, err := netip.ParseAddr(h)
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap().WithZone("")
+	if nat64.Contains(addr) {
+		b := addr.As16()
+		addr = netip.AddrFrom4([4]byte(b[12:]))
+	}
+	if !addr.IsGlobalUnicast() || addr.IsPrivate() || addr.IsLoopback() || addr.IsLinkLocalUnicast() {
+		return true
+	}
+	for _, p := range nonPublic {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,380 @@
+package api
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+)
+
+const testPublicURL = "http://localhost:8080"
+
+// validRequest is a create request every rule accepts; each case below
+// changes one thing about it.
+func validRequest() *docjobsv1.CreateJobRequest {
+	return &docjobsv1.CreateJobRequest{
+		SourceUrls: []string{"https://example.com/a.txt"},
+		Neural: &docjobsv1.Neural{
+			Type:   docjobsv1.NeuralClientType_NEURAL_CLIENT_TYPE_PROVIDER_2,
+			Model:  "gpt-4o-mini",
+			ApiKey: "sk-neural",
+		},
+		Ocr: &docjobsv1.Ocr{
+			Provider:    docjobsv1.NeuralClientType_NEURAL_CLIENT_TYPE_PROVIDER_1,
+			Model:       "mistral-ocr-latest",
+			ProviderKey: "ocr-key",
+		},
+	}
+}
+
+func testRules(t *testing.T, allowPrivate bool) createRules {
+	t.Helper()
+	pub, err := url.Parse(testPublicURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return createRules{publicURL: pub, allowPrivate: allowPrivate}
+}
+
+func repeatN(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", s, i)
+	}
+	return out
+}
+
+func metadataN(n int) map[string]string {
+	m := make(map[string]string, n)
+	for i := range n {
+		m[fmt.Sprintf("k%d", i)] = "v"
+	}
+	return m
+}
+
+const validSchema = `{"type":"object","properties":{"total":{"type":"number"}}}`
+
+func TestValidateCreate(t *testing.T) {
+	tests := []struct {
+		name         string
+		allowPrivate bool
+		mutate       func(r *docjobsv1.CreateJobRequest)
+		want         string // the exact message; "" = accepted
+		wantPrefix   bool   // want is a prefix of the message
+	}{
+		// Accepted requests.
+		{name: "a minimal request is accepted", mutate: func(r *docjobsv1.CreateJobRequest) {}},
+		{name: "without prompts neural may be empty", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural = &docjobsv1.Neural{} }},
+		{name: "100 source URLs are accepted", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = repeatN("https://example.com/f", 100)
+		}},
+		{name: "a source URL of 2048 bytes is accepted", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"https://example.com/" + strings.Repeat("a", 2048-len("https://example.com/"))}
+		}},
+		{name: "http and https are both accepted, in any case", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"http://example.com/a", "HTTPS://example.com/b"}
+		}},
+		{name: "a private address is accepted when private URLs are allowed", allowPrivate: true, mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"http://127.0.0.1:9000/a.txt"}
+			r.WebhookUrl = "http://10.0.0.5/hook"
+		}},
+		{name: "our own upload URL is accepted although its host is local", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{testPublicURL + "/v1/files/abc"}
+		}},
+		{name: "16 prompts of 64 KiB are accepted", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Prompts = slices.Repeat([]string{strings.Repeat("p", 64<<10)}, 16)
+		}},
+		{name: "a chunk budget of 0 means the default and is accepted", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.ChunkBudgetTokens = 0 }},
+		{name: "a valid response schema is accepted", mutate: func(r *docjobsv1.CreateJobRequest) { r.ResponseSchema = validSchema }},
+		{name: "consensus with a response schema is accepted", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.ResponseSchema = validSchema
+			r.Consensus = &docjobsv1.ConsensusOptions{Mode: docjobsv1.ConsensusMode_CONSENSUS_MODE_FIVE_RUNS.Enum()}
+		}},
+		{name: "an explicit UNSPECIFIED consensus mode needs no schema", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Consensus = &docjobsv1.ConsensusOptions{Mode: docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED.Enum()}
+		}},
+		{name: "an unknown consensus mode number is ignored like an unknown name", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Consensus = &docjobsv1.ConsensusOptions{Mode: docjobsv1.ConsensusMode(42).Enum()}
+		}},
+		{name: "32 dedupeBy names are accepted", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Merge = &docjobsv1.MergeOptions{Enabled: true, DedupeBy: repeatN("f", 32)}
+		}},
+		{name: "a title of 1024 characters is accepted", mutate: func(r *docjobsv1.CreateJobRequest) { r.Title = strings.Repeat("é", 1024) }},
+		{name: "64 metadata pairs at their size limits are accepted", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Metadata = metadataN(63)
+			r.Metadata[strings.Repeat("k", 128)] = strings.Repeat("v", 2048)
+		}},
+		{name: "an idempotency key of 255 multi-byte characters is accepted", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.IdempotencyKey = strings.Repeat("ü", 255)
+		}},
+		{name: "a public webhook URL is accepted", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.WebhookUrl = "https://hooks.example.com/done"
+			r.WebhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+		}},
+
+		// sourceUrls.
+		{name: "missing sourceUrls are rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.SourceUrls = nil }, want: "sourceUrls: required"},
+		{name: "more than 100 source URLs are rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = repeatN("https://example.com/f", 101)
+		}, want: "sourceUrls: at most 100 URLs"},
+		{name: "a relative source URL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.SourceUrls = []string{"/a.txt"} },
+			want: "sourceUrls[0]: must be an absolute http or https URL"},
+		{name: "an ftp source URL is rejected with its index", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"https://example.com/a", "https://example.com/b", "ftp://example.com/c"}
+		}, want: "sourceUrls[2]: must be an absolute http or https URL"},
+		{name: "a source URL without a host is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.SourceUrls = []string{"http:///a.txt"} },
+			want: "sourceUrls[0]: must be an absolute http or https URL"},
+		{name: "an opaque source URL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.SourceUrls = []string{"http:example.com"} },
+			want: "sourceUrls[0]: must be an absolute http or https URL"},
+		{name: "an empty source URL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.SourceUrls = []string{""} },
+			want: "sourceUrls[0]: must be an absolute http or https URL"},
+		{name: "a source URL that does not parse is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.SourceUrls = []string{"http://exa mple.com/%zz"} },
+			want: "sourceUrls[0]: must be an absolute http or https URL"},
+		{name: "a source URL over 2048 bytes is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"https://example.com/" + strings.Repeat("a", 2049-len("https://example.com/"))}
+		}, want: "sourceUrls[0]: at most 2048 bytes"},
+		{name: "a loopback source URL is rejected unless private URLs are allowed", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"http://127.0.0.1:9000/a.txt"}
+		}, want: "sourceUrls[0]: must not point to a private or local address"},
+		{name: "a source URL on localhost that is not an upload URL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"http://localhost:8080/v1/jobs"}
+		}, want: "sourceUrls[0]: must not point to a private or local address"},
+
+		// prompts.
+		{name: "more than 16 prompts are rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Prompts = repeatN("p", 17) },
+			want: "prompts: at most 16 prompts"},
+		{name: "a prompt over 64 KiB is rejected with its index", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Prompts = []string{"short", strings.Repeat("p", 64<<10+1)}
+		}, want: "prompts[1]: at most 65536 bytes"},
+
+		// neural.
+		{name: "a missing neural is rejected even without prompts", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural = nil },
+			want: "neural: required"},
+		{name: "an unknown neural.type number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.Type = 99 },
+			want: "neural.type: unknown value 99"},
+		{name: "prompts without neural.type are rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Prompts = []string{"extract"}
+			r.Neural.Type = docjobsv1.NeuralClientType_NEURAL_CLIENT_TYPE_UNSPECIFIED
+		}, want: "neural.type: required when prompts are given"},
+		{name: "prompts without neural.model are rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Prompts = []string{"extract"}
+			r.Neural.Model = " "
+		}, want: "neural.model: required when prompts are given"},
+		{name: "a neural.model over 256 bytes is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.Model = strings.Repeat("m", 257) },
+			want: "neural.model: at most 256 bytes"},
+		{name: "a neural.apiKey over 4096 bytes is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.ApiKey = strings.Repeat("k", 4097) },
+			want: "neural.apiKey: at most 4096 bytes"},
+		{name: "a negative chunk budget is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.ChunkBudgetTokens = -1 },
+			want: "neural.chunkBudgetTokens: must not be negative"},
+
+		// ocr.
+		{name: "a missing ocr is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr = nil }, want: "ocr: required"},
+		{name: "a missing ocr.provider is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Provider = 0 }, want: "ocr.provider: required"},
+		{name: "an unknown ocr.provider number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Provider = 9 },
+			want: "ocr.provider: unknown value 9"},
+		{name: "a missing ocr.model is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Model = "" }, want: "ocr.model: required"},
+		{name: "a blank ocr.model is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Model = "  \t" }, want: "ocr.model: required"},
+		{name: "an ocr.model over 256 bytes is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Model = strings.Repeat("m", 257) },
+			want: "ocr.model: at most 256 bytes"},
+		{name: "a missing ocr.providerKey is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.ProviderKey = "" },
+			want: "ocr.providerKey: required"},
+		{name: "an ocr.providerKey over 4096 bytes is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Ocr.ProviderKey = strings.Repeat("k", 4097)
+		}, want: "ocr.providerKey: at most 4096 bytes"},
+
+		// extractionMode.
+		{name: "an unknown extractionMode number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.ExtractionMode = 7 },
+			want: "extractionMode: unknown value 7"},
+
+		// responseSchema (each schema rule has its own table in package schema).
+		{name: "a response schema that is not JSON is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.ResponseSchema = "{nope" },
+			want: "responseSchema: not valid JSON", wantPrefix: true},
+		{name: "a response schema that is not a schema is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.ResponseSchema = `{"type":12}` },
+			want: "responseSchema: not a valid JSON Schema", wantPrefix: true},
+		{name: "a response schema with an external reference is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.ResponseSchema = `{"$ref":"https://example.com/s.json"}`
+		}, want: `responseSchema: references must be internal (start with "#")`, wantPrefix: true},
+		{name: "a response schema deeper than 64 levels is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.ResponseSchema = strings.Repeat(`{"items":`, 70) + `{}` + strings.Repeat(`}`, 70)
+		}, want: "responseSchema: deeper than 64 levels"},
+		{name: "a response schema over 128 KiB is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.ResponseSchema = `{"description":"` + strings.Repeat("x", 128<<10) + `"}`
+		}, want: "responseSchema: larger than 131072 bytes (128 KiB)"},
+		{name: "a response schema with more than 10000 nodes is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.ResponseSchema = `{"enum":[` + strings.TrimSuffix(strings.Repeat("1,", 10000), ",") + `]}`
+		}, want: "responseSchema: more than 10000 nodes"},
+
+		// merge.
+		{name: "more than 32 dedupeBy names are rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Merge = &docjobsv1.MergeOptions{Enabled: true, DedupeBy: repeatN("f", 33)}
+		}, want: "merge.dedupeBy: at most 32 names"},
+		{name: "the dedupeBy bound applies while merge is disabled too", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Merge = &docjobsv1.MergeOptions{DedupeBy: repeatN("f", 33)}
+		}, want: "merge.dedupeBy: at most 32 names"},
+		{name: "an empty dedupeBy name is rejected with its index", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Merge = &docjobsv1.MergeOptions{Enabled: true, DedupeBy: []string{"id", ""}}
+		}, want: "merge.dedupeBy[1]: must not be empty"},
+		{name: "a dedupeBy name over 256 bytes is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Merge = &docjobsv1.MergeOptions{Enabled: true, DedupeBy: []string{strings.Repeat("f", 257)}}
+		}, want: "merge.dedupeBy[0]: at most 256 bytes"},
+		{name: "an unknown merge.scope number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Merge = &docjobsv1.MergeOptions{Scope: 5}
+		}, want: "merge.scope: unknown value 5"},
+		{name: "an unknown merge.conflictPolicy number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Merge = &docjobsv1.MergeOptions{ConflictPolicy: 5}
+		}, want: "merge.conflictPolicy: unknown value 5"},
+		{name: "an unknown merge.format number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Merge = &docjobsv1.MergeOptions{Format: 9}
+		}, want: "merge.format: unknown value 9"},
+
+		// consensus.
+		{name: "a consensus mode without a response schema is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Consensus = &docjobsv1.ConsensusOptions{Mode: docjobsv1.ConsensusMode_CONSENSUS_MODE_THREE_RUNS.Enum()}
+		}, want: "consensus.mode: requires responseSchema"},
+
+		// title and metadata.
+		{name: "a title over 1024 characters is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Title = strings.Repeat("t", 1025) },
+			want: "title: at most 1024 characters"},
+		{name: "more than 64 metadata pairs are rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Metadata = metadataN(65) },
+			want: "metadata: at most 64 pairs"},
+		{name: "a metadata key over 128 bytes is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Metadata = map[string]string{strings.Repeat("k", 129): "v"}
+		}, want: `metadata: key "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"… longer than 128 bytes`},
+		{name: "a metadata value over 2048 bytes is rejected with its key", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Metadata = map[string]string{"invoice": strings.Repeat("v", 2049)}
+		}, want: `metadata["invoice"]: at most 2048 bytes`},
+
+		// webhook.
+		{name: "a relative webhookUrl is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.WebhookUrl = "hooks/done" },
+			want: "webhookUrl: must be an absolute http or https URL"},
+		{name: "a non-http webhookUrl is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.WebhookUrl = "mailto:ops@example.com" },
+			want: "webhookUrl: must be an absolute http or https URL"},
+		{name: "a webhookUrl over 2048 bytes is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.WebhookUrl = "https://example.com/" + strings.Repeat("h", 2048)
+		}, want: "webhookUrl: at most 2048 bytes"},
+		{name: "a private webhookUrl is rejected unless private URLs are allowed", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.WebhookUrl = "http://169.254.169.254/latest/meta-data"
+		}, want: "webhookUrl: must not point to a private or local address"},
+		{name: "a webhookSecret over 4096 bytes is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.WebhookUrl = "https://hooks.example.com/done"
+			r.WebhookSecret = strings.Repeat("s", 4097)
+		}, want: "webhookSecret: at most 4096 bytes"},
+
+		// idempotencyKey.
+		{name: "an idempotency key of 256 characters is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.IdempotencyKey = strings.Repeat("k", 256)
+		}, want: "idempotencyKey: at most 255 characters"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := validRequest()
+			tt.mutate(req)
+			_, err := validateCreate(req, testRules(t, tt.allowPrivate))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("validateCreate() = %v, want accepted", err)
+				}
+				return
+			}
+			st, ok := status.FromError(err)
+			if !ok || st.Code() != codes.InvalidArgument {
+				t.Fatalf("validateCreate() = %v, want InvalidArgument", err)
+			}
+			if got := st.Message(); got != tt.want && !(tt.wantPrefix && strings.HasPrefix(got, tt.want)) {
+				t.Fatalf("message = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateCreateReturnsUploadsForTheOwnershipCheck(t *testing.T) {
+	req := validRequest()
+	req.SourceUrls = []string{
+		"https://example.com/a.txt",
+		testPublicURL + "/v1/files/0190-upload-1",
+		"https://other.example.com/v1/files/not-ours",
+		"HTTP://LOCALHOST:8080/v1/files/0190-upload-2",
+	}
+	uploads, err := validateCreate(req, testRules(t, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []uploadRef{{index: 1, id: "0190-upload-1"}, {index: 3, id: "0190-upload-2"}}
+	if !slices.Equal(uploads, want) {
+		t.Fatalf("uploads = %+v, want %+v", uploads, want)
+	}
+}
+
+func TestParseFileURL(t *testing.T) {
+	tests := []struct {
+		name, public, raw string
+		wantID            string // "" = not a file URL of ours
+	}{
+		{"a file URL of ours gives its id", "http://localhost:8080", "http://localhost:8080/v1/files/abc", "abc"},
+		{"scheme and host compare without case", "http://localhost:8080", "HTTP://LocalHost:8080/v1/files/abc", "abc"},
+		{"a public URL with a path prefix is honored", "https://api.example.com/docjobs/", "https://api.example.com/docjobs/v1/files/abc", "abc"},
+		{"another host is not ours", "http://localhost:8080", "http://localhost:9090/v1/files/abc", ""},
+		{"another scheme is not ours", "http://localhost:8080", "https://localhost:8080/v1/files/abc", ""},
+		{"another path is not a file", "http://localhost:8080", "http://localhost:8080/v1/jobs/abc", ""},
+		{"an empty id is not a file", "http://localhost:8080", "http://localhost:8080/v1/files/", ""},
+		{"a nested path is not a file", "http://localhost:8080", "http://localhost:8080/v1/files/a/b", ""},
+		{"garbage is not a file", "http://localhost:8080", "%zz", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, ok := ParseFileURL(tt.public, tt.raw)
+			if id != tt.wantID || ok != (tt.wantID != "") {
+				t.Fatalf("ParseFileURL() = %q, %v; want %q", id, ok, tt.wantID)
+			}
+		})
+	}
+	if got := FileURL("http://localhost:8080/", "abc"); got != "http://localhost:8080/v1/files/abc" {
+		t.Fatalf("FileURL() = %q", got)
+	}
+}
+
+func TestPrivateHost(t *testing.T) {
+	tests := []struct {
+		host    string
+		private bool
+	}{
+		{"example.com", false},
+		{"93.184.216.34", false},
+		{"2606:2800:220:1:248:1893:25c8:1946", false},
+		{"localhost", true},
+		{"LOCALHOST.", true},
+		{"api.localhost", true},
+		{"127.0.0.1", true},
+		{"127.8.9.10", true},
+		{"10.1.2.3", true},
+		{"172.16.0.1", true},
+		{"192.168.1.1", true},
+		{"169.254.169.254", true}, // cloud metadata
+		{"100.64.0.1", true},      // carrier-grade NAT
+		{"0.0.0.0", true},
+		{"255.255.255.255", true},
+		{"224.0.0.1", true},
+		{"::1", true},
+		{"::", true},
+		{"fe80::1", true},
+		{"fe80::1%eth0", true},
+		{"fd00:ec2::254", true},
+		{"::ffff:127.0.0.1", true},    // IPv4-mapped loopback
+		{"::ffff:10.0.0.1", true},     // IPv4-mapped private
+		{"64:ff9b::7f00:1", true},     // NAT64 of 127.0.0.1
+		{"64:ff9b::5db8:d822", false}, // NAT64 of a public address
+	}
+	for _, tt := range tests {
+		t.Run(tt.host, func(t *testing.T) {
+			if got := privateHost(tt.host); got != tt.private {
+				t.Fatalf("privateHost(%q) = %v, want %v", tt.host, got, tt.private)
+			}
+		})
+	}
+}

@@ -1,0 +1,73 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestDefaultsFollowTheDataDir(t *testing.T) {
+	c, err := Load(env(map[string]string{"DOCJOBS_DATA_DIR": "/srv/dj"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"Addr":          ":8080",
+		"PublicURL":     "http://localhost:8080",
+		"DatabaseURL":   "sqlite:///srv/dj/docjobs.db",
+		"StorageURL":    "file:///srv/dj/files?create_dir=true",
+		"MasterKeyFile": "/srv/dj/master.keyset",
+		"Role":          RoleAll,
+	}
+	got := map[string]string{"Addr": c.Addr, "PublicURL": c.PublicURL, "DatabaseURL": c.DatabaseURL,
+		"StorageURL": c.StorageURL, "MasterKeyFile": c.MasterKeyFile, "Role": c.Role}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if c.UploadMaxBytes != 20<<20 || c.AllowPrivateURLs || c.JobDeadline != 2*time.Hour || len(c.WebhookRetrySchedule) != 7 {
+		t.Errorf("defaults: %+v", c)
+	}
+}
+
+func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
+	tests := map[string]string{
+		"DOCJOBS_UPLOAD_MAX_BYTES":       "lots",
+		"DOCJOBS_ALLOW_PRIVATE_URLS":     "sometimes",
+		"DOCJOBS_WEBHOOK_RETRY_SCHEDULE": "5s,soon",
+		"DOCJOBS_PROVIDER_3_BASE_URL":    "api.anthropic.com",
+		"DOCJOBS_JOB_DEADLINE":           "-1h",
+		"DOCJOBS_ROLE":                   "janitor",
+	}
+	for name, value := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := Load(env(map[string]string{name: value}))
+			want := name
+			if name == "DOCJOBS_ROLE" {
+				want = "role"
+			}
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err = %v, want it to name %s", err, want)
+			}
+		})
+	}
+}
+
+func TestStringRedactsSecrets(t *testing.T) {
+	c, err := Load(env(map[string]string{
+		"DOCJOBS_API_KEYS":     "a:topsecretkey",
+		"DOCJOBS_DATABASE_URL": "postgres://user:hunter2@db:5432/docjobs",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.String()
+	if strings.Contains(s, "topsecretkey") || strings.Contains(s, "hunter2") {
+		t.Fatalf("String() leaks a secret: %s", s)
+	}
+}

@@ -1,0 +1,224 @@
+// Package convert recognizes documents that need no OCR provider: plain
+// text, HTML and XML become UTF-8 text in the row's output format (plain,
+// html, xml). The file type comes from the bytes first (a PDF named .txt is
+// a PDF), then from the name, then from the declared Content-Type. Types
+// this package does not handle yet return an *UnsupportedError naming the
+// detected type.
+package convert
+
+import (
+	"context"
+	"fmt"
+	"mime"
+	"path"
+	"strings"
+
+	"github.com/gabriel-vasile/mimetype"
+
+	"github.com/docjobs/docjobs/internal/job"
+)
+
+// Method names reported in Output.Model.
+const (
+	ModelText = "text"
+	ModelHTML = "html"
+	ModelXML  = "xml"
+)
+
+// Size limits. Text decoding is linear and cheap; HTML and XML are parsed
+// into memory (an HTML tree costs several times its source), so they are
+// bounded lower.
+const (
+	maxTextBytes = 100 << 20
+	maxHTMLBytes = 32 << 20
+	maxXMLBytes  = 32 << 20
+)
+
+// Input is one stored file to recognize.
+type Input struct {
+	Name        string // file name; its extension is a hint
+	ContentType string // declared type, possibly with a charset parameter
+	Data        []byte
+	// Mode is job.ExtractionHybrid or job.ExtractionOCRAlways. Text, HTML
+	// and XML are text already, so both modes parse them the same way.
+	Mode string
+}
+
+// Output is the recognized text of one file.
+type Output struct {
+	Content string
+	Format  string // job.FormatPlain, job.FormatHTML, job.FormatXML or job.FormatMarkdown
+	Model   string // the method: ModelText, ModelHTML or ModelXML
+	// Charset is the character encoding the source was read in
+	// ("UTF-8", "windows-1252", "IBM866", …), for the row's debug fields.
+	Charset string
+}
+
+// UnsupportedError is returned for a file type this package does not
+// convert. Type is the detected media type, without parameters.
+type UnsupportedError struct {
+	Type string
+}
+
+func (e *UnsupportedError) Error() string { return "unsupported file type " + e.Type }
+
+// kind is what a document is read as.
+type kind int
+
+const (
+	kindNone kind = iota
+	kindText
+	kindMarkdown
+	kindHTML
+	kindXML
+	kindBinary // anything sniffing recognized that is not text
+	kindUnknown
+)
+
+// Convert recognizes in. Errors are sentences fit for an OCR row; an
+// *UnsupportedError means the type is not one this package handles.
+func Convert(ctx context.Context, in Input) (Output, error) {
+	if err := ctx.Err(); err != nil {
+		return Output{}, err
+	}
+	k, detected := detect(in)
+	switch k {
+	case kindText, kindMarkdown:
+		if len(in.Data) > maxTextBytes {
+			return Output{}, tooLarge("text", maxTextBytes)
+		}
+		text, cs := decodeText(in.Data, charsetParam(in.ContentType))
+		format := job.FormatPlain
+		if k == kindMarkdown {
+			format = job.FormatMarkdown
+		}
+		return Output{Content: cleanText(text), Format: format, Model: ModelText, Charset: cs}, nil
+	case kindHTML:
+		if len(in.Data) > maxHTMLBytes {
+			return Output{}, tooLarge("HTML", maxHTMLBytes)
+		}
+		content, cs, err := convertHTML(ctx, in.Data, charsetParam(in.ContentType))
+		if err != nil {
+			return Output{}, err
+		}
+		return Output{Content: content, Format: job.FormatHTML, Model: ModelHTML, Charset: cs}, nil
+	case kindXML:
+		if len(in.Data) > maxXMLBytes {
+			return Output{}, tooLarge("XML", maxXMLBytes)
+		}
+		content, cs, err := convertXML(ctx, in.Data, charsetParam(in.ContentType))
+		if err != nil {
+			return Output{}, err
+		}
+		return Output{Content: content, Format: job.FormatXML, Model: ModelXML, Charset: cs}, nil
+	}
+	return Output{}, &UnsupportedError{Type: detected}
+}
+
+// DetectType returns the media type (without parameters) sniffed from data,
+// the same detection Convert starts from.
+func DetectType(data []byte) string {
+	return baseType(mimetype.Detect(data).String())
+}
+
+func tooLarge(what string, limit int) error {
+	return fmt.Errorf("the %s document is larger than the %d MiB conversion limit", what, limit>>20)
+}
+
+// detect decides how to read in, and returns the detected type for
+// messages. Sniffing separates text from binary reliably but guesses
+// between text kinds (an XML file without a declaration sniffs as plain
+// text), so among text kinds the name decides, then the declared type,
+// then the sniffed one.
+func detect(in Input) (kind, string) {
+	m := mimetype.Detect(in.Data)
+	detected := baseType(m.String())
+	sniffed := sniffKind(m)
+	hint := extKind(in.Name)
+	if hint == kindNone {
+		hint = mediaKind(baseType(in.ContentType))
+	}
+	switch sniffed {
+	case kindBinary:
+		return kindBinary, detected
+	case kindUnknown:
+		// Text in an encoding sniffing does not see as text (EBCDIC, UTF-16
+		// without a byte-order mark) is read as the name or type says, if
+		// it then reads as text.
+		if hint != kindNone && readsAsText(in.Data, charsetParam(in.ContentType)) {
+			return hint, detected
+		}
+		return kindUnknown, detected
+	}
+	if hint != kindNone {
+		return hint, detected
+	}
+	return sniffed, detected
+}
+
+// sniffKind maps mimetype's result onto a kind, walking up its type tree
+// (application/json < text/plain, application/rss+xml < text/xml, …).
+func sniffKind(m *mimetype.MIME) kind {
+	if m.Is("application/octet-stream") {
+		return kindUnknown
+	}
+	if m.Is("text/html") || m.Is("application/xhtml+xml") {
+		return kindHTML
+	}
+	if m.Is("image/svg+xml") {
+		return kindXML
+	}
+	for p := m; p != nil; p = p.Parent() {
+		switch {
+		case p.Is("text/xml"):
+			return kindXML
+		case p.Is("text/plain"):
+			return kindText
+		}
+	}
+	return kindBinary
+}
+
+func extKind(name string) kind {
+	switch strings.ToLower(path.Ext(strings.ReplaceAll(name, `\`, "/"))) {
+	case ".txt", ".text", ".log":
+		return kindText
+	case ".md", ".markdown":
+		return kindMarkdown
+	case ".html", ".htm", ".xhtml", ".shtml":
+		return kindHTML
+	case ".xml":
+		return kindXML
+	}
+	return kindNone
+}
+
+func mediaKind(mt string) kind {
+	switch {
+	case mt == "text/plain":
+		return kindText
+	case mt == "text/markdown" || mt == "text/x-markdown":
+		return kindMarkdown
+	case mt == "text/html" || mt == "application/xhtml+xml":
+		return kindHTML
+	case mt == "text/xml" || mt == "application/xml" || strings.HasSuffix(mt, "+xml"):
+		return kindXML
+	}
+	return kindNone
+}
+
+func baseType(ct string) string {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		mt, _, _ = strings.Cut(ct, ";")
+		mt = strings.ToLower(strings.TrimSpace(mt))
+	}
+	return mt
+}
+
+func charsetParam(ct string) string {
+	if _, params, err := mime.ParseMediaType(ct); err == nil {
+		return params["charset"]
+	}
+	return ""
+}

@@ -1,0 +1,475 @@
+package convert
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+
+	"github.com/docjobs/docjobs/internal/job"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
+
+func convert(t *testing.T, in Input) Output {
+	t.Helper()
+	out, err := Convert(context.Background(), in)
+	if err != nil {
+		t.Fatalf("Convert(%s): %v", in.Name, err)
+	}
+	return out
+}
+
+// TestGolden converts every file in testdata/in and compares format,
+// method, charset and content with testdata/golden/<name>.golden.
+func TestGolden(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join("testdata", "in", "*"))
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no golden inputs: %v", err)
+	}
+	for _, path := range inputs {
+		name := filepath.Base(path)
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := convert(t, Input{Name: name, Data: data, Mode: job.ExtractionHybrid})
+			got := "format: " + out.Format + "\nmodel: " + out.Model + "\ncharset: " + out.Charset + "\n---\n" + out.Content + "\n"
+			goldenPath := filepath.Join("testdata", "golden", name+".golden")
+			if *update {
+				if err := os.WriteFile(goldenPath, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(goldenPath)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", goldenPath, got, want)
+			}
+		})
+	}
+}
+
+func TestDetection(t *testing.T) {
+	pdf := []byte("%PDF-1.7\n1 0 obj\n<< /Type /Catalog >>\nendobj\n")
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00")
+	zip := []byte("PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00")
+	tests := []struct {
+		name        string
+		in          Input
+		wantFormat  string
+		wantModel   string
+		unsupported string
+	}{
+		{"text by name", Input{Name: "a.txt", Data: []byte("hello")}, job.FormatPlain, ModelText, ""},
+		{"HTML by content", Input{Name: "page", Data: []byte("<!DOCTYPE html><p>hi</p>")}, job.FormatHTML, ModelHTML, ""},
+		{"XML by content", Input{Name: "data", Data: []byte(`<?xml version="1.0"?><a/>`)}, job.FormatXML, ModelXML, ""},
+		{"XML without declaration by name", Input{Name: "invoice.XML", Data: []byte(`<Invoice xmlns="urn:x"><ID>1</ID></Invoice>`)}, job.FormatXML, ModelXML, ""},
+		{"XML without declaration by Content-Type", Input{Name: "download", ContentType: "application/xml", Data: []byte(`<a><b/></a>`)}, job.FormatXML, ModelXML, ""},
+		{"vendor +xml Content-Type", Input{Name: "feed", ContentType: "application/atom+xml; charset=utf-8", Data: []byte(`<feed/>`)}, job.FormatXML, ModelXML, ""},
+		{"HTML by Content-Type", Input{Name: "download", ContentType: "text/html; charset=utf-8", Data: []byte("Just <b>bold</b> text")}, job.FormatHTML, ModelHTML, ""},
+		{"name outranks Content-Type among text kinds", Input{Name: "notes.txt", ContentType: "text/html", Data: []byte("<b>not markup</b>")}, job.FormatPlain, ModelText, ""},
+		{"HTML source named .txt stays text", Input{Name: "page.txt", Data: []byte("<!DOCTYPE html><p>hi</p>")}, job.FormatPlain, ModelText, ""},
+		{"XHTML is HTML", Input{Name: "x", Data: []byte(`<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><body><p>hi</p></body></html>`)}, job.FormatHTML, ModelHTML, ""},
+		{"markdown by name", Input{Name: "README.md", Data: []byte("# Title\n")}, job.FormatMarkdown, ModelText, ""},
+		{"JSON is text", Input{Name: "data.json", Data: []byte(`{"a": 1}`)}, job.FormatPlain, ModelText, ""},
+		{"CSV is text", Input{Name: "data.csv", Data: []byte("a,b\n1,2\n")}, job.FormatPlain, ModelText, ""},
+		{"empty file is empty text", Input{Name: "empty.txt"}, job.FormatPlain, ModelText, ""},
+		{"OCR_ALWAYS parses text too", Input{Name: "a.html", Data: []byte("<p>x</p>"), Mode: job.ExtractionOCRAlways}, job.FormatHTML, ModelHTML, ""},
+		{"PDF named .txt is a PDF", Input{Name: "report.txt", ContentType: "text/plain", Data: pdf}, "", "", "application/pdf"},
+		{"PDF", Input{Name: "report.pdf", Data: pdf}, "", "", "application/pdf"},
+		{"PNG named .html", Input{Name: "x.html", Data: png}, "", "", "image/png"},
+		{"ZIP", Input{Name: "x.docx", Data: zip}, "", "", "application/zip"},
+		{"binary without a text hint", Input{Name: "blob", Data: []byte{0, 1, 2, 3, 0xff, 0xfe, 0, 0, 7, 8}}, "", "", "application/octet-stream"},
+		{"binary named .txt", Input{Name: "blob.txt", Data: []byte{0, 1, 2, 3, 0xff, 0x00, 0, 0, 7, 8, 0x1b, 0x1c}}, "", "", "application/octet-stream"},
+		{"UTF-16 without BOM named .txt", Input{Name: "u.txt", Data: []byte("h\x00e\x00l\x00l\x00o\x00")}, job.FormatPlain, ModelText, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := Convert(context.Background(), tt.in)
+			if tt.unsupported != "" {
+				var ue *UnsupportedError
+				if !errors.As(err, &ue) {
+					t.Fatalf("Convert = %+v, %v; want *UnsupportedError", out, err)
+				}
+				if ue.Type != tt.unsupported || err.Error() != "unsupported file type "+tt.unsupported {
+					t.Fatalf("error = %q (Type %q), want type %s", err, ue.Type, tt.unsupported)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Convert: %v", err)
+			}
+			if out.Format != tt.wantFormat || out.Model != tt.wantModel {
+				t.Errorf("Format, Model = %s, %s; want %s, %s", out.Format, out.Model, tt.wantFormat, tt.wantModel)
+			}
+		})
+	}
+}
+
+func TestText(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{"UTF-8 kept", Input{Name: "a.txt", Data: []byte("Grüße, мир, 世界")}, "Grüße, мир, 世界"},
+		{"CRLF and CR become LF", Input{Name: "a.txt", Data: []byte("a\r\nb\rc\n")}, "a\nb\nc\n"},
+		{"controls dropped, tab kept, form feed a line break", Input{Name: "a.txt", Data: []byte("a\tb\x1bc\x0cd")}, "a\tbc\nd"},
+		{"declared charset used for non-UTF-8", Input{Name: "a.txt", ContentType: "text/plain; charset=koi8-r", Data: []byte{0xf0, 0xd2, 0xc9, 0xd7, 0xc5, 0xd4}}, "Привет"},
+		{"windows-1252 smart quotes", Input{Name: "a.txt", Data: []byte("a \x93quoted\x94 word")}, "a “quoted” word"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := convert(t, tt.in).Content; got != tt.want {
+				t.Errorf("Content = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHTML(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"script, style and friends removed", `<p>a</p><script>x()</script><style>p{}</style><noscript>n</noscript><template>t</template><iframe src="x"></iframe><object>o</object><embed src="e">`, `<p>a</p>`},
+		{"comments removed", `<p>a<!-- secret --></p>`, `<p>a</p>`},
+		{"event handlers and styling removed", `<p onclick="x()" style="color:red" class="c" id="i">a</p>`, `<p>a</p>`},
+		{"javascript and data URLs removed", `<p><a href="javascript:x()">a</a> <a href="JaVaScRiPt&colon;x()">b</a> <img src="data:image/png;base64,AA" alt="c"></p>`, `<p><a>a</a> <a>b</a> <img alt="c"/></p>`},
+		{"safe links kept", `<p><a href="https://e.com/?a=1&amp;b=2">a</a> <a href="/r">b</a> <a href="#s">c</a> <a href="mailto:x@e.com">d</a></p>`, `<p><a href="https://e.com/?a=1&amp;b=2">a</a> <a href="/r">b</a> <a href="#s">c</a> <a href="mailto:x@e.com">d</a></p>`},
+		{"headings and lists kept", `<h2>T</h2><ul><li>a</li><li>b</li></ul>`, "<h2>T</h2>\n<ul>\n<li>a</li>\n<li>b</li></ul>"},
+		{"table geometry kept", `<table><tr><th colspan="2" scope="col">H</th></tr><tr><td>1</td><td></td></tr></table>`, "<table>\n<tbody>\n<tr>\n<th colspan=\"2\" scope=\"col\">H</th></tr>\n<tr>\n<td>1</td>\n<td></td></tr></tbody></table>"},
+		{"empty wrappers removed", `<div><span> </span></div><p></p><ul><li></li></ul><p>x</p>`, `<p>x</p>`},
+		{"layout divs unwrapped", `<div><div><p>a</p><p>b</p></div></div>`, "<p>a</p>\n<p>b</p>"},
+		{"divs with text kept", `<div>a <b>b</b></div>`, `<div>a <b>b</b></div>`},
+		{"whitespace collapsed outside pre", "<p>  a \n\n b  </p><pre> x\n  y </pre>", "<p>a b</p>\n<pre> x\n  y </pre>"},
+		{"custom elements unwrapped", `<my-card><p>a</p></my-card>`, `<p>a</p>`},
+		{"form unwrapped, controls and their labels removed", `<form><p>Intro</p><label>Name <input name="n"></label><button>Send</button></form>`, `<p>Intro</p>`},
+		{"svg removed", `<p>a</p><svg><text>b</text></svg>`, `<p>a</p>`},
+		{"right-to-left direction kept", `<html dir="rtl" lang="ar"><body><p>مرحبا</p></body></html>`, "<div dir=\"rtl\" lang=\"ar\">\n<p>مرحبا</p>\n</div>"},
+		{"entities decoded and re-escaped", `<p>a &lt;b&gt; &amp; &copy;</p>`, `<p>a &lt;b&gt; &amp; ©</p>`},
+		{"no body content", `<html><head><title>t</title></head></html>`, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := convert(t, Input{Name: "a.html", Data: []byte(tt.in)})
+			if out.Content != tt.want {
+				t.Errorf("Content =\n%s\nwant\n%s", out.Content, tt.want)
+			}
+		})
+	}
+}
+
+func TestHTMLDeepNesting(t *testing.T) {
+	nested := func(depth int) []byte {
+		return []byte(strings.Repeat("<blockquote>", depth) + "deep text" + strings.Repeat("</blockquote>", depth))
+	}
+	t.Run("flattened below the output limit", func(t *testing.T) {
+		out := convert(t, Input{Name: "deep.html", Data: nested(400)})
+		if !strings.Contains(out.Content, "deep text") {
+			t.Fatalf("deep text lost")
+		}
+		if n := strings.Count(out.Content, "<blockquote>"); n > maxHTMLDepth {
+			t.Errorf("output nests %d blockquotes, want at most %d", n, maxHTMLDepth)
+		}
+	})
+	t.Run("refused beyond the parser's limit", func(t *testing.T) {
+		_, err := Convert(context.Background(), Input{Name: "deep.html", Data: nested(5000)})
+		if err == nil || !strings.Contains(err.Error(), "the HTML document cannot be parsed") {
+			t.Fatalf("Convert = %v, want a parse error", err)
+		}
+	})
+}
+
+func TestXML(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    string // "" means: same as in
+		wantErr string
+	}{
+		{name: "well-formed kept as given", in: "<?xml version=\"1.0\"?>\n<!-- c -->\n<a x=\"1\"><b>t &amp; u</b><![CDATA[<raw>]]></a>\n"},
+		{name: "namespaces kept", in: `<ubl:Invoice xmlns:ubl="urn:x"><ubl:ID>1</ubl:ID></ubl:Invoice>`},
+		{name: "DOCTYPE without entities accepted", in: `<!DOCTYPE note SYSTEM "note.dtd"><note/>`},
+		{name: "mismatched tags", in: `<a><b></a>`, wantErr: "the XML is not well-formed: line 1: element <b> closed by </a>"},
+		{name: "unclosed root", in: "<a>\n<b/>", wantErr: "the XML is not well-formed: line 2: unexpected EOF"},
+		{name: "two roots", in: `<a/><b/>`, wantErr: "a second root element <b>"},
+		{name: "text outside the root", in: `<a/>trailing`, wantErr: "text outside the root element"},
+		{name: "no root", in: `<?xml version="1.0"?>`, wantErr: "no root element"},
+		{name: "entity declarations refused", in: `<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;">]><lolz>&lol2;</lolz>`, wantErr: "XML documents that declare entities are not accepted"},
+		{name: "external entity refused", in: `<!DOCTYPE foo [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><foo>&xxe;</foo>`, wantErr: "declare entities"},
+		{name: "undefined entity", in: `<a>&nbsp;</a>`, wantErr: "the XML is not well-formed"},
+		{name: "too deep", in: strings.Repeat("<a>", maxXMLDepth+1) + strings.Repeat("</a>", maxXMLDepth+1), wantErr: "deeper than 256 levels"},
+		{name: "exactly at the depth limit", in: strings.Repeat("<a>", maxXMLDepth) + strings.Repeat("</a>", maxXMLDepth)},
+		{name: "declared encoding rewritten to UTF-8", in: "<?xml version=\"1.0\" encoding=\"windows-1252\"?><a>\x93q\x94</a>", want: "<?xml version=\"1.0\" encoding=\"UTF-8\"?><a>“q”</a>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := Convert(context.Background(), Input{Name: "a.xml", Data: []byte(tt.in)})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Convert = %v, want error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Convert: %v", err)
+			}
+			want := tt.want
+			if want == "" {
+				want = tt.in
+			}
+			if out.Content != want || out.Format != job.FormatXML {
+				t.Errorf("Output = %q (%s), want %q", out.Content, out.Format, want)
+			}
+		})
+	}
+}
+
+func TestSizeLimits(t *testing.T) {
+	big := make([]byte, maxHTMLBytes+1)
+	for i := range big {
+		big[i] = 'a'
+	}
+	copy(big, "<html>")
+	_, err := Convert(context.Background(), Input{Name: "big.html", Data: big})
+	if err == nil || !strings.Contains(err.Error(), "larger than the 32 MiB conversion limit") {
+		t.Fatalf("Convert(33 MiB HTML) = %v, want a size error", err)
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Convert(ctx, Input{Name: "a.txt", Data: []byte("x")}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Convert(cancelled) = %v, want context.Canceled", err)
+	}
+}
+
+func TestDetectType(t *testing.T) {
+	if got := DetectType([]byte("%PDF-1.4\n")); got != "application/pdf" {
+		t.Errorf("DetectType(PDF) = %q", got)
+	}
+	if got := DetectType([]byte("hello")); got != "text/plain" {
+		t.Errorf("DetectType(text) = %q", got)
+	}
+}
+
+// corpusDir is the shared corpus of real documents, when present.
+func corpusDir(t *testing.T, sub string) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "shared", "corpus", sub)
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("corpus not available: %v", err)
+	}
+	return dir
+}
+
+var words = regexp.MustCompile(`[\p{L}\p{N}]+`)
+
+// textOfHTML is the visible text of an HTML document.
+func textOfHTML(t *testing.T, s string) string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return textOf(doc)
+}
+
+// TestCorpusHTML runs the Readability test pages: the output keeps the
+// article text Readability extracted (its expected.html) and carries no
+// script, style or event handler.
+func TestCorpusHTML(t *testing.T) {
+	dir := corpusDir(t, filepath.Join("html", "readability"))
+	pages, _ := filepath.Glob(filepath.Join(dir, "*", "source.html"))
+	if len(pages) == 0 {
+		t.Skip("no readability pages")
+	}
+	for _, src := range pages {
+		page := filepath.Base(filepath.Dir(src))
+		t.Run(page, func(t *testing.T) {
+			data, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			expected, err := os.ReadFile(filepath.Join(filepath.Dir(src), "expected.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := convert(t, Input{Name: "source.html", Data: data})
+			if out.Format != job.FormatHTML {
+				t.Fatalf("Format = %s", out.Format)
+			}
+			lower := strings.ToLower(out.Content)
+			for _, bad := range []string{"<script", "<style", "<iframe", "<!--", " onclick=", " onload=", "javascript:"} {
+				if strings.Contains(lower, bad) {
+					t.Errorf("output contains %q", bad)
+				}
+			}
+			have := map[string]bool{}
+			for _, w := range words.FindAllString(strings.ToLower(textOfHTML(t, out.Content)), -1) {
+				have[w] = true
+			}
+			want := words.FindAllString(strings.ToLower(textOfHTML(t, string(expected))), -1)
+			missing := 0
+			for _, w := range want {
+				if !have[w] {
+					missing++
+				}
+			}
+			for _, w := range want {
+				if !have[w] {
+					t.Logf("missing %q", w)
+				}
+			}
+			if len(want) == 0 || float64(missing) > 0.02*float64(len(want)) {
+				t.Errorf("%d of %d article words missing from the output", missing, len(want))
+			}
+		})
+	}
+}
+
+// TestCorpusXML runs the XRechnung invoices: each is returned as given and
+// keeps every business value the expectations list.
+func TestCorpusXML(t *testing.T) {
+	dir := corpusDir(t, filepath.Join("xml", "einvoice"))
+	files, _ := filepath.Glob(filepath.Join(dir, "*.xml"))
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := convert(t, Input{Name: filepath.Base(f), Data: data})
+			if out.Format != job.FormatXML || out.Content != string(data) {
+				t.Fatalf("Format %s, content equal to input: %v", out.Format, out.Content == string(data))
+			}
+			raw, err := os.ReadFile(strings.TrimSuffix(f, ".xml") + ".expected-fields.json")
+			if err != nil {
+				t.Skip("no expectations")
+			}
+			var fields map[string]any
+			if err := json.Unmarshal(raw, &fields); err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range []string{"invoice_number", "currency", "seller_name", "buyer_reference", "grand_total"} {
+				if v, ok := fields[key].(string); ok && !strings.Contains(out.Content, v) {
+					t.Errorf("%s %q not in output", key, v)
+				}
+			}
+		})
+	}
+}
+
+// TestCorpusTXT checks the charsets Apache Tika's tests expect.
+func TestCorpusTXT(t *testing.T) {
+	dir := corpusDir(t, "txt")
+	raw, err := os.ReadFile(filepath.Join(dir, "expectations.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expectations map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &expectations); err != nil {
+		t.Fatal(err)
+	}
+	for name, msg := range expectations {
+		if strings.HasPrefix(name, "_") {
+			continue
+		}
+		var e struct {
+			Charset   string `json:"charset"`
+			FirstLine string `json:"first_line_utf8"`
+		}
+		if err := json.Unmarshal(msg, &e); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := convert(t, Input{Name: name, Data: data})
+			want, _, _ := strings.Cut(e.Charset, " ")
+			if !strings.EqualFold(out.Charset, want) {
+				t.Errorf("Charset = %s, want %s", out.Charset, want)
+			}
+			if e.FirstLine != "" {
+				if first, _, _ := strings.Cut(out.Content, "\n"); first != e.FirstLine {
+					t.Errorf("first line = %q, want %q", first, e.FirstLine)
+				}
+			}
+			if !utf8.ValidString(out.Content) {
+				t.Error("content is not valid UTF-8")
+			}
+		})
+	}
+}
+
+// FuzzConvert feeds arbitrary bytes under each kind's name: Convert must
+// not panic, and whatever it returns must be valid UTF-8 in its format,
+// with no script surviving in HTML and XML that is well-formed.
+func FuzzConvert(f *testing.F) {
+	inputs, _ := filepath.Glob(filepath.Join("testdata", "in", "*"))
+	for _, p := range inputs {
+		if data, err := os.ReadFile(p); err == nil && len(data) < 16<<10 {
+			f.Add(data, uint8(0))
+		}
+	}
+	f.Add([]byte("<p onclick=x>a<script>b</script></p>"), uint8(1))
+	f.Add([]byte(`<?xml version="1.0"?><a><b/></a>`), uint8(2))
+	f.Add([]byte("\xff\xfeh\x00i\x00"), uint8(0))
+	names := []string{"f.txt", "f.html", "f.xml", "f", "f.md"}
+	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
+		name := names[int(which)%len(names)]
+		out, err := Convert(context.Background(), Input{Name: name, Data: data})
+		if err != nil {
+			return
+		}
+		if !utf8.ValidString(out.Content) {
+			t.Fatalf("content is not valid UTF-8: %q", out.Content)
+		}
+		switch out.Format {
+		case job.FormatHTML:
+			doc, err := html.Parse(strings.NewReader(out.Content))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var walk func(*html.Node)
+			walk = func(n *html.Node) {
+				if n.Type == html.ElementNode {
+					if dropped[n.DataAtom] && n.Parent != nil && n.DataAtom != 0 && n.DataAtom.String() != "head" && n.DataAtom.String() != "title" {
+						t.Fatalf("<%s> survived in %q", n.Data, out.Content)
+					}
+					for _, a := range n.Attr {
+						if strings.HasPrefix(strings.ToLower(a.Key), "on") {
+							t.Fatalf("event handler %s survived in %q", a.Key, out.Content)
+						}
+					}
+				}
+				for c := n.FirstChild; c != nil; c = c.NextSibling {
+					walk(c)
+				}
+			}
+			walk(doc)
+		case job.FormatXML:
+			if err := checkXML(context.Background(), out.Content); err != nil {
+				t.Fatalf("returned XML does not check: %v", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,131 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+)
+
+// Limits of the well-formedness check.
+const (
+	maxXMLDepth  = 256
+	maxXMLTokens = 4 << 20
+)
+
+// xmlDecl matches an XML declaration and its encoding pseudo-attribute.
+var (
+	xmlDecl     = regexp.MustCompile(`^<\?xml\s[^>]*\?>`)
+	xmlEncoding = regexp.MustCompile(`(\sencoding\s*=\s*)("[^"]*"|'[^']*')`)
+)
+
+// convertXML checks that data is one well-formed XML document and returns
+// it as given, transcoded to UTF-8 (its declaration then says so).
+// Entities are never expanded: Go's decoder fetches nothing, and documents
+// declaring entities are refused outright, which rules out entity bombs.
+func convertXML(ctx context.Context, data []byte, declared string) (string, string, error) {
+	if enc := declaredXMLEncoding(data); enc != "" {
+		declared = enc
+	}
+	text, cs := decodeText(data, declared)
+	if loc := xmlDecl.FindStringIndex(text); loc != nil {
+		decl := xmlEncoding.ReplaceAllString(text[:loc[1]], `${1}"UTF-8"`)
+		text = decl + text[loc[1]:]
+	}
+	if err := checkXML(ctx, text); err != nil {
+		return "", cs, err
+	}
+	return text, cs, nil
+}
+
+// declaredXMLEncoding reads the encoding of an ASCII-compatible XML
+// declaration, or "".
+func declaredXMLEncoding(data []byte) string {
+	head := data[:min(len(data), 256)]
+	head = bytes.TrimPrefix(head, []byte{0xEF, 0xBB, 0xBF})
+	loc := xmlDecl.FindIndex(head)
+	if loc == nil {
+		return ""
+	}
+	m := xmlEncoding.FindSubmatch(head[:loc[1]])
+	if m == nil {
+		return ""
+	}
+	return strings.Trim(string(m[2]), `"'`)
+}
+
+// checkXML verifies well-formedness: matched tags, one root element, no
+// text outside it, no entity declarations, bounded depth and size.
+func checkXML(ctx context.Context, text string) error {
+	d := xml.NewDecoder(strings.NewReader(text))
+	d.Strict = true
+	// The text is UTF-8 already and its declaration says so; a decoder
+	// asking for another charset means the declaration was not rewritten.
+	d.CharsetReader = func(label string, r io.Reader) (io.Reader, error) {
+		return r, nil
+	}
+	var depth, roots, tokens int
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return notWellFormed(err)
+		}
+		tokens++
+		if tokens > maxXMLTokens {
+			return fmt.Errorf("the XML document has more than %d tokens", maxXMLTokens)
+		}
+		if tokens%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if depth == 0 {
+				roots++
+				if roots > 1 {
+					return fmt.Errorf("the XML is not well-formed: line %d: a second root element <%s>", line(d, text), t.Name.Local)
+				}
+			}
+			depth++
+			if depth > maxXMLDepth {
+				return fmt.Errorf("the XML document nests elements deeper than %d levels", maxXMLDepth)
+			}
+		case xml.EndElement:
+			depth--
+		case xml.CharData:
+			if depth == 0 && len(bytes.TrimSpace(t)) > 0 {
+				return fmt.Errorf("the XML is not well-formed: line %d: text outside the root element", line(d, text))
+			}
+		case xml.Directive:
+			if bytes.Contains(t, []byte("<!ENTITY")) {
+				return errors.New("XML documents that declare entities are not accepted")
+			}
+		}
+	}
+	if roots == 0 {
+		return errors.New("the XML is not well-formed: no root element")
+	}
+	return nil
+}
+
+func notWellFormed(err error) error {
+	var se *xml.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("the XML is not well-formed: line %d: %s", se.Line, se.Msg)
+	}
+	return fmt.Errorf("the XML is not well-formed: %v", err)
+}
+
+// line is the line of the decoder's current offset in text.
+func line(d *xml.Decoder, text string) int {
+	off := int(d.InputOffset())
+	return strings.Count(text[:min(off, len(text))], "\n") + 1
+}

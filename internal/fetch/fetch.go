@@ -1,0 +1,473 @@
+// Package fetch turns a job's source URL into a stored file: an upload of the
+// same account is taken from storage directly, anything else is downloaded
+// through the SSRF-safe client, capped in size and time, and streamed into
+// the bucket under the job's prefix. Errors are sentences fit for an OCR
+// row's error field; they never carry user credentials or storage internals.
+package fetch
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gabriel-vasile/mimetype"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/outbound"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultMaxBytes int64 = 100 << 20
+	DefaultTimeout        = 5 * time.Minute
+)
+
+// filesPath is the API path under which stored files are served.
+const filesPath = "/v1/files/"
+
+// userAgent identifies our downloads to the servers we fetch from.
+const userAgent = "docjobs-fetcher/1"
+
+// sniffLen is what mimetype needs to recognize a type.
+const sniffLen = 3072
+
+// maxNameLen bounds a stored file name, in bytes.
+const maxNameLen = 255
+
+// Config configures a Fetcher.
+type Config struct {
+	// PublicURL is DOCJOBS_PUBLIC_URL; {PublicURL}/v1/files/{id} is the URL
+	// of a stored file.
+	PublicURL string
+	// MaxBytes caps a download; 0 means DefaultMaxBytes.
+	MaxBytes int64
+	// Timeout caps one download from request to last byte; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+}
+
+// FileGetter finds a stored file of an account; it returns job.ErrNotFound
+// for a missing file and for another account's.
+type FileGetter interface {
+	GetFile(ctx context.Context, accountID, id string) (job.File, error)
+}
+
+// Deps are the Fetcher's collaborators.
+type Deps struct {
+	// Client downloads external URLs: outbound.NewClient, with a Timeout no
+	// shorter than Config.Timeout (or negative) so large files finish.
+	Client *http.Client
+	Bucket *blob.Bucket
+	Files  FileGetter
+	// NewID returns a fresh file id.
+	NewID func() string
+}
+
+// Result describes the stored file of one source URL.
+type Result struct {
+	// URL is the stored file's URL, {PublicURL}/v1/files/{id}: the upload's
+	// own URL when the source was an upload of the account.
+	URL string
+	// File is the new record to store for a downloaded (or copied) file,
+	// with JobID set; nil when the source was an upload of the account,
+	// whose record already exists.
+	File        *job.File
+	Key         string // blob key of the bytes
+	Name        string
+	ContentType string
+	Size        int64
+}
+
+// Error is a failed fetch. Error() is a sentence for the OCR row; Err is
+// the cause, for logs and errors.Is (job.ErrNotFound,
+// outbound.ErrForbiddenAddress, context.Canceled…).
+type Error struct {
+	Msg string
+	// Retryable is true when trying again later may succeed (server errors,
+	// 429, timeouts, network failures, storage hiccups).
+	Retryable bool
+	Err       error
+}
+
+func (e *Error) Error() string { return e.Msg }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Fetcher stores the source files of jobs. It is safe for concurrent use.
+type Fetcher struct {
+	cfg    Config
+	public *url.URL
+	deps   Deps
+}
+
+// New returns a Fetcher.
+func New(cfg Config, deps Deps) (*Fetcher, error) {
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.MaxBytes < 0 {
+		return nil, errors.New("fetch: MaxBytes must not be negative")
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Timeout < 0 {
+		return nil, errors.New("fetch: Timeout must not be negative")
+	}
+	public, err := url.Parse(strings.TrimRight(cfg.PublicURL, "/"))
+	if err != nil || (public.Scheme != "http" && public.Scheme != "https") || public.Host == "" {
+		return nil, fmt.Errorf("fetch: PublicURL %q is not an absolute http(s) URL", cfg.PublicURL)
+	}
+	cfg.PublicURL = public.String()
+	switch {
+	case deps.Client == nil:
+		return nil, errors.New("fetch: Deps.Client is required")
+	case deps.Bucket == nil:
+		return nil, errors.New("fetch: Deps.Bucket is required")
+	case deps.Files == nil:
+		return nil, errors.New("fetch: Deps.Files is required")
+	case deps.NewID == nil:
+		return nil, errors.New("fetch: Deps.NewID is required")
+	}
+	return &Fetcher{cfg: cfg, public: public, deps: deps}, nil
+}
+
+// FileURL is the public URL of the stored file id.
+func (f *Fetcher) FileURL(id string) string {
+	return f.cfg.PublicURL + filesPath + url.PathEscape(id)
+}
+
+// OwnFileID reports whether raw is one of our stored-file URLs
+// ({PublicURL}/v1/files/{id}, query ignored) and returns the id.
+func (f *Fetcher) OwnFileID(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.User != nil {
+		return "", false
+	}
+	if !strings.EqualFold(u.Scheme, f.public.Scheme) || !strings.EqualFold(u.Host, f.public.Host) {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(u.Path, f.public.Path+filesPath)
+	if !ok || rest == "" || strings.Contains(rest, "/") {
+		return "", false
+	}
+	return rest, true
+}
+
+// Fetch stores sourceURL as file index of job jobID of accountID.
+// Every error is an *Error.
+func (f *Fetcher) Fetch(ctx context.Context, accountID, jobID string, index int, sourceURL string) (Result, error) {
+	if id, ok := f.OwnFileID(sourceURL); ok {
+		return f.own(ctx, accountID, jobID, index, id)
+	}
+	return f.download(ctx, accountID, jobID, index, sourceURL)
+}
+
+// own resolves a stored file of the account without a request to ourselves.
+func (f *Fetcher) own(ctx context.Context, accountID, jobID string, index int, id string) (Result, error) {
+	display := f.FileURL(id)
+	file, err := f.deps.Files.GetFile(ctx, accountID, id)
+	if errors.Is(err, job.ErrNotFound) {
+		return Result{}, &Error{Msg: fmt.Sprintf("source file %s not found", display), Err: err}
+	}
+	if err != nil {
+		return Result{}, &Error{Msg: fmt.Sprintf("looking up source file %s failed", display), Retryable: true, Err: err}
+	}
+	if file.JobID == "" {
+		// An upload: it lives until deleted on its own, so the job refers to it.
+		return Result{URL: display, Key: file.Key, Name: file.Name, ContentType: file.ContentType, Size: file.Size}, nil
+	}
+	// A copy stored for another job goes when that job is deleted; this job
+	// gets its own copy so its file outlives the other job.
+	newID := f.deps.NewID()
+	key := objectKey(jobID, index, newID)
+	if err := f.deps.Bucket.Copy(ctx, key, file.Key, nil); err != nil {
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return Result{}, &Error{Msg: fmt.Sprintf("source file %s not found", display), Err: errors.Join(job.ErrNotFound, err)}
+		}
+		return Result{}, &Error{Msg: fmt.Sprintf("copying source file %s failed", display), Retryable: true, Err: err}
+	}
+	rec := &job.File{
+		ID: newID, AccountID: accountID, JobID: jobID, Name: file.Name, Size: file.Size,
+		ContentType: file.ContentType, Key: key, Created: time.Now().UTC(),
+	}
+	return Result{URL: f.FileURL(newID), File: rec, Key: key, Name: rec.Name, ContentType: rec.ContentType, Size: rec.Size}, nil
+}
+
+func objectKey(jobID string, index int, id string) string {
+	return "jobs/" + jobID + "/" + strconv.Itoa(index) + "-" + id
+}
+
+// download streams an external URL into the bucket.
+func (f *Fetcher) download(ctx context.Context, accountID, jobID string, index int, sourceURL string) (Result, error) {
+	if err := outbound.CheckURL(sourceURL); err != nil {
+		return Result{}, &Error{Msg: "source URL " + err.Error()}
+	}
+	u, _ := url.Parse(sourceURL) // CheckURL parsed it
+	display := outbound.Redact(u)
+
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return Result{}, &Error{Msg: fmt.Sprintf("source URL %s is not valid", display), Err: err}
+	}
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("Accept", "*/*")
+
+	resp, err := f.deps.Client.Do(req)
+	if err != nil {
+		return Result{}, f.requestError(ctx, display, err)
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return Result{}, &Error{
+			Msg:       fmt.Sprintf("download of %s failed: the server answered HTTP %s", display, statusText(resp.StatusCode)),
+			Retryable: retryableStatus(resp.StatusCode),
+		}
+	}
+	if resp.ContentLength > f.cfg.MaxBytes {
+		return Result{}, f.tooLarge(display)
+	}
+
+	body := bufio.NewReaderSize(resp.Body, sniffLen)
+	head, err := body.Peek(sniffLen)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return Result{}, f.requestError(ctx, display, err)
+	}
+	contentType := resp.Header.Get("Content-Type")
+	if mt, _, perr := mime.ParseMediaType(contentType); perr != nil || mt == "application/octet-stream" || mt == "binary/octet-stream" {
+		contentType = mimetype.Detect(head).String()
+	}
+
+	id := f.deps.NewID()
+	key := objectKey(jobID, index, id)
+	// Cancelling wctx before Close aborts the write: nothing is stored.
+	wctx, abort := context.WithCancel(ctx)
+	defer abort()
+	w, err := f.deps.Bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: contentType})
+	if err != nil {
+		return Result{}, storageError(err)
+	}
+	sink := &writeTracker{w: w}
+	n, copyErr := io.Copy(sink, io.LimitReader(body, f.cfg.MaxBytes+1))
+	if copyErr != nil || n > f.cfg.MaxBytes {
+		abort()
+		_ = w.Close()
+		switch {
+		case copyErr == nil:
+			return Result{}, f.tooLarge(display)
+		case sink.err != nil:
+			return Result{}, storageError(sink.err)
+		}
+		return Result{}, f.requestError(ctx, display, copyErr)
+	}
+	if err := w.Close(); err != nil {
+		return Result{}, storageError(err)
+	}
+
+	rec := &job.File{
+		ID: id, AccountID: accountID, JobID: jobID, Name: fileName(resp), Size: n,
+		ContentType: contentType, Key: key, Created: time.Now().UTC(),
+	}
+	return Result{URL: f.FileURL(id), File: rec, Key: key, Name: rec.Name, ContentType: contentType, Size: n}, nil
+}
+
+// writeTracker remembers a write error, so a failed copy can be blamed on
+// storage rather than on the download.
+type writeTracker struct {
+	w   io.Writer
+	err error
+}
+
+func (t *writeTracker) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	if err != nil {
+		t.err = err
+	}
+	return n, err
+}
+
+func (f *Fetcher) tooLarge(display string) *Error {
+	return &Error{Msg: fmt.Sprintf("download of %s failed: the file is larger than the %s limit", display, formatBytes(f.cfg.MaxBytes))}
+}
+
+// requestError turns a client or body-read error into a sentence.
+func (f *Fetcher) requestError(ctx context.Context, display string, err error) *Error {
+	var (
+		opErr   *net.OpError
+		dnsErr  *net.DNSError
+		certErr *tls.CertificateVerificationError
+	)
+	switch {
+	case errors.Is(err, outbound.ErrForbiddenAddress):
+		msg := fmt.Sprintf("download of %s refused: the host resolves to a private or reserved address", display)
+		if errors.As(err, &opErr) && opErr.Addr != nil {
+			if host, _, splitErr := net.SplitHostPort(opErr.Addr.String()); splitErr == nil {
+				msg = fmt.Sprintf("download of %s refused: %s is a private or reserved address", display, host)
+			}
+		}
+		return &Error{Msg: msg, Err: err}
+	case errors.Is(err, outbound.ErrTooManyRedirects), errors.Is(err, outbound.ErrBadRedirect):
+		return &Error{Msg: fmt.Sprintf("download of %s failed: %s", display, innermost(err)), Err: err}
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		// Our own deadline (the parent's would also land here, which is
+		// equally a timeout from the row's point of view).
+		return &Error{Msg: fmt.Sprintf("download of %s timed out after %s", display, f.cfg.Timeout), Retryable: true, Err: err}
+	case ctx.Err() != nil:
+		return &Error{Msg: fmt.Sprintf("download of %s was cancelled", display), Retryable: true, Err: errors.Join(ctx.Err(), err)}
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return &Error{Msg: fmt.Sprintf("download of %s failed: host %s not found", display, dnsErr.Name), Err: err}
+		}
+		return &Error{Msg: fmt.Sprintf("download of %s failed: cannot resolve host %s", display, dnsErr.Name), Retryable: true, Err: err}
+	case errors.As(err, &certErr):
+		return &Error{Msg: fmt.Sprintf("download of %s failed: the server's TLS certificate is not valid", display), Err: err}
+	case isTimeout(err):
+		return &Error{Msg: fmt.Sprintf("download of %s timed out", display), Retryable: true, Err: err}
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return &Error{Msg: fmt.Sprintf("download of %s failed: could not connect to the server", display), Retryable: true, Err: err}
+	}
+	return &Error{Msg: fmt.Sprintf("download of %s failed: the connection broke off", display), Retryable: true, Err: err}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// innermost is the text of the deepest error in a chain, which for the
+// client's *url.Error is the cause without the URL (that may carry a query
+// we already show once).
+func innermost(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		if _, ok := err.(*url.Error); !ok {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+func storageError(err error) *Error {
+	return &Error{Msg: "storing the downloaded file failed", Retryable: true, Err: err}
+}
+
+func retryableStatus(code int) bool {
+	return code == http.StatusRequestTimeout || code == http.StatusTooEarly ||
+		code == http.StatusTooManyRequests || code >= 500
+}
+
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return strconv.Itoa(code) + " " + t
+	}
+	return strconv.Itoa(code)
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d-byte", n)
+}
+
+// fileName picks the stored file's name: Content-Disposition's filename,
+// else the last segment of the final URL's path, else "download".
+func fileName(resp *http.Response) string {
+	if cd := resp.Header.Get("Content-Disposition"); cd != "" {
+		if _, params, err := mime.ParseMediaType(cd); err == nil {
+			if name := cleanName(params["filename"]); name != "" {
+				return name
+			}
+		}
+	}
+	if resp.Request != nil && resp.Request.URL != nil {
+		if name := cleanName(path.Base(resp.Request.URL.Path)); name != "" {
+			return name
+		}
+	}
+	return "download"
+}
+
+// cleanName reduces a server-chosen name to a harmless base name: no
+// directories, no control characters, valid UTF-8, at most maxNameLen bytes.
+func cleanName(name string) string {
+	name = strings.ToValidUTF8(name, "")
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, name)
+	name = strings.TrimSpace(name)
+	if name == "." || name == ".." {
+		return ""
+	}
+	if len(name) > maxNameLen {
+		// Keep the extension, which carries the type.
+		ext := path.Ext(name)
+		if len(ext) > 16 {
+			ext = ""
+		}
+		stem := name[:maxNameLen-len(ext)]
+		for !utf8.ValidString(stem) {
+			stem = stem[:len(stem)-1]
+		}
+		name = stem + ext
+	}
+	return name
+}
+
+// Read returns the stored file at key, refusing one larger than max bytes
+// (max <= 0 means Config.MaxBytes).
+func (f *Fetcher) Read(ctx context.Context, key string, max int64) ([]byte, error) {
+	if max <= 0 {
+		max = f.cfg.MaxBytes
+	}
+	r, err := f.deps.Bucket.NewReader(ctx, key, nil)
+	if err != nil {
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return nil, &Error{Msg: "the stored file is missing", Err: errors.Join(job.ErrNotFound, err)}
+		}
+		return nil, &Error{Msg: "reading the stored file failed", Retryable: true, Err: err}
+	}
+	defer r.Close()
+	if r.Size() > max {
+		return nil, &Error{Msg: fmt.Sprintf("the file is larger than the %s limit", formatBytes(max))}
+	}
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, &Error{Msg: "reading the stored file failed", Retryable: true, Err: err}
+	}
+	if int64(len(data)) > max {
+		return nil, &Error{Msg: fmt.Sprintf("the file is larger than the %s limit", formatBytes(max))}
+	}
+	return data, nil
+}

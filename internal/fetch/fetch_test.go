@@ -1,0 +1,481 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/fileblob"
+
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/outbound"
+)
+
+const publicURL = "http://docjobs.test:8080"
+
+// fileRecords is the store's file table as far as Fetch sees it; lookups
+// for another account's file answer job.ErrNotFound, as the store does.
+type fileRecords map[string]job.File
+
+func (r fileRecords) GetFile(_ context.Context, accountID, id string) (job.File, error) {
+	f, ok := r[id]
+	if !ok || f.AccountID != accountID {
+		return job.File{}, job.ErrNotFound
+	}
+	return f, nil
+}
+
+type env struct {
+	f      *Fetcher
+	bucket *blob.Bucket
+	files  fileRecords
+}
+
+func newEnv(t *testing.T, cfg Config, client *http.Client) *env {
+	t.Helper()
+	bucket, err := fileblob.OpenBucket(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bucket.Close() })
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = publicURL
+	}
+	if client == nil {
+		client = outbound.NewClient(outbound.Config{AllowPrivate: true})
+	}
+	var n atomic.Int64
+	files := fileRecords{}
+	f, err := New(cfg, Deps{
+		Client: client,
+		Bucket: bucket,
+		Files:  files,
+		NewID:  func() string { return "f" + strconv.FormatInt(n.Add(1), 10) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{f: f, bucket: bucket, files: files}
+}
+
+func (e *env) keys(t *testing.T) []string {
+	t.Helper()
+	var keys []string
+	it := e.bucket.List(nil)
+	for {
+		obj, err := it.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			return keys
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, obj.Key)
+	}
+}
+
+func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func wantFetchError(t *testing.T, err error, wantMsg string, wantRetryable bool) *Error {
+	t.Helper()
+	var fe *Error
+	if !errors.As(err, &fe) {
+		t.Fatalf("Fetch error = %v (%T), want *Error", err, err)
+	}
+	t.Logf("row error: %s", fe)
+	if !strings.Contains(fe.Error(), wantMsg) {
+		t.Errorf("error = %q, want it to contain %q", fe.Error(), wantMsg)
+	}
+	if fe.Retryable != wantRetryable {
+		t.Errorf("Retryable = %v, want %v (error %q)", fe.Retryable, wantRetryable, fe.Error())
+	}
+	return fe
+}
+
+func TestFetchDownloadsAndStores(t *testing.T) {
+	body := "Invoice 42\nTotal: 17.00 EUR\n"
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("User-Agent") != userAgent {
+			t.Errorf("User-Agent = %q", r.Header.Get("User-Agent"))
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=windows-1252")
+		w.Header().Set("Content-Disposition", `attachment; filename="invoice 42.txt"`)
+		io.WriteString(w, body)
+	})
+	e := newEnv(t, Config{}, nil)
+
+	res, err := e.f.Fetch(context.Background(), "acct", "job1", 2, srv.URL+"/download?id=42")
+	if err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	if res.URL != publicURL+"/v1/files/f1" {
+		t.Errorf("URL = %q", res.URL)
+	}
+	if res.Key != "jobs/job1/2-f1" || res.Name != "invoice 42.txt" || res.Size != int64(len(body)) ||
+		res.ContentType != "text/plain; charset=windows-1252" {
+		t.Errorf("Result = %+v", res)
+	}
+	want := job.File{ID: "f1", AccountID: "acct", JobID: "job1", Name: "invoice 42.txt", Size: int64(len(body)),
+		ContentType: "text/plain; charset=windows-1252", Key: "jobs/job1/2-f1"}
+	if res.File == nil {
+		t.Fatal("File = nil, want the new record")
+	}
+	got := *res.File
+	if got.Created.IsZero() {
+		t.Error("File.Created is zero")
+	}
+	got.Created = time.Time{}
+	if got != want {
+		t.Errorf("File = %+v, want %+v", got, want)
+	}
+	data, err := e.f.Read(context.Background(), res.Key, 0)
+	if err != nil || string(data) != body {
+		t.Fatalf("Read = %q, %v", data, err)
+	}
+}
+
+func TestFetchNames(t *testing.T) {
+	tests := []struct {
+		name        string
+		path        string
+		disposition string
+		want        string
+	}{
+		{"from Content-Disposition", "/x", `attachment; filename="report.pdf"`, "report.pdf"},
+		{"RFC 5987 filename*", "/x", `attachment; filename*=UTF-8''r%C3%A9sum%C3%A9.txt`, "résumé.txt"},
+		{"directories stripped from Content-Disposition", "/x", `attachment; filename="../../etc/passwd"`, "passwd"},
+		{"backslash directories stripped", "/x", `attachment; filename="C:\\Users\\a\\doc.html"`, "doc.html"},
+		{"from the URL path", "/files/annual%20report.html", "", "annual report.html"},
+		{"malformed Content-Disposition falls back to the path", "/a/b.xml", `attachment; filename="unterminated`, "b.xml"},
+		{"no name anywhere", "/", "", "download"},
+		{"dot-dot path segment", "/..", "", "download"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				if tt.disposition != "" {
+					w.Header().Set("Content-Disposition", tt.disposition)
+				}
+				io.WriteString(w, "x")
+			})
+			e := newEnv(t, Config{}, nil)
+			res, err := e.f.Fetch(context.Background(), "a", "j", 0, srv.URL+tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Name != tt.want {
+				t.Errorf("Name = %q, want %q", res.Name, tt.want)
+			}
+		})
+	}
+}
+
+func TestFetchLongNameKeepsExtension(t *testing.T) {
+	long := strings.Repeat("é", 300) + ".pdf"
+	if got := cleanName(long); len(got) > maxNameLen || !strings.HasSuffix(got, "é.pdf") {
+		t.Fatalf("cleanName = %q (%d bytes)", got, len(got))
+	}
+}
+
+func TestFetchSniffsGenericContentType(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		io.WriteString(w, "%PDF-1.4\n%âãÏÓ\n1 0 obj\n")
+	})
+	e := newEnv(t, Config{}, nil)
+	res, err := e.f.Fetch(context.Background(), "a", "j", 0, srv.URL+"/blob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ContentType != "application/pdf" {
+		t.Errorf("ContentType = %q, want application/pdf", res.ContentType)
+	}
+}
+
+func TestFetchHTTPErrors(t *testing.T) {
+	tests := []struct {
+		status    int
+		wantMsg   string
+		retryable bool
+	}{
+		{http.StatusNotFound, "the server answered HTTP 404 Not Found", false},
+		{http.StatusForbidden, "HTTP 403 Forbidden", false},
+		{http.StatusTooManyRequests, "HTTP 429 Too Many Requests", true},
+		{http.StatusServiceUnavailable, "HTTP 503 Service Unavailable", true},
+		{599, "HTTP 599", true},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(tt.status) })
+			e := newEnv(t, Config{}, nil)
+			_, err := e.f.Fetch(context.Background(), "a", "j", 0, srv.URL+"/doc.pdf?token=t")
+			fe := wantFetchError(t, err, tt.wantMsg, tt.retryable)
+			if !strings.Contains(fe.Error(), "/doc.pdf?token=t") {
+				t.Errorf("error %q does not name the URL", fe.Error())
+			}
+			if keys := e.keys(t); len(keys) != 0 {
+				t.Errorf("bucket holds %v after a failed download", keys)
+			}
+		})
+	}
+}
+
+func TestFetchSizeCap(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+	}{
+		{"declared Content-Length over the cap", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "4096")
+			w.Write(make([]byte, 4096))
+		}},
+		{"chunked body over the cap", func(w http.ResponseWriter, r *http.Request) {
+			w.Write(make([]byte, 2048))
+			w.(http.Flusher).Flush()
+			w.Write(make([]byte, 2048))
+		}},
+		{"endless body", func(w http.ResponseWriter, r *http.Request) {
+			buf := bytes.Repeat([]byte("a"), 32<<10)
+			for r.Context().Err() == nil {
+				if _, err := w.Write(buf); err != nil {
+					return
+				}
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := serve(t, tt.handler)
+			e := newEnv(t, Config{MaxBytes: 1 << 10}, nil)
+			_, err := e.f.Fetch(context.Background(), "a", "j", 0, srv.URL+"/big")
+			wantFetchError(t, err, "the file is larger than the 1 KiB limit", false)
+			if keys := e.keys(t); len(keys) != 0 {
+				t.Errorf("bucket holds %v after a refused download", keys)
+			}
+		})
+	}
+}
+
+func TestFetchExactlyAtCap(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { w.Write(make([]byte, 1024)) })
+	e := newEnv(t, Config{MaxBytes: 1024}, nil)
+	res, err := e.f.Fetch(context.Background(), "a", "j", 0, srv.URL+"/f")
+	if err != nil || res.Size != 1024 {
+		t.Fatalf("Fetch = %+v, %v", res, err)
+	}
+}
+
+func TestFetchTimeout(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("start"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	e := newEnv(t, Config{Timeout: 200 * time.Millisecond}, nil)
+	start := time.Now()
+	_, err := e.f.Fetch(context.Background(), "a", "j", 0, srv.URL+"/slow")
+	wantFetchError(t, err, "timed out after 200ms", true)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Fetch took %v with a 200ms timeout", d)
+	}
+}
+
+func TestFetchCancelled(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	e := newEnv(t, Config{}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err := e.f.Fetch(ctx, "a", "j", 0, srv.URL+"/hang")
+	wantFetchError(t, err, "was cancelled", true)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v does not wrap context.Canceled", err)
+	}
+}
+
+func TestFetchPrivateAddressRefused(t *testing.T) {
+	var hits atomic.Int64
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })
+	e := newEnv(t, Config{}, outbound.NewClient(outbound.Config{}))
+	_, err := e.f.Fetch(context.Background(), "a", "j", 0, srv.URL+"/x")
+	wantFetchError(t, err, "refused: 127.0.0.1 is a private or reserved address", false)
+	if !errors.Is(err, outbound.ErrForbiddenAddress) {
+		t.Errorf("error does not wrap outbound.ErrForbiddenAddress")
+	}
+	if hits.Load() != 0 {
+		t.Errorf("server was reached %d times", hits.Load())
+	}
+}
+
+func TestFetchBadSourceURLs(t *testing.T) {
+	tests := []struct {
+		url, wantMsg string
+	}{
+		{"ftp://example.com/a.txt", "source URL must be an absolute http or https URL"},
+		{"https://user:secret@example.com/a.txt", "source URL must not contain user credentials"},
+		{"not a url", "source URL must be an absolute http or https URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			e := newEnv(t, Config{}, nil)
+			_, err := e.f.Fetch(context.Background(), "a", "j", 0, tt.url)
+			fe := wantFetchError(t, err, tt.wantMsg, false)
+			if strings.Contains(fe.Error(), "secret") {
+				t.Errorf("error %q leaks the URL's credentials", fe.Error())
+			}
+		})
+	}
+}
+
+func TestFetchUnknownHost(t *testing.T) {
+	e := newEnv(t, Config{}, nil)
+	_, err := e.f.Fetch(context.Background(), "a", "j", 0, "http://no-such-host.invalid/a.txt")
+	var fe *Error
+	if !errors.As(err, &fe) || !strings.Contains(fe.Error(), "no-such-host.invalid") {
+		t.Fatalf("Fetch = %v, want an error naming the host", err)
+	}
+}
+
+func TestFetchOwnUpload(t *testing.T) {
+	e := newEnv(t, Config{}, nil) // PublicURL's host does not resolve: any HTTP to ourselves would fail
+	up := job.File{ID: "up1", AccountID: "acct", Name: "scan.txt", Size: 5, ContentType: "text/plain", Key: "uploads/up1"}
+	e.files[up.ID] = up
+
+	res, err := e.f.Fetch(context.Background(), "acct", "job1", 0, publicURL+"/v1/files/up1")
+	if err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	want := Result{URL: publicURL + "/v1/files/up1", Key: "uploads/up1", Name: "scan.txt", ContentType: "text/plain", Size: 5}
+	if res != want {
+		t.Errorf("Result = %+v, want %+v", res, want)
+	}
+}
+
+func TestFetchAnotherAccountsUploadIsNotFound(t *testing.T) {
+	e := newEnv(t, Config{}, nil)
+	e.files["up1"] = job.File{ID: "up1", AccountID: "owner", Key: "uploads/up1"}
+	_, err := e.f.Fetch(context.Background(), "intruder", "job1", 0, publicURL+"/v1/files/up1")
+	wantFetchError(t, err, "source file "+publicURL+"/v1/files/up1 not found", false)
+	if !errors.Is(err, job.ErrNotFound) {
+		t.Errorf("error does not wrap job.ErrNotFound")
+	}
+}
+
+func TestFetchOwnJobCopyIsCopied(t *testing.T) {
+	e := newEnv(t, Config{}, nil)
+	ctx := context.Background()
+	if err := e.bucket.WriteAll(ctx, "jobs/old/0-c1", []byte("hello"), nil); err != nil {
+		t.Fatal(err)
+	}
+	e.files["c1"] = job.File{ID: "c1", AccountID: "acct", JobID: "old", Name: "a.txt", Size: 5, ContentType: "text/plain", Key: "jobs/old/0-c1"}
+
+	res, err := e.f.Fetch(ctx, "acct", "new", 3, publicURL+"/v1/files/c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.File == nil || res.File.JobID != "new" || res.Key != "jobs/new/3-f1" || res.URL != publicURL+"/v1/files/f1" {
+		t.Fatalf("Result = %+v, File %+v", res, res.File)
+	}
+	data, err := e.f.Read(ctx, res.Key, 0)
+	if err != nil || string(data) != "hello" {
+		t.Fatalf("Read copy = %q, %v", data, err)
+	}
+}
+
+func TestOwnFileID(t *testing.T) {
+	e := newEnv(t, Config{PublicURL: "https://api.example.com/docjobs/"}, nil)
+	tests := []struct {
+		url    string
+		wantID string
+	}{
+		{"https://api.example.com/docjobs/v1/files/abc", "abc"},
+		{"HTTPS://API.EXAMPLE.COM/docjobs/v1/files/abc?download=1", "abc"},
+		{"https://api.example.com/v1/files/abc", ""},
+		{"http://api.example.com/docjobs/v1/files/abc", ""},
+		{"https://api.example.com:8443/docjobs/v1/files/abc", ""},
+		{"https://evil.example.com/docjobs/v1/files/abc", ""},
+		{"https://api.example.com/docjobs/v1/files/", ""},
+		{"https://api.example.com/docjobs/v1/files/a/b", ""},
+		{"https://u:p@api.example.com/docjobs/v1/files/abc", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			id, ok := e.f.OwnFileID(tt.url)
+			if id != tt.wantID || ok != (tt.wantID != "") {
+				t.Errorf("OwnFileID = %q, %v; want %q", id, ok, tt.wantID)
+			}
+		})
+	}
+	if got := e.f.FileURL("abc"); got != "https://api.example.com/docjobs/v1/files/abc" {
+		t.Errorf("FileURL = %q", got)
+	}
+}
+
+func TestRead(t *testing.T) {
+	e := newEnv(t, Config{}, nil)
+	ctx := context.Background()
+	if err := e.bucket.WriteAll(ctx, "k", []byte("0123456789"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := e.f.Read(ctx, "k", 10); err != nil || string(data) != "0123456789" {
+		t.Errorf("Read(max 10) = %q, %v", data, err)
+	}
+	if _, err := e.f.Read(ctx, "k", 9); err == nil || !strings.Contains(err.Error(), "larger than the 9-byte limit") {
+		t.Errorf("Read(max 9) = %v, want a size error", err)
+	}
+	if _, err := e.f.Read(ctx, "missing", 0); !errors.Is(err, job.ErrNotFound) {
+		t.Errorf("Read(missing) = %v, want job.ErrNotFound", err)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	bucket, err := fileblob.OpenBucket(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	ok := Deps{Client: http.DefaultClient, Bucket: bucket, Files: fileRecords{}, NewID: func() string { return "x" }}
+	tests := []struct {
+		name string
+		cfg  Config
+		deps Deps
+	}{
+		{"relative public URL", Config{PublicURL: "/api"}, ok},
+		{"negative cap", Config{PublicURL: publicURL, MaxBytes: -1}, ok},
+		{"no client", Config{PublicURL: publicURL}, Deps{Bucket: bucket, Files: fileRecords{}, NewID: ok.NewID}},
+		{"no id source", Config{PublicURL: publicURL}, Deps{Client: http.DefaultClient, Bucket: bucket, Files: fileRecords{}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.cfg, tt.deps); err == nil {
+				t.Fatal("New succeeded")
+			}
+		})
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[int64]string{100 << 20: "100 MiB", 1 << 30: "1 GiB", 2048: "2 KiB", 1000: "1000-byte"} {
+		if got := formatBytes(n); got != want {
+			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/docjobs/docjobs/internal/api"
+	"github.com/docjobs/docjobs/internal/job"
+)
+
+// Files stores uploads and opens stored files for the calling account (the
+// account is in ctx, see auth.Account); *api.Service implements it. Both
+// answer job.ErrNotFound (or a NotFound status) for a file of another
+// account; StoreUpload answers api.ErrTooLarge above the limit.
+type Files interface {
+	// StoreUpload streams body to storage under name. It fails when body
+	// holds more than the upload limit; the returned string is the file's URL.
+	StoreUpload(ctx context.Context, name string, body io.Reader) (job.File, string, error)
+	// OpenFile opens a stored file; the caller closes the reader.
+	OpenFile(ctx context.Context, id string) (job.File, io.ReadCloser, error)
+}
+
+const (
+	// multipartSlack is what the body may hold beyond the file: boundaries,
+	// part headers and small form fields.
+	multipartSlack = 1 << 20
+	// ioIdleTimeout cuts an upload or download that moves no byte for this
+	// long; a transfer that keeps moving may take as long as it needs.
+	ioIdleTimeout = time.Minute
+	// fileFormField is the multipart field that carries the upload.
+	fileFormField = "file"
+)
+
+// uploadResponse is the spec's upload result; its names are snake_case.
+type uploadResponse struct {
+	URL       string `json:"url"`
+	Name      string `json:"name"`
+	SizeBytes int64  `json:"size_bytes"`
+}
+
+// tooLarge is the answer to an upload above the limit: RESOURCE_EXHAUSTED,
+// like every "too much" answer, but HTTP 413 rather than 429 because
+// retrying the same file will not help.
+func (s *Server) tooLarge() error {
+	return &runtime.HTTPStatusError{
+		HTTPStatus: http.StatusRequestEntityTooLarge,
+		Err:        status.Errorf(codes.ResourceExhausted, "file exceeds the upload limit of %d bytes", s.cfg.UploadMaxBytes),
+	}
+}
+
+// upload handles POST /v1/jobs/upload. The body is read as a stream with
+// mime/multipart.Reader (never ParseMultipartForm, which would buffer the
+// file in memory or on disk) and the file part goes straight to storage.
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mediaType != "multipart/form-data" || params["boundary"] == "" {
+		s.writeUploadError(w, r, status.Error(codes.InvalidArgument,
+			`request must be multipart/form-data with the file in form field "file"`))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.UploadMaxBytes+multipartSlack)
+	idle := newIdleDeadline(http.NewResponseController(w).SetReadDeadline)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		s.writeUploadError(w, r, status.Error(codes.InvalidArgument, "malformed multipart body"))
+		return
+	}
+	for {
+		idle.extend()
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			s.writeUploadError(w, r, status.Error(codes.InvalidArgument, `multipart form field "file" is missing`))
+			return
+		}
+		if err != nil {
+			s.writeUploadError(w, r, s.readError(err))
+			return
+		}
+		if part.FormName() != fileFormField {
+			// Other fields are skipped; MaxBytesReader bounds what they cost.
+			if _, err := io.Copy(io.Discard, &idleReader{r: part, idle: idle}); err != nil {
+				s.writeUploadError(w, r, s.readError(err))
+				return
+			}
+			continue
+		}
+		body := &uploadReader{r: &idleReader{r: part, idle: idle}, max: s.cfg.UploadMaxBytes}
+		f, url, err := s.deps.Files.StoreUpload(r.Context(), uploadName(part.FileName()), body)
+		switch {
+		case body.exceeded, errors.Is(err, api.ErrTooLarge):
+			s.writeUploadError(w, r, s.tooLarge())
+			return
+		case err != nil && body.err != nil:
+			// The client's body broke off or was malformed; storage only
+			// passed that on.
+			s.writeUploadError(w, r, s.readError(body.err))
+			return
+		case err != nil:
+			s.writeUploadError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, uploadResponse{URL: url, Name: f.Name, SizeBytes: f.Size})
+		return
+	}
+}
+
+// readError classifies an error reading the request body.
+func (s *Server) readError(err error) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return s.tooLarge()
+	}
+	return status.Error(codes.InvalidArgument, "malformed or incomplete multipart body")
+}
+
+// uploadReader passes at most max bytes through and remembers whether the
+// file was larger, so the answer is 413 whatever storage made of the error.
+type uploadReader struct {
+	r        io.Reader
+	max, n   int64
+	exceeded bool
+	err      error // a read error other than EOF and exceeding
+}
+
+// errUploadTooLarge is what storage reads once the file passes the limit.
+var errUploadTooLarge = errors.New("upload exceeds the size limit")
+
+func (u *uploadReader) Read(p []byte) (int, error) {
+	if u.exceeded {
+		return 0, errUploadTooLarge
+	}
+	n, err := u.r.Read(p)
+	u.n += int64(n)
+	if u.n > u.max {
+		u.exceeded = true
+		return 0, errUploadTooLarge
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		u.err = err
+	}
+	return n, err
+}
+
+// uploadName keeps the last path element of a client-given file name,
+// without control characters, at most 255 bytes.
+func uploadName(name string) string {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return -1
+		}
+		return r
+	}, name)
+	name = strings.TrimSpace(name)
+	for len(name) > 255 {
+		_, size := lastRune(name)
+		name = name[:len(name)-size]
+	}
+	if name == "" || name == "." || name == ".." {
+		return "upload"
+	}
+	return name
+}
+
+func lastRune(s string) (rune, int) {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] < 0x80 || s[i] >= 0xC0 {
+			return rune(s[i]), len(s) - i
+		}
+	}
+	return 0, 1
+}
+
+// download handles GET /v1/files/{id}: the file streams from storage with
+// its length and an attachment disposition, so a stored HTML file is saved,
+// never rendered on our origin.
+func (s *Server) download(w http.ResponseWriter, r *http.Request) {
+	f, body, err := s.deps.Files.OpenFile(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer func() { _ = body.Close() }()
+
+	h := w.Header()
+	ct := f.ContentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
+	if f.Size >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(f.Size, 10))
+	}
+	disposition := mime.FormatMediaType("attachment", map[string]string{"filename": f.Name})
+	if disposition == "" { // a name FormatMediaType cannot encode
+		disposition = "attachment"
+	}
+	h.Set("Content-Disposition", disposition)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("Cache-Control", "private, no-store")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	idle := newIdleDeadline(http.NewResponseController(w).SetWriteDeadline)
+	n, err := io.Copy(&idleWriter{w: w, idle: idle}, body)
+	if err != nil {
+		// The status is sent; all we can do is log and let the short body
+		// (Content-Length) tell the client.
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "download interrupted",
+			append(requestAttrs(r.Context()), slog.String("error", err.Error()), slog.Int64("bytes", n))...)
+	}
+}
+
+// idleDeadline moves a connection deadline forward while bytes move, at most
+// once a second so that a transfer of small reads does not pay a timer
+// update each time.
+type idleDeadline struct {
+	set  func(time.Time) error
+	last time.Time
+}
+
+func newIdleDeadline(set func(time.Time) error) *idleDeadline {
+	return &idleDeadline{set: set}
+}
+
+func (d *idleDeadline) extend() {
+	now := time.Now()
+	if now.Sub(d.last) < time.Second {
+		return
+	}
+	d.last = now
+	_ = d.set(now.Add(ioIdleTimeout)) // ErrNotSupported: the server's own timeouts still apply
+}
+
+type idleReader struct {
+	r    io.Reader
+	idle *idleDeadline
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	r.idle.extend()
+	return r.r.Read(p)
+}
+
+type idleWriter struct {
+	w    io.Writer
+	idle *idleDeadline
+}
+
+func (w *idleWriter) Write(p []byte) (int, error) {
+	w.idle.extend()
+	return w.w.Write(p)
+}

@@ -1,0 +1,210 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+)
+
+// Deadlines of REST calls, set per request because a server-wide
+// WriteTimeout would also cut long file downloads.
+const (
+	jsonReadTimeout  = 30 * time.Second
+	jsonWriteTimeout = 2 * time.Minute
+)
+
+// WarningHeader names the request fields the server ignored.
+const WarningHeader = "Docjobs-Warning"
+
+// restRoute is what the REST layer knows about one HTTP binding of an RPC.
+type restRoute struct {
+	request protoreflect.MessageType
+	body    bool // the binding reads a JSON body
+}
+
+// newGateway builds the in-process grpc-gateway mux in front of svc. The
+// JSON marshaler is protojson with camelCase names, no zero values, and
+// unknown fields discarded (bindRequest reports what was discarded).
+func (s *Server) newGateway(svc docjobsv1.JobServiceServer) (*runtime.ServeMux, error) {
+	routes, err := restRoutes(docjobsv1.File_docjobs_v1_docjobs_proto.Services().ByName("JobService"))
+	if err != nil {
+		return nil, err
+	}
+	s.routes = routes
+	mux := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
+			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: false, EmitUnpopulated: false},
+			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
+		}),
+		runtime.WithErrorHandler(s.gatewayError),
+		runtime.WithRoutingErrorHandler(s.routingError),
+		// POST x-www-form-urlencoded falling back to a GET route, and
+		// X-HTTP-Method-Override, are surface we do not need.
+		runtime.WithDisablePathLengthFallback(),
+		runtime.WithMiddlewares(s.bindRequest),
+	)
+	// The context is only stored by the generated code for client-mode
+	// registration; handler-server mode does not use it.
+	if err := docjobsv1.RegisterJobServiceHandlerServer(context.Background(), mux, svc); err != nil {
+		return nil, fmt.Errorf("register REST handlers: %w", err)
+	}
+	return mux, nil
+}
+
+// restRoutes reads the google.api.http bindings of sd into "METHOD /path/{var}" keys.
+func restRoutes(sd protoreflect.ServiceDescriptor) (map[string]restRoute, error) {
+	if sd == nil {
+		return nil, errors.New("JobService descriptor not found")
+	}
+	routes := map[string]restRoute{}
+	methods := sd.Methods()
+	for i := range methods.Len() {
+		m := methods.Get(i)
+		mt, err := protoregistry.GlobalTypes.FindMessageByName(m.Input().FullName())
+		if err != nil {
+			return nil, fmt.Errorf("request type of %s: %w", m.FullName(), err)
+		}
+		rule, _ := proto.GetExtension(m.Options(), annotations.E_Http).(*annotations.HttpRule)
+		if rule == nil {
+			continue
+		}
+		for _, b := range append([]*annotations.HttpRule{rule}, rule.GetAdditionalBindings()...) {
+			verb, path := httpBinding(b)
+			if path == "" {
+				continue
+			}
+			routes[verb+" "+path] = restRoute{request: mt, body: b.GetBody() != ""}
+		}
+	}
+	return routes, nil
+}
+
+func httpBinding(r *annotations.HttpRule) (verb, path string) {
+	switch p := r.GetPattern().(type) {
+	case *annotations.HttpRule_Get:
+		return http.MethodGet, p.Get
+	case *annotations.HttpRule_Post:
+		return http.MethodPost, p.Post
+	case *annotations.HttpRule_Put:
+		return http.MethodPut, p.Put
+	case *annotations.HttpRule_Delete:
+		return http.MethodDelete, p.Delete
+	case *annotations.HttpRule_Patch:
+		return http.MethodPatch, p.Patch
+	case *annotations.HttpRule_Custom:
+		return p.Custom.GetKind(), p.Custom.GetPath()
+	}
+	return "", ""
+}
+
+// routeLabel turns a matched gateway pattern back into its template text:
+// a Pattern prints "{id}" as "{id=*}"; captures with their own template
+// ("{name=files/*}") keep it, as in the proto.
+func routeLabel(ctx context.Context) string {
+	pat, ok := runtime.HTTPPattern(ctx)
+	if !ok {
+		return routeUnknown
+	}
+	return strings.ReplaceAll(pat.String(), "=*}", "}")
+}
+
+// bindRequest runs for every matched REST route before grpc-gateway decodes
+// the request. It records the route, authenticates the caller (so that a 401
+// is counted under its route), bounds and checks the body, turns
+// protojson's decode errors into messages a client can act on, and sets the
+// Docjobs-Warning header for what the decoder is about to ignore.
+func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, pathParams map[string]string) {
+		label := routeLabel(r.Context())
+		setRoute(r.Context(), label)
+		account, err := s.deps.Auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		if err != nil {
+			s.writeError(w, r, errUnauthenticated)
+			return
+		}
+		r = r.WithContext(withAccount(r.Context(), account))
+		rt, ok := s.routes[r.Method+" "+label]
+		if !ok {
+			next(w, r, pathParams)
+			return
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(jsonReadTimeout)) // ErrNotSupported only in tests' recorders
+		_ = rc.SetWriteDeadline(time.Now().Add(jsonWriteTimeout))
+
+		ignored, err := queryFields(r.URL.Query(), rt.request.Descriptor(), pathParams)
+		if err != nil {
+			s.writeError(w, r, status.Error(codes.InvalidArgument, err.Error()))
+			return
+		}
+		more := 0
+		if rt.body {
+			body, err := s.readJSONBody(w, r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			if len(bytes.TrimSpace(body)) > 0 {
+				names, n, err := ignoredFields(body, rt.request.Descriptor())
+				if err != nil {
+					s.writeError(w, r, status.Error(codes.InvalidArgument, err.Error()))
+					return
+				}
+				ignored, more = append(ignored, names...), n
+				if err := checkDecodes(body, rt.request); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		if len(ignored) > 0 {
+			w.Header().Set(WarningHeader, warningHeader(ignored, more))
+		}
+		next(w, r, pathParams)
+	}
+}
+
+// readJSONBody reads the whole body, at most MaxJSONBodyBytes.
+func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxJSONBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, errBodyTooLarge(s.cfg.MaxJSONBodyBytes)
+		}
+		return nil, status.Error(codes.InvalidArgument, "reading request body failed")
+	}
+	return body, nil
+}
+
+// checkDecodes decodes body as grpc-gateway will. The walker already named
+// wrong JSON types; what is left (a number out of range, bad base64, an
+// invalid timestamp) is answered here with protojson's description instead
+// of reaching the gateway's generic error path.
+func checkDecodes(body []byte, mt protoreflect.MessageType) error {
+	err := protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, mt.New().Interface())
+	if err == nil {
+		return nil
+	}
+	// protojson randomly uses a normal or a non-breaking space after its
+	// "proto:" prefix so that nobody matches its messages; we only drop it.
+	text := strings.TrimLeft(strings.TrimPrefix(err.Error(), "proto:"), " \u00a0")
+	return status.Error(codes.InvalidArgument, "invalid request body: "+text)
+}

@@ -1,0 +1,73 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+)
+
+// newGRPC builds the gRPC server. Interceptors run outermost first: observe
+// (logs, metrics), recover (a panic becomes Internal with an id), auth, and
+// error mapping, so what observe counts is what the client got.
+func (s *Server) newGRPC(svc docjobsv1.JobServiceServer) *grpc.Server {
+	gs := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(s.observeUnary, s.recoverUnary, s.authUnary, s.mapErrorsUnary),
+		// UploadFile carries the whole file in one message.
+		grpc.MaxRecvMsgSize(int(s.cfg.UploadMaxBytes+multipartSlack)),
+	)
+	docjobsv1.RegisterJobServiceServer(gs, svc)
+	return gs
+}
+
+func (s *Server) observeUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	ri := &reqInfo{route: info.FullMethod, method: info.FullMethod}
+	ctx = withReqInfo(ctx, ri)
+	resp, err := handler(ctx, req)
+	code := status.Code(err)
+	d := time.Since(start)
+	s.metrics.grpcRequests.WithLabelValues(info.FullMethod, code.String()).Inc()
+	s.metrics.grpcDuration.WithLabelValues(info.FullMethod).Observe(d.Seconds())
+	attrs := append(requestAttrs(ctx), slog.String("code", code.String()), slog.Duration("duration", d))
+	s.log.LogAttrs(ctx, slog.LevelInfo, "grpc request", attrs...)
+	return resp, err
+}
+
+func (s *Server) recoverUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, s.internal(ctx, panicError{p}, stackAttr()).Err()
+		}
+	}()
+	return handler(ctx, req)
+}
+
+// authUnary reads the bearer key from the authorization metadata, as the
+// REST side reads the Authorization header.
+func (s *Server) authUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	var header string
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get("authorization"); len(v) > 0 {
+			header = v[0]
+		}
+	}
+	account, err := s.deps.Auth.Authenticate(ctx, header)
+	if err != nil {
+		return nil, errUnauthenticated
+	}
+	return handler(withAccount(ctx, account), req)
+}
+
+func (s *Server) mapErrorsUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	if err != nil {
+		return nil, s.clientStatus(ctx, err).Err()
+	}
+	return resp, nil
+}

@@ -1,0 +1,406 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// The REST decoder (protojson with DiscardUnknown) drops unknown fields and
+// unrecognized enum strings without a word: that keeps older clients working
+// and is what makes an unknown consensus.mode "silently ignored" (spec rule 5).
+// This file finds what was dropped so the Docjobs-Warning header can name it.
+
+// maxIgnored bounds the names reported for one request; a hostile body with
+// thousands of unknown keys must not become a huge response header.
+const maxIgnored = 32
+
+// errNotObject is returned when a request body is JSON but not an object.
+var errNotObject = errors.New("request body must be a JSON object")
+
+// ignoredFields walks a JSON request body against the request message md and
+// returns, in document order, every name protojson would drop: unknown fields
+// by their path as sent (merge.dedupBy, prompts[2] is never one) and enum
+// strings the enum does not define (consensus.mode=CONSENSUS_MODE_SEVEN_RUNS).
+// Only the first maxIgnored are returned; more reports how many were left out.
+// It fails on malformed JSON, naming the offset, and on a value of the wrong
+// JSON type for its field, naming the field.
+func ignoredFields(body []byte, md protoreflect.MessageDescriptor) (names []string, more int, err error) {
+	w := &walker{dec: json.NewDecoder(bytes.NewReader(body))}
+	w.dec.UseNumber()
+	tok, err := w.token()
+	if err != nil {
+		return nil, 0, err
+	}
+	if tok != json.Delim('{') {
+		return nil, 0, errNotObject
+	}
+	if err := w.message(md, ""); err != nil {
+		return nil, 0, err
+	}
+	if _, err := w.dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, 0, fmt.Errorf("invalid JSON at offset %d: unexpected data after the top-level object", w.dec.InputOffset())
+	}
+	return w.names, w.more, nil
+}
+
+type walker struct {
+	dec   *json.Decoder
+	names []string
+	more  int
+}
+
+func (w *walker) ignore(name string) {
+	if len(w.names) < maxIgnored {
+		w.names = append(w.names, name)
+		return
+	}
+	w.more++
+}
+
+// token reads the next token, turning decoder errors into messages that say
+// where the body went wrong.
+func (w *walker) token() (json.Token, error) {
+	tok, err := w.dec.Token()
+	switch {
+	case err == nil:
+		return tok, nil
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, errors.New("invalid JSON: unexpected end of body")
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return nil, fmt.Errorf("invalid JSON at offset %d: %s", syn.Offset, syn.Error())
+	}
+	return nil, fmt.Errorf("invalid JSON at offset %d: %s", w.dec.InputOffset(), err.Error())
+}
+
+// message walks the members of an object whose '{' was already read.
+func (w *walker) message(md protoreflect.MessageDescriptor, path string) error {
+	for w.dec.More() {
+		tok, err := w.token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string) // the decoder guarantees object keys are strings
+		p := join(path, key)
+		fd := fieldByJSONKey(md, key)
+		if fd == nil {
+			w.ignore(p)
+			if err := w.skip(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := w.field(fd, p); err != nil {
+			return err
+		}
+	}
+	_, err := w.token() // '}'
+	return err
+}
+
+// field walks the value of a known field.
+func (w *walker) field(fd protoreflect.FieldDescriptor, path string) error {
+	switch {
+	case fd.IsMap():
+		return w.mapValue(fd, path)
+	case fd.IsList():
+		return w.list(fd, path)
+	default:
+		return w.singular(fd, path)
+	}
+}
+
+func (w *walker) list(fd protoreflect.FieldDescriptor, path string) error {
+	tok, err := w.token()
+	if err != nil {
+		return err
+	}
+	if tok == nil { // null: the field stays unset
+		return nil
+	}
+	if tok != json.Delim('[') {
+		return typeError(path, "an array", tok)
+	}
+	for i := 0; w.dec.More(); i++ {
+		if err := w.singular(fd, path+"["+strconv.Itoa(i)+"]"); err != nil {
+			return err
+		}
+	}
+	_, err = w.token() // ']'
+	return err
+}
+
+func (w *walker) mapValue(fd protoreflect.FieldDescriptor, path string) error {
+	tok, err := w.token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		return nil
+	}
+	if tok != json.Delim('{') {
+		return typeError(path, "an object", tok)
+	}
+	for w.dec.More() {
+		tok, err := w.token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if err := w.singular(fd.MapValue(), join(path, key)); err != nil {
+			return err
+		}
+	}
+	_, err = w.token() // '}'
+	return err
+}
+
+// singular walks one value of fd's kind (a list element or map value too).
+// A value of the wrong JSON type is an error naming the path, which
+// protojson's own message (a line and column) does not.
+func (w *walker) singular(fd protoreflect.FieldDescriptor, path string) error {
+	tok, err := w.token()
+	if err != nil {
+		return err
+	}
+	if tok == nil { // null leaves the field unset
+		return nil
+	}
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		if fd.Message().FullName().Parent() == "google.protobuf" {
+			// Well-known types have their own JSON forms (a Timestamp is
+			// a string, a Struct takes any keys); protojson checks them and
+			// nothing in them is dropped.
+			return w.finish(tok)
+		}
+		if tok != json.Delim('{') {
+			return typeError(path, "an object", tok)
+		}
+		return w.message(fd.Message(), path)
+	case protoreflect.EnumKind:
+		switch v := tok.(type) {
+		case json.Number:
+		case string:
+			if fd.Enum().FullName() != "google.protobuf.NullValue" &&
+				fd.Enum().Values().ByName(protoreflect.Name(v)) == nil {
+				w.ignore(path + "=" + v)
+			}
+		default:
+			return typeError(path, "an enum value name", tok)
+		}
+	case protoreflect.StringKind, protoreflect.BytesKind:
+		if _, ok := tok.(string); !ok {
+			return typeError(path, "a string", tok)
+		}
+	case protoreflect.BoolKind:
+		if _, ok := tok.(bool); !ok {
+			return typeError(path, "true or false", tok)
+		}
+	default: // numbers; protojson also takes them as strings ("123", "NaN")
+		switch tok.(type) {
+		case json.Number, string:
+		default:
+			return typeError(path, "a number", tok)
+		}
+	}
+	return nil
+}
+
+func typeError(path, want string, got json.Token) error {
+	var kind string
+	switch v := got.(type) {
+	case json.Delim:
+		kind = "an object"
+		if v == '[' {
+			kind = "an array"
+		}
+	case string:
+		kind = "a string"
+	case json.Number:
+		kind = "a number"
+	case bool:
+		kind = "a boolean"
+	}
+	return fmt.Errorf("%s: expected %s, got %s", path, want, kind)
+}
+
+// finish consumes the rest of a value whose first token is tok.
+func (w *walker) finish(tok json.Token) error {
+	if tok != json.Delim('{') && tok != json.Delim('[') {
+		return nil
+	}
+	for depth := 1; depth > 0; {
+		tok, err := w.token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	return nil
+}
+
+// skip consumes one whole value.
+func (w *walker) skip() error {
+	tok, err := w.token()
+	if err != nil {
+		return err
+	}
+	return w.finish(tok)
+}
+
+// fieldByJSONKey resolves a JSON member name as protojson does: the lowerCamel
+// JSON name first, then the proto field name.
+func fieldByJSONKey(md protoreflect.MessageDescriptor, key string) protoreflect.FieldDescriptor {
+	fields := md.Fields()
+	if fd := fields.ByJSONName(key); fd != nil {
+		return fd
+	}
+	if fd := fields.ByTextName(key); fd != nil {
+		return fd
+	}
+	return nil
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// queryFields checks URL query parameters against the request message the
+// way grpc-gateway binds them (dotted field paths, proto or JSON names). It
+// returns the unknown parameter names, which grpc-gateway ignores, and an
+// error naming the parameter whose value cannot be parsed, which grpc-gateway
+// would otherwise report with a raw strconv message.
+func queryFields(q url.Values, md protoreflect.MessageDescriptor, pathParams map[string]string) (names []string, err error) {
+	for _, key := range slices.Sorted(maps.Keys(q)) {
+		values := q[key]
+		if _, bound := pathParams[key]; bound {
+			continue
+		}
+		fd := queryField(md, key)
+		if fd == nil {
+			names = append(names, key)
+			continue
+		}
+		for _, v := range values {
+			if err := checkQueryValue(fd, v); err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+		}
+	}
+	return names, nil
+}
+
+func queryField(md protoreflect.MessageDescriptor, key string) protoreflect.FieldDescriptor {
+	parts := strings.Split(key, ".")
+	var fd protoreflect.FieldDescriptor
+	for i, part := range parts {
+		if md == nil {
+			return nil
+		}
+		fd = md.Fields().ByName(protoreflect.Name(part))
+		if fd == nil {
+			fd = md.Fields().ByJSONName(part)
+		}
+		if fd == nil {
+			return nil
+		}
+		md = nil
+		if i < len(parts)-1 && fd.Message() != nil && !fd.IsMap() && !fd.IsList() {
+			md = fd.Message()
+		}
+	}
+	return fd
+}
+
+// checkQueryValue parses v the way the field's kind needs, with a message a
+// client can act on.
+func checkQueryValue(fd protoreflect.FieldDescriptor, v string) error {
+	var err error
+	switch fd.Kind() {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		_, err = strconv.ParseInt(v, 10, 32)
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		_, err = strconv.ParseInt(v, 10, 64)
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		_, err = strconv.ParseUint(v, 10, 32)
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		_, err = strconv.ParseUint(v, 10, 64)
+	case protoreflect.BoolKind:
+		_, err = strconv.ParseBool(v)
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		_, err = strconv.ParseFloat(v, 64)
+	case protoreflect.EnumKind:
+		if fd.Enum().Values().ByName(protoreflect.Name(v)) != nil {
+			return nil
+		}
+		if n, perr := strconv.ParseInt(v, 10, 32); perr == nil && fd.Enum().Values().ByNumber(protoreflect.EnumNumber(n)) != nil {
+			return nil
+		}
+		return fmt.Errorf("unknown value %q for %s", v, fd.Enum().Name())
+	default:
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("invalid value %q for a %s", v, fd.Kind())
+	}
+	return nil
+}
+
+// maxWarningLen bounds the Docjobs-Warning header; names past it are counted.
+const maxWarningLen = 2048
+
+// warningHeader formats ignored names for the Docjobs-Warning header. Names
+// come from the client, so anything beyond plain printable ASCII (and the
+// separators of this format) is quoted, and the header stays short however
+// many there are.
+func warningHeader(names []string, more int) string {
+	var b strings.Builder
+	b.WriteString("ignored: ")
+	for i, n := range names {
+		if i >= maxIgnored || b.Len() >= maxWarningLen {
+			more += len(names) - i
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(headerSafe(n))
+	}
+	if more > 0 {
+		fmt.Fprintf(&b, " (and %d more)", more)
+	}
+	return b.String()
+}
+
+func headerSafe(s string) string {
+	const maxName = 128
+	if len(s) > maxName {
+		s = s[:maxName] + "…"
+	}
+	for _, r := range s {
+		if r < 0x21 || r > 0x7e || r == ',' || r == '"' || r == '\\' {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return s
+}

@@ -1,0 +1,192 @@
+package server
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+)
+
+func TestIgnoredFields(t *testing.T) {
+	create := (&docjobsv1.CreateJobRequest{}).ProtoReflect().Descriptor()
+	tests := []struct {
+		name string
+		body string
+		want []string
+	}{
+		{"a request with only known fields ignores nothing",
+			`{"sourceUrls":["https://a.test/x.txt"],"neural":{"type":"NEURAL_CLIENT_TYPE_PROVIDER_1","model":"m"},
+			  "ocr":{"provider":"NEURAL_CLIENT_TYPE_PROVIDER_1","model":"m","providerKey":"k"},
+			  "merge":{"enabled":true,"dedupeBy":["id"],"format":"MERGE_FORMAT_JSON"},
+			  "consensus":{"mode":"CONSENSUS_MODE_THREE_RUNS"},"metadata":{"a":"b"},"title":"t"}`,
+			nil},
+		{"proto field names are known too", `{"source_urls":[],"response_schema":"{}","merge":{"dedupe_by":[]}}`, nil},
+		{"an unknown top-level field is named", `{"sourceURLs":["x"]}`, []string{"sourceURLs"}},
+		{"an unknown nested field is named by its path", `{"merge":{"enabled":true,"dedupBy":["id"]}}`, []string{"merge.dedupBy"}},
+		{"an unknown enum string is named with its value",
+			`{"consensus":{"mode":"CONSENSUS_MODE_SEVEN_RUNS"}}`, []string{"consensus.mode=CONSENSUS_MODE_SEVEN_RUNS"}},
+		{"an enum alias is a known value", `{"ocr":{"provider":"NEURAL_CLIENT_TYPE_MISTRAL"}}`, nil},
+		{"an enum number is not reported", `{"extractionMode":7}`, nil},
+		{"null values are not reported", `{"merge":null,"consensus":{"mode":null},"prompts":null}`, nil},
+		{"the value of an unknown field is not walked", `{"extra":{"deeper":{"mode":"X"}},"title":"t"}`, []string{"extra"}},
+		{"several ignored names come in document order",
+			`{"zeta":1,"merge":{"scope":"MERGE_SCOPE_EVERYTHING","x":[1,{"y":2}]},"alpha":true}`,
+			[]string{"zeta", "merge.scope=MERGE_SCOPE_EVERYTHING", "merge.x", "alpha"}},
+		{"map values are strings, their keys are free", `{"metadata":{"anything":"goes","dedupBy":"x"}}`, nil},
+		{"numbers may come as strings", `{"neural":{"chunkBudgetTokens":"4000"}}`, nil},
+		{"an empty object ignores nothing", `{}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, more, err := ignoredFields([]byte(tt.body), create)
+			if err != nil {
+				t.Fatalf("ignoredFields: %v", err)
+			}
+			if more != 0 {
+				t.Errorf("more = %d, want 0", more)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("ignored = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIgnoredFieldsListsEnumsByIndex(t *testing.T) {
+	// ListJobsRequest has no repeated enum; LlmResult's messages do not
+	// either, so a repeated message is the list case: ocr rows in a result.
+	result := (&docjobsv1.JobResult{}).ProtoReflect().Descriptor()
+	got, _, err := ignoredFields([]byte(`{"ocr":[{"status":"JOB_OCR_STATUS_DONE"},{"status":"JOB_OCR_STATUS_MAYBE","typo":1}]}`), result)
+	if err != nil {
+		t.Fatalf("ignoredFields: %v", err)
+	}
+	want := []string{"ocr[1].status=JOB_OCR_STATUS_MAYBE", "ocr[1].typo"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ignored = %q, want %q", got, want)
+	}
+}
+
+func TestIgnoredFieldsBoundsTheList(t *testing.T) {
+	create := (&docjobsv1.CreateJobRequest{}).ProtoReflect().Descriptor()
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range maxIgnored + 10 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`"unknown` + strings.Repeat("x", i) + `":1`)
+	}
+	b.WriteString("}")
+	got, more, err := ignoredFields([]byte(b.String()), create)
+	if err != nil {
+		t.Fatalf("ignoredFields: %v", err)
+	}
+	if len(got) != maxIgnored || more != 10 {
+		t.Errorf("got %d names and %d more, want %d and 10", len(got), more, maxIgnored)
+	}
+}
+
+func TestWarningHeaderStaysShort(t *testing.T) {
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = strings.Repeat("é", 100)
+	}
+	h := warningHeader(names, 5)
+	if len(h) > maxWarningLen+1024 || !strings.HasSuffix(h, " more)") {
+		t.Errorf("header of %d bytes: ...%s", len(h), h[max(0, len(h)-40):])
+	}
+}
+
+func TestIgnoredFieldsRejectsMalformedBodies(t *testing.T) {
+	create := (&docjobsv1.CreateJobRequest{}).ProtoReflect().Descriptor()
+	tests := []struct {
+		name, body, wantErr string
+	}{
+		{"a truncated object", `{"title":"t"`, "unexpected end of body"},
+		{"a syntax error names its offset", `{"title":}`, "invalid JSON at offset 9"},
+		{"a list is not an object", `["a"]`, "must be a JSON object"},
+		{"a string is not an object", `"a"`, "must be a JSON object"},
+		{"trailing data after the object", `{"title":"t"} {}`, "unexpected data after the top-level object"},
+		{"an unclosed nested value", `{"merge":{"enabled":true}`, "unexpected end of body"},
+		{"a string for a list names the field", `{"sourceUrls":"x"}`, "sourceUrls: expected an array, got a string"},
+		{"a number in a string list names the element", `{"prompts":["a",5]}`, "prompts[1]: expected a string, got a number"},
+		{"a string for a message names the field", `{"merge":"yes"}`, "merge: expected an object, got a string"},
+		{"a string for a bool names the nested field", `{"merge":{"enabled":"yes"}}`, "merge.enabled: expected true or false, got a string"},
+		{"an object for a number", `{"neural":{"chunkBudgetTokens":{}}}`, "neural.chunkBudgetTokens: expected a number, got an object"},
+		{"a boolean for an enum", `{"extractionMode":true}`, "extractionMode: expected an enum value name, got a boolean"},
+		{"a list for a map", `{"metadata":["a"]}`, "metadata: expected an object, got an array"},
+		{"a number as a map value", `{"metadata":{"a":1}}`, "metadata.a: expected a string, got a number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := ignoredFields([]byte(tt.body), create)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestQueryFields(t *testing.T) {
+	list := (&docjobsv1.ListJobsRequest{}).ProtoReflect().Descriptor()
+	tests := []struct {
+		name    string
+		query   string
+		want    []string
+		wantErr string
+	}{
+		{"known parameters in either spelling", "pageSize=10&page_token=abc&statusEq=JOB_STATUS_NEW", nil, ""},
+		{"an enum number is accepted", "statusEq=3", nil, ""},
+		{"unknown parameters are named, sorted", "pageSiz=10&foo=1", []string{"foo", "pageSiz"}, ""},
+		{"a non-integer page size is an error naming the parameter", "pageSize=ten", nil, `pageSize: invalid value "ten" for a int32`},
+		{"an unknown enum name is an error", "statusEq=JOB_STATUS_DONE", nil, `statusEq: unknown value "JOB_STATUS_DONE" for JobStatus`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, err := url.ParseQuery(tt.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := queryFields(q, list, nil)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("queryFields: %v", err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("ignored = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWarningHeader(t *testing.T) {
+	tests := []struct {
+		name  string
+		names []string
+		more  int
+		want  string
+	}{
+		{"plain names are listed as they are", []string{"merge.dedupBy", "consensus.mode=CONSENSUS_MODE_SEVEN_RUNS"}, 0,
+			"ignored: merge.dedupBy, consensus.mode=CONSENSUS_MODE_SEVEN_RUNS"},
+		{"names with separators, spaces or non-ASCII are quoted", []string{"a,b", "c d", "é"}, 0,
+			`ignored: "a,b", "c d", "\u00e9"`},
+		{"control characters cannot split the header", []string{"x\r\nSet-Cookie: a=b"}, 0,
+			`ignored: "x\r\nSet-Cookie: a=b"`},
+		{"left-out names are counted", []string{"a"}, 3, "ignored: a (and 3 more)"},
+		{"long names are cut", []string{strings.Repeat("n", 200)}, 0, `ignored: "` + strings.Repeat("n", 128) + `\u2026"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := warningHeader(tt.names, tt.more); got != tt.want {
+				t.Errorf("header = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,174 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/docjobs/docjobs/internal/auth"
+)
+
+// Route labels for requests without a route pattern. Labels are always
+// patterns (/v1/jobs/{id}), never raw paths, so metric series stay bounded.
+const (
+	routeUnmatched = "unmatched"
+	routeUnknown   = "unknown"
+)
+
+// reqInfo is filled in while a request is handled and read by the logging
+// and metrics wrapper when it ends: handlers deeper down learn the route
+// pattern and the account, the wrapper outside them does not.
+type reqInfo struct {
+	route   string
+	account string
+	method  string // HTTP method, or the gRPC full method name
+}
+
+type reqInfoKey struct{}
+
+func withReqInfo(ctx context.Context, info *reqInfo) context.Context {
+	return context.WithValue(ctx, reqInfoKey{}, info)
+}
+
+func infoFrom(ctx context.Context) *reqInfo {
+	info, _ := ctx.Value(reqInfoKey{}).(*reqInfo)
+	return info
+}
+
+func setRoute(ctx context.Context, route string) {
+	if info := infoFrom(ctx); info != nil {
+		info.route = route
+	}
+}
+
+// requestAttrs are the log attributes of the request in ctx: never headers,
+// bodies or keys.
+func requestAttrs(ctx context.Context) []slog.Attr {
+	info := infoFrom(ctx)
+	if info == nil {
+		return nil
+	}
+	attrs := []slog.Attr{slog.String("method", info.method)}
+	if info.route != info.method { // gRPC: the full method is the route
+		attrs = append(attrs, slog.String("route", info.route))
+	}
+	if info.account != "" {
+		attrs = append(attrs, slog.String("account_id", info.account))
+	}
+	return attrs
+}
+
+// statusWriter records the status code for logs and metrics. Unwrap lets
+// http.ResponseController reach the connection for per-handler deadlines.
+type statusWriter struct {
+	http.ResponseWriter
+	code    int
+	written bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.written && code >= 200 {
+		w.code, w.written = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.written {
+		w.code, w.written = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// quietRoutes are polled by orchestrators and scrapers; they log at debug.
+var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+// observe logs and counts every HTTP request, and turns a panic into an
+// internal error with an id instead of a dropped connection.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		info := &reqInfo{route: routeUnknown, method: r.Method}
+		r = r.WithContext(withReqInfo(r.Context(), info))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				st := s.internal(r.Context(), panicError{p}, stackAttr())
+				if !sw.written {
+					s.writeError(sw, r, st.Err())
+				}
+			}
+			code := sw.code
+			if !sw.written {
+				code = http.StatusOK
+			}
+			d := time.Since(start)
+			s.metrics.observeHTTP(r.Method, info.route, code, d)
+			level := slog.LevelInfo
+			if quietRoutes[info.route] {
+				level = slog.LevelDebug
+			}
+			attrs := append(requestAttrs(r.Context()),
+				slog.Int("status", code),
+				slog.Duration("duration", d),
+			)
+			s.log.LogAttrs(r.Context(), level, "http request", attrs...)
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+type panicError struct{ v any }
+
+func (p panicError) Error() string { return fmt.Sprintf("panic: %v", p.v) }
+
+func stackAttr() slog.Attr { return slog.String("stack", string(debug.Stack())) }
+
+// errUnauthenticated is the answer to a missing, malformed or unknown key.
+var errUnauthenticated = status.Error(codes.Unauthenticated, auth.ErrUnauthenticated.Error())
+
+// withAccount is auth.WithAccount that also tells the request log.
+func withAccount(ctx context.Context, account string) context.Context {
+	if info := infoFrom(ctx); info != nil {
+		info.account = account
+	}
+	return auth.WithAccount(ctx, account)
+}
+
+// authenticate puts the account of the bearer key into the request context,
+// or answers 401 through answer.
+func (s *Server) authenticate(next http.Handler, answer func(http.ResponseWriter, *http.Request, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		account, err := s.deps.Auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		if err != nil {
+			answer(w, r, errUnauthenticated)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withAccount(r.Context(), account)))
+	})
+}
+
+// routed records the ServeMux pattern of a handler as its route label.
+func routed(route string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setRoute(r.Context(), route)
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,233 @@
+// Package server is the network edge of docjobs: one listener that serves
+// gRPC and, over HTTP/1.1 and h2c, the REST API (grpc-gateway in process),
+// file upload and download, /openapi.yaml, /healthz, /readyz and /metrics.
+// It authenticates callers, bounds what they may send, maps every error to
+// the status a client sees (errors.go), and logs and counts every request.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+	"github.com/docjobs/docjobs/gen/openapi"
+	"github.com/docjobs/docjobs/internal/auth"
+)
+
+// Config tunes the edge. Zero values take the defaults in the comments.
+type Config struct {
+	// UploadMaxBytes is the largest accepted upload (DOCJOBS_UPLOAD_MAX_BYTES).
+	// Default 20 MiB.
+	UploadMaxBytes int64
+	// MaxJSONBodyBytes bounds a REST request body; larger ones get 413.
+	// Default 1 MiB.
+	MaxJSONBodyBytes int64
+	// ShutdownTimeout is how long Serve waits for in-flight requests once
+	// its context ends, before it closes the remaining connections.
+	// Default 30s.
+	ShutdownTimeout time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultUploadMaxBytes   = 20 << 20
+	DefaultMaxJSONBodyBytes = 1 << 20
+	DefaultShutdownTimeout  = 30 * time.Second
+)
+
+func (c Config) withDefaults() Config {
+	if c.UploadMaxBytes <= 0 {
+		c.UploadMaxBytes = DefaultUploadMaxBytes
+	}
+	if c.MaxJSONBodyBytes <= 0 {
+		c.MaxJSONBodyBytes = DefaultMaxJSONBodyBytes
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	return c
+}
+
+// Deps are what the edge serves and reports on.
+type Deps struct {
+	// Service implements the API; REST and gRPC both call it. Required.
+	Service docjobsv1.JobServiceServer
+	// Files streams uploads to storage and downloads from it. Required.
+	Files Files
+	// Auth resolves bearer keys to accounts. Required.
+	Auth *auth.Authenticator
+	// Ready reports whether the process can serve (for example a store
+	// ping); nil means always ready.
+	Ready func(context.Context) error
+	// Registry receives the request metrics and is served at /metrics; nil
+	// means a new one from NewRegistry.
+	Registry *prometheus.Registry
+	// Logger receives one line per request and every internal error; nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Server serves docjobs on one listener.
+type Server struct {
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	metrics *edgeMetrics
+	routes  map[string]restRoute
+	grpc    *grpc.Server
+	handler http.Handler
+}
+
+// readyTimeout bounds one readiness check.
+const readyTimeout = 3 * time.Second
+
+// New builds a Server. It registers the request metrics with deps.Registry,
+// so one registry serves one Server.
+func New(cfg Config, deps Deps) (*Server, error) {
+	switch {
+	case deps.Service == nil:
+		return nil, errors.New("server: Deps.Service is required")
+	case deps.Files == nil:
+		return nil, errors.New("server: Deps.Files is required")
+	case deps.Auth == nil:
+		return nil, errors.New("server: Deps.Auth is required")
+	}
+	if deps.Registry == nil {
+		deps.Registry = NewRegistry()
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg.withDefaults(), deps: deps, log: deps.Logger}
+	metrics, err := newEdgeMetrics(deps.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.metrics = metrics
+	gateway, err := s.newGateway(deps.Service)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.grpc = s.newGRPC(deps.Service)
+	s.handler = s.routeTable(gateway)
+	return s, nil
+}
+
+// routeTable is every HTTP route of the service in one place.
+func (s *Server) routeTable(gateway *runtime.ServeMux) http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern, route string, h http.Handler) {
+		mux.Handle(pattern, routed(route, h))
+	}
+	handle("GET /healthz", "/healthz", http.HandlerFunc(healthz))
+	handle("GET /readyz", "/readyz", http.HandlerFunc(s.readyz))
+	handle("GET /metrics", "/metrics", promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		Registry: s.deps.Registry,
+	}))
+	handle("GET /openapi.yaml", "/openapi.yaml", http.HandlerFunc(serveOpenAPI))
+	// The upload and download handlers stream; they win over the gateway's
+	// patterns for the same paths because ServeMux prefers the more
+	// specific pattern.
+	handle("POST /v1/jobs/upload", "/v1/jobs/upload", s.authenticate(http.HandlerFunc(s.upload), s.writeUploadError))
+	handle("GET /v1/files/{id}", "/v1/files/{id}", s.authenticate(http.HandlerFunc(s.download), s.writeError))
+	// The gateway's bindRequest middleware authenticates and sets the
+	// precise route label once a REST route matched.
+	handle("/v1/", routeUnmatched, gateway)
+	mux.Handle("/", http.HandlerFunc(s.notFound))
+	return s.observe(mux)
+}
+
+// Handler returns the HTTP handler of the whole service, gRPC included
+// (gRPC needs HTTP/2, which Serve provides in clear text).
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+			s.grpc.ServeHTTP(w, r)
+			return
+		}
+		s.handler.ServeHTTP(w, r)
+	})
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: it stops
+// accepting, lets in-flight requests finish for up to ShutdownTimeout and
+// closes what is left. It returns nil after a shutdown caused by ctx.
+//
+// HTTP/1.1 and HTTP/2 with prior knowledge (h2c, what gRPC clients speak
+// without TLS) share the port; net/http's own h2c support does this without
+// a connection multiplexer, and gRPC runs as an http.Handler
+// (grpc.Server.ServeHTTP), so one http.Server owns every connection and one
+// Shutdown drains them all.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		Protocols:         &protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+		// No ReadTimeout or WriteTimeout: they would cut long uploads and
+		// downloads. Handlers set their own deadlines (idle deadlines while
+		// bytes move, fixed ones on REST calls).
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+
+	select {
+	case err := <-errc:
+		s.grpc.Stop()
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(shutdownCtx)
+	if err != nil {
+		_ = hs.Close()
+		err = fmt.Errorf("shutdown: in-flight requests cut after %s: %w", s.cfg.ShutdownTimeout, err)
+	}
+	<-errc // http.ErrServerClosed
+	s.grpc.Stop()
+	return err
+}
+
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if s.deps.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := s.deps.Ready(ctx); err != nil {
+			// The cause may name hosts and paths: it goes to the log only.
+			s.log.LogAttrs(r.Context(), slog.LevelWarn, "not ready", slog.String("error", err.Error()))
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("not ready\n"))
+			return
+		}
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(openapi.YAML)
+}

@@ -1,0 +1,382 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/docjobs/docjobs/gen/openapi"
+	"github.com/docjobs/docjobs/internal/auth"
+)
+
+const validCreate = `{"sourceUrls":["https://example.test/a.txt"],"title":"t",
+	"neural":{"type":"NEURAL_CLIENT_TYPE_PROVIDER_1","model":"m"},
+	"ocr":{"provider":"NEURAL_CLIENT_TYPE_PROVIDER_1","model":"m","providerKey":"secret-ocr-key"}}`
+
+func TestOperationalRoutes(t *testing.T) {
+	env := startServer(t)
+
+	t.Run("healthz answers ok while the process lives", func(t *testing.T) {
+		resp := env.do("GET", "/healthz", "", "", nil)
+		if body := readBody(t, resp); resp.StatusCode != 200 || body != "ok\n" {
+			t.Errorf("got %d %q", resp.StatusCode, body)
+		}
+	})
+	t.Run("readyz follows the readiness check", func(t *testing.T) {
+		resp := env.do("GET", "/readyz", "", "", nil)
+		if resp.StatusCode != 200 {
+			t.Errorf("ready: status %d", resp.StatusCode)
+		}
+		env.setReady(errors.New("ping postgres://db.internal:5432: connection refused"))
+		defer env.setReady(nil)
+		resp = env.do("GET", "/readyz", "", "", nil)
+		body := readBody(t, resp)
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("not ready: status %d", resp.StatusCode)
+		}
+		if strings.Contains(body, "db.internal") {
+			t.Errorf("readyz leaks the cause: %q", body)
+		}
+	})
+	t.Run("openapi.yaml serves the embedded description", func(t *testing.T) {
+		resp := env.do("GET", "/openapi.yaml", "", "", nil)
+		body := readBody(t, resp)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/yaml" {
+			t.Errorf("got %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		if body != string(openapi.YAML) || !strings.Contains(body, "openapi: 3.0.3") {
+			t.Errorf("body is not the embedded OpenAPI 3.0.3 document")
+		}
+	})
+	t.Run("metrics serve Go runtime and request metrics", func(t *testing.T) {
+		resp := env.do("GET", "/metrics", "", "", nil)
+		body := readBody(t, resp)
+		for _, want := range []string{"go_goroutines", "process_cpu_seconds_total", `docjobs_http_requests_total{code="200",method="GET",route="/healthz"}`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("metrics lack %s", want)
+			}
+		}
+	})
+	t.Run("an unknown path is a JSON 404", func(t *testing.T) {
+		wantStatusBody(t, env.do("GET", "/nope", "", "", nil), 404, codes.NotFound, true)
+	})
+	t.Run("an unknown path under /v1 is a JSON 404", func(t *testing.T) {
+		wantStatusBody(t, env.do("GET", "/v1/nope/x/y", keyAlice, "", nil), 404, codes.NotFound, true)
+	})
+	t.Run("a known path with the wrong method is a JSON 405", func(t *testing.T) {
+		wantStatusBody(t, env.do("PUT", "/v1/jobs", keyAlice, "", nil), 405, codes.Unimplemented, true)
+	})
+}
+
+func TestAuthentication(t *testing.T) {
+	env := startServer(t)
+	tests := []struct {
+		name, method, path, key string
+		withDetails             bool
+	}{
+		{"REST without a key", "GET", "/v1/jobs", "", true},
+		{"REST with an unknown key", "GET", "/v1/jobs", "dj_unknown", true},
+		{"REST create without a key", "POST", "/v1/jobs", "", true},
+		{"download without a key", "GET", "/v1/files/file-1", "", true},
+		{"upload without a key has no details", "POST", "/v1/jobs/upload", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" is 401", func(t *testing.T) {
+			resp := env.doJSON(tt.method, tt.path, tt.key, "")
+			wantStatusBody(t, resp, 401, codes.Unauthenticated, tt.withDetails)
+			if !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("WWW-Authenticate = %q", resp.Header.Get("WWW-Authenticate"))
+			}
+		})
+	}
+	t.Run("a valid key reaches the service as the account", func(t *testing.T) {
+		resp := env.doJSON("POST", "/v1/jobs", keyAlice, validCreate)
+		body := readBody(t, resp)
+		if resp.StatusCode != 200 || decodeObject(t, body)["accountId"] != "alice" {
+			t.Errorf("got %d %s", resp.StatusCode, body)
+		}
+	})
+}
+
+func TestRESTResponsesAreCamelCaseWithoutZeroValues(t *testing.T) {
+	env := startServer(t)
+	resp := env.doJSON("POST", "/v1/jobs", keyAlice, validCreate)
+	body := readBody(t, resp)
+	if resp.StatusCode != 200 {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	m := decodeObject(t, body)
+	for _, k := range []string{"id", "accountId", "sourceUrls", "status", "consensus"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("response lacks %s: %s", k, body)
+		}
+	}
+	for _, k := range []string{"account_id", "error", "prompts", "responseSchema"} {
+		if _, ok := m[k]; ok {
+			t.Errorf("response has %s: %s", k, body)
+		}
+	}
+	if got := m["consensus"].(map[string]any)["mode"]; got != "CONSENSUS_MODE_UNSPECIFIED" {
+		t.Errorf("consensus.mode = %v (optional enums with presence are emitted)", got)
+	}
+}
+
+func TestErrorMapping(t *testing.T) {
+	env := startServer(t)
+	created := decodeObject(t, readBody(t, env.doJSON("POST", "/v1/jobs", keyAlice, validCreate)))
+	aliceJob := created["id"].(string)
+
+	tests := []struct {
+		name           string
+		method, path   string
+		key, body      string
+		wantHTTP       int
+		wantCode       codes.Code
+		wantMessage    string // a substring; "" skips
+		notWantMessage string
+	}{
+		{"a service InvalidArgument is 400 with its message", "POST", "/v1/jobs", keyAlice, `{"title":"x"}`,
+			400, codes.InvalidArgument, "sourceUrls: required", ""},
+		{"another account's job is 404", "GET", "/v1/jobs/" + aliceJob, keyBob, "",
+			404, codes.NotFound, "not found", aliceJob},
+		{"a wrapped not-found sentinel is 404 without the wrapping text", "GET", "/v1/jobs/missing", keyAlice, "",
+			404, codes.NotFound, "not found", "get job"},
+		{"FailedPrecondition (cancel a finished job) is 409", "POST", "/v1/jobs/" + aliceJob + ":cancel", keyAlice, "",
+			409, codes.FailedPrecondition, "already terminal", ""},
+		{"ResourceExhausted is 429", "GET", "/v1/jobs/busy/result", keyAlice, "",
+			429, codes.ResourceExhausted, "too many requests", ""},
+		{"a plain Go error is Internal with an id and no cause", "GET", "/v1/jobs/boom/result", keyAlice, "",
+			500, codes.Internal, "internal error (id=", "sqlite"},
+		{"a panic is Internal with an id", "GET", "/v1/jobs/panic/result", keyAlice, "",
+			500, codes.Internal, "internal error (id=", "exploded"},
+		{"malformed JSON is 400 naming where", "POST", "/v1/jobs", keyAlice, `{"sourceUrls":["a"],}`,
+			400, codes.InvalidArgument, "invalid JSON at offset", ""},
+		{"truncated JSON is 400", "POST", "/v1/jobs", keyAlice, `{"sourceUrls":["a"]`,
+			400, codes.InvalidArgument, "unexpected end of body", ""},
+		{"a JSON array body is 400", "POST", "/v1/jobs", keyAlice, `[]`,
+			400, codes.InvalidArgument, "must be a JSON object", ""},
+		{"a wrong JSON type is 400 naming the field", "POST", "/v1/jobs", keyAlice, `{"sourceUrls":"https://a.test/x"}`,
+			400, codes.InvalidArgument, "sourceUrls: expected an array, got a string", ""},
+		{"an out-of-range number is 400 from the decoder, without its prefix", "POST", "/v1/jobs", keyAlice, `{"neural":{"chunkBudgetTokens":99999999999}}`,
+			400, codes.InvalidArgument, "invalid request body: ", "proto:"},
+		{"a non-numeric page size is 400 naming the parameter", "GET", "/v1/jobs?pageSize=ten", keyAlice, "",
+			400, codes.InvalidArgument, "pageSize: invalid value", "strconv"},
+		{"an unknown status filter is 400", "GET", "/v1/jobs?statusEq=JOB_STATUS_DONE", keyAlice, "",
+			400, codes.InvalidArgument, `unknown value "JOB_STATUS_DONE"`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := env.doJSON(tt.method, tt.path, tt.key, tt.body)
+			m := wantStatusBody(t, resp, tt.wantHTTP, tt.wantCode, true)
+			msg := m["message"].(string)
+			if !strings.Contains(msg, tt.wantMessage) {
+				t.Errorf("message %q lacks %q", msg, tt.wantMessage)
+			}
+			if tt.notWantMessage != "" && strings.Contains(msg, tt.notWantMessage) {
+				t.Errorf("message %q contains %q", msg, tt.notWantMessage)
+			}
+		})
+	}
+
+	t.Run("the internal error id is logged with its cause", func(t *testing.T) {
+		resp := env.doJSON("GET", "/v1/jobs/boom/result", keyAlice, "")
+		msg := decodeObject(t, readBody(t, resp))["message"].(string)
+		id := regexp.MustCompile(`id=([0-9a-f]+)`).FindStringSubmatch(msg)
+		if id == nil {
+			t.Fatalf("no id in %q", msg)
+		}
+		var found bool
+		for line := range strings.Lines(env.logs.String()) {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil || rec["error_id"] != id[1] {
+				continue
+			}
+			found = true
+			if !strings.Contains(rec["error"].(string), "disk I/O error") || rec["route"] != "/v1/jobs/{id}/result" || rec["account_id"] != "alice" {
+				t.Errorf("log line lacks cause, route or account: %s", line)
+			}
+		}
+		if !found {
+			t.Errorf("no log line carries error_id %s", id[1])
+		}
+	})
+	t.Run("Retry-After comes from RetryInfo", func(t *testing.T) {
+		resp := env.doJSON("GET", "/v1/jobs/busy/result", keyAlice, "")
+		if got := resp.Header.Get("Retry-After"); got != "2" {
+			t.Errorf("Retry-After = %q, want 2", got)
+		}
+		details := decodeObject(t, readBody(t, resp))["details"].([]any)
+		if len(details) != 1 || details[0].(map[string]any)["@type"] != "type.googleapis.com/google.rpc.RetryInfo" {
+			t.Errorf("details = %v", details)
+		}
+	})
+	t.Run("a JSON body above the limit is 413", func(t *testing.T) {
+		big := `{"title":"` + strings.Repeat("x", DefaultMaxJSONBodyBytes) + `"}`
+		m := wantStatusBody(t, env.doJSON("POST", "/v1/jobs", keyAlice, big), 413, codes.ResourceExhausted, true)
+		if msg := m["message"].(string); !strings.Contains(msg, "1048576 bytes") {
+			t.Errorf("message = %q", msg)
+		}
+	})
+}
+
+func TestWarningHeaderOnREST(t *testing.T) {
+	env := startServer(t)
+	t.Run("unknown fields and enum strings are ignored and named", func(t *testing.T) {
+		body := `{"sourceUrls":["https://example.test/a.txt"],"merge":{"enabled":true,"dedupBy":["id"]},
+			"consensus":{"mode":"CONSENSUS_MODE_SEVEN_RUNS"},"responseSchema":"{}"}`
+		resp := env.doJSON("POST", "/v1/jobs", keyAlice, body)
+		got := decodeObject(t, readBody(t, resp))
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %v", resp.StatusCode, got)
+		}
+		want := "ignored: merge.dedupBy, consensus.mode=CONSENSUS_MODE_SEVEN_RUNS"
+		if h := resp.Header.Get(WarningHeader); h != want {
+			t.Errorf("%s = %q, want %q", WarningHeader, h, want)
+		}
+		if req := env.svc.lastRequest(); req.GetConsensus().Mode != nil || !req.GetMerge().GetEnabled() {
+			t.Errorf("service saw consensus %v merge %v; want mode unset, merge kept", req.GetConsensus(), req.GetMerge())
+		}
+		if got["consensus"].(map[string]any)["mode"] != "CONSENSUS_MODE_UNSPECIFIED" {
+			t.Errorf("job consensus = %v", got["consensus"])
+		}
+	})
+	t.Run("a clean request has no warning", func(t *testing.T) {
+		resp := env.doJSON("POST", "/v1/jobs", keyAlice, validCreate)
+		if h, ok := resp.Header[WarningHeader]; ok {
+			t.Errorf("%s = %q on a clean request", WarningHeader, h)
+		}
+	})
+	t.Run("unknown query parameters are named", func(t *testing.T) {
+		resp := env.doJSON("GET", "/v1/jobs?pageSiz=5", keyAlice, "")
+		if resp.StatusCode != 200 || resp.Header.Get(WarningHeader) != "ignored: pageSiz" {
+			t.Errorf("got %d %q", resp.StatusCode, resp.Header.Get(WarningHeader))
+		}
+	})
+}
+
+func TestMetricsUseRoutePatterns(t *testing.T) {
+	env := startServer(t)
+	env.doJSON("GET", "/v1/jobs/job-123456", keyAlice, "")
+	env.doJSON("GET", "/v1/jobs/job-123456/result", keyAlice, "")
+	env.doJSON("GET", "/v1/jobs", "", "")
+	env.doJSON("GET", "/random-"+strings.Repeat("a", 10), "", "")
+	body := readBody(t, env.do("GET", "/metrics", "", "", nil))
+	for _, want := range []string{
+		`docjobs_http_requests_total{code="404",method="GET",route="/v1/jobs/{id}"} 1`,
+		`docjobs_http_requests_total{code="401",method="GET",route="/v1/jobs"} 1`,
+		`docjobs_http_requests_total{code="404",method="GET",route="unmatched"} 1`,
+		`docjobs_http_request_duration_seconds_count{method="GET",route="/v1/jobs/{id}/result"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(body, "job-123456") || strings.Contains(body, "random-") {
+		t.Errorf("a raw path reached a metric label")
+	}
+}
+
+func TestRequestLogNamesRouteAndAccountButNoSecrets(t *testing.T) {
+	env := startServer(t)
+	env.doJSON("POST", "/v1/jobs", keyAlice, validCreate)
+	logs := env.logs.String()
+	var found bool
+	for line := range strings.Lines(logs) {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != "http request" || rec["route"] != "/v1/jobs" {
+			continue
+		}
+		found = true
+		if rec["method"] != "POST" || rec["status"] != float64(200) || rec["account_id"] != "alice" || rec["duration"] == nil {
+			t.Errorf("request log line incomplete: %s", line)
+		}
+	}
+	if !found {
+		t.Errorf("no request log line for POST /v1/jobs:\n%s", logs)
+	}
+	for _, secret := range []string{keyAlice, "secret-ocr-key"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("logs contain %q", secret)
+		}
+	}
+}
+
+func TestServeShutsDownGracefully(t *testing.T) {
+	env := startServer(t)
+	env.doJSON("POST", "/v1/jobs", keyAlice, validCreate)
+	started, release := env.svc.blockNextGet()
+
+	type result struct {
+		code int
+		err  error
+	}
+	inflight := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", env.baseURL+"/v1/jobs/job-1", nil)
+		req.Header.Set("Authorization", "Bearer "+keyAlice)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			inflight <- result{err: err}
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		inflight <- result{code: resp.StatusCode}
+	}()
+	<-started
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- env.stop() }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Serve returned while a request was in flight: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	if r := <-inflight; r.err != nil || r.code != 200 {
+		t.Errorf("in-flight request: %d %v", r.code, r.err)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("Serve = %v, want nil after a graceful shutdown", err)
+	}
+	if _, err := http.Get(env.baseURL + "/healthz"); err == nil {
+		t.Errorf("the listener still accepts after shutdown")
+	}
+}
+
+func TestNewRequiresItsDependencies(t *testing.T) {
+	svc, files := newJobService(), newDiskFiles(t, 10)
+	authn := auth.NewAuthenticator(newStaticKeys(nil))
+	tests := []struct {
+		name string
+		deps Deps
+	}{
+		{"without a service", Deps{Files: files, Auth: authn}},
+		{"without files", Deps{Service: svc, Auth: authn}},
+		{"without an authenticator", Deps{Service: svc, Files: files}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" New fails", func(t *testing.T) {
+			if _, err := New(Config{}, tt.deps); err == nil {
+				t.Error("New succeeded")
+			}
+		})
+	}
+	t.Run("two servers on one registry fail clearly", func(t *testing.T) {
+		reg := NewRegistry()
+		deps := Deps{Service: svc, Files: files, Auth: authn, Registry: reg}
+		if _, err := New(Config{}, deps); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(Config{}, deps); err == nil || !strings.Contains(err.Error(), "one Server per registry") {
+			t.Errorf("second New: %v", err)
+		}
+	})
+}

@@ -1,0 +1,175 @@
+// Package postgres is the scale-out store: store.Store on PostgreSQL through
+// pgx/v5 with River's pgx driver, so that many API and worker processes share
+// one database. Queries live in package sqlstore; this package connects,
+// states PostgreSQL's dialect and owns its migrations.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/docjobs/docjobs/internal/store/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Config configures the PostgreSQL store.
+type Config struct {
+	// URL is a libpq URL or DSN; pool settings such as pool_max_conns go in it.
+	URL string
+	// Schema, when set, holds every table, River's included: it is created if
+	// missing and put first on the search_path of each connection. Tests give
+	// each test its own.
+	Schema string
+	Logger *slog.Logger
+}
+
+// Store is store.Store on PostgreSQL.
+type Store struct {
+	*sqlstore.Store[pgx.Tx]
+	pool *pgxpool.Pool
+}
+
+// Open connects and migrates.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse url: %w", err)
+	}
+	if cfg.Schema != "" {
+		if err := createSchema(ctx, pc.ConnConfig, cfg.Schema); err != nil {
+			return nil, err
+		}
+		pc.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{cfg.Schema}.Sanitize()
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	s, err := newStore(pool, cfg)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := s.Migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return s, nil
+}
+
+func createSchema(ctx context.Context, cc *pgx.ConnConfig, schema string) error {
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return fmt.Errorf("postgres: connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return fmt.Errorf("postgres: create schema %s: %w", schema, err)
+	}
+	return nil
+}
+
+func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
+	migrations, err := fs.Sub(migrationFS, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("postgres: migrations: %w", err)
+	}
+	core, err := sqlstore.New(sqlstore.Config{
+		Dialect: sqlstore.Dialect{
+			NumberedParams:    true,
+			ForUpdate:         ` FOR UPDATE`,
+			IsUniqueViolation: isUniqueViolation,
+			Time:              func(t time.Time) any { return t },
+			LastAttemptedBy:   `attempted_by[array_upper(attempted_by, 1)]`,
+			// Nodes starting together migrate one at a time (per schema).
+			MigrationLock: `SELECT pg_advisory_xact_lock(hashtext('docjobs_migrate.' || current_schema()))`,
+		},
+		Migrations: migrations,
+		Schema:     cfg.Schema,
+		Logger:     cfg.Logger,
+	}, &backend{pool: pool}, riverpgxv5.New(pool))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return &Store{Store: core, pool: pool}, nil
+}
+
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// backend adapts pgx to sqlstore.Backend.
+type backend struct{ pool *pgxpool.Pool }
+
+func (b *backend) DB() sqlstore.Querier { return querier{b.pool} }
+
+func (b *backend) Begin(ctx context.Context) (pgx.Tx, error) { return b.pool.Begin(ctx) }
+
+func (b *backend) Tx(tx pgx.Tx) sqlstore.Querier { return querier{tx} }
+
+func (b *backend) Commit(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) }
+
+func (b *backend) Rollback(ctx context.Context, tx pgx.Tx) error {
+	// A cancelled ctx must not leave the connection in an open transaction.
+	return tx.Rollback(context.WithoutCancel(ctx))
+}
+
+func (b *backend) CompleteRiverJob(ctx context.Context, tx pgx.Tx, row *rivertype.JobRow) error {
+	_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, &river.Job[completeArgs]{JobRow: row})
+	if err != nil {
+		return fmt.Errorf("complete river job %d: %w", row.ID, err)
+	}
+	return nil
+}
+
+func (b *backend) Ping(ctx context.Context) error { return b.pool.Ping(ctx) }
+
+func (b *backend) Close() error {
+	b.pool.Close()
+	return nil
+}
+
+// completeArgs lets JobCompleteTx complete a River job of any kind: it only
+// needs the row, and decoding the row's args into an empty struct ignores them.
+type completeArgs struct{}
+
+func (completeArgs) Kind() string { return "docjobs_any" }
+
+// execQuerier is what *pgxpool.Pool and pgx.Tx share.
+type execQuerier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+type querier struct{ q execQuerier }
+
+func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := q.q.Exec(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := q.q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}

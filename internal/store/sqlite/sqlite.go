@@ -1,0 +1,195 @@
+// Package sqlite is the embedded store: store.Store on one SQLite file
+// (modernc.org/sqlite, pure Go) with River's SQLite driver, the default of
+// `docjobs serve`. Queries live in package sqlstore; this package opens the
+// database, states SQLite's dialect and owns its migrations.
+//
+// The pool has exactly one connection: River's SQLite driver needs it (SQLite
+// allows one writer, and River's parallel maintenance would otherwise meet
+// SQLITE_BUSY), and it makes every write transaction serial. A consequence
+// for this package: code holding a transaction must never use the pool, or it
+// waits for itself.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivertype"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/docjobs/docjobs/internal/store/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Config configures the SQLite store.
+type Config struct {
+	// Path is the database file; its directory is created (0700) if missing.
+	Path string
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// process on the same file. Default 10s.
+	BusyTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Store is store.Store on SQLite.
+type Store struct {
+	*sqlstore.Store[*sql.Tx]
+	db *sql.DB
+}
+
+// Open opens (creating if needed) and migrates the database at cfg.Path.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("sqlite: path is required")
+	}
+	if strings.ContainsRune(cfg.Path, '?') {
+		return nil, fmt.Errorf("sqlite: path %q must not contain '?'", cfg.Path)
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	busy := cfg.BusyTimeout
+	if busy <= 0 {
+		busy = 10 * time.Second
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	// NORMAL is durable against process crashes in WAL mode; only a power
+	// loss can drop the last commits.
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	// Deleted secrets are overwritten with zeros, not left in free pages.
+	q.Add("_pragma", "secure_delete(on)")
+	// BEGIN IMMEDIATE: a write transaction takes the write lock at its start,
+	// so two transactions never deadlock upgrading read locks.
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", cfg.Path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+
+	s, err := newStore(db, cfg.Logger)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := s.Migrate(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlite: migrate %s: %w", cfg.Path, err)
+	}
+	return s, nil
+}
+
+func newStore(db *sql.DB, logger *slog.Logger) (*Store, error) {
+	migrations, err := fs.Sub(migrationFS, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	checkpoint := func(ctx context.Context) error {
+		// Truncating the WAL drops the page images that still held erased
+		// secrets; secure_delete already zeroed them in the main file.
+		_, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+		return err
+	}
+	core, err := sqlstore.New(sqlstore.Config{
+		Dialect: sqlstore.Dialect{
+			IsUniqueViolation: isUniqueViolation,
+			Time:              func(t time.Time) any { return t.Format(sqlstore.TimeLayout) },
+			LastAttemptedBy:   `json_extract(attempted_by, '$[#-1]')`,
+			AfterErase:        checkpoint,
+		},
+		Migrations: migrations,
+		Logger:     logger,
+	}, &backend{db: db}, riversqlite.New(db))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return &Store{Store: core, db: db}, nil
+}
+
+func isUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// backend adapts database/sql to sqlstore.Backend.
+type backend struct{ db *sql.DB }
+
+func (b *backend) DB() sqlstore.Querier { return querier{b.db} }
+
+func (b *backend) Begin(ctx context.Context) (*sql.Tx, error) { return b.db.BeginTx(ctx, nil) }
+
+func (b *backend) Tx(tx *sql.Tx) sqlstore.Querier { return querier{tx} }
+
+func (b *backend) Commit(_ context.Context, tx *sql.Tx) error { return tx.Commit() }
+
+func (b *backend) Rollback(_ context.Context, tx *sql.Tx) error { return tx.Rollback() }
+
+func (b *backend) CompleteRiverJob(ctx context.Context, tx *sql.Tx, row *rivertype.JobRow) error {
+	_, err := river.JobCompleteTx[*riversqlite.Driver](ctx, tx, &river.Job[completeArgs]{JobRow: row})
+	if err != nil {
+		return fmt.Errorf("complete river job %d: %w", row.ID, err)
+	}
+	return nil
+}
+
+func (b *backend) Ping(ctx context.Context) error { return b.db.PingContext(ctx) }
+
+func (b *backend) Close() error { return b.db.Close() }
+
+// completeArgs lets JobCompleteTx complete a River job of any kind: it only
+// needs the row, and decoding the row's args into an empty struct ignores them.
+type completeArgs struct{}
+
+func (completeArgs) Kind() string { return "docjobs_any" }
+
+// execQuerier is what *sql.DB and *sql.Tx share.
+type execQuerier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+type querier struct{ q execQuerier }
+
+func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := q.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := q.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { _ = r.Rows.Close() }

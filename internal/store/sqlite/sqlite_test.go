@@ -1,0 +1,102 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
+	"github.com/docjobs/docjobs/internal/store/sqlite"
+	"github.com/docjobs/docjobs/internal/store/storetest"
+)
+
+// quiet keeps River's info logs out of test output.
+var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+func open(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Logger: quiet})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "docjobs.db"))
+	})
+}
+
+func TestOpenTwiceMigratesOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "docjobs.db")
+	s := open(t, path)
+	j := &job.Job{ID: "job_1", AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"}}
+	if _, _, err := s.CreateJob(t.Context(), store.CreateJobParams{Job: j}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	defer s.Close()
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate again: %v", err)
+	}
+	if _, err := s.GetJob(t.Context(), "acct", "job_1"); err != nil {
+		t.Fatalf("job after reopening: %v", err)
+	}
+}
+
+// Deleted secrets must not survive in the database file or its WAL.
+func TestErasedSecretsLeaveNoBytesOnDisk(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "docjobs.db")
+	s := open(t, path)
+	defer s.Close()
+	marker := []byte("SEALED-SECRET-MARKER-7f3a9c")
+	for _, id := range []string{"job_deleted", "job_cancelled"} {
+		j := &job.Job{ID: id, AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"}}
+		_, _, err := s.CreateJob(ctx, store.CreateJobParams{Job: j, Secrets: []job.SealedSecret{
+			{Field: job.SecretNeuralAPIKey, Ciphertext: append(append([]byte{}, marker...), id...)},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !onDisk(t, path, marker) {
+		t.Fatal("test is broken: the secret is not on disk before erasing")
+	}
+	if _, err := s.DeleteJob(ctx, "acct", "job_deleted"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CancelJob(ctx, "acct", "job_cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	if onDisk(t, path, marker) {
+		t.Error("erased secret bytes are still in the database files")
+	}
+}
+
+// onDisk reports whether any file of the database contains b.
+func onDisk(t *testing.T, path string, b []byte) bool {
+	t.Helper()
+	matches, err := filepath.Glob(path + "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range matches {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(data, b) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,143 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
+)
+
+const fileColumns = `id, account_id, job_id, name, size, content_type, key, created`
+
+// CreateFile records a stored file: an upload (JobID "") or a job's copy.
+func (s *Store[TTx]) CreateFile(ctx context.Context, f job.File) error {
+	if f.Created.IsZero() {
+		f.Created = s.nowUTC()
+	}
+	return s.insertFile(ctx, s.backend.DB(), f)
+}
+
+func (s *Store[TTx]) insertFile(ctx context.Context, q Querier, f job.File) error {
+	if f.ID == "" || f.AccountID == "" {
+		return errors.New("insert file: id and account id are required")
+	}
+	if f.Created.IsZero() {
+		f.Created = s.nowUTC()
+	}
+	_, err := s.exec(ctx, q, `INSERT INTO files (`+fileColumns+`) VALUES (`+placeholders(8)+`)`,
+		f.ID, f.AccountID, nullString(f.JobID), f.Name, f.Size, f.ContentType, f.Key, s.ts(f.Created))
+	if err != nil {
+		return fmt.Errorf("insert file %s: %w", f.ID, err)
+	}
+	return nil
+}
+
+// GetFile returns a file of accountID ("" = any account).
+func (s *Store[TTx]) GetFile(ctx context.Context, accountID, id string) (job.File, error) {
+	query := `SELECT ` + fileColumns + ` FROM files WHERE id = ?`
+	args := []any{id}
+	if accountID != "" {
+		query += ` AND account_id = ?`
+		args = append(args, accountID)
+	}
+	var (
+		f     job.File
+		jobID sql.NullString
+	)
+	err := s.queryRow(ctx, s.backend.DB(), query, args,
+		&f.ID, &f.AccountID, &jobID, &f.Name, &f.Size, &f.ContentType, &f.Key, timeScan{&f.Created})
+	if errors.Is(err, errNoRows) {
+		return job.File{}, store.ErrNotFound
+	}
+	if err != nil {
+		return job.File{}, fmt.Errorf("get file %s: %w", id, err)
+	}
+	f.JobID = jobID.String
+	return f, nil
+}
+
+// PutAPIKey stores a key hash for an account, creating the account. Putting
+// a hash again moves it to accountID (static keys are re-applied at start).
+func (s *Store[TTx]) PutAPIKey(ctx context.Context, accountID string, keyHash []byte) error {
+	if accountID == "" || len(keyHash) == 0 {
+		return errors.New("put api key: account and key hash are required")
+	}
+	return s.inTx(ctx, func(_ TTx, q Querier) error {
+		now := s.ts(s.nowUTC())
+		if err := s.ensureAccount(ctx, q, accountID); err != nil {
+			return err
+		}
+		_, err := s.exec(ctx, q, `INSERT INTO api_keys (hash, account_id, created) VALUES (?, ?, ?)
+			ON CONFLICT (hash) DO UPDATE SET account_id = excluded.account_id`, keyHash, accountID, now)
+		if err != nil {
+			return fmt.Errorf("put api key for %s: %w", accountID, err)
+		}
+		return nil
+	})
+}
+
+func (s *Store[TTx]) ensureAccount(ctx context.Context, q Querier, accountID string) error {
+	_, err := s.exec(ctx, q, `INSERT INTO accounts (id, extraction_mode, created) VALUES (?, '', ?)
+		ON CONFLICT (id) DO NOTHING`, accountID, s.ts(s.nowUTC()))
+	if err != nil {
+		return fmt.Errorf("create account %s: %w", accountID, err)
+	}
+	return nil
+}
+
+// AccountByKeyHash returns the account owning a key hash, or ErrNotFound.
+func (s *Store[TTx]) AccountByKeyHash(ctx context.Context, keyHash []byte) (string, error) {
+	var account string
+	err := s.queryRow(ctx, s.backend.DB(), `SELECT account_id FROM api_keys WHERE hash = ?`, []any{keyHash}, &account)
+	if errors.Is(err, errNoRows) {
+		return "", store.ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("account by key hash: %w", err)
+	}
+	return account, nil
+}
+
+// HasAPIKeys reports whether any key is stored.
+func (s *Store[TTx]) HasAPIKeys(ctx context.Context) (bool, error) {
+	var one int
+	err := s.queryRow(ctx, s.backend.DB(), `SELECT 1 FROM api_keys LIMIT 1`, nil, &one)
+	if errors.Is(err, errNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("has api keys: %w", err)
+	}
+	return true, nil
+}
+
+// AccountExtractionMode is the account's default mode, HYBRID unless set
+// (also for an account with no row).
+func (s *Store[TTx]) AccountExtractionMode(ctx context.Context, accountID string) (string, error) {
+	var mode string
+	err := s.queryRow(ctx, s.backend.DB(), `SELECT extraction_mode FROM accounts WHERE id = ?`, []any{accountID}, &mode)
+	if err != nil && !errors.Is(err, errNoRows) {
+		return "", fmt.Errorf("extraction mode of %s: %w", accountID, err)
+	}
+	if mode == "" {
+		mode = job.ExtractionHybrid
+	}
+	return mode, nil
+}
+
+// SetAccountExtractionMode sets the account's default mode, creating the account.
+func (s *Store[TTx]) SetAccountExtractionMode(ctx context.Context, accountID, mode string) error {
+	if accountID == "" {
+		return errors.New("set extraction mode: account is required")
+	}
+	_, err := s.exec(ctx, s.backend.DB(), `INSERT INTO accounts (id, extraction_mode, created) VALUES (?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET extraction_mode = excluded.extraction_mode`,
+		accountID, mode, s.ts(s.nowUTC()))
+	if err != nil {
+		return fmt.Errorf("set extraction mode of %s: %w", accountID, err)
+	}
+	return nil
+}

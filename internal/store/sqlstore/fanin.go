@@ -1,0 +1,153 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
+)
+
+// FinishOCR records a file's terminal recognition row and what follows from
+// it, and completes riverJob, in one transaction. The job row is locked
+// first, so concurrent finishes of one job's files serialize: exactly one of
+// them sees no pending row left and inserts d.EnqueueWhenLast.
+func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, d store.OCRDone) (bool, error) {
+	r := d.Row
+	if !r.Status.Terminal() {
+		return false, fmt.Errorf("finish ocr of job %s file %d: status %q is not terminal", r.JobID, r.FileIndex, r.Status)
+	}
+	var applied bool
+	err := s.inTx(ctx, func(tx TTx, q Querier) error {
+		applied = false // a retried transaction starts over
+		j, err := s.getJob(ctx, q, "", r.JobID, true)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// Deleted meanwhile: nothing to record, but the River job is done.
+			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+		case err != nil:
+			return err
+		case j.Status.Terminal():
+			// Cancelled (or failed) meanwhile: the job must not change.
+			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+		}
+
+		now := s.nowUTC()
+		n, err := s.exec(ctx, q, `UPDATE ocr_rows SET file = ?, status = ?, content = ?, output_format = ?,
+			model = ?, request = ?, raw_data = ?, error = ?, duration_ns = ?, updated = ?
+			WHERE job_id = ? AND file_index = ? AND status = ?`,
+			r.File, string(r.Status), r.Content, r.OutputFormat, r.Model, r.Request, r.RawData, r.Error,
+			int64(r.Duration), s.ts(now), r.JobID, r.FileIndex, string(job.RowPending))
+		if err != nil {
+			return fmt.Errorf("update ocr row: %w", err)
+		}
+		if n == 0 {
+			// Already terminal: a retry of a River job whose first attempt
+			// committed, or a duplicate. Only the River job is left to end.
+			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+		}
+		applied = true
+
+		if d.File != nil {
+			if err := s.insertFile(ctx, q, *d.File); err != nil {
+				return err
+			}
+		}
+		files := make([]string, len(j.SourceURLs))
+		copy(files, j.Files)
+		if r.FileIndex >= 0 && r.FileIndex < len(files) {
+			files[r.FileIndex] = r.File
+		}
+		filesJSON, err := jsonText(files)
+		if err != nil {
+			return err
+		}
+		status := j.Status
+		if status == job.StatusNew {
+			status = job.StatusRunning
+		}
+		if _, err := s.exec(ctx, q, `UPDATE jobs SET files = ?, status = ?, updated = ? WHERE id = ?`,
+			filesJSON, string(status), s.ts(now), r.JobID); err != nil {
+			return fmt.Errorf("update job: %w", err)
+		}
+		for _, l := range d.LLM {
+			if err := s.insertLLMRow(ctx, q, l, now); err != nil {
+				return err
+			}
+		}
+		if err := s.insertRiverJobs(ctx, tx, d.EnqueueNow); err != nil {
+			return err
+		}
+		if len(d.EnqueueWhenLast) > 0 {
+			pending, err := s.anyPending(ctx, q, r.JobID)
+			if err != nil {
+				return err
+			}
+			if !pending {
+				if err := s.insertRiverJobs(ctx, tx, d.EnqueueWhenLast); err != nil {
+					return err
+				}
+			}
+		}
+		return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+	})
+	if err != nil {
+		return false, fmt.Errorf("finish ocr of job %s file %d: %w", r.JobID, r.FileIndex, err)
+	}
+	return applied, nil
+}
+
+// FinishJob ends a non-terminal job with f.Status and completes riverJob in
+// one transaction. Rows still pending (there should be none when finalize
+// runs) are failed with the job's error, so no terminal job has pending
+// rows. The job's provider keys are erased: no stage needs them any more; the
+// webhook secret stays for the webhook. A missing or already terminal job
+// only completes riverJob (applied=false).
+func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f store.Finish) (bool, error) {
+	if !f.Status.Terminal() {
+		return false, fmt.Errorf("finish job %s: status %q is not terminal", f.JobID, f.Status)
+	}
+	var applied, erased bool
+	err := s.inTx(ctx, func(tx TTx, q Querier) error {
+		applied, erased = false, false
+		j, err := s.getJob(ctx, q, "", f.JobID, true)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+		case err != nil:
+			return err
+		case j.Status.Terminal():
+			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+		}
+		now := s.nowUTC()
+		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, updated = ? WHERE id = ?`,
+			string(f.Status), f.Error, s.ts(now), f.JobID); err != nil {
+			return fmt.Errorf("update job: %w", err)
+		}
+		rowErr := f.Error
+		if rowErr == "" {
+			rowErr = "job ended before this row was processed"
+		}
+		if err := s.failPendingRows(ctx, q, f.JobID, rowErr, now); err != nil {
+			return err
+		}
+		if erased, err = s.eraseProviderKeys(ctx, q, f.JobID); err != nil {
+			return err
+		}
+		if err := s.insertRiverJobs(ctx, tx, f.Enqueue); err != nil {
+			return err
+		}
+		applied = true
+		return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+	})
+	if err != nil {
+		return false, fmt.Errorf("finish job %s: %w", f.JobID, err)
+	}
+	if erased {
+		s.afterErase(ctx, f.JobID)
+	}
+	return applied, nil
+}

@@ -1,0 +1,464 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
+)
+
+const jobColumns = `id, account_id, title, metadata, status, error, source_urls, files, prompts,
+	neural_type, neural_model, neural_chunk_budget_tokens, ocr_provider, ocr_model,
+	extraction_mode, response_schema, consensus_mode,
+	merge_enabled, merge_scope, merge_conflict_policy, merge_dedupe_by, merge_format,
+	webhook_url, idempotency_key, request_hash, created, updated`
+
+// jobArgs are the values of jobColumns for j, in order.
+func (s *Store[TTx]) jobArgs(j *job.Job) ([]any, error) {
+	metadata, err := jsonText(j.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	sources, err := jsonText(j.SourceURLs)
+	if err != nil {
+		return nil, err
+	}
+	files, err := jsonText(j.Files)
+	if err != nil {
+		return nil, err
+	}
+	prompts, err := jsonText(j.Prompts)
+	if err != nil {
+		return nil, err
+	}
+	dedupe, err := jsonText(j.Merge.DedupeBy)
+	if err != nil {
+		return nil, err
+	}
+	return []any{
+		j.ID, j.AccountID, j.Title, metadata, string(j.Status), j.Error, sources, files, prompts,
+		j.Neural.Type, j.Neural.Model, j.Neural.ChunkBudgetTokens, j.OCR.Provider, j.OCR.Model,
+		j.ExtractionMode, j.ResponseSchema, j.ConsensusMode,
+		j.Merge.Enabled, j.Merge.Scope, j.Merge.ConflictPolicy, dedupe, j.Merge.Format,
+		j.WebhookURL, j.IdempotencyKey, j.RequestHash, s.ts(j.Created), s.ts(j.Updated),
+	}, nil
+}
+
+// scanJob scans one row of jobColumns.
+func scanJob(rows Rows) (*job.Job, error) {
+	var (
+		j      job.Job
+		status string
+	)
+	err := rows.Scan(
+		&j.ID, &j.AccountID, &j.Title, jsonScan{&j.Metadata}, &status, &j.Error,
+		jsonScan{&j.SourceURLs}, jsonScan{&j.Files}, jsonScan{&j.Prompts},
+		&j.Neural.Type, &j.Neural.Model, &j.Neural.ChunkBudgetTokens, &j.OCR.Provider, &j.OCR.Model,
+		&j.ExtractionMode, &j.ResponseSchema, &j.ConsensusMode,
+		&j.Merge.Enabled, &j.Merge.Scope, &j.Merge.ConflictPolicy, jsonScan{&j.Merge.DedupeBy}, &j.Merge.Format,
+		&j.WebhookURL, &j.IdempotencyKey, &j.RequestHash, timeScan{&j.Created}, timeScan{&j.Updated},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("scan job: %w", err)
+	}
+	j.Status = job.Status(status)
+	j.Metadata = emptyMapToNil(j.Metadata)
+	j.SourceURLs = emptyToNil(j.SourceURLs)
+	j.Files = emptyToNil(j.Files)
+	j.Prompts = emptyToNil(j.Prompts)
+	j.Merge.DedupeBy = emptyToNil(j.Merge.DedupeBy)
+	return &j, nil
+}
+
+// getJob reads one job; accountID "" matches any account. lock takes the
+// row lock (FOR UPDATE where the dialect has one), which every transaction
+// that changes a job or its rows takes first, so they serialize per job.
+func (s *Store[TTx]) getJob(ctx context.Context, q Querier, accountID, id string, lock bool) (*job.Job, error) {
+	query := `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
+	args := []any{id}
+	if accountID != "" {
+		query += ` AND account_id = ?`
+		args = append(args, accountID)
+	}
+	if lock {
+		query += s.dialect.ForUpdate
+	}
+	rows, err := s.query(ctx, q, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("get job %s: %w", id, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("get job %s: %w", id, err)
+		}
+		return nil, store.ErrNotFound
+	}
+	j, err := scanJob(rows)
+	if err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return j, rows.Err()
+}
+
+// CreateJob inserts the job, its PENDING OCR rows, its secrets and the first
+// River jobs in one transaction; see store.Store.
+func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*job.Job, bool, error) {
+	if p.Job == nil || p.Job.ID == "" || p.Job.AccountID == "" {
+		return nil, false, errors.New("create job: job id and account id are required")
+	}
+	j := *p.Job
+	j.Created = truncate(j.Created)
+	if j.Created.IsZero() {
+		j.Created = s.nowUTC()
+	}
+	j.Updated = truncate(j.Updated)
+	if j.Updated.IsZero() {
+		j.Updated = j.Created
+	}
+	if j.Status == "" {
+		j.Status = job.StatusNew
+	}
+	// Files is index-aligned with SourceURLs from the start.
+	files := make([]string, len(j.SourceURLs))
+	copy(files, j.Files)
+	j.Files = emptyToNil(files)
+
+	args, err := s.jobArgs(&j)
+	if err != nil {
+		return nil, false, fmt.Errorf("create job %s: %w", j.ID, err)
+	}
+
+	var duplicate bool
+	err = s.inTx(ctx, func(tx TTx, q Querier) error {
+		_, err := s.exec(ctx, q, `INSERT INTO jobs (`+jobColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
+		if err != nil {
+			if j.IdempotencyKey != "" && s.dialect.IsUniqueViolation(err) {
+				duplicate = true
+			}
+			return fmt.Errorf("insert job: %w", err)
+		}
+		for i, src := range j.SourceURLs {
+			_, err := s.exec(ctx, q, `INSERT INTO ocr_rows (job_id, file_index, file, status, created, updated)
+				VALUES (?, ?, '', ?, ?, ?)`, j.ID, i, string(job.RowPending), s.ts(j.Created), s.ts(j.Created))
+			if err != nil {
+				return fmt.Errorf("insert ocr row %d (%s): %w", i, src, err)
+			}
+		}
+		for _, sec := range p.Secrets {
+			_, err := s.exec(ctx, q, `INSERT INTO job_secrets (job_id, field, ciphertext) VALUES (?, ?, ?)`,
+				j.ID, sec.Field, sec.Ciphertext)
+			if err != nil {
+				return fmt.Errorf("insert secret %s: %w", sec.Field, err)
+			}
+		}
+		return s.insertRiverJobs(ctx, tx, p.Enqueue)
+	})
+	if err == nil {
+		return &j, false, nil
+	}
+	if !duplicate {
+		return nil, false, fmt.Errorf("create job %s: %w", j.ID, err)
+	}
+
+	// The unique index on (account, idempotency key) decided: another create
+	// committed first. Its transaction is over, so the read sees it.
+	existing, err := s.jobByIdempotencyKey(ctx, j.AccountID, j.IdempotencyKey)
+	if errors.Is(err, store.ErrNotFound) {
+		// The violation was of another unique constraint (the id).
+		return nil, false, fmt.Errorf("create job %s: duplicate job id", j.ID)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if existing.RequestHash != j.RequestHash {
+		return nil, false, store.ErrIdempotencyMismatch
+	}
+	return existing, true, nil
+}
+
+func (s *Store[TTx]) jobByIdempotencyKey(ctx context.Context, accountID, key string) (*job.Job, error) {
+	rows, err := s.query(ctx, s.backend.DB(),
+		`SELECT `+jobColumns+` FROM jobs WHERE account_id = ? AND idempotency_key = ?`, accountID, key)
+	if err != nil {
+		return nil, fmt.Errorf("job by idempotency key: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("job by idempotency key: %w", err)
+		}
+		return nil, store.ErrNotFound
+	}
+	return scanJob(rows)
+}
+
+// GetJob returns a job of accountID ("" = any account).
+func (s *Store[TTx]) GetJob(ctx context.Context, accountID, id string) (*job.Job, error) {
+	return s.getJob(ctx, s.backend.DB(), accountID, id, false)
+}
+
+// ListJobs returns a page of an account's jobs, newest first, by keyset
+// pagination on (created, id): jobs created while a client pages sort before
+// its cursor, so pages neither skip nor repeat.
+func (s *Store[TTx]) ListJobs(ctx context.Context, p store.ListParams) (store.ListPage, error) {
+	size := p.PageSize
+	if size <= 0 {
+		size = defaultPageSize
+	}
+	query := `SELECT ` + jobColumns + ` FROM jobs WHERE account_id = ?`
+	args := []any{p.AccountID}
+	if p.Status != "" {
+		query += ` AND status = ?`
+		args = append(args, string(p.Status))
+	}
+	if p.PageToken != "" {
+		cur, err := decodePageToken(p.PageToken, p.AccountID, p.Status)
+		if err != nil {
+			return store.ListPage{}, err
+		}
+		c := s.ts(cur.created())
+		query += ` AND (created < ? OR (created = ? AND id < ?))`
+		args = append(args, c, c, cur.ID)
+	}
+	query += ` ORDER BY created DESC, id DESC LIMIT ?`
+	args = append(args, size+1)
+
+	rows, err := s.query(ctx, s.backend.DB(), query, args...)
+	if err != nil {
+		return store.ListPage{}, fmt.Errorf("list jobs: %w", err)
+	}
+	defer rows.Close()
+	var page store.ListPage
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return store.ListPage{}, err
+		}
+		page.Jobs = append(page.Jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return store.ListPage{}, fmt.Errorf("list jobs: %w", err)
+	}
+	if len(page.Jobs) > size {
+		page.Jobs = page.Jobs[:size]
+		last := page.Jobs[size-1]
+		page.NextPageToken = encodePageToken(p.AccountID, p.Status, last.Created, last.ID)
+	}
+	return page, nil
+}
+
+const defaultPageSize = 50
+
+// GetResult returns the job with its OCR rows by file index and its model
+// rows by file, prompt and chunk index.
+func (s *Store[TTx]) GetResult(ctx context.Context, accountID, id string) (*job.Result, error) {
+	db := s.backend.DB()
+	j, err := s.getJob(ctx, db, accountID, id, false)
+	if err != nil {
+		return nil, err
+	}
+	res := &job.Result{Job: j}
+	if res.OCR, err = s.ocrRows(ctx, db, id); err != nil {
+		return nil, err
+	}
+	if res.LLM, err = s.llmRows(ctx, db, id); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// CancelJob marks a non-terminal job CANCELLED and its pending rows FAILED.
+// The provider keys are erased with it: no stage will call a provider for
+// this job again. The webhook secret stays for the cancellation webhook.
+func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.Job, error) {
+	var (
+		j       *job.Job
+		erased  bool
+		errText = "job cancelled"
+	)
+	err := s.inTx(ctx, func(_ TTx, q Querier) error {
+		var err error
+		j, err = s.getJob(ctx, q, accountID, id, true)
+		if err != nil {
+			return err
+		}
+		if j.Status.Terminal() {
+			return store.ErrTerminal
+		}
+		now := s.nowUTC()
+		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, updated = ? WHERE id = ?`,
+			string(job.StatusCancelled), s.ts(now), id); err != nil {
+			return fmt.Errorf("cancel job: %w", err)
+		}
+		if err := s.failPendingRows(ctx, q, id, errText, now); err != nil {
+			return err
+		}
+		erased, err = s.eraseProviderKeys(ctx, q, id)
+		j.Status, j.Updated = job.StatusCancelled, now
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTerminal) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cancel job %s: %w", id, err)
+	}
+	if erased {
+		s.afterErase(ctx, id)
+	}
+	return j, nil
+}
+
+// failPendingRows ends a job's PENDING OCR and model rows as FAILED.
+func (s *Store[TTx]) failPendingRows(ctx context.Context, q Querier, jobID, errText string, now time.Time) error {
+	for _, table := range []string{"ocr_rows", "llm_rows"} {
+		_, err := s.exec(ctx, q, `UPDATE `+table+` SET status = ?, error = ?, updated = ? WHERE job_id = ? AND status = ?`,
+			string(job.RowFailed), errText, s.ts(now), jobID, string(job.RowPending))
+		if err != nil {
+			return fmt.Errorf("fail pending %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// eraseProviderKeys deletes the job's provider keys, keeping its webhook
+// secret; it reports whether anything was deleted.
+func (s *Store[TTx]) eraseProviderKeys(ctx context.Context, q Querier, jobID string) (bool, error) {
+	n, err := s.exec(ctx, q, `DELETE FROM job_secrets WHERE job_id = ? AND field <> ?`, jobID, job.SecretWebhookSecret)
+	if err != nil {
+		return false, fmt.Errorf("erase provider keys: %w", err)
+	}
+	return n > 0, nil
+}
+
+// DeleteJob removes the job with its rows, secrets and file records and
+// returns the blob keys of those files.
+func (s *Store[TTx]) DeleteJob(ctx context.Context, accountID, id string) ([]string, error) {
+	var keys []string
+	err := s.inTx(ctx, func(_ TTx, q Querier) error {
+		if _, err := s.getJob(ctx, q, accountID, id, true); err != nil {
+			return err
+		}
+		rows, err := s.query(ctx, q, `SELECT key FROM files WHERE job_id = ? ORDER BY id`, id)
+		if err != nil {
+			return fmt.Errorf("list job files: %w", err)
+		}
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				rows.Close()
+				return fmt.Errorf("scan file key: %w", err)
+			}
+			keys = append(keys, k)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("list job files: %w", err)
+		}
+		for _, table := range []string{"files", "job_secrets", "llm_rows", "ocr_rows"} {
+			if _, err := s.exec(ctx, q, `DELETE FROM `+table+` WHERE job_id = ?`, id); err != nil {
+				return fmt.Errorf("delete %s: %w", table, err)
+			}
+		}
+		if _, err := s.exec(ctx, q, `DELETE FROM jobs WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("delete job: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("delete job %s: %w", id, err)
+	}
+	s.afterErase(ctx, id)
+	return keys, nil
+}
+
+// JobSecrets returns the sealed secrets of a job, by field name.
+func (s *Store[TTx]) JobSecrets(ctx context.Context, jobID string) ([]job.SealedSecret, error) {
+	rows, err := s.query(ctx, s.backend.DB(),
+		`SELECT field, ciphertext FROM job_secrets WHERE job_id = ? ORDER BY field`, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("job secrets %s: %w", jobID, err)
+	}
+	defer rows.Close()
+	var out []job.SealedSecret
+	for rows.Next() {
+		var sec job.SealedSecret
+		if err := rows.Scan(&sec.Field, &sec.Ciphertext); err != nil {
+			return nil, fmt.Errorf("scan secret: %w", err)
+		}
+		out = append(out, sec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("job secrets %s: %w", jobID, err)
+	}
+	return out, nil
+}
+
+// MarkRunning moves a NEW job to RUNNING; a job in any other status is left
+// alone. ErrNotFound when the job does not exist (it was deleted).
+func (s *Store[TTx]) MarkRunning(ctx context.Context, jobID string) error {
+	db := s.backend.DB()
+	n, err := s.exec(ctx, db, `UPDATE jobs SET status = ?, updated = ? WHERE id = ? AND status = ?`,
+		string(job.StatusRunning), s.ts(s.nowUTC()), jobID, string(job.StatusNew))
+	if err != nil {
+		return fmt.Errorf("mark job %s running: %w", jobID, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	var one int
+	err = s.queryRow(ctx, db, `SELECT 1 FROM jobs WHERE id = ?`, []any{jobID}, &one)
+	if errors.Is(err, errNoRows) {
+		return store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("mark job %s running: %w", jobID, err)
+	}
+	return nil
+}
+
+// JobCountsByStatus counts jobs per status; every status is present.
+func (s *Store[TTx]) JobCountsByStatus(ctx context.Context) (map[job.Status]int, error) {
+	counts := map[job.Status]int{
+		job.StatusNew: 0, job.StatusRunning: 0, job.StatusComplete: 0, job.StatusFailed: 0, job.StatusCancelled: 0,
+	}
+	rows, err := s.query(ctx, s.backend.DB(), `SELECT status, COUNT(*) FROM jobs GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			status string
+			n      int
+		)
+		if err := rows.Scan(&status, &n); err != nil {
+			return nil, fmt.Errorf("scan job count: %w", err)
+		}
+		counts[job.Status(status)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	return counts, nil
+}
+
+// placeholders returns "?, ?, …" for n arguments.
+func placeholders(n int) string {
+	b := make([]byte, 0, 3*n)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, '?')
+	}
+	return string(b)
+}

@@ -1,0 +1,118 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+// Migrate applies River's migrations, then docjobs' own (the NNN_name.sql
+// files of Config.Migrations not yet recorded in docjobs_migrations), the
+// latter in one transaction. It is safe to run at every start.
+func (s *Store[TTx]) Migrate(ctx context.Context) error {
+	migrator, err := rivermigrate.New(s.driver, &rivermigrate.Config{Logger: s.logger, Schema: s.schema})
+	if err != nil {
+		return fmt.Errorf("river migrator: %w", err)
+	}
+	res, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return fmt.Errorf("river migrations: %w", err)
+	}
+	for _, v := range res.Versions {
+		s.logger.InfoContext(ctx, "store: applied river migration", "version", v.Version, "name", v.Name)
+	}
+
+	files, err := migrationFiles(s.migrations)
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(_ TTx, q Querier) error {
+		if s.dialect.MigrationLock != "" {
+			if _, err := s.exec(ctx, q, s.dialect.MigrationLock); err != nil {
+				return fmt.Errorf("migration lock: %w", err)
+			}
+		}
+		if _, err := s.exec(ctx, q, `CREATE TABLE IF NOT EXISTS docjobs_migrations (
+			version INTEGER PRIMARY KEY,
+			name TEXT NOT NULL,
+			applied TEXT NOT NULL
+		)`); err != nil {
+			return fmt.Errorf("create migrations table: %w", err)
+		}
+		applied := map[int]bool{}
+		rows, err := s.query(ctx, q, `SELECT version FROM docjobs_migrations`)
+		if err != nil {
+			return fmt.Errorf("read migrations: %w", err)
+		}
+		for rows.Next() {
+			var v int
+			if err := rows.Scan(&v); err != nil {
+				rows.Close()
+				return fmt.Errorf("read migrations: %w", err)
+			}
+			applied[v] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read migrations: %w", err)
+		}
+		for _, m := range files {
+			if applied[m.version] {
+				continue
+			}
+			body, err := fs.ReadFile(s.migrations, m.path)
+			if err != nil {
+				return fmt.Errorf("read migration %s: %w", m.path, err)
+			}
+			if _, err := q.Exec(ctx, string(body)); err != nil {
+				return fmt.Errorf("migration %s: %w", m.path, err)
+			}
+			if _, err := s.exec(ctx, q, `INSERT INTO docjobs_migrations (version, name, applied) VALUES (?, ?, ?)`,
+				m.version, m.name, s.nowUTC().Format(TimeLayout)); err != nil {
+				return fmt.Errorf("record migration %s: %w", m.path, err)
+			}
+			s.logger.InfoContext(ctx, "store: applied migration", "version", m.version, "name", m.name)
+		}
+		return nil
+	})
+}
+
+type migrationFile struct {
+	version int
+	name    string
+	path    string
+}
+
+// migrationFiles lists NNN_name.sql files in version order.
+func migrationFiles(fsys fs.FS) ([]migrationFile, error) {
+	if fsys == nil {
+		return nil, nil
+	}
+	paths, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("list migrations: %w", err)
+	}
+	var out []migrationFile
+	for _, p := range paths {
+		base := strings.TrimSuffix(path.Base(p), ".sql")
+		num, name, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must be NNN_name.sql", p)
+		}
+		out = append(out, migrationFile{version: v, name: name, path: p})
+	}
+	slices.SortFunc(out, func(a, b migrationFile) int { return a.version - b.version })
+	for i := 1; i < len(out); i++ {
+		if out[i].version == out[i-1].version {
+			return nil, fmt.Errorf("migrations %s and %s share a version", out[i-1].path, out[i].path)
+		}
+	}
+	return out, nil
+}

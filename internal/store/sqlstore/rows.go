@@ -1,0 +1,117 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/docjobs/docjobs/internal/job"
+)
+
+const ocrColumns = `job_id, file_index, file, status, content, output_format, model, request, raw_data,
+	error, duration_ns, created, updated`
+
+func (s *Store[TTx]) ocrRows(ctx context.Context, q Querier, jobID string) ([]job.OCRRow, error) {
+	rows, err := s.query(ctx, q, `SELECT `+ocrColumns+` FROM ocr_rows WHERE job_id = ? ORDER BY file_index`, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("ocr rows of %s: %w", jobID, err)
+	}
+	defer rows.Close()
+	var out []job.OCRRow
+	for rows.Next() {
+		var (
+			r      job.OCRRow
+			status string
+			dur    int64
+		)
+		err := rows.Scan(&r.JobID, &r.FileIndex, &r.File, &status, &r.Content, &r.OutputFormat, &r.Model,
+			&r.Request, &r.RawData, &r.Error, &dur, timeScan{&r.Created}, timeScan{&r.Updated})
+		if err != nil {
+			return nil, fmt.Errorf("scan ocr row: %w", err)
+		}
+		r.Status, r.Duration = job.RowStatus(status), time.Duration(dur)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ocr rows of %s: %w", jobID, err)
+	}
+	return out, nil
+}
+
+const llmColumns = `job_id, file_index, prompt_index, chunk_index, chunk_total, file, status, skip_reason,
+	content, model, request, raw_data, error, duration_ns, schema_valid, schema_errors, consensus,
+	created, updated`
+
+func (s *Store[TTx]) llmRows(ctx context.Context, q Querier, jobID string) ([]job.LLMRow, error) {
+	rows, err := s.query(ctx, q, `SELECT `+llmColumns+` FROM llm_rows WHERE job_id = ?
+		ORDER BY file_index, prompt_index, chunk_index`, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("model rows of %s: %w", jobID, err)
+	}
+	defer rows.Close()
+	var out []job.LLMRow
+	for rows.Next() {
+		var (
+			r         job.LLMRow
+			status    string
+			dur       int64
+			valid     sql.NullBool
+			consensus sql.NullString
+		)
+		err := rows.Scan(&r.JobID, &r.FileIndex, &r.PromptIndex, &r.ChunkIndex, &r.ChunkTotal, &r.File,
+			&status, &r.SkipReason, &r.Content, &r.Model, &r.Request, &r.RawData, &r.Error, &dur,
+			&valid, jsonScan{&r.SchemaErrors}, &consensus, timeScan{&r.Created}, timeScan{&r.Updated})
+		if err != nil {
+			return nil, fmt.Errorf("scan model row: %w", err)
+		}
+		r.Status, r.Duration, r.SchemaValid = job.RowStatus(status), time.Duration(dur), boolPtr(valid)
+		r.SchemaErrors = emptyToNil(r.SchemaErrors)
+		if consensus.Valid {
+			r.Consensus = []byte(consensus.String)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("model rows of %s: %w", jobID, err)
+	}
+	return out, nil
+}
+
+// insertLLMRow inserts a model row; zero timestamps become now.
+func (s *Store[TTx]) insertLLMRow(ctx context.Context, q Querier, r job.LLMRow, now time.Time) error {
+	if r.Created.IsZero() {
+		r.Created = now
+	}
+	if r.Updated.IsZero() {
+		r.Updated = now
+	}
+	if r.Status == "" {
+		r.Status = job.RowPending
+	}
+	schemaErrors, err := jsonText(r.SchemaErrors)
+	if err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, q, `INSERT INTO llm_rows (`+llmColumns+`) VALUES (`+placeholders(19)+`)`,
+		r.JobID, r.FileIndex, r.PromptIndex, r.ChunkIndex, r.ChunkTotal, r.File, string(r.Status), r.SkipReason,
+		r.Content, r.Model, r.Request, r.RawData, r.Error, int64(r.Duration), nullBool(r.SchemaValid),
+		schemaErrors, nullJSON(r.Consensus), s.ts(r.Created), s.ts(r.Updated))
+	if err != nil {
+		return fmt.Errorf("insert model row %d/%d/%d: %w", r.FileIndex, r.PromptIndex, r.ChunkIndex, err)
+	}
+	return nil
+}
+
+// anyPending reports whether an OCR or model row of the job is PENDING.
+func (s *Store[TTx]) anyPending(ctx context.Context, q Querier, jobID string) (bool, error) {
+	var n int
+	err := s.queryRow(ctx, q, `SELECT
+		(SELECT COUNT(*) FROM ocr_rows WHERE job_id = ? AND status = ?) +
+		(SELECT COUNT(*) FROM llm_rows WHERE job_id = ? AND status = ?)`,
+		[]any{jobID, string(job.RowPending), jobID, string(job.RowPending)}, &n)
+	if err != nil {
+		return false, fmt.Errorf("count pending rows: %w", err)
+	}
+	return n > 0, nil
+}

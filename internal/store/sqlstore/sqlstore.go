@@ -1,0 +1,266 @@
+// Package sqlstore is the SQL core shared by the SQLite and PostgreSQL stores:
+// every query of store.Store is written here once, against a small Backend
+// that each database package implements (how a transaction is begun, how a
+// River job is completed inside it) and a Dialect that states the few ways the
+// two SQL languages differ.
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/docjobs/docjobs/internal/store"
+)
+
+// Querier runs SQL written with ? placeholders (already rebound by the core
+// to the dialect's form). Backends wrap their pool and their transactions in it.
+type Querier interface {
+	Exec(ctx context.Context, query string, args ...any) (rowsAffected int64, err error)
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+}
+
+// Rows iterates a result set. Scan destinations are pointers to string,
+// int, int64, bool, []byte or sql.Scanner implementations.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Backend is what one database engine provides to the core. TTx is the
+// transaction type of the engine's River driver, so that River's InsertManyTx
+// and JobCompleteTx run inside the core's transactions.
+type Backend[TTx any] interface {
+	// DB runs statements outside any transaction.
+	DB() Querier
+	// Begin starts a read-write transaction.
+	Begin(ctx context.Context) (TTx, error)
+	// Tx runs statements inside tx.
+	Tx(tx TTx) Querier
+	Commit(ctx context.Context, tx TTx) error
+	Rollback(ctx context.Context, tx TTx) error
+	// CompleteRiverJob marks the running River job completed inside tx
+	// (river.JobCompleteTx with the engine's driver type); ctx is a River
+	// worker's context.
+	CompleteRiverJob(ctx context.Context, tx TTx, job *rivertype.JobRow) error
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Dialect is how the SQL of one engine differs from the core's.
+type Dialect struct {
+	// NumberedParams rewrites ? placeholders to $1, $2, … (PostgreSQL).
+	NumberedParams bool
+	// ForUpdate is appended to the SELECT that locks a job row; empty where
+	// a write transaction already holds the database lock (SQLite).
+	ForUpdate string
+	// IsUniqueViolation reports a unique-constraint error.
+	IsUniqueViolation func(error) bool
+	// Time encodes a UTC timestamp (already truncated to microseconds) as a
+	// query argument; the core scans time.Time, or text in TimeLayout.
+	Time func(time.Time) any
+	// LastAttemptedBy is an SQL expression for the last element of
+	// river_job.attempted_by.
+	LastAttemptedBy string
+	// MigrationLock, when set, runs first in the migration transaction so
+	// that concurrent starts apply migrations once.
+	MigrationLock string
+	// AfterErase runs after a transaction that deleted secrets committed, so
+	// that erased bytes do not linger (SQLite checkpoints its WAL).
+	AfterErase func(ctx context.Context) error
+}
+
+// TimeLayout is how text timestamps are stored: fixed width, so that they
+// sort as strings, with microseconds, always UTC.
+const TimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// Config configures the core.
+type Config struct {
+	Dialect Dialect
+	// Migrations holds the engine's schema as NNN_name.sql files applied in order.
+	Migrations fs.FS
+	// Schema is the River schema ("" = the connection's default).
+	Schema string
+	Logger *slog.Logger
+}
+
+// Store implements store.Store over a Backend.
+type Store[TTx any] struct {
+	backend    Backend[TTx]
+	dialect    Dialect
+	driver     riverdriver.Driver[TTx]
+	migrations fs.FS
+	schema     string
+	logger     *slog.Logger
+	// inserter is an insert-only River client (no queues) used for
+	// InsertManyTx inside the store's transactions.
+	inserter *river.Client[TTx]
+	now      func() time.Time
+}
+
+var _ store.Store = (*Store[any])(nil)
+
+// New returns a store over backend, whose River driver is driver. It does not
+// migrate; call Migrate.
+func New[TTx any](cfg Config, backend Backend[TTx], driver riverdriver.Driver[TTx]) (*Store[TTx], error) {
+	if cfg.Dialect.IsUniqueViolation == nil || cfg.Dialect.Time == nil || cfg.Dialect.LastAttemptedBy == "" {
+		return nil, errors.New("sqlstore: incomplete dialect")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	inserter, err := river.NewClient(driver, &river.Config{Logger: logger, Schema: cfg.Schema})
+	if err != nil {
+		return nil, fmt.Errorf("river insert client: %w", err)
+	}
+	return &Store[TTx]{
+		backend:    backend,
+		dialect:    cfg.Dialect,
+		driver:     driver,
+		migrations: cfg.Migrations,
+		schema:     cfg.Schema,
+		logger:     logger,
+		inserter:   inserter,
+		now:        time.Now,
+	}, nil
+}
+
+// Ping checks the database connection.
+func (s *Store[TTx]) Ping(ctx context.Context) error { return s.backend.Ping(ctx) }
+
+// Close closes the database.
+func (s *Store[TTx]) Close() error { return s.backend.Close() }
+
+// RiverJob returns a River job by id (for operators and for the store suite,
+// which checks that fan-in completed the River job with the rows).
+func (s *Store[TTx]) RiverJob(ctx context.Context, id int64) (*rivertype.JobRow, error) {
+	row, err := s.inserter.JobGet(ctx, id)
+	if errors.Is(err, rivertype.ErrNotFound) {
+		return nil, store.ErrNotFound
+	}
+	return row, err
+}
+
+// RiverJobsByKind returns the River jobs of one kind, by id (for operators
+// and for the store suite).
+func (s *Store[TTx]) RiverJobsByKind(ctx context.Context, kind string) ([]*rivertype.JobRow, error) {
+	var out []*rivertype.JobRow
+	params := river.NewJobListParams().Kinds(kind).OrderBy(river.JobListOrderByID, river.SortOrderAsc).First(10000)
+	res, err := s.inserter.JobList(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("list river jobs of kind %s: %w", kind, err)
+	}
+	out = append(out, res.Jobs...)
+	return out, nil
+}
+
+// q rebinds a query written with ? placeholders to the dialect.
+func (s *Store[TTx]) q(query string) string {
+	if !s.dialect.NumberedParams {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	return b.String()
+}
+
+// exec and query rebind and run on qr.
+func (s *Store[TTx]) exec(ctx context.Context, qr Querier, query string, args ...any) (int64, error) {
+	return qr.Exec(ctx, s.q(query), args...)
+}
+
+func (s *Store[TTx]) query(ctx context.Context, qr Querier, query string, args ...any) (Rows, error) {
+	return qr.Query(ctx, s.q(query), args...)
+}
+
+// errNoRows is returned by queryRow when the query matched nothing.
+var errNoRows = errors.New("no rows")
+
+// queryRow scans the first row of a query; errNoRows when there is none.
+func (s *Store[TTx]) queryRow(ctx context.Context, qr Querier, query string, args []any, dest ...any) error {
+	rows, err := s.query(ctx, qr, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return errNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// inTx runs fn in a transaction, committing when it returns nil. fn must use
+// only q: on SQLite the pool has one connection, which the transaction holds.
+func (s *Store[TTx]) inTx(ctx context.Context, fn func(tx TTx, q Querier) error) error {
+	tx, err := s.backend.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx, s.backend.Tx(tx)); err != nil {
+		_ = s.backend.Rollback(ctx, tx) // the error that matters is fn's
+		return err
+	}
+	if err := s.backend.Commit(ctx, tx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// insertRiverJobs inserts River jobs in tx; nothing for an empty list.
+func (s *Store[TTx]) insertRiverJobs(ctx context.Context, tx TTx, params []river.InsertManyParams) error {
+	if len(params) == 0 {
+		return nil
+	}
+	if _, err := s.inserter.InsertManyTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("insert river jobs: %w", err)
+	}
+	return nil
+}
+
+// afterErase runs the dialect's post-erase step; a failure is logged, not
+// returned, because the erase itself committed.
+func (s *Store[TTx]) afterErase(ctx context.Context, jobID string) {
+	if s.dialect.AfterErase == nil {
+		return
+	}
+	if err := s.dialect.AfterErase(ctx); err != nil {
+		s.logger.WarnContext(ctx, "store: flushing erased secrets failed", "job_id", jobID, "err", err)
+	}
+}
+
+// ts is the stored form of t: UTC, microseconds.
+func (s *Store[TTx]) ts(t time.Time) any { return s.dialect.Time(truncate(t)) }
+
+// nowUTC is the current time as stored.
+func (s *Store[TTx]) nowUTC() time.Time { return truncate(s.now()) }
+
+func truncate(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

@@ -1,0 +1,416 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
+)
+
+// doneRow is a DONE OCR row of file i of job j.
+func doneRow(j *job.Job, i int, content string) job.OCRRow {
+	return job.OCRRow{
+		JobID: j.ID, FileIndex: i, File: fmt.Sprintf("http://docjobs.test/v1/files/%s-%d", j.ID, i),
+		Status: job.RowDone, Content: content, OutputFormat: job.FormatPlain, Model: "txt",
+		Request: "request", RawData: "raw", Duration: 1500 * time.Microsecond,
+	}
+}
+
+// noPromptRow is the SKIPPED model row of a file without prompts.
+func noPromptRow(r job.OCRRow) job.LLMRow { return job.SkippedLLMRow(r, job.SkipNoPrompt, "") }
+
+func testFinishOCR(t *testing.T, s Store) {
+	h := newHarness(t, s, "")
+	j := newJob("acct", 2)
+	row := doneRow(j, 1, "hello")
+	copyFile := job.File{ID: newID("file"), AccountID: "acct", JobID: j.ID, Name: "b.txt", Size: 5,
+		ContentType: "text/plain", Key: "jobs/b"}
+	valid := true
+	llm := []job.LLMRow{
+		{JobID: j.ID, FileIndex: 1, File: row.File, ChunkIndex: 1, ChunkTotal: 2, Status: job.RowDone,
+			Content: `{"total":1}`, Model: "m", Request: "r", RawData: "d", Duration: time.Second,
+			SchemaValid: &valid, SchemaErrors: []string{"/a: missing"}, Consensus: []byte(`{"agreement":1}`)},
+		{JobID: j.ID, FileIndex: 1, File: row.File, ChunkIndex: 0, ChunkTotal: 2, Status: job.RowPending},
+	}
+	var applied bool
+	h.on("ocr", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		var err error
+		applied, err = s.FinishOCR(ctx, rj.JobRow, store.OCRDone{
+			Row: row, LLM: llm, File: &copyFile,
+			EnqueueNow:      []river.InsertManyParams{parked("model")},
+			EnqueueWhenLast: []river.InsertManyParams{parked("finalize")},
+		})
+		return err
+	})
+	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("ocr")}})
+	run := h.waitOne()
+
+	equal(t, "applied", applied, true)
+	equal(t, "River job of the step", riverState(t, s, run.JobID), rivertype.JobStateCompleted)
+	res := getResult(t, s, j.ID)
+	equal(t, "job status", res.Job.Status, job.StatusRunning)
+	equal(t, "job files", res.Job.Files, []string{"", row.File})
+	equal(t, "row of the other file", res.OCR[0].Status, job.RowPending)
+	got := res.OCR[1]
+	if got.Updated.Before(got.Created) || got.Updated.Equal(time.Time{}) {
+		t.Errorf("row times: created %v updated %v", got.Created, got.Updated)
+	}
+	want := row
+	want.Created, want.Updated = got.Created, got.Updated
+	equal(t, "OCR row", got, want)
+
+	if len(res.LLM) != 2 {
+		t.Fatalf("LLM rows: %d, want 2", len(res.LLM))
+	}
+	for i, l := range res.LLM {
+		if l.Created.IsZero() || l.Updated.IsZero() {
+			t.Errorf("LLM row %d has no times", i)
+		}
+		l.Created, l.Updated = time.Time{}, time.Time{}
+		equal(t, fmt.Sprintf("LLM row %d (by chunk index)", i), l, llm[1-i])
+	}
+	f, err := s.GetFile(ctx(t), "acct", copyFile.ID)
+	noErr(t, "GetFile of the recorded copy", err)
+	equal(t, "copy's job", f.JobID, j.ID)
+	equal(t, "River jobs inserted (none when last: rows still pending)", parkedNotes(t, s), []string{"model"})
+}
+
+func testFinishOCRFanIn(t *testing.T, s Store) {
+	const n = 5
+	h := newHarness(t, s, "")
+	j := newJob("acct", n)
+	// The steps wait for each other, so that their transactions overlap.
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+
+	var enqueue []river.InsertManyParams
+	for i := range n {
+		name := fmt.Sprint("ocr-", i)
+		enqueue = append(enqueue, step(name))
+		h.on(name, func(ctx context.Context, rj *river.Job[stepArgs]) error {
+			arrived.Done()
+			select {
+			case <-all:
+			case <-time.After(5 * time.Second): // River ran them one by one; still correct
+			}
+			r := doneRow(j, i, "text")
+			applied, err := s.FinishOCR(ctx, rj.JobRow, store.OCRDone{
+				Row: r, LLM: []job.LLMRow{noPromptRow(r)},
+				EnqueueNow:      []river.InsertManyParams{parked(fmt.Sprint("now-", i))},
+				EnqueueWhenLast: []river.InsertManyParams{parked("finalize")},
+			})
+			if err == nil && !applied {
+				err = fmt.Errorf("file %d: applied = false", i)
+			}
+			return err
+		})
+	}
+	createJob(t, s, j, store.CreateJobParams{Enqueue: enqueue})
+	for _, r := range h.wait(n) {
+		if r.Err != nil {
+			t.Errorf("step %s: %v", r.Step, r.Err)
+		}
+		equal(t, "River job of "+r.Step, riverState(t, s, r.JobID), rivertype.JobStateCompleted)
+	}
+
+	notes := parkedNotes(t, s)
+	slices.Sort(notes)
+	equal(t, "River jobs inserted", notes, []string{"finalize", "now-0", "now-1", "now-2", "now-3", "now-4"})
+	res := getResult(t, s, j.ID)
+	for i, f := range res.Job.Files {
+		equal(t, fmt.Sprint("job file ", i), f, doneRow(j, i, "").File)
+	}
+	equal(t, "LLM rows", len(res.LLM), n)
+}
+
+func testFinishOCRRetry(t *testing.T, s Store) {
+	h := newHarness(t, s, "")
+	j := newJob("acct", 1)
+	var secondApplied = true
+	h.on("first", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		r := doneRow(j, 0, "first")
+		_, err := s.FinishOCR(ctx, rj.JobRow, store.OCRDone{Row: r, LLM: []job.LLMRow{noPromptRow(r)},
+			EnqueueNow:      []river.InsertManyParams{step("second")},
+			EnqueueWhenLast: []river.InsertManyParams{parked("first-last")}})
+		return err
+	})
+	h.on("second", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		r := doneRow(j, 0, "second")
+		r.Status = job.RowFailed
+		var err error
+		secondApplied, err = s.FinishOCR(ctx, rj.JobRow, store.OCRDone{Row: r, LLM: []job.LLMRow{noPromptRow(r)},
+			File:            &job.File{ID: newID("file"), AccountID: "acct", JobID: j.ID, Key: "dup"},
+			EnqueueNow:      []river.InsertManyParams{parked("second-now")},
+			EnqueueWhenLast: []river.InsertManyParams{parked("second-last")}})
+		return err
+	})
+	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("first")}})
+	h.waitOne()
+	second := h.waitOne()
+
+	equal(t, "second applied", secondApplied, false)
+	equal(t, "River job of the second", riverState(t, s, second.JobID), rivertype.JobStateCompleted)
+	res := getResult(t, s, j.ID)
+	equal(t, "row content", res.OCR[0].Content, "first")
+	equal(t, "row status", res.OCR[0].Status, job.RowDone)
+	equal(t, "LLM rows", len(res.LLM), 1)
+	equal(t, "River jobs inserted", parkedNotes(t, s), []string{"first-last"})
+}
+
+func testFinishOCRCancelled(t *testing.T, s Store) {
+	h := newHarness(t, s, "")
+	j := newJob("acct", 1)
+	proceed := make(chan struct{})
+	var applied = true
+	h.on("ocr", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		<-proceed
+		r := doneRow(j, 0, "late")
+		var err error
+		applied, err = s.FinishOCR(ctx, rj.JobRow, store.OCRDone{Row: r, LLM: []job.LLMRow{noPromptRow(r)},
+			EnqueueNow: []river.InsertManyParams{parked("now")}, EnqueueWhenLast: []river.InsertManyParams{parked("last")}})
+		return err
+	})
+	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("ocr")}})
+	_, err := s.CancelJob(ctx(t), "acct", j.ID)
+	noErr(t, "CancelJob", err)
+	close(proceed)
+	run := h.waitOne()
+
+	equal(t, "applied", applied, false)
+	equal(t, "River job", riverState(t, s, run.JobID), rivertype.JobStateCompleted)
+	res := getResult(t, s, j.ID)
+	equal(t, "job status", res.Job.Status, job.StatusCancelled)
+	equal(t, "job files", res.Job.Files, []string{""})
+	equal(t, "row", [2]string{string(res.OCR[0].Status), res.OCR[0].Error}, [2]string{"FAILED", "job cancelled"})
+	equal(t, "LLM rows", len(res.LLM), 0)
+	equal(t, "River jobs inserted", len(parkedNotes(t, s)), 0)
+}
+
+func testFinishOCRAtomic(t *testing.T, s Store) {
+	h := newHarness(t, s, "")
+	j := newJob("acct", 1)
+	copyFile := job.File{ID: newID("file"), AccountID: "acct", JobID: j.ID, Key: "jobs/a"}
+	var finishErr error
+	h.on("ocr", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		// A River job that is not this one cannot be completed, so the
+		// transaction must fail as a whole.
+		other := *rj.JobRow
+		other.ID += 1_000_000
+		r := doneRow(j, 0, "text")
+		_, finishErr = s.FinishOCR(ctx, &other, store.OCRDone{Row: r, LLM: []job.LLMRow{noPromptRow(r)},
+			File:            &copyFile,
+			EnqueueNow:      []river.InsertManyParams{parked("now")},
+			EnqueueWhenLast: []river.InsertManyParams{parked("last")}})
+		return nil
+	})
+	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("ocr")}})
+	h.waitOne()
+
+	if finishErr == nil {
+		t.Fatal("FinishOCR with a River job it cannot complete succeeded")
+	}
+	res := getResult(t, s, j.ID)
+	equal(t, "job status", res.Job.Status, job.StatusNew)
+	equal(t, "job files", res.Job.Files, []string{""})
+	equal(t, "row status", res.OCR[0].Status, job.RowPending)
+	equal(t, "LLM rows", len(res.LLM), 0)
+	_, err := s.GetFile(ctx(t), "", copyFile.ID)
+	isErr(t, "file record", err, store.ErrNotFound)
+	equal(t, "River jobs inserted", len(parkedNotes(t, s)), 0)
+}
+
+func testFinishJob(t *testing.T, s Store) {
+	h := newHarness(t, s, "")
+	j := newJob("acct", 1)
+	var firstApplied, againApplied = false, true
+	h.on("ocr", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		r := doneRow(j, 0, "text")
+		_, err := s.FinishOCR(ctx, rj.JobRow, store.OCRDone{Row: r, LLM: []job.LLMRow{noPromptRow(r)},
+			EnqueueWhenLast: []river.InsertManyParams{step("finalize")}})
+		return err
+	})
+	h.on("finalize", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		var err error
+		firstApplied, err = s.FinishJob(ctx, rj.JobRow, store.Finish{JobID: j.ID, Status: job.StatusComplete,
+			Enqueue: []river.InsertManyParams{parked("webhook"), step("again")}})
+		return err
+	})
+	h.on("again", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		var err error
+		againApplied, err = s.FinishJob(ctx, rj.JobRow, store.Finish{JobID: j.ID, Status: job.StatusFailed,
+			Error: "late", Enqueue: []river.InsertManyParams{parked("webhook-again")}})
+		return err
+	})
+	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("ocr")}, Secrets: []job.SealedSecret{
+		{Field: job.SecretNeuralAPIKey, Ciphertext: []byte("n")},
+		{Field: job.SecretOCRProviderKey, Ciphertext: []byte("o")},
+		{Field: job.SecretWebhookSecret, Ciphertext: []byte("w")},
+	}})
+	runs := []stepRun{h.waitOne(), h.waitOne(), h.waitOne()}
+
+	equal(t, "steps in order", []string{runs[0].Step, runs[1].Step, runs[2].Step}, []string{"ocr", "finalize", "again"})
+	equal(t, "first FinishJob applied", firstApplied, true)
+	equal(t, "second FinishJob applied", againApplied, false)
+	for _, r := range runs {
+		equal(t, "River job of "+r.Step, riverState(t, s, r.JobID), rivertype.JobStateCompleted)
+	}
+	got := getJob(t, s, j.ID)
+	equal(t, "job status and error", [2]string{string(got.Status), got.Error}, [2]string{string(job.StatusComplete), ""})
+	equal(t, "River jobs inserted", parkedNotes(t, s), []string{"webhook"})
+	secrets, err := s.JobSecrets(ctx(t), j.ID)
+	noErr(t, "JobSecrets", err)
+	equal(t, "secrets left (only the webhook's)", secrets, []job.SealedSecret{{Field: job.SecretWebhookSecret, Ciphertext: []byte("w")}})
+}
+
+func testFinishJobPendingRows(t *testing.T, s Store) {
+	h := newHarness(t, s, "")
+	j := newJob("acct", 2)
+	h.on("finalize", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		applied, err := s.FinishJob(ctx, rj.JobRow, store.Finish{JobID: j.ID, Status: job.StatusFailed, Error: "boom"})
+		if err == nil && !applied {
+			err = fmt.Errorf("applied = false")
+		}
+		return err
+	})
+	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("finalize")}})
+	h.waitOne()
+
+	res := getResult(t, s, j.ID)
+	equal(t, "job", [2]string{string(res.Job.Status), res.Job.Error}, [2]string{string(job.StatusFailed), "boom"})
+	for _, r := range res.OCR {
+		equal(t, fmt.Sprint("row ", r.FileIndex), [2]string{string(r.Status), r.Error}, [2]string{"FAILED", "boom"})
+	}
+}
+
+func testWorkReclaims(t *testing.T, s Store) {
+	// Incarnation 1 of node-a takes the job and hangs, as if killed: the job
+	// stays running with node-a as its last attempt.
+	h := newHarness(t, s, "node-a")
+	started := make(chan int, 4)
+	release := make(chan struct{})
+	h.on("hold", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		started <- rj.Attempt
+		if rj.Attempt == 1 {
+			<-release
+		}
+		return nil
+	})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	createJob(t, s, newJob("acct", 1), store.CreateJobParams{Enqueue: []river.InsertManyParams{step("hold")}})
+	waitAttempt := func(want int) {
+		t.Helper()
+		select {
+		case got := <-started:
+			equal(t, "attempt", got, want)
+		case <-time.After(15 * time.Second):
+			t.Fatalf("attempt %d did not start", want)
+		}
+	}
+	waitAttempt(1)
+	id := stepJobIDs(t, s)[0]
+	equal(t, "River job", riverState(t, s, id), rivertype.JobStateRunning)
+
+	// Another node starting does not take node-a's job.
+	stopB := h.work("node-b")
+	row, err := s.RiverJob(ctx(t), id)
+	noErr(t, "RiverJob", err)
+	equal(t, "River job after node-b started", [2]string{string(row.State), row.AttemptedBy[len(row.AttemptedBy)-1]},
+		[2]string{string(rivertype.JobStateRunning), "node-a"})
+	stopB()
+
+	// node-a restarts: its job runs again at once, not after the rescue horizon.
+	h.work("node-a")
+	waitAttempt(2)
+	h.waitOne()
+	waitRiverState(t, s, id, rivertype.JobStateCompleted)
+
+	close(release)
+	h.waitOne()
+	equal(t, "River job after the hung attempt ended", riverState(t, s, id), rivertype.JobStateCompleted)
+}
+
+func testWorkStop(t *testing.T, s Store) {
+	h := &harness{t: t, s: s, steps: map[string]stepFunc{}, runs: make(chan stepRun, 10)}
+	entered := make(chan string, 2)
+	h.on("slow", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		entered <- "slow"
+		select {
+		case <-time.After(300 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	h.on("stuck", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		entered <- "stuck"
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	start := func(workCtx context.Context) func(context.Context) error {
+		workers := river.NewWorkers()
+		river.AddWorker(workers, &stepWorker{h: h})
+		stop, err := s.Work(workCtx, store.WorkConfig{Workers: workers, ClientID: newID("client"),
+			Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}}, FetchPollInterval: 20 * time.Millisecond})
+		noErr(t, "Work", err)
+		return stop
+	}
+	waitEntered := func() {
+		t.Helper()
+		select {
+		case <-entered:
+		case <-time.After(15 * time.Second):
+			t.Fatal("step did not start")
+		}
+	}
+
+	// The process's context ends (a signal) while a job runs: the job
+	// finishes, and stop waits for it.
+	workCtx, endProcess := context.WithCancel(ctx(t))
+	stop := start(workCtx)
+	createJob(t, s, newJob("acct", 1), store.CreateJobParams{Enqueue: []river.InsertManyParams{step("slow")}})
+	waitEntered()
+	endProcess()
+	noErr(t, "stop", stop(ctx(t)))
+	select {
+	case r := <-h.runs:
+		equal(t, "error of the running job", r.Err, error(nil))
+		equal(t, "its River job", riverState(t, s, r.JobID), rivertype.JobStateCompleted)
+	default:
+		t.Fatal("stop returned before the running job finished")
+	}
+
+	// A job that does not finish before stop's deadline is cancelled.
+	stop = start(ctx(t))
+	createJob(t, s, newJob("acct", 1), store.CreateJobParams{Enqueue: []river.InsertManyParams{step("stuck")}})
+	waitEntered()
+	short, cancel := context.WithTimeout(ctx(t), 100*time.Millisecond)
+	defer cancel()
+	if err := stop(short); err == nil {
+		t.Error("stop with a job that outlives its deadline returned nil")
+	}
+	select {
+	case r := <-h.runs:
+		equal(t, "step", r.Step, "stuck")
+		if r.Err == nil {
+			t.Error("the stuck job's context was not cancelled")
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the stuck job never returned")
+	}
+}
