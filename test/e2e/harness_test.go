@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,8 +100,29 @@ type server struct {
 	base    string
 	dataDir string
 	env     []string
-	logs    *bytes.Buffer
+	logs    *logBuffer
 	exited  chan struct{}
+	// readyLine, when set, is a log line that says the process is ready
+	// (for processes without a port); else /readyz is polled.
+	readyLine string
+}
+
+// logBuffer collects a process's output while tests read it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startServer runs `docjobs serve` with a fresh data directory.
@@ -128,7 +150,7 @@ func startServer(t *testing.T, databaseURL string, extraEnv ...string) *server {
 
 func (s *server) start() {
 	s.t.Helper()
-	s.logs = &bytes.Buffer{}
+	s.logs = &logBuffer{}
 	s.cmd = exec.Command(binary, "serve")
 	s.cmd.Env = s.env
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
@@ -143,6 +165,13 @@ func (s *server) start() {
 		case <-s.exited:
 			s.t.Fatalf("docjobs exited at start:\n%s", s.logs)
 		default:
+		}
+		if s.readyLine != "" {
+			if strings.Contains(s.logs.String(), s.readyLine) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
 		}
 		resp, err := http.Get(s.base + "/readyz")
 		if err == nil {
