@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 )
@@ -276,7 +277,12 @@ func (s *Service) DeleteJob(ctx context.Context, req *docjobsv1.DeleteJobRequest
 	// The job is gone whatever happens to its blobs: a blob that cannot be
 	// deleted now is logged for the operator rather than failing a request
 	// that a retry would answer with 404.
-	for _, key := range keys {
+	leftovers, err := s.listKeys(ctx, fetch.JobKeyPrefix(req.GetId()))
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelError, "listing stored files of a deleted job failed",
+			slog.String("job_id", req.GetId()), slog.String("account_id", acct), slog.String("error", err.Error()))
+	}
+	for _, key := range append(keys, leftovers...) {
 		if err := s.deleteBlob(ctx, key); err != nil {
 			s.log.LogAttrs(ctx, slog.LevelError, "stored file of a deleted job not removed",
 				slog.String("job_id", req.GetId()), slog.String("account_id", acct),

@@ -3,7 +3,6 @@ package convert
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -81,8 +80,9 @@ func convertHTML(ctx context.Context, data []byte, declared string) (string, str
 	doc, err := html.Parse(strings.NewReader(text))
 	if err != nil {
 		// With a strings.Reader the parser fails only on its own limits
-		// (elements nested more than 512 deep).
-		return "", cs, fmt.Errorf("the HTML document cannot be parsed: %v", strings.TrimPrefix(err.Error(), "html: "))
+		// (elements nested more than 512 deep, as in pages with hundreds
+		// of unclosed <font> tags); their text is still worth having.
+		return flatHTML(text), cs, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return "", cs, err
@@ -230,17 +230,17 @@ func unwrap(parent, c *html.Node) {
 // onlyBlocks reports whether n has children and all are block elements or
 // whitespace.
 func onlyBlocks(n *html.Node) bool {
-	any := false
+	found := false
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		switch {
 		case c.Type == html.TextNode && strings.TrimSpace(c.Data) == "":
 		case isBlock(c) && c.DataAtom != atom.Li && c.DataAtom != atom.Tr && c.DataAtom != atom.Td && c.DataAtom != atom.Th:
-			any = true
+			found = true
 		default:
 			return false
 		}
 	}
-	return any
+	return found
 }
 
 func attr(n *html.Node, key string) string {
@@ -353,14 +353,18 @@ func tidy(n *html.Node, inPre bool) {
 // mergeText joins adjacent text children, which unwrapping leaves behind,
 // so whitespace between them collapses as one run.
 func mergeText(n *html.Node) {
-	for c := n.FirstChild; c != nil; {
-		next := c.NextSibling
-		if c.Type == html.TextNode && next != nil && next.Type == html.TextNode {
-			c.Data += next.Data
-			n.RemoveChild(next)
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.TextNode || c.NextSibling == nil || c.NextSibling.Type != html.TextNode {
 			continue
 		}
-		c = next
+		// A builder keeps thousands of unwrapped <span>s linear.
+		var sb strings.Builder
+		sb.WriteString(c.Data)
+		for next := c.NextSibling; next != nil && next.Type == html.TextNode; next = c.NextSibling {
+			sb.WriteString(next.Data)
+			n.RemoveChild(next)
+		}
+		c.Data = sb.String()
 	}
 }
 
@@ -423,4 +427,63 @@ func collapseSpace(s string) string {
 		sb.WriteByte(' ')
 	}
 	return sb.String()
+}
+
+// flatHTML is the fallback for documents the parser refuses: their text,
+// one <p> per block, without the tree.
+func flatHTML(text string) string {
+	var (
+		out  strings.Builder
+		para strings.Builder
+		skip int // depth inside dropped elements
+	)
+	flush := func() {
+		if p := strings.TrimSpace(collapseSpace(para.String())); p != "" {
+			if out.Len() > 0 {
+				out.WriteByte('\n')
+			}
+			out.WriteString("<p>")
+			out.WriteString(html.EscapeString(p))
+			out.WriteString("</p>")
+		}
+		para.Reset()
+	}
+	z := html.NewTokenizer(strings.NewReader(text))
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break
+		}
+		tok := z.Token()
+		switch tt {
+		case html.TextToken:
+			if skip == 0 {
+				para.WriteString(tok.Data)
+			}
+		case html.StartTagToken, html.EndTagToken, html.SelfClosingTagToken:
+			if flatSkipped[tok.DataAtom] {
+				switch {
+				case tt == html.StartTagToken:
+					skip++
+				case tt == html.EndTagToken && skip > 0:
+					skip--
+				}
+				continue
+			}
+			if blocks[tok.DataAtom] || tok.DataAtom == atom.Br {
+				flush()
+			}
+		}
+	}
+	flush()
+	return out.String()
+}
+
+// flatSkipped are the elements whose text flatHTML leaves out: the ones
+// that are reliably closed (most are raw-text elements to the tokenizer),
+// so a missing end tag cannot swallow the rest of the document.
+var flatSkipped = map[atom.Atom]bool{
+	atom.Script: true, atom.Style: true, atom.Noscript: true, atom.Template: true,
+	atom.Textarea: true, atom.Title: true, atom.Iframe: true, atom.Noframes: true,
+	atom.Svg: true, atom.Select: true,
 }

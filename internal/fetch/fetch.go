@@ -209,7 +209,13 @@ func (f *Fetcher) own(ctx context.Context, accountID, jobID string, index int, i
 }
 
 func objectKey(jobID string, index int, id string) string {
-	return "jobs/" + jobID + "/" + strconv.Itoa(index) + "-" + id
+	return JobKeyPrefix(jobID) + strconv.Itoa(index) + "-" + id
+}
+
+// JobKeyPrefix is the blob prefix under which a job's copies are stored, so
+// that deleting a job can also remove copies a crash left unrecorded.
+func JobKeyPrefix(jobID string) string {
+	return "jobs/" + jobID + "/"
 }
 
 // download streams an external URL into the bucket.

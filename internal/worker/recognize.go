@@ -86,20 +86,16 @@ func (w *recognizeWorker) recognize(ctx context.Context, j *job.Job, i int) (job
 	row := job.OCRRow{JobID: j.ID, FileIndex: i, File: j.SourceURLs[i]}
 	fetched, err := w.deps.Fetcher.Fetch(ctx, j.AccountID, j.ID, i, j.SourceURLs[i])
 	if err != nil {
-		if fe := (*fetch.Error)(nil); !errors.As(err, &fe) || fe.Retryable {
-			return row, nil, fmt.Errorf("download failed: %w", err)
-		}
-		row.Status, row.Error = job.RowFailed, "download failed: "+err.Error()
-		return row, nil, nil
+		return failOrRetry(row, nil, err)
 	}
 	row.File = fetched.URL
 	if fetched.Size == 0 {
-		row.Status, row.Error = job.RowSkipped, ""
+		row.Status = job.RowSkipped
 		return row, fetched.File, nil
 	}
 	data, err := w.deps.Fetcher.Read(ctx, fetched.Key, w.cfg.MaxFileBytes)
 	if err != nil {
-		return row, fetched.File, fmt.Errorf("read stored file: %w", err)
+		return failOrRetry(row, fetched.File, err)
 	}
 	out, err := w.deps.Convert(ctx, convert.Input{
 		Name: fetched.Name, ContentType: fetched.ContentType, Data: data, Mode: j.ExtractionMode,
@@ -111,6 +107,16 @@ func (w *recognizeWorker) recognize(ctx context.Context, j *job.Job, i int) (job
 	row.Status = job.RowDone
 	row.Content, row.OutputFormat, row.Model = out.Content, out.Format, out.Model
 	return row, fetched.File, nil
+}
+
+// failOrRetry turns a fetch error into a FAILED row, or returns it for River
+// to retry when trying again may succeed (5xx, 429, timeouts, network).
+func failOrRetry(row job.OCRRow, file *job.File, err error) (job.OCRRow, *job.File, error) {
+	if fe := (*fetch.Error)(nil); !errors.As(err, &fe) || fe.Retryable {
+		return row, file, err
+	}
+	row.Status, row.Error = job.RowFailed, err.Error()
+	return row, file, nil
 }
 
 // modelRow is the file's model row after recognition. The model stage itself

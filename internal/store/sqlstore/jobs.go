@@ -221,9 +221,8 @@ func (s *Store[TTx]) ListJobs(ctx context.Context, p store.ListParams) (store.Li
 		if err != nil {
 			return store.ListPage{}, err
 		}
-		c := s.ts(cur.created())
-		query += ` AND (created < ? OR (created = ? AND id < ?))`
-		args = append(args, c, c, cur.ID)
+		query += ` AND (created, id) < (?, ?)`
+		args = append(args, s.ts(cur.created()), cur.ID)
 	}
 	query += ` ORDER BY created DESC, id DESC LIMIT ?`
 	args = append(args, size+1)

@@ -1,0 +1,69 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+type keyTable map[string]string // hex of hash → account
+
+func (k keyTable) AccountByKeyHash(_ context.Context, hash []byte) (string, error) {
+	if a, ok := k[string(hash)]; ok {
+		return a, nil
+	}
+	return "", errors.New("not found")
+}
+
+func TestAuthenticateAcceptsOnlyABearerKeyItKnows(t *testing.T) {
+	key := NewKey()
+	a := NewAuthenticator(keyTable{string(HashKey(key)): "acme"})
+	tests := []struct {
+		name, header, want string
+	}{
+		{"bearer key", "Bearer " + key, "acme"},
+		{"scheme is case-insensitive", "bearer " + key, "acme"},
+		{"no header", "", ""},
+		{"basic scheme", "Basic " + key, ""},
+		{"unknown key", "Bearer " + NewKey(), ""},
+		{"bearer without key", "Bearer ", ""},
+		{"key without scheme", key, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := a.Authenticate(context.Background(), tt.header)
+			if tt.want == "" {
+				if !errors.Is(err, ErrUnauthenticated) {
+					t.Fatalf("got %q, %v; want ErrUnauthenticated", got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewKeysAreDistinctAndHashed(t *testing.T) {
+	k1, k2 := NewKey(), NewKey()
+	if k1 == k2 || !strings.HasPrefix(k1, "dj_") || len(k1) != 46 {
+		t.Fatalf("keys %q %q", k1, k2)
+	}
+	if strings.Contains(string(HashKey(k1)), k1) || len(HashKey(k1)) != 32 {
+		t.Fatal("HashKey does not hash")
+	}
+}
+
+func TestParseStaticNamesTheBadEntry(t *testing.T) {
+	keys, err := ParseStatic(" a:k1 , b:k2,")
+	if err != nil || keys["k1"] != "a" || keys["k2"] != "b" || len(keys) != 2 {
+		t.Fatalf("got %v, %v", keys, err)
+	}
+	for _, bad := range []string{"a", ":k", "a:", "a:k1,b"} {
+		if _, err := ParseStatic(bad); err == nil || !strings.Contains(err.Error(), "DOCJOBS_API_KEYS") {
+			t.Errorf("ParseStatic(%q) = %v, want an error naming DOCJOBS_API_KEYS", bad, err)
+		}
+	}
+}
