@@ -153,17 +153,15 @@ func (s *Store[TTx]) RiverJob(ctx context.Context, id int64) (*rivertype.JobRow,
 	return row, err
 }
 
-// RiverJobsByKind returns the River jobs of one kind, by id (for operators
-// and for the store suite).
+// RiverJobsByKind returns the River jobs of one kind, by id, at most 10,000
+// (for operators and for the store suite).
 func (s *Store[TTx]) RiverJobsByKind(ctx context.Context, kind string) ([]*rivertype.JobRow, error) {
-	var out []*rivertype.JobRow
-	params := river.NewJobListParams().Kinds(kind).OrderBy(river.JobListOrderByID, river.SortOrderAsc).First(10000)
+	params := river.NewJobListParams().Kinds(kind).OrderBy(river.JobListOrderByID, river.SortOrderAsc).First(10_000)
 	res, err := s.inserter.JobList(ctx, params)
 	if err != nil {
 		return nil, fmt.Errorf("list river jobs of kind %s: %w", kind, err)
 	}
-	out = append(out, res.Jobs...)
-	return out, nil
+	return res.Jobs, nil
 }
 
 // q rebinds a query written with ? placeholders to the dialect.
