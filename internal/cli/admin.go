@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -8,7 +9,22 @@ import (
 
 	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
 )
+
+// withStore runs fn with the configured store open (and migrated).
+func (e *environment) withStore(ctx context.Context, fn func(store.Store) error) error {
+	cfg, err := e.config(nil)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	st, err := openStore(ctx, cfg, e.logger(cfg))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(st)
+}
 
 func migrateCommand(env *environment) *cobra.Command {
 	return &cobra.Command{
@@ -16,17 +32,10 @@ func migrateCommand(env *environment) *cobra.Command {
 		Short: "Apply database migrations (serve also does this at start)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := env.config(nil)
-			if err != nil {
-				return fmt.Errorf("%w: %w", errUsage, err)
-			}
-			st, err := openStore(cmd.Context(), cfg, env.logger(cfg))
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			fmt.Fprintln(env.stdout, "migrations applied")
-			return nil
+			return env.withStore(cmd.Context(), func(store.Store) error {
+				fmt.Fprintln(env.stdout, "migrations applied")
+				return nil
+			})
 		},
 	}
 }
@@ -42,21 +51,14 @@ func apikeyCommand(env *environment) *cobra.Command {
 			if strings.TrimSpace(account) == "" {
 				return fmt.Errorf("%w: --account is required", errUsage)
 			}
-			cfg, err := env.config(nil)
-			if err != nil {
-				return fmt.Errorf("%w: %w", errUsage, err)
-			}
-			st, err := openStore(cmd.Context(), cfg, env.logger(cfg))
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			key := auth.NewKey()
-			if err := st.PutAPIKey(cmd.Context(), account, auth.HashKey(key)); err != nil {
-				return err
-			}
-			fmt.Fprintln(env.stdout, key)
-			return nil
+			return env.withStore(cmd.Context(), func(st store.Store) error {
+				key := auth.NewKey()
+				if err := st.PutAPIKey(cmd.Context(), account, auth.HashKey(key)); err != nil {
+					return err
+				}
+				fmt.Fprintln(env.stdout, key)
+				return nil
+			})
 		},
 	}
 	create.Flags().StringVar(&account, "account", "", "account the key belongs to")
@@ -76,20 +78,13 @@ func accountCommand(env *environment) *cobra.Command {
 			if account == "" || (full != job.ExtractionHybrid && full != job.ExtractionOCRAlways) {
 				return fmt.Errorf("%w: want --account NAME --extraction-mode HYBRID|OCR_ALWAYS", errUsage)
 			}
-			cfg, err := env.config(nil)
-			if err != nil {
-				return fmt.Errorf("%w: %w", errUsage, err)
-			}
-			st, err := openStore(cmd.Context(), cfg, env.logger(cfg))
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if err := st.SetAccountExtractionMode(cmd.Context(), account, full); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.stdout, "account %s: default extraction mode %s\n", account, full)
-			return nil
+			return env.withStore(cmd.Context(), func(st store.Store) error {
+				if err := st.SetAccountExtractionMode(cmd.Context(), account, full); err != nil {
+					return err
+				}
+				fmt.Fprintf(env.stdout, "account %s: default extraction mode %s\n", account, full)
+				return nil
+			})
 		},
 	}
 	set.Flags().StringVar(&account, "account", "", "account name")

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/docjobs/docjobs/internal/auth"
+	"github.com/docjobs/docjobs/internal/store/sqlite"
+)
+
+func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, &out, &errb, func(k string) string { return env[k] })
+	return code, out.String(), errb.String()
+}
+
+func TestAPIKeyCreateStoresOnlyTheHash(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DOCJOBS_DATA_DIR": dir}
+	code, out, stderr := run(t, env, "apikey", "create", "--account", "acme")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	key := strings.TrimSpace(out)
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(dir, "docjobs.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if acct, err := st.AccountByKeyHash(context.Background(), auth.HashKey(key)); err != nil || acct != "acme" {
+		t.Fatalf("printed key resolves to %q, %v; want acme", acct, err)
+	}
+}
+
+func TestUsageErrorsExitWithTwo(t *testing.T) {
+	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir()}
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"unknown command", env, []string{"frobnicate"}},
+		{"apikey without account", env, []string{"apikey", "create"}},
+		{"unknown flag", env, []string{"serve", "--colour"}},
+		{"bad role", env, []string{"serve", "--role", "janitor"}},
+		{"bad extraction mode", env, []string{"account", "set", "--account", "a", "--extraction-mode", "SOMETIMES"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if code, _, stderr := run(t, tt.env, tt.args...); code != ExitUsage {
+				t.Fatalf("exit %d, want %d: %s", code, ExitUsage, stderr)
+			}
+		})
+	}
+}
+
+func TestAccountSetChangesTheDefaultExtractionMode(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DOCJOBS_DATA_DIR": dir}
+	if code, _, stderr := run(t, env, "account", "set", "--account", "acme", "--extraction-mode", "OCR_ALWAYS"); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(dir, "docjobs.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if mode, err := st.AccountExtractionMode(context.Background(), "acme"); err != nil || mode != "EXTRACTION_MODE_OCR_ALWAYS" {
+		t.Fatalf("mode = %q, %v", mode, err)
+	}
+}
