@@ -1,0 +1,79 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/docjobs/docjobs/internal/convert"
+	"github.com/docjobs/docjobs/internal/fetch"
+	"github.com/docjobs/docjobs/internal/job"
+)
+
+// sourceFetcher serves one stored file, or fails the way it is told to.
+type sourceFetcher struct {
+	data     []byte
+	fetchErr error
+}
+
+func (f sourceFetcher) Fetch(_ context.Context, _, jobID string, i int, _ string) (fetch.Result, error) {
+	if f.fetchErr != nil {
+		return fetch.Result{}, f.fetchErr
+	}
+	return fetch.Result{URL: "http://dj/v1/files/x", Key: "k", Name: "a.txt", Size: int64(len(f.data))}, nil
+}
+
+func (f sourceFetcher) Read(context.Context, string, int64) ([]byte, error) { return f.data, nil }
+
+func TestRecognizeTurnsInputProblemsIntoRowsAndRetriesTransientOnes(t *testing.T) {
+	tests := []struct {
+		name       string
+		fetcher    sourceFetcher
+		wantRetry  bool
+		wantStatus job.RowStatus
+		wantFormat string
+	}{
+		{"text file", sourceFetcher{data: []byte("hello")}, false, job.RowDone, job.FormatPlain},
+		{"zero bytes", sourceFetcher{data: []byte{}}, false, job.RowSkipped, ""},
+		{"unsupported type", sourceFetcher{data: []byte("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")}, false, job.RowFailed, ""},
+		{"404 is final", sourceFetcher{fetchErr: &fetch.Error{Msg: "download of x failed: 404 Not Found"}}, false, job.RowFailed, ""},
+		{"503 is retried", sourceFetcher{fetchErr: &fetch.Error{Msg: "503", Retryable: true}}, true, "", ""},
+		{"an unclassified error is retried", sourceFetcher{fetchErr: errors.New("boom")}, true, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &recognizeWorker{cfg: Config{MaxFileBytes: 1 << 20}, deps: Deps{
+				Fetcher: tt.fetcher, Convert: convert.Convert, Logger: slog.Default(),
+			}}
+			j := &job.Job{ID: "j", AccountID: "a", SourceURLs: []string{"https://example.com/a.txt"}}
+			row, _, err := w.recognize(context.Background(), j, 0)
+			if tt.wantRetry {
+				if err == nil {
+					t.Fatalf("row %+v, want an error to retry", row)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("err = %v, want a row", err)
+			}
+			if row.Status != tt.wantStatus || row.OutputFormat != tt.wantFormat {
+				t.Fatalf("row = %s %q (%s), want %s %q", row.Status, row.OutputFormat, row.Error, tt.wantStatus, tt.wantFormat)
+			}
+			if row.Status == job.RowFailed && row.Error == "" {
+				t.Fatal("a FAILED row must say why")
+			}
+		})
+	}
+}
+
+func TestModelRowFollowsRecognition(t *testing.T) {
+	j := &job.Job{Neural: job.Neural{Model: "m"}}
+	if r := modelRow(job.OCRRow{Status: job.RowDone, Content: "x"}, j); r.Status != job.RowSkipped || r.SkipReason != job.SkipNoPrompt {
+		t.Fatalf("no prompts: %+v", r)
+	}
+	j.Prompts = []string{"extract"}
+	if r := modelRow(job.OCRRow{Status: job.RowDone, Content: "x"}, j); r.Status != job.RowFailed || r.Error == "" {
+		t.Fatalf("with a prompt before the model stage exists: %+v", r)
+	}
+}
