@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
@@ -377,4 +379,38 @@ func TestPrivateHost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzValidateCreate feeds arbitrary JSON bodies through the same decoding
+// the gateway uses and checks that whatever validation accepts keeps the
+// contract's limits, and that nothing panics.
+func FuzzValidateCreate(f *testing.F) {
+	f.Add(`{"sourceUrls":["https://example.com/a.pdf"],"neural":{},"ocr":{"provider":"NEURAL_CLIENT_TYPE_PROVIDER_1","model":"m","providerKey":"k"}}`)
+	f.Add(`{"sourceUrls":["https://example.com/a.pdf"],"neural":{},"ocr":{"provider":1,"model":"m","providerKey":"k"},"consensus":{"mode":"CONSENSUS_MODE_TWO_RUNS"},"responseSchema":"{\"type\":\"object\"}"}`)
+	f.Add(`{"sourceUrls":["http://[::1]/x"],"idempotencyKey":"k","merge":{"enabled":true,"dedupeBy":["id"]}}`)
+	pub, _ := url.Parse(testPublicURL)
+	f.Fuzz(func(t *testing.T, body string) {
+		var req docjobsv1.CreateJobRequest
+		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(body), &req); err != nil {
+			return
+		}
+		if _, err := validateCreate(&req, createRules{publicURL: pub}); err != nil {
+			return
+		}
+		if len(req.GetSourceUrls()) == 0 || req.GetNeural() == nil || req.GetOcr().GetProviderKey() == "" {
+			t.Fatalf("accepted a request missing a required field: %s", body)
+		}
+		for _, raw := range req.GetSourceUrls() {
+			u, err := url.Parse(raw)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				t.Fatalf("accepted source URL %q", raw)
+			}
+		}
+		if utf8.RuneCountInString(req.GetIdempotencyKey()) > 255 || len(req.GetMerge().GetDedupeBy()) > 32 {
+			t.Fatalf("accepted a request over a limit: %s", body)
+		}
+		if req.GetConsensus().GetMode() != docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED && req.GetResponseSchema() == "" {
+			t.Fatalf("accepted consensus without a schema: %s", body)
+		}
+	})
 }
