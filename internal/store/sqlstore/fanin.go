@@ -23,16 +23,9 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 	var applied bool
 	err := s.inTx(ctx, func(tx TTx, q Querier) error {
 		applied = false // a retried transaction starts over
-		j, err := s.getJob(ctx, q, "", r.JobID, true)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			// Deleted meanwhile: nothing to record, but the River job is done.
-			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
-		case err != nil:
+		j, err := s.lockLiveJob(ctx, tx, q, r.JobID, riverJob)
+		if err != nil || j == nil {
 			return err
-		case j.Status.Terminal():
-			// Cancelled (or failed) meanwhile: the job must not change.
-			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
 		}
 
 		now := s.nowUTC()
@@ -113,14 +106,9 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 	var applied, erased bool
 	err := s.inTx(ctx, func(tx TTx, q Querier) error {
 		applied, erased = false, false
-		j, err := s.getJob(ctx, q, "", f.JobID, true)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
-		case err != nil:
+		j, err := s.lockLiveJob(ctx, tx, q, f.JobID, riverJob)
+		if err != nil || j == nil {
 			return err
-		case j.Status.Terminal():
-			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
 		}
 		now := s.nowUTC()
 		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, updated = ? WHERE id = ?`,
@@ -150,4 +138,20 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 		s.afterErase(ctx, f.JobID)
 	}
 	return applied, nil
+}
+
+// lockLiveJob locks the job row for the rest of the transaction. A job that
+// was deleted or has ended meanwhile must not change: then it only completes
+// riverJob and returns a nil job.
+func (s *Store[TTx]) lockLiveJob(ctx context.Context, tx TTx, q Querier, jobID string, riverJob *rivertype.JobRow) (*job.Job, error) {
+	j, err := s.getJob(ctx, q, "", jobID, true)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, s.backend.CompleteRiverJob(ctx, tx, riverJob)
+	case err != nil:
+		return nil, err
+	case j.Status.Terminal():
+		return nil, s.backend.CompleteRiverJob(ctx, tx, riverJob)
+	}
+	return j, nil
 }
