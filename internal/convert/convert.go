@@ -1,13 +1,15 @@
-// Package convert recognizes documents that need no OCR provider: plain
-// text, HTML and XML become UTF-8 text in the row's output format (plain,
-// html, xml). The file type comes from the bytes first (a PDF named .txt is
-// a PDF), then from the name, then from the declared Content-Type. Types
-// this package does not handle yet return an *UnsupportedError naming the
-// detected type.
+// Package convert recognizes one stored file in the row's output format:
+// text, HTML and XML natively; PDFs through poppler with the job's OCR
+// provider for pages without a text layer; images through the provider;
+// office documents natively or through LibreOffice. The file type comes
+// from the bytes first (a PDF named .txt is a PDF), then from the name, then
+// from the declared Content-Type. Other types return an *UnsupportedError
+// naming the detected type.
 package convert
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"mime"
 	"path"
@@ -15,7 +17,11 @@ import (
 
 	"github.com/gabriel-vasile/mimetype"
 
+	"github.com/docjobs/docjobs/internal/convert/image"
+	"github.com/docjobs/docjobs/internal/convert/office"
+	"github.com/docjobs/docjobs/internal/convert/pdf"
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/provider"
 )
 
 // Method names reported in Output.Model.
@@ -42,6 +48,9 @@ type Input struct {
 	// Mode is job.ExtractionHybrid or job.ExtractionOCRAlways. Text, HTML
 	// and XML are text already, so both modes parse them the same way.
 	Mode string
+	// OCR is the job's recognition provider, for images and for PDF pages
+	// without a usable text layer.
+	OCR provider.OCR
 }
 
 // Output is the recognized text of one file.
@@ -52,6 +61,11 @@ type Output struct {
 	// Charset is the character encoding the source was read in
 	// ("UTF-8", "windows-1252", "IBM866", …), for the row's debug fields.
 	Charset string
+	// Request and RawData are the provider exchanges, redacted; empty when
+	// no provider was called.
+	Request, RawData string
+	// ProviderCalls counts the OCR provider calls made.
+	ProviderCalls int
 }
 
 // UnsupportedError is returned for a file type this package does not
@@ -71,17 +85,105 @@ const (
 	kindMarkdown
 	kindHTML
 	kindXML
-	kindBinary // anything sniffing recognized that is not text
+	kindPDF
+	kindImage
+	kindOffice
+	kindBinary // anything sniffing recognized that is not one of the above
 	kindUnknown
 )
 
+// Config bounds recognition of one file, per format.
+type Config struct {
+	PDF    pdf.Config
+	Office office.Config
+	Image  image.Config
+}
+
+// Converter recognizes files; it is safe for concurrent use.
+type Converter struct {
+	cfg Config
+}
+
+// New returns a Converter.
+func New(cfg Config) *Converter {
+	return &Converter{cfg: cfg}
+}
+
 // Convert recognizes in. Errors are sentences fit for an OCR row; an
-// *UnsupportedError means the type is not one this package handles.
-func Convert(ctx context.Context, in Input) (Output, error) {
+// *UnsupportedError means the type is not one docjobs reads.
+func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
+	k, detected := detect(in)
+	ocrAlways := in.Mode == job.ExtractionOCRAlways
+	switch k {
+	case kindPDF:
+		res, err := pdf.Convert(ctx, c.cfg.PDF, in.Data, pdf.Options{OCRAlways: ocrAlways, Format: job.FormatHTML}, in.OCR)
+		if err != nil {
+			return Output{}, err
+		}
+		return Output{Content: res.Content, Format: job.FormatHTML, Model: res.Model,
+			Request: res.Request, RawData: res.RawData, ProviderCalls: res.ProviderCalls}, nil
+	case kindImage:
+		pages, err := image.Prepare(c.cfg.Image, in.Data)
+		if err != nil {
+			return Output{}, err
+		}
+		return recognizePages(ctx, in.OCR, pages)
+	case kindOffice:
+		if ocrAlways {
+			data, err := office.ToPDF(ctx, c.cfg.Office, detected, in.Data)
+			if err != nil {
+				return Output{}, err
+			}
+			res, err := pdf.Convert(ctx, c.cfg.PDF, data, pdf.Options{OCRAlways: true, Format: job.FormatMarkdown}, in.OCR)
+			if err != nil {
+				return Output{}, err
+			}
+			return Output{Content: res.Content, Format: job.FormatMarkdown, Model: "libreoffice+" + res.Model,
+				Request: res.Request, RawData: res.RawData, ProviderCalls: res.ProviderCalls}, nil
+		}
+		md, model, err := office.Markdown(ctx, c.cfg.Office, detected, in.Data)
+		if err != nil {
+			return Output{}, err
+		}
+		return Output{Content: md, Format: job.FormatMarkdown, Model: model}, nil
+	}
+	return convertText(ctx, in, k, detected)
+}
+
+// recognizePages sends each page to the provider in order and joins the
+// markdown; a blank page contributes nothing.
+func recognizePages(ctx context.Context, ocr provider.OCR, pages []provider.Document) (Output, error) {
+	if ocr == nil {
+		return Output{}, errors.New("images need an OCR provider and the job has none usable")
+	}
+	var out Output
+	var texts, requests, raws []string
+	for _, p := range pages {
+		rec, err := ocr.Recognize(ctx, p)
+		out.ProviderCalls++
+		if err != nil {
+			if p.Page > 0 {
+				return Output{}, fmt.Errorf("page %d: %w", p.Page, err)
+			}
+			return Output{}, err
+		}
+		if t := strings.TrimSpace(rec.Text); t != "" {
+			texts = append(texts, t)
+		}
+		requests, raws = append(requests, rec.Request), append(raws, rec.RawData)
+		out.Model = rec.Model
+	}
+	out.Content = strings.Join(texts, "\n\n")
+	out.Format = job.FormatMarkdown
+	out.Request, out.RawData = strings.Join(requests, "\n"), strings.Join(raws, "\n")
+	return out, nil
+}
+
+// convertText reads text, HTML and XML, which need no provider.
+func convertText(ctx context.Context, in Input, k kind, detected string) (Output, error) {
 	if err := ctx.Err(); err != nil {
 		return Output{}, err
 	}
-	k, detected := detect(in)
 	switch k {
 	case kindText, kindMarkdown:
 		if len(in.Data) > maxTextBytes {
@@ -139,8 +241,8 @@ func detect(in Input) (kind, string) {
 		hint = mediaKind(baseType(in.ContentType))
 	}
 	switch sniffed {
-	case kindBinary:
-		return kindBinary, detected
+	case kindBinary, kindPDF, kindImage, kindOffice:
+		return sniffed, detected
 	case kindUnknown:
 		// Text in an encoding sniffing does not see as text (EBCDIC, UTF-16
 		// without a byte-order mark) is read as the name or type says, if
@@ -167,6 +269,19 @@ func sniffKind(m *mimetype.MIME) kind {
 	}
 	if m.Is("image/svg+xml") {
 		return kindXML
+	}
+	if m.Is("application/pdf") {
+		return kindPDF
+	}
+	for _, t := range []string{"image/png", "image/jpeg", "image/tiff", "image/webp", "image/gif", "image/bmp"} {
+		if m.Is(t) {
+			return kindImage
+		}
+	}
+	for _, t := range []string{office.DOCX, office.PPTX, office.XLSX, office.DOC, office.XLS, office.PPT} {
+		if m.Is(t) {
+			return kindOffice
+		}
 	}
 	for p := m; p != nil; p = p.Parent() {
 		switch {

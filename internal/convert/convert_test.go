@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from the curren
 
 func convert(t *testing.T, in Input) Output {
 	t.Helper()
-	out, err := Convert(context.Background(), in)
+	out, err := New(Config{}).Convert(context.Background(), in)
 	if err != nil {
 		t.Fatalf("Convert(%s): %v", in.Name, err)
 	}
@@ -62,9 +62,28 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func TestDetection(t *testing.T) {
+func TestBinaryKindsAreRoutedByContentNotName(t *testing.T) {
 	pdf := []byte("%PDF-1.7\n1 0 obj\n<< /Type /Catalog >>\nendobj\n")
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00")
+	tests := []struct {
+		name string
+		in   Input
+		want kind
+	}{
+		{"PDF named .txt is a PDF", Input{Name: "report.txt", ContentType: "text/plain", Data: pdf}, kindPDF},
+		{"PDF", Input{Name: "report.pdf", Data: pdf}, kindPDF},
+		{"PNG named .html is an image", Input{Name: "x.html", Data: png}, kindImage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, detected := detect(tt.in); got != tt.want {
+				t.Fatalf("detect = %v (%s), want %v", got, detected, tt.want)
+			}
+		})
+	}
+}
+
+func TestDetection(t *testing.T) {
 	zip := []byte("PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00")
 	tests := []struct {
 		name        string
@@ -88,9 +107,6 @@ func TestDetection(t *testing.T) {
 		{"CSV is text", Input{Name: "data.csv", Data: []byte("a,b\n1,2\n")}, job.FormatPlain, ModelText, ""},
 		{"empty file is empty text", Input{Name: "empty.txt"}, job.FormatPlain, ModelText, ""},
 		{"OCR_ALWAYS parses text too", Input{Name: "a.html", Data: []byte("<p>x</p>"), Mode: job.ExtractionOCRAlways}, job.FormatHTML, ModelHTML, ""},
-		{"PDF named .txt is a PDF", Input{Name: "report.txt", ContentType: "text/plain", Data: pdf}, "", "", "application/pdf"},
-		{"PDF", Input{Name: "report.pdf", Data: pdf}, "", "", "application/pdf"},
-		{"PNG named .html", Input{Name: "x.html", Data: png}, "", "", "image/png"},
 		{"ZIP", Input{Name: "x.docx", Data: zip}, "", "", "application/zip"},
 		{"binary without a text hint", Input{Name: "blob", Data: []byte{0, 1, 2, 3, 0xff, 0xfe, 0, 0, 7, 8}}, "", "", "application/octet-stream"},
 		{"binary named .txt", Input{Name: "blob.txt", Data: []byte{0, 1, 2, 3, 0xff, 0x00, 0, 0, 7, 8, 0x1b, 0x1c}}, "", "", "application/octet-stream"},
@@ -98,7 +114,7 @@ func TestDetection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := Convert(context.Background(), tt.in)
+			out, err := New(Config{}).Convert(context.Background(), tt.in)
 			if tt.unsupported != "" {
 				var ue *UnsupportedError
 				if !errors.As(err, &ue) {
@@ -220,7 +236,7 @@ func TestXML(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := Convert(context.Background(), Input{Name: "a.xml", Data: []byte(tt.in)})
+			out, err := New(Config{}).Convert(context.Background(), Input{Name: "a.xml", Data: []byte(tt.in)})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Convert = %v, want error containing %q", err, tt.wantErr)
@@ -247,7 +263,7 @@ func TestSizeLimits(t *testing.T) {
 		big[i] = 'a'
 	}
 	copy(big, "<html>")
-	_, err := Convert(context.Background(), Input{Name: "big.html", Data: big})
+	_, err := New(Config{}).Convert(context.Background(), Input{Name: "big.html", Data: big})
 	if err == nil || !strings.Contains(err.Error(), "larger than the 32 MiB conversion limit") {
 		t.Fatalf("Convert(33 MiB HTML) = %v, want a size error", err)
 	}
@@ -256,7 +272,7 @@ func TestSizeLimits(t *testing.T) {
 func TestCancelledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Convert(ctx, Input{Name: "a.txt", Data: []byte("x")}); !errors.Is(err, context.Canceled) {
+	if _, err := New(Config{}).Convert(ctx, Input{Name: "a.txt", Data: []byte("x")}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Convert(cancelled) = %v, want context.Canceled", err)
 	}
 }
@@ -437,7 +453,7 @@ func FuzzConvert(f *testing.F) {
 	names := []string{"f.txt", "f.html", "f.xml", "f", "f.md"}
 	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
 		name := names[int(which)%len(names)]
-		out, err := Convert(context.Background(), Input{Name: name, Data: data})
+		out, err := New(Config{}).Convert(context.Background(), Input{Name: name, Data: data})
 		if err != nil {
 			return
 		}
