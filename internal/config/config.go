@@ -37,7 +37,14 @@ type Config struct {
 	ProviderBaseURLs     map[int]string
 	WebhookRetrySchedule []time.Duration // DOCJOBS_WEBHOOK_RETRY_SCHEDULE
 	JobDeadline          time.Duration   // DOCJOBS_JOB_DEADLINE, default 2h
-	Role                 string          // --role, default "all"
+	// PDFMaxPages caps the pages of one PDF (DOCJOBS_PDF_MAX_PAGES, default 1000).
+	PDFMaxPages int
+	// FileTimeout bounds the recognition of one file (DOCJOBS_FILE_TIMEOUT, default 10m).
+	FileTimeout time.Duration
+	// ProviderConcurrency is the number of calls in flight per provider slot
+	// in this process (DOCJOBS_PROVIDER_CONCURRENCY, default 8).
+	ProviderConcurrency int
+	Role                string // --role, default "all"
 	// NodeID is the stable River client id of this node (DOCJOBS_NODE_ID,
 	// default the host name), so a restarted node reclaims its own jobs.
 	NodeID   string
@@ -47,17 +54,20 @@ type Config struct {
 // Load reads the configuration through getenv (os.Getenv in production).
 func Load(getenv func(string) string) (Config, error) {
 	c := Config{
-		Addr:           or(getenv("DOCJOBS_ADDR"), ":8080"),
-		PublicURL:      strings.TrimRight(or(getenv("DOCJOBS_PUBLIC_URL"), "http://localhost:8080"), "/"),
-		DataDir:        or(getenv("DOCJOBS_DATA_DIR"), "./data"),
-		APIKeys:        getenv("DOCJOBS_API_KEYS"),
-		Role:           or(getenv("DOCJOBS_ROLE"), RoleAll),
-		NodeID:         getenv("DOCJOBS_NODE_ID"),
-		LogLevel:       or(getenv("DOCJOBS_LOG_LEVEL"), "info"),
-		UploadMaxBytes: 20 << 20,
-		FetchMaxBytes:  100 << 20,
-		FetchTimeout:   2 * time.Minute,
-		JobDeadline:    2 * time.Hour,
+		Addr:                or(getenv("DOCJOBS_ADDR"), ":8080"),
+		PublicURL:           strings.TrimRight(or(getenv("DOCJOBS_PUBLIC_URL"), "http://localhost:8080"), "/"),
+		DataDir:             or(getenv("DOCJOBS_DATA_DIR"), "./data"),
+		APIKeys:             getenv("DOCJOBS_API_KEYS"),
+		Role:                or(getenv("DOCJOBS_ROLE"), RoleAll),
+		NodeID:              getenv("DOCJOBS_NODE_ID"),
+		LogLevel:            or(getenv("DOCJOBS_LOG_LEVEL"), "info"),
+		UploadMaxBytes:      20 << 20,
+		FetchMaxBytes:       100 << 20,
+		FetchTimeout:        2 * time.Minute,
+		JobDeadline:         2 * time.Hour,
+		PDFMaxPages:         1000,
+		FileTimeout:         10 * time.Minute,
+		ProviderConcurrency: 8,
 		WebhookRetrySchedule: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute,
 			2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 		ProviderBaseURLs: map[int]string{},
@@ -89,6 +99,7 @@ func Load(getenv func(string) string) (Config, error) {
 	for name, dst := range map[string]*time.Duration{
 		"DOCJOBS_FETCH_TIMEOUT": &c.FetchTimeout,
 		"DOCJOBS_JOB_DEADLINE":  &c.JobDeadline,
+		"DOCJOBS_FILE_TIMEOUT":  &c.FileTimeout,
 	} {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
@@ -96,6 +107,18 @@ func Load(getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s: want a positive duration like 90s, got %q", name, v)
 			}
 			*dst = d
+		}
+	}
+	for name, dst := range map[string]*int{
+		"DOCJOBS_PDF_MAX_PAGES":        &c.PDFMaxPages,
+		"DOCJOBS_PROVIDER_CONCURRENCY": &c.ProviderConcurrency,
+	} {
+		if v := getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return c, fmt.Errorf("%s: want a positive number, got %q", name, v)
+			}
+			*dst = n
 		}
 	}
 	if v := getenv("DOCJOBS_ALLOW_PRIVATE_URLS"); v != "" {

@@ -129,6 +129,12 @@ type Store interface {
 	// statuses are left alone; ErrNotFound when the job was deleted.
 	MarkRunning(ctx context.Context, jobID string) error
 
+	// Provider answers per page of a job's file, kept as they arrive so a
+	// retried recognition does not pay for them again. GetOCRPage returns
+	// ErrNotFound for a page not kept; PutOCRPage keeps the first answer.
+	PutOCRPage(ctx context.Context, jobID string, fileIndex int, key string, value []byte) error
+	GetOCRPage(ctx context.Context, jobID string, fileIndex int, key string) ([]byte, error)
+
 	// Files (uploads and job copies).
 	CreateFile(ctx context.Context, f job.File) error
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)

@@ -34,7 +34,9 @@ type recognizeWorker struct {
 	deps Deps
 }
 
-func (w *recognizeWorker) Timeout(*river.Job[RecognizeArgs]) time.Duration { return recognizeTimeout }
+func (w *recognizeWorker) Timeout(*river.Job[RecognizeArgs]) time.Duration {
+	return w.cfg.recognizeTimeout()
+}
 
 func (w *recognizeWorker) NextRetry(j *river.Job[RecognizeArgs]) time.Time {
 	return retryBackoff(j.Attempt)
@@ -97,15 +99,22 @@ func (w *recognizeWorker) recognize(ctx context.Context, j *job.Job, i int) (job
 	if err != nil {
 		return failOrRetry(row, fetched.File, err)
 	}
-	out, err := w.deps.Convert(ctx, convert.Input{
+	convertCtx, cancel := context.WithTimeout(ctx, w.cfg.FileTimeout)
+	defer cancel()
+	out, err := w.deps.Convert(convertCtx, convert.Input{
 		Name: fetched.Name, ContentType: fetched.ContentType, Data: data, Mode: j.ExtractionMode,
+		OCR: w.ocrFor(ctx, j, i),
 	})
 	if err != nil {
+		if convertCtx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("recognition took longer than the %s limit per file", w.cfg.FileTimeout)
+		}
 		row.Status, row.Error = job.RowFailed, err.Error()
 		return row, fetched.File, nil
 	}
 	row.Status = job.RowDone
 	row.Content, row.OutputFormat, row.Model = out.Content, out.Format, out.Model
+	row.Request, row.RawData = out.Request, out.RawData
 	return row, fetched.File, nil
 }
 

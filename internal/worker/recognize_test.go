@@ -44,7 +44,7 @@ func TestRecognizeTurnsInputProblemsIntoRowsAndRetriesTransientOnes(t *testing.T
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &recognizeWorker{cfg: Config{MaxFileBytes: 1 << 20}, deps: Deps{
-				Fetcher: tt.fetcher, Convert: convert.Convert, Logger: slog.Default(),
+				Fetcher: tt.fetcher, Convert: convert.New(convert.Config{}).Convert, Logger: slog.Default(),
 			}}
 			j := &job.Job{ID: "j", AccountID: "a", SourceURLs: []string{"https://example.com/a.txt"}}
 			row, _, err := w.recognize(context.Background(), j, 0)

@@ -25,15 +25,9 @@ const (
 	QueueFinalize  = "finalize"
 )
 
-// Stage timeouts. River's 1-minute default does not fit document work.
-const (
-	recognizeTimeout = 10 * time.Minute
-	finalizeTimeout  = time.Minute
-)
-
-// LongestStageTimeout is what River's rescuer must wait beyond before it
-// declares a running job stuck.
-const LongestStageTimeout = recognizeTimeout
+// finalizeTimeout bounds the finalize stage; River's 1-minute default does
+// not fit document work, so recognition's comes from Config.FileTimeout.
+const finalizeTimeout = time.Minute
 
 // Store is what the workers need from persistence.
 type Store interface {
@@ -42,6 +36,8 @@ type Store interface {
 	MarkRunning(ctx context.Context, jobID string) error
 	FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, d store.OCRDone) (bool, error)
 	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f store.Finish) (bool, error)
+	JobSecrets(ctx context.Context, jobID string) ([]job.SealedSecret, error)
+	PageCache
 }
 
 // Fetcher stores a job's source file and reads it back.
@@ -61,15 +57,44 @@ type Config struct {
 	MaxFileBytes int64
 	// RecognizeWorkers is the recognize queue's concurrency (default 4).
 	RecognizeWorkers int
+	// FileTimeout bounds the recognition of one file (default 10m).
+	FileTimeout time.Duration
+}
+
+// LongestStageTimeout is what River's rescuer must wait beyond before it
+// declares a running job stuck: recognition's timeout plus the fetch.
+func (c Config) LongestStageTimeout() time.Duration {
+	return c.withDefaults().recognizeTimeout()
+}
+
+// recognizeTimeout leaves the download and the store a minute beyond the
+// converter's own per-file limit.
+func (c Config) recognizeTimeout() time.Duration { return c.FileTimeout + time.Minute }
+
+func (c Config) withDefaults() Config {
+	if c.MaxFileBytes <= 0 {
+		c.MaxFileBytes = 100 << 20
+	}
+	if c.RecognizeWorkers <= 0 {
+		c.RecognizeWorkers = 4
+	}
+	if c.FileTimeout <= 0 {
+		c.FileTimeout = 10 * time.Minute
+	}
+	return c
 }
 
 // Deps are the workers' collaborators.
 type Deps struct {
-	Store    Store
-	Fetcher  Fetcher
-	Convert  func(context.Context, convert.Input) (convert.Output, error)
-	Observer Observer // optional
-	Logger   *slog.Logger
+	Store   Store
+	Fetcher Fetcher
+	Convert func(context.Context, convert.Input) (convert.Output, error)
+	// Providers and Secrets open the job's OCR provider; without them files
+	// that need one fail their row.
+	Providers Providers
+	Secrets   SecretOpener
+	Observer  Observer // optional
+	Logger    *slog.Logger
 }
 
 // Register adds every worker of the pipeline to workers and returns the
@@ -81,12 +106,7 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	if cfg.MaxFileBytes <= 0 {
-		cfg.MaxFileBytes = 100 << 20
-	}
-	if cfg.RecognizeWorkers <= 0 {
-		cfg.RecognizeWorkers = 4
-	}
+	cfg = cfg.withDefaults()
 	if err := river.AddWorkerSafely(workers, &recognizeWorker{cfg: cfg, deps: deps}); err != nil {
 		return nil, err
 	}

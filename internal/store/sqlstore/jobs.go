@@ -359,7 +359,7 @@ func (s *Store[TTx]) DeleteJob(ctx context.Context, accountID, id string) ([]str
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("list job files: %w", err)
 		}
-		for _, table := range []string{"files", "job_secrets", "llm_rows", "ocr_rows"} {
+		for _, table := range []string{"files", "job_secrets", "llm_rows", "ocr_pages", "ocr_rows"} {
 			if _, err := s.exec(ctx, q, `DELETE FROM `+table+` WHERE job_id = ?`, id); err != nil {
 				return fmt.Errorf("delete %s: %w", table, err)
 			}

@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FinishJobFailsRowsStillPending", testFinishJobPendingRows},
 		{"WorkReclaimsJobsOfThePreviousIncarnation", testWorkReclaims},
 		{"WorkStopWaitsForRunningJobs", testWorkStop},
+		{"OCRPagesKeepTheFirstAnswerUntilTheJobIsDeleted", testOCRPagesKeepTheFirstAnswerUntilTheJobIsDeleted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,62 @@
+package worker
+
+import (
+	"context"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/provider"
+	"github.com/docjobs/docjobs/internal/store"
+	"github.com/docjobs/docjobs/internal/store/sqlite"
+)
+
+// countingOCR answers every page and counts what it was paid for.
+type countingOCR struct{ calls atomic.Int64 }
+
+func (c *countingOCR) Recognize(_ context.Context, doc provider.Document) (provider.Recognition, error) {
+	c.calls.Add(1)
+	return provider.Recognition{Text: "page text " + string(doc.Data), Format: "markdown", Model: "m"}, nil
+}
+
+func TestAPageAlreadyReadIsNotPaidForAgain(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "db.sqlite")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	j := &job.Job{ID: "job-1", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.pdf"},
+		ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", Created: time.Now()}
+	if _, _, err := st.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
+		t.Fatal(err)
+	}
+
+	inner := &countingOCR{}
+	first := &cachedOCR{store: st, jobID: j.ID, fileIndex: 0, next: inner}
+	page2 := provider.Document{Data: []byte("scan-2"), MIME: "image/jpeg", Page: 2, Format: "html"}
+	rec, err := first.Recognize(ctx, page2)
+	if err != nil || rec.Text != "page text scan-2" {
+		t.Fatalf("first read = %+v, %v", rec, err)
+	}
+
+	// A retried recognize job builds a new provider and reads the page again.
+	retry := &cachedOCR{store: st, jobID: j.ID, fileIndex: 0, next: inner}
+	rec, err = retry.Recognize(ctx, page2)
+	if err != nil || rec.Text != "page text scan-2" || rec.Model != "m" {
+		t.Fatalf("retried read = %+v, %v", rec, err)
+	}
+	if n := inner.calls.Load(); n != 1 {
+		t.Fatalf("provider paid %d times for one page, want once", n)
+	}
+
+	// Another page, or different bytes for the page, is a new call.
+	if _, err := retry.Recognize(ctx, provider.Document{Data: []byte("scan-3"), MIME: "image/jpeg", Page: 3, Format: "html"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := inner.calls.Load(); n != 2 {
+		t.Fatalf("provider calls = %d, want 2", n)
+	}
+}
