@@ -22,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-var binary string
+var docjobsBinary string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "docjobs-e2e-")
@@ -30,8 +30,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "docjobs")
-	build := exec.Command("go", "build", "-o", binary, "github.com/docjobs/docjobs/cmd/docjobs")
+	docjobsBinary = filepath.Join(dir, "docjobs")
+	build := exec.Command("go", "build", "-o", docjobsBinary, "github.com/docjobs/docjobs/cmd/docjobs")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build docjobs:", err)
@@ -151,7 +151,7 @@ func startServer(t *testing.T, databaseURL string, extraEnv ...string) *server {
 func (s *server) start() {
 	s.t.Helper()
 	s.logs = &logBuffer{}
-	s.cmd = exec.Command(binary, "serve")
+	s.cmd = exec.Command(docjobsBinary, "serve")
 	s.cmd.Env = s.env
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {

@@ -1,0 +1,104 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// DefaultTimeout bounds one vendor call when an adapter is given none.
+// Vision models take tens of seconds on a dense page; two minutes leaves
+// room without letting a hung connection hold a page for long.
+const DefaultTimeout = 120 * time.Second
+
+// Call runs one vendor request. send gets a context that ends after
+// timeout and records the HTTP traffic made with it through a
+// RecordingClient into the returned Exchange. A failure is returned
+// classified as an *Error, except when ctx itself ended: then ctx's error
+// is returned (wrapped), which no one retries. key is only used to keep
+// the key out of the error's cause.
+func Call(ctx context.Context, timeout time.Duration, key string, send func(context.Context) error) (*Exchange, error) {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ex := &Exchange{}
+	callCtx, cancel := context.WithTimeout(ContextWithExchange(ctx, ex), timeout)
+	defer cancel()
+	err := send(callCtx)
+	if err == nil {
+		return ex, nil
+	}
+	return ex, Classify(ctx, callCtx, err, ex, key)
+}
+
+// Classify turns the failure err of a call made with callCtx (derived from
+// ctx) into an *Error: an HTTP error status (or a redirect, never
+// followed) decides the category (see CategoryForStatus) and carries
+// Retry-After; a call that outlived its
+// timeout is CategoryTimeout; a transport failure is CategoryNetwork (or
+// timeout); a 2xx answer the SDK could not read is CategoryServer. When
+// ctx itself ended, ctx's error is returned instead. The cause kept in
+// Error.Err never holds the vendor's error body (it may echo the input)
+// nor key.
+func Classify(ctx, callCtx context.Context, err error, ex *Exchange, key string) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("provider call abandoned: %w", context.Cause(ctx))
+	}
+	status := 0
+	if ex != nil {
+		status = ex.Status()
+	}
+	if status >= 300 { // 3xx: a redirect, which is not followed
+		return &Error{
+			Category:   CategoryForStatus(status),
+			Status:     status,
+			RetryAfter: ex.RetryAfter(),
+			Err:        fmt.Errorf("HTTP %d %s", status, http.StatusText(status)),
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || callCtx.Err() != nil {
+		return &Error{Category: CategoryTimeout, Status: status, Err: errors.New("no answer within the call timeout")}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return &Error{Category: CategoryTimeout, Status: status, Err: errors.New(Redact(ne.Error(), key))}
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) || errors.As(err, &ne) {
+		return &Error{Category: CategoryNetwork, Status: status, Err: errors.New(Redact(err.Error(), key))}
+	}
+	if status >= 200 && status < 300 {
+		// The SDK got an answer it could not decode (or one cut short).
+		// Its message may quote the body, so only the kind of failure is
+		// kept.
+		return &Error{Category: CategoryServer, Status: status, Err: errors.New("malformed response body")}
+	}
+	// Nothing was sent: the SDK refused to build the request.
+	return &Error{Category: CategoryInvalidRequest, Status: status, Err: fmt.Errorf("request not sent: %T", err)}
+}
+
+// Malformed is the error of a 2xx answer that decodes but lacks what an
+// answer must have (no choices, no candidates, no pages).
+func Malformed(status int, what string) *Error {
+	return &Error{Category: CategoryServer, Status: status, Err: errors.New("malformed response: " + what)}
+}
+
+// Identifier returns a vendor's error code or type fit for a log line: at
+// most 64 characters of letters, digits and _.-: (anything else means it
+// is not an identifier but text, which may echo the request).
+func Identifier(s string) string {
+	if len(s) > 64 {
+		return "?"
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-' || c == ':') {
+			return "?"
+		}
+	}
+	return s
+}

@@ -1,0 +1,162 @@
+package provider_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docjobs/docjobs/internal/provider"
+)
+
+func TestRecordingClient(t *testing.T) {
+	var gotBody string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		gotBody = string(b)
+		w.Header().Set("Retry-After", "3")
+		w.WriteHeader(503)
+		_, _ = w.Write([]byte(`{"error":"busy"}`))
+	}))
+	defer srv.Close()
+
+	base := &http.Client{Timeout: time.Minute}
+	client := provider.RecordingClient(base)
+	if base.Transport != nil {
+		t.Fatal("RecordingClient modified the client it was given")
+	}
+	if provider.RecordingClient(client) != client {
+		t.Error("a recording client was wrapped a second time")
+	}
+
+	const key = "secret-key-123456"
+	body := `{"image":"data:image/png;base64,` + b64(600) + `"}`
+	ex, err := provider.Call(t.Context(), time.Second, key, func(ctx context.Context) error {
+		// A body without GetBody: the transport must still send it whole.
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, io.MultiReader(strings.NewReader(body)))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, _ = io.ReadAll(resp.Body)
+		return errors.New("status " + resp.Status)
+	})
+	if gotBody != body {
+		t.Errorf("server got %d bytes, want the %d sent", len(gotBody), len(body))
+	}
+	if ex.Calls() != 1 || ex.Status() != 503 || ex.RetryAfter() != 3*time.Second {
+		t.Errorf("exchange: calls %d, status %d, retry-after %v", ex.Calls(), ex.Status(), ex.RetryAfter())
+	}
+	if got := ex.Request(key); got != `{"image":"data:image/png;base64,<elided 600 bytes>"}` {
+		t.Errorf("recorded request = %q", got)
+	}
+	if got := ex.Response(key); got != `{"error":"busy"}` {
+		t.Errorf("recorded response = %q", got)
+	}
+	pe := (*provider.Error)(nil)
+	if !errors.As(err, &pe) || pe.Category != provider.CategoryServer || pe.RetryAfter != 3*time.Second {
+		t.Errorf("err = %#v, want a server error with the Retry-After", err)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	refused := func() error {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		_, err = http.Get("http://" + addr)
+		return err
+	}()
+	cases := []struct {
+		name   string
+		status int // recorded in the exchange
+		err    error
+		want   provider.Category
+	}{
+		{"an error status decides", 429, errors.New("sdk"), provider.CategoryRateLimit},
+		{"a deadline is a timeout", 0, context.DeadlineExceeded, provider.CategoryTimeout},
+		{"a refused connection is a network failure", 0, refused, provider.CategoryNetwork},
+		{"an undecodable 200 is a server error", 200, errors.New("invalid character"), provider.CategoryServer},
+		{"a request the SDK would not build is invalid", 0, errors.New("bad param"), provider.CategoryInvalidRequest},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(c.status) }))
+			defer srv.Close()
+			_, err := provider.Call(t.Context(), time.Second, "", func(ctx context.Context) error {
+				if c.status != 0 {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("{}"))
+					resp, err := provider.RecordingClient(nil).Do(req)
+					if err != nil {
+						return err
+					}
+					resp.Body.Close()
+				}
+				return c.err
+			})
+			pe := (*provider.Error)(nil)
+			if !errors.As(err, &pe) || pe.Category != c.want || pe.Status != c.status {
+				t.Fatalf("err = %v, want category %s, status %d", err, c.want, c.status)
+			}
+		})
+	}
+
+	t.Run("a caller's cancellation is not a provider error", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		_, err := provider.Call(ctx, time.Second, "", func(context.Context) error {
+			cancel()
+			return context.Canceled
+		})
+		pe := (*provider.Error)(nil)
+		if errors.As(err, &pe) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestIdentifier(t *testing.T) {
+	for in, want := range map[string]string{
+		"invalid_api_key":                  "invalid_api_key",
+		"RESOURCE_EXHAUSTED":               "RESOURCE_EXHAUSTED",
+		"Incorrect API key provided: sk-x": "?",
+		strings.Repeat("a", 65):            "?",
+	} {
+		if got := provider.Identifier(in); got != want {
+			t.Errorf("Identifier(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	var elsewhere int
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere++ }))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL, http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	_, err := provider.Call(t.Context(), time.Second, "", func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("{}"))
+		req.Header.Set("X-Api-Key", "k")
+		resp, err := provider.RecordingClient(nil).Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return errors.New("unexpected status")
+	})
+	pe := (*provider.Error)(nil)
+	if !errors.As(err, &pe) || pe.Category != provider.CategoryInvalidRequest || pe.Status != 307 || elsewhere != 0 {
+		t.Fatalf("err = %v, requests to the redirect target %d; want an invalid request, status 307, no request elsewhere", err, elsewhere)
+	}
+}

@@ -1,0 +1,209 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Capture limits. The request is kept whole up to maxRequestCapture
+// because redaction shrinks it to a few kilobytes (its bulk is the base64
+// document); the response is vendor JSON, kept up to maxResponseCapture.
+const (
+	maxRequestCapture  = 64 << 20
+	maxResponseCapture = 4 << 20
+)
+
+// Exchange records the HTTP traffic of one vendor call: the request body,
+// the response status, Retry-After and body. Headers are never kept: the
+// request's carry the key. Adapters attach one to the call's context with
+// ContextWithExchange; the transport of RecordingClient fills it in.
+type Exchange struct {
+	mu         sync.Mutex
+	request    []byte
+	response   bytes.Buffer
+	truncated  bool
+	status     int
+	retryAfter time.Duration
+	calls      int
+}
+
+type exchangeKey struct{}
+
+// ContextWithExchange returns ctx carrying ex, so that requests made with
+// it through a RecordingClient are recorded in ex.
+func ContextWithExchange(ctx context.Context, ex *Exchange) context.Context {
+	return context.WithValue(ctx, exchangeKey{}, ex)
+}
+
+// Status is the HTTP status of the last response; 0 when none came.
+func (e *Exchange) Status() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.status
+}
+
+// RetryAfter is the last response's Retry-After; 0 when it had none.
+func (e *Exchange) RetryAfter() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.retryAfter
+}
+
+// Calls is the number of HTTP requests recorded.
+func (e *Exchange) Calls() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.calls
+}
+
+// Request is the last request body, redacted of secrets and base64.
+func (e *Exchange) Request(secrets ...string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return strings.TrimSpace(Redact(string(e.request), secrets...))
+}
+
+// Response is the last response body as read so far, redacted of secrets
+// and base64, with a note when it was longer than what was kept.
+func (e *Exchange) Response(secrets ...string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := strings.TrimSpace(Redact(e.response.String(), secrets...))
+	if e.truncated {
+		s += "\n[truncated]"
+	}
+	return s
+}
+
+func (e *Exchange) startRequest(body []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls++
+	e.request = body
+	e.response.Reset()
+	e.truncated = false
+	e.status = 0
+	e.retryAfter = 0
+}
+
+func (e *Exchange) gotResponse(status int, retryAfter time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.status, e.retryAfter = status, retryAfter
+}
+
+func (e *Exchange) writeResponse(p []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	room := maxResponseCapture - e.response.Len()
+	if len(p) > room {
+		p, e.truncated = p[:max(room, 0)], true
+	}
+	e.response.Write(p)
+}
+
+// RecordingClient returns a client that sends through c (a plain client
+// when nil) and records the traffic of requests whose context carries an
+// Exchange. Unless c has a redirect policy of its own, redirects are not
+// followed: vendor APIs do not redirect, and Go forwards custom auth
+// headers (x-api-key, x-goog-api-key) to whatever host a redirect names.
+// c itself is not modified; a client that records already is returned as
+// it is.
+func RecordingClient(c *http.Client) *http.Client {
+	if c == nil {
+		c = &http.Client{}
+	}
+	if _, ok := c.Transport.(*recordingTransport); ok {
+		return c
+	}
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	cp := *c
+	cp.Transport = &recordingTransport{next: next}
+	if cp.CheckRedirect == nil {
+		cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	}
+	return &cp
+}
+
+type recordingTransport struct {
+	next http.RoundTripper
+}
+
+func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ex, _ := req.Context().Value(exchangeKey{}).(*Exchange)
+	if ex == nil {
+		return t.next.RoundTrip(req)
+	}
+	body, out, err := requestBody(req)
+	if err != nil {
+		req.Body.Close() // a RoundTripper closes the body, even on errors
+		return nil, err
+	}
+	req = out
+	ex.startRequest(body)
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	ex.gotResponse(resp.StatusCode, ParseRetryAfter(resp.Header, time.Now()))
+	resp.Body = &teeBody{rc: resp.Body, ex: ex}
+	return resp, nil
+}
+
+// requestBody returns a copy of req's body (up to maxRequestCapture) and
+// the request to send. SDK bodies are in memory with GetBody set, so the
+// copy comes from GetBody and req goes out untouched; otherwise the body
+// is read and req is cloned with a fresh reader over it.
+func requestBody(req *http.Request) ([]byte, *http.Request, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, req, nil
+	}
+	if req.GetBody != nil {
+		rc, err := req.GetBody()
+		if err != nil {
+			return nil, nil, err
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(io.LimitReader(rc, maxRequestCapture))
+		if err != nil {
+			return nil, nil, err
+		}
+		return b, req, nil
+	}
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Body.Close()
+	out := req.Clone(req.Context())
+	out.Body = io.NopCloser(bytes.NewReader(b))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	if len(b) > maxRequestCapture {
+		b = b[:maxRequestCapture]
+	}
+	return b, out, nil
+}
+
+// teeBody copies what the SDK reads of a response into the exchange.
+type teeBody struct {
+	rc io.ReadCloser
+	ex *Exchange
+}
+
+func (b *teeBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.ex.writeResponse(p[:n])
+	}
+	return n, err
+}
+
+func (b *teeBody) Close() error { return b.rc.Close() }

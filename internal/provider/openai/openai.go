@@ -1,0 +1,156 @@
+// Package openai reads page images with a vision chat model over the
+// OpenAI chat completions protocol, through the official openai-go SDK. It
+// serves OpenAI itself (slot 2) and every vendor speaking the same protocol:
+// xAI, OpenRouter, Alibaba Qwen and self-hosted servers such as Ollama,
+// vLLM or llama.cpp (slots 5–8). The image goes as a base64 data URL in an
+// image_url content part; PDFs are not sent (not every server of the
+// protocol reads them): callers render pages instead.
+package openai
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	oa "github.com/openai/openai-go"
+	"github.com/openai/openai-go/option"
+
+	"github.com/docjobs/docjobs/internal/provider"
+)
+
+// Config configures one adapter: one server, one model, one key.
+type Config struct {
+	// BaseURL includes the version path, e.g. https://api.openai.com/v1 or
+	// http://127.0.0.1:11434/v1.
+	BaseURL string
+	Model   string
+	// Key is sent as "Authorization: Bearer <key>"; it may be empty for a
+	// self-hosted server that wants none.
+	Key        string
+	HTTPClient *http.Client  // default: a plain client
+	Timeout    time.Duration // per call, default provider.DefaultTimeout
+}
+
+// OCR is a vision chat model reading page images.
+type OCR struct {
+	cfg  Config
+	chat oa.ChatCompletionService
+}
+
+// New returns an adapter for cfg. The SDK is built from explicit options
+// only: it does not read OPENAI_* environment variables (the server's
+// environment must not leak into a caller's request) and does not retry
+// (provider.Retry does).
+func New(cfg Config) (*OCR, error) {
+	if cfg.BaseURL == "" {
+		return nil, errors.New("openai: base URL is required")
+	}
+	if cfg.Model == "" {
+		return nil, errors.New("openai: model is required")
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithHTTPClient(provider.RecordingClient(cfg.HTTPClient)),
+		option.WithMaxRetries(0),
+	}
+	if cfg.Key != "" {
+		opts = append(opts, option.WithAPIKey(cfg.Key))
+	}
+	// NewChatCompletionService, unlike NewClient, adds no environment
+	// defaults.
+	return &OCR{cfg: cfg, chat: oa.NewChatCompletionService(opts...)}, nil
+}
+
+// accepted are the image types OpenAI documents for vision input; the
+// compatible servers take the same or fewer.
+var accepted = map[string]bool{"image/jpeg": true, "image/png": true, "image/webp": true, "image/gif": true}
+
+// Recognize transcribes one image. A PDF or another image type returns an
+// error wrapping provider.ErrUnsupportedInput without calling the server.
+func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
+	if !accepted[doc.MIME] {
+		return provider.Recognition{}, fmt.Errorf("openai: %s: %w", doc.MIME, provider.ErrUnsupportedInput)
+	}
+	format := provider.AnswerFormat(doc)
+	params := oa.ChatCompletionNewParams{
+		Model: o.cfg.Model,
+		Messages: []oa.ChatCompletionMessageParamUnion{
+			oa.SystemMessage(provider.SystemPrompt(format)),
+			oa.UserMessage([]oa.ChatCompletionContentPartUnionParam{
+				oa.TextContentPart(provider.UserPrompt(doc)),
+				oa.ImageContentPart(oa.ChatCompletionContentPartImageImageURLParam{
+					URL: "data:" + doc.MIME + ";base64," + base64.StdEncoding.EncodeToString(doc.Data),
+					// Small print needs the full-resolution tiles.
+					Detail: "high",
+				}),
+			}),
+		},
+		// No temperature or token limit: reasoning models reject a
+		// temperature, and the token parameter's name differs between
+		// OpenAI (max_completion_tokens) and older compatible servers
+		// (max_tokens). A cut-off answer is still detected below.
+	}
+	var res *oa.ChatCompletion
+	var sdkErr error
+	ex, err := provider.Call(ctx, o.cfg.Timeout, o.cfg.Key, func(ctx context.Context) error {
+		res, sdkErr = o.chat.New(ctx, params)
+		return sdkErr
+	})
+	if err != nil {
+		return provider.Recognition{}, refine(err, sdkErr)
+	}
+	text, perr := answer(res, ex.Status())
+	if perr != nil {
+		return provider.Recognition{}, perr
+	}
+	return provider.Recognition{
+		Text:    text,
+		Format:  format,
+		Model:   o.cfg.Model,
+		Request: ex.Request(o.cfg.Key),
+		RawData: ex.Response(o.cfg.Key),
+	}, nil
+}
+
+// answer reads the transcription out of a completion.
+func answer(res *oa.ChatCompletion, status int) (string, *provider.Error) {
+	if res == nil || len(res.Choices) == 0 {
+		return "", provider.Malformed(status, "no choices")
+	}
+	c := res.Choices[0]
+	switch {
+	case c.Message.Refusal != "" || c.FinishReason == "content_filter":
+		return "", &provider.Error{Category: provider.CategoryContentFilter, Status: status,
+			Err: fmt.Errorf("finish_reason %q, refusal given: %t", c.FinishReason, c.Message.Refusal != "")}
+	case c.FinishReason == "length":
+		return "", &provider.Error{Category: provider.CategoryTruncated, Status: status,
+			Err: errors.New("finish_reason length: the answer hit the token limit")}
+	}
+	return provider.CleanTranscription(c.Message.Content), nil
+}
+
+// refine sharpens the category of a classified HTTP error with the SDK
+// error's code and type, which are fixed identifiers (never its message,
+// which may echo the request).
+func refine(err, sdkErr error) error {
+	pe := (*provider.Error)(nil)
+	ae := (*oa.Error)(nil)
+	if !errors.As(err, &pe) || !errors.As(sdkErr, &ae) {
+		return err
+	}
+	code := strings.ToLower(ae.Code + " " + ae.Type)
+	switch {
+	case strings.Contains(code, "context_length"):
+		pe.Category = provider.CategoryContextLength
+	case strings.Contains(code, "content_filter") || strings.Contains(code, "content_policy"):
+		pe.Category = provider.CategoryContentFilter
+	}
+	if ae.Code != "" || ae.Type != "" {
+		pe.Err = fmt.Errorf("%w (code %q, type %q)", pe.Err, provider.Identifier(ae.Code), provider.Identifier(ae.Type))
+	}
+	return pe
+}

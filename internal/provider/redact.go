@@ -1,0 +1,193 @@
+package provider
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MinBase64Run is the length from which a run of base64 characters outside
+// a data URL is taken for a payload and elided. Words, ids and hashes in
+// a vendor exchange are far shorter; an inline image is far longer.
+const MinBase64Run = 128
+
+// keyMarker replaces a secret. It has no run of base64 characters long
+// enough to be part of a realistic key, so replacing cannot rebuild one.
+const keyMarker = "[key elided]"
+
+// Redact makes text from a vendor exchange fit for a row's request or
+// rawData field: base64 payloads are elided (data URLs keep their media
+// type: "data:image/jpeg;base64,<elided 123456 bytes>"; bare runs of
+// MinBase64Run or more base64 characters become "<elided N bytes>", N the
+// decoded size) and every secret is removed, in its plain and its
+// JSON-escaped spelling. The result never contains a secret nor a base64
+// run of MinBase64Run characters.
+func Redact(text string, secrets ...string) string {
+	secrets = redactable(secrets)
+	// Secrets go first: a key next to a payload would otherwise be cut in
+	// two by the elision and only partly found. Eliding can in theory
+	// produce what a secret spells (and removing a secret can join two
+	// base64 runs), so both repeat until neither finds anything; realistic
+	// input settles in one round.
+	for range 4 {
+		next := elideBase64(removeSecrets(text, secrets))
+		if next == text {
+			return text
+		}
+		text = next
+	}
+	if containsAny(text, secrets) || longestBase64Run(text) >= MinBase64Run {
+		return "[withheld: the text could not be redacted]"
+	}
+	return text
+}
+
+// redactable returns the non-empty secrets with their JSON-escaped
+// spellings, longest first so that a secret containing another is
+// replaced whole.
+func redactable(secrets []string) []string {
+	var out []string
+	for _, s := range secrets {
+		if s == "" {
+			continue
+		}
+		out = append(out, s)
+		if b, err := json.Marshal(s); err == nil {
+			if esc := string(b[1 : len(b)-1]); esc != s {
+				out = append(out, esc)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+func removeSecrets(text string, secrets []string) string {
+	for _, s := range secrets {
+		if !strings.Contains(text, s) {
+			continue
+		}
+		text = strings.ReplaceAll(text, s, keyMarker)
+		// A secret the marker itself spells (or that straddles it) is
+		// removed outright; each pass shortens the text, so this ends.
+		for strings.Contains(text, s) {
+			text = strings.ReplaceAll(text, s, "")
+		}
+	}
+	return text
+}
+
+func containsAny(text string, secrets []string) bool {
+	for _, s := range secrets {
+		if strings.Contains(text, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func isBase64Char(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/'
+}
+
+// elideBase64 replaces data URL payloads (any length) and bare base64 runs
+// (MinBase64Run or longer) by a marker giving the decoded size. It scans
+// once; multi-megabyte request bodies are common.
+func elideBase64(text string) string {
+	var b strings.Builder
+	last := 0 // text[last:i] is still to be copied
+	for i := 0; i < len(text); {
+		if !isBase64Char(text[i]) {
+			i++
+			continue
+		}
+		// A run of base64 characters starts at i; "=" padding may end it.
+		j := i
+		for j < len(text) && isBase64Char(text[j]) {
+			j++
+		}
+		// The payload of a data URL starts after ";base64,"; the run
+		// before the comma (the media type) is not elided.
+		if j < len(text) && text[j] == ',' && strings.HasSuffix(text[:j], ";base64") && isDataURL(text[:j]) {
+			start := j + 1
+			end := start
+			for end < len(text) && isBase64Char(text[end]) {
+				end++
+			}
+			end = skipPadding(text, end)
+			if end == start { // nothing (or an elision marker) follows
+				i = end
+				continue
+			}
+			b.Grow(len(text[last:start]) + 32)
+			b.WriteString(text[last:start])
+			writeMarker(&b, decodedLen(text[start:end]))
+			last, i = end, end
+			continue
+		}
+		end := skipPadding(text, j)
+		if j-i >= MinBase64Run {
+			b.WriteString(text[last:i])
+			writeMarker(&b, decodedLen(text[i:end]))
+			last = end
+		}
+		i = end
+	}
+	if last == 0 {
+		return text
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
+
+// isDataURL reports whether prefix ends in "data:<media type>;base64".
+func isDataURL(prefix string) bool {
+	k := strings.LastIndex(prefix, "data:")
+	if k < 0 {
+		return false
+	}
+	mt := prefix[k+len("data:") : len(prefix)-len(";base64")]
+	if len(mt) > 127 {
+		return false
+	}
+	for i := 0; i < len(mt); i++ {
+		c := mt[i]
+		if !(isBase64Char(c) || c == '.' || c == '-' || c == '_' || c == ';' || c == '=') {
+			return false
+		}
+	}
+	return true
+}
+
+func skipPadding(text string, i int) int {
+	for n := 0; n < 2 && i < len(text) && text[i] == '='; n++ {
+		i++
+	}
+	return i
+}
+
+func decodedLen(payload string) int {
+	pad := len(payload) - len(strings.TrimRight(payload, "="))
+	return (len(payload) - pad) * 3 / 4
+}
+
+func writeMarker(b *strings.Builder, n int) {
+	b.WriteString("<elided ")
+	b.WriteString(strconv.Itoa(n))
+	b.WriteString(" bytes>")
+}
+
+// longestBase64Run is the length of the longest run of base64 characters.
+func longestBase64Run(text string) int {
+	longest, run := 0, 0
+	for i := 0; i < len(text); i++ {
+		if isBase64Char(text[i]) {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return longest
+}

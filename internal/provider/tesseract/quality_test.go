@@ -1,0 +1,183 @@
+package tesseract
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// qualityPages are the corpus scans with human ground truth. The two
+// magazine pages take about three seconds each; -short leaves them out.
+var qualityPages = []struct {
+	image, truth string
+	long         bool
+}{
+	{"8071_093.3B.tif", "8071_093.3B.txt", true},
+	{"8087_054.3B.tif", "8087_054.3B.txt", true},
+	{"eurotext.tif", "eurotext.txt", false},
+	{"phototest.tif", "phototest.gold.txt", false},
+	{"phototest-rotated-180.png", "phototest-rotated-180.gold.txt", false},
+	{"phototest-rotated-L.png", "phototest-rotated-L.gold.txt", false},
+	{"phototest-rotated-R.png", "phototest-rotated-R.gold.txt", false},
+}
+
+// TestQualityMatchesTesseractByHand is the acceptance check for the local
+// engine: on each scan, the character error rate of what this package
+// returns (prepared by the image package, markdown read back as text) is
+// within 10% of running `tesseract IMAGE stdout` by hand, or at most one
+// point above it where both are tiny. The table it logs is the one in
+// docs/quality.md (go test -run Quality -v ./internal/provider/tesseract).
+func TestQualityMatchesTesseractByHand(t *testing.T) {
+	ocr := newOCR(t, Config{})
+	type result struct {
+		image, size        string
+		ours, hand         float64
+		oursSecs, handSecs float64
+	}
+	var (
+		mu      sync.Mutex
+		results = map[string]result{}
+	)
+	t.Run("pages", func(t *testing.T) {
+		for _, p := range qualityPages {
+			t.Run(p.image, func(t *testing.T) {
+				if p.long && testing.Short() {
+					t.Skip("a magazine page takes seconds; run without -short")
+				}
+				t.Parallel()
+				truth := readTestdata(t, p.truth)
+
+				start := time.Now()
+				doc := prepared(t, p.image)
+				rec, err := ocr.Recognize(context.Background(), doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				oursSecs := time.Since(start).Seconds()
+				ours := cer(markdownToText(rec.Text), truth)
+
+				start = time.Now()
+				hand := byHand(t, filepath.Join("testdata", p.image))
+				handSecs := time.Since(start).Seconds()
+				handCER := cer(hand, truth)
+
+				if limit := max(handCER*1.1, handCER+0.01); ours > limit {
+					t.Errorf("CER %.4f, by hand %.4f: over the %.4f allowed\nours:\n%s", ours, handCER, limit, rec.Text)
+				}
+				cfg, err := png.DecodeConfig(bytes.NewReader(doc.Data))
+				if err != nil {
+					t.Fatal(err)
+				}
+				size := fmt.Sprintf("%d×%d, %d KB", cfg.Width, cfg.Height, len(readTestdata(t, p.image))/1000)
+				mu.Lock()
+				results[p.image] = result{p.image, size, ours, handCER, oursSecs, handSecs}
+				mu.Unlock()
+			})
+		}
+	})
+	var table strings.Builder
+	table.WriteString("| image | size | our CER | by-hand CER | our seconds | by-hand seconds |\n|---|---|---|---|---|---|\n")
+	for _, p := range qualityPages {
+		if r, ok := results[p.image]; ok {
+			fmt.Fprintf(&table, "| `%s` | %s | %.4f | %.4f | %.2f | %.2f |\n", r.image, r.size, r.ours, r.hand, r.oursSecs, r.handSecs)
+		}
+	}
+	t.Logf("\n%s", table.String())
+}
+
+// byHand runs tesseract as a user would: default options, plain text.
+// OMP_THREAD_LIMIT=1 changes only the time it takes, and keeps the
+// comparison of seconds fair.
+func byHand(t *testing.T, path string) string {
+	t.Helper()
+	cmd := exec.Command("tesseract", path, "stdout")
+	cmd.Env = append(os.Environ(), "OMP_THREAD_LIMIT=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tesseract %s stdout: %v: %s", path, err, stderr.String())
+	}
+	return string(out)
+}
+
+// markdownToText undoes the escaping tsvToMarkdown adds: a backslash
+// before ASCII punctuation stands for the punctuation.
+func markdownToText(md string) string {
+	var b strings.Builder
+	for i := 0; i < len(md); i++ {
+		if md[i] == '\\' && i+1 < len(md) && strings.IndexByte("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", md[i+1]) >= 0 {
+			i++
+		}
+		b.WriteByte(md[i])
+	}
+	return b.String()
+}
+
+// cer is the character error rate of hyp against the truth: the edit
+// distance between the two, in characters, over the truth's length, after
+// both have every run of white space made one space (line breaks and
+// paragraph gaps are layout, not characters read).
+func cer(hyp, truth string) float64 {
+	h, r := []rune(normalizeSpace(hyp)), []rune(normalizeSpace(truth))
+	if len(r) == 0 {
+		if len(h) == 0 {
+			return 0
+		}
+		return 1
+	}
+	return float64(levenshtein(h, r)) / float64(len(r))
+}
+
+func normalizeSpace(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func levenshtein(a, b []rune) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func TestCER(t *testing.T) {
+	tests := []struct {
+		hyp, truth string
+		want       float64
+	}{
+		{"same text", "same text", 0},
+		{"same\n\n text ", "same text", 0},
+		{"sane text", "same text", 1.0 / 9},
+		{"", "abcd", 1},
+		{"überfall", "uberfall", 1.0 / 8},
+	}
+	for _, tt := range tests {
+		if got := cer(tt.hyp, tt.truth); got != tt.want {
+			t.Errorf("cer(%q, %q) = %v, want %v", tt.hyp, tt.truth, got, tt.want)
+		}
+	}
+	if got := markdownToText(`\<lazy> \#90 snake\_case a\\b \q`); got != `<lazy> #90 snake_case a\b \q` {
+		t.Errorf("markdownToText = %q", got)
+	}
+}

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// visionVendor speaks the OpenAI chat-completions protocol, answers every
+// page with a fixed transcription and records what it was sent.
+type visionVendor struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []vendorCall
+}
+
+type vendorCall struct {
+	auth string
+	body string
+}
+
+func newVisionVendor(t *testing.T) *visionVendor {
+	t.Helper()
+	v := &visionVendor{}
+	v.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		v.mu.Lock()
+		v.calls = append(v.calls, vendorCall{auth: r.Header.Get("Authorization"), body: string(body)})
+		v.mu.Unlock()
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "vision-1",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": "Transcribed by the vendor."}}},
+			"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+		})
+	}))
+	t.Cleanup(v.srv.Close)
+	return v
+}
+
+func (v *visionVendor) callCount() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.calls)
+}
+
+func visionJob(urls []string, mode string) map[string]any {
+	body := createBody(urls...)
+	body["ocr"] = map[string]any{"provider": "NEURAL_CLIENT_TYPE_PROVIDER_2", "model": "vision-1", "providerKey": "sk-ocr-VENDOR-KEY-42"}
+	if mode != "" {
+		body["extractionMode"] = mode
+	}
+	return body
+}
+
+func TestHybridReadsTheTextLayerAndOCRAlwaysPaysTheProvider(t *testing.T) {
+	pdf, err := os.ReadFile("testdata/simple-openoffice.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vendor := newVisionVendor(t)
+	src := sources(t, map[string]string{"simple.pdf": string(pdf)})
+	s := startServer(t, "", "DOCJOBS_PROVIDER_2_BASE_URL="+vendor.srv.URL+"/v1")
+
+	hybrid := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, visionJob([]string{src + "/simple.pdf"}, ""))["id"].(string)
+	s.waitTerminal(hybrid, keyA, time.Minute)
+	row := ocrRow(t, s, hybrid, 0)
+	if row["status"] != "JOB_OCR_STATUS_DONE" || row["outputFormat"] != "html" ||
+		!strings.Contains(row["content"].(string), "I am a simple pdf.") || !strings.Contains(row["content"].(string), `data-page="1"`) {
+		t.Fatalf("HYBRID row = %v", row)
+	}
+	if n := vendor.callCount(); n != 0 {
+		t.Fatalf("HYBRID on a text-layer PDF called the provider %d times, want 0", n)
+	}
+
+	always := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, visionJob([]string{src + "/simple.pdf"}, "EXTRACTION_MODE_OCR_ALWAYS"))["id"].(string)
+	s.waitTerminal(always, keyA, time.Minute)
+	row = ocrRow(t, s, always, 0)
+	if row["status"] != "JOB_OCR_STATUS_DONE" || !strings.Contains(row["content"].(string), "Transcribed by the vendor.") {
+		t.Fatalf("OCR_ALWAYS row = %v", row)
+	}
+	if n := vendor.callCount(); n != 1 {
+		t.Fatalf("OCR_ALWAYS on a one-page PDF called the provider %d times, want 1", n)
+	}
+	call := vendor.calls[0]
+	if call.auth != "Bearer sk-ocr-VENDOR-KEY-42" || strings.Contains(call.body, "VENDOR-KEY") || !strings.Contains(call.body, "data:image/jpeg;base64,") {
+		t.Fatalf("vendor got auth %q and a body without the page image or with the key", call.auth)
+	}
+	for _, f := range []string{"request", "rawData", "error", "model"} {
+		if v, _ := row[f].(string); strings.Contains(v, "VENDOR-KEY") {
+			t.Fatalf("row %s holds the provider key", f)
+		}
+	}
+	if req, _ := row["request"].(string); req == "" || strings.Contains(req, "/9j/") {
+		t.Errorf("row request should record the exchange with the image elided: %.300s", req)
+	}
+}
+
+func ocrRow(t *testing.T, s *server, id string, i int) map[string]any {
+	t.Helper()
+	res := s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id+"/result", keyA, nil)["result"].(map[string]any)
+	return res["ocr"].([]any)[i].(map[string]any)
+}
