@@ -11,6 +11,7 @@ import (
 	"github.com/docjobs/docjobs/internal/convert"
 	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/store"
 )
 
@@ -62,7 +63,12 @@ func (w *recognizeWorker) Work(ctx context.Context, rj *river.Job[RecognizeArgs]
 
 	row, file, err := w.recognize(ctx, j, args.FileIndex)
 	if err != nil {
-		// Only transient faults reach here; River retries them.
+		// Only transient faults reach here. A rate-limited provider snoozes
+		// the file without spending an attempt; other faults are retried.
+		if busy := (*providerBusyError)(nil); errors.As(err, &busy) && busy.rateLimited() && rj.Attempt < rj.MaxAttempts {
+			log.Warn("recognize: provider rate limited, snoozing", "retry_after", busy.snooze(), "err", err)
+			return river.JobSnooze(busy.snooze())
+		}
 		if rj.Attempt < rj.MaxAttempts {
 			log.Warn("recognize: transient failure, will retry", "attempt", rj.Attempt, "err", err)
 			return err
@@ -109,6 +115,12 @@ func (w *recognizeWorker) recognize(ctx context.Context, j *job.Job, i int) (job
 		if convertCtx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("recognition took longer than the %s limit per file", w.cfg.FileTimeout)
 		}
+		// A provider that is rate limiting or down after the in-process
+		// retries: River tries the file again later; the pages already
+		// read are kept and not paid for again.
+		if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() {
+			return row, fetched.File, &providerBusyError{err: err, retryAfter: pe.RetryAfter}
+		}
 		row.Status, row.Error = job.RowFailed, err.Error()
 		return row, fetched.File, nil
 	}
@@ -116,6 +128,25 @@ func (w *recognizeWorker) recognize(ctx context.Context, j *job.Job, i int) (job
 	row.Content, row.OutputFormat, row.Model = out.Content, out.Format, out.Model
 	row.Request, row.RawData = out.Request, out.RawData
 	return row, fetched.File, nil
+}
+
+// providerBusyError is a provider failure that may pass with time.
+type providerBusyError struct {
+	err        error
+	retryAfter time.Duration
+}
+
+func (e *providerBusyError) Error() string { return e.err.Error() }
+func (e *providerBusyError) Unwrap() error { return e.err }
+
+func (e *providerBusyError) rateLimited() bool {
+	pe := (*provider.Error)(nil)
+	return errors.As(e.err, &pe) && pe.Category == provider.CategoryRateLimit
+}
+
+// snooze honours the provider's Retry-After, at least a few seconds.
+func (e *providerBusyError) snooze() time.Duration {
+	return max(e.retryAfter, 5*time.Second)
 }
 
 // failOrRetry turns a fetch error into a FAILED row, or returns it for River

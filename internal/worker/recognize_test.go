@@ -3,12 +3,16 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/docjobs/docjobs/internal/convert"
 	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/provider"
 )
 
 // sourceFetcher serves one stored file, or fails the way it is told to.
@@ -43,7 +47,7 @@ func TestRecognizeTurnsInputProblemsIntoRowsAndRetriesTransientOnes(t *testing.T
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &recognizeWorker{cfg: Config{MaxFileBytes: 1 << 20}, deps: Deps{
+			w := &recognizeWorker{cfg: Config{MaxFileBytes: 1 << 20}.withDefaults(), deps: Deps{
 				Fetcher: tt.fetcher, Convert: convert.New(convert.Config{}).Convert, Logger: slog.Default(),
 			}}
 			j := &job.Job{ID: "j", AccountID: "a", SourceURLs: []string{"https://example.com/a.txt"}}
@@ -75,5 +79,47 @@ func TestModelRowFollowsRecognition(t *testing.T) {
 	j.Prompts = []string{"extract"}
 	if r := modelRow(job.OCRRow{Status: job.RowDone, Content: "x"}, j); r.Status != job.RowFailed || r.Error == "" {
 		t.Fatalf("with a prompt before the model stage exists: %+v", r)
+	}
+}
+
+func TestABusyProviderIsRetriedLaterAndARefusingOneFailsTheRow(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		wantSnooze bool
+		wantRetry  bool
+	}{
+		{"rate limited snoozes for Retry-After", &provider.Error{Category: provider.CategoryRateLimit, Status: 429, RetryAfter: 30 * time.Second}, true, true},
+		{"server error is retried", &provider.Error{Category: provider.CategoryServer, Status: 502}, false, true},
+		{"bad key fails the row", &provider.Error{Category: provider.CategoryAuth, Status: 401}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &recognizeWorker{cfg: Config{}.withDefaults(), deps: Deps{
+				Fetcher: sourceFetcher{data: []byte("\x89PNG\r\n\x1a\n")},
+				Convert: func(context.Context, convert.Input) (convert.Output, error) {
+					return convert.Output{}, fmt.Errorf("page 1: %w", tt.err)
+				},
+				Logger: slog.Default(),
+			}}
+			j := &job.Job{ID: "j", AccountID: "a", SourceURLs: []string{"https://example.com/a.png"}}
+			row, _, err := w.recognize(context.Background(), j, 0)
+			if !tt.wantRetry {
+				if err != nil || row.Status != job.RowFailed || !strings.Contains(row.Error, "category=auth") {
+					t.Fatalf("row %+v, err %v; want a FAILED row naming the category", row, err)
+				}
+				return
+			}
+			busy := (*providerBusyError)(nil)
+			if !errors.As(err, &busy) {
+				t.Fatalf("err = %v, want a provider-busy error", err)
+			}
+			if busy.rateLimited() != tt.wantSnooze {
+				t.Fatalf("rateLimited = %v, want %v", busy.rateLimited(), tt.wantSnooze)
+			}
+			if tt.wantSnooze && busy.snooze() != 30*time.Second {
+				t.Fatalf("snooze = %s, want the provider's Retry-After", busy.snooze())
+			}
+		})
 	}
 }
