@@ -112,3 +112,24 @@ func ocrRow(t *testing.T, s *server, id string, i int) map[string]any {
 	res := s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id+"/result", keyA, nil)["result"].(map[string]any)
 	return res["ocr"].([]any)[i].(map[string]any)
 }
+
+func TestTesseractReadsAScanOffline(t *testing.T) {
+	tif, err := os.ReadFile("testdata/phototest.tif")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := sources(t, map[string]string{"scan.tif": string(tif)})
+	s := startServer(t, "")
+	body := createBody(src + "/scan.tif")
+	body["ocr"] = map[string]any{"provider": "NEURAL_CLIENT_TYPE_PROVIDER_8", "model": "tesseract", "providerKey": "unused"}
+	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, body)["id"].(string)
+	if j := s.waitTerminal(id, keyA, 2*time.Minute); j["status"] != "JOB_STATUS_COMPLETE" {
+		t.Fatalf("job ended %v", j["status"])
+	}
+	row := ocrRow(t, s, id, 0)
+	content, _ := row["content"].(string)
+	if row["outputFormat"] != "markdown" || !strings.HasPrefix(row["model"].(string), "tesseract") ||
+		!strings.Contains(content, "quick brown dog") {
+		t.Fatalf("row = %v", row)
+	}
+}
