@@ -19,8 +19,12 @@ import (
 	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/config"
 	"github.com/docjobs/docjobs/internal/convert"
+	"github.com/docjobs/docjobs/internal/convert/pdf"
 	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/outbound"
+	"github.com/docjobs/docjobs/internal/provider"
+	"github.com/docjobs/docjobs/internal/provider/slots"
+	"github.com/docjobs/docjobs/internal/provider/tesseract"
 	"github.com/docjobs/docjobs/internal/secret"
 	"github.com/docjobs/docjobs/internal/server"
 	"github.com/docjobs/docjobs/internal/store"
@@ -85,8 +89,21 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	var stopWork func(context.Context) error
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleWorker {
 		workers := river.NewWorkers()
-		queues, err := worker.Register(workers, worker.Config{MaxFileBytes: cfg.FetchMaxBytes}, worker.Deps{
-			Store: st, Fetcher: fetcher, Convert: convert.Convert, Observer: metrics, Logger: log,
+		wcfg := worker.Config{MaxFileBytes: cfg.FetchMaxBytes, FileTimeout: cfg.FileTimeout}
+		converter := convert.New(convert.Config{
+			PDF: pdf.Config{MaxPages: cfg.PDFMaxPages, Timeout: cfg.FileTimeout},
+		})
+		providers := slots.New(slots.Config{
+			BaseURLs:           cfg.ProviderBaseURLs,
+			PerSlotConcurrency: cfg.ProviderConcurrency,
+			Observer:           metrics,
+			Tesseract: func(langs string) (provider.OCR, error) {
+				return tesseract.New(tesseract.Config{Langs: langs})
+			},
+		})
+		queues, err := worker.Register(workers, wcfg, worker.Deps{
+			Store: st, Fetcher: fetcher, Convert: converter.Convert, Providers: providers, Secrets: sealer,
+			Observer: metrics, Logger: log,
 		})
 		if err != nil {
 			return err
@@ -95,7 +112,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 			Workers:              workers,
 			Queues:               queues,
 			ClientID:             cfg.NodeID,
-			RescueStuckJobsAfter: worker.LongestStageTimeout + time.Minute,
+			RescueStuckJobsAfter: wcfg.LongestStageTimeout() + time.Minute,
 			FetchPollInterval:    50 * time.Millisecond,
 		})
 		if err != nil {

@@ -1,23 +1,70 @@
 // Package pdf recognizes PDFs: the text layer through poppler becomes
 // structured HTML, and pages without a usable text layer are rendered and
 // read by the job's OCR provider.
+//
+// Poppler's tools run as processes (pdfinfo, pdftotext -bbox-layout,
+// pdftohtml -xml, pdfimages -list, pdftoppm) under a per-file time budget,
+// an address-space limit and output caps, so a hostile file ends as an
+// error, never as a hung or exhausted worker. The structure inference
+// (layout.go: lines; table.go; order.go: reading order; blocks.go:
+// headings, lists, paragraphs) is plain Go over poppler's word boxes and
+// font spans.
 package pdf
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/docjobs/docjobs/internal/provider"
 )
 
 // Config bounds the work on one file.
 type Config struct {
-	MaxPages        int           // default 1000
-	Timeout         time.Duration // per file, default 5m
-	DPI             int           // page rendering for OCR, default 200
-	PageConcurrency int           // pages read by the provider at once, default 4
-	MemoryLimit     int64         // address-space limit of each poppler process, default 1 GiB
+	MaxPages int // default 1000
+	// Timeout is the per-file budget of poppler work, default 5m. Time spent
+	// waiting for the OCR provider is not charged to it (the provider has
+	// its own timeouts and retries).
+	Timeout         time.Duration
+	DPI             int   // page rendering for OCR, default 200
+	PageConcurrency int   // pages read by the provider at once, default 4
+	MemoryLimit     int64 // address-space limit of each poppler process, default 1 GiB; negative: none
+}
+
+// Defaults.
+const (
+	DefaultMaxPages        = 1000
+	DefaultTimeout         = 5 * time.Minute
+	DefaultDPI             = 200
+	DefaultPageConcurrency = 4
+	DefaultMemoryLimit     = 1 << 30
+)
+
+func (c Config) withDefaults() Config {
+	if c.MaxPages <= 0 {
+		c.MaxPages = DefaultMaxPages
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.DPI <= 0 {
+		c.DPI = DefaultDPI
+	}
+	if c.PageConcurrency <= 0 {
+		c.PageConcurrency = DefaultPageConcurrency
+	}
+	if c.MemoryLimit == 0 {
+		c.MemoryLimit = DefaultMemoryLimit
+	}
+	return c
 }
 
 // Options are per call.
@@ -41,10 +88,363 @@ type Result struct {
 	Pages            int
 }
 
-// ErrNotImplemented marks this stub until the PDF converter lands.
-var ErrNotImplemented = errors.New("PDF recognition is not implemented yet")
+// Errors callers may branch on; the messages are fit for an OCR row.
+var (
+	ErrPasswordProtected = errors.New("the PDF is password-protected")
+	ErrDamaged           = errors.New("the PDF is damaged")
+	ErrTooManyPages      = errors.New("the PDF has too many pages")
+	ErrTimeout           = errors.New("reading the PDF took too long")
+	ErrTooComplex        = errors.New("the PDF is too complex to read within the limits")
+	ErrNoOCRProvider     = errors.New("the job has no usable OCR provider")
+)
+
+// Text layer thresholds. A page reads from its text layer unless the layer
+// is mostly unreadable glyphs (fonts without a Unicode map give private-use
+// or replacement characters), or it is nearly empty while images cover a
+// good part of the page (a scan, perhaps with a stamped page number).
+const (
+	minGoodShare = 0.6
+	scarceChars  = 200
+	scanCoverage = 0.3
+)
+
+const (
+	// batchPages is how many pages one pdftotext/pdftohtml run reads: a
+	// long document is held in memory a batch at a time.
+	batchPages       = 64
+	maxRenderSidePix = 6000 // vision APIs refuse or shrink larger images
+)
 
 // Convert recognizes one PDF. ocr may be nil when no page needs it.
 func Convert(ctx context.Context, cfg Config, data []byte, opts Options, ocr provider.OCR) (Result, error) {
-	return Result{}, ErrNotImplemented
+	cfg = cfg.withDefaults()
+	format := opts.Format
+	if format == "" {
+		format = "html"
+	}
+	if format != "html" && format != "markdown" {
+		return Result{}, fmt.Errorf("pdf: unknown output format %q", opts.Format)
+	}
+	if len(data) == 0 {
+		return Result{}, fmt.Errorf("%w: the file is empty", ErrDamaged)
+	}
+	file, err := writeTemp(data)
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.Remove(file)
+
+	r := newRunner(cfg, file)
+	info, err := r.info(ctx, cfg.MaxPages)
+	if err != nil {
+		return Result{}, err
+	}
+	if info.pages <= 0 {
+		return Result{}, fmt.Errorf("%w: it has no pages", ErrDamaged)
+	}
+	if info.pages > cfg.MaxPages {
+		return Result{}, fmt.Errorf("%w: %d pages, the limit is %d", ErrTooManyPages, info.pages, cfg.MaxPages)
+	}
+	c := &conversion{cfg: cfg, opts: opts, format: format, ocr: ocr, r: r, info: info,
+		pages: make([]pageOut, info.pages)}
+	return c.run(ctx)
+}
+
+func writeTemp(data []byte) (string, error) {
+	f, err := os.CreateTemp("", "docjobs-pdf-*.pdf")
+	if err != nil {
+		return "", fmt.Errorf("pdf: temp file: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", fmt.Errorf("pdf: temp file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("pdf: temp file: %w", err)
+	}
+	return f.Name(), nil
+}
+
+// pageOut is one page's recognized content.
+type pageOut struct {
+	content          string
+	ocr              bool
+	model            string
+	request, rawData string
+}
+
+type conversion struct {
+	cfg    Config
+	opts   Options
+	format string
+	ocr    provider.OCR
+	r      *runner
+	info   docInfo
+	pages  []pageOut // written by page index only: no lock needed
+	calls  atomic.Int64
+}
+
+func (c *conversion) run(parent context.Context) (Result, error) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		once     sync.Once
+		firstErr error
+	)
+	fail := func(err error) {
+		once.Do(func() { firstErr = err; cancel() })
+	}
+	sem := make(chan struct{}, c.cfg.PageConcurrency)
+	// schedule starts the provider on page p once a slot is free; it
+	// returns false when the conversion is over.
+	schedule := func(p int, why string) bool {
+		if c.ocr == nil {
+			fail(fmt.Errorf("page %d needs OCR (%s) but %w", p, why, ErrNoOCRProvider))
+			return false
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := c.ocrPage(ctx, p); err != nil {
+				fail(err)
+			}
+		}()
+		return true
+	}
+
+	n := c.info.pages
+	if c.opts.OCRAlways {
+		for p := 1; p <= n; p++ {
+			if !schedule(p, "OCR_ALWAYS") {
+				break
+			}
+		}
+	} else {
+	batches:
+		for first := 1; first <= n; first += batchPages {
+			need, err := c.textBatch(ctx, first, min(n, first+batchPages-1))
+			if err != nil {
+				fail(err)
+				break
+			}
+			for _, p := range need {
+				if !schedule(p, "no usable text layer") {
+					break batches
+				}
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	wg.Wait()
+	if firstErr != nil {
+		if err := parent.Err(); err != nil {
+			return Result{}, err
+		}
+		return Result{}, firstErr
+	}
+	if err := parent.Err(); err != nil {
+		return Result{}, err
+	}
+	return c.assemble(), nil
+}
+
+// textBatch reads the text layer of pages [first, last], fills in the pages
+// it can, and returns the pages that need OCR.
+func (c *conversion) textBatch(ctx context.Context, first, last int) ([]int, error) {
+	var fonts []byte
+	var fontErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fonts, fontErr = c.r.fontLayer(ctx, first, last)
+	}()
+	text, err := c.r.textLayer(ctx, first, last)
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	// Fonts refine headings; without them (pdftohtml failed on a file
+	// pdftotext reads) sizes come from line heights and nothing is bold.
+	var spans map[int][]span
+	switch {
+	case fontErr == nil:
+		spans = parseFonts(fonts, first)
+	case errors.Is(fontErr, ErrTimeout) || ctx.Err() != nil:
+		return nil, fontErr
+	}
+
+	parsed := parseBBox(text, first)
+	byNumber := make(map[int]*textPage, len(parsed))
+	for i := range parsed {
+		byNumber[parsed[i].number] = &parsed[i]
+	}
+	var need, scarce []int
+	for p := first; p <= last; p++ {
+		tp := byNumber[p]
+		if tp == nil {
+			scarce = append(scarce, p)
+			continue
+		}
+		good, total := textQuality(tp)
+		switch {
+		case total >= 16 && float64(good) < minGoodShare*float64(total):
+			need = append(need, p)
+		case good < scarceChars:
+			scarce = append(scarce, p)
+		default:
+			c.textPage(tp, spans[p])
+		}
+	}
+	if len(scarce) > 0 {
+		cov, err := c.r.imageCoverage(ctx, scarce[0], scarce[len(scarce)-1], c.info.sizes)
+		if err != nil {
+			if errors.Is(err, ErrTimeout) || ctx.Err() != nil {
+				return nil, err
+			}
+			cov = nil // unreadable image list: trust the text layer
+		}
+		for _, p := range scarce {
+			if cov[p] >= scanCoverage {
+				need = append(need, p)
+			} else if tp := byNumber[p]; tp != nil {
+				c.textPage(tp, spans[p])
+			}
+		}
+	}
+	slices.Sort(need)
+	return need, nil
+}
+
+func (c *conversion) textPage(tp *textPage, spans []span) {
+	applyFonts(tp, spans)
+	els := layoutPage(tp)
+	var sb strings.Builder
+	if c.format == "markdown" {
+		renderMarkdown(&sb, els)
+	} else {
+		renderHTML(&sb, els)
+	}
+	c.pages[tp.number-1] = pageOut{content: sb.String()}
+}
+
+// textQuality counts a page's non-space characters and those that are
+// readable text (not private-use, replacement or control characters).
+func textQuality(tp *textPage) (good, total int) {
+	for _, l := range tp.lines {
+		for _, w := range l.words {
+			for _, r := range w.text {
+				if unicode.IsSpace(r) {
+					continue
+				}
+				total++
+				if r == unicode.ReplacementChar || r >= 0xE000 && r <= 0xF8FF || r >= 0xF0000 {
+					continue
+				}
+				if unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S, unicode.M) {
+					good++
+				}
+			}
+		}
+	}
+	return good, total
+}
+
+// ocrPage renders page p and has the provider read it.
+func (c *conversion) ocrPage(ctx context.Context, p int) error {
+	img, err := c.r.render(ctx, p, c.dpi(p))
+	if err != nil {
+		return fmt.Errorf("page %d: %w", p, err)
+	}
+	if len(img) < 4 || img[0] != 0xff || img[1] != 0xd8 {
+		return fmt.Errorf("page %d: %w: the page could not be rendered", p, ErrDamaged)
+	}
+	c.calls.Add(1)
+	rec, err := c.ocr.Recognize(ctx, provider.Document{Data: img, MIME: "image/jpeg", Page: p, Format: c.format})
+	if err != nil {
+		return fmt.Errorf("page %d: %w", p, err)
+	}
+	text := rec.Text
+	if strings.TrimSpace(text) == "" && len(rec.Pages) > 0 {
+		text = strings.Join(rec.Pages, "\n\n")
+	}
+	text = strings.TrimSpace(text)
+	content := text
+	if c.format == "html" && text != "" && rec.Format != "html" {
+		if content, err = markdownToHTML(text); err != nil {
+			return fmt.Errorf("page %d: convert the provider's markdown: %w", p, err)
+		}
+	}
+	if content != "" && !strings.HasSuffix(content, "\n") {
+		content += "\n"
+	}
+	c.pages[p-1] = pageOut{content: content, ocr: true, model: rec.Model, request: rec.Request, rawData: rec.RawData}
+	return nil
+}
+
+// dpi is the configured resolution, lowered for pages so large that the
+// image would pass maxRenderSidePix.
+func (c *conversion) dpi(p int) int {
+	dpi := c.cfg.DPI
+	if s, ok := c.info.sizes[p]; ok {
+		if long := max(s[0], s[1]); long > 0 {
+			dpi = min(dpi, int(maxRenderSidePix*72/long))
+		}
+	}
+	return max(dpi, 1)
+}
+
+func (c *conversion) assemble() Result {
+	res := Result{Pages: len(c.pages), ProviderCalls: int(c.calls.Load())}
+	var sb strings.Builder
+	var md, requests, raws []string
+	ocrPages, model := 0, ""
+	for i, pg := range c.pages {
+		n := i + 1
+		if pg.ocr {
+			ocrPages++
+			if model == "" {
+				model = pg.model
+			}
+			requests = append(requests, "page "+strconv.Itoa(n)+":\n"+pg.request)
+			raws = append(raws, "page "+strconv.Itoa(n)+":\n"+pg.rawData)
+		}
+		if c.format == "markdown" {
+			if t := strings.TrimSpace(pg.content); t != "" {
+				md = append(md, t)
+			}
+			continue
+		}
+		sb.WriteString(`<section data-page="` + strconv.Itoa(n) + `">` + "\n")
+		sb.WriteString(pg.content)
+		sb.WriteString("</section>\n")
+	}
+	if c.format == "markdown" {
+		res.Content = strings.Join(md, "\n\n")
+	} else {
+		res.Content = sb.String()
+	}
+	switch {
+	case ocrPages == 0:
+		res.Model = "pdftotext"
+	case ocrPages == len(c.pages):
+		res.Model = model
+	default:
+		res.Model = "pdftotext+" + model
+	}
+	if ocrPages > 0 {
+		res.Request = strings.Join(requests, "\n\n")
+		res.RawData = strings.Join(raws, "\n\n")
+	}
+	return res
 }

@@ -1,0 +1,342 @@
+package pdf
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Structure inference for one page of the text layer. Poppler groups words
+// into lines and lines into blocks in a good reading order for prose but
+// scatters tables over many flows, so the page is rebuilt here:
+//
+//  1. Lines get their text (words joined by their gaps), font size and
+//     weight (from pdftohtml spans).
+//  2. Tables: lines at the same height form rows; runs of two or more rows
+//     with two or more cells whose columns stay aligned become a table,
+//     unless the cells read like prose (two text columns side by side).
+//  3. The remaining lines keep poppler's blocks; blocks and tables are
+//     ordered by a recursive XY cut that prefers column gaps, so a
+//     multi-column page is read column by column.
+//  4. Blocks become headings (larger or bold short text), list items
+//     (bullets, 1. / a) markers) and paragraphs (lines joined,
+//     de-hyphenated), merging paragraphs that continue across blocks.
+
+// line is a text line prepared for layout.
+type line struct {
+	textLine
+	text     string
+	size     float64 // dominant font size in points
+	boldFrac float64 // share of characters in a bold font
+	chars    int     // non-space runes
+	vertical bool    // rotated text running up or down the page
+	order    int     // poppler's reading order on the page
+}
+
+func (l *line) height() float64 { return l.y1 - l.y0 }
+
+// elemKind is what a piece of the page is.
+type elemKind int
+
+const (
+	elemPara elemKind = iota
+	elemHeading
+	elemList
+	elemTable
+)
+
+// element is one piece of the page's structure, in reading order.
+type element struct {
+	kind    elemKind
+	level   int      // headings: 1–3
+	ordered bool     // lists
+	parts   []string // paragraph and heading lines
+	items   []listItem
+	rows    [][]string // tables
+
+	// Where the paragraph ends, for continuing it in the next block, and
+	// how many lines that block had.
+	last       *line
+	minX, maxX float64
+	blockLines int
+	strong     bool // lists: a bullet glyph, valid with one item
+}
+
+type listItem struct {
+	marker string
+	parts  []string
+}
+
+// layoutPage infers the structure of one page.
+func layoutPage(tp *textPage) []element {
+	fixStackedBlocks(tp)
+	ls := prepareLines(tp)
+	if len(ls) == 0 {
+		return nil
+	}
+	body := bodySize(ls)
+	inTable := make([]bool, len(ls))
+	tables := findTables(ls, inTable)
+	units := buildUnits(ls, inTable, tables)
+	minGap := max(0.8*body, 4)
+	units = xyOrder(units, minGap)
+	b := &builder{ls: ls, body: body, boldBody: boldShare(ls) > 0.6}
+	for _, u := range units {
+		if u.table != nil {
+			b.flush()
+			b.out = append(b.out, element{kind: elemTable, rows: u.table.text(ls)})
+			continue
+		}
+		b.addUnit(u)
+	}
+	return b.finish()
+}
+
+// prepareLines computes each line's text and font statistics.
+func prepareLines(tp *textPage) []line {
+	ls := make([]line, 0, len(tp.lines))
+	for _, tl := range tp.lines {
+		l := line{textLine: tl, order: len(ls)}
+		l.text = joinWords(tl.words)
+		if strings.TrimSpace(l.text) == "" {
+			continue
+		}
+		w, h := tl.x1-tl.x0, tl.y1-tl.y0
+		l.chars = countChars(l.text)
+		l.vertical = l.chars >= 2 && h > 1.5*w
+		var sizes weights
+		bold, total := 0, 0
+		for _, wd := range tl.words {
+			n := utf8.RuneCountInString(wd.text)
+			total += n
+			if wd.bold {
+				bold += n
+			}
+			if wd.size > 0 {
+				sizes.add(wd.size, n)
+			}
+		}
+		if total > 0 {
+			l.boldFrac = float64(bold) / float64(total)
+		}
+		l.size = sizes.mode()
+		if l.size == 0 {
+			// No pdftohtml span matched: a line box is about 1.2 font sizes.
+			l.size = min(w, h) / 1.2
+			if !l.vertical {
+				l.size = h / 1.2
+			}
+		}
+		ls = append(ls, l)
+	}
+	for i := range ls {
+		ls[i].order = i
+	}
+	return ls
+}
+
+// joinWords joins a line's words. Poppler splits words at spaces and also
+// where the font changes (small caps: "T" "HRESHOLD"); only a real gap
+// becomes a space.
+func joinWords(ws []word) string {
+	if len(ws) == 1 {
+		return ws[0].text
+	}
+	var sb strings.Builder
+	for i, w := range ws {
+		if i > 0 {
+			p := ws[i-1]
+			h := max(p.y1-p.y0, w.y1-w.y0)
+			ltr := w.x0 >= p.x0 && math.Min(p.y1, w.y1)-math.Max(p.y0, w.y0) > 0.3*h
+			if !ltr || w.x0-p.x1 > 0.05*h {
+				sb.WriteByte(' ')
+			}
+		}
+		sb.WriteString(w.text)
+	}
+	return sb.String()
+}
+
+func countChars(s string) int {
+	n := 0
+	for _, r := range s {
+		if !unicode.IsSpace(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// weights counts characters per font size; a line or page has few sizes,
+// so a slice beats a map.
+type weights struct {
+	keys []float64
+	vals []int
+}
+
+func (w *weights) add(k float64, n int) {
+	for i, x := range w.keys {
+		if x == k {
+			w.vals[i] += n
+			return
+		}
+	}
+	w.keys = append(w.keys, k)
+	w.vals = append(w.vals, n)
+}
+
+// mode returns the key with the largest weight (the smaller key on ties),
+// 0 when empty.
+func (w *weights) mode() float64 {
+	best, bw := 0.0, 0
+	for i, k := range w.keys {
+		if v := w.vals[i]; v > bw || v == bw && k < best {
+			best, bw = k, v
+		}
+	}
+	return best
+}
+
+// bodySize is the page's body font size: the size most characters have.
+func bodySize(ls []line) float64 {
+	var w weights
+	for _, l := range ls {
+		if !l.vertical {
+			w.add(math.Round(l.size*2)/2, l.chars)
+		}
+	}
+	if b := w.mode(); b > 0 {
+		return b
+	}
+	return 10
+}
+
+func boldShare(ls []line) float64 {
+	bold, total := 0.0, 0
+	for _, l := range ls {
+		bold += l.boldFrac * float64(l.chars)
+		total += l.chars
+	}
+	if total == 0 {
+		return 0
+	}
+	return bold / float64(total)
+}
+
+// fixStackedBlocks repairs blocks that poppler read as vertical text
+// although the glyphs sit side by side (fonts with vertical metrics used
+// horizontally): every line is one glyph and all share one height. The
+// glyphs are regrouped into rows read left to right.
+func fixStackedBlocks(tp *textPage) {
+	found := false
+	for i := 0; i < len(tp.lines) && !found; {
+		end := i
+		for end < len(tp.lines) && tp.lines[end].block == tp.lines[i].block {
+			end++
+		}
+		found = stacked(tp.lines[i:end])
+		i = end
+	}
+	if !found {
+		return
+	}
+	start := 0
+	out := tp.lines[:0:0]
+	for start < len(tp.lines) {
+		end := start
+		for end < len(tp.lines) && tp.lines[end].block == tp.lines[start].block {
+			end++
+		}
+		blk := tp.lines[start:end]
+		if stacked(blk) {
+			out = append(out, restack(blk)...)
+		} else {
+			out = append(out, blk...)
+		}
+		start = end
+	}
+	tp.lines = out
+}
+
+func stacked(blk []textLine) bool {
+	if len(blk) < 3 {
+		return false
+	}
+	for _, l := range blk {
+		if len(l.words) != 1 || utf8.RuneCountInString(l.words[0].text) != 1 {
+			return false
+		}
+	}
+	// Most consecutive glyphs share a row: vertical text would stack them.
+	same := 0
+	for i := 1; i < len(blk); i++ {
+		a, b := blk[i-1], blk[i]
+		if math.Abs((a.y0+a.y1)/2-(b.y0+b.y1)/2) < 0.3*(a.y1-a.y0) {
+			same++
+		}
+	}
+	return same*10 >= (len(blk)-1)*8
+}
+
+// restack rebuilds rows from single-glyph lines. The glyph boxes are the
+// vertical advance, not the glyph width, so words are separated where the
+// step to the next glyph is clearly longer than the row's usual step.
+func restack(blk []textLine) []textLine {
+	ws := make([]word, 0, len(blk))
+	for _, l := range blk {
+		ws = append(ws, l.words[0])
+	}
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].y0 < ws[j].y0 })
+	var rows [][]word
+	for _, w := range ws {
+		n := len(rows)
+		if n > 0 {
+			r := rows[n-1][0]
+			if c := (w.y0 + w.y1) / 2; c >= r.y0 && c <= r.y1 {
+				rows[n-1] = append(rows[n-1], w)
+				continue
+			}
+		}
+		rows = append(rows, []word{w})
+	}
+	var out []textLine
+	for _, r := range rows {
+		sort.SliceStable(r, func(i, j int) bool { return r[i].x0 < r[j].x0 })
+		steps := make([]float64, 0, len(r))
+		for i := 1; i < len(r); i++ {
+			steps = append(steps, r[i].x0-r[i-1].x0)
+		}
+		med := median(steps)
+		tl := textLine{x0: r[0].x0, y0: r[0].y0, x1: r[len(r)-1].x1, y1: r[0].y1, block: blk[0].block}
+		cur := r[0]
+		for i := 1; i < len(r); i++ {
+			if r[i].x0-r[i-1].x0 > 1.45*med {
+				tl.words = append(tl.words, cur)
+				cur = r[i]
+				continue
+			}
+			cur.text += r[i].text
+			cur.x1 = r[i].x1
+		}
+		tl.words = append(tl.words, cur)
+		// Word boxes overlap (advance-sized glyphs): space them apart so
+		// joinWords sees the gaps it should.
+		for i := 1; i < len(tl.words); i++ {
+			tl.words[i-1].x1 = min(tl.words[i-1].x1, tl.words[i].x0-1)
+		}
+		out = append(out, tl)
+	}
+	return out
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -1,0 +1,234 @@
+package pdf
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// Structure inference on hand-built pages: lines as poppler would report
+// them (blocks, boxes, words with font size and weight).
+
+// ln is a line of a block at x, with its top at y: words are 0.5 em per
+// rune wide and 0.25 em apart, the box 1.2 em high.
+func ln(block int, x, y, size float64, text string) textLine {
+	return lnf(block, x, y, size, false, text)
+}
+
+func bold(block int, x, y, size float64, text string) textLine {
+	return lnf(block, x, y, size, true, text)
+}
+
+func lnf(block int, x, y, size float64, isBold bool, text string) textLine {
+	l := textLine{x0: x, y0: y, y1: y + 1.2*size, block: block}
+	at := x
+	for _, w := range strings.Fields(text) {
+		wd := 0.5 * size * float64(utf8.RuneCountInString(w))
+		l.words = append(l.words, word{x0: at, y0: y, x1: at + wd, y1: y + 1.2*size, text: w, size: size, bold: isBold})
+		at += wd + 0.25*size
+	}
+	l.x1 = at - 0.25*size
+	return l
+}
+
+func layoutHTML(lines ...textLine) string {
+	tp := &textPage{number: 1, width: 612, height: 792, lines: lines}
+	var sb strings.Builder
+	renderHTML(&sb, layoutPage(tp))
+	return sb.String()
+}
+
+func TestLayout(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		lines []textLine
+		want  string
+	}{
+		{
+			name: "lines of a block join into a paragraph and a line-end hyphen before lowercase goes",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "Recognition turns every stored file into text. It is a com-"),
+				ln(0, 72, 112, 10, "plicated stage that decides the quality of everything down-"),
+				ln(0, 72, 124, 10, "stream, and the E-"),
+				ln(0, 72, 136, 10, "PRTR keeps its hyphen."),
+			},
+			want: "<p>Recognition turns every stored file into text. It is a complicated stage that decides the quality of everything downstream, and the E-PRTR keeps its hyphen.</p>\n",
+		},
+		{
+			name: "larger text is a heading, its level from the size against the body",
+			lines: []textLine{
+				ln(0, 72, 60, 18, "Annual report"),
+				ln(1, 72, 90, 12, "Results"),
+				ln(2, 72, 110, 10, "Revenue grew in every quarter of the year, and so did the costs of the"),
+				ln(2, 72, 122, 10, "service, which the second part of this report explains in some detail."),
+			},
+			want: "<h1>Annual report</h1>\n<h2>Results</h2>\n<p>Revenue grew in every quarter of the year, and so did the costs of the service, which the second part of this report explains in some detail.</p>\n",
+		},
+		{
+			name: "a short bold line over body text is a minor heading",
+			lines: []textLine{
+				bold(0, 72, 60, 10, "Scope"),
+				ln(1, 72, 76, 10, "This document covers the recognition stage of the service and nothing"),
+				ln(1, 72, 88, 10, "else; the extraction stage has a document of its own."),
+			},
+			want: "<h3>Scope</h3>\n<p>This document covers the recognition stage of the service and nothing else; the extraction stage has a document of its own.</p>\n",
+		},
+		{
+			name: "page numbers are not headings",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "Some body text that is long enough to set the body size of the page."),
+				ln(1, 300, 700, 16, "12"),
+			},
+			want: "<p>Some body text that is long enough to set the body size of the page.</p>\n<p>12</p>\n",
+		},
+		{
+			name: "bullets make an unordered list, wrapped item lines stay in their item",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "The service reads:"),
+				ln(0, 80, 112, 10, "• PDF files, through poppler and the"),
+				ln(0, 90, 124, 10, "provider for scanned pages"),
+				ln(0, 80, 136, 10, "• images"),
+				ln(0, 72, 148, 10, "and nothing else."),
+			},
+			want: "<p>The service reads:</p>\n<ul>\n<li>PDF files, through poppler and the provider for scanned pages</li>\n<li>images</li>\n</ul>\n<p>and nothing else.</p>\n",
+		},
+		{
+			name: "numbered items make an ordered list that keeps its numbers",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "1. Fetch the file"),
+				ln(0, 72, 112, 10, "2. Recognize it"),
+				ln(1, 72, 130, 10, "3. Extract the fields"),
+			},
+			want: "<ol>\n<li>1. Fetch the file</li>\n<li>2. Recognize it</li>\n<li>3. Extract the fields</li>\n</ol>\n",
+		},
+		{
+			name: "a lone line starting with a dash is text, not a list",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "- 5 degrees at night"),
+			},
+			want: "<p>- 5 degrees at night</p>\n",
+		},
+		{
+			name: "columns aligned over several lines are a table",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "Pollutant"), ln(1, 300, 100, 10, "Air"), ln(2, 400, 100, 10, "Water"),
+				ln(0, 72, 112, 10, "Methane"), ln(1, 300, 112, 10, "100 000"), ln(2, 400, 112, 10, "-"),
+				ln(0, 72, 124, 10, "Chlorine and inorganic"), ln(1, 300, 130, 10, "10 000"), ln(2, 400, 130, 10, "-"),
+				ln(0, 72, 136, 10, "compounds"),
+				ln(0, 72, 148, 10, "Lead"), ln(1, 300, 148, 10, "200"), ln(2, 400, 148, 10, "20"),
+			},
+			want: "<table>\n<tr><td>Pollutant</td><td>Air</td><td>Water</td></tr>\n<tr><td>Methane</td><td>100 000</td><td>-</td></tr>\n" +
+				"<tr><td>Chlorine and inorganic compounds</td><td>10 000</td><td>-</td></tr>\n<tr><td>Lead</td><td>200</td><td>20</td></tr>\n</table>\n",
+		},
+		{
+			name: "two text columns are read left column first, not as a table",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "The left column starts the story and it"),
+				ln(0, 72, 112, 10, "goes on for a while in the left column"),
+				ln(1, 320, 100, 10, "and the right column ends the story with"),
+				ln(1, 320, 112, 10, "the last words of the whole page here."),
+				ln(2, 72, 130, 10, "before the left column has its second part"),
+				ln(2, 72, 142, 10, "which still comes before the right column."),
+				ln(3, 320, 130, 10, "The right column has a second paragraph."),
+			},
+			want: "<p>The left column starts the story and it goes on for a while in the left column before the left column has its second part which still comes before the right column.</p>\n" +
+				"<p>and the right column ends the story with the last words of the whole page here.</p>\n<p>The right column has a second paragraph.</p>\n",
+		},
+		{
+			name: "a paragraph ends at a short line ending a sentence and at an indented line",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "The first paragraph is long enough to fill the whole width of it."),
+				ln(0, 72, 112, 10, "It ends here."),
+				ln(0, 72, 124, 10, "The second paragraph also fills the whole width of the column and"),
+				ln(0, 72, 136, 10, "goes on to a full second line of text that reaches the right edge"),
+				ln(0, 90, 148, 10, "The third one starts indented on a line of its own here."),
+			},
+			want: "<p>The first paragraph is long enough to fill the whole width of it. It ends here.</p>\n" +
+				"<p>The second paragraph also fills the whole width of the column and goes on to a full second line of text that reaches the right edge</p>\n" +
+				"<p>The third one starts indented on a line of its own here.</p>\n",
+		},
+		{
+			name: "double-spaced lines in blocks of their own are one paragraph",
+			lines: []textLine{
+				ln(0, 108, 100, 10, "By order dated May 1, 2007 the court dismissed this case in its"),
+				ln(1, 72, 124, 10, "entirety, with prejudice, upon the parties settlement and the Sti-"),
+				ln(2, 72, 148, 10, "pulation Of Dismissal."),
+			},
+			want: "<p>By order dated May 1, 2007 the court dismissed this case in its entirety, with prejudice, upon the parties settlement and the Stipulation Of Dismissal.</p>\n",
+		},
+		{
+			name: "text is HTML-escaped",
+			lines: []textLine{
+				ln(0, 72, 100, 10, `<script>alert("x")</script> & more`),
+			},
+			want: "<p>&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; more</p>\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := layoutHTML(tt.lines...); got != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWordsJoinByTheirGaps(t *testing.T) {
+	t.Parallel()
+	// Small caps: "T" and "HRESHOLD" are two words in two fonts, touching.
+	ws := []word{
+		{x0: 316.02, y0: 298.8, x1: 322.85, y1: 311, text: "T"},
+		{x0: 322.86, y0: 300.9, x1: 372.17, y1: 310.5, text: "HRESHOLD"},
+		{x0: 375.0, y0: 300.9, x1: 395, y1: 310.5, text: "FOR"},
+	}
+	if got := joinWords(ws); got != "THRESHOLD FOR" {
+		t.Errorf("joinWords = %q, want %q", got, "THRESHOLD FOR")
+	}
+}
+
+func TestGlyphsLaidSideBySideAsVerticalTextAreRestacked(t *testing.T) {
+	t.Parallel()
+	// Poppler reports each glyph of a vertical-metrics font as a line of
+	// its own, right to left; they are one row of text.
+	var lines []textLine
+	x := []float64{160, 150, 140, 130, 110, 100} // "NO" "TICE" reversed, a wider step between words
+	for i, r := range []string{"E", "C", "I", "T", "O", "N"} {
+		lines = append(lines, textLine{x0: x[i], y0: 60, x1: x[i] + 14, y1: 74, block: 0,
+			words: []word{{x0: x[i], y0: 60, x1: x[i] + 14, y1: 74, text: r}}})
+	}
+	if got := layoutHTML(lines...); got != "<p>NO TICE</p>\n" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestCleanTextDropsControlsAndDecomposesPresentationForms(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"plain":                       "plain",
+		"a&amp;b &lt;c&gt; &#39;":     "a&b <c> '",
+		"\ufb01nd \ufb02ow":           "find flow",
+		"\ufefb":                      "\u0644\u0627",
+		"\u202bright\u202c\x01\x7f":   "right",
+		"bad\xffbyte":                 "badbyte",
+		"soft\u00adhyphen stays mark": "soft\u00adhyphen stays mark",
+	}
+	for in, want := range tests {
+		if got := cleanText([]byte(in)); got != want {
+			t.Errorf("cleanText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestOrderedMarkers(t *testing.T) {
+	t.Parallel()
+	for m, want := range map[string]bool{
+		"1.": true, "12)": true, "(3)": true, "a)": true, "B.": true, "iv.": true, "(ii)": true,
+		"2010.": false, "1.2": false, "(3.": false, "ab.": false, ".": false, "x": false,
+	} {
+		if got := orderedMarker(m); got != want {
+			t.Errorf("orderedMarker(%q) = %v, want %v", m, got, want)
+		}
+	}
+}

@@ -1,0 +1,413 @@
+package pdf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docjobs/docjobs/internal/provider"
+)
+
+// recordingOCR is a provider that answers each page with markdown naming
+// the page, and records what it was sent.
+type recordingOCR struct {
+	mu       sync.Mutex
+	docs     []provider.Document
+	inFlight int
+	maxIn    int
+	delay    time.Duration
+	format   string         // the Recognition.Format it answers in; "markdown" if empty
+	fail     map[int]error  // page → error to return
+	text     map[int]string // page → answer; default "# Scanned page N\n\n| a | b |\n|---|---|\n| 1 | 2 |"
+}
+
+func (f *recordingOCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
+	f.mu.Lock()
+	f.docs = append(f.docs, doc)
+	f.inFlight++
+	f.maxIn = max(f.maxIn, f.inFlight)
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.inFlight--
+		f.mu.Unlock()
+	}()
+	if f.delay > 0 {
+		select {
+		case <-time.After(f.delay):
+		case <-ctx.Done():
+			return provider.Recognition{}, ctx.Err()
+		}
+	}
+	if err := f.fail[doc.Page]; err != nil {
+		return provider.Recognition{}, err
+	}
+	text, ok := f.text[doc.Page]
+	if !ok {
+		text = fmt.Sprintf("# Scanned page %d\n\n| a | b |\n|---|---|\n| 1 | 2 |", doc.Page)
+	}
+	format := f.format
+	if format == "" {
+		format = "markdown"
+	}
+	return provider.Recognition{Text: text, Format: format, Model: "fake-ocr",
+		Request: fmt.Sprintf(`{"page":%d,"image":"<elided>"}`, doc.Page), RawData: fmt.Sprintf(`{"text":"page %d"}`, doc.Page)}, nil
+}
+
+func (f *recordingOCR) pages() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []int
+	for _, d := range f.docs {
+		out = append(out, d.Page)
+	}
+	return out
+}
+
+func readFile(t *testing.T, parts ...string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(append([]string{"testdata"}, parts...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestHybridReadsATextLayerWithoutTheProvider(t *testing.T) {
+	t.Parallel()
+	ocr := &recordingOCR{}
+	res, err := Convert(context.Background(), Config{}, readFile(t, "pdfbox", "eu-001.pdf"), Options{Format: "html"}, ocr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ocr.pages(); len(got) != 0 || res.ProviderCalls != 0 {
+		t.Errorf("provider read pages %v (ProviderCalls %d), want none", got, res.ProviderCalls)
+	}
+	if res.Model != "pdftotext" || res.Pages != 3 || res.Request != "" || res.RawData != "" {
+		t.Errorf("model %q pages %d request %q raw %q; want pdftotext, 3 pages, no exchange", res.Model, res.Pages, res.Request, res.RawData)
+	}
+	if n := strings.Count(res.Content, "<section data-page="); n != 3 {
+		t.Errorf("%d page sections, want 3", n)
+	}
+}
+
+func TestOCRAlwaysSendsEveryPageAsAJPEG(t *testing.T) {
+	t.Parallel()
+	ocr := &recordingOCR{}
+	res, err := Convert(context.Background(), Config{DPI: 72}, readFile(t, "pdfbox", "eu-001.pdf"), Options{OCRAlways: true, Format: "html"}, ocr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ProviderCalls != 3 || len(ocr.docs) != 3 {
+		t.Fatalf("ProviderCalls %d, provider saw %d pages; want 3", res.ProviderCalls, len(ocr.docs))
+	}
+	seen := map[int]bool{}
+	for _, d := range ocr.docs {
+		seen[d.Page] = true
+		if d.MIME != "image/jpeg" || d.Format != "html" || len(d.Data) < 4 || d.Data[0] != 0xff || d.Data[1] != 0xd8 {
+			t.Errorf("page %d sent as %q format %q (%d bytes), want a JPEG for html", d.Page, d.MIME, d.Format, len(d.Data))
+		}
+	}
+	if !seen[1] || !seen[2] || !seen[3] {
+		t.Errorf("pages sent %v, want 1, 2 and 3", ocr.pages())
+	}
+	if res.Model != "fake-ocr" {
+		t.Errorf("model %q, want the provider's fake-ocr", res.Model)
+	}
+	// The provider's markdown became HTML in each page's section, in order.
+	for p := 1; p <= 3; p++ {
+		want := fmt.Sprintf("<section data-page=\"%d\">\n<h1>Scanned page %d</h1>", p, p)
+		if !strings.Contains(res.Content, want) {
+			t.Errorf("content lacks %q", want)
+		}
+	}
+	if !strings.Contains(res.Content, "<table>") || strings.Index(res.Content, `data-page="2"`) > strings.Index(res.Content, `data-page="3"`) {
+		t.Errorf("content is not the pages' HTML in order:\n%s", res.Content)
+	}
+	if !strings.HasPrefix(res.Request, "page 1:\n") || !strings.Contains(res.Request, "page 3:\n") || !strings.Contains(res.RawData, "page 2:\n") {
+		t.Errorf("request/rawData are not the per-page exchanges:\n%s\n%s", res.Request, res.RawData)
+	}
+}
+
+func TestHybridSendsOnlyTheScannedPage(t *testing.T) {
+	t.Parallel()
+	ocr := &recordingOCR{}
+	res, err := Convert(context.Background(), Config{}, readFile(t, "scan-page2.pdf"), Options{Format: "html"}, ocr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ocr.pages(); len(got) != 1 || got[0] != 2 || res.ProviderCalls != 1 {
+		t.Fatalf("provider read pages %v (ProviderCalls %d), want only page 2", got, res.ProviderCalls)
+	}
+	if res.Model != "pdftotext+fake-ocr" {
+		t.Errorf("model %q, want pdftotext+fake-ocr", res.Model)
+	}
+	for _, w := range []string{
+		"<section data-page=\"1\">\n<h1>Quarterly report</h1>\n<p>This first page has a real text layer.",
+		"<section data-page=\"2\">\n<h1>Scanned page 2</h1>",
+	} {
+		if !strings.Contains(res.Content, w) {
+			t.Errorf("content lacks %q:\n%s", w, res.Content)
+		}
+	}
+	if !strings.HasPrefix(res.Request, "page 2:\n") || strings.Contains(res.Request, "page 1:") {
+		t.Errorf("request %q, want page 2's exchange only", res.Request)
+	}
+}
+
+func TestAPageThatNeedsOCRFailsWithoutAProvider(t *testing.T) {
+	t.Parallel()
+	_, err := Convert(context.Background(), Config{}, readFile(t, "scan-page2.pdf"), Options{Format: "html"}, nil)
+	if !errors.Is(err, ErrNoOCRProvider) || !strings.Contains(err.Error(), "page 2 needs OCR") {
+		t.Fatalf("err = %v, want page 2 needs OCR … %v", err, ErrNoOCRProvider)
+	}
+}
+
+func TestMarkdownFormatJoinsPagesWithoutSections(t *testing.T) {
+	t.Parallel()
+	ocr := &recordingOCR{text: map[int]string{2: "  "}}
+	res, err := Convert(context.Background(), Config{DPI: 72}, readFile(t, "pdfbox", "eu-001.pdf"), Options{OCRAlways: true, Format: "markdown"}, ocr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Scanned page 1\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n# Scanned page 3\n\n| a | b |\n|---|---|\n| 1 | 2 |"
+	if res.Content != want {
+		t.Errorf("content = %q, want %q (page 2 was blank)", res.Content, want)
+	}
+	for _, d := range ocr.docs {
+		if d.Format != "markdown" {
+			t.Errorf("page %d asked for %q, want markdown", d.Page, d.Format)
+		}
+	}
+}
+
+func TestProviderHTMLIsKeptAsIs(t *testing.T) {
+	t.Parallel()
+	ocr := &recordingOCR{format: "html", text: map[int]string{2: "<p>scanned <b>text</b></p>"}}
+	res, err := Convert(context.Background(), Config{}, readFile(t, "scan-page2.pdf"), Options{Format: "html"}, ocr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Content, "<section data-page=\"2\">\n<p>scanned <b>text</b></p>\n</section>") {
+		t.Errorf("page 2 is not the provider's HTML:\n%s", res.Content)
+	}
+}
+
+func TestAProviderErrorFailsTheFileNamingThePage(t *testing.T) {
+	t.Parallel()
+	perr := &provider.Error{Category: provider.CategoryAuth, Status: 401}
+	ocr := &recordingOCR{fail: map[int]error{2: perr}}
+	_, err := Convert(context.Background(), Config{DPI: 72}, readFile(t, "pdfbox", "eu-001.pdf"), Options{OCRAlways: true, Format: "html"}, ocr)
+	var got *provider.Error
+	if !errors.As(err, &got) || got.Status != 401 || !strings.HasPrefix(err.Error(), "page 2: provider error (category=auth, status=401)") {
+		t.Fatalf("err = %v, want page 2's provider error", err)
+	}
+}
+
+func TestPagesAreReadConcurrentlyWithinTheLimit(t *testing.T) {
+	t.Parallel()
+	ocr := &recordingOCR{delay: 150 * time.Millisecond}
+	res, err := Convert(context.Background(), Config{DPI: 36, PageConcurrency: 2}, readFile(t, "pdfbox", "PDFBOX-2984-rotations.pdf"), Options{OCRAlways: true, Format: "html"}, ocr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ocr.maxIn != 2 {
+		t.Errorf("at most %d pages in flight, want 2", ocr.maxIn)
+	}
+	last := -1
+	for p := 1; p <= 6; p++ {
+		i := strings.Index(res.Content, fmt.Sprintf("<h1>Scanned page %d</h1>", p))
+		if i < last {
+			t.Fatalf("page %d is out of order:\n%s", p, res.Content)
+		}
+		last = i
+	}
+}
+
+func TestEncryptedPDFs(t *testing.T) {
+	t.Parallel()
+	var expect map[string]json.RawMessage
+	if err := json.Unmarshal(readFile(t, "encrypted", "expectations.json"), &expect); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		file string
+		want string // text the HTML holds; "" when the file must fail
+	}{
+		{"bug900822.pdf", "reference-pdftotext"},
+		{"issue17215.pdf", "Dummy PDF file"},
+		{"issue9972-1.pdf", "reference-pdftotext"},
+		{"secHandler.pdf", "Security Handler"},
+		{"issue6010_1.pdf", ""},
+		{"issue21579.pdf", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			var e struct {
+				UserPassword string `json:"user_password"`
+			}
+			if err := json.Unmarshal(expect[tt.file], &e); err != nil {
+				t.Fatal(err)
+			}
+			res, err := Convert(context.Background(), Config{}, readFile(t, "encrypted", tt.file), Options{Format: "html"}, nil)
+			if e.UserPassword != "" {
+				if !errors.Is(err, ErrPasswordProtected) || err.Error() != "the PDF is password-protected" {
+					t.Fatalf("err = %v, want %v", err, ErrPasswordProtected)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("a PDF that opens with the empty password failed: %v", err)
+			}
+			want := tt.want
+			if want == "reference-pdftotext" {
+				// Every word poppler's reference output has is in ours.
+				ref := strings.TrimSuffix(tt.file, ".pdf") + ".reference-pdftotext.txt"
+				want = strings.Fields(string(readFile(t, "encrypted", ref)))[0]
+			}
+			if text := strings.Join(strings.Fields(htmlText(res.Content)), " "); !strings.Contains(text, want) {
+				t.Errorf("text %q lacks %q", text, want)
+			}
+		})
+	}
+}
+
+func TestBrokenPDFsFailClearlyAndQuickly(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		data func(t *testing.T) []byte
+		want string // message prefix; "" when the file recovers
+		text string // text of a recovered file
+	}{
+		{"corrupt dictionaries, no startxref", func(t *testing.T) []byte { return readFile(t, "malformed", "bug1020226.pdf") }, "the PDF is damaged: ", ""},
+		{"bogus xref stream widths", func(t *testing.T) []byte { return readFile(t, "malformed", "REDHAT-1531897-0.pdf") }, "the PDF is damaged: ", ""},
+		{"fuzzed, no page tree", func(t *testing.T) []byte { return readFile(t, "malformed", "poppler-395-0-fuzzed.pdf") }, "the PDF is damaged: ", ""},
+		{"incomplete trailer, no pages", func(t *testing.T) []byte { return readFile(t, "malformed", "issue15590.pdf") }, "the PDF is damaged: ", ""},
+		{"wrong startxref offset recovers", func(t *testing.T) []byte { return readFile(t, "malformed", "helloworld-bad.pdf") }, "", "Hello, world!"},
+		{"truncated to its first 2 KiB", func(t *testing.T) []byte { return readFile(t, "pdfbox", "eu-001.pdf")[:2048] }, "the PDF is damaged: ", ""},
+		{"not a PDF at all", func(t *testing.T) []byte { return []byte("hello, I am text") }, "the PDF is damaged: ", ""},
+		{"empty", func(t *testing.T) []byte { return nil }, "the PDF is damaged: the file is empty", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			res, err := Convert(context.Background(), Config{Timeout: 20 * time.Second}, tt.data(t), Options{Format: "html"}, nil)
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %s", d)
+			}
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(res.Content, tt.text) {
+					t.Errorf("content %q lacks %q", res.Content, tt.text)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || !errors.Is(err, ErrDamaged) {
+				t.Fatalf("err = %v, want %q…", err, tt.want)
+			}
+			if strings.Contains(err.Error(), os.TempDir()) || strings.Contains(err.Error(), "docjobs-pdf-") {
+				t.Errorf("message leaks the temp file: %v", err)
+			}
+		})
+	}
+}
+
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	eu := readFile(t, "pdfbox", "eu-001.pdf")
+	tests := []struct {
+		name   string
+		cfg    Config
+		target error
+		msg    string
+	}{
+		{"more pages than the cap", Config{MaxPages: 2}, ErrTooManyPages, "the PDF has too many pages: 3 pages, the limit is 2"},
+		{"longer than the time budget", Config{Timeout: time.Millisecond}, ErrTimeout, "reading the PDF took too long (limit 1ms)"},
+		{"poppler cannot start under the memory limit", Config{MemoryLimit: 1 << 20}, nil, "pdfinfo could not start under the 1 MiB memory limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Convert(context.Background(), tt.cfg, eu, Options{Format: "html"}, nil)
+			if err == nil || err.Error() != tt.msg || tt.target != nil && !errors.Is(err, tt.target) {
+				t.Fatalf("err = %v, want %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+func TestRenderingOutOfMemoryIsAnErrorNotABlankPage(t *testing.T) {
+	t.Parallel()
+	// 64 MiB is enough to start poppler and read the text, not to render a
+	// Letter page at 1200 dpi.
+	ocr := &recordingOCR{}
+	_, err := Convert(context.Background(), Config{MemoryLimit: 64 << 20, DPI: 1200}, readFile(t, "pdfbox", "simple-openoffice.pdf"), Options{OCRAlways: true, Format: "html"}, ocr)
+	if !errors.Is(err, ErrTooComplex) || !strings.Contains(err.Error(), "out of memory at the 64 MiB limit") {
+		t.Fatalf("err = %v, want out of memory", err)
+	}
+	if len(ocr.docs) != 0 {
+		t.Errorf("the provider was sent %d broken images", len(ocr.docs))
+	}
+}
+
+func TestACancelledJobStopsTheConversion(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	ocr := &recordingOCR{delay: time.Minute}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		cancel()
+	}()
+	start := time.Now()
+	_, err := Convert(ctx, Config{DPI: 36}, readFile(t, "pdfbox", "eu-001.pdf"), Options{OCRAlways: true, Format: "html"}, ocr)
+	if !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
+		t.Fatalf("err = %v after %s, want context.Canceled promptly", err, time.Since(start))
+	}
+}
+
+func TestTheTempFileIsRemoved(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	if _, err := Convert(context.Background(), Config{}, readFile(t, "pdfbox", "simple-openoffice.pdf"), Options{Format: "html"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Convert(context.Background(), Config{}, []byte("%PDF-1.4 broken"), Options{Format: "html"}, nil); err == nil {
+		t.Fatal("a broken PDF converted")
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("left behind %v", left)
+	}
+}
+
+func TestMarkdownFromTheTextLayer(t *testing.T) {
+	t.Parallel()
+	res := convertFile(t, filepath.Join("testdata", "pdfbox", "eu-001.pdf"), Options{Format: "markdown"})
+	for _, w := range []string{
+		"# E-PRTR pollutants and their thresholds\n",
+		"\n- the facility has a capacity exceeding at least one of the E-PRTR capacity thresholds\n",
+		"\n| Carbon dioxide (CO2) | 100 million | - | - |\n",
+	} {
+		if !strings.Contains(res.Content, w) {
+			t.Errorf("markdown lacks %q", w)
+		}
+	}
+	if strings.Contains(res.Content, "<section") || strings.Contains(res.Content, "\n\n\n") {
+		t.Errorf("markdown has sections or runs of blank lines:\n%s", res.Content)
+	}
+}
