@@ -133,3 +133,26 @@ func TestTesseractReadsAScanOffline(t *testing.T) {
 		t.Fatalf("row = %v", row)
 	}
 }
+
+func TestOnlyTheScannedPageOfAPDFGoesToTheProvider(t *testing.T) {
+	pdf, err := os.ReadFile("testdata/scan-page2.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vendor := newVisionVendor(t)
+	src := sources(t, map[string]string{"mixed.pdf": string(pdf)})
+	s := startServer(t, "", "DOCJOBS_PROVIDER_2_BASE_URL="+vendor.srv.URL+"/v1")
+	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, visionJob([]string{src + "/mixed.pdf"}, ""))["id"].(string)
+	s.waitTerminal(id, keyA, time.Minute)
+	row := ocrRow(t, s, id, 0)
+	content, _ := row["content"].(string)
+	if row["status"] != "JOB_OCR_STATUS_DONE" || !strings.Contains(content, `data-page="2"`) || !strings.Contains(content, "Transcribed by the vendor.") {
+		t.Fatalf("row = %v", row)
+	}
+	if n := vendor.callCount(); n != 1 {
+		t.Fatalf("provider called %d times for a PDF with one scanned page, want 1", n)
+	}
+	if m := row["model"].(string); !strings.HasPrefix(m, "pdftotext+") {
+		t.Errorf("model = %q, want pdftotext+<vision model> for a mixed PDF", m)
+	}
+}
