@@ -120,6 +120,14 @@ func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
 		if err != nil {
 			return Output{}, err
 		}
+		if res.ProviderCalls > 0 {
+			// Provider pages are HTML read off a document the caller
+			// chose: they get the same cleaning as HTML sources, so no
+			// script or handler reaches whoever renders the row.
+			if res.Content, _, err = convertHTML(ctx, []byte(res.Content), "utf-8"); err != nil {
+				return Output{}, err
+			}
+		}
 		return Output{Content: res.Content, Format: job.FormatHTML, Model: res.Model,
 			Request: res.Request, RawData: res.RawData, ProviderCalls: res.ProviderCalls}, nil
 	case kindImage:

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/provider"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
@@ -489,4 +490,29 @@ func FuzzConvert(f *testing.F) {
 			}
 		}
 	})
+}
+
+// scriptingOCR answers every page with HTML that tries to run code.
+type scriptingOCR struct{}
+
+func (scriptingOCR) Recognize(context.Context, provider.Document) (provider.Recognition, error) {
+	return provider.Recognition{Text: `<p onclick="steal()">Total 42</p><script>steal()</script><a href="javascript:steal()">x</a>`,
+		Format: "html", Model: "vision"}, nil
+}
+
+func TestProviderHTMLForPDFPagesIsCleanedLikeHTMLSources(t *testing.T) {
+	data, err := os.ReadFile("pdf/testdata/scan-page2.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := New(Config{}).Convert(context.Background(), Input{Name: "a.pdf", Data: data, OCR: scriptingOCR{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.Content, "steal") && (strings.Contains(out.Content, "<script") || strings.Contains(out.Content, "onclick") || strings.Contains(out.Content, "javascript:")) {
+		t.Fatalf("provider HTML kept code: %s", out.Content)
+	}
+	if !strings.Contains(out.Content, "Total 42") || !strings.Contains(out.Content, `data-page="2"`) {
+		t.Fatalf("cleaning lost the page or its text: %s", out.Content)
+	}
 }

@@ -66,6 +66,7 @@ var keptAttrs = map[string]bool{
 	"lang": true, "dir": true, "colspan": true, "rowspan": true, "headers": true,
 	"scope": true, "abbr": true, "start": true, "reversed": true, "value": true,
 	"type": true, "datetime": true, "cite": true, "span": true,
+	"data-page": true, // the page sections of recognized PDFs
 }
 
 // urlAttrs hold URLs, kept only with a harmless scheme.
