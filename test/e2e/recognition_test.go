@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"net/http"
@@ -82,6 +83,7 @@ func TestHostileFilesFailTheirRowsQuicklyWhileTheServiceAnswers(t *testing.T) {
 	})
 	s := startServer(t, "")
 	names := []string{"bomb.docx", "lolz.xml", "huge.png", "truncated.pdf", "fine.txt"}
+	reasons := map[string]string{"bomb.docx": "zip bomb", "lolz.xml": "entities", "huge.png": "pixels", "truncated.pdf": "damaged"}
 	var urls []string
 	for _, n := range names {
 		urls = append(urls, src+"/"+n)
@@ -117,6 +119,9 @@ func TestHostileFilesFailTheirRowsQuicklyWhileTheServiceAnswers(t *testing.T) {
 		}
 		if want == "JOB_OCR_STATUS_FAILED" && strings.TrimSpace(r["error"].(string)) == "" {
 			t.Errorf("%s failed without saying why", names[i])
+		}
+		if why := reasons[names[i]]; why != "" && !strings.Contains(fmt.Sprint(r["error"]), why) {
+			t.Errorf("%s failed with %q, want the reason to mention %q", names[i], r["error"], why)
 		}
 	}
 }
