@@ -286,7 +286,10 @@ func sniffKind(m *mimetype.MIME) kind {
 			return kindImage
 		}
 	}
-	for _, t := range []string{office.DOCX, office.PPTX, office.XLSX, office.DOC, office.XLS, office.PPT} {
+	// A plain zip may be an OOXML file whose first entries are not the
+	// ones sniffing looks at (or a truncated one): office reads it by what
+	// it contains and names what it is not.
+	for _, t := range append(office.Kinds(), office.ZIP) {
 		if m.Is(t) {
 			return kindOffice
 		}

@@ -64,6 +64,7 @@ func TestGolden(t *testing.T) {
 }
 
 func TestBinaryKindsAreRoutedByContentNotName(t *testing.T) {
+	zip := []byte("PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00")
 	pdf := []byte("%PDF-1.7\n1 0 obj\n<< /Type /Catalog >>\nendobj\n")
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00")
 	tests := []struct {
@@ -74,6 +75,9 @@ func TestBinaryKindsAreRoutedByContentNotName(t *testing.T) {
 		{"PDF named .txt is a PDF", Input{Name: "report.txt", ContentType: "text/plain", Data: pdf}, kindPDF},
 		{"PDF", Input{Name: "report.pdf", Data: pdf}, kindPDF},
 		{"PNG named .html is an image", Input{Name: "x.html", Data: png}, kindImage},
+		{"a bare zip goes to office, which reads it by content", Input{Name: "x.docx", Data: zip}, kindOffice},
+		{"a legacy Word file (OLE storage) goes to office", Input{Name: "a.bin", Data: readFile(t, "office/testdata/corpus/doc/Word95.doc")}, kindOffice},
+		{"a legacy Excel file goes to office", Input{Name: "a.bin", Data: readFile(t, "office/testdata/corpus/xls_ods/testEXCEL.xls")}, kindOffice},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,8 +88,16 @@ func TestBinaryKindsAreRoutedByContentNotName(t *testing.T) {
 	}
 }
 
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 func TestDetection(t *testing.T) {
-	zip := []byte("PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00")
 	tests := []struct {
 		name        string
 		in          Input
@@ -108,7 +120,6 @@ func TestDetection(t *testing.T) {
 		{"CSV is text", Input{Name: "data.csv", Data: []byte("a,b\n1,2\n")}, job.FormatPlain, ModelText, ""},
 		{"empty file is empty text", Input{Name: "empty.txt"}, job.FormatPlain, ModelText, ""},
 		{"OCR_ALWAYS parses text too", Input{Name: "a.html", Data: []byte("<p>x</p>"), Mode: job.ExtractionOCRAlways}, job.FormatHTML, ModelHTML, ""},
-		{"ZIP", Input{Name: "x.docx", Data: zip}, "", "", "application/zip"},
 		{"binary without a text hint", Input{Name: "blob", Data: []byte{0, 1, 2, 3, 0xff, 0xfe, 0, 0, 7, 8}}, "", "", "application/octet-stream"},
 		{"binary named .txt", Input{Name: "blob.txt", Data: []byte{0, 1, 2, 3, 0xff, 0x00, 0, 0, 7, 8, 0x1b, 0x1c}}, "", "", "application/octet-stream"},
 		{"UTF-16 without BOM named .txt", Input{Name: "u.txt", Data: []byte("h\x00e\x00l\x00l\x00o\x00")}, job.FormatPlain, ModelText, ""},

@@ -1,0 +1,135 @@
+package office
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xuri/excelize/v2"
+)
+
+// workbook builds an XLSX with excelize: fill gets the file and the name
+// of its first sheet.
+func workbook(t testing.TB, fill func(f *excelize.File, sheet string)) []byte {
+	t.Helper()
+	f := excelize.NewFile()
+	defer f.Close()
+	fill(f, "Sheet1")
+	buf, err := f.WriteToBuffer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func set(t testing.TB, f *excelize.File, sheet, cell string, v any) {
+	t.Helper()
+	if err := f.SetCellValue(sheet, cell, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestXLSX(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		fill func(t *testing.T, f *excelize.File, s string)
+		want string
+	}{
+		{
+			name: "values read as their number formats show them",
+			fill: func(t *testing.T, f *excelize.File, s string) {
+				set(t, f, s, "A1", "Item")
+				set(t, f, s, "B1", "Value")
+				set(t, f, s, "A2", "integer")
+				set(t, f, s, "B2", 196)
+				set(t, f, s, "A3", "fraction")
+				set(t, f, s, "B3", 1.5)
+				set(t, f, s, "A4", "percent")
+				set(t, f, s, "B4", 0.25)
+				pct, _ := f.NewStyle(&excelize.Style{NumFmt: 9})
+				_ = f.SetCellStyle(s, "B4", "B4", pct)
+				set(t, f, s, "A5", "date")
+				set(t, f, s, "B5", time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC))
+				day, _ := f.NewStyle(&excelize.Style{NumFmt: 14})
+				_ = f.SetCellStyle(s, "B5", "B5", day)
+				set(t, f, s, "A6", "boolean")
+				set(t, f, s, "B6", true)
+			},
+			want: "## Sheet: Sheet1\n\n| Item | Value |\n| --- | --- |\n| integer | 196 |\n| fraction | 1.5 |\n| percent | 25% |\n| date | 03-01-24 |\n| boolean | TRUE |\n",
+		},
+		{
+			name: "empty rows are dropped and empty columns trimmed; pipes and line breaks escaped",
+			fill: func(t *testing.T, f *excelize.File, s string) {
+				set(t, f, s, "C3", "a|b")
+				set(t, f, s, "D3", "two\nlines")
+				set(t, f, s, "C7", "*starred*")
+				set(t, f, s, "E7", " padded ")
+			},
+			want: "## Sheet: Sheet1\n\n| a\\|b | two<br>lines |  |\n| --- | --- | --- |\n| \\*starred\\* |  | padded |\n",
+		},
+		{
+			name: "every sheet in order, an empty one as its heading",
+			fill: func(t *testing.T, f *excelize.File, s string) {
+				set(t, f, s, "A1", "first")
+				_, _ = f.NewSheet("Empty")
+				_, _ = f.NewSheet("Totals_2024")
+				set(t, f, "Totals_2024", "A1", 42)
+			},
+			want: "## Sheet: Sheet1\n\n| first |\n| --- |\n\n## Sheet: Empty\n\n## Sheet: Totals_2024\n\n| 42 |\n| --- |\n",
+		},
+		{
+			name: "rows past MaxRows are counted, not read",
+			cfg:  Config{MaxRows: 3},
+			fill: func(t *testing.T, f *excelize.File, s string) {
+				for i := 1; i <= 10; i++ {
+					set(t, f, s, fmt.Sprintf("A%d", i), i)
+				}
+			},
+			want: "## Sheet: Sheet1\n\n| 1 |\n| --- |\n| 2 |\n| 3 |\n\n… 7 more rows omitted\n",
+		},
+		{
+			name: "MaxCells bounds the whole workbook",
+			cfg:  Config{MaxCells: 5},
+			fill: func(t *testing.T, f *excelize.File, s string) {
+				for i := 1; i <= 2; i++ {
+					set(t, f, s, fmt.Sprintf("A%d", i), "a")
+					set(t, f, s, fmt.Sprintf("B%d", i), "b")
+				}
+				_, _ = f.NewSheet("More")
+				for i := 1; i <= 4; i++ {
+					set(t, f, "More", fmt.Sprintf("A%d", i), "m")
+				}
+			},
+			want: "## Sheet: Sheet1\n\n| a | b |\n| --- | --- |\n| a | b |\n\n## Sheet: More\n\n| m |\n| --- |\n\n… 3 more rows omitted\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := workbook(t, func(f *excelize.File, s string) { tt.fill(t, f, s) })
+			md, model := markdown(t, tt.cfg, XLSX, data)
+			if model != ModelXLSX {
+				t.Errorf("model = %q", model)
+			}
+			if md != tt.want {
+				t.Errorf("markdown:\n%q\nwant\n%q", md, tt.want)
+			}
+		})
+	}
+}
+
+// TestXLSXByteBudget: a shared string repeated in many cells cannot make
+// the output grow past the byte budget.
+func TestXLSXByteBudget(t *testing.T) {
+	long := strings.Repeat("x", 1000)
+	data := workbook(t, func(f *excelize.File, s string) {
+		for i := 1; i <= 100; i++ {
+			set(t, f, s, fmt.Sprintf("A%d", i), long)
+		}
+	})
+	md, _ := markdown(t, Config{MaxOutputBytes: 10000}, XLSX, data)
+	if len(md) > 12000 || !strings.Contains(md, "more rows omitted") {
+		t.Errorf("%d bytes: %q", len(md), md[max(0, len(md)-80):])
+	}
+}
