@@ -1,0 +1,65 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Limits of a verdict (spec: schemaErrors).
+const (
+	MaxErrors     = 10
+	MaxErrorBytes = 512
+)
+
+// Verdict judges a model answer against a compiled schema: whether it
+// conforms, and when not, at most MaxErrors violations of at most
+// MaxErrorBytes each, each naming the instance path ("at /items/3/price:
+// …"). An answer that is not JSON is one violation saying so.
+func Verdict(s *jsonschema.Schema, answer string) (bool, []string) {
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(answer))
+	if err != nil {
+		return false, []string{clip("at /: the answer is not valid JSON: " + firstLine(err.Error()))}
+	}
+	err = s.Validate(v)
+	if err == nil {
+		return true, nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return false, []string{clip("at /: " + firstLine(err.Error()))}
+	}
+	var leaves []string
+	collectLeaves(ve, &leaves)
+	if len(leaves) == 0 {
+		leaves = []string{"at /: " + ve.ErrorKind.LocalizedString(printer)}
+	}
+	if len(leaves) > MaxErrors {
+		more := len(leaves) - (MaxErrors - 1)
+		leaves = append(leaves[:MaxErrors-1], fmt.Sprintf("and %d more violations", more))
+	}
+	for i, l := range leaves {
+		leaves[i] = clip(l)
+	}
+	return false, leaves
+}
+
+// clip cuts s to MaxErrorBytes without splitting a UTF-8 character.
+func clip(s string) string {
+	if len(s) <= MaxErrorBytes {
+		return s
+	}
+	cut := MaxErrorBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
