@@ -164,8 +164,14 @@ type LLMRow struct {
 	SchemaValid  *bool
 	SchemaErrors []string
 	Consensus    []byte // JSON of the consensus block; nil when none
-	Created      time.Time
-	Updated      time.Time
+	// InputTokens and OutputTokens are the provider's usage.
+	InputTokens  int64
+	OutputTokens int64
+	// Input is the chunk the row answers; stored for its River job, never
+	// returned by GetResult.
+	Input   string
+	Created time.Time
+	Updated time.Time
 }
 
 // Result is everything GET /v1/jobs/{id}/result returns.

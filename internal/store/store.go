@@ -67,6 +67,14 @@ type OCRDone struct {
 	EnqueueWhenLast []river.InsertManyParams
 }
 
+// LLMDone is the terminal outcome of one model row.
+type LLMDone struct {
+	Row job.LLMRow // JobID, FileIndex, PromptIndex and ChunkIndex identify the row
+	// EnqueueWhenLast is inserted only when no row of the job is still
+	// pending after this one (the fan-in: finalize).
+	EnqueueWhenLast []river.InsertManyParams
+}
+
 // Finish is the terminal outcome of a job, written by its finalize step.
 type Finish struct {
 	JobID  string
@@ -120,6 +128,12 @@ type Store interface {
 	// sets job.Files[FileIndex] to d.Row.File, moves the job NEW→RUNNING,
 	// inserts the LLM rows and the River jobs. A deleted job is applied=false.
 	FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, d OCRDone) (applied bool, err error)
+	// ModelInput returns a model row with its Input, and its job.
+	ModelInput(ctx context.Context, jobID string, fileIndex, promptIndex, chunkIndex int) (*job.Job, job.LLMRow, error)
+	// FinishLLM writes a terminal model row only if it is still PENDING,
+	// inserting d.EnqueueWhenLast when it was the job's last pending row,
+	// and completes riverJob in the same transaction.
+	FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, d LLMDone) (applied bool, err error)
 	// FinishJob sets the final status of a non-terminal job whose rows are all
 	// terminal (any row still PENDING is failed with f.Error) and erases the
 	// job's provider keys (the webhook secret stays for the webhook);

@@ -155,3 +155,77 @@ func (s *Store[TTx]) lockLiveJob(ctx context.Context, tx TTx, q Querier, jobID s
 	}
 	return j, nil
 }
+
+// ModelInput returns what a model row's River job needs: the row as it
+// stands (its Input included) and its job. ErrNotFound when either is gone.
+func (s *Store[TTx]) ModelInput(ctx context.Context, jobID string, fileIndex, promptIndex, chunkIndex int) (*job.Job, job.LLMRow, error) {
+	j, err := s.GetJob(ctx, "", jobID)
+	if err != nil {
+		return nil, job.LLMRow{}, err
+	}
+	var (
+		r      job.LLMRow
+		status string
+	)
+	err = s.queryRow(ctx, s.backend.DB(), `SELECT file, chunk_total, status, input FROM llm_rows
+		WHERE job_id = ? AND file_index = ? AND prompt_index = ? AND chunk_index = ?`,
+		[]any{jobID, fileIndex, promptIndex, chunkIndex}, &r.File, &r.ChunkTotal, &status, &r.Input)
+	if errors.Is(err, errNoRows) {
+		return nil, job.LLMRow{}, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, job.LLMRow{}, fmt.Errorf("model row %s/%d/%d/%d: %w", jobID, fileIndex, promptIndex, chunkIndex, err)
+	}
+	r.JobID, r.FileIndex, r.PromptIndex, r.ChunkIndex, r.Status = jobID, fileIndex, promptIndex, chunkIndex, job.RowStatus(status)
+	return j, r, nil
+}
+
+// FinishLLM writes a terminal model row if it is still PENDING and, when no
+// row of the job is left pending, inserts d.EnqueueWhenLast; riverJob is
+// completed in the same transaction either way.
+func (s *Store[TTx]) FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, d store.LLMDone) (bool, error) {
+	r := d.Row
+	if !r.Status.Terminal() {
+		return false, fmt.Errorf("finish model row of job %s: status %q is not terminal", r.JobID, r.Status)
+	}
+	schemaErrors, err := jsonText(r.SchemaErrors)
+	if err != nil {
+		return false, err
+	}
+	var applied bool
+	err = s.inTx(ctx, func(tx TTx, q Querier) error {
+		applied = false
+		j, err := s.lockLiveJob(ctx, tx, q, r.JobID, riverJob)
+		if err != nil || j == nil {
+			return err
+		}
+		n, err := s.exec(ctx, q, `UPDATE llm_rows SET status = ?, content = ?, model = ?, request = ?, raw_data = ?,
+			error = ?, duration_ns = ?, schema_valid = ?, schema_errors = ?, consensus = ?, input_tokens = ?,
+			output_tokens = ?, updated = ?
+			WHERE job_id = ? AND file_index = ? AND prompt_index = ? AND chunk_index = ? AND status = ?`,
+			string(r.Status), r.Content, r.Model, r.Request, r.RawData, r.Error, int64(r.Duration),
+			nullBool(r.SchemaValid), schemaErrors, nullJSON(r.Consensus), r.InputTokens, r.OutputTokens,
+			s.ts(s.nowUTC()), r.JobID, r.FileIndex, r.PromptIndex, r.ChunkIndex, string(job.RowPending))
+		if err != nil {
+			return fmt.Errorf("update model row: %w", err)
+		}
+		if n == 0 {
+			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+		}
+		applied = true
+		pending, err := s.anyPending(ctx, q, r.JobID)
+		if err != nil {
+			return err
+		}
+		if !pending {
+			if err := s.insertRiverJobs(ctx, tx, d.EnqueueWhenLast); err != nil {
+				return err
+			}
+		}
+		return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+	})
+	if err != nil {
+		return false, fmt.Errorf("finish model row %d/%d of job %s: %w", r.FileIndex, r.ChunkIndex, r.JobID, err)
+	}
+	return applied, nil
+}
