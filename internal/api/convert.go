@@ -120,6 +120,8 @@ func toLLMResult(r *job.LLMRow) (*docjobsv1.LlmResult, error) {
 		Created:      timestamp(r.Created),
 		Updated:      timestamp(r.Updated),
 		SchemaErrors: r.SchemaErrors,
+		InputTokens:  r.InputTokens,
+		OutputTokens: r.OutputTokens,
 	}
 	if r.SchemaValid != nil {
 		out.SchemaValid = proto.Bool(*r.SchemaValid)

@@ -1579,9 +1579,12 @@ type LlmResult struct {
 	Created  *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=created,proto3" json:"created,omitempty"`
 	Updated  *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=updated,proto3" json:"updated,omitempty"`
 	// Present only when the job set responseSchema and chunk_total is 1.
-	SchemaValid   *bool            `protobuf:"varint,16,opt,name=schema_valid,json=schemaValid,proto3,oneof" json:"schema_valid,omitempty"`
-	SchemaErrors  []string         `protobuf:"bytes,17,rep,name=schema_errors,json=schemaErrors,proto3" json:"schema_errors,omitempty"`
-	Consensus     *ConsensusResult `protobuf:"bytes,18,opt,name=consensus,proto3" json:"consensus,omitempty"`
+	SchemaValid  *bool            `protobuf:"varint,16,opt,name=schema_valid,json=schemaValid,proto3,oneof" json:"schema_valid,omitempty"`
+	SchemaErrors []string         `protobuf:"bytes,17,rep,name=schema_errors,json=schemaErrors,proto3" json:"schema_errors,omitempty"`
+	Consensus    *ConsensusResult `protobuf:"bytes,18,opt,name=consensus,proto3" json:"consensus,omitempty"`
+	// The provider's token usage for this row.
+	InputTokens   int64 `protobuf:"varint,19,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	OutputTokens  int64 `protobuf:"varint,20,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1740,6 +1743,20 @@ func (x *LlmResult) GetConsensus() *ConsensusResult {
 		return x.Consensus
 	}
 	return nil
+}
+
+func (x *LlmResult) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *LlmResult) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
 }
 
 type ChunkRef struct {
@@ -2542,7 +2559,7 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"incomplete\x18\x04 \x01(\bR\n" +
 	"incomplete\x12G\n" +
 	"\rdisagreements\x18\x05 \x03(\v2!.docjobs.v1.ConsensusDisagreementR\rdisagreements\x123\n" +
-	"\x15disagreements_dropped\x18\x06 \x01(\x05R\x14disagreementsDropped\"\x9c\x05\n" +
+	"\x15disagreements_dropped\x18\x06 \x01(\x05R\x14disagreementsDropped\"\xe4\x05\n" +
 	"\tLlmResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\x12!\n" +
@@ -2565,7 +2582,9 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\aupdated\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\x12&\n" +
 	"\fschema_valid\x18\x10 \x01(\bH\x01R\vschemaValid\x88\x01\x01\x12#\n" +
 	"\rschema_errors\x18\x11 \x03(\tR\fschemaErrors\x129\n" +
-	"\tconsensus\x18\x12 \x01(\v2\x1b.docjobs.v1.ConsensusResultR\tconsensusB\v\n" +
+	"\tconsensus\x18\x12 \x01(\v2\x1b.docjobs.v1.ConsensusResultR\tconsensus\x12!\n" +
+	"\finput_tokens\x18\x13 \x01(\x03R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x14 \x01(\x03R\foutputTokensB\v\n" +
 	"\t_durationB\x0f\n" +
 	"\r_schema_valid\"?\n" +
 	"\bChunkRef\x12\x12\n" +
