@@ -30,7 +30,7 @@ func (w *recognizeWorker) ocrFor(ctx context.Context, j *job.Job, i int) provide
 	if w.deps.Providers == nil {
 		return failingOCR{errors.New("no OCR providers are configured on this server")}
 	}
-	key, err := w.providerKey(ctx, j)
+	key, err := openSecret(ctx, w.deps, j, job.SecretOCRProviderKey)
 	if err != nil {
 		return failingOCR{err}
 	}
@@ -41,25 +41,30 @@ func (w *recognizeWorker) ocrFor(ctx context.Context, j *job.Job, i int) provide
 	return &cachedOCR{store: w.deps.Store, jobID: j.ID, fileIndex: i, next: ocr}
 }
 
-func (w *recognizeWorker) providerKey(ctx context.Context, j *job.Job) (string, error) {
-	secrets, err := w.deps.Store.JobSecrets(ctx, j.ID)
+// errNoSecret is returned when the job holds no such secret (none was
+// given, or it was erased when the job ended).
+var errNoSecret = errors.New("the provider key is no longer stored for this job")
+
+// openSecret returns a job's secret in plaintext, for one provider call.
+func openSecret(ctx context.Context, deps Deps, j *job.Job, field string) (string, error) {
+	secrets, err := deps.Store.JobSecrets(ctx, j.ID)
 	if err != nil {
-		return "", fmt.Errorf("load the OCR provider key: %w", err)
+		return "", fmt.Errorf("load %s: %w", field, err)
 	}
 	for _, s := range secrets {
-		if s.Field != job.SecretOCRProviderKey {
+		if s.Field != field {
 			continue
 		}
-		if w.deps.Secrets == nil {
-			return "", errors.New("the OCR provider key cannot be opened on this server")
+		if deps.Secrets == nil {
+			return "", fmt.Errorf("%s cannot be opened on this server", field)
 		}
-		key, err := w.deps.Secrets.Open(s.Ciphertext, j.AccountID, j.ID, s.Field)
+		key, err := deps.Secrets.Open(s.Ciphertext, j.AccountID, j.ID, s.Field)
 		if err != nil {
-			return "", errors.New("the OCR provider key cannot be opened (was the master key changed?)")
+			return "", fmt.Errorf("%s cannot be opened (was the master key changed?)", field)
 		}
 		return string(key), nil
 	}
-	return "", errors.New("the OCR provider key is no longer stored for this job")
+	return "", errNoSecret
 }
 
 // failingOCR is a provider that could not be opened.

@@ -78,7 +78,7 @@ func (w *recognizeWorker) Work(ctx context.Context, rj *river.Job[RecognizeArgs]
 	row.Duration = time.Since(start)
 
 	done := store.OCRDone{Row: row, File: file, EnqueueWhenLast: finalizeParams(j.ID)}
-	done.LLM = []job.LLMRow{modelRow(row, j)}
+	done.LLM, done.EnqueueNow = w.modelRows(row, j)
 	applied, err := w.deps.Store.FinishOCR(ctx, rj.JobRow, done)
 	if err != nil {
 		return fmt.Errorf("recognize %s[%d]: finish: %w", j.ID, args.FileIndex, err)
@@ -159,14 +159,31 @@ func failOrRetry(row job.OCRRow, file *job.File, err error) (job.OCRRow, *job.Fi
 	return row, file, nil
 }
 
-// modelRow is the file's model row after recognition. The model stage itself
-// arrives with prompts support; until then a file whose prompt would run gets
-// a FAILED row saying so, so the job still ends.
-func modelRow(ocr job.OCRRow, j *job.Job) job.LLMRow {
+// modelRows are the file's model rows after recognition: one SKIPPED row
+// when the model does not run (DESIGN §4), else one PENDING row per chunk
+// of the recognized text, each with the River job that answers it.
+func (w *recognizeWorker) modelRows(ocr job.OCRRow, j *job.Job) ([]job.LLMRow, []river.InsertManyParams) {
 	if reason := job.SkipReasonAfterOCR(ocr, j.Prompts); reason != "" {
-		return job.SkippedLLMRow(ocr, reason, j.Neural.Model)
+		return []job.LLMRow{job.SkippedLLMRow(ocr, reason, j.Neural.Model)}, nil
 	}
-	r := job.SkippedLLMRow(ocr, "", j.Neural.Model)
-	r.Status, r.Error = job.RowFailed, "the model stage is not available in this version"
-	return r
+	failed := func(err error) ([]job.LLMRow, []river.InsertManyParams) {
+		r := job.SkippedLLMRow(ocr, "", j.Neural.Model)
+		r.Status, r.Error = job.RowFailed, err.Error()
+		return []job.LLMRow{r}, nil
+	}
+	if w.deps.Chunker == nil {
+		return failed(errors.New("the model stage is not configured on this server"))
+	}
+	chunks, err := w.deps.Chunker.Split(ocr.Content, ocr.OutputFormat, int(j.Neural.ChunkBudgetTokens), j.Neural.Model)
+	if err != nil {
+		return failed(fmt.Errorf("chunking: %w", err))
+	}
+	rows := make([]job.LLMRow, len(chunks))
+	params := make([]river.InsertManyParams, len(chunks))
+	for i, text := range chunks {
+		rows[i] = job.LLMRow{JobID: j.ID, FileIndex: ocr.FileIndex, File: ocr.File, ChunkIndex: i,
+			ChunkTotal: len(chunks), Status: job.RowPending, Model: j.Neural.Model, Input: text}
+		params[i] = river.InsertManyParams{Args: ModelArgs{JobID: j.ID, FileIndex: ocr.FileIndex, ChunkIndex: i}}
+	}
+	return rows, params
 }

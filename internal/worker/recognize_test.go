@@ -71,14 +71,47 @@ func TestRecognizeTurnsInputProblemsIntoRowsAndRetriesTransientOnes(t *testing.T
 	}
 }
 
-func TestModelRowFollowsRecognition(t *testing.T) {
-	j := &job.Job{Neural: job.Neural{Model: "m"}}
-	if r := modelRow(job.OCRRow{Status: job.RowDone, Content: "x"}, j); r.Status != job.RowSkipped || r.SkipReason != job.SkipNoPrompt {
-		t.Fatalf("no prompts: %+v", r)
+// wordChunker splits text into chunks of n words.
+type wordChunker struct{ n int }
+
+func (c wordChunker) Split(text, _ string, _ int, _ string) ([]string, error) {
+	words := strings.Fields(text)
+	var out []string
+	for len(words) > 0 {
+		k := min(c.n, len(words))
+		out = append(out, strings.Join(words[:k], " "))
+		words = words[k:]
 	}
+	return out, nil
+}
+
+func TestModelRowsFollowRecognition(t *testing.T) {
+	w := &recognizeWorker{deps: Deps{Chunker: wordChunker{n: 2}}}
+	j := &job.Job{ID: "j", Neural: job.Neural{Model: "m", ChunkBudgetTokens: 4000}}
+	done := job.OCRRow{JobID: "j", FileIndex: 1, File: "f", Status: job.RowDone, Content: "one two three"}
+
+	rows, jobs := w.modelRows(done, j)
+	if len(rows) != 1 || rows[0].Status != job.RowSkipped || rows[0].SkipReason != job.SkipNoPrompt || len(jobs) != 0 {
+		t.Fatalf("no prompts: %+v, %d jobs", rows, len(jobs))
+	}
+
 	j.Prompts = []string{"extract"}
-	if r := modelRow(job.OCRRow{Status: job.RowDone, Content: "x"}, j); r.Status != job.RowFailed || r.Error == "" {
-		t.Fatalf("with a prompt before the model stage exists: %+v", r)
+	rows, jobs = w.modelRows(done, j)
+	if len(rows) != 2 || len(jobs) != 2 {
+		t.Fatalf("two chunks: %d rows, %d jobs", len(rows), len(jobs))
+	}
+	for i, r := range rows {
+		if r.Status != job.RowPending || r.ChunkIndex != i || r.ChunkTotal != 2 || r.Input == "" || r.Model != "m" {
+			t.Fatalf("row %d = %+v", i, r)
+		}
+		if a := jobs[i].Args.(ModelArgs); a.FileIndex != 1 || a.ChunkIndex != i {
+			t.Fatalf("job %d args = %+v", i, a)
+		}
+	}
+
+	rows, _ = (&recognizeWorker{}).modelRows(done, j)
+	if rows[0].Status != job.RowFailed || rows[0].Error == "" {
+		t.Fatalf("without a chunker: %+v", rows[0])
 	}
 }
 

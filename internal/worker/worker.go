@@ -37,6 +37,8 @@ type Store interface {
 	FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, d store.OCRDone) (bool, error)
 	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f store.Finish) (bool, error)
 	JobSecrets(ctx context.Context, jobID string) ([]job.SealedSecret, error)
+	ModelInput(ctx context.Context, jobID string, fileIndex, promptIndex, chunkIndex int) (*job.Job, job.LLMRow, error)
+	FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, d store.LLMDone) (bool, error)
 	PageCache
 }
 
@@ -44,6 +46,12 @@ type Store interface {
 type Fetcher interface {
 	Fetch(ctx context.Context, accountID, jobID string, index int, sourceURL string) (fetch.Result, error)
 	Read(ctx context.Context, key string, max int64) ([]byte, error)
+}
+
+// Chunker splits recognized text into chunks within a token budget,
+// counting tokens as the model does.
+type Chunker interface {
+	Split(text, format string, budget int, model string) ([]string, error)
 }
 
 // Observer records stage metrics.
@@ -93,8 +101,12 @@ type Deps struct {
 	// that need one fail their row.
 	Providers Providers
 	Secrets   SecretOpener
-	Observer  Observer // optional
-	Logger    *slog.Logger
+	// Chats opens the model-stage provider; Chunker splits recognized text
+	// into chunks within the job's budget.
+	Chats    Chats
+	Chunker  Chunker
+	Observer Observer // optional
+	Logger   *slog.Logger
 }
 
 // Register adds every worker of the pipeline to workers and returns the
@@ -113,9 +125,15 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 	if err := river.AddWorkerSafely(workers, &finalizeWorker{deps: deps}); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(workers, &modelWorker{deps: deps}); err != nil {
+		return nil, err
+	}
 	return map[string]river.QueueConfig{
 		QueueRecognize: {MaxWorkers: cfg.RecognizeWorkers},
 		QueueFinalize:  {MaxWorkers: 4},
+		// Model calls wait on the provider, not the CPU; the per-slot
+		// limit in the provider layer is what bounds them.
+		QueueModel: {MaxWorkers: 32},
 	}, nil
 }
 
