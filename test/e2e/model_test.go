@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// chatVendor speaks OpenAI chat completions. It answers with the record ids
+// it sees in the user message as JSON, fails on request (a document
+// containing FAIL401 gets 401, TRUNCATE a cut-off answer) and records every
+// request.
+type chatVendor struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	requests []map[string]any
+}
+
+var recordID = regexp.MustCompile(`record (\d+):`)
+
+func newChatVendor(t *testing.T) *chatVendor {
+	t.Helper()
+	v := &chatVendor{}
+	v.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req map[string]any
+		raw, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(raw, &req)
+		v.mu.Lock()
+		v.requests = append(v.requests, req)
+		v.mu.Unlock()
+		user := messageText(req, "user")
+		switch {
+		case strings.Contains(user, "FAIL401"):
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"error":{"message":"Incorrect API key","type":"invalid_request_error","code":"invalid_api_key"}}`)
+			return
+		}
+		finish := "stop"
+		if strings.Contains(user, "TRUNCATE") {
+			finish = "length"
+		}
+		ids := []int{}
+		for _, m := range recordID.FindAllStringSubmatch(user, -1) {
+			var n int
+			fmt.Sscan(m[1], &n)
+			ids = append(ids, n)
+		}
+		answer, _ := json.Marshal(map[string]any{"records": ids})
+		if strings.Contains(user, "NONCONFORMING") {
+			answer = []byte(`{"records":"not a list"}`)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": finish,
+				"message": map[string]any{"role": "assistant", "content": string(answer)}}},
+			"usage": map[string]any{"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020},
+		})
+	}))
+	t.Cleanup(v.srv.Close)
+	return v
+}
+
+// messageText is the text of the first message with the given role.
+func messageText(req map[string]any, role string) string {
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		mm, _ := m.(map[string]any)
+		if mm["role"] != role {
+			continue
+		}
+		switch c := mm["content"].(type) {
+		case string:
+			return c
+		case []any:
+			var b strings.Builder
+			for _, part := range c {
+				if p, ok := part.(map[string]any); ok {
+					b.WriteString(fmt.Sprint(p["text"]))
+				}
+			}
+			return b.String()
+		}
+	}
+	return ""
+}
+
+func promptJob(urls []string, prompts ...string) map[string]any {
+	body := createBody(urls...)
+	body["prompts"] = prompts
+	body["neural"] = map[string]any{"type": "NEURAL_CLIENT_TYPE_PROVIDER_2", "model": "gpt-4o-mini", "apiKey": "sk-neural-MODEL-KEY-7", "chunkBudgetTokens": 1000}
+	return body
+}
+
+func records(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "record %d: the customer number %d ordered %d units of part %d.\n\n", i, i*7, i%13+1, i*31)
+	}
+	return b.String()
+}
+
+func TestTheFirstPromptRunsOverEveryChunkAndSeesEveryRecord(t *testing.T) {
+	vendor := newChatVendor(t)
+	src := sources(t, map[string]string{"orders.md": records(400)})
+	s := startServer(t, "", "DOCJOBS_PROVIDER_2_BASE_URL="+vendor.srv.URL+"/v1")
+	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA,
+		promptJob([]string{src + "/orders.md"}, "List the record numbers.", "A SECOND PROMPT that must never be sent"))["id"].(string)
+	if j := s.waitTerminal(id, keyA, 2*time.Minute); j["status"] != "JOB_STATUS_COMPLETE" {
+		t.Fatalf("job ended %v: %v", j["status"], j["error"])
+	}
+	res := s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id+"/result", keyA, nil)["result"].(map[string]any)
+	llm := res["llm"].([]any)
+	if len(llm) < 2 {
+		t.Fatalf("%d model rows for 400 records at budget 1000, want several chunks", len(llm))
+	}
+	seen := map[int]bool{}
+	for i, row := range llm {
+		r := row.(map[string]any)
+		if r["status"] != "JOB_LLM_STATUS_DONE" || r["chunkIndex"] != nil && r["chunkIndex"] != float64(i) ||
+			r["chunkTotal"] != float64(len(llm)) || r["model"] != "gpt-4o-mini" {
+			t.Fatalf("row %d = %v", i, r)
+		}
+		if pi, ok := r["promptIndex"]; ok && pi != float64(0) {
+			t.Fatalf("row %d promptIndex = %v", i, pi)
+		}
+		if _, ok := r["schemaValid"]; ok {
+			t.Fatalf("row %d has schemaValid without a responseSchema", i)
+		}
+		var answer struct{ Records []int }
+		if err := json.Unmarshal([]byte(r["content"].(string)), &answer); err != nil {
+			t.Fatalf("row %d content %q: %v", i, r["content"], err)
+		}
+		for _, n := range answer.Records {
+			seen[n] = true
+		}
+		if r["inputTokens"] != "1000" || r["outputTokens"] != "20" {
+			t.Errorf("row %d tokens = %v/%v", i, r["inputTokens"], r["outputTokens"])
+		}
+	}
+	var missing []int
+	for n := 1; n <= 400; n++ {
+		if !seen[n] {
+			missing = append(missing, n)
+		}
+	}
+	sort.Ints(missing)
+	if len(missing) > 0 {
+		t.Fatalf("records never shown to the model: %v", missing)
+	}
+	vendor.mu.Lock()
+	defer vendor.mu.Unlock()
+	if len(vendor.requests) != len(llm) {
+		t.Errorf("provider called %d times for %d chunks", len(vendor.requests), len(llm))
+	}
+	for _, req := range vendor.requests {
+		raw, _ := json.Marshal(req)
+		if strings.Contains(string(raw), "SECOND PROMPT") || strings.Contains(string(raw), "MODEL-KEY") {
+			t.Fatalf("a request carried the second prompt or the key: %.300s", raw)
+		}
+		if !strings.Contains(messageText(req, "system"), "List the record numbers.") {
+			t.Fatalf("the system message lacks the first prompt: %.300s", raw)
+		}
+	}
+}
+
+func TestModelAnswersAreJudgedAndFailuresNamed(t *testing.T) {
+	vendor := newChatVendor(t)
+	src := sources(t, map[string]string{
+		"good.txt":  records(3),
+		"bad.txt":   "NONCONFORMING " + records(2),
+		"auth.txt":  "FAIL401 " + records(1),
+		"cut.txt":   "TRUNCATE " + records(1),
+		"blank.txt": "   \n",
+	})
+	s := startServer(t, "", "DOCJOBS_PROVIDER_2_BASE_URL="+vendor.srv.URL+"/v1")
+	body := promptJob([]string{src + "/good.txt", src + "/bad.txt", src + "/auth.txt", src + "/cut.txt", src + "/blank.txt"}, "List the record numbers.")
+	body["responseSchema"] = `{"type":"object","required":["records"],"properties":{"records":{"type":"array","items":{"type":"integer"}}}}`
+	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, body)["id"].(string)
+	if j := s.waitTerminal(id, keyA, 2*time.Minute); j["status"] != "JOB_STATUS_COMPLETE" {
+		t.Fatalf("job ended %v: %v", j["status"], j["error"])
+	}
+	res := s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id+"/result", keyA, nil)["result"].(map[string]any)
+	rows := res["llm"].([]any)
+	row := func(i int) map[string]any { return rows[i].(map[string]any) }
+	if r := row(0); r["status"] != "JOB_LLM_STATUS_DONE" || r["schemaValid"] != true {
+		t.Errorf("conforming answer: %v", r)
+	}
+	if r := row(1); r["status"] != "JOB_LLM_STATUS_DONE" || r["schemaValid"] != false || len(r["schemaErrors"].([]any)) == 0 {
+		t.Errorf("non-conforming answer: %v", r)
+	}
+	if r := row(2); r["status"] != "JOB_LLM_STATUS_FAILED" || !strings.Contains(fmt.Sprint(r["error"]), "category=auth, status=401") {
+		t.Errorf("401: %v", r)
+	}
+	if r := row(3); r["status"] != "JOB_LLM_STATUS_FAILED" || !strings.Contains(fmt.Sprint(r["error"]), "category=truncated") {
+		t.Errorf("truncated: %v", r)
+	}
+	if r := row(4); r["status"] != "JOB_LLM_STATUS_SKIPPED" || r["skipReason"] != "empty_ocr_content" {
+		t.Errorf("blank file: %v", r)
+	}
+	vendor.mu.Lock()
+	defer vendor.mu.Unlock()
+	auth := 0
+	for _, req := range vendor.requests {
+		if strings.Contains(messageText(req, "user"), "FAIL401") {
+			auth++
+		}
+		if rf, _ := req["response_format"].(map[string]any); rf == nil {
+			t.Errorf("the schema did not reach the provider as response_format")
+		}
+	}
+	if auth != 1 {
+		t.Errorf("a 401 was sent %d times, want once (no retry)", auth)
+	}
+}
