@@ -1,8 +1,10 @@
 // Package provider is the contract between recognition and the vendors that
 // read documents for it: what is sent (a Document), what comes back (a
 // Recognition), how failures are classified (Error and its categories) and
-// how transient ones are retried. Vendor adapters live in subpackages; the
-// slot table that picks one for NEURAL_CLIENT_TYPE_PROVIDER_N is in slots.
+// how transient ones are retried; for the model stage, what is asked (a
+// ChatRequest) and answered (a ChatAnswer) through a Chat. Vendor adapters
+// live in subpackages; the slot table that picks one for
+// NEURAL_CLIENT_TYPE_PROVIDER_N is in slots.
 package provider
 
 import (

@@ -113,7 +113,7 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 
 	var res response
 	ex, err := provider.Call(ctx, o.cfg.Timeout, o.cfg.Key, func(ctx context.Context) error {
-		return o.post(ctx, body, &res)
+		return o.post(ctx, o.url, body, &res)
 	})
 	if err != nil {
 		return provider.Recognition{}, err
@@ -146,8 +146,8 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 // status it recorded.
 var errStatus = errors.New("mistral: error status")
 
-func (o *OCR) post(ctx context.Context, body []byte, res *response) error {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, o.url, bytes.NewReader(body))
+func (o *OCR) post(ctx context.Context, url string, body []byte, res any) error {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

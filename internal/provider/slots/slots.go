@@ -1,8 +1,9 @@
 // Package slots maps the eight provider slots of the API
-// (NEURAL_CLIENT_TYPE_PROVIDER_1 … _8) to vendor adapters for recognition,
-// and wraps each adapter the same way: transient failures retried with
-// backoff, a process-wide bound on calls in flight per slot, and every
-// call counted by outcome. Slot 8 with ocr.model "tesseract" or
+// (NEURAL_CLIENT_TYPE_PROVIDER_1 … _8) to vendor adapters for recognition
+// (OCR) and the model stage (Chat), and wraps each adapter the same way:
+// transient failures retried with backoff, a process-wide bound on calls
+// in flight per slot shared by both stages and served round-robin by
+// account (provider.WithAccount), and every call counted by outcome. Slot 8 with ocr.model "tesseract" or
 // "tesseract:<langs>" is the local Tesseract engine instead of a server.
 package slots
 
@@ -123,8 +124,9 @@ type Config struct {
 type Slots struct {
 	cfg    Config
 	client *http.Client
-	// sems bound calls in flight: sems[n] for slot n, sems[0] for Tesseract.
-	sems [9]chan struct{}
+	// sems bound calls in flight, shared by recognition and chat and fair
+	// across accounts: sems[n] for slot n, sems[0] for Tesseract.
+	sems [9]*fairSem
 }
 
 // New returns the slot table for cfg.
@@ -142,9 +144,9 @@ func New(cfg Config) *Slots {
 		cfg.TesseractConcurrency = runtime.NumCPU()
 	}
 	s := &Slots{cfg: cfg, client: provider.RecordingClient(cfg.HTTPClient)}
-	s.sems[0] = make(chan struct{}, cfg.TesseractConcurrency)
+	s.sems[0] = newFairSem(cfg.TesseractConcurrency)
 	for i := 1; i < len(s.sems); i++ {
-		s.sems[i] = make(chan struct{}, cfg.PerSlotConcurrency)
+		s.sems[i] = newFairSem(cfg.PerSlotConcurrency)
 	}
 	return s
 }
@@ -206,37 +208,39 @@ func (s *Slots) OCR(slot, model, key string) (provider.OCR, error) {
 	return s.wrap(sl.Name, ocr, s.sems[sl.N]), nil
 }
 
-func (s *Slots) wrap(slot string, ocr provider.OCR, sem chan struct{}) provider.OCR {
+func (s *Slots) wrap(slot string, ocr provider.OCR, sem *fairSem) provider.OCR {
 	g := guarded{next: ocr, sem: sem, slot: slot, obs: s.cfg.Observer}
+	return provider.WithRetry(g, s.retryPolicy(slot))
+}
+
+func (s *Slots) retryPolicy(slot string) provider.RetryPolicy {
 	log := s.cfg.Logger
-	return provider.WithRetry(g, provider.RetryPolicy{
+	return provider.RetryPolicy{
 		MaxAttempts:   s.cfg.MaxAttempts,
 		BaseDelay:     s.cfg.RetryBaseDelay,
 		MaxRetryAfter: s.cfg.MaxRetryAfter,
 		OnRetry: func(ctx context.Context, attempt int, err error, wait time.Duration) {
 			log.InfoContext(ctx, "provider call failed, retrying",
-				"provider", slot, "attempt", attempt, "error", err.Error(), "wait", wait)
+				"provider", slot, "account_id", provider.AccountOf(ctx), "attempt", attempt, "error", err.Error(), "wait", wait)
 		},
-	})
+	}
 }
 
 // guarded is one attempt: it waits for room in the slot (not holding any
 // while a retry backs off), calls the adapter and reports the outcome.
 type guarded struct {
 	next provider.OCR
-	sem  chan struct{}
+	sem  *fairSem
 	slot string
 	obs  Observer
 }
 
 func (g guarded) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
-	select {
-	case g.sem <- struct{}{}:
-	case <-ctx.Done():
-		return provider.Recognition{}, fmt.Errorf("waiting for a free %s slot: %w", g.slot, context.Cause(ctx))
+	if err := g.sem.acquire(ctx, provider.AccountOf(ctx)); err != nil {
+		return provider.Recognition{}, fmt.Errorf("waiting for a free %s slot: %w", g.slot, err)
 	}
 	rec, err := g.next.Recognize(ctx, doc)
-	<-g.sem
+	g.sem.release()
 	if g.obs != nil {
 		g.obs.ProviderCall(g.slot, Outcome(err))
 	}

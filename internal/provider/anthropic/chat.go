@@ -1,0 +1,127 @@
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	an "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/packages/param"
+
+	"github.com/docjobs/docjobs/internal/provider"
+)
+
+// ToolName is the name of the tool a response schema is sent as.
+const ToolName = "record_answer"
+
+// Chat is a Claude model answering model-stage requests.
+type Chat struct {
+	cfg      Config
+	messages an.MessageService
+}
+
+// NewChat returns a model-stage adapter for cfg, built like New's.
+// cfg.MaxTokens is the bound when a request sets none.
+func NewChat(cfg Config) (*Chat, error) {
+	o, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Chat{cfg: o.cfg, messages: o.messages}, nil
+}
+
+// Complete asks one question. With a schema, the Messages API has no
+// response format: the schema becomes the input_schema of a single tool
+// the model is forced to call, and the answer is that call's input as
+// compact JSON. A schema whose root is not an object (tool inputs must
+// be objects) is wrapped and the answer unwrapped (provider.ObjectSchema).
+func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider.ChatAnswer, error) {
+	params := an.MessageNewParams{
+		Model:       an.Model(c.cfg.Model),
+		MaxTokens:   c.cfg.MaxTokens,
+		Temperature: an.Float(0),
+		Messages:    []an.MessageParam{an.NewUserMessage(an.NewTextBlock(req.User))},
+	}
+	if req.MaxTokens > 0 {
+		params.MaxTokens = int64(req.MaxTokens)
+	}
+	if req.System != "" {
+		params.System = []an.TextBlockParam{{Text: req.System}}
+	}
+	wrapped := false
+	if req.Schema != "" {
+		schema, _, w, err := provider.ObjectSchema(req.Schema)
+		if err != nil {
+			return provider.ChatAnswer{}, err
+		}
+		wrapped = w
+		tool := an.ToolParam{
+			Name:        ToolName,
+			Description: an.String("Record the answer. Its input is the complete answer, following the schema exactly."),
+			// The raw schema goes out as it is: property order steers the
+			// order the model writes in.
+			InputSchema: param.Override[an.ToolInputSchemaParam](schema),
+		}
+		params.Tools = []an.ToolUnionParam{{OfTool: &tool}}
+		params.ToolChoice = an.ToolChoiceParamOfTool(ToolName)
+	}
+
+	var res *an.Message
+	var sdkErr error
+	ex, err := provider.Call(ctx, c.cfg.Timeout, c.cfg.Key, func(ctx context.Context) error {
+		res, sdkErr = c.messages.New(ctx, params)
+		return sdkErr
+	})
+	if err != nil {
+		return provider.ChatAnswer{}, refine(err, sdkErr)
+	}
+	status := ex.Status()
+	if res == nil || res.Type != "message" {
+		return provider.ChatAnswer{}, provider.Malformed(status, "not a message")
+	}
+	switch res.StopReason {
+	case an.StopReasonMaxTokens:
+		return provider.ChatAnswer{}, provider.Truncated(status, string(res.StopReason))
+	case an.StopReasonRefusal:
+		return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryContentFilter, Status: status, Err: errors.New("stop_reason refusal")}
+	case an.StopReasonModelContextWindowExceeded:
+		return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryContextLength, Status: status, Err: errors.New("stop_reason model_context_window_exceeded")}
+	}
+	var content string
+	if req.Schema != "" {
+		found := false
+		for _, b := range res.Content {
+			if b.Type == "tool_use" && b.Name == ToolName {
+				content, found = provider.CompactJSON(b.Input), true
+				break
+			}
+		}
+		if !found {
+			return provider.ChatAnswer{}, provider.Malformed(status, "no call of the answer tool")
+		}
+		if wrapped {
+			content = provider.UnwrapAnswer(content)
+		}
+	} else {
+		var b strings.Builder
+		for _, blk := range res.Content {
+			if blk.Type == "text" {
+				b.WriteString(blk.Text)
+			}
+		}
+		content = b.String()
+	}
+	u := res.Usage
+	return provider.ChatAnswer{
+		Content:      content,
+		FinishReason: string(res.StopReason),
+		// Cached prompt tokens are input too; they are counted apart.
+		InputTokens:  u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
+		OutputTokens: u.OutputTokens,
+		Model:        c.cfg.Model,
+		Request:      ex.Request(c.cfg.Key),
+		RawData:      ex.Response(c.cfg.Key),
+	}, nil
+}
+
+var _ provider.Chat = (*Chat)(nil)

@@ -1,0 +1,141 @@
+package anthropic_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/docjobs/docjobs/internal/provider"
+	"github.com/docjobs/docjobs/internal/provider/anthropic"
+	"github.com/docjobs/docjobs/internal/provider/providertest"
+)
+
+func openChat(t *testing.T, baseURL string, timeout time.Duration) provider.Chat {
+	t.Helper()
+	c, err := anthropic.NewChat(anthropic.Config{BaseURL: baseURL, Model: "claude-sonnet-4-5", Key: key, Timeout: timeout})
+	if err != nil {
+		t.Fatalf("NewChat: %v", err)
+	}
+	return c
+}
+
+func chatMessage(content, stop string) string {
+	return `{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[` + content + `],` +
+		`"stop_reason":"` + stop + `","stop_sequence":null,"usage":{"input_tokens":11,"output_tokens":7}}`
+}
+
+func textBlock(s string) string {
+	return `{"type":"text","text":` + providertest.JSONString(s) + `}`
+}
+
+// toolUse is the forced tool's call, with input as the model writes it
+// (not compact).
+func toolUse(input string) string {
+	return `{"type":"tool_use","id":"toolu_01","name":"` + anthropic.ToolName + `","input":` + input + `}`
+}
+
+func TestChatProtocol(t *testing.T) {
+	providertest.RunChat(t, providertest.ChatVendor{
+		Path:          "/v1/messages",
+		Key:           key,
+		New:           openChat,
+		KeyFromHeader: func(h http.Header) string { return h.Get("X-Api-Key") },
+		Text:          func(c string) string { return chatMessage(textBlock(c), "end_turn") },
+		Structured: func(j string) string {
+			// Spaced out, as models write it: the row gets it compact.
+			return chatMessage(toolUse(`{ "total": 42.5, "items": [ "a", "b" ] }`), "tool_use")
+		},
+		Truncated: chatMessage(toolUse(`{"total":4}`), "max_tokens"),
+		Unauthorized: func(echo string) string {
+			return `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + echo + `"}}`
+		},
+		Messages: func(t *testing.T, body []byte) (string, string) {
+			sys, _ := providertest.Field(t, body, "system", 0, "text").(string)
+			user, _ := providertest.Field(t, body, "messages", 0, "content", 0, "text").(string)
+			return sys, user
+		},
+		SchemaIn: func(t *testing.T, body []byte) any {
+			if providertest.Field(t, body, "tools") == nil {
+				if providertest.Field(t, body, "tool_choice") != nil {
+					t.Error("tool_choice sent without a tool")
+				}
+				return nil
+			}
+			if got := providertest.Field(t, body, "tool_choice"); got == nil {
+				t.Fatal("no tool_choice: the tool is not forced")
+			}
+			if tc, name := providertest.Field(t, body, "tool_choice", "type"), providertest.Field(t, body, "tool_choice", "name"); tc != "tool" || name != anthropic.ToolName {
+				t.Errorf("tool_choice = %v %v, want the answer tool forced", tc, name)
+			}
+			if n, _ := providertest.Field(t, body, "tools").([]any); len(n) != 1 {
+				t.Errorf("tools = %d, want 1", len(n))
+			}
+			if name := providertest.Field(t, body, "tools", 0, "name"); name != anthropic.ToolName {
+				t.Errorf("tool name = %v", name)
+			}
+			return providertest.Field(t, body, "tools", 0, "input_schema")
+		},
+	})
+}
+
+func TestChatSchemaShapes(t *testing.T) {
+	cases := []struct {
+		name       string
+		schema     string
+		answer     string
+		wantSchema string
+		want       string
+	}{
+		{
+			name:       "an array schema is wrapped in an object tool input and the answer unwrapped",
+			schema:     `{"type":"array","items":{"$ref":"#/$defs/item"},"$defs":{"item":{"type":"string"}}}`,
+			answer:     chatMessage(toolUse(`{"value": ["x", "y"]}`), "tool_use"),
+			wantSchema: `{"type":"object","properties":{"value":{"type":"array","items":{"$ref":"#/$defs/item"}}},"required":["value"],"additionalProperties":false,"$defs":{"item":{"type":"string"}}}`,
+			want:       `["x","y"]`,
+		},
+		{
+			name:       "an object schema that is not strict-compatible goes as it is",
+			schema:     `{"type":"object","properties":{"a":{"type":"string","minLength":1}},"allOf":[{"required":["a"]}]}`,
+			answer:     chatMessage(textBlock("Here you go.")+","+toolUse(`{"a":"z"}`), "tool_use"),
+			wantSchema: `{"type":"object","properties":{"a":{"type":"string","minLength":1}},"allOf":[{"required":["a"]}]}`,
+			want:       `{"a":"z"}`,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := providertest.NewServer(t, providertest.Reply(200, c.answer))
+			ans, err := openChat(t, srv.URL, time.Second).Complete(t.Context(), provider.ChatRequest{User: "u", Schema: c.schema})
+			if err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			providertest.AssertSameJSON(t, "input_schema", providertest.Field(t, srv.Requests()[0].Body, "tools", 0, "input_schema"), c.wantSchema)
+			if ans.Content != c.want {
+				t.Errorf("content = %q, want %q", ans.Content, c.want)
+			}
+		})
+	}
+}
+
+func TestChatWithoutToolCallIsMalformed(t *testing.T) {
+	srv := providertest.NewServer(t, providertest.Reply(200, chatMessage(textBlock(`{"a":1}`), "end_turn")))
+	_, err := openChat(t, srv.URL, time.Second).Complete(t.Context(), provider.ChatRequest{User: "u", Schema: `{"type":"object"}`})
+	providertest.AssertCategory(t, err, provider.CategoryServer, 200)
+}
+
+func TestChatMaxTokens(t *testing.T) {
+	srv := providertest.NewServer(t, providertest.Reply(200, chatMessage(textBlock("ok"), "end_turn")))
+	c := openChat(t, srv.URL, time.Second)
+	for _, c2 := range []struct {
+		asked int
+		want  float64
+	}{{0, anthropic.DefaultMaxTokens}, {256, 256}} {
+		if _, err := c.Complete(t.Context(), provider.ChatRequest{User: "u", MaxTokens: c2.asked}); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		reqs := srv.Requests()
+		if got := providertest.Field(t, reqs[len(reqs)-1].Body, "max_tokens"); got != c2.want {
+			t.Errorf("MaxTokens %d: max_tokens = %v, want %v", c2.asked, got, c2.want)
+		}
+	}
+}

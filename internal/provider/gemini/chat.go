@@ -1,0 +1,110 @@
+package gemini
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/docjobs/docjobs/internal/provider"
+)
+
+// Chat is a Gemini model answering model-stage requests.
+type Chat struct {
+	cfg    Config
+	models *genai.Models
+}
+
+// NewChat returns a model-stage adapter for cfg, built like New's.
+func NewChat(cfg Config) (*Chat, error) {
+	o, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Chat{cfg: o.cfg, models: o.models}, nil
+}
+
+// Complete asks one question. With a schema the answer is constrained by
+// responseMimeType application/json and responseJsonSchema, which takes
+// JSON Schema as it is (responseSchema takes only Google's OpenAPI
+// subset); any root type is allowed, so nothing is wrapped.
+func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider.ChatAnswer, error) {
+	zero := float32(0)
+	noContinuation := false
+	config := &genai.GenerateContentConfig{
+		Temperature:           &zero,
+		AutomaticContinuation: &noContinuation,
+	}
+	if req.System != "" {
+		config.SystemInstruction = genai.NewContentFromText(req.System, genai.RoleUser)
+	}
+	if req.MaxTokens > 0 {
+		config.MaxOutputTokens = int32(min(req.MaxTokens, 1<<30))
+	}
+	if req.Schema != "" {
+		var probe map[string]any
+		if err := json.Unmarshal([]byte(req.Schema), &probe); err != nil || probe == nil {
+			return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryInvalidRequest, Err: provider.ErrInvalidSchema}
+		}
+		config.ResponseMIMEType = "application/json"
+		config.ResponseJsonSchema = json.RawMessage(req.Schema)
+	}
+	contents := []*genai.Content{genai.NewContentFromText(req.User, genai.RoleUser)}
+
+	var res *genai.GenerateContentResponse
+	var sdkErr error
+	ex, err := provider.Call(ctx, c.cfg.Timeout, c.cfg.Key, func(ctx context.Context) error {
+		res, sdkErr = c.models.GenerateContent(ctx, c.cfg.Model, contents, config)
+		return sdkErr
+	})
+	if err != nil {
+		return provider.ChatAnswer{}, refine(err, sdkErr)
+	}
+	status := ex.Status()
+	if res == nil {
+		return provider.ChatAnswer{}, provider.Malformed(status, "no response")
+	}
+	if res.PromptFeedback != nil && res.PromptFeedback.BlockReason != "" {
+		return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryContentFilter, Status: status,
+			Err: fmt.Errorf("prompt blocked: %s", provider.Identifier(string(res.PromptFeedback.BlockReason)))}
+	}
+	if len(res.Candidates) == 0 || res.Candidates[0] == nil {
+		return provider.ChatAnswer{}, provider.Malformed(status, "no candidates")
+	}
+	cand := res.Candidates[0]
+	switch cand.FinishReason {
+	case genai.FinishReasonMaxTokens:
+		return provider.ChatAnswer{}, provider.Truncated(status, string(cand.FinishReason))
+	case genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonBlocklist,
+		genai.FinishReasonProhibitedContent, genai.FinishReasonSPII:
+		return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryContentFilter, Status: status,
+			Err: fmt.Errorf("finishReason %s", provider.Identifier(string(cand.FinishReason)))}
+	case genai.FinishReasonMalformedFunctionCall:
+		return provider.ChatAnswer{}, provider.Malformed(status, "finishReason MALFORMED_FUNCTION_CALL")
+	}
+	var b strings.Builder
+	if cand.Content != nil {
+		for _, p := range cand.Content.Parts {
+			if p != nil && !p.Thought {
+				b.WriteString(p.Text)
+			}
+		}
+	}
+	ans := provider.ChatAnswer{
+		Content:      b.String(),
+		FinishReason: string(cand.FinishReason),
+		Model:        c.cfg.Model,
+		Request:      ex.Request(c.cfg.Key),
+		RawData:      ex.Response(c.cfg.Key),
+	}
+	if u := res.UsageMetadata; u != nil {
+		ans.InputTokens = int64(u.PromptTokenCount)
+		// Thinking tokens are billed as output.
+		ans.OutputTokens = int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount)
+	}
+	return ans, nil
+}
+
+var _ provider.Chat = (*Chat)(nil)

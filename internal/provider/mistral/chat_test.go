@@ -1,0 +1,126 @@
+package mistral_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docjobs/docjobs/internal/provider"
+	"github.com/docjobs/docjobs/internal/provider/mistral"
+	"github.com/docjobs/docjobs/internal/provider/providertest"
+)
+
+func openChat(t *testing.T, baseURL string, timeout time.Duration) provider.Chat {
+	t.Helper()
+	c, err := mistral.NewChat(mistral.Config{BaseURL: baseURL, Model: "mistral-small-latest", Key: key, Timeout: timeout})
+	if err != nil {
+		t.Fatalf("NewChat: %v", err)
+	}
+	return c
+}
+
+func completion(content, finish string) string {
+	return `{"id":"cmpl-1","object":"chat.completion","created":1700000000,"model":"mistral-small-latest",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":` + content + `,"tool_calls":null},"finish_reason":"` + finish + `"}],` +
+		`"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18}}`
+}
+
+func TestChatProtocol(t *testing.T) {
+	providertest.RunChat(t, providertest.ChatVendor{
+		Path:          "/v1/chat/completions",
+		Key:           key,
+		New:           openChat,
+		KeyFromHeader: func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") },
+		Text:          func(c string) string { return completion(providertest.JSONString(c), "stop") },
+		Structured:    func(j string) string { return completion(providertest.JSONString(j), "stop") },
+		Truncated:     completion(`"{\"total\":4"`, "length"),
+		Unauthorized: func(echo string) string {
+			return `{"message":"Unauthorized ` + echo + `","request_id":"r1"}`
+		},
+		Messages: func(t *testing.T, body []byte) (string, string) {
+			sys, _ := providertest.Field(t, body, "messages", 0, "content").(string)
+			user, _ := providertest.Field(t, body, "messages", 1, "content").(string)
+			return sys, user
+		},
+		SchemaIn: func(t *testing.T, body []byte) any {
+			if providertest.Field(t, body, "response_format") == nil {
+				return nil
+			}
+			if got := providertest.Field(t, body, "response_format", "type"); got != "json_schema" {
+				t.Errorf("response_format.type = %v, want json_schema", got)
+			}
+			if got := providertest.Field(t, body, "response_format", "json_schema", "strict"); got != true {
+				t.Errorf("json_schema.strict = %v, want true", got)
+			}
+			if got := providertest.Field(t, body, "response_format", "json_schema", "name"); got != mistral.SchemaName {
+				t.Errorf("json_schema.name = %v", got)
+			}
+			return providertest.Field(t, body, "response_format", "json_schema", "schema")
+		},
+	})
+}
+
+func TestChatRequests(t *testing.T) {
+	cases := []struct {
+		name    string
+		req     provider.ChatRequest
+		answer  string
+		check   func(t *testing.T, body []byte)
+		content string
+	}{
+		{
+			name:   "a schema strict mode cannot take is sent with strict false",
+			req:    provider.ChatRequest{User: "u", Schema: `{"type":"object","properties":{"a":{"type":"string"}}}`},
+			answer: completion(`"{\"a\":\"x\"}"`, "stop"),
+			check: func(t *testing.T, body []byte) {
+				if got := providertest.Field(t, body, "response_format", "json_schema", "strict"); got != false {
+					t.Errorf("strict = %v, want false", got)
+				}
+				providertest.AssertSameJSON(t, "schema", providertest.Field(t, body, "response_format", "json_schema", "schema"),
+					`{"type":"object","properties":{"a":{"type":"string"}}}`)
+			},
+			content: `{"a":"x"}`,
+		},
+		{
+			name:   "the model, max_tokens and temperature 0 are sent",
+			req:    provider.ChatRequest{User: "u", MaxTokens: 64},
+			answer: completion(`"fine"`, "stop"),
+			check: func(t *testing.T, body []byte) {
+				for field, want := range map[string]any{"model": "mistral-small-latest", "max_tokens": float64(64), "temperature": float64(0)} {
+					if got := providertest.Field(t, body, field); got != want {
+						t.Errorf("%s = %v, want %v", field, got, want)
+					}
+				}
+			},
+			content: "fine",
+		},
+		{
+			name:    "a reasoning model's chunked content gives its text chunks",
+			req:     provider.ChatRequest{User: "u"},
+			answer:  completion(`[{"type":"thinking","thinking":[{"type":"text","text":"hmm"}]},{"type":"text","text":"42"}]`, "stop"),
+			check:   func(*testing.T, []byte) {},
+			content: "42",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := providertest.NewServer(t, providertest.Reply(200, c.answer))
+			ans, err := openChat(t, srv.URL, time.Second).Complete(t.Context(), c.req)
+			if err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			c.check(t, srv.Requests()[0].Body)
+			if ans.Content != c.content {
+				t.Errorf("content = %q, want %q", ans.Content, c.content)
+			}
+		})
+	}
+}
+
+func TestChatNeedsAModel(t *testing.T) {
+	if _, err := mistral.NewChat(mistral.Config{BaseURL: "http://x", Key: key}); err == nil {
+		t.Fatal("NewChat without a model succeeded; the OCR default is not a chat model")
+	}
+}

@@ -1,0 +1,120 @@
+package openai
+
+import (
+	"context"
+	"fmt"
+
+	oa "github.com/openai/openai-go"
+	"github.com/openai/openai-go/shared"
+
+	"github.com/docjobs/docjobs/internal/provider"
+)
+
+// SchemaName is the json_schema name sent with a response schema.
+const SchemaName = "response"
+
+// ChatConfig configures a model-stage adapter.
+type ChatConfig struct {
+	Config
+	// LegacyMaxTokens sends a token bound as max_tokens instead of
+	// max_completion_tokens: OpenAI itself and xAI take the new name
+	// (OpenAI's reasoning models reject the old one), while OpenRouter,
+	// Qwen and self-hosted servers document only max_tokens.
+	LegacyMaxTokens bool
+}
+
+// Chat is a chat model answering model-stage requests.
+type Chat struct {
+	cfg  ChatConfig
+	chat oa.ChatCompletionService
+}
+
+// NewChat returns a model-stage adapter for cfg, built like New's.
+func NewChat(cfg ChatConfig) (*Chat, error) {
+	o, err := New(cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &Chat{cfg: cfg, chat: o.chat}, nil
+}
+
+// Complete asks one question. With a schema the answer is constrained by
+// response_format: json_schema with strict: true when the schema is
+// strict-compatible (provider.StrictCompatible), else JSON mode
+// (json_object) with the schema spelled out in the system message. A
+// schema whose root is not an object is wrapped (provider.ObjectSchema)
+// and the answer unwrapped, since both modes answer an object.
+func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider.ChatAnswer, error) {
+	params := oa.ChatCompletionNewParams{Model: c.cfg.Model}
+	system := req.System
+	wrapped := false
+	if req.Schema != "" {
+		schema, decoded, w, err := provider.ObjectSchema(req.Schema)
+		if err != nil {
+			return provider.ChatAnswer{}, err
+		}
+		wrapped = w
+		if provider.StrictCompatible(decoded) {
+			params.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
+				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+					Name:   SchemaName,
+					Schema: schema,
+					Strict: oa.Bool(true),
+				},
+			}
+		} else {
+			params.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
+			system += provider.SchemaInstruction(string(schema))
+		}
+	}
+	if system != "" {
+		params.Messages = append(params.Messages, oa.SystemMessage(system))
+	}
+	params.Messages = append(params.Messages, oa.UserMessage(req.User))
+	if req.MaxTokens > 0 {
+		if c.cfg.LegacyMaxTokens {
+			params.MaxTokens = oa.Int(int64(req.MaxTokens))
+		} else {
+			params.MaxCompletionTokens = oa.Int(int64(req.MaxTokens))
+		}
+	}
+
+	var res *oa.ChatCompletion
+	var sdkErr error
+	ex, err := provider.Call(ctx, c.cfg.Timeout, c.cfg.Key, func(ctx context.Context) error {
+		res, sdkErr = c.chat.New(ctx, params)
+		return sdkErr
+	})
+	if err != nil {
+		return provider.ChatAnswer{}, refine(err, sdkErr)
+	}
+	status := ex.Status()
+	if res == nil || len(res.Choices) == 0 {
+		return provider.ChatAnswer{}, provider.Malformed(status, "no choices")
+	}
+	ch := res.Choices[0]
+	switch {
+	case ch.FinishReason == "length":
+		return provider.ChatAnswer{}, provider.Truncated(status, ch.FinishReason)
+	case ch.Message.Refusal != "" || ch.FinishReason == "content_filter":
+		return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryContentFilter, Status: status,
+			Err: fmt.Errorf("finish_reason %q, refusal given: %t", provider.Identifier(ch.FinishReason), ch.Message.Refusal != "")}
+	case ch.FinishReason == "tool_calls" || ch.FinishReason == "function_call":
+		return provider.ChatAnswer{}, provider.Malformed(status, "a tool call instead of an answer")
+	}
+	content := ch.Message.Content
+	if wrapped {
+		content = provider.UnwrapAnswer(content)
+	}
+	return provider.ChatAnswer{
+		Content:      content,
+		FinishReason: ch.FinishReason,
+		InputTokens:  res.Usage.PromptTokens,
+		OutputTokens: res.Usage.CompletionTokens,
+		Model:        c.cfg.Model,
+		Request:      ex.Request(c.cfg.Key),
+		RawData:      ex.Response(c.cfg.Key),
+	}, nil
+}
+
+var _ provider.Chat = (*Chat)(nil)

@@ -1,0 +1,158 @@
+package openai_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docjobs/docjobs/internal/provider"
+	"github.com/docjobs/docjobs/internal/provider/openai"
+	"github.com/docjobs/docjobs/internal/provider/providertest"
+)
+
+func openChat(t *testing.T, baseURL string, timeout time.Duration, legacy bool) provider.Chat {
+	t.Helper()
+	c, err := openai.NewChat(openai.ChatConfig{
+		Config:          openai.Config{BaseURL: baseURL + "/v1", Model: "gpt-4.1", Key: key, Timeout: timeout},
+		LegacyMaxTokens: legacy,
+	})
+	if err != nil {
+		t.Fatalf("NewChat: %v", err)
+	}
+	return c
+}
+
+func chatCompletion(content, finish string) string {
+	return `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"gpt-4.1",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":` + providertest.JSONString(content) + `,"refusal":null},"finish_reason":"` + finish + `"}],` +
+		`"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18}}`
+}
+
+func chatVendor(legacy bool) providertest.ChatVendor {
+	return providertest.ChatVendor{
+		Path: "/v1/chat/completions",
+		Key:  key,
+		New: func(t *testing.T, baseURL string, timeout time.Duration) provider.Chat {
+			return openChat(t, baseURL, timeout, legacy)
+		},
+		KeyFromHeader: func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") },
+		Text:          func(c string) string { return chatCompletion(c, "stop") },
+		Structured:    func(j string) string { return chatCompletion(j, "stop") },
+		Truncated:     chatCompletion(`{"total":4`, "length"),
+		Unauthorized: func(echo string) string {
+			return `{"error":{"message":"Incorrect API key provided: ` + echo + `","type":"invalid_request_error","code":"invalid_api_key"}}`
+		},
+		Messages: func(t *testing.T, body []byte) (string, string) {
+			sys, _ := providertest.Field(t, body, "messages", 0, "content").(string)
+			user, _ := providertest.Field(t, body, "messages", 1, "content").(string)
+			return sys, user
+		},
+		SchemaIn: func(t *testing.T, body []byte) any {
+			if providertest.Field(t, body, "response_format") == nil {
+				return nil
+			}
+			if got := providertest.Field(t, body, "response_format", "type"); got != "json_schema" {
+				t.Errorf("response_format.type = %v, want json_schema", got)
+			}
+			if got := providertest.Field(t, body, "response_format", "json_schema", "strict"); got != true {
+				t.Errorf("json_schema.strict = %v, want true for a strict-compatible schema", got)
+			}
+			if got := providertest.Field(t, body, "response_format", "json_schema", "name"); got != openai.SchemaName {
+				t.Errorf("json_schema.name = %v", got)
+			}
+			return providertest.Field(t, body, "response_format", "json_schema", "schema")
+		},
+	}
+}
+
+func TestChatProtocol(t *testing.T) {
+	providertest.RunChat(t, chatVendor(false))
+}
+
+func TestChatRequests(t *testing.T) {
+	cases := []struct {
+		name    string
+		req     provider.ChatRequest
+		legacy  bool
+		answer  string
+		check   func(t *testing.T, body []byte)
+		content string
+	}{
+		{
+			name:   "a schema strict mode cannot take goes in JSON mode, spelled out in the system message",
+			req:    provider.ChatRequest{System: "Extract.", User: "u", Schema: `{"type":"object","properties":{"a":{"type":"string","minLength":2}}}`},
+			answer: chatCompletion(`{"a":"xy"}`, "stop"),
+			check: func(t *testing.T, body []byte) {
+				if got := providertest.Field(t, body, "response_format", "type"); got != "json_object" {
+					t.Errorf("response_format.type = %v, want json_object", got)
+				}
+				sys, _ := providertest.Field(t, body, "messages", 0, "content").(string)
+				if !strings.HasPrefix(sys, "Extract.") || !strings.Contains(sys, `"minLength":2`) || !strings.Contains(sys, "JSON") {
+					t.Errorf("system message = %q, want the prompt then the schema", sys)
+				}
+			},
+			content: `{"a":"xy"}`,
+		},
+		{
+			name:   "an array schema is wrapped in an object and the answer unwrapped",
+			req:    provider.ChatRequest{User: "u", Schema: `{"type":"array","items":{"type":"string"},"$defs":{}}`},
+			answer: chatCompletion(`{"value": ["a", "b"]}`, "stop"),
+			check: func(t *testing.T, body []byte) {
+				providertest.AssertSameJSON(t, "wrapped schema", providertest.Field(t, body, "response_format", "json_schema", "schema"),
+					`{"type":"object","properties":{"value":{"type":"array","items":{"type":"string"}}},"required":["value"],"additionalProperties":false,"$defs":{}}`)
+				if got := providertest.Field(t, body, "messages", 0, "role"); got != "user" {
+					t.Errorf("first message role = %v, want user (no empty system message)", got)
+				}
+			},
+			content: `["a","b"]`,
+		},
+		{
+			name:   "OpenAI gets max_completion_tokens",
+			req:    provider.ChatRequest{User: "u", MaxTokens: 300},
+			answer: chatCompletion("ok", "stop"),
+			check: func(t *testing.T, body []byte) {
+				if got := providertest.Field(t, body, "max_completion_tokens"); got != float64(300) {
+					t.Errorf("max_completion_tokens = %v", got)
+				}
+				if got := providertest.Field(t, body, "max_tokens"); got != nil {
+					t.Errorf("max_tokens = %v, want absent", got)
+				}
+			},
+			content: "ok",
+		},
+		{
+			name:   "older servers get max_tokens",
+			req:    provider.ChatRequest{User: "u", MaxTokens: 300},
+			legacy: true,
+			answer: chatCompletion("ok", "stop"),
+			check: func(t *testing.T, body []byte) {
+				if got := providertest.Field(t, body, "max_tokens"); got != float64(300) {
+					t.Errorf("max_tokens = %v", got)
+				}
+			},
+			content: "ok",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := providertest.NewServer(t, providertest.Reply(200, c.answer))
+			ans, err := openChat(t, srv.URL, time.Second, c.legacy).Complete(t.Context(), c.req)
+			if err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			c.check(t, srv.Requests()[0].Body)
+			if ans.Content != c.content {
+				t.Errorf("content = %q, want %q", ans.Content, c.content)
+			}
+		})
+	}
+}
+
+func TestChatRefusalIsAContentFilter(t *testing.T) {
+	srv := providertest.NewServer(t, providertest.Reply(200,
+		`{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"no"},"finish_reason":"stop"}]}`))
+	_, err := openChat(t, srv.URL, time.Second, false).Complete(t.Context(), provider.ChatRequest{User: "u"})
+	providertest.AssertCategory(t, err, provider.CategoryContentFilter, 200)
+}

@@ -1,0 +1,205 @@
+package providertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docjobs/docjobs/internal/provider"
+)
+
+// ChatSchema is the strict-compatible schema RunChat sends; every vendor
+// must pass it on in its native form.
+const ChatSchema = `{"type":"object","properties":{"total":{"type":"number"},"items":{"type":"array","items":{"type":"string"}}},"required":["total","items"],"additionalProperties":false}`
+
+// ChatJSON is a conforming answer to ChatSchema.
+const ChatJSON = `{"total":42.5,"items":["a","b"]}`
+
+// Token counts every ChatVendor's answers must report as usage.
+const (
+	ChatInputTokens  = 11
+	ChatOutputTokens = 7
+)
+
+// ChatVendor is what RunChat needs to know about one chat adapter.
+type ChatVendor struct {
+	// Path is the request path the adapter must use.
+	Path string
+	Key  string
+	// New opens the adapter against baseURL with the per-call timeout.
+	New func(t *testing.T, baseURL string, timeout time.Duration) provider.Chat
+	// KeyFromHeader returns the key as sent in the auth header.
+	KeyFromHeader func(h http.Header) string
+	// Text is a 200 body answering content as text; Structured one
+	// answering the JSON text as the vendor does under a schema (a tool
+	// call for Anthropic). Both report ChatInputTokens and
+	// ChatOutputTokens as usage.
+	Text       func(content string) string
+	Structured func(json string) string
+	// Truncated is a 200 body of an answer cut off by the token limit.
+	Truncated string
+	// Unauthorized is the vendor's 401 body around echo.
+	Unauthorized func(echo string) string
+	// Messages returns the system and user text found in a request.
+	Messages func(t *testing.T, body []byte) (system, user string)
+	// SchemaIn returns the schema found in a request body in the vendor's
+	// native place, nil when there is none.
+	SchemaIn func(t *testing.T, body []byte) any
+}
+
+// RunChat checks the behaviours every chat adapter shares.
+func RunChat(t *testing.T, v ChatVendor) {
+	t.Helper()
+	req := provider.ChatRequest{System: "Extract the totals.", User: "Invoice 7: total 42.50, items a and b", Schema: ChatSchema, MaxTokens: 500}
+
+	t.Run("the schema reaches the vendor natively and the JSON answer comes back with usage", func(t *testing.T) {
+		t.Parallel()
+		srv := NewServer(t, Reply(200, v.Structured(ChatJSON)))
+		ans, err := v.New(t, srv.URL, 5*time.Second).Complete(t.Context(), req)
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		if ans.Content != ChatJSON {
+			t.Errorf("content = %q, want %q", ans.Content, ChatJSON)
+		}
+		if ans.InputTokens != ChatInputTokens || ans.OutputTokens != ChatOutputTokens {
+			t.Errorf("tokens = %d in, %d out; want %d, %d", ans.InputTokens, ans.OutputTokens, ChatInputTokens, ChatOutputTokens)
+		}
+		if ans.Model == "" || ans.FinishReason == "" {
+			t.Errorf("model %q, finish reason %q: want both set", ans.Model, ans.FinishReason)
+		}
+		reqs := srv.Requests()
+		if len(reqs) != 1 {
+			t.Fatalf("calls = %d, want 1", len(reqs))
+		}
+		r := reqs[0]
+		if r.Method != http.MethodPost || r.Path != v.Path {
+			t.Errorf("request = %s %s, want POST %s", r.Method, r.Path, v.Path)
+		}
+		AssertSameJSON(t, "schema in the request", v.SchemaIn(t, r.Body), ChatSchema)
+		system, user := v.Messages(t, r.Body)
+		if !strings.Contains(system, req.System) || user != req.User {
+			t.Errorf("messages = system %q, user %q; want the request's", system, user)
+		}
+		assertKeyOnlyInAuth(t, r, v.Key, v.KeyFromHeader)
+		AssertRedacted(t, "Request", ans.Request, v.Key)
+		AssertRedacted(t, "RawData", ans.RawData, v.Key)
+		if !strings.Contains(ans.Request, "Invoice 7") || !strings.Contains(ans.RawData, "42.5") {
+			t.Errorf("Request/RawData do not hold the exchange: %.200s / %.200s", ans.Request, ans.RawData)
+		}
+	})
+
+	t.Run("without a schema the text answer comes back and no schema is sent", func(t *testing.T) {
+		t.Parallel()
+		srv := NewServer(t, Reply(200, v.Text("Total: 42.50")))
+		ans, err := v.New(t, srv.URL, 5*time.Second).Complete(t.Context(), provider.ChatRequest{System: "Summarise.", User: "Invoice 7"})
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		if ans.Content != "Total: 42.50" || ans.InputTokens != ChatInputTokens || ans.OutputTokens != ChatOutputTokens {
+			t.Errorf("answer = %q, %d/%d tokens", ans.Content, ans.InputTokens, ans.OutputTokens)
+		}
+		if got := v.SchemaIn(t, srv.Requests()[0].Body); got != nil {
+			t.Errorf("schema sent without one asked: %v", got)
+		}
+	})
+
+	t.Run("429 then 200 is retried", func(t *testing.T) {
+		t.Parallel()
+		srv := NewServer(t, Reply(429, `{"error":{"message":"slow down"}}`, "Retry-After", "0.05"), Reply(200, v.Structured(ChatJSON)))
+		ans, err := provider.WithChatRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(4)).Complete(t.Context(), req)
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		if n := len(srv.Requests()); n != 2 || ans.Content != ChatJSON {
+			t.Errorf("calls = %d, content %q; want 2 calls and the answer", n, ans.Content)
+		}
+	})
+
+	t.Run("401 is an auth error, not retried, without the vendor's text or the key", func(t *testing.T) {
+		t.Parallel()
+		srv := NewServer(t, Reply(401, v.Unauthorized("ECHOED-INPUT "+v.Key)), Reply(200, v.Structured(ChatJSON)))
+		_, err := provider.WithChatRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(4)).Complete(t.Context(), req)
+		pe := AssertCategory(t, err, provider.CategoryAuth, 401)
+		if n := len(srv.Requests()); n != 1 {
+			t.Errorf("calls = %d, want exactly 1", n)
+		}
+		for _, text := range []string{err.Error(), fmt.Sprint(pe.Err)} {
+			if strings.Contains(text, v.Key) || strings.Contains(text, "ECHOED-INPUT") {
+				t.Errorf("error text carries the key or the vendor's body: %q", text)
+			}
+		}
+	})
+
+	t.Run("an answer cut off by the token limit is truncated, not retried", func(t *testing.T) {
+		t.Parallel()
+		srv := NewServer(t, Reply(200, v.Truncated))
+		_, err := provider.WithChatRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(4)).Complete(t.Context(), req)
+		AssertCategory(t, err, provider.CategoryTruncated, 200)
+		if n := len(srv.Requests()); n != 1 {
+			t.Errorf("calls = %d, want 1", n)
+		}
+	})
+
+	t.Run("a malformed 200 body is a server error", func(t *testing.T) {
+		t.Parallel()
+		srv := NewServer(t, Reply(200, `{"choices": [ {"mess`))
+		_, err := v.New(t, srv.URL, 5*time.Second).Complete(t.Context(), req)
+		AssertCategory(t, err, provider.CategoryServer, 200)
+	})
+
+	t.Run("a schema that is not a JSON object is refused before any call", func(t *testing.T) {
+		t.Parallel()
+		srv := NewServer(t, Reply(200, v.Structured(ChatJSON)))
+		_, err := v.New(t, srv.URL, 5*time.Second).Complete(t.Context(), provider.ChatRequest{User: "x", Schema: `[1,`})
+		AssertCategory(t, err, provider.CategoryInvalidRequest, 0)
+		if n := len(srv.Requests()); n != 0 {
+			t.Errorf("calls = %d, want 0", n)
+		}
+	})
+}
+
+func assertKeyOnlyInAuth(t *testing.T, r Received, key string, fromHeader func(http.Header) string) {
+	t.Helper()
+	if key == "" {
+		return
+	}
+	if got := fromHeader(r.Header); got != key {
+		t.Errorf("key in the auth header = %q, want %q", got, key)
+	}
+	for name, vals := range r.Header {
+		if name == "Authorization" || name == "X-Api-Key" || name == "X-Goog-Api-Key" {
+			continue
+		}
+		if strings.Contains(strings.Join(vals, " "), key) {
+			t.Errorf("key sent in header %s too", name)
+		}
+	}
+	if strings.Contains(string(r.Body), key) || strings.Contains(r.Path, key) {
+		t.Error("key sent in the request body or URL")
+	}
+}
+
+// AssertSameJSON fails unless got (a decoded JSON value) equals the JSON
+// text want.
+func AssertSameJSON(t *testing.T, what string, got any, want string) {
+	t.Helper()
+	var w any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("%s: want is not JSON: %v", what, err)
+	}
+	if !reflect.DeepEqual(got, w) {
+		g, _ := json.Marshal(got)
+		t.Errorf("%s = %s, want %s", what, g, want)
+	}
+}
+
+// JSONString quotes s as a JSON string.
+func JSONString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,105 @@
+package slots
+
+import (
+	"context"
+	"sync"
+)
+
+// fairSem bounds the calls in flight to one slot and, when the slot is
+// full, hands freed places to waiting accounts in turn: each account
+// waits in its own FIFO queue, and the queues are served round-robin, so
+// an account with a thousand queued calls delays another account's one
+// call by at most one call per other waiting account.
+type fairSem struct {
+	mu     sync.Mutex
+	free   int
+	queues map[string][]*waiter
+	// ring holds the accounts with waiters, in the order they are served.
+	ring []string
+}
+
+type waiter struct {
+	ready   chan struct{} // closed when the place is handed over
+	granted bool
+}
+
+func newFairSem(n int) *fairSem {
+	return &fairSem{free: n, queues: map[string][]*waiter{}}
+}
+
+// acquire waits for a place for account, or for ctx to end.
+func (s *fairSem) acquire(ctx context.Context, account string) error {
+	s.mu.Lock()
+	if s.free > 0 && len(s.ring) == 0 {
+		s.free--
+		s.mu.Unlock()
+		return nil
+	}
+	w := &waiter{ready: make(chan struct{})}
+	if len(s.queues[account]) == 0 {
+		s.ring = append(s.ring, account)
+	}
+	s.queues[account] = append(s.queues[account], w)
+	s.mu.Unlock()
+
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	if w.granted {
+		// The place arrived as ctx ended: pass it on.
+		s.mu.Unlock()
+		s.release()
+		return context.Cause(ctx)
+	}
+	s.remove(account, w)
+	s.mu.Unlock()
+	return context.Cause(ctx)
+}
+
+// release frees a place: it goes to the first waiter of the account whose
+// turn it is, which then moves to the back of the ring.
+func (s *fairSem) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ring) == 0 {
+		s.free++
+		return
+	}
+	account := s.ring[0]
+	q := s.queues[account]
+	w := q[0]
+	s.ring = s.ring[1:]
+	if len(q) == 1 {
+		delete(s.queues, account)
+	} else {
+		s.queues[account] = q[1:]
+		s.ring = append(s.ring, account)
+	}
+	w.granted = true
+	close(w.ready)
+}
+
+// remove takes a waiter that gave up out of its queue (s.mu held).
+func (s *fairSem) remove(account string, w *waiter) {
+	q := s.queues[account]
+	for i, x := range q {
+		if x == w {
+			q = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) > 0 {
+		s.queues[account] = q
+		return
+	}
+	delete(s.queues, account)
+	for i, a := range s.ring {
+		if a == account {
+			s.ring = append(s.ring[:i:i], s.ring[i+1:]...)
+			break
+		}
+	}
+}

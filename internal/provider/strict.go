@@ -1,0 +1,167 @@
+package provider
+
+import (
+	"strings"
+)
+
+// Limits of strict structured outputs (OpenAI's documented subset, which
+// Mistral's strict mode and the OpenAI-protocol servers follow or exceed).
+const (
+	strictMaxDepth      = 10
+	strictMaxProperties = 5000
+	strictMaxEnumValues = 1000
+)
+
+// strictKeywords are the schema keywords strict mode accepts. Anything
+// else (allOf, not, if/then/else, patternProperties, minLength, const,
+// default, $schema, …) makes the server reject the request, so such a
+// schema is sent in plain JSON mode instead.
+var strictKeywords = map[string]bool{
+	"type": true, "description": true, "title": true, "enum": true, "anyOf": true,
+	"$ref": true, "$defs": true, "properties": true, "required": true, "additionalProperties": true,
+	"items": true, "pattern": true, "format": true,
+	"multipleOf": true, "maximum": true, "exclusiveMaximum": true, "minimum": true, "exclusiveMinimum": true,
+	"minItems": true, "maxItems": true,
+}
+
+var strictTypes = map[string]bool{
+	"string": true, "number": true, "integer": true, "boolean": true, "object": true, "array": true, "null": true,
+}
+
+var strictFormats = map[string]bool{
+	"date-time": true, "time": true, "date": true, "duration": true, "email": true,
+	"hostname": true, "ipv4": true, "ipv6": true, "uuid": true,
+}
+
+// StrictCompatible reports whether schema (decoded JSON Schema) can be
+// sent with strict: true: the root is an object, every object lists all
+// its properties as required and forbids additional ones, and only the
+// keywords and formats strict mode supports appear, within its size
+// limits. A schema that is not compatible is still sent, but as guidance
+// the server does not enforce.
+func StrictCompatible(schema map[string]any) bool {
+	if schema["type"] != "object" {
+		return false
+	}
+	if _, ok := schema["anyOf"]; ok {
+		return false
+	}
+	c := strictChecker{}
+	return c.node(schema, 1) && c.properties <= strictMaxProperties && c.enumValues <= strictMaxEnumValues
+}
+
+type strictChecker struct {
+	properties, enumValues int
+}
+
+func (c *strictChecker) node(v any, depth int) bool {
+	m, ok := v.(map[string]any)
+	if !ok || depth > strictMaxDepth {
+		return false
+	}
+	for k := range m {
+		if !strictKeywords[k] {
+			return false
+		}
+	}
+	isObject := false
+	switch t := m["type"].(type) {
+	case nil:
+	case string:
+		if !strictTypes[t] {
+			return false
+		}
+		isObject = t == "object"
+	case []any:
+		for _, e := range t {
+			s, ok := e.(string)
+			if !ok || !strictTypes[s] {
+				return false
+			}
+			isObject = isObject || s == "object"
+		}
+	default:
+		return false
+	}
+	if f, ok := m["format"]; ok {
+		if s, _ := f.(string); !strictFormats[s] {
+			return false
+		}
+	}
+	if e, ok := m["enum"]; ok {
+		vals, ok := e.([]any)
+		if !ok {
+			return false
+		}
+		c.enumValues += len(vals)
+	}
+	if r, ok := m["$ref"]; ok {
+		if s, _ := r.(string); !strings.HasPrefix(s, "#") {
+			return false
+		}
+	}
+	if defs, ok := m["$defs"]; ok {
+		dm, ok := defs.(map[string]any)
+		if !ok || depth != 1 {
+			return false
+		}
+		for _, d := range dm {
+			if !c.node(d, depth+1) {
+				return false
+			}
+		}
+	}
+	if a, ok := m["anyOf"]; ok {
+		alts, ok := a.([]any)
+		if !ok || len(alts) == 0 {
+			return false
+		}
+		for _, alt := range alts {
+			if !c.node(alt, depth+1) {
+				return false
+			}
+		}
+	}
+	if it, ok := m["items"]; ok && !c.node(it, depth+1) {
+		return false
+	}
+	_, hasProps := m["properties"]
+	if isObject || hasProps {
+		return c.object(m, depth)
+	}
+	return true
+}
+
+// object checks the rule strict mode adds for objects: additional
+// properties forbidden, every property required.
+func (c *strictChecker) object(m map[string]any, depth int) bool {
+	if m["additionalProperties"] != false {
+		return false
+	}
+	props, _ := m["properties"].(map[string]any)
+	if _, ok := m["properties"]; ok && props == nil {
+		return false
+	}
+	req, _ := m["required"].([]any)
+	if _, ok := m["required"]; ok && req == nil && len(props) > 0 {
+		return false
+	}
+	required := make(map[string]bool, len(req))
+	for _, r := range req {
+		s, ok := r.(string)
+		if !ok {
+			return false
+		}
+		required[s] = true
+	}
+	if len(required) != len(props) {
+		return false
+	}
+	c.properties += len(props)
+	for name, p := range props {
+		if !required[name] || !c.node(p, depth+1) {
+			return false
+		}
+	}
+	return true
+}
