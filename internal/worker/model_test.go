@@ -77,4 +77,3 @@ func TestTheChatRequestCarriesTheFirstPromptAndThePosition(t *testing.T) {
 		t.Error("the second prompt was sent")
 	}
 }
-
