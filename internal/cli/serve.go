@@ -102,7 +102,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 			},
 		})
 		queues, err := worker.Register(workers, wcfg, worker.Deps{
-			Store: st, Fetcher: fetcher, Convert: converter.Convert, Providers: providers, Secrets: sealer,
+			Store: st, Fetcher: fetcher, Convert: converter.Convert, Providers: providers, Chats: providers, Chunker: chunker{}, Secrets: sealer,
 			Observer: metrics, Logger: log,
 		})
 		if err != nil {

@@ -1,0 +1,371 @@
+// Package chunk splits recognized text into chunks that fit a model's
+// token budget, following the text's structure so that a model sees whole
+// sections, paragraphs, table rows and elements wherever the budget allows.
+//
+// Splits prefer, in order: markdown headings, then paragraphs (blank-line
+// blocks), lines, sentences and words, and only as a last resort the middle
+// of a word; plain text the same without headings; HTML and XML split at
+// element boundaries, and every chunk is well-formed: when a split falls
+// inside an element, the chunk before it closes the element's open
+// ancestors and the chunk after re-opens them (start tags copied with their
+// attributes). A table split across chunks repeats its header (the header
+// and separator lines of a markdown pipe table, the <thead> or first <tr>
+// of an HTML table). Consecutive chunks overlap by one block — the last
+// block of chunk i is the first of chunk i+1 — so a record on a boundary is
+// seen whole by one model call.
+//
+// Token counts are exact for the model family (see Counter). Each block is
+// counted once while packing and each finished chunk once to confirm it;
+// a growing chunk is never re-tokenized. No chunk exceeds the budget: the
+// re-opened wrappers, repeated header and overlap all count, and the
+// overlap is dropped when it would not fit. No text is dropped: Reassemble
+// gives back the input byte for byte.
+//
+// The package is pure: no I/O besides the BPE data embedded in the binary.
+package chunk
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// DefaultBudget is the chunk budget in tokens when the job sets none
+// (neural.chunkBudgetTokens = 0).
+const DefaultBudget = 4000
+
+// Formats Split understands (the spec's outputFormat values).
+const (
+	FormatMarkdown = "markdown"
+	FormatHTML     = "html"
+	FormatXML      = "xml"
+	FormatPlain    = "plain"
+)
+
+// Errors callers branch on.
+var (
+	// ErrBudgetTooSmall: some indivisible piece (a single character, an
+	// HTML/XML tag or comment, or the ancestors an element split must
+	// re-open) does not fit the budget.
+	ErrBudgetTooSmall = errors.New("chunk: budget too small for the document's structure")
+	// ErrFormat: the format is not one of markdown, html, xml, plain.
+	ErrFormat = errors.New("chunk: unknown format")
+	// ErrReassemble: chunks passed to Reassemble are not the contiguous
+	// output of one Split.
+	ErrReassemble = errors.New("chunk: chunks do not reassemble")
+)
+
+// Chunk is one piece of a document, sized for one model call.
+//
+// Text is laid out as
+//
+//	Text[:Prefix]                  re-opened context: ancestor start tags, a repeated table header
+//	Text[Prefix:len(Text)-Suffix]  input[Start:End], the source text this chunk carries
+//	Text[len(Text)-Suffix:]        end tags closing the ancestors still open at End
+//
+// and input[Start:Start+Overlap] repeats the end of the previous chunk's
+// source text (its last block).
+type Chunk struct {
+	Text   string
+	Tokens int // exact token count of Text, ≤ the budget
+	Index  int // 0-based position in the document
+
+	Start, End int // byte range of the input carried in Text
+	Prefix     int // bytes of re-opened context at the start of Text
+	Suffix     int // bytes of closing tags at the end of Text
+	Overlap    int // bytes at Text[Prefix:] that repeat the previous chunk
+}
+
+// Body returns the source text the chunk carries, without re-opened
+// context, repeated header or closing tags.
+func (c Chunk) Body() string { return c.Text[c.Prefix : len(c.Text)-c.Suffix] }
+
+// New returns the source text this chunk adds to the previous ones: Body
+// without the overlap. Concatenating New over all chunks gives the input.
+func (c Chunk) New() string { return c.Text[c.Prefix+c.Overlap : len(c.Text)-c.Suffix] }
+
+// EffectiveBudget returns the budget Split uses for a requested one:
+// DefaultBudget for 0, the request otherwise.
+func EffectiveBudget(requested int) int {
+	if requested == 0 {
+		return DefaultBudget
+	}
+	return requested
+}
+
+// Split cuts text in format into chunks of at most budget tokens
+// (0 means DefaultBudget) counted by counter. Empty text gives no chunks.
+// Markup that does not parse (XML that is not well-formed, HTML whose
+// tokens cannot be mapped back to the input) is split as plain text.
+func Split(text, format string, budget int, counter *Counter) ([]Chunk, error) {
+	budget = EffectiveBudget(budget)
+	if budget < 0 {
+		return nil, fmt.Errorf("chunk: negative budget %d", budget)
+	}
+	if counter == nil {
+		return nil, errors.New("chunk: nil counter")
+	}
+	switch format {
+	case FormatMarkdown, FormatPlain, FormatHTML, FormatXML:
+	default:
+		return nil, fmt.Errorf("%w %q", ErrFormat, format)
+	}
+	if text == "" {
+		return nil, nil
+	}
+	s := &splitter{text: text, budget: budget, counter: counter, ctxTokens: map[string]int{}}
+	switch format {
+	case FormatMarkdown:
+		s.markdown()
+	case FormatPlain:
+		s.plain()
+	case FormatHTML:
+		root, ok := parseHTML(text)
+		if !ok {
+			s.plain()
+			break
+		}
+		s.markup = true
+		s.tree(root, 0, "", "")
+	case FormatXML:
+		root, ok := parseXML(text)
+		if !ok {
+			s.plain()
+			break
+		}
+		s.markup = true
+		s.tree(root, 0, "", "")
+	}
+	return s.pack()
+}
+
+// Reassemble returns the input that chunks were split from: the
+// concatenation of each chunk's New text. It checks that the chunks are
+// contiguous (each starts where the previous ended, less its overlap) and
+// that each overlap repeats the previous chunk's source text, so a
+// reassembled document equal to the input proves nothing was dropped,
+// reordered or invented. The result is byte-exact: whitespace between
+// blocks belongs to the block before it and is never trimmed.
+func Reassemble(chunks []Chunk) (string, error) {
+	var b strings.Builder
+	prevEnd := 0
+	var prevBody string
+	for i, c := range chunks {
+		if c.Prefix < 0 || c.Suffix < 0 || c.Overlap < 0 || c.Prefix+c.Overlap > len(c.Text)-c.Suffix {
+			return "", fmt.Errorf("%w: chunk %d has inconsistent offsets", ErrReassemble, i)
+		}
+		if c.Index != i {
+			return "", fmt.Errorf("%w: chunk %d has index %d", ErrReassemble, i, c.Index)
+		}
+		body := c.Body()
+		if c.Start != prevEnd-c.Overlap || c.End-c.Start != len(body) {
+			return "", fmt.Errorf("%w: chunk %d covers %d..%d after %d with overlap %d", ErrReassemble, i, c.Start, c.End, prevEnd, c.Overlap)
+		}
+		if c.Overlap > 0 && !strings.HasSuffix(prevBody, body[:c.Overlap]) {
+			return "", fmt.Errorf("%w: chunk %d overlap does not repeat chunk %d", ErrReassemble, i, i-1)
+		}
+		b.WriteString(c.New())
+		prevEnd, prevBody = c.End, body
+	}
+	return b.String(), nil
+}
+
+// unit is an indivisible run of input: a block, line, sentence, word or
+// element, whichever level first fits the budget. Units are contiguous and
+// cover the input; a chunk is a run of units plus their context.
+type unit struct {
+	start, end int
+	tokens     int    // counted once, summed while packing
+	prio       int    // strength of the boundary before the unit: higher is a better place to split
+	open       string // context re-opened when a chunk starts at this unit
+	close      string // closing tags when a chunk ends at this unit
+	parts      []unit // the units a collapsed span was counted as
+}
+
+// Boundary strengths.
+const (
+	prioRune     = -1
+	prioWord     = 0
+	prioSentence = 1 // and lines
+	prioBlock    = 2 // paragraphs, elements
+	prioHeading  = 3
+)
+
+type splitter struct {
+	text      string
+	budget    int
+	counter   *Counter
+	markup    bool // text pieces must not cut an entity reference
+	ctxTokens map[string]int
+	units     []unit
+}
+
+// ctx returns the token count of a context string, counted once per Split.
+func (s *splitter) ctx(c string) int {
+	if c == "" {
+		return 0
+	}
+	n, ok := s.ctxTokens[c]
+	if !ok {
+		n = s.counter.Count(c)
+		s.ctxTokens[c] = n
+	}
+	return n
+}
+
+// limit is the room for a unit between its contexts.
+func (s *splitter) limit(open, close string) int {
+	return s.budget - s.ctx(open) - s.ctx(close)
+}
+
+// fits counts text[start:end] when it may fit limit. A token is at least
+// one byte, so longer spans are split without counting them whole: each
+// byte is then counted once, at the level where it fits.
+func (s *splitter) fits(start, end, limit int) (int, bool) {
+	if end-start > limit {
+		return 0, false
+	}
+	n := s.counter.Count(s.text[start:end])
+	return n, n <= limit
+}
+
+func (s *splitter) add(start, end, tokens, prio int, open, close string) {
+	s.units = append(s.units, unit{start: start, end: end, tokens: tokens, prio: prio, open: open, close: close})
+}
+
+// collapse replaces the units from first on with one unit for
+// [start,end) when their summed tokens fit limit: a span split only
+// because its byte length made its token count uncertain stays whole.
+func (s *splitter) collapse(first, start, end, prio int, open, close string, limit int) {
+	if len(s.units)-first < 2 {
+		return
+	}
+	sum := 0
+	for _, u := range s.units[first:] {
+		sum += u.tokens
+	}
+	if sum <= limit {
+		parts := append([]unit(nil), s.units[first:]...)
+		s.units = append(s.units[:first], unit{start: start, end: end, tokens: sum, prio: prio, open: open, close: close, parts: parts})
+	}
+}
+
+// pack groups units into chunks greedily, preferring strong boundaries,
+// with one unit of overlap, and confirms each chunk's exact count.
+func (s *splitter) pack() ([]Chunk, error) {
+	var pre []int
+	prefix := func() {
+		pre = make([]int, len(s.units)+1)
+		for i, u := range s.units {
+			pre[i+1] = pre[i] + u.tokens
+		}
+	}
+	prefix()
+	cost := func(a, e int) int { return s.ctx(s.units[a].open) + pre[e] - pre[a] + s.ctx(s.units[e-1].close) }
+	// fit returns the largest e in (next, n] with cost(a, e) ≤ budget, or next.
+	fit := func(a, next int) int {
+		best := next
+		openTok := s.ctx(s.units[a].open)
+		for e := next + 1; e <= len(s.units) && openTok+pre[e]-pre[a] <= s.budget; e++ {
+			if cost(a, e) <= s.budget {
+				best = e
+			}
+		}
+		return best
+	}
+	boundary := func(e int) int {
+		if e == len(s.units) {
+			return math.MaxInt
+		}
+		return s.units[e].prio
+	}
+
+	var chunks []Chunk
+	next, last := 0, -1
+	for next < len(s.units) {
+		a := next
+		if last >= 0 {
+			a = last // overlap: the previous chunk's last unit comes again
+		}
+		emax := fit(a, next)
+		if emax == next && a != next {
+			a = next
+			emax = fit(a, next)
+		}
+		if emax == next && len(s.units[next].parts) > 0 {
+			s.splice(next)
+			prefix()
+			continue
+		}
+		if emax == next {
+			u := s.units[next]
+			return nil, fmt.Errorf("%w: %d tokens at byte %d with %d tokens of re-opened context and closing tags (budget %d)",
+				ErrBudgetTooSmall, u.tokens, u.start, s.ctx(u.open)+s.ctx(u.close), s.budget)
+		}
+		// Among ends that keep the chunk at least half full, take the
+		// strongest boundary (the latest one on ties).
+		e, bestPrio := emax, boundary(emax)
+		for c := emax - 1; c > next && cost(a, c) >= s.budget/2; c-- {
+			if p := boundary(c); p > bestPrio {
+				e, bestPrio = c, p
+			}
+		}
+		var c Chunk
+		for {
+			c = s.build(a, next, e, len(chunks))
+			if c.Tokens <= s.budget {
+				break
+			}
+			// The summed estimate missed a merge across a unit boundary;
+			// rare, so give back at least the excess and confirm again.
+			if e-1 > next {
+				over := c.Tokens - s.budget
+				for e--; e-1 > next && over > s.units[e].tokens; e-- {
+					over -= s.units[e].tokens
+				}
+				continue
+			}
+			if a != next {
+				a = next
+				continue
+			}
+			break
+		}
+		if c.Tokens > s.budget {
+			// One unit alone is over: a span that was kept whole because
+			// its parts' counts summed within the limit. Use the parts.
+			parts := s.units[next].parts
+			if len(parts) == 0 {
+				return nil, fmt.Errorf("%w: %d tokens at byte %d (budget %d)", ErrBudgetTooSmall, c.Tokens, s.units[next].start, s.budget)
+			}
+			s.splice(next)
+			prefix()
+			continue
+		}
+		chunks = append(chunks, c)
+		last, next = e-1, e
+	}
+	return chunks, nil
+}
+
+// splice replaces the collapsed unit i by the units it was counted as.
+func (s *splitter) splice(i int) {
+	s.units = slices.Replace(s.units, i, i+1, s.units[i].parts...)
+}
+
+func (s *splitter) build(a, next, e, index int) Chunk {
+	u := s.units
+	open, close := u[a].open, u[e-1].close
+	start, end := u[a].start, u[e-1].end
+	text := open + s.text[start:end] + close
+	c := Chunk{
+		Text: text, Tokens: s.counter.Count(text), Index: index,
+		Start: start, End: end, Prefix: len(open), Suffix: len(close),
+	}
+	if a < next {
+		c.Overlap = u[a].end - u[a].start
+	}
+	return c
+}

@@ -1,0 +1,623 @@
+package chunk
+
+import (
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+)
+
+func counter(t testing.TB) *Counter {
+	t.Helper()
+	c, err := NewCounter("gpt-4o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// split runs Split and checks the invariants every result must hold:
+// indexes in order, exact counts within budget, and reassembly to the
+// input byte for byte.
+func split(t testing.TB, text, format string, budget int) []Chunk {
+	t.Helper()
+	c := counter(t)
+	chunks, err := Split(text, format, budget, c)
+	if err != nil {
+		t.Fatalf("Split(%s, budget %d): %v", format, budget, err)
+	}
+	checkInvariants(t, c, text, EffectiveBudget(budget), chunks)
+	return chunks
+}
+
+func checkInvariants(t testing.TB, c *Counter, text string, budget int, chunks []Chunk) {
+	t.Helper()
+	for i, ch := range chunks {
+		if ch.Index != i {
+			t.Fatalf("chunk %d has Index %d", i, ch.Index)
+		}
+		if got := c.Count(ch.Text); got != ch.Tokens {
+			t.Fatalf("chunk %d: Tokens %d, but its text counts %d", i, ch.Tokens, got)
+		}
+		if ch.Tokens > budget {
+			t.Fatalf("chunk %d: %d tokens over budget %d", i, ch.Tokens, budget)
+		}
+		if ch.New() == "" {
+			t.Fatalf("chunk %d adds no text", i)
+		}
+	}
+	got, err := Reassemble(chunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != text {
+		t.Fatalf("reassembled text differs from input:\n got %q\nwant %q", got, text)
+	}
+}
+
+func checkXML(t testing.TB, chunks []Chunk) {
+	t.Helper()
+	for _, ch := range chunks {
+		d := xml.NewDecoder(strings.NewReader(ch.Text))
+		for {
+			_, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("chunk %d is not well-formed XML: %v\n%s", ch.Index, err, ch.Text)
+			}
+		}
+	}
+}
+
+// checkHTML tokenizes each chunk and requires every start tag (but void
+// elements) to be closed by a matching end tag, in order.
+func checkHTML(t testing.TB, chunks []Chunk) {
+	t.Helper()
+	for _, ch := range chunks {
+		z := html.NewTokenizer(strings.NewReader(ch.Text))
+		var stack []string
+	tokens:
+		for {
+			switch z.Next() {
+			case html.ErrorToken:
+				break tokens
+			case html.StartTagToken:
+				b, _ := z.TagName()
+				if !voidElements[string(b)] {
+					stack = append(stack, string(b))
+				}
+			case html.EndTagToken:
+				b, _ := z.TagName()
+				if len(stack) == 0 || stack[len(stack)-1] != string(b) {
+					t.Fatalf("chunk %d: </%s> does not close %v\n%s", ch.Index, b, stack, ch.Text)
+				}
+				stack = stack[:len(stack)-1]
+			}
+		}
+		if len(stack) > 0 {
+			t.Fatalf("chunk %d leaves %v open\n%s", ch.Index, stack, ch.Text)
+		}
+	}
+}
+
+func records(n int, format string, sep string) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "record %d: customer=Customer %d, amount=%d.%02d EUR, note=delivered on time%s", i, i*7, i*13, i%100, sep)
+	}
+	return b.String()
+}
+
+// TestFourHundredRecords is the issue's acceptance: a 400-record document
+// at budget 1000 gives ordered chunks, all within budget, that together
+// contain every record whole.
+func TestFourHundredRecords(t *testing.T) {
+	var table strings.Builder
+	table.WriteString("# Orders\n\n| record | customer | amount |\n|---|---|---|\n")
+	for i := 1; i <= 400; i++ {
+		fmt.Fprintf(&table, "| record %d: | Customer %d | %d.%02d EUR |\n", i, i*7, i*13, i%100)
+	}
+	tests := []struct {
+		name, format, text string
+	}{
+		{"plain lines in one paragraph", FormatPlain, records(400, FormatPlain, "\n")},
+		{"markdown paragraphs", FormatMarkdown, records(400, FormatMarkdown, "\n\n")},
+		{"markdown lines in one paragraph", FormatMarkdown, records(400, FormatMarkdown, "\n")},
+		{"markdown pipe table", FormatMarkdown, table.String()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chunks := split(t, tt.text, tt.format, 1000)
+			if len(chunks) < 2 {
+				t.Fatalf("%d chunks; the document needs several at budget 1000", len(chunks))
+			}
+			for i := 1; i < len(chunks); i++ {
+				if chunks[i].Start <= chunks[i-1].Start {
+					t.Fatalf("chunk %d starts at %d, before chunk %d at %d", i, chunks[i].Start, i-1, chunks[i-1].Start)
+				}
+			}
+			next := 0 // records appear in order, each whole in some chunk
+			for i := 1; i <= 400; i++ {
+				rec := fmt.Sprintf("record %d:", i)
+				found := false
+				for _, ch := range chunks[next:] {
+					if line := lineContaining(ch.Text, rec); line != "" && strings.Contains(tt.text, line) {
+						found = true
+						break
+					}
+					next++
+				}
+				if !found {
+					t.Fatalf("record %d is in no chunk whole (or out of order)", i)
+				}
+			}
+		})
+	}
+}
+
+// lineContaining returns the whole line of s holding rec, "" if none.
+func lineContaining(s, rec string) string {
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if strings.HasPrefix(line, rec) || strings.HasPrefix(line, "| "+rec) {
+			return line
+		}
+	}
+	return ""
+}
+
+func TestSplitMarkdown(t *testing.T) {
+	para := func(n int) string {
+		return strings.TrimSpace(strings.Repeat("The quick brown fox jumps over the lazy dog. ", n)) + "\n\n"
+	}
+	sections := "# One\n\n" + para(6) + para(6) + "# Two\n\n" + para(6) + para(6) + "# Three\n\n" + para(6)
+
+	t.Run("document within budget is one chunk", func(t *testing.T) {
+		chunks := split(t, sections, FormatMarkdown, 0)
+		if len(chunks) != 1 || chunks[0].Text != sections {
+			t.Fatalf("got %d chunks", len(chunks))
+		}
+	})
+	t.Run("splits at headings before paragraphs", func(t *testing.T) {
+		chunks := split(t, sections, FormatMarkdown, 200)
+		for _, ch := range chunks[1:] {
+			if !strings.HasPrefix(ch.New(), "# ") {
+				t.Errorf("chunk %d's new text starts mid-section: %.30q", ch.Index, ch.New())
+			}
+		}
+	})
+	t.Run("oversized paragraph splits at sentences", func(t *testing.T) {
+		text := para(60)
+		chunks := split(t, text, FormatMarkdown, 100)
+		for _, ch := range chunks[:len(chunks)-1] {
+			if !strings.HasSuffix(ch.Body(), "dog.") {
+				t.Errorf("chunk %d ends mid-sentence: ...%q", ch.Index, ch.Body()[max(0, len(ch.Body())-20):])
+			}
+		}
+	})
+	t.Run("sentence longer than budget splits at words", func(t *testing.T) {
+		text := strings.Repeat("word ", 400)
+		chunks := split(t, text, FormatMarkdown, 50)
+		for _, ch := range chunks {
+			if strings.Contains(ch.Text, "wor ") || strings.HasPrefix(ch.New(), "ord") {
+				t.Errorf("chunk %d cut a word: %q", ch.Index, ch.Text)
+			}
+		}
+	})
+	t.Run("word longer than budget splits as a last resort", func(t *testing.T) {
+		split(t, strings.Repeat("x9Qz", 500), FormatMarkdown, 30)
+	})
+	t.Run("consecutive chunks overlap by one block", func(t *testing.T) {
+		text := records(40, FormatMarkdown, "\n\n")
+		chunks := split(t, text, FormatMarkdown, 120)
+		for i := 1; i < len(chunks); i++ {
+			prev := strings.Split(strings.TrimSpace(chunks[i-1].Body()), "\n\n")
+			if chunks[i].Overlap == 0 || !strings.HasPrefix(chunks[i].Body(), prev[len(prev)-1]) {
+				t.Errorf("chunk %d does not begin with chunk %d's last record %q", i, i-1, prev[len(prev)-1])
+			}
+		}
+	})
+	t.Run("table split across chunks repeats header and separator", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString("Intro.\n\n| id | name |\n|:--|--:|\n")
+		for i := 0; i < 60; i++ {
+			fmt.Fprintf(&b, "| %d | name %d |\n", i, i)
+		}
+		chunks := split(t, b.String(), FormatMarkdown, 80)
+		if len(chunks) < 3 {
+			t.Fatalf("%d chunks", len(chunks))
+		}
+		for _, ch := range chunks[1:] {
+			if !strings.HasPrefix(ch.Text, "| id | name |\n|:--|--:|\n| ") {
+				t.Errorf("chunk %d lacks the table header: %.40q", ch.Index, ch.Text)
+			}
+		}
+	})
+	t.Run("fenced code keeps its blank lines together", func(t *testing.T) {
+		code := "```go\nfunc a() {}\n\nfunc b() {}\n```\n"
+		text := para(3) + code + "\n" + para(3)
+		chunks := split(t, text, FormatMarkdown, 50)
+		found := false
+		for _, ch := range chunks {
+			found = found || strings.Contains(ch.Text, code)
+		}
+		if !found {
+			t.Error("no chunk holds the whole code block")
+		}
+	})
+}
+
+func TestSplitPlain(t *testing.T) {
+	t.Run("paragraphs stay whole when they fit", func(t *testing.T) {
+		p := strings.Repeat("Alpha beta gamma delta. ", 8) + "\n\n"
+		chunks := split(t, strings.Repeat(p, 10), FormatPlain, 120)
+		for _, ch := range chunks {
+			if !strings.HasSuffix(ch.Body(), "\n\n") {
+				t.Errorf("chunk %d ends inside a paragraph", ch.Index)
+			}
+		}
+	})
+	t.Run("oversized paragraph splits at lines", func(t *testing.T) {
+		chunks := split(t, records(50, FormatPlain, "\n"), FormatPlain, 100)
+		for _, ch := range chunks {
+			if !strings.HasSuffix(ch.Text, "\n") || !strings.HasPrefix(ch.Text, "record ") {
+				t.Errorf("chunk %d is not whole lines: %q", ch.Index, ch.Text)
+			}
+		}
+	})
+	t.Run("long line splits at sentences", func(t *testing.T) {
+		text := strings.Repeat("One sentence here! Another one? ", 50)
+		chunks := split(t, text, FormatPlain, 40)
+		for _, ch := range chunks[:len(chunks)-1] {
+			b := ch.Body()
+			if !strings.HasSuffix(b, "!") && !strings.HasSuffix(b, "?") {
+				t.Errorf("chunk %d ends mid-sentence: %q", ch.Index, b)
+			}
+		}
+	})
+	t.Run("empty text gives no chunks", func(t *testing.T) {
+		if chunks := split(t, "", FormatPlain, 0); len(chunks) != 0 {
+			t.Errorf("%d chunks", len(chunks))
+		}
+	})
+}
+
+func TestSplitHTML(t *testing.T) {
+	rows := func(n int) string {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "<tr><td>%d</td><td>Customer &amp; Co %d</td></tr>\n", i, i)
+		}
+		return b.String()
+	}
+	t.Run("split inside an element re-opens ancestors with attributes", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString(`<div class="doc" lang="en"><section id="s1">`)
+		for i := 0; i < 40; i++ {
+			fmt.Fprintf(&b, "<p>Paragraph %d has <b>bold</b> text.</p>\n", i)
+		}
+		b.WriteString("</section></div>")
+		chunks := split(t, b.String(), FormatHTML, 90)
+		checkHTML(t, chunks)
+		for _, ch := range chunks[1:] {
+			if !strings.HasPrefix(ch.Text, `<div class="doc" lang="en"><section id="s1">`) || !strings.HasSuffix(ch.Text, "</section></div>") {
+				t.Errorf("chunk %d does not re-open and close its ancestors:\n%s", ch.Index, ch.Text)
+			}
+		}
+	})
+	t.Run("table split across chunks repeats its thead", func(t *testing.T) {
+		text := "<table><thead><tr><th>id</th><th>name</th></tr></thead><tbody>\n" + rows(40) + "</tbody></table>"
+		chunks := split(t, text, FormatHTML, 120)
+		checkHTML(t, chunks)
+		for _, ch := range chunks[1:] {
+			if !strings.HasPrefix(ch.Text, "<table><thead><tr><th>id</th><th>name</th></tr></thead><tbody>") {
+				t.Errorf("chunk %d lacks the header: %.80q", ch.Index, ch.Text)
+			}
+		}
+	})
+	t.Run("table without thead repeats its first row", func(t *testing.T) {
+		text := "<table>\n<tbody>\n<tr><th>id</th><th>name</th></tr>\n" + rows(40) + "</tbody>\n</table>\n"
+		chunks := split(t, text, FormatHTML, 120)
+		checkHTML(t, chunks)
+		for _, ch := range chunks[1:] {
+			if !strings.HasPrefix(ch.Text, "<table><tbody><tr><th>id</th><th>name</th></tr>") {
+				t.Errorf("chunk %d lacks the header row: %.80q", ch.Index, ch.Text)
+			}
+		}
+	})
+	t.Run("long text node splits at sentences inside its element", func(t *testing.T) {
+		text := "<article><p>" + strings.Repeat("Fish &amp; chips are tasty. ", 60) + "</p></article>"
+		chunks := split(t, text, FormatHTML, 60)
+		checkHTML(t, chunks)
+		for _, ch := range chunks {
+			if strings.Contains(ch.Text, "&amp</") || strings.Contains(ch.Text, ">amp;") {
+				t.Errorf("chunk %d cut an entity: %q", ch.Index, ch.Text)
+			}
+		}
+	})
+	t.Run("void elements and comments are kept", func(t *testing.T) {
+		text := "<div><!-- note -->" + strings.Repeat("<p>line<br>next<img src=\"a.png\"></p>\n", 30) + "</div>"
+		checkHTML(t, split(t, text, FormatHTML, 60))
+	})
+	t.Run("converter output with right-to-left wrapper", func(t *testing.T) {
+		text := "<div dir=\"rtl\" lang=\"ar\">\n" + strings.Repeat("<p>مرحبا بالعالم. هذا نص.</p>\n", 50) + "</div>"
+		checkHTML(t, split(t, text, FormatHTML, 80))
+	})
+}
+
+func TestSplitXML(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<inv:invoices xmlns:inv=\"urn:example:inv\" version=\"2\">\n")
+	for i := 0; i < 50; i++ {
+		fmt.Fprintf(&b, "  <inv:invoice id=\"%d\"><inv:amount currency=\"EUR\">%d.00</inv:amount><inv:note>A &lt; B</inv:note><inv:empty/></inv:invoice>\n", i, i)
+	}
+	b.WriteString("</inv:invoices>\n")
+	text := b.String()
+
+	t.Run("chunks are well-formed and re-open the namespaced root", func(t *testing.T) {
+		chunks := split(t, text, FormatXML, 150)
+		checkXML(t, chunks)
+		for _, ch := range chunks[1:] {
+			if !strings.HasPrefix(ch.Text, `<inv:invoices xmlns:inv="urn:example:inv" version="2">`) {
+				t.Errorf("chunk %d does not re-open the root: %.60q", ch.Index, ch.Text)
+			}
+		}
+	})
+	t.Run("elements stay whole when they fit", func(t *testing.T) {
+		for _, ch := range split(t, text, FormatXML, 150) {
+			if strings.Count(ch.Body(), "<inv:invoice ") != strings.Count(ch.Body(), "</inv:invoice>") {
+				t.Errorf("chunk %d splits an invoice", ch.Index)
+			}
+		}
+	})
+	t.Run("malformed XML is split as plain text", func(t *testing.T) {
+		split(t, strings.Repeat("<a><b>text</a>\n", 100), FormatXML, 50)
+	})
+}
+
+func TestSplitErrors(t *testing.T) {
+	c := counter(t)
+	tests := []struct {
+		name, text, format string
+		budget             int
+		want               error
+	}{
+		{"unknown format", "x", "pdf", 0, ErrFormat},
+		{"ancestors larger than the budget", `<div class="` + strings.Repeat("a ", 100) + `"><p>x</p><p>y</p></div>`, FormatHTML, 20, ErrBudgetTooSmall},
+		{"comment larger than the budget", "<!--" + strings.Repeat(" word", 50) + "-->", FormatHTML, 10, ErrBudgetTooSmall},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Split(tt.text, tt.format, tt.budget, c); !errors.Is(err, tt.want) {
+				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReassembleRejectsGapsAndReordering(t *testing.T) {
+	chunks := split(t, records(30, FormatPlain, "\n"), FormatPlain, 60)
+	if len(chunks) < 3 {
+		t.Fatalf("%d chunks", len(chunks))
+	}
+	tests := []struct {
+		name   string
+		chunks []Chunk
+	}{
+		{"a chunk missing", append(append([]Chunk{}, chunks[:1]...), chunks[2:]...)},
+		{"chunks swapped", append([]Chunk{chunks[1], chunks[0]}, chunks[2:]...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Reassemble(tt.chunks); !errors.Is(err, ErrReassemble) {
+				t.Errorf("err = %v, want ErrReassemble", err)
+			}
+		})
+	}
+}
+
+// TestSplitProperties checks, over seeded random documents of every format
+// and a range of budgets, that no chunk exceeds the budget, no text is
+// dropped, and markup chunks are well-formed.
+func TestSplitProperties(t *testing.T) {
+	c := counter(t)
+	rng := rand.New(rand.NewPCG(4, 2026))
+	formats := []string{FormatMarkdown, FormatPlain, FormatHTML, FormatXML}
+	iterations := 60
+	if testing.Short() {
+		iterations = 15
+	}
+	for i := 0; i < iterations; i++ {
+		format := formats[i%len(formats)]
+		text := generate(rng, format)
+		budget := []int{150, 200, 300, 1000, 4000}[rng.IntN(5)]
+		if format == FormatMarkdown || format == FormatPlain {
+			budget = []int{20, 40, 100, 300, 1000}[rng.IntN(5)]
+		}
+		chunks, err := Split(text, format, budget, c)
+		if err != nil {
+			t.Fatalf("%s at budget %d: %v\n%s", format, budget, err, text)
+		}
+		checkInvariants(t, c, text, budget, chunks)
+		switch format {
+		case FormatXML:
+			checkXML(t, chunks)
+		case FormatHTML:
+			checkHTML(t, chunks)
+		}
+	}
+}
+
+var vocabulary = strings.Fields("the invoice total amount due customer record shipped order Straße 東京 naïve €12.50 2026-01-31 supercalifragilisticexpialidocious a b x ok")
+
+func sentence(rng *rand.Rand) string {
+	n := 1 + rng.IntN(14)
+	words := make([]string, n)
+	for i := range words {
+		words[i] = vocabulary[rng.IntN(len(vocabulary))]
+	}
+	return strings.Join(words, " ") + []string{".", "!", "?", ".", ";"}[rng.IntN(5)]
+}
+
+func generate(rng *rand.Rand, format string) string {
+	var b strings.Builder
+	switch format {
+	case FormatMarkdown, FormatPlain:
+		for range rng.IntN(40) {
+			switch k := rng.IntN(8); {
+			case k == 0 && format == FormatMarkdown:
+				fmt.Fprintf(&b, "%s %s\n", strings.Repeat("#", 1+rng.IntN(3)), sentence(rng))
+			case k == 1 && format == FormatMarkdown:
+				b.WriteString("| a | b |\n|---|---|\n")
+				for range rng.IntN(30) {
+					fmt.Fprintf(&b, "| %s | %s |\n", sentence(rng), sentence(rng))
+				}
+			case k == 2:
+				for range rng.IntN(20) {
+					fmt.Fprintf(&b, "- %s\n", sentence(rng))
+				}
+			case k == 3:
+				b.WriteString(strings.Repeat("z", rng.IntN(400)))
+			default:
+				for range rng.IntN(12) {
+					b.WriteString(sentence(rng) + []string{" ", "\n", "  ", "\t"}[rng.IntN(4)])
+				}
+			}
+			b.WriteString([]string{"\n\n", "\n", "\n\n\n", "\n \n"}[rng.IntN(4)])
+		}
+	case FormatHTML, FormatXML:
+		element(rng, &b, format, 0)
+	}
+	return b.String()
+}
+
+func element(rng *rand.Rand, b *strings.Builder, format string, depth int) {
+	names := []string{"div", "section", "p", "ul", "li", "span", "table"}
+	if format == FormatXML {
+		names = []string{"item", "field", "note", "x:y"}
+	}
+	name := names[rng.IntN(len(names))]
+	if depth == 0 && format == FormatXML {
+		name = "r:doc"
+	}
+	attrs := ""
+	if rng.IntN(2) == 0 || name == "r:doc" {
+		attrs = fmt.Sprintf(` id="n%d" class="c&amp;%d"`, rng.IntN(100), depth)
+		if name == "r:doc" {
+			attrs += ` xmlns:r="urn:r" xmlns:x="urn:x"`
+		}
+	}
+	fmt.Fprintf(b, "<%s%s>", name, attrs)
+	if name == "table" {
+		b.WriteString("<thead><tr><th>k</th><th>v</th></tr></thead><tbody>\n")
+		for range rng.IntN(30) {
+			fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td></tr>\n", sentence(rng), sentence(rng))
+		}
+		b.WriteString("</tbody></table>")
+		return
+	}
+	for range rng.IntN(8) {
+		switch k := rng.IntN(6); {
+		case k < 2 && depth < 4:
+			element(rng, b, format, depth+1)
+		case k == 2:
+			if format == FormatXML {
+				b.WriteString("<empty a=\"1\"/><!-- c -->")
+			} else {
+				b.WriteString("<br><!-- c -->")
+			}
+		default:
+			for range rng.IntN(10) {
+				b.WriteString(strings.ReplaceAll(sentence(rng), ";", " &amp; ") + " ")
+			}
+			b.WriteString("\n")
+		}
+	}
+	fmt.Fprintf(b, "</%s>\n", name)
+}
+
+func FuzzSplit(f *testing.F) {
+	f.Add("# Title\n\nSome text. More text.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n", uint8(0), uint16(30))
+	f.Add("line one\nline two\n\npara two", uint8(1), uint16(20))
+	f.Add(`<div class="a"><table><tr><th>h</th></tr><tr><td>x &amp; y</td></tr></table><p>t</p></div>`, uint8(2), uint16(40))
+	f.Add(`<?xml version="1.0"?><a xmlns:b="urn:b"><b:c d="e">text &lt; more</b:c><f/></a>`, uint8(3), uint16(40))
+	f.Add("<p>unclosed <li>item<li>item", uint8(2), uint16(16))
+	c := counter(f)
+	formats := []string{FormatMarkdown, FormatPlain, FormatHTML, FormatXML}
+	f.Fuzz(func(t *testing.T, text string, format uint8, budget uint16) {
+		fm := formats[int(format)%len(formats)]
+		b := 16 + int(budget)%2000
+		start := time.Now()
+		chunks, err := Split(text, fm, b, c)
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("Split took %v", d)
+		}
+		if errors.Is(err, ErrBudgetTooSmall) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, c, text, b, chunks)
+		if fm == FormatXML {
+			if _, ok := parseXML(text); ok {
+				checkXML(t, chunks)
+			}
+		}
+	})
+}
+
+// markdownDocument builds a deterministic markdown document of about size
+// bytes: sections of prose, lists and tables.
+func markdownDocument(size int) string {
+	rng := rand.New(rand.NewPCG(1, 1))
+	var b strings.Builder
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "## Section %d\n\n", i)
+		for range 4 {
+			for range 6 {
+				b.WriteString(sentence(rng) + " ")
+			}
+			b.WriteString("\n\n")
+		}
+		for range 5 {
+			fmt.Fprintf(&b, "- %s\n", sentence(rng))
+		}
+		b.WriteString("\n| item | qty | price |\n|---|---:|---:|\n")
+		for j := range 8 {
+			fmt.Fprintf(&b, "| %s | %d | %d.99 |\n", vocabulary[rng.IntN(len(vocabulary))], j, j*3)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func BenchmarkSplitMarkdown1MB(b *testing.B) {
+	c := counter(b)
+	text := markdownDocument(1 << 20)
+	tokens := c.Count(text)
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Split(text, FormatMarkdown, DefaultBudget, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "input-tokens/s")
+}
+
+func BenchmarkCount1MB(b *testing.B) {
+	c := counter(b)
+	text := markdownDocument(1 << 20)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		c.Count(text)
+	}
+}

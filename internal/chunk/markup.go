@@ -1,0 +1,370 @@
+package chunk
+
+import (
+	"encoding/xml"
+	"io"
+	"slices"
+	"strings"
+
+	"golang.org/x/net/html"
+)
+
+type nodeKind int
+
+const (
+	kindElement nodeKind = iota
+	kindText             // splittable character data
+	kindLeaf             // void or self-closing element, comment, doctype, CDATA, stray end tag
+)
+
+// node is an element or token of an HTML/XML document by byte offsets
+// into the input. Children cover [openEnd, closeStart) contiguously.
+type node struct {
+	kind       nodeKind
+	name       string // as written, for the end tag a split adds
+	root       bool   // the document: no tags of its own
+	start, end int
+	openEnd    int // end of the start tag
+	closeStart int // start of the end tag; end when the tag is implied
+	children   []*node
+	header     *node // a table header row (group) among children, repeated after a split
+}
+
+// tree appends units for n, whose start and end have contexts open and
+// close. An element that fits is one unit; otherwise its children are, the
+// first carrying its start tag and the last its end tag, with the element
+// re-opened (and its table header repeated) at every boundary in between.
+func (s *splitter) tree(n *node, prio int, open, close string) {
+	switch n.kind {
+	case kindText:
+		s.pieces(n.start, n.end, prio, markupLevels, open, close)
+		return
+	case kindLeaf:
+		s.add(n.start, n.end, s.counter.Count(s.text[n.start:n.end]), prio, open, close)
+		return
+	}
+	// An element whose end tag is implied (still open at the end of the
+	// input) is closed by the chunk that ends with it.
+	endClose := close
+	if !n.root && n.closeStart == n.end {
+		endClose = "</" + n.name + ">" + close
+	}
+	limit := s.limit(open, endClose)
+	if !n.root {
+		if tokens, ok := s.fits(n.start, n.end, limit); ok {
+			s.add(n.start, n.end, tokens, prio, open, endClose)
+			return
+		}
+	}
+	if len(n.children) == 0 {
+		s.add(n.start, n.end, s.counter.Count(s.text[n.start:n.end]), prio, open, endClose)
+		return
+	}
+	innerOpen, innerClose := open, close
+	if !n.root {
+		innerOpen = open + s.text[n.start:n.openEnd]
+		innerClose = "</" + n.name + ">" + close
+	}
+	withHeader := ""
+	if n.header != nil {
+		// Repeat the header only while the contexts leave half the
+		// budget for the rows themselves.
+		withHeader = innerOpen + s.text[n.header.start:n.header.end]
+		if s.ctx(withHeader)+s.ctx(innerClose) > s.budget/2 {
+			withHeader = ""
+		}
+	}
+	openAt := func(pos int) string {
+		if withHeader != "" && pos >= n.header.end {
+			return withHeader
+		}
+		return innerOpen
+	}
+
+	first := len(s.units)
+	pending := -1 // start of whitespace waiting for the next child
+	for _, c := range n.children {
+		if c.kind == kindText && isBlank(s.text[c.start:c.end]) {
+			// Whitespace between elements is no block of its own: it
+			// stays with the unit before it (or after it, at the start).
+			if len(s.units) > first {
+				u := &s.units[len(s.units)-1]
+				ws := s.counter.Count(s.text[c.start:c.end])
+				if s.glueFits(u, ws, u.open, u.close) {
+					extendEnd(u, c.end, ws, u.close)
+				} else {
+					s.add(c.start, c.end, ws, prioBlock, openAt(c.start), innerClose)
+				}
+			} else if pending < 0 {
+				pending = c.start
+			}
+			continue
+		}
+		k := len(s.units)
+		s.tree(c, prioBlock, openAt(c.start), innerClose)
+		if pending >= 0 && len(s.units) > k {
+			u := &s.units[k]
+			ws := s.counter.Count(s.text[pending:u.start])
+			if s.glueFits(u, ws, openAt(pending), u.close) {
+				extendStart(u, pending, ws, openAt(pending), u.prio)
+			} else {
+				s.units = slices.Insert(s.units, k, unit{start: pending, end: u.start, tokens: ws, prio: u.prio, open: openAt(pending), close: innerClose})
+			}
+			pending = -1
+		}
+	}
+	if pending >= 0 { // only whitespace inside
+		s.pieces(pending, n.closeStart, prioBlock, markupLevels, openAt(pending), innerClose)
+	}
+	if len(s.units) == first {
+		return
+	}
+	// The start tag joins the first unit and the end tag the last, unless
+	// that would overflow them: then each tag is a unit of its own (a
+	// chunk "<div></div>" is still well-formed).
+	f := &s.units[first]
+	if tag := s.counter.Count(s.text[n.start:f.start]); s.glueFits(f, tag, open, f.close) {
+		extendStart(f, n.start, tag, open, prio)
+	} else {
+		s.units = slices.Insert(s.units, first, unit{start: n.start, end: f.start, tokens: tag, prio: prio, open: open, close: innerClose})
+	}
+	l := &s.units[len(s.units)-1]
+	if tag := s.counter.Count(s.text[l.end:n.end]); s.glueFits(l, tag, l.open, endClose) {
+		extendEnd(l, n.end, tag, endClose)
+	} else {
+		s.add(l.end, n.end, tag, prioBlock, openAt(l.end), endClose)
+	}
+	if !n.root {
+		s.collapse(first, n.start, n.end, prio, open, endClose, limit)
+	}
+}
+
+// glueFits reports whether u, grown by tokens and with the given
+// contexts, still fits the budget alone.
+func (s *splitter) glueFits(u *unit, tokens int, open, close string) bool {
+	return tokens == 0 || s.ctx(open)+u.tokens+tokens+s.ctx(close) <= s.budget
+}
+
+// extendStart moves u's start back to start over text of the given
+// tokens (a start tag, whitespace), with the context there; a collapsed
+// unit's first part moves with it, so splitting it again loses nothing.
+func extendStart(u *unit, start, tokens int, open string, prio int) {
+	for ; u != nil; u = firstPart(u) {
+		u.start, u.tokens, u.open, u.prio = start, u.tokens+tokens, open, prio
+	}
+}
+
+// extendEnd moves u's end forward to end, like extendStart.
+func extendEnd(u *unit, end, tokens int, close string) {
+	for ; u != nil; u = lastPart(u) {
+		u.end, u.tokens, u.close = end, u.tokens+tokens, close
+	}
+}
+
+func firstPart(u *unit) *unit {
+	if len(u.parts) == 0 {
+		return nil
+	}
+	return &u.parts[0]
+}
+
+func lastPart(u *unit) *unit {
+	if len(u.parts) == 0 {
+		return nil
+	}
+	return &u.parts[len(u.parts)-1]
+}
+
+// voidElements never have content or an end tag.
+var voidElements = set("area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta", "param", "source", "track", "wbr")
+
+func set(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// parseHTML builds the element tree of text with the x/net/html
+// tokenizer. It reports false when the tokens do not map back onto the
+// input byte for byte. The tree follows the tags as written, as
+// html.Render writes them: an end tag closes the elements opened after
+// its own, and elements still open at the end close there; end tags HTML
+// lets a writer omit are not inferred (a chunk then closes them itself).
+func parseHTML(text string) (*node, bool) {
+	root := &node{kind: kindElement, root: true, end: len(text), closeStart: len(text)}
+	stack := []*node{root}
+	add := func(n *node) {
+		top := stack[len(stack)-1]
+		top.children = append(top.children, n)
+	}
+	pop := func(at int) {
+		top := stack[len(stack)-1]
+		top.closeStart, top.end = at, at
+		stack = stack[:len(stack)-1]
+	}
+	z := html.NewTokenizer(strings.NewReader(text))
+	pos := 0
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			if z.Err() != io.EOF {
+				return nil, false
+			}
+			break
+		}
+		raw := z.Raw()
+		start := pos
+		pos += len(raw)
+		if pos > len(text) || text[start:pos] != string(raw) {
+			return nil, false
+		}
+		switch tt {
+		case html.TextToken:
+			add(&node{kind: kindText, start: start, end: pos})
+		case html.StartTagToken:
+			b, _ := z.TagName()
+			name := string(b)
+			if voidElements[name] {
+				add(&node{kind: kindLeaf, name: name, start: start, end: pos})
+				continue
+			}
+			n := &node{kind: kindElement, name: name, start: start, openEnd: pos}
+			add(n)
+			stack = append(stack, n)
+		case html.EndTagToken:
+			b, _ := z.TagName()
+			name := string(b)
+			at := -1
+			for i := len(stack) - 1; i > 0; i-- {
+				if stack[i].name == name {
+					at = i
+					break
+				}
+			}
+			if at < 0 { // stray end tag: keep it as it is
+				add(&node{kind: kindLeaf, name: name, start: start, end: pos})
+				continue
+			}
+			for len(stack)-1 > at {
+				pop(start)
+			}
+			n := stack[at]
+			n.closeStart, n.end = start, pos
+			stack = stack[:at]
+		default: // self-closing tag, comment, doctype
+			add(&node{kind: kindLeaf, start: start, end: pos})
+		}
+	}
+	if pos != len(text) {
+		return nil, false
+	}
+	for len(stack) > 1 {
+		pop(len(text))
+	}
+	markTableHeaders(root)
+	return root, true
+}
+
+// markTableHeaders records each table's header: its <thead>, else its
+// first row (directly under <table> or under its first <tbody>).
+func markTableHeaders(n *node) {
+	if n.kind != kindElement {
+		return
+	}
+	if n.name == "table" {
+		setTableHeader(n)
+	}
+	for _, c := range n.children {
+		markTableHeaders(c)
+	}
+}
+
+func setTableHeader(table *node) {
+	for _, c := range table.children {
+		if c.kind == kindElement && c.name == "thead" {
+			table.header = c
+			return
+		}
+	}
+	for _, c := range table.children {
+		if c.kind != kindElement {
+			continue
+		}
+		switch c.name {
+		case "tr":
+			table.header = c
+			return
+		case "tbody":
+			for _, r := range c.children {
+				if r.kind == kindElement && r.name == "tr" {
+					c.header = r
+					return
+				}
+			}
+			return
+		}
+	}
+}
+
+// parseXML builds the element tree of text with encoding/xml. It reports
+// false for input that is not well-formed.
+func parseXML(text string) (*node, bool) {
+	root := &node{kind: kindElement, root: true, end: len(text), closeStart: len(text)}
+	stack := []*node{root}
+	add := func(n *node) {
+		top := stack[len(stack)-1]
+		top.children = append(top.children, n)
+	}
+	d := xml.NewDecoder(strings.NewReader(text))
+	d.Strict = true
+	prev := 0
+	for {
+		tok, err := d.RawToken()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, false
+		}
+		start, end := prev, int(d.InputOffset())
+		prev = end
+		switch t := tok.(type) {
+		case xml.StartElement:
+			n := &node{kind: kindElement, name: qname(t.Name), start: start, openEnd: end}
+			add(n)
+			stack = append(stack, n)
+		case xml.EndElement:
+			top := stack[len(stack)-1]
+			if len(stack) < 2 || top.name != qname(t.Name) {
+				return nil, false
+			}
+			stack = stack[:len(stack)-1]
+			if start == end { // <empty/>: the decoder adds the end element
+				top.kind, top.end = kindLeaf, top.openEnd
+				continue
+			}
+			top.closeStart, top.end = start, end
+		case xml.CharData:
+			kind := kindText
+			if strings.HasPrefix(text[start:end], "<![CDATA[") {
+				kind = kindLeaf
+			}
+			add(&node{kind: kind, start: start, end: end})
+		default: // comment, processing instruction, directive
+			add(&node{kind: kindLeaf, start: start, end: end})
+		}
+	}
+	if len(stack) != 1 || prev != len(text) {
+		return nil, false
+	}
+	return root, true
+}
+
+func qname(n xml.Name) string {
+	if n.Space != "" {
+		return n.Space + ":" + n.Local
+	}
+	return n.Local
+}

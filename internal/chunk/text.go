@@ -1,0 +1,359 @@
+package chunk
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// A level cuts a span at one kind of boundary. cuts returns the interior
+// cut offsets of s, increasing; none means the level does not apply.
+// Cut positions follow the tokenizer's own pre-split (a space goes with
+// the word after it, a newline with the text before it) so summed piece
+// counts match the whole span's count closely.
+type level struct {
+	cuts   func(s string) []int
+	prio   int
+	repeat bool // the parts may be cut again at this level (halving)
+}
+
+var (
+	levelLines     = level{cuts: lineCuts, prio: prioSentence}
+	levelSentences = level{cuts: sentenceCuts, prio: prioSentence}
+	levelWords     = level{cuts: wordCuts, prio: prioWord}
+	levelRunes     = level{cuts: func(s string) []int { return halve(s, false) }, prio: prioRune, repeat: true}
+	levelRunesSafe = level{cuts: func(s string) []int { return halve(s, true) }, prio: prioRune, repeat: true}
+
+	proseLevels  = []level{levelSentences, levelLines, levelWords, levelRunes}
+	linesLevels  = []level{levelLines, levelSentences, levelWords, levelRunes}
+	rowLevels    = []level{levelWords, levelRunes}
+	markupLevels = []level{levelSentences, levelWords, levelRunesSafe}
+)
+
+// pieces appends units covering [start,end): one unit when the span fits
+// between its contexts, else the parts of the first level that cuts it,
+// each in turn split by the finer levels. A span no level cuts (a single
+// character) becomes one unit whatever its size; pack reports it.
+func (s *splitter) pieces(start, end, prio int, levels []level, open, close string) {
+	if start >= end {
+		return
+	}
+	limit := s.limit(open, close)
+	if n, ok := s.fits(start, end, limit); ok {
+		s.add(start, end, n, prio, open, close)
+		return
+	}
+	seg := s.text[start:end]
+	for i, l := range levels {
+		cuts := l.cuts(seg)
+		if len(cuts) == 0 {
+			continue
+		}
+		finer := levels[i+1:]
+		if l.repeat {
+			finer = levels[i:]
+		}
+		first := len(s.units)
+		from, p := start, prio
+		for _, c := range append(cuts, len(seg)) {
+			s.pieces(from, start+c, p, finer, open, close)
+			from, p = start+c, l.prio
+		}
+		s.collapse(first, start, end, prio, open, close, limit)
+		return
+	}
+	s.add(start, end, s.counter.Count(seg), prio, open, close)
+}
+
+// span is a byte range of the input with the strength of the boundary
+// before it.
+type span struct{ start, end, prio int }
+
+// lineSpans returns the lines of text[start:end], each with its newline.
+func lineSpans(text string, start, end int) []span {
+	var out []span
+	for i := start; i < end; {
+		j := strings.IndexByte(text[i:end], '\n')
+		if j < 0 {
+			out = append(out, span{i, end, prioSentence})
+			break
+		}
+		out = append(out, span{i, i + j + 1, prioSentence})
+		i += j + 1
+	}
+	return out
+}
+
+func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
+
+var (
+	atxHeading = regexp.MustCompile(`^ {0,3}#{1,6}(?:[ \t]|\r?\n|$)`)
+	fenceOpen  = regexp.MustCompile("^ {0,3}(```+|~~~+)")
+	tableSep   = regexp.MustCompile(`^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*\r?\n?$`)
+	listItem   = regexp.MustCompile(`^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]`)
+)
+
+// blocks returns the blank-line blocks of text: each block runs from its
+// first non-blank line through the blank lines after it (leading blank
+// lines belong to the first block). With markdown, a heading line starts a
+// block of its own strength, and fenced code keeps its blank lines.
+func blocks(text string, markdown bool) []span {
+	var out []span
+	prevBlank, inFence := false, false
+	fence := ""
+	for i, ln := range lineSpans(text, 0, len(text)) {
+		line := text[ln.start:ln.end]
+		blank := isBlank(line)
+		if i == 0 {
+			out = append(out, span{0, 0, prioBlock})
+		} else if !inFence && !blank {
+			heading := markdown && atxHeading.MatchString(line)
+			switch {
+			case heading:
+				out = append(out, span{ln.start, 0, prioHeading})
+			case prevBlank:
+				out = append(out, span{ln.start, 0, prioBlock})
+			}
+		}
+		if markdown {
+			if m := fenceOpen.FindStringSubmatch(line); m != nil {
+				switch {
+				case !inFence:
+					inFence, fence = true, m[1]
+				case strings.HasPrefix(strings.TrimLeft(line, " "), fence) && isBlank(strings.TrimLeft(strings.TrimLeft(line, " "), fence[:1])):
+					inFence = false
+				}
+			}
+		}
+		prevBlank = blank
+	}
+	for i := range out {
+		if i+1 < len(out) {
+			out[i].end = out[i+1].start
+		} else {
+			out[i].end = len(text)
+		}
+	}
+	if !markdown {
+		return out
+	}
+	// A heading alone is no block: it stays with the text it heads.
+	merged := out[:0]
+	for i := 0; i < len(out); i++ {
+		b := out[i]
+		for i+1 < len(out) && isHeadingOnly(text[b.start:b.end]) {
+			b.end = out[i+1].end
+			i++
+		}
+		merged = append(merged, b)
+	}
+	return merged
+}
+
+func isHeadingOnly(block string) bool {
+	line, rest, _ := strings.Cut(strings.TrimLeft(block, " \t\r\n"), "\n")
+	return atxHeading.MatchString(line+"\n") && isBlank(rest)
+}
+
+// plain splits paragraphs, then lines, then sentences and words.
+func (s *splitter) plain() {
+	for _, b := range blocks(s.text, false) {
+		s.pieces(b.start, b.end, b.prio, linesLevels, "", "")
+	}
+}
+
+// markdown splits at headings and paragraphs; an oversized paragraph by
+// sentences, a list or code block by lines, a table by rows with its
+// header repeated.
+func (s *splitter) markdown() {
+	for _, b := range blocks(s.text, true) {
+		lines := lineSpans(s.text, b.start, b.end)
+		if h := tableHeader(s.text, lines); h >= 0 {
+			if _, ok := s.fits(b.start, b.end, s.budget); !ok {
+				s.table(b, lines, h)
+				continue
+			}
+		}
+		levels := proseLevels
+		if len(lines) > 1 && (listItem.MatchString(s.text[lines[0].start:lines[0].end]) || fenceOpen.MatchString(s.text[lines[0].start:lines[0].end])) {
+			levels = linesLevels
+		}
+		s.pieces(b.start, b.end, b.prio, levels, "", "")
+	}
+}
+
+// tableHeader returns the index of a pipe table's header line (a line with
+// '|' followed by a delimiter line), or -1.
+func tableHeader(text string, lines []span) int {
+	for i := 0; i+1 < len(lines); i++ {
+		if strings.Contains(text[lines[i].start:lines[i].end], "|") && tableSep.MatchString(text[lines[i+1].start:lines[i+1].end]) && strings.Contains(text[lines[i+1].start:lines[i+1].end], "-") {
+			return i
+		}
+	}
+	return -1
+}
+
+// table splits an oversized block holding a pipe table whose header is
+// lines[h]: text before it as prose, the header and delimiter glued to the
+// first row, then one unit per row that re-opens with the header (when the
+// header takes at most half the budget), then what follows as lines.
+func (s *splitter) table(b span, lines []span, h int) {
+	first := len(s.units)
+	s.pieces(b.start, lines[h].start, b.prio, proseLevels, "", "")
+	header := s.text[lines[h].start:lines[h+1].end]
+	open := header
+	if s.ctx(header) > s.budget/2 {
+		open = ""
+	}
+	rowsEnd := h + 2
+	for rowsEnd < len(lines) && strings.Contains(s.text[lines[rowsEnd].start:lines[rowsEnd].end], "|") {
+		rowsEnd++
+	}
+	ends := []int{lines[min(h+2, rowsEnd-1)].end}
+	for r := h + 3; r < rowsEnd; r++ {
+		ends = append(ends, lines[r].end)
+	}
+	// Blank lines closing the block stay with the last row.
+	rest := lines[rowsEnd-1].end
+	if isBlank(s.text[rest:b.end]) {
+		rest = b.end
+	}
+	ends[len(ends)-1] = rest
+	prio := b.prio
+	if h > 0 {
+		prio = prioSentence
+	}
+	from, ctx := lines[h].start, ""
+	for _, e := range ends {
+		s.pieces(from, e, prio, rowLevels, ctx, "")
+		from, ctx, prio = e, open, prioSentence
+	}
+	s.pieces(rest, b.end, prioSentence, linesLevels, "", "")
+	s.collapse(first, b.start, b.end, b.prio, "", "", s.budget)
+}
+
+// lineCuts cuts after each newline that a non-blank line follows; blank
+// lines stay with the line before them.
+func lineCuts(s string) []int {
+	var cuts []int
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], '\n')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+		k := i
+		for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\n') {
+			if s[k] == '\n' {
+				i = k + 1
+			}
+			k++
+		}
+		if k < len(s) && i < len(s) {
+			cuts = append(cuts, i)
+		}
+	}
+	return cuts
+}
+
+func isSentenceEnd(r rune) bool { return r == '.' || r == '!' || r == '?' || r == '…' }
+func isCJKStop(r rune) bool     { return r == '。' || r == '！' || r == '？' }
+func isCloser(r rune) bool {
+	return r == '"' || r == '\'' || r == ')' || r == ']' || r == '»' || r == '”' || r == '’'
+}
+
+// sentenceCuts cuts after sentence-ending punctuation (and closing quotes
+// or brackets) that whitespace follows: after the last newline of that
+// whitespace, else before its last space so the space leads the next
+// sentence as the tokenizer would have it. CJK full stops cut directly.
+func sentenceCuts(s string) []int {
+	var cuts []int
+	add := func(c int) {
+		if c > 0 && c < len(s) && (len(cuts) == 0 || c > cuts[len(cuts)-1]) {
+			cuts = append(cuts, c)
+		}
+	}
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case isCJKStop(r):
+			add(i)
+		case isSentenceEnd(r):
+			j := i
+			for j < len(s) {
+				r2, sz := utf8.DecodeRuneInString(s[j:])
+				if !isCloser(r2) && !isSentenceEnd(r2) {
+					break
+				}
+				j += sz
+			}
+			k := j
+			last := 0
+			for k < len(s) {
+				r2, sz := utf8.DecodeRuneInString(s[k:])
+				if !unicode.IsSpace(r2) {
+					break
+				}
+				last = sz
+				k += sz
+			}
+			if k == j || k == len(s) {
+				i = j
+				continue
+			}
+			if nl := strings.LastIndexByte(s[j:k], '\n'); nl >= 0 {
+				add(j + nl + 1)
+			} else {
+				add(k - last)
+			}
+			i = k
+		}
+	}
+	return cuts
+}
+
+// wordCuts cuts before the last whitespace character ahead of each word.
+func wordCuts(s string) []int {
+	var cuts []int
+	prevSpace, lastSpaceAt := false, 0
+	for i, r := range s {
+		sp := unicode.IsSpace(r)
+		if sp {
+			lastSpaceAt = i
+		} else if prevSpace && lastSpaceAt > 0 {
+			cuts = append(cuts, lastSpaceAt)
+		}
+		prevSpace = sp
+	}
+	return cuts
+}
+
+// halve cuts s once near its middle on a character boundary; with
+// markup, never inside an entity reference such as "&amp;".
+func halve(s string, markup bool) []int {
+	if utf8.RuneCountInString(s) < 2 {
+		return nil
+	}
+	mid := len(s) / 2
+	for mid > 0 && !utf8.RuneStart(s[mid]) {
+		mid--
+	}
+	if markup {
+		if amp := strings.LastIndexByte(s[:mid], '&'); amp >= 0 && !strings.Contains(s[amp:mid], ";") {
+			mid = amp
+			if mid == 0 {
+				semi := strings.IndexByte(s, ';')
+				if semi < 0 || semi+1 >= len(s) {
+					return nil
+				}
+				mid = semi + 1
+			}
+		}
+	}
+	if mid <= 0 || mid >= len(s) {
+		return nil
+	}
+	return []int{mid}
+}

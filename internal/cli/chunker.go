@@ -1,0 +1,23 @@
+package cli
+
+import "github.com/docjobs/docjobs/internal/chunk"
+
+// chunker adapts package chunk to the worker. Counters are cheap: the
+// encoding behind them is loaded once per process by package chunk.
+type chunker struct{}
+
+func (chunker) Split(text, format string, budget int, model string) ([]string, error) {
+	counter, err := chunk.NewCounter(model)
+	if err != nil {
+		return nil, err
+	}
+	chunks, err := chunk.Split(text, format, budget, counter)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(chunks))
+	for i, ch := range chunks {
+		out[i] = ch.Text
+	}
+	return out, nil
+}
