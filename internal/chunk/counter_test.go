@@ -80,3 +80,26 @@ func TestDefaultBudgetMatchesJob(t *testing.T) {
 		t.Error("EffectiveBudget: 0 must give the default and any other value itself")
 	}
 }
+
+func TestCounterIsSafeForConcurrentUse(t *testing.T) {
+	c, err := NewCounter("gpt-4o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int)
+	for range 4 {
+		go func() {
+			n := 0
+			for range 50 {
+				n = c.Count("concurrent counting of the same text")
+			}
+			done <- n
+		}()
+	}
+	want := c.Count("concurrent counting of the same text")
+	for range 4 {
+		if got := <-done; got != want {
+			t.Errorf("concurrent Count = %d, want %d", got, want)
+		}
+	}
+}

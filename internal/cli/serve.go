@@ -89,7 +89,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	var stopWork func(context.Context) error
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleWorker {
 		workers := river.NewWorkers()
-		wcfg := worker.Config{MaxFileBytes: cfg.FetchMaxBytes, FileTimeout: cfg.FileTimeout}
+		wcfg := worker.Config{MaxFileBytes: cfg.FetchMaxBytes, FileTimeout: cfg.FileTimeout, JobDeadline: cfg.JobDeadline}
 		converter := convert.New(convert.Config{
 			PDF: pdf.Config{MaxPages: cfg.PDFMaxPages, Timeout: cfg.FileTimeout},
 		})
@@ -111,6 +111,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		stopWork, err = st.Work(ctx, store.WorkConfig{
 			Workers:              workers,
 			Queues:               queues,
+			PeriodicJobs:         worker.PeriodicJobs(wcfg),
 			ClientID:             cfg.NodeID,
 			RescueStuckJobsAfter: wcfg.LongestStageTimeout() + time.Minute,
 			FetchPollInterval:    50 * time.Millisecond,

@@ -139,6 +139,12 @@ type Store interface {
 	// job's provider keys (the webhook secret stays for the webhook);
 	// applied=false when it was already terminal or deleted.
 	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f Finish) (applied bool, err error)
+	// OverdueJobs lists up to limit non-terminal jobs created before cutoff.
+	OverdueJobs(ctx context.Context, cutoff time.Time, limit int) ([]string, error)
+	// ExpireJob ends a job past its deadline: pending rows FAIL with
+	// rowError, the job ends COMPLETE when a file was recognized, else
+	// FAILED with jobError; applied=false when it had already ended.
+	ExpireJob(ctx context.Context, jobID, rowError, jobError string) (applied bool, err error)
 	// MarkRunning moves a NEW job to RUNNING (a stage started); other
 	// statuses are left alone; ErrNotFound when the job was deleted.
 	MarkRunning(ctx context.Context, jobID string) error

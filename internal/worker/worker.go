@@ -39,6 +39,8 @@ type Store interface {
 	JobSecrets(ctx context.Context, jobID string) ([]job.SealedSecret, error)
 	ModelInput(ctx context.Context, jobID string, fileIndex, promptIndex, chunkIndex int) (*job.Job, job.LLMRow, error)
 	FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, d store.LLMDone) (bool, error)
+	OverdueJobs(ctx context.Context, cutoff time.Time, limit int) ([]string, error)
+	ExpireJob(ctx context.Context, jobID, rowError, jobError string) (bool, error)
 	PageCache
 }
 
@@ -67,6 +69,9 @@ type Config struct {
 	RecognizeWorkers int
 	// FileTimeout bounds the recognition of one file (default 10m).
 	FileTimeout time.Duration
+	// JobDeadline ends a job that is not terminal this long after it was
+	// created: its pending rows fail with category timeout (default 2h).
+	JobDeadline time.Duration
 }
 
 // LongestStageTimeout is what River's rescuer must wait beyond before it
@@ -88,6 +93,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FileTimeout <= 0 {
 		c.FileTimeout = 10 * time.Minute
+	}
+	if c.JobDeadline <= 0 {
+		c.JobDeadline = 2 * time.Hour
 	}
 	return c
 }
@@ -126,6 +134,9 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 		return nil, err
 	}
 	if err := river.AddWorkerSafely(workers, &modelWorker{deps: deps}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &deadlineWorker{cfg: cfg, deps: deps}); err != nil {
 		return nil, err
 	}
 	return map[string]river.QueueConfig{

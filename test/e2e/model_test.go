@@ -221,3 +221,24 @@ func TestModelAnswersAreJudgedAndFailuresNamed(t *testing.T) {
 		t.Errorf("a 401 was sent %d times, want once (no retry)", auth)
 	}
 }
+
+func TestAJobWhoseProviderNeverAnswersEndsByItsDeadline(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	t.Cleanup(hang.Close)
+	src := sources(t, map[string]string{"a.txt": records(3)})
+	s := startServer(t, "", "DOCJOBS_PROVIDER_2_BASE_URL="+hang.URL+"/v1", "DOCJOBS_JOB_DEADLINE=3s")
+	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, promptJob([]string{src + "/a.txt"}, "List the records."))["id"].(string)
+	start := time.Now()
+	j := s.waitTerminal(id, keyA, 30*time.Second)
+	if j["status"] != "JOB_STATUS_COMPLETE" {
+		t.Fatalf("job ended %v: %v; the file was recognized, so COMPLETE", j["status"], j["error"])
+	}
+	t.Logf("ended %s after create", time.Since(start).Round(100*time.Millisecond))
+	res := s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id+"/result", keyA, nil)["result"].(map[string]any)
+	r := res["llm"].([]any)[0].(map[string]any)
+	if r["status"] != "JOB_LLM_STATUS_FAILED" || !strings.Contains(fmt.Sprint(r["error"]), "category=timeout") {
+		t.Fatalf("row = %v, want FAILED with category=timeout", r)
+	}
+}

@@ -1,0 +1,80 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
+)
+
+// OverdueJobs returns up to limit jobs still not terminal that were created
+// before cutoff, oldest first.
+func (s *Store[TTx]) OverdueJobs(ctx context.Context, cutoff time.Time, limit int) ([]string, error) {
+	rows, err := s.query(ctx, s.backend.DB(), `SELECT id FROM jobs WHERE status IN (?, ?) AND created < ?
+		ORDER BY created LIMIT ?`, string(job.StatusNew), string(job.StatusRunning), s.ts(cutoff.UTC()), limit)
+	if err != nil {
+		return nil, fmt.Errorf("overdue jobs: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("overdue jobs: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// ExpireJob ends a job that ran past its deadline: its pending rows FAIL
+// with rowError and the job ends by the usual rule (COMPLETE when a file
+// was recognized, else FAILED with jobError). applied=false when the job
+// had ended (or was deleted) meanwhile.
+func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError string) (bool, error) {
+	var applied, erased bool
+	err := s.inTx(ctx, func(_ TTx, q Querier) error {
+		applied, erased = false, false
+		j, err := s.getJob(ctx, q, "", jobID, true)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if j.Status.Terminal() {
+			return nil
+		}
+		now := s.nowUTC()
+		if err := s.failPendingRows(ctx, q, jobID, rowError, now); err != nil {
+			return err
+		}
+		ocr, err := s.ocrRows(ctx, q, jobID)
+		if err != nil {
+			return err
+		}
+		status, reason := job.FinalStatus(ocr)
+		if status == job.StatusFailed {
+			reason = jobError
+		}
+		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, updated = ? WHERE id = ?`,
+			string(status), reason, s.ts(now), jobID); err != nil {
+			return fmt.Errorf("update job: %w", err)
+		}
+		if erased, err = s.eraseProviderKeys(ctx, q, jobID); err != nil {
+			return err
+		}
+		applied = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("expire job %s: %w", jobID, err)
+	}
+	if erased {
+		s.afterErase(ctx, jobID)
+	}
+	return applied, nil
+}

@@ -1,0 +1,63 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+)
+
+// DeadlineSweepArgs start one sweep for jobs past their deadline.
+type DeadlineSweepArgs struct{}
+
+// Kind is the River job kind.
+func (DeadlineSweepArgs) Kind() string { return "deadline_sweep" }
+
+// InsertOpts: sweeps are idempotent and only River's leader schedules them.
+func (DeadlineSweepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueFinalize, MaxAttempts: 3}
+}
+
+// deadlineRowError is what a row still pending at the deadline says.
+const deadlineRowError = "provider error (category=timeout, status=0)"
+
+// sweepBatch bounds one sweep; the next one takes the rest.
+const sweepBatch = 500
+
+type deadlineWorker struct {
+	river.WorkerDefaults[DeadlineSweepArgs]
+	cfg  Config
+	deps Deps
+}
+
+func (w *deadlineWorker) Work(ctx context.Context, _ *river.Job[DeadlineSweepArgs]) error {
+	ids, err := w.deps.Store.OverdueJobs(ctx, time.Now().Add(-w.cfg.JobDeadline), sweepBatch)
+	if err != nil {
+		return err
+	}
+	jobErr := fmt.Sprintf("the job did not finish within its deadline of %s", w.cfg.JobDeadline)
+	for _, id := range ids {
+		applied, err := w.deps.Store.ExpireJob(ctx, id, deadlineRowError, jobErr)
+		if err != nil {
+			return err
+		}
+		if applied {
+			w.deps.Logger.Warn("job ended by its deadline", "job_id", id, "deadline", w.cfg.JobDeadline)
+		}
+	}
+	return nil
+}
+
+// PeriodicJobs are the pipeline's periodic River jobs: the deadline sweep,
+// often enough that a job ends within a quarter of its deadline (at most a
+// minute) after it.
+func PeriodicJobs(cfg Config) []*river.PeriodicJob {
+	cfg = cfg.withDefaults()
+	every := min(time.Minute, max(cfg.JobDeadline/4, time.Second))
+	return []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(every),
+			func() (river.JobArgs, *river.InsertOpts) { return DeadlineSweepArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}),
+	}
+}
