@@ -37,7 +37,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	root.SetErr(stderr)
 	root.SetContext(ctx)
 	env := &environment{stdout: stdout, stderr: stderr, getenv: getenv}
-	root.AddCommand(serveCommand(env), migrateCommand(env), apikeyCommand(env), accountCommand(env))
+	root.AddCommand(serveCommand(env), migrateCommand(env), apikeyCommand(env), accountCommand(env), benchCommand(env))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
 
 	if err := root.Execute(); err != nil {

@@ -73,3 +73,21 @@ func TestAccountSetChangesTheDefaultExtractionMode(t *testing.T) {
 		t.Fatalf("mode = %q, %v", mode, err)
 	}
 }
+
+func TestBenchReportsOverheadAgainstTheCriticalPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole service")
+	}
+	code, out, stderr := run(t, map[string]string{}, "bench", "--latency", "50ms", "--files", "2", "--chunks", "3", "--jobs", "1")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"wall ÷ critical-path provider time", "jobs/s"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("bench output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "note:") {
+		t.Fatalf("the bench job did not split as intended:\n%s", out)
+	}
+}

@@ -89,7 +89,8 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	var stopWork func(context.Context) error
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleWorker {
 		workers := river.NewWorkers()
-		wcfg := worker.Config{MaxFileBytes: cfg.FetchMaxBytes, FileTimeout: cfg.FileTimeout, JobDeadline: cfg.JobDeadline}
+		wcfg := worker.Config{MaxFileBytes: cfg.FetchMaxBytes, FileTimeout: cfg.FileTimeout, JobDeadline: cfg.JobDeadline,
+			ModelWorkers: cfg.ModelWorkers}
 		converter := convert.New(convert.Config{
 			PDF: pdf.Config{MaxPages: cfg.PDFMaxPages, Timeout: cfg.FileTimeout},
 		})

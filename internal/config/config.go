@@ -44,7 +44,10 @@ type Config struct {
 	// ProviderConcurrency is the number of calls in flight per provider slot
 	// in this process (DOCJOBS_PROVIDER_CONCURRENCY, default 8).
 	ProviderConcurrency int
-	Role                string // --role, default "all"
+	// ModelWorkers is the number of model-stage calls one worker process
+	// runs at once (DOCJOBS_MODEL_WORKERS, default 32).
+	ModelWorkers int
+	Role         string // --role, default "all"
 	// NodeID is the stable River client id of this node (DOCJOBS_NODE_ID,
 	// default the host name), so a restarted node reclaims its own jobs.
 	NodeID   string
@@ -68,6 +71,7 @@ func Load(getenv func(string) string) (Config, error) {
 		PDFMaxPages:         1000,
 		FileTimeout:         10 * time.Minute,
 		ProviderConcurrency: 8,
+		ModelWorkers:        32,
 		WebhookRetrySchedule: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute,
 			2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 		ProviderBaseURLs: map[int]string{},
@@ -112,6 +116,7 @@ func Load(getenv func(string) string) (Config, error) {
 	for name, dst := range map[string]*int{
 		"DOCJOBS_PDF_MAX_PAGES":        &c.PDFMaxPages,
 		"DOCJOBS_PROVIDER_CONCURRENCY": &c.ProviderConcurrency,
+		"DOCJOBS_MODEL_WORKERS":        &c.ModelWorkers,
 	} {
 		if v := getenv(name); v != "" {
 			n, err := strconv.Atoi(v)

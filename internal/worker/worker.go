@@ -67,6 +67,9 @@ type Config struct {
 	MaxFileBytes int64
 	// RecognizeWorkers is the recognize queue's concurrency (default 4).
 	RecognizeWorkers int
+	// ModelWorkers is the model queue's concurrency (default 32). Model
+	// calls wait on the provider, whose per-slot limit is the real bound.
+	ModelWorkers int
 	// FileTimeout bounds the recognition of one file (default 10m).
 	FileTimeout time.Duration
 	// JobDeadline ends a job that is not terminal this long after it was
@@ -90,6 +93,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RecognizeWorkers <= 0 {
 		c.RecognizeWorkers = 4
+	}
+	if c.ModelWorkers <= 0 {
+		c.ModelWorkers = 32
 	}
 	if c.FileTimeout <= 0 {
 		c.FileTimeout = 10 * time.Minute
@@ -142,9 +148,7 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 	return map[string]river.QueueConfig{
 		QueueRecognize: {MaxWorkers: cfg.RecognizeWorkers},
 		QueueFinalize:  {MaxWorkers: 4},
-		// Model calls wait on the provider, not the CPU; the per-slot
-		// limit in the provider layer is what bounds them.
-		QueueModel: {MaxWorkers: 32},
+		QueueModel:     {MaxWorkers: cfg.ModelWorkers},
 	}, nil
 }
 

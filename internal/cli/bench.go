@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/docjobs/docjobs/internal/auth"
+)
+
+// benchOptions shape one `docjobs bench` run.
+type benchOptions struct {
+	latency     time.Duration
+	files       int
+	chunks      int
+	jobs        int
+	concurrency int
+}
+
+func benchCommand(env *environment) *cobra.Command {
+	o := benchOptions{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run the service against an in-process provider with a set latency and report overhead",
+		Long: `bench starts docjobs on a temporary SQLite database with an in-process OpenAI-protocol
+provider that answers after --latency, submits --jobs jobs of --files text files that each split
+into --chunks chunks, and reports each job's wall time divided by its critical-path provider time
+(one call: every chunk of every file can run at once), and jobs per second.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.files < 1 || o.chunks < 1 || o.jobs < 1 || o.latency <= 0 {
+				return fmt.Errorf("%w: --files, --chunks, --jobs and --latency must be positive", errUsage)
+			}
+			return runBench(cmd.Context(), env, o)
+		},
+	}
+	cmd.Flags().DurationVar(&o.latency, "latency", 200*time.Millisecond, "provider latency per call")
+	cmd.Flags().IntVar(&o.files, "files", 10, "files per job")
+	cmd.Flags().IntVar(&o.chunks, "chunks", 10, "chunks per file")
+	cmd.Flags().IntVar(&o.jobs, "jobs", 3, "jobs, run one after another")
+	cmd.Flags().IntVar(&o.concurrency, "concurrency", 128, "provider calls and model workers in flight")
+	return cmd
+}
+
+func runBench(ctx context.Context, env *environment, o benchOptions) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "docjobs-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	provider, err := listenLocal(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-time.After(o.latency):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"b","object":"chat.completion","created":1,"model":"bench",`+
+			`"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"{\"ok\":true}"}}],`+
+			`"usage":{"prompt_tokens":300,"completion_tokens":5,"total_tokens":305}}`)
+	}))
+	if err != nil {
+		return err
+	}
+	doc := benchDocument(o.chunks)
+	sources, err := listenLocal(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, doc)
+	}))
+	if err != nil {
+		return err
+	}
+	addr, err := freeLocalAddr()
+	if err != nil {
+		return err
+	}
+	key := auth.NewKey()
+	vars := map[string]string{
+		"DOCJOBS_ADDR": addr, "DOCJOBS_PUBLIC_URL": "http://" + addr, "DOCJOBS_DATA_DIR": dir,
+		"DOCJOBS_API_KEYS": "bench:" + key, "DOCJOBS_ALLOW_PRIVATE_URLS": "true",
+		"DOCJOBS_PROVIDER_2_BASE_URL":  provider + "/v1",
+		"DOCJOBS_PROVIDER_CONCURRENCY": strconv.Itoa(o.concurrency),
+		"DOCJOBS_MODEL_WORKERS":        strconv.Itoa(o.concurrency),
+		"DOCJOBS_LOG_LEVEL":            "error",
+	}
+	serveEnv := &environment{stdout: io.Discard, stderr: env.stderr, getenv: func(k string) string { return vars[k] }}
+	cfg, err := serveEnv.config(nil)
+	if err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, serveEnv, cfg) }()
+	base := "http://" + addr
+	if err := waitReady(ctx, base); err != nil {
+		return err
+	}
+
+	urls := make([]string, o.files)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("%s/doc-%d.md", sources, i)
+	}
+	body, _ := json.Marshal(map[string]any{
+		"sourceUrls": urls, "prompts": []string{"Summarize."},
+		"neural": map[string]any{"type": "NEURAL_CLIENT_TYPE_PROVIDER_2", "model": "gpt-4o-mini", "apiKey": "bench", "chunkBudgetTokens": benchBudget},
+		"ocr":    map[string]any{"provider": "NEURAL_CLIENT_TYPE_PROVIDER_2", "model": "gpt-4o-mini", "providerKey": "bench"},
+	})
+	var walls []time.Duration
+	start := time.Now()
+	for range o.jobs {
+		wall, rows, err := benchJob(ctx, base, key, body)
+		if err != nil {
+			return err
+		}
+		if rows != o.files*o.chunks {
+			fmt.Fprintf(env.stdout, "note: the job made %d model rows, not %d\n", rows, o.files*o.chunks)
+		}
+		walls = append(walls, wall)
+	}
+	total := time.Since(start)
+	cancel()
+	<-served
+
+	sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
+	median := walls[len(walls)/2]
+	fmt.Fprintf(env.stdout, "jobs %d × %d files × %d chunks, provider latency %s, concurrency %d\n",
+		o.jobs, o.files, o.chunks, o.latency, o.concurrency)
+	fmt.Fprintf(env.stdout, "job wall time: median %s, best %s, worst %s\n",
+		median.Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond))
+	fmt.Fprintf(env.stdout, "wall ÷ critical-path provider time: median %.2f (best %.2f)\n",
+		float64(median)/float64(o.latency), float64(walls[0])/float64(o.latency))
+	fmt.Fprintf(env.stdout, "jobs/s: %.2f\n", float64(o.jobs)/total.Seconds())
+	return nil
+}
+
+// benchBudget and the paragraph size make each chunk one new paragraph
+// plus the previous one as overlap.
+const benchBudget = 400
+
+func benchDocument(chunks int) string {
+	var b strings.Builder
+	for i := range chunks {
+		fmt.Fprintf(&b, "Paragraph %d. ", i)
+		for j := range 28 {
+			fmt.Fprintf(&b, "Item %d costs %d units. ", j, i*j)
+		}
+		b.WriteString("\n\n")
+	}
+	return b.String()
+}
+
+func benchJob(ctx context.Context, base, key string, body []byte) (time.Duration, int, error) {
+	start := time.Now()
+	var created struct{ ID string }
+	if err := benchCall(ctx, "POST", base+"/v1/jobs", key, body, &created); err != nil {
+		return 0, 0, err
+	}
+	for {
+		var j struct{ Status string }
+		if err := benchCall(ctx, "GET", base+"/v1/jobs/"+created.ID, key, nil, &j); err != nil {
+			return 0, 0, err
+		}
+		switch j.Status {
+		case "JOB_STATUS_COMPLETE":
+			wall := time.Since(start)
+			var res struct{ Result struct{ Llm []json.RawMessage } }
+			if err := benchCall(ctx, "GET", base+"/v1/jobs/"+created.ID+"/result", key, nil, &res); err != nil {
+				return 0, 0, err
+			}
+			return wall, len(res.Result.Llm), nil
+		case "JOB_STATUS_FAILED", "JOB_STATUS_CANCELLED":
+			return 0, 0, fmt.Errorf("bench job %s ended %s", created.ID, j.Status)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func benchCall(ctx context.Context, method, url, key string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, raw)
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// listenLocal serves h on a loopback port until the process ends.
+func listenLocal(h http.Handler) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go func() { _ = http.Serve(ln, h) }()
+	return "http://" + ln.Addr().String(), nil
+}
+
+func freeLocalAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func waitReady(ctx context.Context, base string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return errors.New("the service did not become ready within 30s")
+}
