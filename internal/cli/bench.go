@@ -177,7 +177,9 @@ func benchJob(ctx context.Context, base, key string, body []byte) (time.Duration
 		switch j.Status {
 		case "JOB_STATUS_COMPLETE":
 			wall := time.Since(start)
-			var res struct{ Result struct{ Llm []json.RawMessage } }
+			var res struct {
+				Result struct{ Llm []json.RawMessage }
+			}
 			if err := benchCall(ctx, "GET", base+"/v1/jobs/"+created.ID+"/result", key, nil, &res); err != nil {
 				return 0, 0, err
 			}
