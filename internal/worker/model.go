@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -103,30 +102,13 @@ func (w *modelWorker) Work(ctx context.Context, rj *river.Job[ModelArgs]) error 
 // retried or restarted row never pays the provider twice.
 func (w *modelWorker) ask(ctx context.Context, j *job.Job, row job.LLMRow) (provider.ChatAnswer, error) {
 	key := "model/" + strconv.Itoa(row.PromptIndex) + "/" + strconv.Itoa(row.ChunkIndex)
-	if raw, err := w.deps.Store.GetOCRPage(ctx, j.ID, row.FileIndex, key); err == nil {
-		var a provider.ChatAnswer
-		if json.Unmarshal(raw, &a) == nil {
-			return a, nil
+	return remembered(ctx, w.deps.Store, j.ID, row.FileIndex, key, func() (provider.ChatAnswer, error) {
+		chat, err := w.chatFor(ctx, j)
+		if err != nil {
+			return provider.ChatAnswer{}, err
 		}
-	} else if !errors.Is(err, job.ErrNotFound) {
-		return provider.ChatAnswer{}, err
-	}
-	chat, err := w.chatFor(ctx, j)
-	if err != nil {
-		return provider.ChatAnswer{}, err
-	}
-	a, err := chat.Complete(ctx, chatRequest(j, row))
-	if err != nil {
-		return a, err
-	}
-	raw, err := json.Marshal(a)
-	if err != nil {
-		return a, err
-	}
-	if err := w.deps.Store.PutOCRPage(ctx, j.ID, row.FileIndex, key, raw); err != nil {
-		return a, fmt.Errorf("keep the answer: %w", err)
-	}
-	return a, nil
+		return chat.Complete(ctx, chatRequest(j, row))
+	})
 }
 
 func (w *modelWorker) chatFor(ctx context.Context, j *job.Job) (provider.Chat, error) {

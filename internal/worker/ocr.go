@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/provider"
@@ -24,21 +25,40 @@ type SecretOpener interface {
 }
 
 // ocrFor returns the job's OCR provider for file i, behind the page cache.
-// When it cannot be opened, the returned OCR fails every call with the
-// reason, so files that need no provider still recognize.
-func (w *recognizeWorker) ocrFor(ctx context.Context, j *job.Job, i int) provider.OCR {
-	if w.deps.Providers == nil {
-		return failingOCR{errors.New("no OCR providers are configured on this server")}
+// The key is opened only when a page needs the provider (text, HTML and
+// office files never do); when it cannot be, that call fails with the reason.
+func (w *recognizeWorker) ocrFor(j *job.Job, i int) provider.OCR {
+	return &cachedOCR{store: w.deps.Store, jobID: j.ID, fileIndex: i, next: &lazyOCR{open: func(ctx context.Context) (provider.OCR, error) {
+		if w.deps.Providers == nil {
+			return nil, errors.New("no OCR providers are configured on this server")
+		}
+		key, err := openSecret(ctx, w.deps, j, job.SecretOCRProviderKey)
+		if err != nil {
+			return nil, err
+		}
+		ocr, err := w.deps.Providers.OCR(j.OCR.Provider, j.OCR.Model, key)
+		if err != nil {
+			return nil, fmt.Errorf("ocr.provider: %w", err)
+		}
+		return ocr, nil
+	}}}
+}
+
+// lazyOCR opens its provider on the first call and keeps it (or the reason
+// it could not) for the rest of the file; pages may ask concurrently.
+type lazyOCR struct {
+	open func(context.Context) (provider.OCR, error)
+	once sync.Once
+	ocr  provider.OCR
+	err  error
+}
+
+func (l *lazyOCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
+	l.once.Do(func() { l.ocr, l.err = l.open(ctx) })
+	if l.err != nil {
+		return provider.Recognition{}, l.err
 	}
-	key, err := openSecret(ctx, w.deps, j, job.SecretOCRProviderKey)
-	if err != nil {
-		return failingOCR{err}
-	}
-	ocr, err := w.deps.Providers.OCR(j.OCR.Provider, j.OCR.Model, key)
-	if err != nil {
-		return failingOCR{fmt.Errorf("ocr.provider: %w", err)}
-	}
-	return &cachedOCR{store: w.deps.Store, jobID: j.ID, fileIndex: i, next: ocr}
+	return l.ocr.Recognize(ctx, doc)
 }
 
 // errNoSecret is returned when the job holds no such secret (none was
@@ -67,13 +87,6 @@ func openSecret(ctx context.Context, deps Deps, j *job.Job, field string) (strin
 	return "", errNoSecret
 }
 
-// failingOCR is a provider that could not be opened.
-type failingOCR struct{ err error }
-
-func (f failingOCR) Recognize(context.Context, provider.Document) (provider.Recognition, error) {
-	return provider.Recognition{}, f.err
-}
-
 // PageCache keeps provider answers per page of a job's file.
 type PageCache interface {
 	PutOCRPage(ctx context.Context, jobID string, fileIndex int, key string, value []byte) error
@@ -93,24 +106,34 @@ type cachedOCR struct {
 func (c *cachedOCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
 	sum := sha256.Sum256(doc.Data)
 	key := strconv.Itoa(doc.Page) + "/" + doc.MIME + "/" + doc.Format + "/" + hex.EncodeToString(sum[:12])
-	if raw, err := c.store.GetOCRPage(ctx, c.jobID, c.fileIndex, key); err == nil {
-		var rec provider.Recognition
-		if json.Unmarshal(raw, &rec) == nil {
-			return rec, nil
+	return remembered(ctx, c.store, c.jobID, c.fileIndex, key, func() (provider.Recognition, error) {
+		return c.next.Recognize(ctx, doc)
+	})
+}
+
+// remembered returns the answer kept under key for a job's file, or calls
+// ask and keeps its answer before returning it: a provider is paid once per
+// key, however often the River job that needs the answer runs.
+func remembered[T any](ctx context.Context, cache PageCache, jobID string, fileIndex int, key string, ask func() (T, error)) (T, error) {
+	var answer T
+	raw, err := cache.GetOCRPage(ctx, jobID, fileIndex, key)
+	switch {
+	case err == nil:
+		if json.Unmarshal(raw, &answer) == nil {
+			return answer, nil
 		}
-	} else if !errors.Is(err, job.ErrNotFound) {
-		return provider.Recognition{}, err
+	case !errors.Is(err, job.ErrNotFound):
+		return answer, err
 	}
-	rec, err := c.next.Recognize(ctx, doc)
+	answer, err = ask()
 	if err != nil {
-		return rec, err
+		return answer, err
 	}
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return rec, fmt.Errorf("keep page answer: %w", err)
+	if raw, err = json.Marshal(answer); err != nil {
+		return answer, fmt.Errorf("keep the answer: %w", err)
 	}
-	if err := c.store.PutOCRPage(ctx, c.jobID, c.fileIndex, key, raw); err != nil {
-		return rec, fmt.Errorf("keep page answer: %w", err)
+	if err := cache.PutOCRPage(ctx, jobID, fileIndex, key, raw); err != nil {
+		return answer, fmt.Errorf("keep the answer: %w", err)
 	}
-	return rec, nil
+	return answer, nil
 }

@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,5 +60,30 @@ func TestAPageAlreadyReadIsNotPaidForAgain(t *testing.T) {
 	}
 	if n := inner.calls.Load(); n != 2 {
 		t.Fatalf("provider calls = %d, want 2", n)
+	}
+}
+
+func TestTheOCRProviderIsOpenedOnlyWhenAPageNeedsIt(t *testing.T) {
+	var opens atomic.Int64
+	inner := &countingOCR{}
+	open := func(context.Context) (provider.OCR, error) { opens.Add(1); return inner, nil }
+
+	used := &lazyOCR{open: open}
+	var wg sync.WaitGroup
+	for p := range 4 {
+		wg.Go(func() {
+			if _, err := used.Recognize(context.Background(), provider.Document{Data: []byte{byte(p)}, Page: p + 1}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if opens.Load() != 1 || inner.calls.Load() != 4 {
+		t.Fatalf("opened %d times for 4 pages (calls %d), want once", opens.Load(), inner.calls.Load())
+	}
+
+	failing := &lazyOCR{open: func(context.Context) (provider.OCR, error) { return nil, errors.New("no key") }}
+	if _, err := failing.Recognize(context.Background(), provider.Document{}); err == nil || err.Error() != "no key" {
+		t.Fatalf("err = %v, want the reason the provider could not be opened", err)
 	}
 }

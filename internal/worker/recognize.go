@@ -109,7 +109,7 @@ func (w *recognizeWorker) recognize(ctx context.Context, j *job.Job, i int) (job
 	defer cancel()
 	out, err := w.deps.Convert(convertCtx, convert.Input{
 		Name: fetched.Name, ContentType: fetched.ContentType, Data: data, Mode: j.ExtractionMode,
-		OCR: w.ocrFor(ctx, j, i),
+		OCR: w.ocrFor(j, i),
 	})
 	if err != nil {
 		if convertCtx.Err() != nil && ctx.Err() == nil {
