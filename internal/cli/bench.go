@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +28,8 @@ type benchOptions struct {
 	chunks      int
 	jobs        int
 	concurrency int
+	cpuProfile  string
+	databaseURL string
 }
 
 func benchCommand(env *environment) *cobra.Command {
@@ -51,6 +54,8 @@ into --chunks chunks, and reports each job's wall time divided by its critical-p
 	cmd.Flags().IntVar(&o.chunks, "chunks", 10, "chunks per file")
 	cmd.Flags().IntVar(&o.jobs, "jobs", 3, "jobs, run one after another")
 	cmd.Flags().IntVar(&o.concurrency, "concurrency", 128, "provider calls and model workers in flight")
+	cmd.Flags().StringVar(&o.databaseURL, "database-url", "", "run on this database (postgres://…) instead of a temporary SQLite file")
+	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured jobs to this file")
 	return cmd
 }
 
@@ -98,6 +103,9 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 		"DOCJOBS_MODEL_WORKERS":        strconv.Itoa(o.concurrency),
 		"DOCJOBS_LOG_LEVEL":            "error",
 	}
+	if o.databaseURL != "" {
+		vars["DOCJOBS_DATABASE_URL"] = o.databaseURL
+	}
 	serveEnv := &environment{stdout: io.Discard, stderr: env.stderr, getenv: func(k string) string { return vars[k] }}
 	cfg, err := serveEnv.config(nil)
 	if err != nil {
@@ -120,6 +128,17 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 		"ocr":    map[string]any{"provider": "NEURAL_CLIENT_TYPE_PROVIDER_2", "model": "gpt-4o-mini", "providerKey": "bench"},
 	})
 	var walls []time.Duration
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	start := time.Now()
 	for range o.jobs {
 		wall, rows, err := benchJob(ctx, base, key, body)

@@ -90,7 +90,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleWorker {
 		workers := river.NewWorkers()
 		wcfg := worker.Config{MaxFileBytes: cfg.FetchMaxBytes, FileTimeout: cfg.FileTimeout, JobDeadline: cfg.JobDeadline,
-			ModelWorkers: cfg.ModelWorkers}
+			ModelWorkers: cfg.ModelWorkers, RecognizeWorkers: cfg.RecognizeWorkers}
 		converter := convert.New(convert.Config{
 			PDF: pdf.Config{MaxPages: cfg.PDFMaxPages, Timeout: cfg.FileTimeout},
 		})
@@ -116,6 +116,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 			ClientID:             cfg.NodeID,
 			RescueStuckJobsAfter: wcfg.LongestStageTimeout() + time.Minute,
 			FetchPollInterval:    50 * time.Millisecond,
+			FetchCooldown:        2 * time.Millisecond,
 		})
 		if err != nil {
 			return fmt.Errorf("start workers: %w", err)

@@ -47,7 +47,12 @@ type Config struct {
 	// ModelWorkers is the number of model-stage calls one worker process
 	// runs at once (DOCJOBS_MODEL_WORKERS, default 32).
 	ModelWorkers int
-	Role         string // --role, default "all"
+	// RecognizeWorkers is the number of files one worker process recognizes
+	// at once (DOCJOBS_RECOGNIZE_WORKERS, default 16). Most of a file's time
+	// is spent waiting on fetches and OCR providers; local engines have
+	// their own per-CPU bounds.
+	RecognizeWorkers int
+	Role             string // --role, default "all"
 	// NodeID is the stable River client id of this node (DOCJOBS_NODE_ID,
 	// default the host name), so a restarted node reclaims its own jobs.
 	NodeID   string
@@ -72,6 +77,7 @@ func Load(getenv func(string) string) (Config, error) {
 		FileTimeout:         10 * time.Minute,
 		ProviderConcurrency: 8,
 		ModelWorkers:        32,
+		RecognizeWorkers:    16,
 		WebhookRetrySchedule: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute,
 			2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 		ProviderBaseURLs: map[int]string{},
@@ -117,6 +123,7 @@ func Load(getenv func(string) string) (Config, error) {
 		"DOCJOBS_PDF_MAX_PAGES":        &c.PDFMaxPages,
 		"DOCJOBS_PROVIDER_CONCURRENCY": &c.ProviderConcurrency,
 		"DOCJOBS_MODEL_WORKERS":        &c.ModelWorkers,
+		"DOCJOBS_RECOGNIZE_WORKERS":    &c.RecognizeWorkers,
 	} {
 		if v := getenv(name); v != "" {
 			n, err := strconv.Atoi(v)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"mime"
 	"path"
+	"runtime"
 	"strings"
 
 	"github.com/gabriel-vasile/mimetype"
@@ -104,8 +105,12 @@ type Converter struct {
 	cfg Config
 }
 
-// New returns a Converter.
+// New returns a Converter. Unless cfg bounds them, its poppler processes
+// are bounded by the CPU count across all the files it converts at once.
 func New(cfg Config) *Converter {
+	if cfg.PDF.Processes == nil {
+		cfg.PDF.Processes = pdf.NewProcesses(runtime.NumCPU())
+	}
 	return &Converter{cfg: cfg}
 }
 

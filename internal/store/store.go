@@ -95,6 +95,9 @@ type WorkConfig struct {
 	// RescueStuckJobsAfter sits just above the longest stage timeout.
 	RescueStuckJobsAfter time.Duration
 	FetchPollInterval    time.Duration
+	// FetchCooldown is the shortest time between two fetches of one queue;
+	// every stage hand-off waits up to it (River's default is 100ms).
+	FetchCooldown time.Duration
 }
 
 // Store is the persistence contract. Methods taking an accountID return

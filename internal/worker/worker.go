@@ -65,7 +65,9 @@ type Observer interface {
 type Config struct {
 	// MaxFileBytes bounds what recognition reads of one stored file.
 	MaxFileBytes int64
-	// RecognizeWorkers is the recognize queue's concurrency (default 4).
+	// RecognizeWorkers is the recognize queue's concurrency (default 16):
+	// files mostly wait on fetches and OCR providers, and the local engines
+	// bound their own processes by the CPU count.
 	RecognizeWorkers int
 	// ModelWorkers is the model queue's concurrency (default 32). Model
 	// calls wait on the provider, whose per-slot limit is the real bound.
@@ -92,7 +94,7 @@ func (c Config) withDefaults() Config {
 		c.MaxFileBytes = 100 << 20
 	}
 	if c.RecognizeWorkers <= 0 {
-		c.RecognizeWorkers = 4
+		c.RecognizeWorkers = 16
 	}
 	if c.ModelWorkers <= 0 {
 		c.ModelWorkers = 32

@@ -16,12 +16,13 @@ import (
 
 // chatVendor speaks OpenAI chat completions. It answers with the record ids
 // it sees in the user message as JSON, fails on request (a document
-// containing FAIL401 gets 401, TRUNCATE a cut-off answer) and records every
-// request.
+// containing FAIL401 gets 401, TRUNCATE a cut-off answer, RATE429 a 429 on
+// its first request) and records every request.
 type chatVendor struct {
 	srv      *httptest.Server
 	mu       sync.Mutex
 	requests []map[string]any
+	limited  bool // a RATE429 request was already refused
 }
 
 var recordID = regexp.MustCompile(`record (\d+):`)
@@ -33,11 +34,18 @@ func newChatVendor(t *testing.T) *chatVendor {
 		var req map[string]any
 		raw, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(raw, &req)
+		user := messageText(req, "user")
 		v.mu.Lock()
 		v.requests = append(v.requests, req)
+		limit := strings.Contains(user, "RATE429") && !v.limited
+		v.limited = v.limited || limit
 		v.mu.Unlock()
-		user := messageText(req, "user")
 		switch {
+		case limit:
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
+			return
 		case strings.Contains(user, "FAIL401"):
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = io.WriteString(w, `{"error":{"message":"Incorrect API key","type":"invalid_request_error","code":"invalid_api_key"}}`)
@@ -180,9 +188,10 @@ func TestModelAnswersAreJudgedAndFailuresNamed(t *testing.T) {
 		"auth.txt":  "FAIL401 " + records(1),
 		"cut.txt":   "TRUNCATE " + records(1),
 		"blank.txt": "   \n",
+		"busy.txt":  "RATE429 " + records(2),
 	})
 	s := startServer(t, "", "DOCJOBS_PROVIDER_2_BASE_URL="+vendor.srv.URL+"/v1")
-	body := promptJob([]string{src + "/good.txt", src + "/bad.txt", src + "/auth.txt", src + "/cut.txt", src + "/blank.txt"}, "List the record numbers.")
+	body := promptJob([]string{src + "/good.txt", src + "/bad.txt", src + "/auth.txt", src + "/cut.txt", src + "/blank.txt", src + "/busy.txt"}, "List the record numbers.")
 	body["responseSchema"] = `{"type":"object","required":["records"],"properties":{"records":{"type":"array","items":{"type":"integer"}}}}`
 	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, body)["id"].(string)
 	if j := s.waitTerminal(id, keyA, 2*time.Minute); j["status"] != "JOB_STATUS_COMPLETE" {
@@ -206,12 +215,18 @@ func TestModelAnswersAreJudgedAndFailuresNamed(t *testing.T) {
 	if r := row(4); r["status"] != "JOB_LLM_STATUS_SKIPPED" || r["skipReason"] != "empty_ocr_content" {
 		t.Errorf("blank file: %v", r)
 	}
+	if r := row(5); r["status"] != "JOB_LLM_STATUS_DONE" || r["schemaValid"] != true || r["content"] != `{"records":[1,2]}` {
+		t.Errorf("answer after a 429: %v", r)
+	}
 	vendor.mu.Lock()
 	defer vendor.mu.Unlock()
-	auth := 0
+	auth, busy := 0, 0
 	for _, req := range vendor.requests {
 		if strings.Contains(messageText(req, "user"), "FAIL401") {
 			auth++
+		}
+		if strings.Contains(messageText(req, "user"), "RATE429") {
+			busy++
 		}
 		if rf, _ := req["response_format"].(map[string]any); rf == nil {
 			t.Errorf("the schema did not reach the provider as response_format")
@@ -219,6 +234,9 @@ func TestModelAnswersAreJudgedAndFailuresNamed(t *testing.T) {
 	}
 	if auth != 1 {
 		t.Errorf("a 401 was sent %d times, want once (no retry)", auth)
+	}
+	if busy != 2 {
+		t.Errorf("the rate-limited chunk was sent %d times, want twice (429, then 200)", busy)
 	}
 }
 

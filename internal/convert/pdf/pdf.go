@@ -37,6 +37,33 @@ type Config struct {
 	DPI             int   // page rendering for OCR, default 200
 	PageConcurrency int   // pages read by the provider at once, default 4
 	MemoryLimit     int64 // address-space limit of each poppler process, default 1 GiB; negative: none
+	// Processes, shared by every conversion of a process, bounds the poppler
+	// processes running at once; nil: no bound. Waiting for one is not
+	// charged to Timeout.
+	Processes *Processes
+}
+
+// Processes bounds concurrent poppler processes: many files are recognized
+// at once because most of their time is spent on providers, but the local
+// tools are CPU-bound and gain nothing from outnumbering the cores.
+type Processes struct{ sem chan struct{} }
+
+// NewProcesses allows n processes at once (at least one).
+func NewProcesses(n int) *Processes {
+	return &Processes{sem: make(chan struct{}, max(n, 1))}
+}
+
+// acquire waits for a free process slot; release gives it back.
+func (p *Processes) acquire(ctx context.Context) (release func(), err error) {
+	if p == nil {
+		return func() {}, nil
+	}
+	select {
+	case p.sem <- struct{}{}:
+		return func() { <-p.sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Defaults.

@@ -411,3 +411,43 @@ func TestMarkdownFromTheTextLayer(t *testing.T) {
 		t.Errorf("markdown has sections or runs of blank lines:\n%s", res.Content)
 	}
 }
+
+func TestPopplerProcessesWaitForASharedSlotWithoutChargingTheBudget(t *testing.T) {
+	t.Parallel()
+	procs := NewProcesses(1)
+	release, err := procs.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Timeout: 100 * time.Millisecond, Processes: procs}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Convert(context.Background(), cfg, readFile(t, "pdfbox", "PDFBOX-3062-002207-p1.pdf"), Options{Format: "html"}, nil)
+		done <- err
+	}()
+	// Held past the file's whole budget: a conversion that started poppler
+	// without a slot, or charged the wait, would end now.
+	select {
+	case err := <-done:
+		t.Fatalf("the conversion ended while the only process slot was held: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("after the slot was freed: %v", err)
+	}
+}
+
+func TestWaitingForAProcessSlotEndsWithTheContext(t *testing.T) {
+	t.Parallel()
+	procs := NewProcesses(1)
+	if _, err := procs.acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := Convert(ctx, Config{Processes: procs}, readFile(t, "pdfbox", "PDFBOX-3062-002207-p1.pdf"), Options{Format: "html"}, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the context's deadline", err)
+	}
+}

@@ -34,11 +34,13 @@ type runner struct {
 	memLimit int64
 	env      []string
 	budget   *budget
+	procs    *Processes
 	file     string // the PDF on disk, never shown in messages
 }
 
 func newRunner(cfg Config, file string) *runner {
-	r := &runner{memLimit: cfg.MemoryLimit, file: file, budget: &budget{limit: cfg.Timeout, remaining: cfg.Timeout}}
+	r := &runner{memLimit: cfg.MemoryLimit, file: file, budget: &budget{limit: cfg.Timeout, remaining: cfg.Timeout},
+		procs: cfg.Processes}
 	if cfg.MemoryLimit > 0 {
 		// Without prlimit (not Linux, or util-linux missing) the processes
 		// still have the time budget and output caps; only RLIMIT_AS is lost.
@@ -109,6 +111,11 @@ func (e *toolError) Error() string {
 // run starts tool with args and returns its standard output, at most
 // maxOut bytes.
 func (r *runner) run(ctx context.Context, maxOut int, tool string, args ...string) ([]byte, error) {
+	release, err := r.procs.acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", tool, err)
+	}
+	defer release()
 	pctx, done, err := r.budget.start(ctx)
 	if err != nil {
 		return nil, err

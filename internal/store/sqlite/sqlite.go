@@ -120,7 +120,7 @@ func newStore(db *sql.DB, logger *slog.Logger) (*Store, error) {
 		},
 		Migrations: migrations,
 		Logger:     logger,
-	}, &backend{db: db}, riversqlite.New(db))
+	}, &backend{db: db}, pollOnlyDriver{riversqlite.New(db)})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
@@ -134,6 +134,18 @@ func isUniqueViolation(err error) bool {
 	}
 	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 }
+
+// pollOnlyDriver is River's SQLite driver without its emulated
+// LISTEN/NOTIFY. The emulation polls an outbox table on a fixed 50ms
+// interval, so every stage hand-off waited up to that long, and it costs an
+// outbox write per insert and a query per poll. docjobs on SQLite is one
+// process: after each commit that inserted River jobs the store wakes its
+// own producers instead (sqlstore's wake), which River does at once only
+// for drivers without a listener. Measured in docs/decisions.md.
+type pollOnlyDriver struct{ *riversqlite.Driver }
+
+func (pollOnlyDriver) SupportsListener() bool     { return false }
+func (pollOnlyDriver) SupportsListenNotify() bool { return false }
 
 // backend adapts database/sql to sqlstore.Backend.
 type backend struct{ db *sql.DB }

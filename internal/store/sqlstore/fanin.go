@@ -20,9 +20,12 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 	if !r.Status.Terminal() {
 		return false, fmt.Errorf("finish ocr of job %s file %d: status %q is not terminal", r.JobID, r.FileIndex, r.Status)
 	}
-	var applied bool
+	var (
+		applied bool
+		woken   []string
+	)
 	err := s.inTx(ctx, func(tx TTx, q Querier) error {
-		applied = false // a retried transaction starts over
+		applied, woken = false, nil // a retried transaction starts over
 		j, err := s.lockLiveJob(ctx, tx, q, r.JobID, riverJob)
 		if err != nil || j == nil {
 			return err
@@ -71,7 +74,7 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 				return err
 			}
 		}
-		if err := s.insertRiverJobs(ctx, tx, d.EnqueueNow); err != nil {
+		if err := s.insertRiverJobs(ctx, tx, d.EnqueueNow, &woken); err != nil {
 			return err
 		}
 		if len(d.EnqueueWhenLast) > 0 {
@@ -80,7 +83,7 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 				return err
 			}
 			if !pending {
-				if err := s.insertRiverJobs(ctx, tx, d.EnqueueWhenLast); err != nil {
+				if err := s.insertRiverJobs(ctx, tx, d.EnqueueWhenLast, &woken); err != nil {
 					return err
 				}
 			}
@@ -90,6 +93,7 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 	if err != nil {
 		return false, fmt.Errorf("finish ocr of job %s file %d: %w", r.JobID, r.FileIndex, err)
 	}
+	s.wake(ctx, woken)
 	return applied, nil
 }
 
@@ -103,9 +107,12 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 	if !f.Status.Terminal() {
 		return false, fmt.Errorf("finish job %s: status %q is not terminal", f.JobID, f.Status)
 	}
-	var applied, erased bool
+	var (
+		applied, erased bool
+		woken           []string
+	)
 	err := s.inTx(ctx, func(tx TTx, q Querier) error {
-		applied, erased = false, false
+		applied, erased, woken = false, false, nil
 		j, err := s.lockLiveJob(ctx, tx, q, f.JobID, riverJob)
 		if err != nil || j == nil {
 			return err
@@ -125,7 +132,7 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 		if erased, err = s.eraseProviderKeys(ctx, q, f.JobID); err != nil {
 			return err
 		}
-		if err := s.insertRiverJobs(ctx, tx, f.Enqueue); err != nil {
+		if err := s.insertRiverJobs(ctx, tx, f.Enqueue, &woken); err != nil {
 			return err
 		}
 		applied = true
@@ -134,6 +141,7 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 	if err != nil {
 		return false, fmt.Errorf("finish job %s: %w", f.JobID, err)
 	}
+	s.wake(ctx, woken)
 	if erased {
 		s.afterErase(ctx, f.JobID)
 	}
@@ -192,9 +200,12 @@ func (s *Store[TTx]) FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, 
 	if err != nil {
 		return false, err
 	}
-	var applied bool
+	var (
+		applied bool
+		woken   []string
+	)
 	err = s.inTx(ctx, func(tx TTx, q Querier) error {
-		applied = false
+		applied, woken = false, nil
 		j, err := s.lockLiveJob(ctx, tx, q, r.JobID, riverJob)
 		if err != nil || j == nil {
 			return err
@@ -218,7 +229,7 @@ func (s *Store[TTx]) FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, 
 			return err
 		}
 		if !pending {
-			if err := s.insertRiverJobs(ctx, tx, d.EnqueueWhenLast); err != nil {
+			if err := s.insertRiverJobs(ctx, tx, d.EnqueueWhenLast, &woken); err != nil {
 				return err
 			}
 		}
@@ -227,5 +238,6 @@ func (s *Store[TTx]) FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, 
 	if err != nil {
 		return false, fmt.Errorf("finish model row %d/%d of job %s: %w", r.FileIndex, r.ChunkIndex, r.JobID, err)
 	}
+	s.wake(ctx, woken)
 	return applied, nil
 }

@@ -133,8 +133,12 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 		return nil, false, fmt.Errorf("create job %s: %w", j.ID, err)
 	}
 
-	var duplicate bool
+	var (
+		duplicate bool
+		woken     []string
+	)
 	err = s.inTx(ctx, func(tx TTx, q Querier) error {
+		woken = nil
 		_, err := s.exec(ctx, q, `INSERT INTO jobs (`+jobColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
 		if err != nil {
 			if j.IdempotencyKey != "" && s.dialect.IsUniqueViolation(err) {
@@ -156,9 +160,10 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 				return fmt.Errorf("insert secret %s: %w", sec.Field, err)
 			}
 		}
-		return s.insertRiverJobs(ctx, tx, p.Enqueue)
+		return s.insertRiverJobs(ctx, tx, p.Enqueue, &woken)
 	})
 	if err == nil {
+		s.wake(ctx, woken)
 		return &j, false, nil
 	}
 	if !duplicate {

@@ -25,6 +25,12 @@ func (s *Store[TTx]) Work(ctx context.Context, cfg store.WorkConfig) (func(conte
 			return nil, err
 		}
 	}
+	listens := s.driver.SupportsListener()
+	if !listens && cfg.Workers != nil {
+		// Registered once per Workers bundle; a second Work with the same
+		// bundle finds it there already.
+		_ = river.AddWorkerSafely(cfg.Workers, wakeWorker{})
+	}
 	rc := &river.Config{
 		ID:                   cfg.ClientID,
 		Logger:               s.logger,
@@ -34,10 +40,11 @@ func (s *Store[TTx]) Work(ctx context.Context, cfg store.WorkConfig) (func(conte
 		PeriodicJobs:         cfg.PeriodicJobs,
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		FetchPollInterval:    cfg.FetchPollInterval,
+		FetchCooldown:        cfg.FetchCooldown,
 	}
 	// River refuses a poll interval below its fetch cooldown; a caller asking
 	// for fast polling means both.
-	if p := cfg.FetchPollInterval; p > 0 && p < river.FetchCooldownDefault {
+	if p := cfg.FetchPollInterval; p > 0 && p < river.FetchCooldownDefault && (rc.FetchCooldown == 0 || rc.FetchCooldown > p) {
 		rc.FetchCooldown = p
 	}
 	client, err := river.NewClient(s.driver, rc)
@@ -47,7 +54,11 @@ func (s *Store[TTx]) Work(ctx context.Context, cfg store.WorkConfig) (func(conte
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("start river client: %w", err)
 	}
+	if !listens && len(cfg.Queues) > 0 {
+		s.waker.Store(&waker[TTx]{client: client, queues: cfg.Queues})
+	}
 	stop := func(ctx context.Context) error {
+		s.waker.Store(nil)
 		err := client.Stop(ctx)
 		if err == nil {
 			return nil

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -106,7 +107,9 @@ type Store[TTx any] struct {
 	// inserter is an insert-only River client (no queues) used for
 	// InsertManyTx inside the store's transactions.
 	inserter *river.Client[TTx]
-	now      func() time.Time
+	// waker is set while Work runs on a driver without LISTEN/NOTIFY.
+	waker atomic.Pointer[waker[TTx]]
+	now   func() time.Time
 }
 
 var _ store.Store = (*Store[any])(nil)
@@ -121,7 +124,10 @@ func New[TTx any](cfg Config, backend Backend[TTx], driver riverdriver.Driver[TT
 	if logger == nil {
 		logger = slog.Default()
 	}
-	inserter, err := river.NewClient(driver, &river.Config{Logger: logger, Schema: cfg.Schema})
+	// The inserter's FetchCooldown throttles its insert notifications per
+	// queue; at River's 100ms default a hand-off soon after another on the
+	// same queue would go unannounced and wait for the fetch poll.
+	inserter, err := river.NewClient(driver, &river.Config{Logger: logger, Schema: cfg.Schema, FetchCooldown: time.Millisecond})
 	if err != nil {
 		return nil, fmt.Errorf("river insert client: %w", err)
 	}
@@ -233,14 +239,17 @@ func (s *Store[TTx]) inTx(ctx context.Context, fn func(tx TTx, q Querier) error)
 	return nil
 }
 
-// insertRiverJobs inserts River jobs in tx; nothing for an empty list.
-func (s *Store[TTx]) insertRiverJobs(ctx context.Context, tx TTx, params []river.InsertManyParams) error {
+// insertRiverJobs inserts River jobs in tx, nothing for an empty list, and
+// adds their queues to woken: the caller wakes them once tx has committed.
+func (s *Store[TTx]) insertRiverJobs(ctx context.Context, tx TTx, params []river.InsertManyParams, woken *[]string) error {
 	if len(params) == 0 {
 		return nil
 	}
-	if _, err := s.inserter.InsertManyTx(ctx, tx, params); err != nil {
+	res, err := s.inserter.InsertManyTx(ctx, tx, params)
+	if err != nil {
 		return fmt.Errorf("insert river jobs: %w", err)
 	}
+	*woken = append(*woken, queuesOf(res)...)
 	return nil
 }
 

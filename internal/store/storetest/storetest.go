@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FinishJobFailsRowsStillPending", testFinishJobPendingRows},
 		{"WorkReclaimsJobsOfThePreviousIncarnation", testWorkReclaims},
 		{"WorkStopWaitsForRunningJobs", testWorkStop},
+		{"CommittedHandOffsAreWorkedWithoutWaitingForThePoll", testHandOffsWakeTheQueue},
 		{"OCRPagesKeepTheFirstAnswerUntilTheJobIsDeleted", testOCRPagesKeepTheFirstAnswerUntilTheJobIsDeleted},
 		{"FinishLLMFansInOnceAndKeepsInputsApart", testFinishLLMFansInOnceAndKeepsInputsApart},
 		{"ExpireJobFailsWhatIsLeftOnce", testExpireJobFailsWhatIsLeftOnce},
