@@ -48,10 +48,10 @@ func (s *Server) newGateway(svc docjobsv1.JobServiceServer) (*runtime.ServeMux, 
 	}
 	s.routes = routes
 	mux := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, resultMarshaler{&runtime.JSONPb{
 			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: false, EmitUnpopulated: false},
 			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
-		}),
+		}}),
 		runtime.WithErrorHandler(s.gatewayError),
 		runtime.WithRoutingErrorHandler(s.routingError),
 		// POST x-www-form-urlencoded falling back to a GET route, and

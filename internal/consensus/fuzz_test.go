@@ -1,0 +1,179 @@
+package consensus
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// FuzzVote votes up to five arbitrary answers and checks that the vote never
+// panics, that every scalar of the agreed answer is a value some votable run
+// has at the same place (array positions aside), and the properties of ties
+// and unanimity.
+func FuzzVote(f *testing.F) {
+	f.Add(uint8(3), `{"a":1,"b":"x"}`, `{"a":1.0,"b":"y"}`, `{"b":"x"}`, ``, ``)
+	f.Add(uint8(3), `{"items":[{"id":1,"t":10},{"id":2}]}`, `{"items":[{"id":2},{"id":1,"t":11}]}`, `{"items":[]}`, ``, ``)
+	f.Add(uint8(5), `[1,1,2]`, `[2,1]`, `{"a":[1]}`, `null`, `"s"`)
+	f.Add(uint8(2), `{"a":{"x":1},"b":null}`, `{"a":[1],"c":{}}`, ``, ``, ``)
+	f.Add(uint8(4), `{"a.b":{"":[{"k":1,"v":[1,2]},{"k":2}]}}`, `{"a.b":{"":[{"k":1,"v":[2]}]}}`, `{"a.b":null}`, `{`, ``)
+	f.Add(uint8(3), `[{"a":1,"b":2},{"a":1,"b":3},{"a":2,"b":2}]`, `[{"a":1,"b":3},{"a":1}]`, `[{"b":2},{"a":1,"b":2,"c":3}]`, ``, ``)
+	f.Fuzz(func(t *testing.T, k uint8, a, b, c, d, e string) {
+		checkVote(t, []string{a, b, c, d, e}[:1+int(k)%MaxRuns])
+	})
+}
+
+// FuzzVoteGenerated votes answers generated from the fuzzer's bytes over a
+// tiny vocabulary, so runs agree and disagree in every way often, not just
+// when random text happens to be JSON.
+func FuzzVoteGenerated(f *testing.F) {
+	f.Add([]byte{3, 4, 2, 0, 1, 6, 3, 1, 3, 3, 4, 2, 0, 2, 6, 3, 1, 3, 3})
+	f.Add([]byte{2, 6, 4, 4, 3, 0, 1, 4, 1, 0, 2, 6, 4, 4, 1, 0, 1, 4, 3, 0, 2})
+	f.Add([]byte{4, 7, 3, 1, 1, 1, 7, 2, 1, 1, 7, 3, 1, 2, 1, 7, 3, 1, 1, 2, 7, 3, 2, 1, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		g := &gen{data: data[1:]}
+		texts := make([]string, 1+int(data[0])%MaxRuns)
+		for i := range texts {
+			texts[i] = g.value(0)
+		}
+		checkVote(t, texts)
+	})
+}
+
+// gen writes JSON from bytes: keys a, b, c and "d.e", small numbers written
+// two ways, one string, null, and containers up to four deep.
+type gen struct {
+	data []byte
+	pos  int
+}
+
+func (g *gen) next() int {
+	if g.pos >= len(g.data) {
+		return 0
+	}
+	g.pos++
+	return int(g.data[g.pos-1])
+}
+
+func (g *gen) value(depth int) string {
+	c := g.next() % 8
+	if depth >= 4 && c >= 4 {
+		c %= 4
+	}
+	switch c {
+	case 0:
+		return "null"
+	case 1:
+		return []string{"1", "1.0", "2", "-0"}[g.next()%4]
+	case 2:
+		return []string{`"x"`, `"y"`, `"\u0078"`, `true`}[g.next()%4]
+	case 3, 4:
+		n := g.next() % 4
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = []string{`"a"`, `"b"`, `"c"`, `"d.e"`}[g.next()%4] + ":" + g.value(depth+1)
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	default:
+		n := g.next() % 5
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = g.value(depth + 1)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+}
+
+// checkVote votes texts and checks what must hold whatever they are: no
+// panic, every scalar of the agreed answer a value some votable run has at
+// the same place (array positions aside), two runs agreeing with the first,
+// identical runs with no disagreement.
+func checkVote(t *testing.T, texts []string) {
+	t.Helper()
+	{
+		runs := answers(texts...)
+		limits := Limits{MaxAnswerBytes: 1 << 16, MaxMatchCost: 1 << 16}
+		res, err := Vote(runs, limits)
+
+		var votable []string
+		for _, s := range texts {
+			if json.Valid([]byte(s)) {
+				votable = append(votable, s)
+			}
+		}
+		var nv *NoVotableRunsError
+		if len(votable) == 0 {
+			if !errors.As(err, &nv) || len(nv.Runs) != len(texts) {
+				t.Fatalf("no votable run, error %v", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Vote: %v", err)
+		}
+		if res.RunsVotable != len(votable) {
+			t.Fatalf("runsVotable %d, want %d", res.RunsVotable, len(votable))
+		}
+		checkResult(t, res)
+		if res.Degraded != "" {
+			var first bytes.Buffer
+			_ = json.Compact(&first, []byte(votable[0]))
+			if string(res.Agreed) != validUTF8(first.String()) {
+				t.Fatalf("degraded, yet agreed %s is not the first votable answer", res.Agreed)
+			}
+			return
+		}
+
+		in := newInterner()
+		lim := Limits{}.WithDefaults()
+		agreed, err := parse(string(res.Agreed), lim, in)
+		if err != nil {
+			t.Fatalf("agreed answer: %v", err)
+		}
+		have := map[string]bool{}
+		trees := make([]*node, len(votable))
+		for i, s := range votable {
+			if trees[i], err = parse(s, lim, in); err != nil {
+				t.Fatal(err)
+			}
+			leaves(in, trees[i], "", func(p string) { have[p] = true })
+		}
+		leaves(in, agreed, "", func(p string) {
+			if !have[p] {
+				t.Fatalf("agreed scalar %s is in no run", p)
+			}
+		})
+		if len(votable) == 2 && agreed.id != trees[0].id {
+			t.Fatalf("two runs: agreed %s is not the first run %s (ties go to it)", res.Agreed, votable[0])
+		}
+		allSame := true
+		for _, tr := range trees {
+			allSame = allSame && tr.id == trees[0].id
+		}
+		if allSame && (agreed.id != trees[0].id || len(res.Disagreements) != 0) {
+			t.Fatalf("identical runs, yet agreed %s with %d disagreements", res.Agreed, len(res.Disagreements))
+		}
+	}
+}
+
+// leaves calls fn with "path=value id" for every scalar under n; array
+// positions are written "*", since elements are matched, not aligned.
+func leaves(in *interner, n *node, path string, fn func(string)) {
+	switch n.kind {
+	case kindObject:
+		for i, k := range n.keys {
+			leaves(in, n.vals[i], path+"."+EscapeKey(in.keyNames[k]), fn)
+		}
+	case kindArray:
+		for _, e := range n.vals {
+			leaves(in, e, path+".*", fn)
+		}
+	default:
+		fn(path + "=" + strconv.Itoa(int(n.id)))
+	}
+}

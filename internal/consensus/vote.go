@@ -1,0 +1,238 @@
+package consensus
+
+import (
+	"slices"
+)
+
+// out is a node of the agreed answer: either a run's value taken whole (n),
+// or an object or array put together from votes below it.
+type out struct {
+	n     *node
+	kind  kind // kindObject or kindArray when n is nil
+	names []string
+	vals  []*out
+}
+
+// voter walks the runs' trees side by side and records what it decided.
+type voter struct {
+	in      *interner
+	lim     Limits
+	votable int   // runs that vote: the denominator of every agreement
+	minRuns int   // fewest runs behind any winner kept in the answer
+	spent   int64 // similarity matching work so far, against lim.MaxMatchCost
+	report  report
+	path    []seg // where the walk is, for naming entries
+}
+
+// seg is one step of a path: an object key, or an index of the agreed array.
+type seg struct {
+	key   int32 // -1 for an array index
+	index int
+}
+
+// variant is a competing value: one run's value (n), an agreed value (o), or
+// null/absent (neither). Its text is written only if it survives the caps.
+type variant struct {
+	runs     int
+	first    int // earliest run behind it: the tie-breaker
+	seq      int // order of arrival, the last tie-breaker
+	included bool
+	n        *node
+	o        *out
+}
+
+// agree records that a winner kept in the answer has runs behind it.
+func (v *voter) agree(keep bool, runs int) {
+	if keep && runs < v.minRuns {
+		v.minRuns = runs
+	}
+}
+
+// open starts an entry at the current path. It takes its place in document
+// order now, before the values below it are voted, so that a value comes
+// before its insides; it is recorded once its variants are known.
+func (v *voter) open() *entry {
+	v.report.seq++
+	return &entry{path: v.pathString(), order: v.report.seq}
+}
+
+// record files a finished entry.
+func (v *voter) record(e *entry) { v.report.add(*e) }
+
+// byRuns orders variants by runs behind them, most first, then by earliest
+// run, then by arrival: the first variant is the winner.
+func byRuns(a, b variant) int {
+	if a.runs != b.runs {
+		return b.runs - a.runs
+	}
+	if a.first != b.first {
+		return a.first - b.first
+	}
+	return a.seq - b.seq
+}
+
+// vote decides the value at the current path. set holds the runs that vote
+// here (run indexes, ascending) and vals their values, nil where a run lacks
+// the key. keep is false when the result is only shown as a losing variant:
+// nothing below is then recorded. A nil result means the key is omitted.
+func (v *voter) vote(set []int, vals []*node, keep bool) (*out, error) {
+	if unanimous(vals) {
+		v.agree(keep, len(set))
+		if vals[0] == nil {
+			return nil, nil // absent in the earliest run: stays absent
+		}
+		return &out{n: vals[0]}, nil // the earliest run's text, nulls included
+	}
+
+	var objects, arrays, nones int
+	for _, n := range vals {
+		switch {
+		case none(n):
+			nones++
+		case n.kind == kindObject:
+			objects++
+		case n.kind == kindArray:
+			arrays++
+		}
+	}
+	present := len(vals) - nones
+	if objects == present || arrays == present {
+		return v.presence(set, vals, keep)
+	}
+	// Scalars, and clashes of kinds: every distinct value is one variant.
+	return v.whole(set, vals, keep), nil
+}
+
+// unanimous reports whether all vals are one value (absent counting as null).
+func unanimous(vals []*node) bool {
+	id := idOf(vals[0])
+	for _, n := range vals[1:] {
+		if idOf(n) != id {
+			return false
+		}
+	}
+	return true
+}
+
+// whole votes whole values against each other.
+func (v *voter) whole(set []int, vals []*node, keep bool) *out {
+	vars := make([]variant, 0, len(vals))
+	slot := make([]int32, 0, len(vals)) // the id of each variant
+	for i, n := range vals {
+		id := idOf(n)
+		j := slices.Index(slot, id)
+		if j < 0 {
+			j = len(vars)
+			slot = append(slot, id)
+			vars = append(vars, variant{first: set[i]})
+			if !none(n) {
+				vars[j].n = n
+			}
+		}
+		vars[j].runs++
+	}
+	slices.SortFunc(vars, byRuns) // at most MaxRuns: no caps to apply
+	vars[0].included = true
+	v.agree(keep, vars[0].runs)
+	if keep {
+		e := v.open()
+		e.worst, e.variants = vars[0].runs, vars
+		v.record(e)
+	}
+	if vars[0].n == nil {
+		return nil // a winning null: included, key omitted (spec)
+	}
+	return &out{n: vars[0].n}
+}
+
+// presence votes a container that some runs lack: having it (shown as what
+// those runs agree it holds) against not having it, always two variants.
+// Differences inside are entries of their own, at their own paths.
+func (v *voter) presence(set []int, vals []*node, keep bool) (*out, error) {
+	var have, lack []int
+	var haveVals []*node
+	for i, n := range vals {
+		if none(n) {
+			lack = append(lack, set[i])
+		} else {
+			have = append(have, set[i])
+			haveVals = append(haveVals, n)
+		}
+	}
+	if len(lack) == 0 {
+		return v.container(have, haveVals, keep)
+	}
+	wins := len(have) > len(lack) || (len(have) == len(lack) && have[0] < lack[0])
+	var e *entry
+	if keep {
+		e = v.open()
+	}
+	inside, err := v.container(have, haveVals, keep && wins)
+	if err != nil {
+		return nil, err
+	}
+	vars := []variant{
+		{runs: len(have), first: have[0], included: wins, o: inside},
+		{runs: len(lack), first: lack[0], included: !wins},
+	}
+	slices.SortFunc(vars, byRuns)
+	v.agree(keep, vars[0].runs)
+	if keep {
+		e.worst, e.variants = vars[0].runs, vars
+		v.record(e)
+	}
+	if !wins {
+		return nil, nil
+	}
+	return inside, nil
+}
+
+// container votes values that are all objects or all arrays.
+func (v *voter) container(set []int, vals []*node, keep bool) (*out, error) {
+	if unanimous(vals) {
+		v.agree(keep, len(set))
+		return &out{n: vals[0]}, nil
+	}
+	if vals[0].kind == kindArray {
+		return v.array(set, vals, keep)
+	}
+	return v.object(set, vals, keep)
+}
+
+// object votes objects key by key over the union of their keys, in the
+// earliest run's key order, then keys new in later runs in their order.
+func (v *voter) object(set []int, objs []*node, keep bool) (*out, error) {
+	slot := map[int32]int{}
+	var keys []int32
+	var names []string
+	for _, o := range objs {
+		for i, k := range o.keys {
+			if _, ok := slot[k]; !ok {
+				slot[k] = len(keys)
+				keys = append(keys, k)
+				names = append(names, o.names[i])
+			}
+		}
+	}
+	width := len(set)
+	cells := make([]*node, len(keys)*width)
+	for r, o := range objs {
+		for i, k := range o.keys {
+			cells[slot[k]*width+r] = o.vals[i]
+		}
+	}
+	res := &out{kind: kindObject}
+	for i, k := range keys {
+		v.path = append(v.path, seg{key: k})
+		val, err := v.vote(set, cells[i*width:(i+1)*width], keep)
+		v.path = v.path[:len(v.path)-1]
+		if err != nil {
+			return nil, err
+		}
+		if val != nil {
+			res.names = append(res.names, names[i])
+			res.vals = append(res.vals, val)
+		}
+	}
+	return res, nil
+}
