@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -62,8 +63,9 @@ func toJob(j *job.Job) *docjobsv1.Job {
 	return out
 }
 
-// toResult is the wire form of a job's result. It fails only when a row's
-// stored consensus block does not decode.
+// toResult is the wire form of a job's result; merged answers only when the
+// job set merge.enabled. It fails only when a stored consensus block or
+// merged answer does not decode.
 func toResult(r *job.Result) (*docjobsv1.JobResult, error) {
 	out := &docjobsv1.JobResult{
 		Job: toJob(r.Job),
@@ -79,6 +81,19 @@ func toResult(r *job.Result) (*docjobsv1.JobResult, error) {
 			return nil, err
 		}
 		out.Llm[i] = row
+	}
+	if r.Job.Merge.Enabled && len(r.Merged) > 0 {
+		var answers []json.RawMessage
+		if err := json.Unmarshal(r.Merged, &answers); err != nil {
+			return nil, fmt.Errorf("decode merged answers of job %s: %w", r.Job.ID, err)
+		}
+		for i, a := range answers {
+			var m docjobsv1.MergedAnswer
+			if err := protojson.Unmarshal(a, &m); err != nil {
+				return nil, fmt.Errorf("decode merged answer %d of job %s: %w", i, r.Job.ID, err)
+			}
+			out.Merged = append(out.Merged, &m)
+		}
 	}
 	return out, nil
 }

@@ -188,3 +188,38 @@ func TestToLLMResultDecodesTheConsensusBlock(t *testing.T) {
 		t.Fatal("a corrupt consensus block decoded")
 	}
 }
+
+func TestToResultCarriesMergedAnswersOnlyWhenMergeIsEnabled(t *testing.T) {
+	stored := []byte(`[{"file":"","format":"json","content":"{\"ids\":[1,2]}","schemaValid":true,` +
+		`"conflicts":[{"field":"total","values":["1","2"],"sources":[{"file":"f","chunkIndex":0},{"file":"f","chunkIndex":1}]}],` +
+		`"dedupeRemovedTechnical":3,"mergeIncomplete":true,"incompleteChunks":[{"file":"f","chunkIndex":2}]}]`)
+	for _, tc := range []struct {
+		name    string
+		enabled bool
+		want    int
+	}{
+		{"enabled", true, 1},
+		{"disabled: stored answers are not returned", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := toResult(&job.Result{Job: &job.Job{ID: "j1", Merge: job.Merge{Enabled: tc.enabled}}, Merged: stored})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.GetMerged()) != tc.want {
+				t.Fatalf("merged = %v", out.GetMerged())
+			}
+			if tc.want == 0 {
+				return
+			}
+			m := out.GetMerged()[0]
+			if m.GetFormat() != "json" || !m.GetSchemaValid() || m.GetDedupeRemovedTechnical() != 3 || !m.GetMergeIncomplete() ||
+				m.GetConflicts()[0].GetSources()[1].GetChunkIndex() != 1 || m.GetIncompleteChunks()[0].GetChunkIndex() != 2 {
+				t.Errorf("merged answer = %v", m)
+			}
+		})
+	}
+	if _, err := toResult(&job.Result{Job: &job.Job{ID: "j1", Merge: job.Merge{Enabled: true}}, Merged: []byte(`{`)}); err == nil {
+		t.Error("a corrupt stored merge decoded without error")
+	}
+}

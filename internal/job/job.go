@@ -169,7 +169,11 @@ type LLMRow struct {
 	OutputTokens int64
 	// Input is the chunk the row answers; stored for its River job, never
 	// returned by GetResult.
-	Input   string
+	Input string
+	// Overlap is the source text the chunk repeats from the one before
+	// (empty for the first chunk, or when the chunker kept none); merge
+	// reads it, the API never returns it.
+	Overlap string
 	Created time.Time
 	Updated time.Time
 }
@@ -179,6 +183,9 @@ type Result struct {
 	Job *Job
 	OCR []OCRRow // by file index
 	LLM []LLMRow // by file index, then chunk index
+	// Merged is the JSON array of merged answers stored when the job
+	// finished; empty before, or when merge was not enabled.
+	Merged []byte
 }
 
 // File is a stored file: an upload (JobID "") or a job's copy of a source

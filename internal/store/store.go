@@ -80,6 +80,9 @@ type Finish struct {
 	JobID  string
 	Status job.Status // COMPLETE or FAILED
 	Error  string
+	// Merged is the JSON array of the job's merged answers (result.merged),
+	// stored with the status; nil when the job does not merge.
+	Merged []byte
 	// Enqueue is inserted in the same transaction (for example the webhook).
 	Enqueue []river.InsertManyParams
 }

@@ -60,11 +60,16 @@ func (w *finalizeWorker) Work(ctx context.Context, rj *river.Job[FinalizeArgs]) 
 		}
 	}
 	status, reason := job.FinalStatus(res.OCR)
-	applied, err := w.deps.Store.FinishJob(ctx, rj.JobRow, store.Finish{JobID: res.Job.ID, Status: status, Error: reason})
+	log := w.deps.Logger.With("job_id", res.Job.ID, "account_id", res.Job.AccountID)
+	merged, err := mergeAnswers(res, log)
+	if err != nil {
+		return fmt.Errorf("finalize %s: %w", res.Job.ID, err)
+	}
+	applied, err := w.deps.Store.FinishJob(ctx, rj.JobRow, store.Finish{JobID: res.Job.ID, Status: status, Error: reason, Merged: merged})
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", res.Job.ID, err)
 	}
 	observe(w.deps.Observer, "finalize", string(status), start)
-	w.deps.Logger.Info("job finished", "job_id", res.Job.ID, "account_id", res.Job.AccountID, "status", status, "applied", applied)
+	log.Info("job finished", "status", status, "applied", applied)
 	return nil
 }

@@ -180,9 +180,9 @@ func (w *recognizeWorker) modelRows(ocr job.OCRRow, j *job.Job) ([]job.LLMRow, [
 	}
 	rows := make([]job.LLMRow, len(chunks))
 	params := make([]river.InsertManyParams, len(chunks))
-	for i, text := range chunks {
+	for i, c := range chunks {
 		rows[i] = job.LLMRow{JobID: j.ID, FileIndex: ocr.FileIndex, File: ocr.File, ChunkIndex: i,
-			ChunkTotal: len(chunks), Status: job.RowPending, Model: j.Neural.Model, Input: text}
+			ChunkTotal: len(chunks), Status: job.RowPending, Model: j.Neural.Model, Input: c.Text, Overlap: c.Overlap}
 		params[i] = river.InsertManyParams{Args: ModelArgs{JobID: j.ID, FileIndex: ocr.FileIndex, ChunkIndex: i}}
 	}
 	return rows, params

@@ -74,12 +74,12 @@ func TestRecognizeTurnsInputProblemsIntoRowsAndRetriesTransientOnes(t *testing.T
 // wordChunker splits text into chunks of n words.
 type wordChunker struct{ n int }
 
-func (c wordChunker) Split(text, _ string, _ int, _ string) ([]string, error) {
+func (c wordChunker) Split(text, _ string, _ int, _ string) ([]Chunk, error) {
 	words := strings.Fields(text)
-	var out []string
+	var out []Chunk
 	for len(words) > 0 {
 		k := min(c.n, len(words))
-		out = append(out, strings.Join(words[:k], " "))
+		out = append(out, Chunk{Text: strings.Join(words[:k], " ")})
 		words = words[k:]
 	}
 	return out, nil

@@ -53,7 +53,15 @@ type Fetcher interface {
 // Chunker splits recognized text into chunks within a token budget,
 // counting tokens as the model does.
 type Chunker interface {
-	Split(text, format string, budget int, model string) ([]string, error)
+	Split(text, format string, budget int, model string) ([]Chunk, error)
+}
+
+// Chunk is one piece of a file for the model: Text is sent; Overlap is the
+// source text it repeats from the piece before, which merge uses to tell
+// the repeat's records from records that really occur twice.
+type Chunk struct {
+	Text    string
+	Overlap string
 }
 
 // Observer records stage metrics.

@@ -118,8 +118,8 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 			return err
 		}
 		now := s.nowUTC()
-		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, updated = ? WHERE id = ?`,
-			string(f.Status), f.Error, s.ts(now), f.JobID); err != nil {
+		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, merged = ?, updated = ? WHERE id = ?`,
+			string(f.Status), f.Error, string(f.Merged), s.ts(now), f.JobID); err != nil {
 			return fmt.Errorf("update job: %w", err)
 		}
 		rowErr := f.Error

@@ -273,6 +273,13 @@ func (s *Store[TTx]) GetResult(ctx context.Context, accountID, id string) (*job.
 	if res.LLM, err = s.llmRows(ctx, db, id); err != nil {
 		return nil, err
 	}
+	var merged string
+	if err := s.queryRow(ctx, db, `SELECT merged FROM jobs WHERE id = ?`, []any{id}, &merged); err != nil {
+		return nil, fmt.Errorf("merged answers of job %s: %w", id, err)
+	}
+	if merged != "" {
+		res.Merged = []byte(merged)
+	}
 	return res, nil
 }
 

@@ -41,7 +41,7 @@ func (s *Store[TTx]) ocrRows(ctx context.Context, q Querier, jobID string) ([]jo
 
 const llmColumns = `job_id, file_index, prompt_index, chunk_index, chunk_total, file, status, skip_reason,
 	content, model, request, raw_data, error, duration_ns, schema_valid, schema_errors, consensus,
-	created, updated, input_tokens, output_tokens`
+	created, updated, input_tokens, output_tokens, overlap`
 
 func (s *Store[TTx]) llmRows(ctx context.Context, q Querier, jobID string) ([]job.LLMRow, error) {
 	rows, err := s.query(ctx, q, `SELECT `+llmColumns+` FROM llm_rows WHERE job_id = ?
@@ -62,7 +62,7 @@ func (s *Store[TTx]) llmRows(ctx context.Context, q Querier, jobID string) ([]jo
 		err := rows.Scan(&r.JobID, &r.FileIndex, &r.PromptIndex, &r.ChunkIndex, &r.ChunkTotal, &r.File,
 			&status, &r.SkipReason, &r.Content, &r.Model, &r.Request, &r.RawData, &r.Error, &dur,
 			&valid, jsonScan{&r.SchemaErrors}, &consensus, timeScan{&r.Created}, timeScan{&r.Updated},
-			&r.InputTokens, &r.OutputTokens)
+			&r.InputTokens, &r.OutputTokens, &r.Overlap)
 		if err != nil {
 			return nil, fmt.Errorf("scan model row: %w", err)
 		}
@@ -94,10 +94,10 @@ func (s *Store[TTx]) insertLLMRow(ctx context.Context, q Querier, r job.LLMRow, 
 	if err != nil {
 		return err
 	}
-	_, err = s.exec(ctx, q, `INSERT INTO llm_rows (`+llmColumns+`, input) VALUES (`+placeholders(22)+`)`,
+	_, err = s.exec(ctx, q, `INSERT INTO llm_rows (`+llmColumns+`, input) VALUES (`+placeholders(23)+`)`,
 		r.JobID, r.FileIndex, r.PromptIndex, r.ChunkIndex, r.ChunkTotal, r.File, string(r.Status), r.SkipReason,
 		r.Content, r.Model, r.Request, r.RawData, r.Error, int64(r.Duration), nullBool(r.SchemaValid),
-		schemaErrors, nullJSON(r.Consensus), s.ts(r.Created), s.ts(r.Updated), r.InputTokens, r.OutputTokens, r.Input)
+		schemaErrors, nullJSON(r.Consensus), s.ts(r.Created), s.ts(r.Updated), r.InputTokens, r.OutputTokens, r.Overlap, r.Input)
 	if err != nil {
 		return fmt.Errorf("insert model row %d/%d/%d: %w", r.FileIndex, r.PromptIndex, r.ChunkIndex, err)
 	}

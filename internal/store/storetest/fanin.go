@@ -242,13 +242,14 @@ func testFinishJob(t *testing.T, s Store) {
 	h.on("finalize", func(ctx context.Context, rj *river.Job[stepArgs]) error {
 		var err error
 		firstApplied, err = s.FinishJob(ctx, rj.JobRow, store.Finish{JobID: j.ID, Status: job.StatusComplete,
+			Merged:  []byte(`[{"file":"","format":"json","content":"{\"a\":1}"}]`),
 			Enqueue: []river.InsertManyParams{parked("webhook"), step("again")}})
 		return err
 	})
 	h.on("again", func(ctx context.Context, rj *river.Job[stepArgs]) error {
 		var err error
 		againApplied, err = s.FinishJob(ctx, rj.JobRow, store.Finish{JobID: j.ID, Status: job.StatusFailed,
-			Error: "late", Enqueue: []river.InsertManyParams{parked("webhook-again")}})
+			Error: "late", Merged: []byte(`[]`), Enqueue: []river.InsertManyParams{parked("webhook-again")}})
 		return err
 	})
 	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("ocr")}, Secrets: []job.SealedSecret{
@@ -271,6 +272,7 @@ func testFinishJob(t *testing.T, s Store) {
 	}
 	got := getJob(t, s, j.ID)
 	equal(t, "job status and error", [2]string{string(got.Status), got.Error}, [2]string{string(job.StatusComplete), ""})
+	equal(t, "merged answers", string(getResult(t, s, j.ID).Merged), `[{"file":"","format":"json","content":"{\"a\":1}"}]`)
 	equal(t, "River jobs inserted", parkedNotes(t, s), []string{"webhook"})
 	secrets, err := s.JobSecrets(ctx(t), j.ID)
 	noErr(t, "JobSecrets", err)

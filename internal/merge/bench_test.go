@@ -1,0 +1,101 @@
+package merge
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// benchChunks returns 100 chunks of 50 records each, consecutive chunks
+// sharing 2 records, rendered by answer.
+func benchChunks(answer func(ids []int) string, withText bool) ([]Chunk, int) {
+	var cs []Chunk
+	total := 0
+	for c := range 100 {
+		first := c * 48
+		ids := make([]int, 50)
+		for i := range ids {
+			ids[i] = first + i
+		}
+		ch := Chunk{File: "f", Index: c, Content: answer(ids)}
+		if withText && c > 0 {
+			ch.Overlap = fmt.Sprintf("Line %d item-%d 1%04d.50\n\nLine %d item-%d 1%04d.50\n", first, first, first, first+1, first+1, first+1)
+		}
+		total += len(ch.Content)
+		cs = append(cs, ch)
+	}
+	return cs, total
+}
+
+func jsonRecords(ids []int) string {
+	rs := make([]string, len(ids))
+	for i, id := range ids {
+		rs[i] = fmt.Sprintf(`{"id":%d,"name":"item-%d","amount":1%04d.5,"tags":["a","b"],"note":null}`, id, id, id)
+	}
+	return `{"title":"Statement","records":[` + strings.Join(rs, ",") + `]}`
+}
+
+func benchMerge(b *testing.B, cs []Chunk, total int, opts Options) {
+	b.Helper()
+	b.SetBytes(int64(total))
+	b.ReportAllocs()
+	for b.Loop() {
+		as, err := Merge(cs, opts)
+		if err != nil || len(as) != 1 || as[0].DedupeRemovedTechnical != 99*2 {
+			b.Fatalf("%v %+v", err, as)
+		}
+	}
+}
+
+func BenchmarkMergeJSON(b *testing.B) {
+	cs, total := benchChunks(jsonRecords, false)
+	benchMerge(b, cs, total, Options{HasSchema: true})
+}
+
+func BenchmarkMergeJSONDedupeBy(b *testing.B) {
+	cs, total := benchChunks(jsonRecords, false)
+	benchMerge(b, cs, total, Options{HasSchema: true, DedupeBy: []string{"id"}})
+}
+
+func BenchmarkMergeJSONGrounded(b *testing.B) {
+	cs, total := benchChunks(jsonRecords, true)
+	benchMerge(b, cs, total, Options{HasSchema: true, DedupeBy: []string{"id"}})
+}
+
+func BenchmarkMergeMarkdown(b *testing.B) {
+	cs, total := benchChunks(func(ids []int) string {
+		var s strings.Builder
+		s.WriteString("| id | name | amount |\n|---|---|---|\n")
+		for _, id := range ids {
+			fmt.Fprintf(&s, "| %d | item-%d | 1%04d.50 |\n", id, id, id)
+		}
+		return s.String()
+	}, false)
+	benchMerge(b, cs, total, Options{Format: FormatMarkdown})
+}
+
+func BenchmarkMergeHTML(b *testing.B) {
+	cs, total := benchChunks(func(ids []int) string {
+		var s strings.Builder
+		s.WriteString("<table><thead><tr><th>id</th><th>name</th></tr></thead><tbody>")
+		for _, id := range ids {
+			fmt.Fprintf(&s, "<tr><td>%d</td><td>item-%d</td></tr>", id, id)
+		}
+		s.WriteString("</tbody></table>")
+		return s.String()
+	}, false)
+	benchMerge(b, cs, total, Options{Format: FormatHTML})
+}
+
+func BenchmarkMergeXML(b *testing.B) {
+	cs, total := benchChunks(func(ids []int) string {
+		var s strings.Builder
+		s.WriteString("<records>\n")
+		for _, id := range ids {
+			fmt.Fprintf(&s, "  <record id=\"%d\"><name>item-%d</name></record>\n", id, id)
+		}
+		s.WriteString("</records>")
+		return s.String()
+	}, false)
+	benchMerge(b, cs, total, Options{Format: FormatXML})
+}

@@ -1,0 +1,97 @@
+package merge
+
+import (
+	"regexp"
+	"strings"
+
+	"golang.org/x/net/html"
+)
+
+// detect picks the format of a group for MERGE_FORMAT_AUTO: json with a
+// schema or when every answer is JSON; else xml when every answer is
+// well-formed XML (html when its roots are HTML elements), html when every
+// answer is HTML, markdown when any answer uses markdown syntax, else
+// text. Failed, over-limit and blank answers do not vote.
+func detect(g []*part, hasSchema bool, lim Limits) string {
+	if hasSchema {
+		return FormatJSON
+	}
+	var voters []*part
+	for _, p := range g {
+		if p.skip == "" && strings.TrimSpace(p.Content) != "" {
+			voters = append(voters, p)
+		}
+	}
+	if len(voters) == 0 {
+		return FormatText
+	}
+	every := func(ok func(p *part) bool) bool {
+		for _, p := range voters {
+			if !ok(p) {
+				return false
+			}
+		}
+		return true
+	}
+	if every(func(p *part) bool { _, err := p.json(lim); return err == nil }) {
+		return FormatJSON
+	}
+	htmlRoot := false
+	if every(func(p *part) bool {
+		x, err := parseXML(stripFence(p.Content), lim)
+		if err == nil && htmlElements[strings.ToLower(x.name)] {
+			htmlRoot = true
+		}
+		return err == nil
+	}) {
+		if htmlRoot {
+			return FormatHTML
+		}
+		return FormatXML
+	}
+	if every(func(p *part) bool { return looksHTML(stripFence(p.Content)) }) {
+		return FormatHTML
+	}
+	for _, p := range voters {
+		if looksMarkdown(p.Content) {
+			return FormatMarkdown
+		}
+	}
+	return FormatText
+}
+
+// htmlElements are the tags that make markup HTML rather than XML.
+var htmlElements = map[string]bool{
+	"html": true, "head": true, "body": true, "div": true, "p": true, "span": true, "table": true,
+	"thead": true, "tbody": true, "tr": true, "td": true, "th": true, "ul": true, "ol": true, "li": true,
+	"h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true, "section": true,
+	"article": true, "main": true, "a": true, "br": true, "img": true, "pre": true, "code": true,
+	"strong": true, "em": true, "b": true, "i": true, "blockquote": true, "dl": true, "dt": true,
+	"dd": true, "header": true, "footer": true, "nav": true, "figure": true, "caption": true, "hr": true,
+}
+
+// looksHTML: the answer starts with markup and, among its first tokens,
+// has a start tag of an HTML element.
+func looksHTML(s string) bool {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "<") {
+		return false
+	}
+	z := html.NewTokenizer(strings.NewReader(t))
+	for range 200 {
+		switch z.Next() {
+		case html.ErrorToken:
+			return false
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, _ := z.TagName()
+			if htmlElements[string(name)] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var markdownSyntax = regexp.MustCompile(`(?m)^ {0,3}(#{1,6}[ \t]|[-*+][ \t]|\d{1,9}[.)][ \t]|\|.*\||` + "```|~~~" + `)|\*\*[^*\n]+\*\*|\[[^\]\n]+\]\([^)\n]+\)`)
+
+func looksMarkdown(s string) bool { return markdownSyntax.MatchString(s) }

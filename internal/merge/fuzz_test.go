@@ -1,0 +1,125 @@
+package merge
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// fuzzChunks cuts data at NUL bytes into up to 12 answers; bits of shape
+// pick each chunk's file, failure and overlap flags.
+func fuzzChunks(data string, shape uint64, overlap string) []Chunk {
+	answers := strings.SplitN(data, "\x00", 12)
+	var cs []Chunk
+	file, index := 0, 0
+	for i, a := range answers {
+		bits := shape >> (5 * (i % 12))
+		if i > 0 && bits&1 != 0 {
+			file, index = file+1, 0
+		}
+		c := Chunk{File: string(rune('a' + file)), Index: index, Content: a,
+			Failed: bits&2 != 0, NoOverlap: bits&4 != 0}
+		if bits&8 != 0 {
+			c.Overlap = overlap
+		}
+		index += 1 + int(bits>>4&1) // sometimes a gap
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+func fuzzOptions(flags uint8) Options {
+	o := Options{Limits: Limits{MaxDepth: 40, MaxNodes: 20000}}
+	if flags&1 != 0 {
+		o.Policy = Majority
+	}
+	if flags&2 != 0 {
+		o.Scope = ScopeJob
+	}
+	if flags&4 != 0 {
+		o.HasSchema, o.DedupeBy = true, []string{"id"}
+	}
+	if flags&8 != 0 {
+		o.DedupeBy = append(o.DedupeBy, "k")
+	}
+	return o
+}
+
+// FuzzMergeJSON: whatever the answers, a JSON merge never panics, always
+// emits valid JSON, and keeps the caps on conflicts.
+func FuzzMergeJSON(f *testing.F) {
+	f.Add("{\"r\":[{\"id\":1},{\"id\":2}],\"t\":\"a\"}\x00{\"r\":[{\"id\":2},{\"id\":3}],\"t\":\"b\"}", uint64(0), uint8(4), "id 2")
+	f.Add("[1,2,3]\x00[3,4]\x00[4,5", uint64(1<<5|2<<10), uint8(3), "")
+	f.Add("{\"a\":{\"b\":[{\"id\":{\"x\":1.0}}]}}\x00{\"a\":{\"b\":[{\"id\":{\"x\":1}}],\"c\":null}}\x00\"str\"", uint64(8<<5), uint8(5), "x 1")
+	f.Add("```json\n{\"a\":\"\xff\xfe\"}\n```\x00{\"a\":[\"\\ud800\"]}\x00{\"a\":1e999999999999999999999}", uint64(0), uint8(1), "")
+	f.Add("[{\"id\":1,\"k\":1,\"v\":[1]},{\"id\":1,\"k\":1,\"v\":{\"z\":2}}]\x00[{\"k\":1,\"id\":1,\"v\":null}]", uint64(0), uint8(12), "")
+	f.Add("{\"a\":1,\"a\":{\"b\":2}}\x00{\"a\":[1]}\x00{\"a\":\"x\"}\x00null\x00[]", uint64(0x5555), uint8(2), "")
+	f.Fuzz(func(t *testing.T, data string, shape uint64, flags uint8, overlap string) {
+		cs := fuzzChunks(data, shape, overlap)
+		opts := fuzzOptions(flags)
+		opts.Format = FormatJSON
+		start := time.Now()
+		as, err := Merge(cs, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("Merge took %v", d)
+		}
+		listed := 0
+		for _, a := range as {
+			checkAnswer(t, a)
+			listed += len(a.IncompleteChunks)
+		}
+		failed := 0
+		for _, c := range cs {
+			if c.Failed {
+				failed++
+			}
+		}
+		if listed < failed {
+			t.Fatalf("%d failed chunks, %d listed as incomplete", failed, listed)
+		}
+		// Auto detection never emits invalid JSON either.
+		opts.Format = ""
+		as, err = Merge(cs, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range as {
+			checkAnswer(t, a)
+		}
+	})
+}
+
+// FuzzMergeMarkup: text, markdown, HTML and XML merges never panic, lose
+// no content they were given, and an XML merge that reports itself
+// complete is well-formed.
+func FuzzMergeMarkup(f *testing.F) {
+	f.Add("# T\n\nA.\n\n| a |\n|---|\n| 1 |\x00| a |\n|---|\n| 1 |\n| 2 |", uint64(0), uint8(0))
+	f.Add("<table><thead><tr><th>h</th></tr></thead><tr><td>1</td></tr></table>\x00<table><thead><tr><th>h</th></tr></thead><tr><td>1</td></tr></table>", uint64(0), uint8(1))
+	f.Add("<?xml version=\"1.0\"?><r a=\"1\"><i/>t</r>\x00<r a=\"2\"><i/><j/></r>\x00<s/>", uint64(0), uint8(2))
+	f.Add("<!DOCTYPE html><html><head><title>x</title></head><body><div class=a><p>1</p></div></body></html>\x00<div class=a><p>1</p><p>2</p></div>", uint64(2<<5), uint8(1))
+	f.Add("<r/>\x00<r><!-- c --><![CDATA[x]]></r>\x00<r xmlns:p=\"u\"><p:x/></r>", uint64(0), uint8(2))
+	f.Add("- a\n- b\x00- b\n- c\x00```\nx\n\n```", uint64(4<<5), uint8(3))
+	formats := []string{FormatMarkdown, FormatHTML, FormatXML, FormatText, ""}
+	f.Fuzz(func(t *testing.T, data string, shape uint64, flags uint8) {
+		cs := fuzzChunks(data, shape, "")
+		opts := fuzzOptions(flags >> 3)
+		opts.Format = formats[int(flags)%len(formats)]
+		start := time.Now()
+		as, err := Merge(cs, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("Merge took %v", d)
+		}
+		for _, a := range as {
+			checkAnswer(t, a)
+			if a.Format == FormatXML && !a.MergeIncomplete {
+				checkWellFormedXML(t, a.Content)
+			}
+		}
+	})
+}

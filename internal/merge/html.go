@@ -1,0 +1,426 @@
+package merge
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// HTML answers are parsed into one tree and joined at the body: where
+// chunk i+1 follows chunk i, the longest run of elements ending the merged
+// body and starting the next body is the repeated overlap and is dropped;
+// otherwise, an element the chunker split (a table, list or section closed
+// at the end of one chunk and re-opened at the start of the next, with the
+// same tag and attributes) is continued: the next one's children join it,
+// with the table header the chunker repeated dropped, and the same rules
+// apply one level down.
+
+// continuable are the containers whose split halves are joined back.
+var continuable = map[atom.Atom]bool{
+	atom.Html: true, atom.Body: true, atom.Table: true, atom.Thead: true, atom.Tbody: true,
+	atom.Tfoot: true, atom.Ul: true, atom.Ol: true, atom.Dl: true, atom.Div: true,
+	atom.Section: true, atom.Article: true, atom.Main: true, atom.Blockquote: true,
+}
+
+type htmlJoiner struct {
+	memo    map[*html.Node]digest
+	buf     []byte
+	removed int
+}
+
+// parseHTML parses an answer after checking it stays within the limits
+// (tokens before parsing, depth after).
+func parseHTML(s string, lim Limits) (*html.Node, error) {
+	z := html.NewTokenizer(strings.NewReader(s))
+	for n := 0; z.Next() != html.ErrorToken; n++ {
+		if n >= lim.MaxNodes {
+			return nil, fmt.Errorf("more than %d HTML tokens", lim.MaxNodes)
+		}
+	}
+	doc, err := html.Parse(strings.NewReader(s))
+	if err != nil {
+		return nil, fmt.Errorf("parse HTML: %w", err)
+	}
+	type at struct {
+		n     *html.Node
+		depth int
+	}
+	stack := []at{{doc, 0}}
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if t.depth > lim.MaxDepth {
+			return nil, fmt.Errorf("HTML nested deeper than %d levels", lim.MaxDepth)
+		}
+		for c := t.n.FirstChild; c != nil; c = c.NextSibling {
+			stack = append(stack, at{c, t.depth + 1})
+		}
+	}
+	return doc, nil
+}
+
+func findElement(n *html.Node, a atom.Atom) *html.Node {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && c.DataAtom == a {
+			return c
+		}
+	}
+	return nil
+}
+
+// docParts returns the <head> and <body> of a parsed document.
+func docParts(doc *html.Node) (head, body *html.Node) {
+	root := findElement(doc, atom.Html)
+	if root == nil {
+		return nil, nil
+	}
+	head, body = findElement(root, atom.Head), findElement(root, atom.Body)
+	if body == nil {
+		body = findElement(root, atom.Frameset)
+	}
+	return head, body
+}
+
+// fullDocument: an answer written as a whole document (not a fragment)
+// makes the merged answer a whole document too.
+func fullDocument(s string) bool {
+	l := strings.ToLower(s)
+	return strings.Contains(l, "<html") || strings.Contains(l, "<!doctype")
+}
+
+func mergeHTML(g []*part, lim Limits) Answer {
+	var a Answer
+	j := &htmlJoiner{memo: make(map[*html.Node]digest)}
+	var doc, head, body *html.Node
+	var raw []string
+	whole := false
+	var prev *part
+	for _, p := range g {
+		if p.skip != "" {
+			a.incomplete(p, p.skip)
+			if !p.drop && p.Content != "" {
+				raw = append(raw, p.Content)
+			}
+			prev = nil
+			continue
+		}
+		text := stripFence(p.Content)
+		d, err := parseHTML(text, lim)
+		var h, b *html.Node
+		if err == nil {
+			if h, b = docParts(d); b == nil {
+				err = errors.New("no body in the parsed HTML")
+			}
+		}
+		if err != nil {
+			a.incomplete(p, err.Error())
+			raw = append(raw, p.Content)
+			prev = nil
+			continue
+		}
+		whole = whole || fullDocument(text)
+		if doc == nil {
+			doc, head, body = d, h, b
+			prev = p
+			continue
+		}
+		if head != nil && h != nil {
+			j.joinHead(head, h)
+		}
+		consecutive := p.follows(prev)
+		j.join(body, b, consecutive, consecutive && !p.NoOverlap)
+		prev = p
+	}
+	var out bytes.Buffer
+	if doc != nil {
+		var err error
+		if whole {
+			err = html.Render(&out, doc)
+		} else {
+			for c := body.FirstChild; c != nil && err == nil; c = c.NextSibling {
+				err = html.Render(&out, c)
+			}
+		}
+		if err != nil {
+			// Rendering a parsed tree does not fail; if it ever does, the
+			// answers are still all there, joined as text.
+			t := joinText(g)
+			t.Content = strings.TrimSpace(t.Content)
+			return t
+		}
+	}
+	for _, r := range raw {
+		if out.Len() > 0 {
+			out.WriteByte('\n')
+		}
+		out.WriteString(r)
+	}
+	a.Content = out.String()
+	a.DedupeRemovedTechnical = j.removed
+	return a
+}
+
+// joinHead adds the head elements (styles, metadata) not there yet.
+func (j *htmlJoiner) joinHead(a, b *html.Node) {
+	have := make(map[digest]bool)
+	for _, c := range significant(a) {
+		have[j.hash(c)] = true
+	}
+	for _, c := range significant(b) {
+		if h := j.hash(c); !have[h] {
+			have[h] = true
+			b.RemoveChild(c)
+			a.AppendChild(c)
+		}
+	}
+	j.touch(a)
+}
+
+// join moves b's children to the end of a: without the run that repeats
+// a's tail when overlap is set, into a's last child when b's first child
+// continues it (consecutive chunks of one file).
+func (j *htmlJoiner) join(a, b *html.Node, consecutive, overlap bool) {
+	defer j.touch(a)
+	bk := significant(b)
+	if len(bk) == 0 {
+		moveChildren(a, b)
+		return
+	}
+	ak := significant(a)
+	if overlap && len(ak) > 0 {
+		window := ak[max(0, len(ak)-len(bk)):]
+		// Shallow keys find the candidate runs cheaply; digests of whole
+		// subtrees (a table grown over many chunks) are computed only to
+		// confirm one.
+		for _, k := range borders(mapSlice(window, shallowKey), mapSlice(bk, shallowKey)) {
+			if !slices.ContainsFunc(bk[:k], hasContent) || !equalRuns(window[len(window)-k:], bk[:k]) {
+				continue
+			}
+			for c := b.FirstChild; c != nil; {
+				next := c.NextSibling
+				b.RemoveChild(c)
+				if c == bk[k-1] {
+					break
+				}
+				c = next
+			}
+			j.removed += k
+			moveChildren(a, b)
+			return
+		}
+	}
+	if consecutive && len(ak) > 0 {
+		la, fb := ak[len(ak)-1], bk[0]
+		if la.Type == html.ElementNode && fb.Type == html.ElementNode && continuable[la.DataAtom] &&
+			la.DataAtom == fb.DataAtom && la.Data == fb.Data && sameAttrs(la, fb) {
+			if la.DataAtom == atom.Table {
+				j.dropRepeatedHeader(la, fb)
+			}
+			j.join(la, fb, consecutive, overlap)
+			b.RemoveChild(fb)
+		}
+	}
+	moveChildren(a, b)
+}
+
+// dropRepeatedHeader removes from the continued table fb the header the
+// chunker repeated: its <thead>, or its first row, when equal to a's.
+func (j *htmlJoiner) dropRepeatedHeader(a, fb *html.Node) {
+	ha, hb := tableHeader(a), tableHeader(fb)
+	if ha == nil || hb == nil || j.hash(ha) != j.hash(hb) {
+		return
+	}
+	parent := hb.Parent
+	parent.RemoveChild(hb)
+	j.touch(parent)
+}
+
+// tableHeader returns the first significant thing in a table if it is a
+// header: its <thead>, or a first row (directly or in the first <tbody>).
+func tableHeader(t *html.Node) *html.Node {
+	ks := significant(t)
+	if len(ks) == 0 || ks[0].Type != html.ElementNode {
+		return nil
+	}
+	switch ks[0].DataAtom {
+	case atom.Thead, atom.Tr:
+		return ks[0]
+	case atom.Tbody:
+		if rs := significant(ks[0]); len(rs) > 0 && rs[0].Type == html.ElementNode && rs[0].DataAtom == atom.Tr {
+			return rs[0]
+		}
+	}
+	return nil
+}
+
+func moveChildren(a, b *html.Node) {
+	for c := b.FirstChild; c != nil; {
+		next := c.NextSibling
+		b.RemoveChild(c)
+		a.AppendChild(c)
+		c = next
+	}
+}
+
+// significant returns the children that carry content: elements and text
+// that is not only white space (comments and spacing are not compared).
+func significant(n *html.Node) []*html.Node {
+	var out []*html.Node
+	for c := nextSignificant(n.FirstChild); c != nil; c = nextSignificant(c.NextSibling) {
+		out = append(out, c)
+	}
+	return out
+}
+
+// nextSignificant returns c or the first significant sibling after it.
+func nextSignificant(c *html.Node) *html.Node {
+	for ; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode || (c.Type == html.TextNode && !isBlank(c.Data)) {
+			return c
+		}
+	}
+	return nil
+}
+
+func hasContent(n *html.Node) bool {
+	return n.Type == html.ElementNode || hasAlnum(n.Data)
+}
+
+func sameAttrs(a, b *html.Node) bool {
+	if len(a.Attr) != len(b.Attr) {
+		return false
+	}
+	return slices.Equal(sortedAttrs(a), sortedAttrs(b))
+}
+
+func sortedAttrs(n *html.Node) []html.Attribute {
+	as := slices.Clone(n.Attr)
+	slices.SortFunc(as, func(x, y html.Attribute) int {
+		if c := strings.Compare(x.Namespace, y.Namespace); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.Key, y.Key); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Val, y.Val)
+	})
+	return as
+}
+
+// hash is a node's canonical digest: tag, sorted attributes, text with
+// spacing collapsed, significant children. Memoized; touch forgets a
+// changed node and its ancestors.
+func (j *htmlJoiner) hash(n *html.Node) digest {
+	if h, ok := j.memo[n]; ok {
+		return h
+	}
+	var b []byte
+	switch n.Type {
+	case html.TextNode:
+		b = append(b, 'T')
+		b = append(b, strings.Join(strings.Fields(n.Data), " ")...)
+	case html.ElementNode:
+		b = append(b, 'E')
+		b = append(b, n.Namespace...)
+		b = append(b, 0)
+		b = append(b, n.Data...)
+		for _, at := range sortedAttrs(n) {
+			b = append(b, 0)
+			b = append(b, at.Namespace...)
+			b = append(b, 0)
+			b = append(b, at.Key...)
+			b = append(b, 0)
+			b = append(b, at.Val...)
+		}
+		b = append(b, 1)
+		for _, c := range significant(n) {
+			h := j.hash(c)
+			b = append(b, h[:]...)
+		}
+	default:
+		b = append(b, 'O', byte(n.Type))
+		b = append(b, n.Data...)
+	}
+	h := sha256.Sum256(b)
+	j.memo[n] = h
+	return h
+}
+
+// equalRuns compares runs of nodes as hash would, but walking both trees
+// together, so a difference anywhere (a table grown over many chunks
+// against a short one) ends the comparison early.
+func equalRuns(a, b []*html.Node) bool {
+	for i := range a {
+		if !equalNodes(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalNodes(a, b *html.Node) bool {
+	if a.Type != b.Type {
+		return false
+	}
+	switch a.Type {
+	case html.TextNode:
+		return strings.Join(strings.Fields(a.Data), " ") == strings.Join(strings.Fields(b.Data), " ")
+	case html.ElementNode:
+		if a.Namespace != b.Namespace || a.Data != b.Data || !sameAttrs(a, b) {
+			return false
+		}
+	default:
+		return a.Data == b.Data
+	}
+	ca, cb := nextSignificant(a.FirstChild), nextSignificant(b.FirstChild)
+	for ca != nil && cb != nil {
+		if !equalNodes(ca, cb) {
+			return false
+		}
+		ca, cb = nextSignificant(ca.NextSibling), nextSignificant(cb.NextSibling)
+	}
+	return ca == nil && cb == nil
+}
+
+// shallowKey is what two equal nodes must share at their own level: kind,
+// tag, attributes, text, and how many significant children they have.
+func shallowKey(n *html.Node) string {
+	var b strings.Builder
+	b.WriteByte(byte(n.Type))
+	switch n.Type {
+	case html.TextNode:
+		b.WriteString(strings.Join(strings.Fields(n.Data), " "))
+	case html.ElementNode:
+		b.WriteString(n.Namespace)
+		b.WriteByte(0)
+		b.WriteString(n.Data)
+		for _, at := range sortedAttrs(n) {
+			b.WriteByte(0)
+			b.WriteString(at.Namespace)
+			b.WriteByte(0)
+			b.WriteString(at.Key)
+			b.WriteByte(0)
+			b.WriteString(at.Val)
+		}
+		b.WriteByte(0)
+		kids := 0
+		for c := nextSignificant(n.FirstChild); c != nil; c = nextSignificant(c.NextSibling) {
+			kids++
+		}
+		b.WriteString(strconv.Itoa(kids))
+	}
+	return b.String()
+}
+
+func (j *htmlJoiner) touch(n *html.Node) {
+	for ; n != nil; n = n.Parent {
+		delete(j.memo, n)
+	}
+}

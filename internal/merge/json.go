@@ -1,0 +1,747 @@
+package merge
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+type kind uint8
+
+const (
+	kNull kind = iota
+	kBool
+	kNumber
+	kString
+	kArray
+	kObject
+)
+
+// value is a parsed JSON value. Objects keep their key order (the merged
+// answer shows keys as the chunks first gave them); a key repeated in one
+// object keeps its last value, as encoding/json does.
+type value struct {
+	kind kind
+	b    bool
+	s    string   // a string, or a number's literal as written
+	arr  []*value // array elements, or object values index-aligned with keys
+	keys []string
+}
+
+func (v *value) field(name string) *value {
+	for i, k := range v.keys {
+		if k == name {
+			return v.arr[i]
+		}
+	}
+	return nil
+}
+
+// parseJSON parses one answer, refusing more than lim.MaxDepth levels and
+// lim.MaxNodes values before building them. encoding/json validates (and
+// words the error); the tree is then built from the valid text directly,
+// strings without escapes sharing the answer's memory, which is several
+// times faster than json.Decoder.Token.
+func parseJSON(s string, lim Limits) (*value, error) {
+	if !json.Valid([]byte(s)) {
+		var raw json.RawMessage
+		if err := json.Unmarshal([]byte(s), &raw); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("invalid JSON")
+	}
+	p := &jsonScanner{s: s, lim: lim}
+	return p.value(0)
+}
+
+// jsonScanner reads text json.Valid accepted.
+type jsonScanner struct {
+	s     string
+	i     int
+	lim   Limits
+	nodes int
+	slab  []value // values are allocated in blocks: one allocation per many
+}
+
+func (p *jsonScanner) alloc(v value) *value {
+	if len(p.slab) == 0 {
+		p.slab = make([]value, 256)
+	}
+	n := &p.slab[0]
+	*n = v
+	p.slab = p.slab[1:]
+	return n
+}
+
+func (p *jsonScanner) skipSpace() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *jsonScanner) value(depth int) (*value, error) {
+	if p.nodes++; p.nodes > p.lim.MaxNodes {
+		return nil, fmt.Errorf("more than %d JSON values", p.lim.MaxNodes)
+	}
+	p.skipSpace()
+	switch c := p.s[p.i]; c {
+	case 'n':
+		p.i += 4
+		return p.alloc(value{kind: kNull}), nil
+	case 't':
+		p.i += 4
+		return p.alloc(value{kind: kBool, b: true}), nil
+	case 'f':
+		p.i += 5
+		return p.alloc(value{kind: kBool}), nil
+	case '"':
+		s, err := p.str()
+		return p.alloc(value{kind: kString, s: s}), err
+	case '[', '{':
+		if depth >= p.lim.MaxDepth {
+			return nil, fmt.Errorf("JSON nested deeper than %d levels", p.lim.MaxDepth)
+		}
+		p.i++
+		if c == '[' {
+			return p.array(depth)
+		}
+		return p.object(depth)
+	}
+	start := p.i
+	for p.i < len(p.s) && strings.IndexByte("+-0123456789.eE", p.s[p.i]) >= 0 {
+		p.i++
+	}
+	return p.alloc(value{kind: kNumber, s: p.s[start:p.i]}), nil
+}
+
+func (p *jsonScanner) array(depth int) (*value, error) {
+	v := p.alloc(value{kind: kArray})
+	p.skipSpace()
+	if p.s[p.i] == ']' {
+		p.i++
+		return v, nil
+	}
+	for {
+		e, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		v.arr = append(v.arr, e)
+		p.skipSpace()
+		c := p.s[p.i]
+		p.i++
+		if c == ']' {
+			return v, nil
+		}
+	}
+}
+
+func (p *jsonScanner) object(depth int) (*value, error) {
+	v := p.alloc(value{kind: kObject})
+	var index map[string]int // for large objects, where a linear search per key would be quadratic
+	p.skipSpace()
+	if p.s[p.i] == '}' {
+		p.i++
+		return v, nil
+	}
+	for {
+		p.skipSpace()
+		k, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.skipSpace()
+		p.i++ // ':'
+		e, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		at := -1
+		if index != nil {
+			if i, ok := index[k]; ok {
+				at = i
+			}
+		} else {
+			at = slices.Index(v.keys, k)
+		}
+		if at >= 0 {
+			v.arr[at] = e // the last of a repeated key wins, as in encoding/json
+		} else {
+			v.keys, v.arr = append(v.keys, k), append(v.arr, e)
+			if index != nil {
+				index[k] = len(v.keys) - 1
+			} else if len(v.keys) > 16 {
+				index = make(map[string]int, 32)
+				for i, k := range v.keys {
+					index[k] = i
+				}
+			}
+		}
+		p.skipSpace()
+		c := p.s[p.i]
+		p.i++
+		if c == '}' {
+			return v, nil
+		}
+	}
+}
+
+// str reads a string at p.i. Plain strings are sliced from the answer;
+// escapes and invalid UTF-8 go through encoding/json, so they decode
+// exactly as it decodes them (invalid bytes become U+FFFD).
+func (p *jsonScanner) str() (string, error) {
+	start := p.i
+	p.i++
+	plain := true
+	for {
+		c := p.s[p.i]
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			plain = false
+			p.i++
+		} else if c >= utf8.RuneSelf {
+			plain = false
+		}
+		p.i++
+	}
+	p.i++
+	raw := p.s[start:p.i]
+	if plain || (!strings.Contains(raw, "\\") && utf8.ValidString(raw)) {
+		return raw[1 : len(raw)-1], nil
+	}
+	var out string
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return "", fmt.Errorf("decode string: %w", err)
+	}
+	return out, nil
+}
+
+// canonNumber gives equal numbers one spelling: 1, 1.0, 10e-1 and 1E0
+// are all "1e0"; -0 is "0". Exponents too large to add exactly keep
+// their literal, so such a number equals only itself.
+func canonNumber(lit string) string {
+	s, sign := lit, ""
+	if strings.HasPrefix(s, "-") {
+		s, sign = s[1:], "-"
+	}
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		n, err := strconv.Atoi(s[i+1:])
+		if err != nil || n > 1<<40 || n < -(1<<40) {
+			return "x" + lit
+		}
+		mant, exp = s[:i], n
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	exp -= len(frac)
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	if trimmed == "" {
+		return "0"
+	}
+	return sign + trimmed + "e" + strconv.Itoa(exp)
+}
+
+// appendCanon appends a prefix-free canonical encoding of v: equal JSON
+// values (key order and number spelling aside) encode the same, so their
+// hashes are equal.
+func appendCanon(b []byte, v *value) []byte {
+	switch v.kind {
+	case kNull:
+		return append(b, 'n')
+	case kBool:
+		if v.b {
+			return append(b, 't')
+		}
+		return append(b, 'f')
+	case kNumber:
+		b = append(b, 'd')
+		b = append(b, canonNumber(v.s)...)
+		return append(b, ';')
+	case kString:
+		b = append(b, 's')
+		b = binary.AppendUvarint(b, uint64(len(v.s)))
+		return append(b, v.s...)
+	case kArray:
+		b = append(b, '[')
+		b = binary.AppendUvarint(b, uint64(len(v.arr)))
+		for _, e := range v.arr {
+			b = appendCanon(b, e)
+		}
+		return b
+	}
+	b = append(b, '{')
+	b = binary.AppendUvarint(b, uint64(len(v.keys)))
+	order := make([]int, len(v.keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int { return strings.Compare(v.keys[i], v.keys[j]) })
+	for _, i := range order {
+		b = binary.AppendUvarint(b, uint64(len(v.keys[i])))
+		b = append(b, v.keys[i]...)
+		b = appendCanon(b, v.arr[i])
+	}
+	return b
+}
+
+type digest = [sha256.Size]byte
+
+// shape is what a merged node has become: the first non-null value at a
+// path decides it.
+type shape uint8
+
+const (
+	shapeLeaf shape = iota
+	shapeObject
+	shapeArray
+)
+
+// mnode is a node of the merged tree. Objects merge by key, arrays
+// concatenate, and a leaf collects every non-null candidate so the policy
+// can decide once all chunks are in.
+type mnode struct {
+	shape  shape
+	src    int // the source that gave the node its shape
+	keys   []string
+	fields map[string]*mnode
+	elems  []*elem
+	cands  []cand // leaf: non-null values in chunk order
+	others []cand // values whose shape lost to the node's (an object where a string was first, …)
+	win    int    // leaf: index of the winner in cands, resolved once; 0 before
+	solved bool
+}
+
+type cand struct {
+	v   *value
+	src int
+	h   digest
+}
+
+// elem is an array element: a value as a chunk gave it, or, once content
+// dedupe found duplicates of it, the record merged from all of them.
+type elem struct {
+	v   *value
+	src int
+	rec *mnode
+}
+
+type jsonMerger struct {
+	opts    Options
+	parts   []*part
+	ans     *Answer
+	root    *mnode
+	buf     []byte
+	dedupe  bool
+	seen    map[digest]*elem
+	prev    map[string][]digest // arrays of the previous chunk by path key
+	cur     map[string][]digest
+	overlap bool      // the current chunk repeats the previous one's last block
+	ground  *grounder // the repeated text, when the caller gave it
+}
+
+func (m *jsonMerger) hash(v *value) digest {
+	m.buf = appendCanon(m.buf[:0], v)
+	return sha256.Sum256(m.buf)
+}
+
+func mergeJSON(g []*part, opts Options, lim Limits) Answer {
+	var a Answer
+	m := &jsonMerger{
+		opts: opts, parts: g, ans: &a, root: &mnode{},
+		dedupe: opts.HasSchema && len(opts.DedupeBy) > 0,
+		seen:   make(map[digest]*elem),
+	}
+	// Sources are indexed within the group.
+	for i, p := range g {
+		p.src = i
+	}
+	var prev *part
+	for _, p := range g {
+		if p.skip != "" {
+			a.incomplete(p, p.skip)
+			prev, m.prev = nil, nil
+			continue
+		}
+		v, err := p.json(lim)
+		if err != nil {
+			a.incomplete(p, "not valid JSON: "+err.Error())
+			prev, m.prev = nil, nil
+			continue
+		}
+		m.overlap = p.follows(prev) && !p.NoOverlap
+		m.ground = nil
+		if m.overlap && p.Overlap != "" {
+			m.ground = newGrounder(p.Overlap)
+		}
+		m.cur = make(map[string][]digest)
+		m.merge(m.root, v, p.src, "", false)
+		prev, m.prev = p, m.cur
+	}
+	o := &out{max: -1}
+	m.render(o, m.root)
+	a.Content = string(o.b)
+	m.walk(m.root, "")
+	return a
+}
+
+// merge adds v, from source src, to n at path key. In record mode (the
+// fields of records found to be duplicates) arrays are values like any
+// other instead of being concatenated.
+func (m *jsonMerger) merge(n *mnode, v *value, src int, key string, record bool) {
+	empty := n.shape == shapeLeaf && len(n.cands) == 0 && len(n.others) == 0
+	switch {
+	case v.kind == kNull:
+		// null never wins and never conflicts: it only leaves the key present.
+	case v.kind == kObject && (empty || n.shape == shapeObject):
+		if empty {
+			n.shape, n.src, n.fields = shapeObject, src, make(map[string]*mnode, len(v.keys))
+		}
+		for i, k := range v.keys {
+			c := n.fields[k]
+			if c == nil {
+				c = &mnode{}
+				n.fields[k] = c
+				n.keys = append(n.keys, k)
+			}
+			m.merge(c, v.arr[i], src, key+"\x00"+k, record)
+		}
+	case v.kind == kArray && !record && (empty || n.shape == shapeArray):
+		if empty {
+			n.shape, n.src = shapeArray, src
+		}
+		m.appendArray(n, v, src, key)
+	case n.shape == shapeLeaf && v.kind != kObject && (record || v.kind != kArray):
+		n.cands = append(n.cands, cand{v: v, src: src, h: m.hash(v)})
+	default:
+		n.others = append(n.others, cand{v: v, src: src, h: m.hash(v)})
+	}
+}
+
+// appendArray concatenates a chunk's array, less the run at its head that
+// repeats the previous chunk's tail at the same path (technical dedupe),
+// less records whose dedupeBy fields were seen before (content dedupe).
+func (m *jsonMerger) appendArray(n *mnode, v *value, src int, key string) {
+	hs := make([]digest, len(v.arr))
+	for i, e := range v.arr {
+		hs[i] = m.hash(e)
+	}
+	m.cur[key] = hs
+	skip := 0
+	if prev, ok := m.prev[key]; ok && m.overlap {
+		skip = m.pickOverlap(prev, hs, v.arr)
+	}
+	m.ans.DedupeRemovedTechnical += skip
+	for i := skip; i < len(v.arr); i++ {
+		m.appendElem(n, key, &elem{v: v.arr[i], src: src})
+	}
+}
+
+// pickOverlap returns the length of the longest run where the previous
+// chunk's array tail equals this chunk's head and, when the overlap text
+// is known, the text accounts for every record of the run.
+func (m *jsonMerger) pickOverlap(prev, hs []digest, elems []*value) int {
+	ks := borders(prev, hs)
+	if len(ks) == 0 {
+		return 0
+	}
+	if m.ground == nil {
+		return ks[0]
+	}
+	grounded := m.ground.groundedPrefix(hs[:ks[0]], elems)
+	for _, k := range ks {
+		if k <= grounded {
+			return k
+		}
+	}
+	return 0
+}
+
+func (m *jsonMerger) appendElem(n *mnode, key string, e *elem) {
+	if m.dedupe && e.v.kind == kObject {
+		if k, ok := m.dedupeKey(key, e.v); ok {
+			if first := m.seen[k]; first != nil {
+				if first.rec == nil {
+					first.rec = &mnode{}
+					m.merge(first.rec, first.v, first.src, "", true)
+				}
+				m.merge(first.rec, e.v, e.src, "", true)
+				m.ans.DedupeRemovedContent++
+				return
+			}
+			m.seen[k] = e
+		}
+	}
+	n.elems = append(n.elems, e)
+}
+
+// dedupeKey identifies a record by its array's path and its dedupeBy
+// values; a record lacking one of them (or holding null) has no key.
+func (m *jsonMerger) dedupeKey(key string, v *value) (digest, bool) {
+	b := binary.AppendUvarint(m.buf[:0], uint64(len(key)))
+	b = append(b, key...)
+	for _, name := range m.opts.DedupeBy {
+		f := v.field(name)
+		if f == nil || f.kind == kNull {
+			m.buf = b
+			return digest{}, false
+		}
+		b = appendCanon(b, f)
+	}
+	m.buf = b
+	return sha256.Sum256(b), true
+}
+
+// winner resolves a leaf by the policy: the index of the kept candidate,
+// or -1 when every value was null.
+func (m *jsonMerger) winner(n *mnode) int {
+	if len(n.cands) == 0 {
+		return -1
+	}
+	if n.solved {
+		return n.win
+	}
+	n.solved = true
+	if m.opts.Policy != Majority || len(n.cands) < 2 {
+		return 0
+	}
+	// The most frequent value; among equally frequent ones, the one that
+	// appeared first.
+	count := make(map[digest]int, len(n.cands))
+	top := 0
+	for _, c := range n.cands {
+		count[c.h]++
+		top = max(top, count[c.h])
+	}
+	for i, c := range n.cands {
+		if count[c.h] == top {
+			n.win = i
+			break
+		}
+	}
+	return n.win
+}
+
+// walk reports conflicts in document order.
+func (m *jsonMerger) walk(n *mnode, path string) {
+	switch n.shape {
+	case shapeLeaf:
+		w := m.winner(n)
+		if w < 0 || len(n.cands) == 1 && len(n.others) == 0 {
+			return
+		}
+		vals := []cand{n.cands[w]}
+		vals = appendDistinct(vals, n.cands)
+		vals = appendDistinct(vals, n.others)
+		m.ans.addConflict(path, len(vals),
+			func(i int) string { return clipValue(func(o *out) { m.renderValue(o, vals[i].v) }) },
+			func(i int) ChunkRef { return m.parts[vals[i].src].ref })
+	default:
+		if len(n.others) > 0 {
+			vals := appendDistinct(nil, n.others)
+			m.ans.addConflict(path, len(vals)+1,
+				func(i int) string {
+					if i == 0 {
+						return clipValue(func(o *out) { m.render(o, n) })
+					}
+					return clipValue(func(o *out) { m.renderValue(o, vals[i-1].v) })
+				},
+				func(i int) ChunkRef {
+					if i == 0 {
+						return m.parts[n.src].ref
+					}
+					return m.parts[vals[i-1].src].ref
+				})
+		}
+		if n.shape == shapeObject {
+			for _, k := range n.keys {
+				m.walk(n.fields[k], joinPath(path, k))
+			}
+			return
+		}
+		for i, e := range n.elems {
+			if e.rec != nil {
+				m.walk(e.rec, joinPath(path, strconv.Itoa(i)))
+			}
+		}
+	}
+}
+
+// appendDistinct appends the candidates whose value is not in dst yet
+// (a set, not a scan: a duplicated record can bring thousands of values).
+func appendDistinct(dst, cs []cand) []cand {
+	seen := make(map[digest]bool, len(dst)+len(cs))
+	for _, d := range dst {
+		seen[d.h] = true
+	}
+	for _, c := range cs {
+		if !seen[c.h] {
+			seen[c.h] = true
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+func joinPath(path, seg string) string {
+	if path == "" {
+		return seg
+	}
+	return path + "." + seg
+}
+
+// out is a JSON writer that stops once max bytes are written (max < 0:
+// no limit), so a conflict value costs at most that much work.
+type out struct {
+	b   []byte
+	max int
+}
+
+func (o *out) full() bool { return o.max >= 0 && len(o.b) > o.max }
+
+func (o *out) raw(s string) {
+	if !o.full() {
+		o.b = append(o.b, s...)
+	}
+}
+
+// str writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func (o *out) str(s string) {
+	o.b = append(o.b, '"')
+	for i := 0; i < len(s) && !o.full(); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				o.b = append(o.b, '\\', c)
+			case c == '\n':
+				o.b = append(o.b, '\\', 'n')
+			case c == '\r':
+				o.b = append(o.b, '\\', 'r')
+			case c == '\t':
+				o.b = append(o.b, '\\', 't')
+			case c < 0x20:
+				o.b = append(o.b, '\\', 'u', '0', '0', "0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xf])
+			default:
+				o.b = append(o.b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			o.b = append(o.b, `\ufffd`...)
+		} else {
+			o.b = append(o.b, s[i:i+size]...)
+		}
+		i += size
+	}
+	o.b = append(o.b, '"')
+}
+
+func (m *jsonMerger) renderValue(o *out, v *value) {
+	if o.full() {
+		return
+	}
+	switch v.kind {
+	case kNull:
+		o.raw("null")
+	case kBool:
+		o.raw(strconv.FormatBool(v.b))
+	case kNumber:
+		o.raw(v.s)
+	case kString:
+		o.str(v.s)
+	case kArray:
+		o.raw("[")
+		for i, e := range v.arr {
+			if i > 0 {
+				o.raw(",")
+			}
+			m.renderValue(o, e)
+		}
+		o.raw("]")
+	case kObject:
+		o.raw("{")
+		for i, k := range v.keys {
+			if i > 0 {
+				o.raw(",")
+			}
+			o.str(k)
+			o.raw(":")
+			m.renderValue(o, v.arr[i])
+		}
+		o.raw("}")
+	}
+}
+
+func (m *jsonMerger) render(o *out, n *mnode) {
+	if o.full() {
+		return
+	}
+	switch n.shape {
+	case shapeLeaf:
+		if w := m.winner(n); w >= 0 {
+			m.renderValue(o, n.cands[w].v)
+		} else {
+			o.raw("null")
+		}
+	case shapeObject:
+		o.raw("{")
+		for i, k := range n.keys {
+			if i > 0 {
+				o.raw(",")
+			}
+			o.str(k)
+			o.raw(":")
+			m.render(o, n.fields[k])
+		}
+		o.raw("}")
+	case shapeArray:
+		o.raw("[")
+		for i, e := range n.elems {
+			if i > 0 {
+				o.raw(",")
+			}
+			if e.rec != nil {
+				m.render(o, e.rec)
+			} else {
+				m.renderValue(o, e.v)
+			}
+		}
+		o.raw("]")
+	}
+}
+
+// clipValue renders a conflict value, cut to MaxValueBytes without
+// splitting a UTF-8 character.
+func clipValue(render func(*out)) string {
+	o := &out{max: MaxValueBytes}
+	render(o)
+	return clip(o.b, MaxValueBytes)
+}
+
+func clip(b []byte, max int) string {
+	if len(b) <= max {
+		return string(b)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return string(b[:cut])
+}

@@ -1,0 +1,229 @@
+package merge
+
+import (
+	"encoding/xml"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+)
+
+// checkWellFormedHTML requires every start tag (but void ones) to be
+// closed in order.
+func checkWellFormedHTML(t testing.TB, s string) {
+	t.Helper()
+	z := html.NewTokenizer(strings.NewReader(s))
+	var stack []string
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			if z.Err() != io.EOF {
+				t.Fatal(z.Err())
+			}
+			if len(stack) > 0 {
+				t.Fatalf("unclosed %v in %s", stack, s)
+			}
+			return
+		case html.StartTagToken:
+			name, _ := z.TagName()
+			if !voidHTML[string(name)] {
+				stack = append(stack, string(name))
+			}
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			if len(stack) == 0 || stack[len(stack)-1] != string(name) {
+				t.Fatalf("stray </%s> (open %v) in %s", name, stack, s)
+			}
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+var voidHTML = map[string]bool{"br": true, "hr": true, "img": true, "meta": true, "link": true, "input": true, "col": true}
+
+func checkWellFormedXML(t testing.TB, s string) {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(s))
+	roots, depth := 0, 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed: %v\n%s", err, s)
+		}
+		switch tok.(type) {
+		case xml.StartElement:
+			if depth == 0 {
+				roots++
+			}
+			depth++
+		case xml.EndElement:
+			depth--
+		}
+	}
+	if roots != 1 {
+		t.Fatalf("%d root elements in %s", roots, s)
+	}
+}
+
+func TestMergeHTML(t *testing.T) {
+	const thead = `<thead><tr><th>h</th></tr></thead>`
+	tests := []struct {
+		name    string
+		chunks  []Chunk
+		want    string
+		removed int
+	}{
+		{
+			name:    "the element repeated at the boundary appears once",
+			chunks:  chunks("f", `<h1>T</h1><p>one</p><p>two</p>`, `<p>two</p><p>three</p>`),
+			want:    `<h1>T</h1><p>one</p><p>two</p><p>three</p>`,
+			removed: 1,
+		},
+		{
+			name: "a table split with its thead repeated is one table",
+			chunks: chunks("f",
+				`<table>`+thead+`<tbody><tr><td>1</td></tr><tr><td>2</td></tr></tbody></table>`,
+				`<table>`+thead+`<tbody><tr><td>2</td></tr><tr><td>3</td></tr></tbody></table><p>after</p>`),
+			want:    `<table>` + thead + `<tbody><tr><td>1</td></tr><tr><td>2</td></tr><tr><td>3</td></tr></tbody></table><p>after</p>`,
+			removed: 1,
+		},
+		{
+			name: "a table whose header is its first row",
+			chunks: chunks("f",
+				`<table><tr><th>h</th></tr><tr><td>1</td></tr></table>`,
+				`<table><tr><th>h</th></tr><tr><td>1</td></tr><tr><td>2</td></tr></table>`),
+			want:    `<table><tbody><tr><th>h</th></tr><tr><td>1</td></tr><tr><td>2</td></tr></tbody></table>`,
+			removed: 1,
+		},
+		{
+			name: "a split section continues, its overlap child once",
+			chunks: chunks("f",
+				`<section class="s"><h2>A</h2><p>x</p><p>y</p></section>`,
+				`<section class="s"><p>y</p><p>z</p></section>`),
+			want:    `<section class="s"><h2>A</h2><p>x</p><p>y</p><p>z</p></section>`,
+			removed: 1,
+		},
+		{
+			name:   "paragraphs are never glued together",
+			chunks: chunks("f", `<p>x</p>`, `<p>y</p>`),
+			want:   `<p>x</p><p>y</p>`,
+		},
+		{
+			name:   "containers with other attributes stay apart",
+			chunks: chunks("f", `<div id="a"><p>x</p></div>`, `<div id="b"><p>y</p></div>`),
+			want:   `<div id="a"><p>x</p></div><div id="b"><p>y</p></div>`,
+		},
+		{
+			name: "whole documents give a whole document, head elements once",
+			chunks: chunks("f",
+				`<!DOCTYPE html><html><head><title>T</title></head><body><p>a</p><p>b</p></body></html>`,
+				`<!DOCTYPE html><html><head><title>T</title><style>p{}</style></head><body><p>b</p><p>c</p></body></html>`),
+			want:    `<!DOCTYPE html><html><head><title>T</title><style>p{}</style></head><body><p>a</p><p>b</p><p>c</p></body></html>`,
+			removed: 1,
+		},
+		{
+			name: "no overlap removed across files",
+			chunks: []Chunk{{File: "a", Index: 0, Content: `<p>x</p>`},
+				{File: "b", Index: 0, Content: `<p>x</p>`}},
+			want: `<p>x</p><p>x</p>`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mergeOne(t, Options{Format: FormatHTML, Scope: ScopeJob}, tt.chunks)
+			if a.Content != tt.want {
+				t.Errorf("content\n%s\nwant\n%s", a.Content, tt.want)
+			}
+			if a.DedupeRemovedTechnical != tt.removed || a.MergeIncomplete {
+				t.Errorf("removed %d (want %d), incomplete %+v", a.DedupeRemovedTechnical, tt.removed, a.IncompleteChunks)
+			}
+			checkWellFormedHTML(t, a.Content)
+		})
+	}
+}
+
+func TestMergeHTMLAppendsFailedChunks(t *testing.T) {
+	cs := []Chunk{
+		{File: "f", Index: 0, Content: `<p>a</p>`},
+		{File: "f", Index: 1, Content: `<p>b</p><table><tr><td>trunc`, Failed: true},
+		{File: "f", Index: 2, Content: `<p>c</p>`},
+	}
+	a := mergeOne(t, Options{Format: FormatHTML}, cs)
+	if want := "<p>a</p><p>c</p>\n<p>b</p><table><tr><td>trunc"; a.Content != want {
+		t.Errorf("content %q, want %q", a.Content, want)
+	}
+	if !reflect.DeepEqual(refs(a), []ChunkRef{{"f", 1}}) {
+		t.Errorf("incomplete %+v", a.IncompleteChunks)
+	}
+}
+
+func TestMergeXML(t *testing.T) {
+	tests := []struct {
+		name       string
+		chunks     []Chunk
+		want       string
+		removed    int
+		incomplete []ChunkRef
+		conflicts  string
+	}{
+		{
+			name: "children of the common root are joined, the repeated one once",
+			chunks: chunks("f",
+				"<?xml version=\"1.0\"?>\n<items>\n  <item id=\"1\"/>\n  <item id=\"2\"><n>b</n></item>\n</items>\n<!-- end -->",
+				"<items>\n  <item id=\"2\"><n> b </n></item>\n  <item id=\"3\"/>\n</items>"),
+			want:    "<?xml version=\"1.0\"?>\n<items>\n  <item id=\"1\"/>\n  <item id=\"2\"><n>b</n></item>\n  <item id=\"3\"/>\n</items>\n<!-- end -->",
+			removed: 1,
+		},
+		{
+			name:       "another root is not joined but appended and listed",
+			chunks:     chunks("f", `<a><x/></a>`, `<b><y/></b>`, `<a><z/></a>`),
+			want:       "<a><x/><z/></a>\n<b><y/></b>",
+			incomplete: []ChunkRef{{"f", 1}},
+		},
+		{
+			name:       "a root with other namespaces is not joined",
+			chunks:     chunks("f", `<a xmlns="urn:1"><x/></a>`, `<a xmlns="urn:2"><x/></a>`),
+			want:       "<a xmlns=\"urn:1\"><x/></a>\n<a xmlns=\"urn:2\"><x/></a>",
+			incomplete: []ChunkRef{{"f", 1}},
+		},
+		{
+			name:       "XML that is not well-formed is appended and listed",
+			chunks:     chunks("f", `<a><x/></a>`, `<a><x></a>`, `<a><y/></a>`),
+			want:       "<a><x/><y/></a>\n<a><x></a>",
+			incomplete: []ChunkRef{{"f", 1}},
+		},
+		{
+			name:      "root attributes: the first value kept, new ones added, differences reported",
+			chunks:    chunks("f", `<a v="1"><x/></a>`, `<a v="2" w="&amp;"><y/></a>`),
+			want:      `<a v="1" w="&amp;"><x/><y/></a>`,
+			conflicts: "a.@v",
+		},
+		{
+			name:   "an empty root takes the children of later answers",
+			chunks: chunks("f", `<a/>`, `<a><x/></a>`),
+			want:   `<a><x/></a>`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mergeOne(t, Options{Format: FormatXML}, tt.chunks)
+			if a.Content != tt.want {
+				t.Errorf("content\n%s\nwant\n%s", a.Content, tt.want)
+			}
+			if a.DedupeRemovedTechnical != tt.removed || !reflect.DeepEqual(refs(a), tt.incomplete) {
+				t.Errorf("removed %d (want %d), incomplete %+v", a.DedupeRemovedTechnical, tt.removed, a.IncompleteChunks)
+			}
+			if got := conflictFields(a); got != tt.conflicts {
+				t.Errorf("conflicts %q, want %q", got, tt.conflicts)
+			}
+			if !a.MergeIncomplete {
+				checkWellFormedXML(t, a.Content)
+			}
+		})
+	}
+}

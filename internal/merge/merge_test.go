@@ -1,0 +1,151 @@
+package merge
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestAutoFormat(t *testing.T) {
+	tests := []struct {
+		name      string
+		hasSchema bool
+		chunks    []Chunk
+		want      string
+	}{
+		{"a schema means json", true, chunks("f", "plain words"), FormatJSON},
+		{"every answer JSON", false, chunks("f", `{"a":1}`, "```json\n[1]\n```", ` 2 `), FormatJSON},
+		{"one answer not JSON", false, chunks("f", `{"a":1}`, `sorry, no data`), FormatText},
+		{"failed and blank answers do not vote", false, []Chunk{
+			{File: "f", Index: 0, Content: `{"a":1}`},
+			{File: "f", Index: 1, Content: `not json`, Failed: true},
+			{File: "f", Index: 2, Content: "  \n"},
+		}, FormatJSON},
+		{"well-formed XML", false, chunks("f", `<?xml version="1.0"?><r><i/></r>`, `<r><i/></r>`), FormatXML},
+		{"XHTML is html", false, chunks("f", `<table><tr><td>1</td></tr></table>`), FormatHTML},
+		{"HTML fragments", false, chunks("f", `<p>a<br>b</p>`, `<ul><li>x</ul>`), FormatHTML},
+		{"markdown syntax", false, chunks("f", "Some text.", "## Heading\n\ntext"), FormatMarkdown},
+		{"a markdown table", false, chunks("f", "| a | b |\n|---|---|"), FormatMarkdown},
+		{"plain prose", false, chunks("f", "Just prose.\n\nMore prose."), FormatText},
+		{"nothing to vote", false, []Chunk{{File: "f", Content: "x", Failed: true}}, FormatText},
+		{"nothing to vote with a schema", true, []Chunk{{File: "f", Content: "x", Failed: true}}, FormatJSON},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mergeOne(t, Options{HasSchema: tt.hasSchema}, tt.chunks)
+			if a.Format != tt.want {
+				t.Errorf("format %q, want %q", a.Format, tt.want)
+			}
+		})
+	}
+}
+
+func TestFormatOverridesDetection(t *testing.T) {
+	a := mergeOne(t, Options{Format: FormatText}, chunks("f", `{"a":1}`, `{"a":2}`))
+	if a.Format != FormatText || a.Content != "{\"a\":1}\n\n{\"a\":2}" || len(a.Conflicts) != 0 {
+		t.Errorf("%+v", a)
+	}
+}
+
+func TestScopes(t *testing.T) {
+	cs := []Chunk{
+		{File: "a", Index: 0, Content: `{"x":1}`},
+		{File: "a", Index: 1, Content: `{"y":1}`},
+		{File: "b", Index: 0, Content: `{"x":2}`},
+	}
+	t.Run("file scope gives one answer per file, in order", func(t *testing.T) {
+		as, err := Merge(cs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(as) != 2 || as[0].File != "a" || as[1].File != "b" || as[0].Content != `{"x":1,"y":1}` || as[1].Content != `{"x":2}` {
+			t.Errorf("%+v", as)
+		}
+		if len(as[0].Conflicts)+len(as[1].Conflicts) != 0 {
+			t.Errorf("files conflict with each other at file scope")
+		}
+	})
+	t.Run("job scope gives one answer without a file", func(t *testing.T) {
+		a := mergeOne(t, Options{Scope: ScopeJob}, cs)
+		if a.File != "" || a.Content != `{"x":1,"y":1}` || len(a.Conflicts) != 1 || a.Conflicts[0].Sources[1] != (ChunkRef{"b", 0}) {
+			t.Errorf("%+v", a)
+		}
+	})
+	t.Run("no chunks give no answers", func(t *testing.T) {
+		for _, s := range []Scope{ScopeFile, ScopeJob} {
+			if as, err := Merge(nil, Options{Scope: s}); err != nil || len(as) != 0 {
+				t.Errorf("scope %d: %v, %v", s, as, err)
+			}
+		}
+	})
+}
+
+func TestMergeRejectsCallerMistakes(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []Chunk
+		opts   Options
+		err    error
+	}{
+		{"unknown format", nil, Options{Format: "yaml"}, ErrOption},
+		{"unknown scope", nil, Options{Scope: 7}, ErrOption},
+		{"unknown policy", nil, Options{Policy: 7}, ErrOption},
+		{"too many dedupeBy names", nil, Options{DedupeBy: make([]string, 33)}, ErrOption},
+		{"indexes going back", []Chunk{{File: "a", Index: 1}, {File: "a", Index: 0}}, Options{}, ErrOrder},
+		{"a repeated index", []Chunk{{File: "a", Index: 1}, {File: "a", Index: 1}}, Options{}, ErrOrder},
+		{"files interleaved", []Chunk{{File: "a"}, {File: "b"}, {File: "a", Index: 1}}, Options{}, ErrOrder},
+		{"negative index", []Chunk{{File: "a", Index: -1}}, Options{}, ErrOrder},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Merge(tt.chunks, tt.opts); !errors.Is(err, tt.err) {
+				t.Errorf("error %v, want %v", err, tt.err)
+			}
+		})
+	}
+}
+
+func TestParseEnumNames(t *testing.T) {
+	for name, want := range map[string]Scope{"": ScopeFile, "MERGE_SCOPE_UNSPECIFIED": ScopeFile, "MERGE_SCOPE_FILE": ScopeFile, "MERGE_SCOPE_JOB": ScopeJob} {
+		if got, err := ParseScope(name); got != want || err != nil {
+			t.Errorf("ParseScope(%q) = %v, %v", name, got, err)
+		}
+	}
+	for name, want := range map[string]Policy{"": FirstNonNull, "MERGE_CONFLICT_POLICY_UNSPECIFIED": FirstNonNull,
+		"MERGE_CONFLICT_POLICY_FIRST_NON_NULL": FirstNonNull, "MERGE_CONFLICT_POLICY_MAJORITY": Majority} {
+		if got, err := ParsePolicy(name); got != want || err != nil {
+			t.Errorf("ParsePolicy(%q) = %v, %v", name, got, err)
+		}
+	}
+	for name, want := range map[string]string{"": "", "MERGE_FORMAT_UNSPECIFIED": "", "MERGE_FORMAT_AUTO": "",
+		"MERGE_FORMAT_JSON": FormatJSON, "MERGE_FORMAT_XML": FormatXML, "MERGE_FORMAT_HTML": FormatHTML,
+		"MERGE_FORMAT_MARKDOWN": FormatMarkdown, "MERGE_FORMAT_TEXT": FormatText} {
+		if got, err := ParseFormat(name); got != want || err != nil {
+			t.Errorf("ParseFormat(%q) = %q, %v", name, got, err)
+		}
+	}
+	if _, err := ParseScope("MERGE_SCOPE_PAGE"); !errors.Is(err, ErrOption) {
+		t.Errorf("unknown scope: %v", err)
+	}
+	if _, err := ParsePolicy("LAST"); !errors.Is(err, ErrOption) {
+		t.Errorf("unknown policy: %v", err)
+	}
+	if _, err := ParseFormat("json"); !errors.Is(err, ErrOption) {
+		t.Errorf("lowercase format name: %v", err)
+	}
+}
+
+func TestStripFence(t *testing.T) {
+	tests := map[string]string{
+		"```json\n{\"a\":1}\n```":      "{\"a\":1}\n",
+		"  ```\n[1]\n```  \n":          "[1]\n",
+		"```\n```":                     "",
+		"```a\n1\n```\n\n```b\n2\n```": "```a\n1\n```\n\n```b\n2\n```",
+		"{\"a\":\"```\"}":              "{\"a\":\"```\"}",
+		"text":                         "text",
+	}
+	for in, want := range tests {
+		if got := stripFence(in); got != want {
+			t.Errorf("stripFence(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

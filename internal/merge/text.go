@@ -1,0 +1,234 @@
+package merge
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Markdown and plain text are joined block by block. An answer is cut
+// into units: paragraphs, headings, list items, fenced blocks, and each
+// line of a pipe table. Where chunk i+1 follows chunk i, the longest run
+// of units that ends answer i and starts answer i+1 is the repeated
+// overlap and is dropped; a table header the chunker repeated is dropped
+// too and the rows join the table above them.
+
+type ukind uint8
+
+const (
+	uPara ukind = iota
+	uHeading
+	uItem
+	uFence
+	uHeader // a pipe table's header line
+	uSep    // its delimiter line
+	uRow
+)
+
+func (k ukind) tableLine() bool { return k >= uHeader }
+
+type tunit struct {
+	from, to int // lines [from, to)
+	kind     ukind
+	table    int // table lines: index of the table's header unit; -1 when the answer shows none
+	key      int // interned normalized text
+	sig      bool
+}
+
+type tdoc struct {
+	lines []string
+	units []tunit
+}
+
+var (
+	atxHeading = regexp.MustCompile(`^ {0,3}#{1,6}(?:[ \t]|$)`)
+	fenceOpen  = regexp.MustCompile("^ {0,3}(```+|~~~+)")
+	tableSep   = regexp.MustCompile(`^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$`)
+	listItem   = regexp.MustCompile(`^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]`)
+)
+
+func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
+
+func isPipeRow(s string) bool {
+	t := strings.TrimSpace(s)
+	return len(t) >= 2 && t[0] == '|' && t[len(t)-1] == '|'
+}
+
+type textJoiner struct {
+	intern map[string]int
+}
+
+func (j *textJoiner) parse(s string) *tdoc {
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	for len(lines) > 0 && isBlank(lines[0]) {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && isBlank(lines[len(lines)-1]) {
+		lines = lines[:len(lines)-1]
+	}
+	d := &tdoc{lines: lines}
+	add := func(from, to int, k ukind, table int) int {
+		d.units = append(d.units, tunit{from: from, to: to, kind: k, table: table})
+		return len(d.units) - 1
+	}
+	const noTable = -2
+	open, table := -1, noTable // the unit a plain line continues; the table being read
+	for i := 0; i < len(lines); i++ {
+		ln := lines[i]
+		if isBlank(ln) {
+			open, table = -1, noTable
+			continue
+		}
+		switch {
+		case fenceOpen.MatchString(ln):
+			marker := fenceOpen.FindStringSubmatch(ln)[1]
+			end := len(lines) - 1
+			for k := i + 1; k < len(lines); k++ {
+				if t := strings.TrimSpace(lines[k]); strings.HasPrefix(t, marker) && strings.Trim(t, marker[:1]) == "" {
+					end = k
+					break
+				}
+			}
+			add(i, end+1, uFence, -1)
+			i, open, table = end, -1, noTable
+		case atxHeading.MatchString(ln):
+			add(i, i+1, uHeading, -1)
+			open, table = -1, noTable
+		case table == noTable && strings.Contains(ln, "|") && i+1 < len(lines) && tableSep.MatchString(lines[i+1]) && strings.Contains(lines[i+1], "-"):
+			h := add(i, i+1, uHeader, -1)
+			d.units[h].table = h
+			add(i+1, i+2, uSep, h)
+			i, open, table = i+1, -1, h
+		case table != noTable && strings.Contains(ln, "|"), table == noTable && isPipeRow(ln):
+			if table == noTable {
+				table = -1 // rows whose header this answer does not show
+			}
+			add(i, i+1, uRow, table)
+			open = -1
+		case listItem.MatchString(ln):
+			open, table = add(i, i+1, uItem, -1), noTable
+		default:
+			table = noTable
+			if open >= 0 {
+				d.units[open].to = i + 1
+			} else {
+				open = add(i, i+1, uPara, -1)
+			}
+		}
+	}
+	for i := range d.units {
+		u := &d.units[i]
+		norm := normalizeUnit(lines[u.from:u.to], u.kind.tableLine())
+		id, ok := j.intern[norm]
+		if !ok {
+			id = len(j.intern)
+			j.intern[norm] = id
+		}
+		u.key, u.sig = id, u.kind != uSep && hasAlnum(norm)
+	}
+	return d
+}
+
+// normalizeUnit makes renderings that differ only in spacing (or, for
+// table lines, in cell padding and outer pipes) compare equal.
+func normalizeUnit(lines []string, table bool) string {
+	var b strings.Builder
+	for i, ln := range lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if table {
+			cells := strings.Split(strings.Trim(strings.TrimSpace(ln), "|"), "|")
+			for c, cell := range cells {
+				if c > 0 {
+					b.WriteByte('|')
+				}
+				b.WriteString(strings.Join(strings.Fields(cell), " "))
+			}
+			continue
+		}
+		b.WriteString(strings.Join(strings.Fields(ln), " "))
+	}
+	return b.String()
+}
+
+// joinText joins markdown or text answers. Answers that cannot be merged
+// are appended as they are, in their place.
+func joinText(g []*part) Answer {
+	var a Answer
+	j := &textJoiner{intern: make(map[string]int)}
+	var b strings.Builder
+	sep := func(s string) {
+		if b.Len() > 0 {
+			b.WriteString(s)
+		}
+	}
+	var prev *part
+	var prevDoc *tdoc
+	for _, p := range g {
+		if p.skip != "" {
+			a.incomplete(p, p.skip)
+			if !p.drop && p.Content != "" {
+				sep("\n\n")
+				b.WriteString(p.Content)
+			}
+			prev, prevDoc = nil, nil
+			continue
+		}
+		d := j.parse(p.Content)
+		start, cont := 0, false
+		if p.follows(prev) && len(prevDoc.units) > 0 && len(d.units) > 0 {
+			last := prevDoc.units[len(prevDoc.units)-1]
+			headerDropped := false
+			if last.kind.tableLine() && last.table >= 0 && len(d.units) >= 2 &&
+				d.units[0].kind == uHeader && d.units[1].kind == uSep && d.units[0].key == prevDoc.units[last.table].key {
+				start, headerDropped = 2, true
+			}
+			if !p.NoOverlap {
+				k := overlapUnits(prevDoc.units, d.units[start:])
+				start += k
+				a.DedupeRemovedTechnical += k
+			}
+			if start < len(d.units) {
+				next := d.units[start]
+				// Rows continue the table above, items the list above.
+				cont = last.kind.tableLine() && next.kind == uRow && (headerDropped || next.table < 0) ||
+					last.kind == uItem && next.kind == uItem
+			}
+		}
+		prev, prevDoc = p, d
+		if start >= len(d.units) {
+			continue
+		}
+		if cont {
+			sep("\n")
+		} else {
+			sep("\n\n")
+		}
+		b.WriteString(strings.Join(d.lines[d.units[start].from:], "\n"))
+	}
+	a.Content = b.String()
+	return a
+}
+
+// overlapUnits returns how many units at the head of head repeat the tail
+// of tail: the longest such run that holds some text.
+func overlapUnits(tail, head []tunit) int {
+	key := func(u tunit) int { return u.key }
+	tk, hk := mapSlice(tail, key), mapSlice(head, key)
+	for _, k := range borders(tk, hk) {
+		for _, u := range head[:k] {
+			if u.sig {
+				return k
+			}
+		}
+	}
+	return 0
+}
+
+func mapSlice[T, U any](s []T, f func(T) U) []U {
+	out := make([]U, len(s))
+	for i, v := range s {
+		out[i] = f(v)
+	}
+	return out
+}

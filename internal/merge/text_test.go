@@ -1,0 +1,132 @@
+package merge
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestJoinText(t *testing.T) {
+	tests := []struct {
+		name    string
+		format  string
+		chunks  []Chunk
+		want    string
+		removed int
+	}{
+		{
+			name:    "the paragraph repeated at the boundary appears once",
+			format:  FormatMarkdown,
+			chunks:  chunks("f", "# Title\n\nOne.\n\nTwo.", "Two.\n\nThree."),
+			want:    "# Title\n\nOne.\n\nTwo.\n\nThree.",
+			removed: 1,
+		},
+		{
+			name:    "spacing differences do not hide the repeat",
+			format:  FormatText,
+			chunks:  chunks("f", "a b\nc\n\n", "\n\n  a  b\nc  \n\nd\r\n"),
+			want:    "a b\nc\n\nd",
+			removed: 1,
+		},
+		{
+			name:    "a table split with its header repeated becomes one table",
+			format:  FormatMarkdown,
+			chunks:  chunks("f", "Intro.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |", "|a|b|\n|:-|-:|\n| 3 | 4 |\n| 5 | 6 |\n\nAfter."),
+			want:    "Intro.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n| 5 | 6 |\n\nAfter.",
+			removed: 1,
+		},
+		{
+			name:   "rows continue the table without the overlap row too",
+			format: FormatMarkdown,
+			chunks: []Chunk{{File: "f", Index: 0, Content: "| a |\n|---|\n| 1 |"},
+				{File: "f", Index: 1, Content: "| a |\n|---|\n| 2 |", NoOverlap: true}},
+			want: "| a |\n|---|\n| 1 |\n| 2 |",
+		},
+		{
+			name:    "rows given without the header join the table",
+			format:  FormatMarkdown,
+			chunks:  chunks("f", "| a |\n|---|\n| 1 |\n| 2 |", "| 2 |\n| 3 |"),
+			want:    "| a |\n|---|\n| 1 |\n| 2 |\n| 3 |",
+			removed: 1,
+		},
+		{
+			name:   "a table with another header is another table",
+			format: FormatMarkdown,
+			chunks: chunks("f", "| a |\n|---|\n| 1 |", "| b |\n|---|\n| 1 |"),
+			want:   "| a |\n|---|\n| 1 |\n\n| b |\n|---|\n| 1 |",
+		},
+		{
+			name:   "a part of a paragraph is not a repeat",
+			format: FormatText,
+			chunks: chunks("f", "First line\nsecond line", "second line\nthird line"),
+			want:   "First line\nsecond line\n\nsecond line\nthird line",
+		},
+		{
+			name:   "rules and punctuation alone are not a repeat",
+			format: FormatMarkdown,
+			chunks: chunks("f", "A\n\n---", "---\n\nB"),
+			want:   "A\n\n---\n\n---\n\nB",
+		},
+		{
+			name:    "list items are units of their own",
+			format:  FormatMarkdown,
+			chunks:  chunks("f", "- a\n- b\n  more b", "- b\n  more b\n- c"),
+			want:    "- a\n- b\n  more b\n- c",
+			removed: 1,
+		},
+		{
+			name:    "a fenced block is one unit, blank lines and all",
+			format:  FormatMarkdown,
+			chunks:  chunks("f", "x\n\n```\ncode\n\nmore\n```", "```\ncode\n\nmore\n```\n\ny"),
+			want:    "x\n\n```\ncode\n\nmore\n```\n\ny",
+			removed: 1,
+		},
+		{
+			name:   "no repeat removed where the chunker dropped the overlap",
+			format: FormatText,
+			chunks: []Chunk{{File: "f", Index: 0, Content: "A.\n\nB."}, {File: "f", Index: 1, Content: "B.\n\nC.", NoOverlap: true}},
+			want:   "A.\n\nB.\n\nB.\n\nC.",
+		},
+		{
+			name:   "files are joined but not compared",
+			format: FormatText,
+			chunks: []Chunk{{File: "a", Index: 0, Content: "A.\n\nB."}, {File: "b", Index: 0, Content: "B.\n\nC."}},
+			want:   "A.\n\nB.\n\nB.\n\nC.",
+		},
+		{
+			name:    "an answer that is all repeat adds nothing",
+			format:  FormatText,
+			chunks:  chunks("f", "A.\n\nB.", "B.", "B.\n\nC."),
+			want:    "A.\n\nB.\n\nC.",
+			removed: 2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mergeOne(t, Options{Format: tt.format, Scope: ScopeJob}, tt.chunks)
+			if a.Content != tt.want {
+				t.Errorf("content\n%q\nwant\n%q", a.Content, tt.want)
+			}
+			if a.DedupeRemovedTechnical != tt.removed {
+				t.Errorf("removed %d, want %d", a.DedupeRemovedTechnical, tt.removed)
+			}
+			if a.MergeIncomplete {
+				t.Errorf("incomplete: %+v", a.IncompleteChunks)
+			}
+		})
+	}
+}
+
+func TestJoinTextAppendsFailedChunksUnchanged(t *testing.T) {
+	cs := []Chunk{
+		{File: "f", Index: 0, Content: "A.\n\nB."},
+		{File: "f", Index: 1, Content: "B.\n\npartial answ", Failed: true},
+		{File: "f", Index: 2, Content: "B.\n\nC."},
+	}
+	a := mergeOne(t, Options{Format: FormatMarkdown}, cs)
+	if want := "A.\n\nB.\n\nB.\n\npartial answ\n\nB.\n\nC."; a.Content != want {
+		t.Errorf("content %q, want %q", a.Content, want)
+	}
+	if !reflect.DeepEqual(refs(a), []ChunkRef{{"f", 1}}) || a.DedupeRemovedTechnical != 0 {
+		t.Errorf("incomplete %+v, removed %d", a.IncompleteChunks, a.DedupeRemovedTechnical)
+	}
+}
