@@ -60,6 +60,11 @@ func toJob(j *job.Job) *docjobsv1.Job {
 			Format:         enumOf[docjobsv1.MergeFormat](docjobsv1.MergeFormat_value, m.Format),
 		}
 	}
+	if w := j.Webhook; w.State != "" {
+		out.Webhook = &docjobsv1.WebhookDelivery{State: w.State, Attempts: int32(w.Attempts),
+			LastStatus: int32(w.LastStatus), LastError: w.LastError,
+			LastAttemptAt: timestamp(w.LastAttemptAt), DeliveredAt: timestamp(w.DeliveredAt)}
+	}
 	return out
 }
 

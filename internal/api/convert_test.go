@@ -223,3 +223,19 @@ func TestToResultCarriesMergedAnswersOnlyWhenMergeIsEnabled(t *testing.T) {
 		t.Error("a corrupt stored merge decoded without error")
 	}
 }
+
+func TestToJobSummarizesTheWebhookOnlyWhenThereIsOne(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	out := toJob(&job.Job{ID: "j", WebhookURL: "https://h.example/x", Webhook: job.WebhookDelivery{State: job.WebhookDelivered,
+		Attempts: 3, LastStatus: 200, LastAttemptAt: at, DeliveredAt: at}})
+	w := out.GetWebhook()
+	if w.GetState() != "delivered" || w.GetAttempts() != 3 || w.GetLastStatus() != 200 || !w.GetDeliveredAt().AsTime().Equal(at) {
+		t.Errorf("webhook = %v", w)
+	}
+	if pending := toJob(&job.Job{ID: "j", WebhookURL: "https://h.example/x", Webhook: job.WebhookDelivery{State: job.WebhookPending}}).GetWebhook(); pending.GetDeliveredAt() != nil || pending.GetLastAttemptAt() != nil {
+		t.Errorf("a pending delivery has times: %v", pending)
+	}
+	if toJob(&job.Job{ID: "j"}).GetWebhook() != nil {
+		t.Error("a job without a webhook URL has a webhook summary")
+	}
+}

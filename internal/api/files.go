@@ -179,22 +179,6 @@ func (s *Service) removePartial(ctx context.Context, key string, attrs []slog.At
 }
 
 // deleteBlob deletes key; a key that is already gone is not an error.
-// listKeys lists the blob keys under prefix.
-func (s *Service) listKeys(ctx context.Context, prefix string) ([]string, error) {
-	var keys []string
-	it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return keys, nil
-		}
-		if err != nil {
-			return keys, err
-		}
-		keys = append(keys, obj.Key)
-	}
-}
-
 func (s *Service) deleteBlob(ctx context.Context, key string) error {
 	if err := s.bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 		return err

@@ -277,17 +277,9 @@ func (s *Service) DeleteJob(ctx context.Context, req *docjobsv1.DeleteJobRequest
 	// The job is gone whatever happens to its blobs: a blob that cannot be
 	// deleted now is logged for the operator rather than failing a request
 	// that a retry would answer with 404.
-	leftovers, err := s.listKeys(ctx, fetch.JobKeyPrefix(req.GetId()))
-	if err != nil {
-		s.log.LogAttrs(ctx, slog.LevelError, "listing stored files of a deleted job failed",
+	for _, err := range fetch.RemoveJobFiles(ctx, s.bucket, req.GetId(), keys) {
+		s.log.LogAttrs(ctx, slog.LevelError, "stored file of a deleted job not removed",
 			slog.String("job_id", req.GetId()), slog.String("account_id", acct), slog.String("error", err.Error()))
-	}
-	for _, key := range append(keys, leftovers...) {
-		if err := s.deleteBlob(ctx, key); err != nil {
-			s.log.LogAttrs(ctx, slog.LevelError, "stored file of a deleted job not removed",
-				slog.String("job_id", req.GetId()), slog.String("account_id", acct),
-				slog.String("key", key), slog.String("error", err.Error()))
-		}
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "job deleted", slog.String("job_id", req.GetId()),
 		slog.String("account_id", acct), slog.Int("files", len(keys)))

@@ -15,6 +15,7 @@ import (
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 	"github.com/docjobs/docjobs/internal/schema"
+	"github.com/docjobs/docjobs/internal/webhook"
 )
 
 // Bounds on create requests. The spec fixes the idempotency key and dedupeBy
@@ -101,6 +102,11 @@ func validateCreate(req *docjobsv1.CreateJobRequest, rules createRules) ([]uploa
 	}
 	if len(req.GetWebhookSecret()) > maxSecretBytes {
 		return nil, invalid("webhookSecret", "at most %d bytes", maxSecretBytes)
+	}
+	if sec := req.GetWebhookSecret(); sec != "" {
+		if err := webhook.CheckSecret(sec); err != nil {
+			return nil, invalid("webhookSecret", "%v", err)
+		}
 	}
 	if n := utf8.RuneCountInString(req.GetIdempotencyKey()); n > maxIdempotencyKey {
 		return nil, invalid("idempotencyKey", "at most %d characters", maxIdempotencyKey)

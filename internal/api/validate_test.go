@@ -267,6 +267,10 @@ func TestValidateCreate(t *testing.T) {
 			r.WebhookUrl = "https://hooks.example.com/done"
 			r.WebhookSecret = strings.Repeat("s", 4097)
 		}, want: "webhookSecret: at most 4096 bytes"},
+		{name: "a whsec_ webhookSecret whose key is not base64 is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.WebhookUrl = "https://hooks.example.com/done"
+			r.WebhookSecret = "whsec_not*base64"
+		}, want: "webhookSecret: has the whsec_ prefix but the rest is not valid base64"},
 
 		// idempotencyKey.
 		{name: "an idempotency key of 256 characters is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {

@@ -28,6 +28,7 @@ import (
 	"github.com/docjobs/docjobs/internal/secret"
 	"github.com/docjobs/docjobs/internal/server"
 	"github.com/docjobs/docjobs/internal/store"
+	"github.com/docjobs/docjobs/internal/webhook"
 	"github.com/docjobs/docjobs/internal/worker"
 )
 
@@ -90,7 +91,15 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleWorker {
 		workers := river.NewWorkers()
 		wcfg := worker.Config{MaxFileBytes: cfg.FetchMaxBytes, FileTimeout: cfg.FileTimeout, JobDeadline: cfg.JobDeadline,
-			ModelWorkers: cfg.ModelWorkers, RecognizeWorkers: cfg.RecognizeWorkers}
+			ModelWorkers: cfg.ModelWorkers, RecognizeWorkers: cfg.RecognizeWorkers,
+			WebhookRetrySchedule: cfg.WebhookRetrySchedule, PublicURL: cfg.PublicURL, Retention: cfg.Retention}
+		// Webhooks go through the same SSRF guard as downloads, and a
+		// redirect is a failed attempt, never followed.
+		sender, err := webhook.NewSender(webhook.Config{Client: outbound.NewClient(outbound.Config{
+			AllowPrivate: cfg.AllowPrivateURLs, Timeout: -1, MaxRedirects: -1})})
+		if err != nil {
+			return err
+		}
 		converter := convert.New(convert.Config{
 			PDF: pdf.Config{MaxPages: cfg.PDFMaxPages, Timeout: cfg.FileTimeout},
 		})
@@ -104,7 +113,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		})
 		queues, err := worker.Register(workers, wcfg, worker.Deps{
 			Store: st, Fetcher: fetcher, Convert: converter.Convert, Providers: providers, Chats: providers, Chunker: chunker{}, Secrets: sealer,
-			Observer: metrics, Logger: log,
+			Webhooks: sender, Bucket: bucket, Observer: metrics, Logger: log,
 		})
 		if err != nil {
 			return err
@@ -154,6 +163,7 @@ func serveAPI(ctx context.Context, cfg config.Config, log *slog.Logger, st store
 	registry.MustRegister(jobsCollector(st, log))
 	srv, err := server.New(server.Config{UploadMaxBytes: cfg.UploadMaxBytes}, server.Deps{
 		Service: svc, Files: svc, Auth: auth.NewAuthenticator(keys), Ready: st.Ping, Registry: registry, Logger: log,
+		Progress: st,
 	})
 	if err != nil {
 		return err

@@ -35,8 +35,11 @@ type Config struct {
 	AllowPrivateURLs bool // DOCJOBS_ALLOW_PRIVATE_URLS, default false
 	// ProviderBaseURLs[n] overrides slot n's base URL (DOCJOBS_PROVIDER_<N>_BASE_URL).
 	ProviderBaseURLs     map[int]string
-	WebhookRetrySchedule []time.Duration // DOCJOBS_WEBHOOK_RETRY_SCHEDULE
-	JobDeadline          time.Duration   // DOCJOBS_JOB_DEADLINE, default 2h
+	WebhookRetrySchedule []time.Duration // DOCJOBS_WEBHOOK_RETRY_SCHEDULE, at most 20 entries
+	// Retention deletes finished jobs (rows, secrets, files) this long after
+	// they ended (DOCJOBS_RETENTION, default 0: keep them).
+	Retention   time.Duration
+	JobDeadline time.Duration // DOCJOBS_JOB_DEADLINE, default 2h
 	// PDFMaxPages caps the pages of one PDF (DOCJOBS_PDF_MAX_PAGES, default 1000).
 	PDFMaxPages int
 	// FileTimeout bounds the recognition of one file (DOCJOBS_FILE_TIMEOUT, default 10m).
@@ -149,6 +152,16 @@ func Load(getenv func(string) string) (Config, error) {
 			}
 			c.WebhookRetrySchedule = append(c.WebhookRetrySchedule, d)
 		}
+		if len(c.WebhookRetrySchedule) > 20 {
+			return c, fmt.Errorf("DOCJOBS_WEBHOOK_RETRY_SCHEDULE: at most 20 retries, got %d", len(c.WebhookRetrySchedule))
+		}
+	}
+	if v := getenv("DOCJOBS_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("DOCJOBS_RETENTION: want a duration like 720h (0 keeps jobs), got %q", v)
+		}
+		c.Retention = d
 	}
 	for n := 1; n <= 8; n++ {
 		name := fmt.Sprintf("DOCJOBS_PROVIDER_%d_BASE_URL", n)

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -476,4 +477,31 @@ func (f *Fetcher) Read(ctx context.Context, key string, max int64) ([]byte, erro
 		return nil, &Error{Msg: fmt.Sprintf("the file is larger than the %s limit", formatBytes(max))}
 	}
 	return data, nil
+}
+
+// RemoveJobFiles deletes a deleted job's stored files: keys (from the
+// store) and anything else under the job's prefix, such as a copy whose
+// record was never written. It keeps going past failures and returns them
+// with their keys, for the caller to log: the job is gone either way.
+func RemoveJobFiles(ctx context.Context, bucket *blob.Bucket, jobID string, keys []string) []error {
+	var errs []error
+	it := bucket.List(&blob.ListOptions{Prefix: JobKeyPrefix(jobID)})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list stored files of job %s: %w", jobID, err))
+			break
+		}
+		keys = append(keys, obj.Key)
+	}
+	slices.Sort(keys)
+	for _, key := range slices.Compact(keys) {
+		if err := bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			errs = append(errs, fmt.Errorf("delete stored file %s: %w", key, err))
+		}
+	}
+	return errs
 }

@@ -98,6 +98,24 @@ type Merge struct {
 	Format         string // MERGE_FORMAT_*
 }
 
+// Webhook delivery states.
+const (
+	WebhookPending   = "pending"   // not sent yet, or waiting to retry
+	WebhookDelivered = "delivered" // the receiver answered 2xx
+	WebhookFailed    = "failed"    // given up: retries exhausted, refused, or 410 Gone
+)
+
+// WebhookDelivery summarizes a job's webhook; State is "" for a job
+// without a webhook URL.
+type WebhookDelivery struct {
+	State         string
+	Attempts      int
+	LastStatus    int
+	LastError     string
+	LastAttemptAt time.Time // zero before the first attempt
+	DeliveredAt   time.Time // zero until delivered
+}
+
 // Job is one caller request and its progress. Secrets live apart, sealed.
 type Job struct {
 	ID             string
@@ -120,6 +138,7 @@ type Job struct {
 	RequestHash    string // canonical hash of the create request, secrets hashed
 	Created        time.Time
 	Updated        time.Time
+	Webhook        WebhookDelivery
 }
 
 // SealedSecret is a provider key or webhook secret sealed for one job and field.

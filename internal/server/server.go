@@ -37,6 +37,8 @@ type Config struct {
 	// its context ends, before it closes the remaining connections.
 	// Default 30s.
 	ShutdownTimeout time.Duration
+	// Progress tunes the live progress streams (events.go).
+	Progress ProgressConfig
 }
 
 // Defaults of Config.
@@ -56,6 +58,7 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	c.Progress = c.Progress.withDefaults()
 	return c
 }
 
@@ -67,6 +70,9 @@ type Deps struct {
 	Files Files
 	// Auth resolves bearer keys to accounts. Required.
 	Auth *auth.Authenticator
+	// Progress reads job progress from the database for
+	// GET /v1/jobs/{id}/events; nil answers that route 501 Unimplemented.
+	Progress ProgressSource
 	// Ready reports whether the process can serve (for example a store
 	// ping); nil means always ready.
 	Ready func(context.Context) error
@@ -142,6 +148,7 @@ func (s *Server) routeTable(gateway *runtime.ServeMux) http.Handler {
 	// specific pattern.
 	handle("POST /v1/jobs/upload", "/v1/jobs/upload", s.authenticate(http.HandlerFunc(s.upload), s.writeUploadError))
 	handle("GET /v1/files/{id}", "/v1/files/{id}", s.authenticate(http.HandlerFunc(s.download), s.writeError))
+	handle("GET /v1/jobs/{id}/events", "/v1/jobs/{id}/events", s.authenticate(s.progressEvents(), s.writeError))
 	// The gateway's bindRequest middleware authenticates and sets the
 	// precise route label once a REST route matched.
 	handle("/v1/", routeUnmatched, gateway)

@@ -116,6 +116,10 @@ type Store interface {
 	GetJob(ctx context.Context, accountID, id string) (*job.Job, error)
 	ListJobs(ctx context.Context, p ListParams) (ListPage, error)
 	GetResult(ctx context.Context, accountID, id string) (*job.Result, error)
+	// JobProgress returns the job's status and its counts of terminal OCR
+	// and model rows in one cheap read, for live progress polled by the API
+	// process; ErrNotFound for an unknown job or another account's.
+	JobProgress(ctx context.Context, accountID, id string) (job.Progress, error)
 	// CancelJob marks a non-terminal job CANCELLED and its pending rows FAILED
 	// with error "job cancelled"; ErrTerminal when it already ended. The job's
 	// provider keys are erased with it (the webhook secret stays).
@@ -151,6 +155,16 @@ type Store interface {
 	// rowError, the job ends COMPLETE when a file was recognized, else
 	// FAILED with jobError; applied=false when it had already ended.
 	ExpireJob(ctx context.Context, jobID, rowError, jobError string) (applied bool, err error)
+
+	// Webhooks and retention. Every transaction that makes a job with a
+	// webhook URL terminal also inserts its WebhookArgs delivery (and one
+	// without a URL erases its webhook secret).
+	// RecordWebhookAttempt records an attempt and the delivery's new state;
+	// a final state erases the webhook secret in the same transaction.
+	RecordWebhookAttempt(ctx context.Context, a WebhookAttempt) (job.WebhookDelivery, error)
+	// ExpiredJobs lists up to limit terminal jobs last changed before cutoff
+	// whose webhook is not still being delivered.
+	ExpiredJobs(ctx context.Context, cutoff time.Time, limit int) ([]string, error)
 	// MarkRunning moves a NEW job to RUNNING (a stage started); other
 	// statuses are left alone; ErrNotFound when the job was deleted.
 	MarkRunning(ctx context.Context, jobID string) error

@@ -55,9 +55,18 @@ func (w *deadlineWorker) Work(ctx context.Context, _ *river.Job[DeadlineSweepArg
 func PeriodicJobs(cfg Config) []*river.PeriodicJob {
 	cfg = cfg.withDefaults()
 	every := min(time.Minute, max(cfg.JobDeadline/4, time.Second))
-	return []*river.PeriodicJob{
+	jobs := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(every),
 			func() (river.JobArgs, *river.InsertOpts) { return DeadlineSweepArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true}),
 	}
+	if cfg.Retention > 0 {
+		// Expired jobs go within a tenth of the retention, at least every
+		// 10 minutes.
+		every := min(10*time.Minute, max(cfg.Retention/10, time.Second))
+		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(every),
+			func() (river.JobArgs, *river.InsertOpts) { return RetentionSweepArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}))
+	}
+	return jobs
 }

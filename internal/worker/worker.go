@@ -12,6 +12,7 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+	"gocloud.dev/blob"
 
 	"github.com/docjobs/docjobs/internal/convert"
 	"github.com/docjobs/docjobs/internal/fetch"
@@ -41,6 +42,9 @@ type Store interface {
 	FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, d store.LLMDone) (bool, error)
 	OverdueJobs(ctx context.Context, cutoff time.Time, limit int) ([]string, error)
 	ExpireJob(ctx context.Context, jobID, rowError, jobError string) (bool, error)
+	RecordWebhookAttempt(ctx context.Context, a store.WebhookAttempt) (job.WebhookDelivery, error)
+	ExpiredJobs(ctx context.Context, cutoff time.Time, limit int) ([]string, error)
+	DeleteJob(ctx context.Context, accountID, id string) ([]string, error)
 	PageCache
 }
 
@@ -85,6 +89,13 @@ type Config struct {
 	// JobDeadline ends a job that is not terminal this long after it was
 	// created: its pending rows fail with category timeout (default 2h).
 	JobDeadline time.Duration
+	// WebhookRetrySchedule is the wait before each webhook retry (default
+	// 5s,5m,30m,2h,5h,10h,10h; at most store.MaxWebhookRetries entries).
+	WebhookRetrySchedule []time.Duration
+	// PublicURL is the service's base URL, for result_url in webhooks.
+	PublicURL string
+	// Retention deletes finished jobs this long after they ended; 0 keeps them.
+	Retention time.Duration
 }
 
 // LongestStageTimeout is what River's rescuer must wait beyond before it
@@ -107,6 +118,13 @@ func (c Config) withDefaults() Config {
 	if c.ModelWorkers <= 0 {
 		c.ModelWorkers = 32
 	}
+	if len(c.WebhookRetrySchedule) == 0 {
+		c.WebhookRetrySchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute,
+			2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
+	}
+	if len(c.WebhookRetrySchedule) > store.MaxWebhookRetries {
+		c.WebhookRetrySchedule = c.WebhookRetrySchedule[:store.MaxWebhookRetries]
+	}
 	if c.FileTimeout <= 0 {
 		c.FileTimeout = 10 * time.Minute
 	}
@@ -127,8 +145,12 @@ type Deps struct {
 	Secrets   SecretOpener
 	// Chats opens the model-stage provider; Chunker splits recognized text
 	// into chunks within the job's budget.
-	Chats    Chats
-	Chunker  Chunker
+	Chats   Chats
+	Chunker Chunker
+	// Webhooks sends job webhooks; without it deliveries fail.
+	Webhooks WebhookSender
+	// Bucket holds stored files, removed with jobs that retention deletes.
+	Bucket   *blob.Bucket
 	Observer Observer // optional
 	Logger   *slog.Logger
 }
@@ -155,10 +177,20 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 	if err := river.AddWorkerSafely(workers, &deadlineWorker{cfg: cfg, deps: deps}); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(workers, &retentionWorker{cfg: cfg, deps: deps}); err != nil {
+		return nil, err
+	}
+	if deps.Webhooks == nil {
+		return nil, fmt.Errorf("worker: Webhooks is required")
+	}
+	if err := river.AddWorkerSafely(workers, &webhookWorker{cfg: cfg, deps: deps}); err != nil {
+		return nil, err
+	}
 	return map[string]river.QueueConfig{
-		QueueRecognize: {MaxWorkers: cfg.RecognizeWorkers},
-		QueueFinalize:  {MaxWorkers: 4},
-		QueueModel:     {MaxWorkers: cfg.ModelWorkers},
+		QueueRecognize:     {MaxWorkers: cfg.RecognizeWorkers},
+		QueueFinalize:      {MaxWorkers: 4},
+		QueueModel:         {MaxWorkers: cfg.ModelWorkers},
+		store.QueueWebhook: {MaxWorkers: 16},
 	}, nil
 }
 

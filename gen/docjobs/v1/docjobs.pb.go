@@ -832,8 +832,10 @@ type Job struct {
 	IdempotencyKey string                 `protobuf:"bytes,16,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	Created        *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=created,proto3" json:"created,omitempty"`
 	Updated        *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=updated,proto3" json:"updated,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Delivery of the job's webhook; absent when the job has no webhook_url.
+	Webhook       *WebhookDelivery `protobuf:"bytes,19,opt,name=webhook,proto3" json:"webhook,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -992,6 +994,102 @@ func (x *Job) GetUpdated() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Job) GetWebhook() *WebhookDelivery {
+	if x != nil {
+		return x.Webhook
+	}
+	return nil
+}
+
+// WebhookDelivery summarizes the delivery of a job's webhook.
+type WebhookDelivery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One of pending (not yet sent, or waiting to retry), delivered, failed
+	// (retries exhausted, refused, or the receiver answered 410 Gone).
+	State    string `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	Attempts int32  `protobuf:"varint,2,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// HTTP status of the last attempt; 0 when it got no answer.
+	LastStatus int32 `protobuf:"varint,3,opt,name=last_status,json=lastStatus,proto3" json:"last_status,omitempty"`
+	// Why the last attempt failed; empty after a delivery.
+	LastError     string                 `protobuf:"bytes,4,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	LastAttemptAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=last_attempt_at,json=lastAttemptAt,proto3" json:"last_attempt_at,omitempty"`
+	DeliveredAt   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=delivered_at,json=deliveredAt,proto3" json:"delivered_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDelivery) Reset() {
+	*x = WebhookDelivery{}
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelivery) ProtoMessage() {}
+
+func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
+func (*WebhookDelivery) Descriptor() ([]byte, []int) {
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WebhookDelivery) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetLastStatus() int32 {
+	if x != nil {
+		return x.LastStatus
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetLastAttemptAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastAttemptAt
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetDeliveredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeliveredAt
+	}
+	return nil
+}
+
 type CreateJobRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	SourceUrls     []string               `protobuf:"bytes,1,rep,name=source_urls,json=sourceUrls,proto3" json:"source_urls,omitempty"`
@@ -1014,7 +1112,7 @@ type CreateJobRequest struct {
 
 func (x *CreateJobRequest) Reset() {
 	*x = CreateJobRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[5]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1026,7 +1124,7 @@ func (x *CreateJobRequest) String() string {
 func (*CreateJobRequest) ProtoMessage() {}
 
 func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[5]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1039,7 +1137,7 @@ func (x *CreateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateJobRequest.ProtoReflect.Descriptor instead.
 func (*CreateJobRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{5}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateJobRequest) GetSourceUrls() []string {
@@ -1142,7 +1240,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[6]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1154,7 +1252,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[6]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1167,7 +1265,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{6}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -1186,7 +1284,7 @@ type GetJobResultRequest struct {
 
 func (x *GetJobResultRequest) Reset() {
 	*x = GetJobResultRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[7]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1296,7 @@ func (x *GetJobResultRequest) String() string {
 func (*GetJobResultRequest) ProtoMessage() {}
 
 func (x *GetJobResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[7]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1309,7 @@ func (x *GetJobResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResultRequest.ProtoReflect.Descriptor instead.
 func (*GetJobResultRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{7}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetJobResultRequest) GetId() string {
@@ -1243,7 +1341,7 @@ type OcrResult struct {
 
 func (x *OcrResult) Reset() {
 	*x = OcrResult{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[8]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1353,7 @@ func (x *OcrResult) String() string {
 func (*OcrResult) ProtoMessage() {}
 
 func (x *OcrResult) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[8]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1366,7 @@ func (x *OcrResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OcrResult.ProtoReflect.Descriptor instead.
 func (*OcrResult) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{8}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OcrResult) GetJobId() string {
@@ -1366,7 +1464,7 @@ type ConsensusVariant struct {
 
 func (x *ConsensusVariant) Reset() {
 	*x = ConsensusVariant{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[9]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1476,7 @@ func (x *ConsensusVariant) String() string {
 func (*ConsensusVariant) ProtoMessage() {}
 
 func (x *ConsensusVariant) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[9]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1489,7 @@ func (x *ConsensusVariant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsensusVariant.ProtoReflect.Descriptor instead.
 func (*ConsensusVariant) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{9}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ConsensusVariant) GetValue() string {
@@ -1426,7 +1524,7 @@ type ConsensusDisagreement struct {
 
 func (x *ConsensusDisagreement) Reset() {
 	*x = ConsensusDisagreement{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[10]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1536,7 @@ func (x *ConsensusDisagreement) String() string {
 func (*ConsensusDisagreement) ProtoMessage() {}
 
 func (x *ConsensusDisagreement) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[10]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1549,7 @@ func (x *ConsensusDisagreement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsensusDisagreement.ProtoReflect.Descriptor instead.
 func (*ConsensusDisagreement) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{10}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ConsensusDisagreement) GetFieldPath() string {
@@ -1489,7 +1587,7 @@ type ConsensusResult struct {
 
 func (x *ConsensusResult) Reset() {
 	*x = ConsensusResult{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[11]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1599,7 @@ func (x *ConsensusResult) String() string {
 func (*ConsensusResult) ProtoMessage() {}
 
 func (x *ConsensusResult) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[11]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1612,7 @@ func (x *ConsensusResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsensusResult.ProtoReflect.Descriptor instead.
 func (*ConsensusResult) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{11}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ConsensusResult) GetK() int32 {
@@ -1591,7 +1689,7 @@ type LlmResult struct {
 
 func (x *LlmResult) Reset() {
 	*x = LlmResult{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[12]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1701,7 @@ func (x *LlmResult) String() string {
 func (*LlmResult) ProtoMessage() {}
 
 func (x *LlmResult) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[12]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1714,7 @@ func (x *LlmResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmResult.ProtoReflect.Descriptor instead.
 func (*LlmResult) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{12}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LlmResult) GetJobId() string {
@@ -1769,7 +1867,7 @@ type ChunkRef struct {
 
 func (x *ChunkRef) Reset() {
 	*x = ChunkRef{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[13]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +1879,7 @@ func (x *ChunkRef) String() string {
 func (*ChunkRef) ProtoMessage() {}
 
 func (x *ChunkRef) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[13]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +1892,7 @@ func (x *ChunkRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkRef.ProtoReflect.Descriptor instead.
 func (*ChunkRef) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{13}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ChunkRef) GetFile() string {
@@ -1823,7 +1921,7 @@ type MergeConflict struct {
 
 func (x *MergeConflict) Reset() {
 	*x = MergeConflict{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[14]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +1933,7 @@ func (x *MergeConflict) String() string {
 func (*MergeConflict) ProtoMessage() {}
 
 func (x *MergeConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[14]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +1946,7 @@ func (x *MergeConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeConflict.ProtoReflect.Descriptor instead.
 func (*MergeConflict) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{14}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MergeConflict) GetField() string {
@@ -1891,7 +1989,7 @@ type MergedAnswer struct {
 
 func (x *MergedAnswer) Reset() {
 	*x = MergedAnswer{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[15]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +2001,7 @@ func (x *MergedAnswer) String() string {
 func (*MergedAnswer) ProtoMessage() {}
 
 func (x *MergedAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[15]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +2014,7 @@ func (x *MergedAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergedAnswer.ProtoReflect.Descriptor instead.
 func (*MergedAnswer) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{15}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *MergedAnswer) GetFile() string {
@@ -1995,7 +2093,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[16]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2105,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[16]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2118,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{16}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *JobResult) GetJob() *Job {
@@ -2060,7 +2158,7 @@ type GetJobResultResponse struct {
 
 func (x *GetJobResultResponse) Reset() {
 	*x = GetJobResultResponse{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[17]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2072,7 +2170,7 @@ func (x *GetJobResultResponse) String() string {
 func (*GetJobResultResponse) ProtoMessage() {}
 
 func (x *GetJobResultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[17]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2085,7 +2183,7 @@ func (x *GetJobResultResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResultResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResultResponse) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{17}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetJobResultResponse) GetResult() *JobResult {
@@ -2108,7 +2206,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[18]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2120,7 +2218,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[18]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2133,7 +2231,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{18}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListJobsRequest) GetPageSize() int32 {
@@ -2167,7 +2265,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[19]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2179,7 +2277,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[19]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2192,7 +2290,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{19}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -2219,7 +2317,7 @@ type UploadFileRequest struct {
 
 func (x *UploadFileRequest) Reset() {
 	*x = UploadFileRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[20]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2329,7 @@ func (x *UploadFileRequest) String() string {
 func (*UploadFileRequest) ProtoMessage() {}
 
 func (x *UploadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[20]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2342,7 @@ func (x *UploadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadFileRequest.ProtoReflect.Descriptor instead.
 func (*UploadFileRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{20}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UploadFileRequest) GetName() string {
@@ -2272,7 +2370,7 @@ type UploadFileResponse struct {
 
 func (x *UploadFileResponse) Reset() {
 	*x = UploadFileResponse{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[21]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2382,7 @@ func (x *UploadFileResponse) String() string {
 func (*UploadFileResponse) ProtoMessage() {}
 
 func (x *UploadFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[21]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2395,7 @@ func (x *UploadFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadFileResponse.ProtoReflect.Descriptor instead.
 func (*UploadFileResponse) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{21}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UploadFileResponse) GetUrl() string {
@@ -2330,7 +2428,7 @@ type GetFileRequest struct {
 
 func (x *GetFileRequest) Reset() {
 	*x = GetFileRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[22]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2342,7 +2440,7 @@ func (x *GetFileRequest) String() string {
 func (*GetFileRequest) ProtoMessage() {}
 
 func (x *GetFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[22]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2355,7 +2453,7 @@ func (x *GetFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFileRequest.ProtoReflect.Descriptor instead.
 func (*GetFileRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{22}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetFileRequest) GetId() string {
@@ -2374,7 +2472,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[23]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2386,7 +2484,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[23]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2399,7 +2497,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{23}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CancelJobRequest) GetId() string {
@@ -2418,7 +2516,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[24]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2430,7 +2528,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[24]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2443,7 +2541,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{24}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteJobRequest) GetId() string {
@@ -2476,7 +2574,7 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\x06format\x18\x05 \x01(\x0e2\x17.docjobs.v1.MergeFormatR\x06format\"O\n" +
 	"\x10ConsensusOptions\x122\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x19.docjobs.v1.ConsensusModeH\x00R\x04mode\x88\x01\x01B\a\n" +
-	"\x05_mode\"\x94\x06\n" +
+	"\x05_mode\"\xcb\x06\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2499,10 +2597,20 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"webhookUrl\x12'\n" +
 	"\x0fidempotency_key\x18\x10 \x01(\tR\x0eidempotencyKey\x124\n" +
 	"\acreated\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x124\n" +
-	"\aupdated\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\x1a;\n" +
+	"\aupdated\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\x125\n" +
+	"\awebhook\x18\x13 \x01(\v2\x1b.docjobs.v1.WebhookDeliveryR\awebhook\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x82\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x02\n" +
+	"\x0fWebhookDelivery\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\x12\x1a\n" +
+	"\battempts\x18\x02 \x01(\x05R\battempts\x12\x1f\n" +
+	"\vlast_status\x18\x03 \x01(\x05R\n" +
+	"lastStatus\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x04 \x01(\tR\tlastError\x12B\n" +
+	"\x0flast_attempt_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rlastAttemptAt\x12=\n" +
+	"\fdelivered_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vdeliveredAt\"\x82\x05\n" +
 	"\x10CreateJobRequest\x12\x1f\n" +
 	"\vsource_urls\x18\x01 \x03(\tR\n" +
 	"sourceUrls\x12\x18\n" +
@@ -2725,7 +2833,7 @@ func file_docjobs_v1_docjobs_proto_rawDescGZIP() []byte {
 }
 
 var file_docjobs_v1_docjobs_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_docjobs_v1_docjobs_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_docjobs_v1_docjobs_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_docjobs_v1_docjobs_proto_goTypes = []any{
 	(JobStatus)(0),                // 0: docjobs.v1.JobStatus
 	(JobOcrStatus)(0),             // 1: docjobs.v1.JobOcrStatus
@@ -2741,31 +2849,32 @@ var file_docjobs_v1_docjobs_proto_goTypes = []any{
 	(*MergeOptions)(nil),          // 11: docjobs.v1.MergeOptions
 	(*ConsensusOptions)(nil),      // 12: docjobs.v1.ConsensusOptions
 	(*Job)(nil),                   // 13: docjobs.v1.Job
-	(*CreateJobRequest)(nil),      // 14: docjobs.v1.CreateJobRequest
-	(*GetJobRequest)(nil),         // 15: docjobs.v1.GetJobRequest
-	(*GetJobResultRequest)(nil),   // 16: docjobs.v1.GetJobResultRequest
-	(*OcrResult)(nil),             // 17: docjobs.v1.OcrResult
-	(*ConsensusVariant)(nil),      // 18: docjobs.v1.ConsensusVariant
-	(*ConsensusDisagreement)(nil), // 19: docjobs.v1.ConsensusDisagreement
-	(*ConsensusResult)(nil),       // 20: docjobs.v1.ConsensusResult
-	(*LlmResult)(nil),             // 21: docjobs.v1.LlmResult
-	(*ChunkRef)(nil),              // 22: docjobs.v1.ChunkRef
-	(*MergeConflict)(nil),         // 23: docjobs.v1.MergeConflict
-	(*MergedAnswer)(nil),          // 24: docjobs.v1.MergedAnswer
-	(*JobResult)(nil),             // 25: docjobs.v1.JobResult
-	(*GetJobResultResponse)(nil),  // 26: docjobs.v1.GetJobResultResponse
-	(*ListJobsRequest)(nil),       // 27: docjobs.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),      // 28: docjobs.v1.ListJobsResponse
-	(*UploadFileRequest)(nil),     // 29: docjobs.v1.UploadFileRequest
-	(*UploadFileResponse)(nil),    // 30: docjobs.v1.UploadFileResponse
-	(*GetFileRequest)(nil),        // 31: docjobs.v1.GetFileRequest
-	(*CancelJobRequest)(nil),      // 32: docjobs.v1.CancelJobRequest
-	(*DeleteJobRequest)(nil),      // 33: docjobs.v1.DeleteJobRequest
-	nil,                           // 34: docjobs.v1.Job.MetadataEntry
-	nil,                           // 35: docjobs.v1.CreateJobRequest.MetadataEntry
-	(*timestamppb.Timestamp)(nil), // 36: google.protobuf.Timestamp
-	(*httpbody.HttpBody)(nil),     // 37: google.api.HttpBody
-	(*emptypb.Empty)(nil),         // 38: google.protobuf.Empty
+	(*WebhookDelivery)(nil),       // 14: docjobs.v1.WebhookDelivery
+	(*CreateJobRequest)(nil),      // 15: docjobs.v1.CreateJobRequest
+	(*GetJobRequest)(nil),         // 16: docjobs.v1.GetJobRequest
+	(*GetJobResultRequest)(nil),   // 17: docjobs.v1.GetJobResultRequest
+	(*OcrResult)(nil),             // 18: docjobs.v1.OcrResult
+	(*ConsensusVariant)(nil),      // 19: docjobs.v1.ConsensusVariant
+	(*ConsensusDisagreement)(nil), // 20: docjobs.v1.ConsensusDisagreement
+	(*ConsensusResult)(nil),       // 21: docjobs.v1.ConsensusResult
+	(*LlmResult)(nil),             // 22: docjobs.v1.LlmResult
+	(*ChunkRef)(nil),              // 23: docjobs.v1.ChunkRef
+	(*MergeConflict)(nil),         // 24: docjobs.v1.MergeConflict
+	(*MergedAnswer)(nil),          // 25: docjobs.v1.MergedAnswer
+	(*JobResult)(nil),             // 26: docjobs.v1.JobResult
+	(*GetJobResultResponse)(nil),  // 27: docjobs.v1.GetJobResultResponse
+	(*ListJobsRequest)(nil),       // 28: docjobs.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),      // 29: docjobs.v1.ListJobsResponse
+	(*UploadFileRequest)(nil),     // 30: docjobs.v1.UploadFileRequest
+	(*UploadFileResponse)(nil),    // 31: docjobs.v1.UploadFileResponse
+	(*GetFileRequest)(nil),        // 32: docjobs.v1.GetFileRequest
+	(*CancelJobRequest)(nil),      // 33: docjobs.v1.CancelJobRequest
+	(*DeleteJobRequest)(nil),      // 34: docjobs.v1.DeleteJobRequest
+	nil,                           // 35: docjobs.v1.Job.MetadataEntry
+	nil,                           // 36: docjobs.v1.CreateJobRequest.MetadataEntry
+	(*timestamppb.Timestamp)(nil), // 37: google.protobuf.Timestamp
+	(*httpbody.HttpBody)(nil),     // 38: google.api.HttpBody
+	(*emptypb.Empty)(nil),         // 39: google.protobuf.Empty
 }
 var file_docjobs_v1_docjobs_proto_depIdxs = []int32{
 	3,  // 0: docjobs.v1.Neural.type:type_name -> docjobs.v1.NeuralClientType
@@ -2774,60 +2883,63 @@ var file_docjobs_v1_docjobs_proto_depIdxs = []int32{
 	6,  // 3: docjobs.v1.MergeOptions.conflict_policy:type_name -> docjobs.v1.MergeConflictPolicy
 	7,  // 4: docjobs.v1.MergeOptions.format:type_name -> docjobs.v1.MergeFormat
 	8,  // 5: docjobs.v1.ConsensusOptions.mode:type_name -> docjobs.v1.ConsensusMode
-	34, // 6: docjobs.v1.Job.metadata:type_name -> docjobs.v1.Job.MetadataEntry
+	35, // 6: docjobs.v1.Job.metadata:type_name -> docjobs.v1.Job.MetadataEntry
 	0,  // 7: docjobs.v1.Job.status:type_name -> docjobs.v1.JobStatus
 	9,  // 8: docjobs.v1.Job.neural:type_name -> docjobs.v1.Neural
 	12, // 9: docjobs.v1.Job.consensus:type_name -> docjobs.v1.ConsensusOptions
 	4,  // 10: docjobs.v1.Job.extraction_mode:type_name -> docjobs.v1.ExtractionMode
 	11, // 11: docjobs.v1.Job.merge:type_name -> docjobs.v1.MergeOptions
-	36, // 12: docjobs.v1.Job.created:type_name -> google.protobuf.Timestamp
-	36, // 13: docjobs.v1.Job.updated:type_name -> google.protobuf.Timestamp
-	9,  // 14: docjobs.v1.CreateJobRequest.neural:type_name -> docjobs.v1.Neural
-	10, // 15: docjobs.v1.CreateJobRequest.ocr:type_name -> docjobs.v1.Ocr
-	4,  // 16: docjobs.v1.CreateJobRequest.extraction_mode:type_name -> docjobs.v1.ExtractionMode
-	11, // 17: docjobs.v1.CreateJobRequest.merge:type_name -> docjobs.v1.MergeOptions
-	12, // 18: docjobs.v1.CreateJobRequest.consensus:type_name -> docjobs.v1.ConsensusOptions
-	35, // 19: docjobs.v1.CreateJobRequest.metadata:type_name -> docjobs.v1.CreateJobRequest.MetadataEntry
-	1,  // 20: docjobs.v1.OcrResult.status:type_name -> docjobs.v1.JobOcrStatus
-	36, // 21: docjobs.v1.OcrResult.created:type_name -> google.protobuf.Timestamp
-	36, // 22: docjobs.v1.OcrResult.updated:type_name -> google.protobuf.Timestamp
-	18, // 23: docjobs.v1.ConsensusDisagreement.variants:type_name -> docjobs.v1.ConsensusVariant
-	19, // 24: docjobs.v1.ConsensusResult.disagreements:type_name -> docjobs.v1.ConsensusDisagreement
-	2,  // 25: docjobs.v1.LlmResult.status:type_name -> docjobs.v1.JobLlmStatus
-	36, // 26: docjobs.v1.LlmResult.created:type_name -> google.protobuf.Timestamp
-	36, // 27: docjobs.v1.LlmResult.updated:type_name -> google.protobuf.Timestamp
-	20, // 28: docjobs.v1.LlmResult.consensus:type_name -> docjobs.v1.ConsensusResult
-	22, // 29: docjobs.v1.MergeConflict.sources:type_name -> docjobs.v1.ChunkRef
-	23, // 30: docjobs.v1.MergedAnswer.conflicts:type_name -> docjobs.v1.MergeConflict
-	22, // 31: docjobs.v1.MergedAnswer.incomplete_chunks:type_name -> docjobs.v1.ChunkRef
-	13, // 32: docjobs.v1.JobResult.job:type_name -> docjobs.v1.Job
-	17, // 33: docjobs.v1.JobResult.ocr:type_name -> docjobs.v1.OcrResult
-	21, // 34: docjobs.v1.JobResult.llm:type_name -> docjobs.v1.LlmResult
-	24, // 35: docjobs.v1.JobResult.merged:type_name -> docjobs.v1.MergedAnswer
-	25, // 36: docjobs.v1.GetJobResultResponse.result:type_name -> docjobs.v1.JobResult
-	0,  // 37: docjobs.v1.ListJobsRequest.status_eq:type_name -> docjobs.v1.JobStatus
-	13, // 38: docjobs.v1.ListJobsResponse.jobs:type_name -> docjobs.v1.Job
-	14, // 39: docjobs.v1.JobService.CreateJob:input_type -> docjobs.v1.CreateJobRequest
-	15, // 40: docjobs.v1.JobService.GetJob:input_type -> docjobs.v1.GetJobRequest
-	16, // 41: docjobs.v1.JobService.GetJobResult:input_type -> docjobs.v1.GetJobResultRequest
-	27, // 42: docjobs.v1.JobService.ListJobs:input_type -> docjobs.v1.ListJobsRequest
-	29, // 43: docjobs.v1.JobService.UploadFile:input_type -> docjobs.v1.UploadFileRequest
-	31, // 44: docjobs.v1.JobService.GetFile:input_type -> docjobs.v1.GetFileRequest
-	32, // 45: docjobs.v1.JobService.CancelJob:input_type -> docjobs.v1.CancelJobRequest
-	33, // 46: docjobs.v1.JobService.DeleteJob:input_type -> docjobs.v1.DeleteJobRequest
-	13, // 47: docjobs.v1.JobService.CreateJob:output_type -> docjobs.v1.Job
-	13, // 48: docjobs.v1.JobService.GetJob:output_type -> docjobs.v1.Job
-	26, // 49: docjobs.v1.JobService.GetJobResult:output_type -> docjobs.v1.GetJobResultResponse
-	28, // 50: docjobs.v1.JobService.ListJobs:output_type -> docjobs.v1.ListJobsResponse
-	30, // 51: docjobs.v1.JobService.UploadFile:output_type -> docjobs.v1.UploadFileResponse
-	37, // 52: docjobs.v1.JobService.GetFile:output_type -> google.api.HttpBody
-	13, // 53: docjobs.v1.JobService.CancelJob:output_type -> docjobs.v1.Job
-	38, // 54: docjobs.v1.JobService.DeleteJob:output_type -> google.protobuf.Empty
-	47, // [47:55] is the sub-list for method output_type
-	39, // [39:47] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	37, // 12: docjobs.v1.Job.created:type_name -> google.protobuf.Timestamp
+	37, // 13: docjobs.v1.Job.updated:type_name -> google.protobuf.Timestamp
+	14, // 14: docjobs.v1.Job.webhook:type_name -> docjobs.v1.WebhookDelivery
+	37, // 15: docjobs.v1.WebhookDelivery.last_attempt_at:type_name -> google.protobuf.Timestamp
+	37, // 16: docjobs.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	9,  // 17: docjobs.v1.CreateJobRequest.neural:type_name -> docjobs.v1.Neural
+	10, // 18: docjobs.v1.CreateJobRequest.ocr:type_name -> docjobs.v1.Ocr
+	4,  // 19: docjobs.v1.CreateJobRequest.extraction_mode:type_name -> docjobs.v1.ExtractionMode
+	11, // 20: docjobs.v1.CreateJobRequest.merge:type_name -> docjobs.v1.MergeOptions
+	12, // 21: docjobs.v1.CreateJobRequest.consensus:type_name -> docjobs.v1.ConsensusOptions
+	36, // 22: docjobs.v1.CreateJobRequest.metadata:type_name -> docjobs.v1.CreateJobRequest.MetadataEntry
+	1,  // 23: docjobs.v1.OcrResult.status:type_name -> docjobs.v1.JobOcrStatus
+	37, // 24: docjobs.v1.OcrResult.created:type_name -> google.protobuf.Timestamp
+	37, // 25: docjobs.v1.OcrResult.updated:type_name -> google.protobuf.Timestamp
+	19, // 26: docjobs.v1.ConsensusDisagreement.variants:type_name -> docjobs.v1.ConsensusVariant
+	20, // 27: docjobs.v1.ConsensusResult.disagreements:type_name -> docjobs.v1.ConsensusDisagreement
+	2,  // 28: docjobs.v1.LlmResult.status:type_name -> docjobs.v1.JobLlmStatus
+	37, // 29: docjobs.v1.LlmResult.created:type_name -> google.protobuf.Timestamp
+	37, // 30: docjobs.v1.LlmResult.updated:type_name -> google.protobuf.Timestamp
+	21, // 31: docjobs.v1.LlmResult.consensus:type_name -> docjobs.v1.ConsensusResult
+	23, // 32: docjobs.v1.MergeConflict.sources:type_name -> docjobs.v1.ChunkRef
+	24, // 33: docjobs.v1.MergedAnswer.conflicts:type_name -> docjobs.v1.MergeConflict
+	23, // 34: docjobs.v1.MergedAnswer.incomplete_chunks:type_name -> docjobs.v1.ChunkRef
+	13, // 35: docjobs.v1.JobResult.job:type_name -> docjobs.v1.Job
+	18, // 36: docjobs.v1.JobResult.ocr:type_name -> docjobs.v1.OcrResult
+	22, // 37: docjobs.v1.JobResult.llm:type_name -> docjobs.v1.LlmResult
+	25, // 38: docjobs.v1.JobResult.merged:type_name -> docjobs.v1.MergedAnswer
+	26, // 39: docjobs.v1.GetJobResultResponse.result:type_name -> docjobs.v1.JobResult
+	0,  // 40: docjobs.v1.ListJobsRequest.status_eq:type_name -> docjobs.v1.JobStatus
+	13, // 41: docjobs.v1.ListJobsResponse.jobs:type_name -> docjobs.v1.Job
+	15, // 42: docjobs.v1.JobService.CreateJob:input_type -> docjobs.v1.CreateJobRequest
+	16, // 43: docjobs.v1.JobService.GetJob:input_type -> docjobs.v1.GetJobRequest
+	17, // 44: docjobs.v1.JobService.GetJobResult:input_type -> docjobs.v1.GetJobResultRequest
+	28, // 45: docjobs.v1.JobService.ListJobs:input_type -> docjobs.v1.ListJobsRequest
+	30, // 46: docjobs.v1.JobService.UploadFile:input_type -> docjobs.v1.UploadFileRequest
+	32, // 47: docjobs.v1.JobService.GetFile:input_type -> docjobs.v1.GetFileRequest
+	33, // 48: docjobs.v1.JobService.CancelJob:input_type -> docjobs.v1.CancelJobRequest
+	34, // 49: docjobs.v1.JobService.DeleteJob:input_type -> docjobs.v1.DeleteJobRequest
+	13, // 50: docjobs.v1.JobService.CreateJob:output_type -> docjobs.v1.Job
+	13, // 51: docjobs.v1.JobService.GetJob:output_type -> docjobs.v1.Job
+	27, // 52: docjobs.v1.JobService.GetJobResult:output_type -> docjobs.v1.GetJobResultResponse
+	29, // 53: docjobs.v1.JobService.ListJobs:output_type -> docjobs.v1.ListJobsResponse
+	31, // 54: docjobs.v1.JobService.UploadFile:output_type -> docjobs.v1.UploadFileResponse
+	38, // 55: docjobs.v1.JobService.GetFile:output_type -> google.api.HttpBody
+	13, // 56: docjobs.v1.JobService.CancelJob:output_type -> docjobs.v1.Job
+	39, // 57: docjobs.v1.JobService.DeleteJob:output_type -> google.protobuf.Empty
+	50, // [50:58] is the sub-list for method output_type
+	42, // [42:50] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_docjobs_v1_docjobs_proto_init() }
@@ -2836,16 +2948,16 @@ func file_docjobs_v1_docjobs_proto_init() {
 		return
 	}
 	file_docjobs_v1_docjobs_proto_msgTypes[3].OneofWrappers = []any{}
-	file_docjobs_v1_docjobs_proto_msgTypes[8].OneofWrappers = []any{}
-	file_docjobs_v1_docjobs_proto_msgTypes[12].OneofWrappers = []any{}
-	file_docjobs_v1_docjobs_proto_msgTypes[15].OneofWrappers = []any{}
+	file_docjobs_v1_docjobs_proto_msgTypes[9].OneofWrappers = []any{}
+	file_docjobs_v1_docjobs_proto_msgTypes[13].OneofWrappers = []any{}
+	file_docjobs_v1_docjobs_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_docjobs_v1_docjobs_proto_rawDesc), len(file_docjobs_v1_docjobs_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,9 +35,12 @@ func (s *Store[TTx]) OverdueJobs(ctx context.Context, cutoff time.Time, limit in
 // was recognized, else FAILED with jobError). applied=false when the job
 // had ended (or was deleted) meanwhile.
 func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError string) (bool, error) {
-	var applied, erased bool
-	err := s.inTx(ctx, func(_ TTx, q Querier) error {
-		applied, erased = false, false
+	var (
+		applied, erased bool
+		woken           []string
+	)
+	err := s.inTx(ctx, func(tx TTx, q Querier) error {
+		applied, erased, woken = false, false, nil
 		j, err := s.getJob(ctx, q, "", jobID, true)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -67,12 +70,18 @@ func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError st
 		if erased, err = s.eraseProviderKeys(ctx, q, jobID); err != nil {
 			return err
 		}
+		webhookErased, err := s.onTerminal(ctx, tx, q, j, &woken)
+		if err != nil {
+			return err
+		}
+		erased = erased || webhookErased
 		applied = true
 		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("expire job %s: %w", jobID, err)
 	}
+	s.wake(ctx, woken)
 	if erased {
 		s.afterErase(ctx, jobID)
 	}

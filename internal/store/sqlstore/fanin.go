@@ -132,6 +132,11 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 		if erased, err = s.eraseProviderKeys(ctx, q, f.JobID); err != nil {
 			return err
 		}
+		webhookErased, err := s.onTerminal(ctx, tx, q, j, &woken)
+		if err != nil {
+			return err
+		}
+		erased = erased || webhookErased
 		if err := s.insertRiverJobs(ctx, tx, f.Enqueue, &woken); err != nil {
 			return err
 		}

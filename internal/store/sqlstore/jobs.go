@@ -14,7 +14,9 @@ const jobColumns = `id, account_id, title, metadata, status, error, source_urls,
 	neural_type, neural_model, neural_chunk_budget_tokens, ocr_provider, ocr_model,
 	extraction_mode, response_schema, consensus_mode,
 	merge_enabled, merge_scope, merge_conflict_policy, merge_dedupe_by, merge_format,
-	webhook_url, idempotency_key, request_hash, created, updated`
+	webhook_url, idempotency_key, request_hash, created, updated,
+	webhook_state, webhook_attempts, webhook_last_status, webhook_last_error, webhook_last_attempt_at,
+	webhook_delivered_at`
 
 // jobArgs are the values of jobColumns for j, in order.
 func (s *Store[TTx]) jobArgs(j *job.Job) ([]any, error) {
@@ -44,6 +46,8 @@ func (s *Store[TTx]) jobArgs(j *job.Job) ([]any, error) {
 		j.ExtractionMode, j.ResponseSchema, j.ConsensusMode,
 		j.Merge.Enabled, j.Merge.Scope, j.Merge.ConflictPolicy, dedupe, j.Merge.Format,
 		j.WebhookURL, j.IdempotencyKey, j.RequestHash, s.ts(j.Created), s.ts(j.Updated),
+		j.Webhook.State, j.Webhook.Attempts, j.Webhook.LastStatus, j.Webhook.LastError,
+		s.tsOrNull(j.Webhook.LastAttemptAt), s.tsOrNull(j.Webhook.DeliveredAt),
 	}, nil
 }
 
@@ -60,6 +64,8 @@ func scanJob(rows Rows) (*job.Job, error) {
 		&j.ExtractionMode, &j.ResponseSchema, &j.ConsensusMode,
 		&j.Merge.Enabled, &j.Merge.Scope, &j.Merge.ConflictPolicy, jsonScan{&j.Merge.DedupeBy}, &j.Merge.Format,
 		&j.WebhookURL, &j.IdempotencyKey, &j.RequestHash, timeScan{&j.Created}, timeScan{&j.Updated},
+		&j.Webhook.State, &j.Webhook.Attempts, &j.Webhook.LastStatus, &j.Webhook.LastError,
+		timeScan{&j.Webhook.LastAttemptAt}, timeScan{&j.Webhook.DeliveredAt},
 	)
 	if err != nil {
 		return nil, fmt.Errorf("scan job: %w", err)
@@ -119,6 +125,9 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 	j.Updated = truncate(j.Updated)
 	if j.Updated.IsZero() {
 		j.Updated = j.Created
+	}
+	if j.WebhookURL != "" && j.Webhook.State == "" {
+		j.Webhook.State = job.WebhookPending
 	}
 	if j.Status == "" {
 		j.Status = job.StatusNew
@@ -290,10 +299,12 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 	var (
 		j       *job.Job
 		erased  bool
+		woken   []string
 		errText = "job cancelled"
 	)
-	err := s.inTx(ctx, func(_ TTx, q Querier) error {
+	err := s.inTx(ctx, func(tx TTx, q Querier) error {
 		var err error
+		woken = nil
 		j, err = s.getJob(ctx, q, accountID, id, true)
 		if err != nil {
 			return err
@@ -309,7 +320,11 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 		if err := s.failPendingRows(ctx, q, id, errText, now); err != nil {
 			return err
 		}
-		erased, err = s.eraseProviderKeys(ctx, q, id)
+		if erased, err = s.eraseProviderKeys(ctx, q, id); err != nil {
+			return err
+		}
+		webhookErased, err := s.onTerminal(ctx, tx, q, j, &woken)
+		erased = erased || webhookErased
 		j.Status, j.Updated = job.StatusCancelled, now
 		return err
 	})
@@ -319,6 +334,7 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 		}
 		return nil, fmt.Errorf("cancel job %s: %w", id, err)
 	}
+	s.wake(ctx, woken)
 	if erased {
 		s.afterErase(ctx, id)
 	}
@@ -371,7 +387,7 @@ func (s *Store[TTx]) DeleteJob(ctx context.Context, accountID, id string) ([]str
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("list job files: %w", err)
 		}
-		for _, table := range []string{"files", "job_secrets", "llm_rows", "ocr_pages", "ocr_rows"} {
+		for _, table := range []string{"files", "job_secrets", "llm_rows", "ocr_pages", "ocr_rows", "webhook_attempts"} {
 			if _, err := s.exec(ctx, q, `DELETE FROM `+table+` WHERE job_id = ?`, id); err != nil {
 				return fmt.Errorf("delete %s: %w", table, err)
 			}

@@ -267,6 +267,14 @@ func (s *Store[TTx]) afterErase(ctx context.Context, jobID string) {
 // ts is the stored form of t: UTC, microseconds.
 func (s *Store[TTx]) ts(t time.Time) any { return s.dialect.Time(truncate(t)) }
 
+// tsOrNull is ts, or NULL for the zero time.
+func (s *Store[TTx]) tsOrNull(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return s.ts(t)
+}
+
 // nowUTC is the current time as stored.
 func (s *Store[TTx]) nowUTC() time.Time { return truncate(s.now()) }
 

@@ -232,6 +232,7 @@ func testFinishOCRAtomic(t *testing.T, s Store) {
 func testFinishJob(t *testing.T, s Store) {
 	h := newHarness(t, s, "")
 	j := newJob("acct", 1)
+	j.WebhookURL = "https://hooks.example.com/done"
 	var firstApplied, againApplied = false, true
 	h.on("ocr", func(ctx context.Context, rj *river.Job[stepArgs]) error {
 		r := doneRow(j, 0, "text")
@@ -277,6 +278,7 @@ func testFinishJob(t *testing.T, s Store) {
 	secrets, err := s.JobSecrets(ctx(t), j.ID)
 	noErr(t, "JobSecrets", err)
 	equal(t, "secrets left (only the webhook's)", secrets, []job.SealedSecret{{Field: job.SecretWebhookSecret, Ciphertext: []byte("w")}})
+	equal(t, "webhook deliveries enqueued", webhookJobs(t, s, j.ID), 1)
 }
 
 func testFinishJobPendingRows(t *testing.T, s Store) {

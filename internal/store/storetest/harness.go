@@ -208,3 +208,19 @@ func stepJobIDs(t *testing.T, s Store) []int64 {
 	}
 	return ids
 }
+
+// webhookJobs counts the webhook deliveries enqueued for a job.
+func webhookJobs(t *testing.T, s Store, jobID string) int {
+	t.Helper()
+	rows, err := s.RiverJobsByKind(ctx(t), store.WebhookArgs{}.Kind())
+	noErr(t, "RiverJobsByKind", err)
+	n := 0
+	for _, r := range rows {
+		var a store.WebhookArgs
+		noErr(t, "webhook args", json.Unmarshal(r.EncodedArgs, &a))
+		if a.JobID == jobID {
+			n++
+		}
+	}
+	return n
+}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +42,7 @@ func testCreateJobRoundTrip(t *testing.T, s Store) {
 	want.Files = []string{"", ""}
 	want.Created = time.Date(2026, 3, 4, 3, 6, 7, 123456000, time.UTC)
 	want.Updated = want.Created.Add(time.Second)
+	want.Webhook.State = job.WebhookPending // it has a webhook URL
 	equal(t, "CreateJob result", *got, want)
 	equal(t, "GetJob", *getJob(t, s, in.ID), want)
 	if loc := getJob(t, s, in.ID).Created.Location(); loc != time.UTC {
@@ -341,6 +343,7 @@ func testListJobsConcurrentCreates(t *testing.T, s Store) {
 
 func testCancelJob(t *testing.T, s Store) {
 	j := newJob("acct", 2)
+	j.WebhookURL = "https://hooks.example.com/cancel"
 	createJob(t, s, j, store.CreateJobParams{Secrets: []job.SealedSecret{
 		{Field: job.SecretNeuralAPIKey, Ciphertext: []byte("n")},
 		{Field: job.SecretOCRProviderKey, Ciphertext: []byte("o")},
@@ -365,6 +368,17 @@ func testCancelJob(t *testing.T, s Store) {
 	noErr(t, "JobSecrets", err)
 	equal(t, "secrets left (only the webhook's)", secrets,
 		[]job.SealedSecret{{Field: job.SecretWebhookSecret, Ciphertext: []byte("w")}})
+	equal(t, "webhook deliveries enqueued", webhookJobs(t, s, j.ID), 1)
+
+	// Without a webhook URL nothing will need the webhook secret.
+	quiet := newJob("acct", 1)
+	createJob(t, s, quiet, store.CreateJobParams{Secrets: []job.SealedSecret{{Field: job.SecretWebhookSecret, Ciphertext: []byte("w")}}})
+	_, err = s.CancelJob(ctx(t), "acct", quiet.ID)
+	noErr(t, "CancelJob without a webhook", err)
+	secrets, err = s.JobSecrets(ctx(t), quiet.ID)
+	noErr(t, "JobSecrets", err)
+	equal(t, "secrets left without a webhook URL", len(secrets), 0)
+	equal(t, "webhook deliveries enqueued without a webhook URL", webhookJobs(t, s, quiet.ID), 0)
 
 	_, err = s.CancelJob(ctx(t), "acct", j.ID)
 	isErr(t, "cancelling again", err, store.ErrTerminal)
@@ -446,4 +460,52 @@ func testJobCounts(t *testing.T, s Store) {
 	equal(t, "counts", counts, map[job.Status]int{
 		job.StatusNew: 2, job.StatusRunning: 1, job.StatusComplete: 0, job.StatusFailed: 0, job.StatusCancelled: 1,
 	})
+}
+
+func testWebhookAttemptsAndRetention(t *testing.T, s Store) {
+	j := newJob("acct", 1)
+	j.WebhookURL = "https://hooks.example.com/x"
+	createJob(t, s, j, store.CreateJobParams{Secrets: []job.SealedSecret{
+		{Field: job.SecretWebhookSecret, Ciphertext: []byte("w")}}})
+	_, err := s.CancelJob(ctx(t), "acct", j.ID)
+	noErr(t, "CancelJob", err)
+	at := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+
+	d, err := s.RecordWebhookAttempt(ctx(t), store.WebhookAttempt{JobID: j.ID, Status: 500, Error: "receiver answered 500",
+		At: at, Duration: time.Second, State: job.WebhookPending})
+	noErr(t, "first attempt", err)
+	equal(t, "after a failed attempt", d, job.WebhookDelivery{State: job.WebhookPending, Attempts: 1, LastStatus: 500,
+		LastError: "receiver answered 500", LastAttemptAt: at})
+	secrets, err := s.JobSecrets(ctx(t), j.ID)
+	noErr(t, "JobSecrets", err)
+	equal(t, "the secret while retries follow", len(secrets), 1)
+	ids, err := s.ExpiredJobs(ctx(t), time.Now().Add(time.Hour), 10)
+	noErr(t, "ExpiredJobs", err)
+	if slices.Contains(ids, j.ID) {
+		t.Error("a job whose webhook is still being delivered expired")
+	}
+
+	d, err = s.RecordWebhookAttempt(ctx(t), store.WebhookAttempt{JobID: j.ID, Status: 200,
+		At: at.Add(time.Minute), State: job.WebhookDelivered})
+	noErr(t, "second attempt", err)
+	want := job.WebhookDelivery{State: job.WebhookDelivered, Attempts: 2, LastStatus: 200,
+		LastAttemptAt: at.Add(time.Minute), DeliveredAt: at.Add(time.Minute)}
+	equal(t, "after delivery", d, want)
+	equal(t, "stored summary", getJob(t, s, j.ID).Webhook, want)
+	secrets, err = s.JobSecrets(ctx(t), j.ID)
+	noErr(t, "JobSecrets", err)
+	equal(t, "secrets once delivered", len(secrets), 0)
+
+	ids, err = s.ExpiredJobs(ctx(t), time.Now().Add(time.Hour), 1000)
+	noErr(t, "ExpiredJobs", err)
+	if !slices.Contains(ids, j.ID) {
+		t.Error("a finished, delivered job is not listed for retention")
+	}
+	ids, err = s.ExpiredJobs(ctx(t), time.Now().Add(-time.Hour), 1000)
+	noErr(t, "ExpiredJobs", err)
+	if slices.Contains(ids, j.ID) {
+		t.Error("a job changed after the cutoff is listed for retention")
+	}
+	_, err = s.RecordWebhookAttempt(ctx(t), store.WebhookAttempt{JobID: "job_missing", State: job.WebhookFailed, At: at})
+	isErr(t, "attempt of a deleted job", err, store.ErrNotFound)
 }

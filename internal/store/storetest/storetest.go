@@ -67,9 +67,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"WorkReclaimsJobsOfThePreviousIncarnation", testWorkReclaims},
 		{"WorkStopWaitsForRunningJobs", testWorkStop},
 		{"CommittedHandOffsAreWorkedWithoutWaitingForThePoll", testHandOffsWakeTheQueue},
+		{"WebhookAttemptsAreRecordedAndEndWithTheSecret", testWebhookAttemptsAndRetention},
 		{"OCRPagesKeepTheFirstAnswerUntilTheJobIsDeleted", testOCRPagesKeepTheFirstAnswerUntilTheJobIsDeleted},
 		{"FinishLLMFansInOnceAndKeepsInputsApart", testFinishLLMFansInOnceAndKeepsInputsApart},
 		{"ExpireJobFailsWhatIsLeftOnce", testExpireJobFailsWhatIsLeftOnce},
+		{"JobProgressCountsTerminalRowsOfTheAccountsJob", testJobProgressCountsTerminalRows},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,477 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/docjobs/docjobs/internal/job"
+)
+
+// progressJobs is a ProgressSource over jobs held in memory; tests change a
+// job's progress while a stream watches it.
+type progressJobs struct {
+	mu    sync.Mutex
+	jobs  map[string]progressJob // by id
+	fails int                    // the next reads that fail
+	reads int
+}
+
+type progressJob struct {
+	account string
+	p       job.Progress
+}
+
+func newProgressJobs() *progressJobs { return &progressJobs{jobs: map[string]progressJob{}} }
+
+func (s *progressJobs) set(account, id string, p job.Progress) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs[id] = progressJob{account: account, p: p}
+}
+
+func (s *progressJobs) remove(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.jobs, id)
+}
+
+// failNext makes the next n reads fail with a database error.
+func (s *progressJobs) failNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fails = n
+}
+
+func (s *progressJobs) readCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}
+
+func (s *progressJobs) JobProgress(_ context.Context, account, id string) (job.Progress, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	if s.fails > 0 {
+		s.fails--
+		return job.Progress{}, errors.New("postgres://db.internal:5432: connection reset")
+	}
+	j, ok := s.jobs[id]
+	if !ok || j.account != account {
+		return job.Progress{}, fmt.Errorf("progress of %s: %w", id, job.ErrNotFound)
+	}
+	return j.p, nil
+}
+
+// withProgress serves src with fast polling.
+func withProgress(src ProgressSource, tune func(*ProgressConfig)) envOption {
+	return func(c *Config, d *Deps) {
+		d.Progress = src
+		c.Progress.PollInterval = 5 * time.Millisecond
+		if tune != nil {
+			tune(&c.Progress)
+		}
+	}
+}
+
+// sseEvent is one event, or one comment, as a client parses it.
+type sseEvent struct {
+	name, data, comment string
+}
+
+// eventStream is an open GET /v1/jobs/{id}/events.
+type eventStream struct {
+	t      *testing.T
+	resp   *http.Response
+	br     *bufio.Reader
+	cancel context.CancelFunc
+}
+
+func (e *testEnv) openEvents(id, key string) *eventStream {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", e.baseURL+"/v1/jobs/"+id+"/events", nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		e.t.Fatalf("open events: %v", err)
+	}
+	e.t.Cleanup(func() { cancel(); _ = resp.Body.Close() })
+	return &eventStream{t: e.t, resp: resp, br: bufio.NewReader(resp.Body), cancel: cancel}
+}
+
+// next reads the next event or comment; io.EOF when the stream ended.
+func (s *eventStream) next() (sseEvent, error) {
+	var ev sseEvent
+	for {
+		line, err := s.br.ReadString('\n')
+		if err != nil {
+			if err == io.EOF && line == "" && ev == (sseEvent{}) {
+				return ev, io.EOF
+			}
+			return ev, fmt.Errorf("stream broke inside an event (%q): %w", line, err)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case line == "":
+			return ev, nil
+		case strings.HasPrefix(line, ":"):
+			ev.comment = strings.TrimSpace(line[1:])
+		case strings.HasPrefix(line, "event: "):
+			ev.name = line[len("event: "):]
+		case strings.HasPrefix(line, "data: "):
+			ev.data = line[len("data: "):]
+		default:
+			return ev, fmt.Errorf("unexpected line %q", line)
+		}
+	}
+}
+
+// mustNext reads the next event, failing the test at the end of the stream.
+func (s *eventStream) mustNext() sseEvent {
+	s.t.Helper()
+	ev, err := s.next()
+	if err != nil {
+		s.t.Fatalf("read event: %v", err)
+	}
+	return ev
+}
+
+// wantEnd fails the test unless the stream ends with no further event.
+func (s *eventStream) wantEnd() {
+	s.t.Helper()
+	ev, err := s.next()
+	if !errors.Is(err, io.EOF) {
+		s.t.Fatalf("stream goes on: %+v, %v", ev, err)
+	}
+}
+
+func progress(status job.Status, ocrDone, ocrTotal, llmDone, llmTotal int) job.Progress {
+	return job.Progress{Status: status, OCRDone: ocrDone, OCRTotal: ocrTotal, LLMDone: llmDone, LLMTotal: llmTotal}
+}
+
+func TestEventsStreamEveryChangeAndEndWithDone(t *testing.T) {
+	src := newProgressJobs()
+	src.set("alice", "job-1", progress(job.StatusNew, 0, 3, 0, 0))
+	env := startServer(t, withProgress(src, nil))
+
+	s := env.openEvents("job-1", keyAlice)
+	if s.resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", s.resp.StatusCode)
+	}
+	for name, want := range map[string]string{
+		"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+	} {
+		if got := s.resp.Header.Get(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	steps := []struct {
+		set  job.Progress
+		want sseEvent
+	}{
+		{progress(job.StatusNew, 0, 3, 0, 0), sseEvent{name: "progress",
+			data: `{"status":"JOB_STATUS_NEW","ocrDone":0,"ocrTotal":3,"llmDone":0,"llmTotal":0}`}},
+		{progress(job.StatusRunning, 1, 3, 0, 1), sseEvent{name: "progress",
+			data: `{"status":"JOB_STATUS_RUNNING","ocrDone":1,"ocrTotal":3,"llmDone":0,"llmTotal":1}`}},
+		{progress(job.StatusRunning, 3, 3, 2, 3), sseEvent{name: "progress",
+			data: `{"status":"JOB_STATUS_RUNNING","ocrDone":3,"ocrTotal":3,"llmDone":2,"llmTotal":3}`}},
+	}
+	for i, st := range steps {
+		src.set("alice", "job-1", st.set)
+		// Polls that see no change send nothing: the next event is the change.
+		if got := s.mustNext(); got != st.want {
+			t.Fatalf("event %d:\n got  %+v\n want %+v", i, got, st.want)
+		}
+		time.Sleep(30 * time.Millisecond) // several polls without a change
+	}
+	final := progress(job.StatusComplete, 3, 3, 3, 3)
+	final.Updated = time.Now() // not part of the event
+	src.set("alice", "job-1", final)
+	wantData := `{"status":"JOB_STATUS_COMPLETE","ocrDone":3,"ocrTotal":3,"llmDone":3,"llmTotal":3}`
+	if got := s.mustNext(); got != (sseEvent{name: "progress", data: wantData}) {
+		t.Fatalf("terminal progress: %+v", got)
+	}
+	if got := s.mustNext(); got != (sseEvent{name: "done", data: wantData}) {
+		t.Fatalf("done: %+v", got)
+	}
+	s.wantEnd()
+}
+
+func TestEventsOfATerminalJobAreOneProgressAndDone(t *testing.T) {
+	src := newProgressJobs()
+	failed := progress(job.StatusFailed, 1, 1, 0, 0)
+	failed.Error = "no file could be recognized:\nevent: done\ndata: {}"
+	src.set("alice", "job-1", failed)
+	env := startServer(t, withProgress(src, nil))
+
+	s := env.openEvents("job-1", keyAlice)
+	wantData := `{"status":"JOB_STATUS_FAILED","ocrDone":1,"ocrTotal":1,"llmDone":0,"llmTotal":0,` +
+		`"error":"no file could be recognized:\nevent: done\ndata: {}"}`
+	for _, name := range []string{"progress", "done"} {
+		if got := s.mustNext(); got != (sseEvent{name: name, data: wantData}) {
+			t.Errorf("got %+v, want %s %s", got, name, wantData)
+		}
+	}
+	s.wantEnd()
+}
+
+func TestEventsAnswerLikeTheRestOfTheAPIBeforeStreaming(t *testing.T) {
+	src := newProgressJobs()
+	src.set("alice", "job-1", progress(job.StatusRunning, 0, 1, 0, 0))
+	env := startServer(t, withProgress(src, nil))
+	bare := startServer(t) // no progress source
+
+	tests := []struct {
+		name     string
+		env      *testEnv
+		id, key  string
+		httpCode int
+		code     codes.Code
+	}{
+		{"another account's job is not found", env, "job-1", keyBob, 404, codes.NotFound},
+		{"an unknown job is not found", env, "job-404", keyAlice, 404, codes.NotFound},
+		{"a caller without a key is unauthenticated", env, "job-1", "", 401, codes.Unauthenticated},
+		{"a server without a progress source says so", bare, "job-1", keyAlice, 501, codes.Unimplemented},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := tt.env.do("GET", "/v1/jobs/"+tt.id+"/events", tt.key, "", nil)
+			m := wantStatusBody(t, resp, tt.httpCode, tt.code, true)
+			if msg := m["message"].(string); strings.Contains(msg, "job-") {
+				t.Errorf("message echoes the id: %q", msg)
+			}
+		})
+	}
+}
+
+func TestEventsHeadAnswersHeadersOnly(t *testing.T) {
+	src := newProgressJobs()
+	src.set("alice", "job-1", progress(job.StatusRunning, 0, 1, 0, 0))
+	env := startServer(t, withProgress(src, nil))
+	resp := env.do("HEAD", "/v1/jobs/job-1/events", keyAlice, "", nil)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("HEAD: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
+
+func TestEventsKeepAnIdleStreamAlive(t *testing.T) {
+	src := newProgressJobs()
+	src.set("alice", "job-1", progress(job.StatusRunning, 0, 1, 0, 0))
+	env := startServer(t, withProgress(src, func(c *ProgressConfig) { c.KeepAlive = 20 * time.Millisecond }))
+
+	s := env.openEvents("job-1", keyAlice)
+	if ev := s.mustNext(); ev.name != "progress" {
+		t.Fatalf("first: %+v", ev)
+	}
+	for range 2 {
+		if ev := s.mustNext(); ev != (sseEvent{comment: "keep-alive"}) {
+			t.Fatalf("idle stream sent %+v, want the keep-alive comment", ev)
+		}
+	}
+}
+
+func TestEventsEnd(t *testing.T) {
+	running := progress(job.StatusRunning, 0, 2, 0, 0)
+	tests := []struct {
+		name string
+		tune func(*ProgressConfig)
+		// during runs once the first event is read; it must end the stream.
+		during func(src *progressJobs, env *testEnv)
+		logged string // "" = the end is not worth a log line
+	}{
+		{
+			name:   "after MaxDuration",
+			tune:   func(c *ProgressConfig) { c.MaxDuration = 50 * time.Millisecond },
+			during: func(*progressJobs, *testEnv) {},
+		},
+		{
+			name:   "when the job is deleted",
+			during: func(src *progressJobs, _ *testEnv) { src.remove("job-1") },
+		},
+		{
+			name:   "after repeated database errors, which are logged and not sent",
+			during: func(src *progressJobs, _ *testEnv) { src.failNext(1000) },
+			logged: "progress stream ended early",
+		},
+		{
+			name: "when the server shuts down, without waiting for its timeout",
+			during: func(_ *progressJobs, env *testEnv) {
+				start := time.Now()
+				if err := env.stop(); err != nil {
+					t.Errorf("Serve: %v", err)
+				}
+				if d := time.Since(start); d > 2*time.Second {
+					t.Errorf("shutdown took %s with a stream open", d)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := newProgressJobs()
+			src.set("alice", "job-1", running)
+			env := startServer(t, withProgress(src, tt.tune))
+			s := env.openEvents("job-1", keyAlice)
+			if ev := s.mustNext(); ev.name != "progress" {
+				t.Fatalf("first: %+v", ev)
+			}
+			tt.during(src, env)
+			s.wantEnd()
+			logs := env.logs.String()
+			if tt.logged != "" && !strings.Contains(logs, tt.logged) {
+				t.Errorf("logs lack %q:\n%s", tt.logged, logs)
+			}
+			if strings.Contains(logs, `"level":"ERROR"`) {
+				t.Errorf("an expected end was logged as an error:\n%s", logs)
+			}
+		})
+	}
+}
+
+func TestEventsSurviveAFewDatabaseErrors(t *testing.T) {
+	src := newProgressJobs()
+	src.set("alice", "job-1", progress(job.StatusRunning, 0, 1, 0, 0))
+	env := startServer(t, withProgress(src, nil))
+	s := env.openEvents("job-1", keyAlice)
+	s.mustNext()
+	src.failNext(maxPollFailures - 1)
+	src.set("alice", "job-1", progress(job.StatusComplete, 1, 1, 0, 0))
+	for _, name := range []string{"progress", "done"} {
+		if ev := s.mustNext(); ev.name != name || strings.Contains(ev.data, "db.internal") {
+			t.Fatalf("got %+v, want %s without the database error", ev, name)
+		}
+	}
+}
+
+func TestEventsStopPollingWhenTheClientLeaves(t *testing.T) {
+	src := newProgressJobs()
+	src.set("alice", "job-1", progress(job.StatusRunning, 0, 1, 0, 0))
+	env := startServer(t, withProgress(src, nil))
+	s := env.openEvents("job-1", keyAlice)
+	s.mustNext()
+	s.cancel()
+
+	// The handler sees the disconnect and stops reading the database.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		before := src.readCount()
+		time.Sleep(50 * time.Millisecond) // ten poll intervals
+		if src.readCount() == before {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stream still polls after its client left")
+		}
+	}
+}
+
+func TestEventsLimitOpenStreams(t *testing.T) {
+	src := newProgressJobs()
+	src.set("alice", "job-a", progress(job.StatusRunning, 0, 1, 0, 0))
+	src.set("bob", "job-b", progress(job.StatusRunning, 0, 1, 0, 0))
+	env := startServer(t, withProgress(src, func(c *ProgressConfig) { c.MaxStreamsPerAccount = 1 }))
+
+	first := env.openEvents("job-a", keyAlice)
+	first.mustNext()
+
+	resp := env.do("GET", "/v1/jobs/job-a/events", keyAlice, "", nil)
+	if resp.Header.Get("Retry-After") == "" {
+		t.Errorf("429 without Retry-After")
+	}
+	wantStatusBody(t, resp, http.StatusTooManyRequests, codes.ResourceExhausted, true)
+	if other := env.openEvents("job-b", keyBob); other.resp.StatusCode != http.StatusOK {
+		t.Errorf("another account was refused: %d", other.resp.StatusCode)
+	}
+
+	first.cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		again := env.openEvents("job-a", keyAlice)
+		if again.resp.StatusCode == http.StatusOK {
+			return // the slot was given back
+		}
+		again.cancel()
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot of a closed stream was not released: %d", again.resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestEncodeEvent(t *testing.T) {
+	tests := []struct {
+		name  string
+		event string
+		p     job.Progress
+		want  string
+	}{
+		{
+			name: "counts are sent even when zero", event: "progress", p: progress(job.StatusNew, 0, 2, 0, 0),
+			want: "event: progress\ndata: {\"status\":\"JOB_STATUS_NEW\",\"ocrDone\":0,\"ocrTotal\":2,\"llmDone\":0,\"llmTotal\":0}\n\n",
+		},
+		{
+			name: "line breaks in the error stay inside the data line", event: "done",
+			p:    job.Progress{Status: job.StatusFailed, Error: "a\r\nb\n\nevent: x"},
+			want: "event: done\ndata: {\"status\":\"JOB_STATUS_FAILED\",\"ocrDone\":0,\"ocrTotal\":0,\"llmDone\":0,\"llmTotal\":0,\"error\":\"a\\r\\nb\\n\\nevent: x\"}\n\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(encodeEvent(tt.event, tt.p)); got != tt.want {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzEncodeEvent checks that whatever a job's status and error hold, an
+// event is exactly one event line and one data line whose JSON gives the
+// progress back.
+func FuzzEncodeEvent(f *testing.F) {
+	f.Add("JOB_STATUS_RUNNING", "", 1, 3, 0, 0)
+	f.Add("JOB_STATUS_FAILED", "x\n\ndata: {}\r\n", 0, 1, 0, 0)
+	f.Add("\u2028", "\xff\xfe", -1, 1<<40, 7, 9)
+	f.Fuzz(func(t *testing.T, statusText, errText string, ocrDone, ocrTotal, llmDone, llmTotal int) {
+		p := job.Progress{Status: job.Status(statusText), Error: errText,
+			OCRDone: ocrDone, OCRTotal: ocrTotal, LLMDone: llmDone, LLMTotal: llmTotal}
+		frame := string(encodeEvent("progress", p))
+		if strings.ContainsRune(frame, '\r') {
+			t.Fatalf("frame holds a carriage return: %q", frame)
+		}
+		lines := strings.Split(frame, "\n")
+		if len(lines) != 4 || lines[0] != "event: progress" || !strings.HasPrefix(lines[1], "data: ") ||
+			lines[2] != "" || lines[3] != "" {
+			t.Fatalf("not one event: %q", frame)
+		}
+		var got progressEvent
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(lines[1], "data: ")), &got); err != nil {
+			t.Fatalf("data is not JSON: %v: %q", err, lines[1])
+		}
+		want := progressEvent{Status: p.Status, OCRDone: ocrDone, OCRTotal: ocrTotal,
+			LLMDone: llmDone, LLMTotal: llmTotal, Error: errText}
+		if !utf8.ValidString(statusText) || !utf8.ValidString(errText) {
+			// Invalid bytes become U+FFFD; the framing above is what matters.
+			return
+		}
+		if got != want {
+			t.Fatalf("round trip:\n got  %+v\n want %+v", got, want)
+		}
+	})
+}
