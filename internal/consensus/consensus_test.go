@@ -663,23 +663,6 @@ func TestResultJSONIsTheSpecBlock(t *testing.T) {
 	}
 }
 
-func TestCanonicalNumber(t *testing.T) {
-	tests := []struct{ lit, want string }{
-		{"0", "0"}, {"-0", "0"}, {"0.000", "0"}, {"0e99", "0"},
-		{"1", "1e0"}, {"1.0", "1e0"}, {"1e0", "1e0"}, {"10e-1", "1e0"}, {"0.1e1", "1e0"}, {"1E+0", "1e0"},
-		{"100", "1e2"}, {"1.5", "15e-1"}, {"-2.50", "-25e-1"}, {"0.001", "1e-3"},
-		{"12345678901234567890123", "12345678901234567890123e0"},
-		{"1e0000000000000000000000000007", "1e7"},
-		{"1e99999999999999999999", "1e99999999999999999999"},
-		{"1.0e-99999999999999999999", "1e-99999999999999999999"},
-	}
-	for _, tt := range tests {
-		if got := canonicalNumber(tt.lit); got != tt.want {
-			t.Errorf("canonicalNumber(%s) = %s, want %s", tt.lit, got, tt.want)
-		}
-	}
-}
-
 func TestEscapeKey(t *testing.T) {
 	tests := []struct{ key, want string }{
 		{"total", "total"}, {"a.b", `a\.b`}, {`a\b`, `a\\b`}, {`a\.`, `a\\\.`}, {"", `\e`}, {"é.", `é\.`},

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/docjobs/docjobs/internal/jsonnum"
 )
 
 type kind uint8
@@ -229,33 +231,6 @@ func (p *jsonScanner) str() (string, error) {
 	return out, nil
 }
 
-// canonNumber gives equal numbers one spelling: 1, 1.0, 10e-1 and 1E0
-// are all "1e0"; -0 is "0". Exponents too large to add exactly keep
-// their literal, so such a number equals only itself.
-func canonNumber(lit string) string {
-	s, sign := lit, ""
-	if strings.HasPrefix(s, "-") {
-		s, sign = s[1:], "-"
-	}
-	mant, exp := s, 0
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		n, err := strconv.Atoi(s[i+1:])
-		if err != nil || n > 1<<40 || n < -(1<<40) {
-			return "x" + lit
-		}
-		mant, exp = s[:i], n
-	}
-	intPart, frac, _ := strings.Cut(mant, ".")
-	digits := strings.TrimLeft(intPart+frac, "0")
-	exp -= len(frac)
-	trimmed := strings.TrimRight(digits, "0")
-	exp += len(digits) - len(trimmed)
-	if trimmed == "" {
-		return "0"
-	}
-	return sign + trimmed + "e" + strconv.Itoa(exp)
-}
-
 // appendCanon appends a prefix-free canonical encoding of v: equal JSON
 // values (key order and number spelling aside) encode the same, so their
 // hashes are equal.
@@ -270,7 +245,7 @@ func appendCanon(b []byte, v *value) []byte {
 		return append(b, 'f')
 	case kNumber:
 		b = append(b, 'd')
-		b = append(b, canonNumber(v.s)...)
+		b = jsonnum.AppendCanonical(b, v.s)
 		return append(b, ';')
 	case kString:
 		b = append(b, 's')

@@ -442,27 +442,6 @@ func TestJSONLimits(t *testing.T) {
 	})
 }
 
-func TestCanonNumber(t *testing.T) {
-	same := [][]string{
-		{"1", "1.0", "1.000", "10e-1", "0.1e1", "1E0", "1e+0"},
-		{"0", "-0", "0.0", "0e10", "-0.0e-5"},
-		{"-12.5", "-125e-1", "-1.25E1"},
-		{"1200", "1.2e3", "12e2"},
-	}
-	for _, group := range same {
-		for _, n := range group {
-			if canonNumber(n) != canonNumber(group[0]) {
-				t.Errorf("%s canonical %s, %s canonical %s", n, canonNumber(n), group[0], canonNumber(group[0]))
-			}
-		}
-	}
-	for _, pair := range [][2]string{{"1", "-1"}, {"1", "10"}, {"0.1", "1"}, {"1e999999999999999999", "1e999999999999999998"}} {
-		if canonNumber(pair[0]) == canonNumber(pair[1]) {
-			t.Errorf("%s and %s share canonical form %s", pair[0], pair[1], canonNumber(pair[0]))
-		}
-	}
-}
-
 func TestBorders(t *testing.T) {
 	tests := []struct {
 		tail, head string
