@@ -47,13 +47,7 @@ func newVotingVendor(t *testing.T) *votingVendor {
 		case doc == "INVALID1" && n == 1, doc == "INVALID2" && n <= 2, doc == "INVALID3":
 			answer = `{"invoice": "A-1", "total": 1` // cut short, but the vendor says stop
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": answer}}},
-			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-		})
+		writeChat(w, answer, "stop", 100)
 	}))
 	t.Cleanup(v.srv.Close)
 	return v

@@ -47,13 +47,7 @@ func newRecordVendor(t *testing.T) *recordVendor {
 		if strings.Contains(user, "BROKEN") {
 			answer = []byte(`{"records": [{"id": 1,`)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": string(answer)}}},
-			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-		})
+		writeChat(w, string(answer), "stop", 100)
 	}))
 	t.Cleanup(v.srv.Close)
 	return v

@@ -65,16 +65,21 @@ func newChatVendor(t *testing.T) *chatVendor {
 		if strings.Contains(user, "NONCONFORMING") {
 			answer = []byte(`{"records":"not a list"}`)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": finish,
-				"message": map[string]any{"role": "assistant", "content": string(answer)}}},
-			"usage": map[string]any{"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020},
-		})
+		writeChat(w, string(answer), finish, 1000)
 	}))
 	t.Cleanup(v.srv.Close)
 	return v
+}
+
+// writeChat answers an OpenAI chat completions request with content.
+func writeChat(w http.ResponseWriter, content, finish string, promptTokens int) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": finish,
+			"message": map[string]any{"role": "assistant", "content": content}}},
+		"usage": map[string]any{"prompt_tokens": promptTokens, "completion_tokens": 20, "total_tokens": promptTokens + 20},
+	})
 }
 
 // messageText is the text of the first message with the given role.
