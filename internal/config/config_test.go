@@ -30,7 +30,8 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
-	if c.UploadMaxBytes != 20<<20 || c.AllowPrivateURLs || c.JobDeadline != 2*time.Hour || len(c.WebhookRetrySchedule) != 7 {
+	if c.UploadMaxBytes != 20<<20 || c.AllowPrivateURLs || c.JobDeadline != 2*time.Hour || len(c.WebhookRetrySchedule) != 7 ||
+		c.Retention != 0 || c.RecognizeWorkers != 16 {
 		t.Errorf("defaults: %+v", c)
 	}
 }
@@ -43,6 +44,8 @@ func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
 		"DOCJOBS_PROVIDER_3_BASE_URL":    "api.anthropic.com",
 		"DOCJOBS_JOB_DEADLINE":           "-1h",
 		"DOCJOBS_ROLE":                   "janitor",
+		"DOCJOBS_RETENTION":              "-1h",
+		"DOCJOBS_RECOGNIZE_WORKERS":      "0",
 	}
 	for name, value := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -55,6 +58,17 @@ func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
 				t.Fatalf("err = %v, want it to name %s", err, want)
 			}
 		})
+	}
+}
+
+func TestAWebhookRetryScheduleHasAtMostTwentyRetries(t *testing.T) {
+	_, err := Load(env(map[string]string{"DOCJOBS_WEBHOOK_RETRY_SCHEDULE": strings.Repeat("1s,", 20) + "1s"}))
+	if err == nil || !strings.Contains(err.Error(), "at most 20") {
+		t.Fatalf("21 retries: err = %v", err)
+	}
+	c, err := Load(env(map[string]string{"DOCJOBS_RETENTION": "720h"}))
+	if err != nil || c.Retention != 720*time.Hour {
+		t.Fatalf("retention: %v, %v", c.Retention, err)
 	}
 }
 
