@@ -241,3 +241,38 @@ func TestRetentionDeletesFinishedJobsWithTheirFiles(t *testing.T) {
 		t.Errorf("%d OCR rows left", n)
 	}
 }
+
+func TestAReceiverAnswering410GoneEndsTheDeliveryAndItsSecret(t *testing.T) {
+	src := sources(t, map[string]string{"a.txt": txtDoc})
+	rc := newReceiver(t, http.StatusGone)
+	s := startServer(t, "", "DOCJOBS_WEBHOOK_RETRY_SCHEDULE=1s,1s")
+	body := createBody(src + "/a.txt")
+	body["webhookUrl"] = rc.srv.URL + "/hook"
+	body["webhookSecret"] = "a plain secret"
+	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, body)["id"].(string)
+	rc.wait(t, time.Minute)
+	var w map[string]any
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if w, _ = s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id, keyA, nil)["webhook"].(map[string]any); w["state"] == "failed" {
+			break
+		}
+	}
+	if w["state"] != "failed" || w["attempts"] != float64(1) || w["lastStatus"] != float64(410) {
+		t.Errorf("webhook summary = %v, want failed after one 410", w)
+	}
+	if n := rowCount(t, "", s.dataDir, `SELECT COUNT(*) FROM job_secrets WHERE job_id = ?`, id); n != 0 {
+		t.Errorf("%d sealed secrets left after the delivery was given up", n)
+	}
+	time.Sleep(1500 * time.Millisecond) // past the first retry's time
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.seen) != 1 {
+		t.Errorf("%d deliveries after a 410, want 1", len(rc.seen))
+	}
+	mac := hmac.New(sha256.New, []byte("a plain secret"))
+	d := rc.seen[0]
+	mac.Write([]byte(d.id + "." + d.timestamp + "." + string(d.body)))
+	if want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)); d.signature != want {
+		t.Errorf("signature with a plain secret %q, want %q", d.signature, want)
+	}
+}
