@@ -55,7 +55,8 @@ func EncodingForModel(model string) string {
 }
 
 // encodingCache holds each encoding once per process. Loading o200k_base
-// from the embedded BPE file costs ~176 ms and ~28 MB (DESIGN §2), so it
+// from the embedded BPE file costs ~55 ms and ~9 MB of heap (measured
+// 2026-11-23; ~176 ms and ~28 MB through tiktoken-go, DESIGN §2), so it
 // must not happen per job or per chunk; this is the one package-level
 // state, one sync.Once per encoding, filled on first use (no init()).
 // The loader is set inside each Once because tiktoken-go's default loader
@@ -68,22 +69,49 @@ var encodingCache = map[string]*encodingSlot{
 
 type encodingSlot struct {
 	once sync.Once
-	enc  *tiktoken.Tiktoken
+	enc  *encoder
 	err  error
+}
+
+// encoder counts with one encoding. o200k_base and cl100k_base use the
+// hand-written pre-tokenizers of pretokenize.go over the encoding's ranks,
+// because tiktoken-go spends over 90% of its time in regexp2 matching the
+// split pattern; p50k_base (legacy models, rarely used) stays on
+// tiktoken-go. Both give tiktoken-go's counts exactly (see
+// FuzzCountMatchesTiktoken).
+type encoder struct {
+	fast *bpeCounter        // o200k_base, cl100k_base
+	tk   *tiktoken.Tiktoken // p50k_base
+}
+
+func (e *encoder) count(s string) int {
+	if e.fast != nil {
+		return e.fast.count(s)
+	}
+	return len(e.tk.EncodeOrdinary(s))
+}
+
+// bpeFiles names the embedded rank files of the encodings counted without
+// tiktoken-go; the offline loader looks them up by base name.
+var bpeFiles = map[string]struct {
+	file string
+	next func(string, int) int
+}{
+	EncodingO200K:  {"o200k_base.tiktoken", nextO200K},
+	EncodingCL100K: {"cl100k_base.tiktoken", nextCL100K},
 }
 
 // loaderOnce sets tiktoken-go's process-wide BPE loader to the offline one
 // exactly once, before any encoding is loaded.
 var loaderOnce sync.Once
 
-func loadEncoding(name string) (*tiktoken.Tiktoken, error) {
+func loadEncoding(name string) (*encoder, error) {
 	slot, ok := encodingCache[name]
 	if !ok {
 		return nil, fmt.Errorf("chunk: unknown encoding %q", name)
 	}
 	slot.once.Do(func() {
-		loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader()) })
-		slot.enc, slot.err = tiktoken.GetEncoding(name)
+		slot.enc, slot.err = newEncoder(name)
 		if slot.err != nil {
 			slot.err = fmt.Errorf("chunk: load encoding %s: %w", name, slot.err)
 		}
@@ -91,16 +119,37 @@ func loadEncoding(name string) (*tiktoken.Tiktoken, error) {
 	return slot.enc, slot.err
 }
 
+func newEncoder(name string) (*encoder, error) {
+	if f, ok := bpeFiles[name]; ok {
+		ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe(f.file)
+		if err != nil {
+			return nil, err
+		}
+		return &encoder{fast: newBPECounter(ranks, f.next)}, nil
+	}
+	tk, err := loadTiktoken(name)
+	if err != nil {
+		return nil, err
+	}
+	return &encoder{tk: tk}, nil
+}
+
+// loadTiktoken loads name through tiktoken-go with the offline loader.
+func loadTiktoken(name string) (*tiktoken.Tiktoken, error) {
+	loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader()) })
+	return tiktoken.GetEncoding(name)
+}
+
 // Counter counts tokens exactly as the model family's tokenizer does.
 // It is safe for concurrent use; create one per model family and keep it
 // (the encoding behind it is loaded once per process).
 type Counter struct {
 	encoding string
-	enc      *tiktoken.Tiktoken
+	enc      *encoder
 }
 
 // NewCounter returns a Counter for model's encoding (see EncodingForModel).
-// The first call for an encoding loads it (~176 ms for o200k_base); later
+// The first call for an encoding loads it (~55 ms for o200k_base); later
 // calls share it.
 func NewCounter(model string) (*Counter, error) {
 	name := EncodingForModel(model)
@@ -118,7 +167,7 @@ func (c *Counter) Count(s string) int {
 	if s == "" {
 		return 0
 	}
-	return len(c.enc.EncodeOrdinary(s))
+	return c.enc.count(s)
 }
 
 // Encoding names the encoding this Counter uses.
