@@ -79,10 +79,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// BEGIN IMMEDIATE: a write transaction takes the write lock at its start,
 	// so two transactions never deadlock upgrading read locks.
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", cfg.Path+"?"+q.Encode())
+	connector, err := sqlite.NewConnector(cfg.Path + "?" + q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
+	db := sql.OpenDB(cachingConnector{connector})
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)

@@ -34,9 +34,9 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 		now := s.nowUTC()
 		n, err := s.exec(ctx, q, `UPDATE ocr_rows SET file = ?, status = ?, content = ?, output_format = ?,
 			model = ?, request = ?, raw_data = ?, error = ?, duration_ns = ?, updated = ?
-			WHERE job_id = ? AND file_index = ? AND status = ?`,
+			WHERE job_id = ? AND file_index = ? AND `+isPending,
 			r.File, string(r.Status), r.Content, r.OutputFormat, r.Model, r.Request, r.RawData, r.Error,
-			int64(r.Duration), s.ts(now), r.JobID, r.FileIndex, string(job.RowPending))
+			int64(r.Duration), s.ts(now), r.JobID, r.FileIndex)
 		if err != nil {
 			return fmt.Errorf("update ocr row: %w", err)
 		}
@@ -218,10 +218,10 @@ func (s *Store[TTx]) FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, 
 		n, err := s.exec(ctx, q, `UPDATE llm_rows SET status = ?, content = ?, model = ?, request = ?, raw_data = ?,
 			error = ?, duration_ns = ?, schema_valid = ?, schema_errors = ?, consensus = ?, input_tokens = ?,
 			output_tokens = ?, updated = ?
-			WHERE job_id = ? AND file_index = ? AND prompt_index = ? AND chunk_index = ? AND status = ?`,
+			WHERE job_id = ? AND file_index = ? AND prompt_index = ? AND chunk_index = ? AND `+isPending,
 			string(r.Status), r.Content, r.Model, r.Request, r.RawData, r.Error, int64(r.Duration),
 			nullBool(r.SchemaValid), schemaErrors, nullJSON(r.Consensus), r.InputTokens, r.OutputTokens,
-			s.ts(s.nowUTC()), r.JobID, r.FileIndex, r.PromptIndex, r.ChunkIndex, string(job.RowPending))
+			s.ts(s.nowUTC()), r.JobID, r.FileIndex, r.PromptIndex, r.ChunkIndex)
 		if err != nil {
 			return fmt.Errorf("update model row: %w", err)
 		}

@@ -344,8 +344,8 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 // failPendingRows ends a job's PENDING OCR and model rows as FAILED.
 func (s *Store[TTx]) failPendingRows(ctx context.Context, q Querier, jobID, errText string, now time.Time) error {
 	for _, table := range []string{"ocr_rows", "llm_rows"} {
-		_, err := s.exec(ctx, q, `UPDATE `+table+` SET status = ?, error = ?, updated = ? WHERE job_id = ? AND status = ?`,
-			string(job.RowFailed), errText, s.ts(now), jobID, string(job.RowPending))
+		_, err := s.exec(ctx, q, `UPDATE `+table+` SET status = ?, error = ?, updated = ? WHERE job_id = ? AND `+isPending,
+			string(job.RowFailed), errText, s.ts(now), jobID)
 		if err != nil {
 			return fmt.Errorf("fail pending %s: %w", table, err)
 		}
