@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,13 +70,16 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 	}
 	defer os.RemoveAll(dir)
 
+	var tl benchTimeline
 	provider, err := listenLocal(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
+		tl.mark(&tl.firstCall, &tl.lastCall)
 		select {
 		case <-time.After(o.latency):
 		case <-r.Context().Done():
 			return
 		}
+		defer tl.mark(nil, &tl.lastAnswer)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"id":"b","object":"chat.completion","created":1,"model":"bench",`+
 			`"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"{\"ok\":true}"}}],`+
@@ -85,6 +90,7 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 	}
 	doc := benchDocument(o.chunks)
 	sources, err := listenLocal(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		tl.mark(&tl.firstFetch, &tl.lastFetch)
 		_, _ = io.WriteString(w, doc)
 	}))
 	if err != nil {
@@ -128,6 +134,7 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 		"ocr":    map[string]any{"provider": "NEURAL_CLIENT_TYPE_PROVIDER_2", "model": "gpt-4o-mini", "providerKey": "bench"},
 	})
 	var walls []time.Duration
+	var phases []benchPhases
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -141,10 +148,12 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 	}
 	start := time.Now()
 	for range o.jobs {
+		created := tl.reset()
 		wall, rows, err := benchJob(ctx, base, key, body)
 		if err != nil {
 			return err
 		}
+		phases = append(phases, tl.phases(created, wall))
 		if rows != o.files*o.chunks {
 			fmt.Fprintf(env.stdout, "note: the job made %d model rows, not %d\n", rows, o.files*o.chunks)
 		}
@@ -163,7 +172,69 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 	fmt.Fprintf(env.stdout, "wall ÷ critical-path provider time: median %.2f (best %.2f)\n",
 		float64(median)/float64(o.latency), float64(walls[0])/float64(o.latency))
 	fmt.Fprintf(env.stdout, "jobs/s: %.2f\n", float64(o.jobs)/total.Seconds())
+	printPhases(env.stdout, phases)
 	return nil
+}
+
+// benchTimeline records, for the job being measured, when the source
+// server and the provider saw their first and last requests, so the
+// overhead can be split into the stage it comes from.
+type benchTimeline struct {
+	mu                                                     sync.Mutex
+	created                                                time.Time
+	firstFetch, lastFetch, firstCall, lastCall, lastAnswer time.Time
+}
+
+func (t *benchTimeline) reset() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.created = time.Now()
+	t.firstFetch, t.lastFetch, t.firstCall, t.lastCall, t.lastAnswer = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return t.created
+}
+
+// mark sets *first if it is unset and *last always.
+func (t *benchTimeline) mark(first, last *time.Time) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if first != nil && first.IsZero() {
+		*first = now
+	}
+	*last = now
+}
+
+// benchPhases split one job's wall time: create → last source fetched,
+// → first provider call (recognize, chunk, insert rows, hand-off),
+// first → last provider call (the spread of call starts), and last
+// answer → COMPLETE seen by the client (store answers, finalize, poll).
+type benchPhases struct{ fetch, toFirstCall, callSpread, afterLastAnswer time.Duration }
+
+func (t *benchTimeline) phases(created time.Time, wall time.Duration) benchPhases {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return benchPhases{
+		fetch:           t.lastFetch.Sub(created),
+		toFirstCall:     t.firstCall.Sub(t.lastFetch),
+		callSpread:      t.lastCall.Sub(t.firstCall),
+		afterLastAnswer: created.Add(wall).Sub(t.lastAnswer),
+	}
+}
+
+func printPhases(w io.Writer, ps []benchPhases) {
+	median := func(get func(benchPhases) time.Duration) time.Duration {
+		ds := make([]time.Duration, len(ps))
+		for i, p := range ps {
+			ds[i] = get(p)
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2].Round(100 * time.Microsecond)
+	}
+	fmt.Fprintf(w, "medians: create→sources fetched %s, →first provider call %s, call-start spread %s, last answer→complete seen %s\n",
+		median(func(p benchPhases) time.Duration { return p.fetch }),
+		median(func(p benchPhases) time.Duration { return p.toFirstCall }),
+		median(func(p benchPhases) time.Duration { return p.callSpread }),
+		median(func(p benchPhases) time.Duration { return p.afterLastAnswer }))
 }
 
 // benchBudget and the paragraph size make each chunk one new paragraph
