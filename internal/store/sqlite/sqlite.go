@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
 	sqlite "modernc.org/sqlite"
@@ -49,7 +50,7 @@ type Config struct {
 // Store is store.Store on SQLite.
 type Store struct {
 	*sqlstore.Store[*sql.Tx]
-	db *sql.DB
+	db, read *sql.DB
 }
 
 // Open opens (creating if needed) and migrates the database at cfg.Path.
@@ -69,6 +70,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	// Readers: WAL lets them run beside the writer, on their own
+	// connections, seeing every commit made before they start.
+	rq := url.Values{}
+	rq.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	rq.Add("_pragma", "query_only(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	// NORMAL is durable against process crashes in WAL mode; only a power
 	// loss can drop the last commits.
@@ -88,20 +94,35 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-
-	s, err := newStore(db, cfg.Logger)
+	readConnector, err := sqlite.NewConnector(cfg.Path + "?" + rq.Encode())
 	if err != nil {
 		_ = db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	read := sql.OpenDB(cachingConnector{readConnector})
+	read.SetMaxOpenConns(readConns)
+	read.SetMaxIdleConns(readConns)
+	read.SetConnMaxIdleTime(0)
+
+	s, err := newStore(db, read, cfg.Logger)
+	if err != nil {
+		_ = db.Close()
+		_ = read.Close()
 		return nil, err
 	}
 	if err := s.Migrate(ctx); err != nil {
-		_ = db.Close()
+		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", cfg.Path, err)
 	}
 	return s, nil
 }
 
-func newStore(db *sql.DB, logger *slog.Logger) (*Store, error) {
+// readConns is the size of the read-only pool. Reads outside a transaction
+// (job and row lookups, the API's GETs) run there, so they no longer queue
+// behind the one writer connection (docs/benchmarks.md).
+const readConns = 4
+
+func newStore(db, read *sql.DB, logger *slog.Logger) (*Store, error) {
 	migrations, err := fs.Sub(migrationFS, "migrations")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: migrations: %w", err)
@@ -121,11 +142,11 @@ func newStore(db *sql.DB, logger *slog.Logger) (*Store, error) {
 		},
 		Migrations: migrations,
 		Logger:     logger,
-	}, &backend{db: db}, pollOnlyDriver{riversqlite.New(db)})
+	}, &backend{db: db, read: read}, pollOnlyDriver{Driver: riversqlite.New(db), read: read})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	return &Store{Store: core, db: db}, nil
+	return &Store{Store: core, db: db, read: read}, nil
 }
 
 func isUniqueViolation(err error) bool {
@@ -143,15 +164,29 @@ func isUniqueViolation(err error) bool {
 // process: after each commit that inserted River jobs the store wakes its
 // own producers instead (sqlstore's wake), which River does at once only
 // for drivers without a listener. Measured in docs/decisions.md.
-type pollOnlyDriver struct{ *riversqlite.Driver }
+//
+// Its executor also skips River's redundant completion of jobs the store
+// already completed in their own transaction (completer.go).
+type pollOnlyDriver struct {
+	*riversqlite.Driver
+	read *sql.DB
+}
+
+func (d pollOnlyDriver) GetExecutor() riverdriver.Executor {
+	return skipFinishedExecutor{Executor: d.Driver.GetExecutor(), read: d.read}
+}
 
 func (pollOnlyDriver) SupportsListener() bool     { return false }
 func (pollOnlyDriver) SupportsListenNotify() bool { return false }
 
-// backend adapts database/sql to sqlstore.Backend.
-type backend struct{ db *sql.DB }
+// backend adapts database/sql to sqlstore.Backend: db is the one writer
+// connection, read the read-only pool.
+type backend struct{ db, read *sql.DB }
 
-func (b *backend) DB() sqlstore.Querier { return querier{b.db} }
+// DB sends SELECTs to the read pool and every other statement to the writer.
+func (b *backend) DB() sqlstore.Querier {
+	return poolQuerier{write: querier{b.db}, read: querier{b.read}}
+}
 
 func (b *backend) Begin(ctx context.Context) (*sql.Tx, error) { return b.db.BeginTx(ctx, nil) }
 
@@ -171,7 +206,7 @@ func (b *backend) CompleteRiverJob(ctx context.Context, tx *sql.Tx, row *riverty
 
 func (b *backend) Ping(ctx context.Context) error { return b.db.PingContext(ctx) }
 
-func (b *backend) Close() error { return b.db.Close() }
+func (b *backend) Close() error { return errors.Join(b.read.Close(), b.db.Close()) }
 
 // completeArgs lets JobCompleteTx complete a River job of any kind: it only
 // needs the row, and decoding the row's args into an empty struct ignores them.
@@ -201,6 +236,27 @@ func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore
 		return nil, err
 	}
 	return sqlRows{rows}, nil
+}
+
+// poolQuerier routes statements outside a transaction by what they do.
+type poolQuerier struct{ write, read querier }
+
+func (p poolQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return p.write.Exec(ctx, query, args...)
+}
+
+func (p poolQuerier) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	if isSelect(query) {
+		return p.read.Query(ctx, query, args...)
+	}
+	return p.write.Query(ctx, query, args...) // UPDATE … RETURNING and the like
+}
+
+// isSelect reports whether query starts with SELECT; a read-only
+// connection refuses anything else, so a wrong guess fails loudly.
+func isSelect(query string) bool {
+	q := strings.TrimLeft(query, " \t\r\n(")
+	return len(q) >= 6 && strings.EqualFold(q[:6], "SELECT")
 }
 
 type sqlRows struct{ *sql.Rows }
