@@ -157,14 +157,24 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 // was deleted or has ended meanwhile must not change: then it only completes
 // riverJob and returns a nil job.
 func (s *Store[TTx]) lockLiveJob(ctx context.Context, tx TTx, q Querier, jobID string, riverJob *rivertype.JobRow) (*job.Job, error) {
+	j, err := s.lockJobIfLive(ctx, q, jobID)
+	if err != nil || j != nil {
+		return j, err
+	}
+	return nil, s.backend.CompleteRiverJob(ctx, tx, riverJob)
+}
+
+// lockJobIfLive locks the job row for the rest of the transaction and
+// returns the job, or nil when it was deleted or has ended.
+func (s *Store[TTx]) lockJobIfLive(ctx context.Context, q Querier, jobID string) (*job.Job, error) {
 	j, err := s.getJob(ctx, q, "", jobID, true)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, s.backend.CompleteRiverJob(ctx, tx, riverJob)
+		return nil, nil
 	case err != nil:
 		return nil, err
 	case j.Status.Terminal():
-		return nil, s.backend.CompleteRiverJob(ctx, tx, riverJob)
+		return nil, nil
 	}
 	return j, nil
 }
@@ -191,58 +201,4 @@ func (s *Store[TTx]) ModelInput(ctx context.Context, jobID string, fileIndex, pr
 	}
 	r.JobID, r.FileIndex, r.PromptIndex, r.ChunkIndex, r.Status = jobID, fileIndex, promptIndex, chunkIndex, job.RowStatus(status)
 	return j, r, nil
-}
-
-// FinishLLM writes a terminal model row if it is still PENDING and, when no
-// row of the job is left pending, inserts d.EnqueueWhenLast; riverJob is
-// completed in the same transaction either way.
-func (s *Store[TTx]) FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, d store.LLMDone) (bool, error) {
-	r := d.Row
-	if !r.Status.Terminal() {
-		return false, fmt.Errorf("finish model row of job %s: status %q is not terminal", r.JobID, r.Status)
-	}
-	schemaErrors, err := jsonText(r.SchemaErrors)
-	if err != nil {
-		return false, err
-	}
-	var (
-		applied bool
-		woken   []string
-	)
-	err = s.inTx(ctx, func(tx TTx, q Querier) error {
-		applied, woken = false, nil
-		j, err := s.lockLiveJob(ctx, tx, q, r.JobID, riverJob)
-		if err != nil || j == nil {
-			return err
-		}
-		n, err := s.exec(ctx, q, `UPDATE llm_rows SET status = ?, content = ?, model = ?, request = ?, raw_data = ?,
-			error = ?, duration_ns = ?, schema_valid = ?, schema_errors = ?, consensus = ?, input_tokens = ?,
-			output_tokens = ?, updated = ?
-			WHERE job_id = ? AND file_index = ? AND prompt_index = ? AND chunk_index = ? AND `+isPending,
-			string(r.Status), r.Content, r.Model, r.Request, r.RawData, r.Error, int64(r.Duration),
-			nullBool(r.SchemaValid), schemaErrors, nullJSON(r.Consensus), r.InputTokens, r.OutputTokens,
-			s.ts(s.nowUTC()), r.JobID, r.FileIndex, r.PromptIndex, r.ChunkIndex)
-		if err != nil {
-			return fmt.Errorf("update model row: %w", err)
-		}
-		if n == 0 {
-			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
-		}
-		applied = true
-		pending, err := s.anyPending(ctx, q, r.JobID)
-		if err != nil {
-			return err
-		}
-		if !pending {
-			if err := s.insertRiverJobs(ctx, tx, d.EnqueueWhenLast, &woken); err != nil {
-				return err
-			}
-		}
-		return s.backend.CompleteRiverJob(ctx, tx, riverJob)
-	})
-	if err != nil {
-		return false, fmt.Errorf("finish model row %d/%d of job %s: %w", r.FileIndex, r.ChunkIndex, r.JobID, err)
-	}
-	s.wake(ctx, woken)
-	return applied, nil
 }

@@ -110,6 +110,8 @@ type Store[TTx any] struct {
 	// waker is set while Work runs on a driver without LISTEN/NOTIFY.
 	waker atomic.Pointer[waker[TTx]]
 	now   func() time.Time
+	// llmGroups groups concurrent FinishLLM calls per job (finishllm.go).
+	llmGroups llmGroups
 }
 
 var _ store.Store = (*Store[any])(nil)

@@ -2,8 +2,10 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -59,5 +61,87 @@ func testFinishLLMFansInOnceAndKeepsInputsApart(t *testing.T, s Store) {
 		equal(t, "row answer", r.Content, `{"echo":"chunk `+string(rune('A'+i))+`"}`)
 		equal(t, "tokens", [2]int64{r.InputTokens, r.OutputTokens}, [2]int64{100, 7})
 		equal(t, "input is not part of the result", r.Input, "")
+	}
+}
+
+// testFinishLLMBurst finishes a file's model rows all at once, as a job's
+// answers arrive: FinishLLM groups them into shared transactions. Every row
+// must be applied once and finalize enqueued once; a member whose River job
+// cannot be completed fails alone, not the rows grouped with it.
+func testFinishLLMBurst(t *testing.T, s Store) {
+	const n = 8 // the harness's MaxWorkers: all of them finish at once
+	const refused = 3
+	h := newHarness(t, s, "")
+	j := newJob("acct", 1)
+	ocr := doneRow(j, 0, "text")
+	var (
+		rows    []job.LLMRow
+		enqueue []river.InsertManyParams
+	)
+	for i := range n {
+		rows = append(rows, job.LLMRow{JobID: j.ID, FileIndex: 0, File: ocr.File, ChunkIndex: i, ChunkTotal: n,
+			Status: job.RowPending, Model: "m", Input: fmt.Sprint("chunk ", i)})
+		enqueue = append(enqueue, step(fmt.Sprint("llm", i)))
+	}
+	h.on("ocr", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		_, err := s.FinishOCR(ctx, rj.JobRow, store.OCRDone{Row: ocr, LLM: rows, EnqueueNow: enqueue})
+		return err
+	})
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	for i := range n {
+		h.on(fmt.Sprint("llm", i), func(ctx context.Context, rj *river.Job[stepArgs]) error {
+			_, row, err := s.ModelInput(ctx, j.ID, 0, 0, i)
+			if err != nil {
+				return err
+			}
+			riverRow := rj.JobRow
+			if rj.Attempt == 1 {
+				arrived.Done()
+				select {
+				case <-all:
+				case <-time.After(5 * time.Second): // River ran them one by one; still correct
+				}
+				if i == refused {
+					// A River job that is not running cannot be completed.
+					copied := *rj.JobRow
+					copied.State = rivertype.JobStateAvailable
+					riverRow = &copied
+				}
+			}
+			row.Status, row.Content = job.RowDone, fmt.Sprintf(`{"i":%d}`, i)
+			ok, err := s.FinishLLM(ctx, riverRow, store.LLMDone{Row: row,
+				EnqueueWhenLast: []river.InsertManyParams{parked("finalize")}})
+			if err == nil && !ok {
+				err = fmt.Errorf("row %d: applied = false", i)
+			}
+			return err
+		})
+	}
+	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("ocr")}})
+	runs := h.wait(1 + n + 1) // ocr, n model rows, the refused row's retry
+	failed := 0
+	for _, r := range runs {
+		switch {
+		case r.Step == fmt.Sprint("llm", refused) && r.Attempt == 1:
+			if r.Err == nil {
+				t.Errorf("the refused row's first finish succeeded")
+			}
+			failed++
+		case r.Err != nil:
+			t.Errorf("step %s attempt %d: %v", r.Step, r.Attempt, r.Err)
+		default:
+			equal(t, "River job of "+r.Step, riverState(t, s, r.JobID), rivertype.JobStateCompleted)
+		}
+	}
+	equal(t, "refused finishes", failed, 1)
+	equal(t, "finalize inserted once, by the last model row", parkedNotes(t, s), []string{"finalize"})
+	res := getResult(t, s, j.ID)
+	equal(t, "model rows", len(res.LLM), n)
+	for _, r := range res.LLM {
+		equal(t, fmt.Sprint("row ", r.ChunkIndex), r.Status, job.RowDone)
+		equal(t, fmt.Sprint("row ", r.ChunkIndex, " answer"), r.Content, fmt.Sprintf(`{"i":%d}`, r.ChunkIndex))
 	}
 }
