@@ -69,10 +69,8 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 			filesJSON, string(status), s.ts(now), r.JobID); err != nil {
 			return fmt.Errorf("update job: %w", err)
 		}
-		for _, l := range d.LLM {
-			if err := s.insertLLMRow(ctx, q, l, now); err != nil {
-				return err
-			}
+		if err := s.insertLLMRows(ctx, q, d.LLM, now); err != nil {
+			return err
 		}
 		if err := s.insertRiverJobs(ctx, tx, d.EnqueueNow, &woken); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/docjobs/docjobs/internal/job"
@@ -136,19 +137,24 @@ func (s *Store[TTx]) finishLLMTx(group []*llmFinish) error {
 		if err != nil {
 			return err
 		}
-		var whenLast []river.InsertManyParams
-		for _, m := range group {
-			if j != nil {
-				if m.applied, err = s.updateLLMRow(ctx, q, m.done.Row); err != nil {
-					return err
-				}
-				if len(whenLast) == 0 {
-					whenLast = m.done.EnqueueWhenLast
-				}
+		var (
+			whenLast  []river.InsertManyParams
+			riverJobs = make([]*rivertype.JobRow, len(group))
+		)
+		for i, m := range group {
+			riverJobs[i] = m.riverJob
+			if j == nil {
+				continue
 			}
-			if err := s.backend.CompleteRiverJob(context.WithoutCancel(m.ctx), tx, m.riverJob); err != nil {
+			if m.applied, err = s.updateLLMRow(ctx, q, m.done.Row); err != nil {
 				return err
 			}
+			if len(whenLast) == 0 {
+				whenLast = m.done.EnqueueWhenLast
+			}
+		}
+		if err := s.completeRiverJobs(ctx, tx, riverJobs); err != nil {
+			return err
 		}
 		if j == nil || len(whenLast) == 0 {
 			return nil
@@ -187,4 +193,38 @@ func (s *Store[TTx]) updateLLMRow(ctx context.Context, q Querier, r job.LLMRow) 
 		return false, fmt.Errorf("update model row: %w", err)
 	}
 	return n > 0, nil
+}
+
+// completeRiverJobs marks running River jobs completed inside tx in one
+// statement: what river.JobCompleteTx does for one job, through the same
+// driver call River's own completer batches with. One JobCompleteTx per
+// member cost a round trip each while the group held the job row's lock.
+func (s *Store[TTx]) completeRiverJobs(ctx context.Context, tx TTx, rows []*rivertype.JobRow) error {
+	if len(rows) == 1 {
+		return s.backend.CompleteRiverJob(ctx, tx, rows[0])
+	}
+	now := s.nowUTC()
+	p := &riverdriver.JobSetStateIfRunningManyParams{Schema: s.schema}
+	for _, r := range rows {
+		if r.State != rivertype.JobStateRunning {
+			return fmt.Errorf("complete river job %d: job must be running", r.ID)
+		}
+		c := riverdriver.JobSetStateCompleted(r.ID, now, nil)
+		p.ID = append(p.ID, c.ID)
+		p.Attempt = append(p.Attempt, c.Attempt)
+		p.ErrData = append(p.ErrData, c.ErrData)
+		p.FinalizedAt = append(p.FinalizedAt, c.FinalizedAt)
+		p.MetadataDoMerge = append(p.MetadataDoMerge, c.MetadataDoMerge)
+		p.MetadataUpdates = append(p.MetadataUpdates, c.MetadataUpdates)
+		p.ScheduledAt = append(p.ScheduledAt, c.ScheduledAt)
+		p.State = append(p.State, c.State)
+	}
+	done, err := s.driver.UnwrapExecutor(tx).JobSetStateIfRunningMany(ctx, p)
+	if err != nil {
+		return fmt.Errorf("complete %d river jobs: %w", len(rows), err)
+	}
+	if len(done) != len(rows) {
+		return fmt.Errorf("complete %d river jobs: %d found: %w", len(rows), len(done), rivertype.ErrNotFound)
+	}
+	return nil
 }

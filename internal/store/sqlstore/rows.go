@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
@@ -79,27 +80,44 @@ func (s *Store[TTx]) llmRows(ctx context.Context, q Querier, jobID string) ([]jo
 	return out, nil
 }
 
-// insertLLMRow inserts a model row; zero timestamps become now.
-func (s *Store[TTx]) insertLLMRow(ctx context.Context, q Querier, r job.LLMRow, now time.Time) error {
-	if r.Created.IsZero() {
-		r.Created = now
-	}
-	if r.Updated.IsZero() {
-		r.Updated = now
-	}
-	if r.Status == "" {
-		r.Status = job.RowPending
-	}
-	schemaErrors, err := jsonText(r.SchemaErrors)
-	if err != nil {
-		return err
-	}
-	_, err = s.exec(ctx, q, `INSERT INTO llm_rows (`+llmColumns+`, input) VALUES (`+placeholders(23)+`)`,
-		r.JobID, r.FileIndex, r.PromptIndex, r.ChunkIndex, r.ChunkTotal, r.File, string(r.Status), r.SkipReason,
-		r.Content, r.Model, r.Request, r.RawData, r.Error, int64(r.Duration), nullBool(r.SchemaValid),
-		schemaErrors, nullJSON(r.Consensus), s.ts(r.Created), s.ts(r.Updated), r.InputTokens, r.OutputTokens, r.Overlap, r.Input)
-	if err != nil {
-		return fmt.Errorf("insert model row %d/%d/%d: %w", r.FileIndex, r.PromptIndex, r.ChunkIndex, err)
+// llmInsertBatch is how many model rows one INSERT writes: a file's chunks
+// go in a few statements instead of one round trip each, inside the
+// transaction that holds the job row's lock. 32 rows of 23 values stay
+// far below SQLite's and PostgreSQL's parameter limits.
+const llmInsertBatch = 32
+
+// insertLLMRows inserts rows, PENDING unless they say otherwise.
+func (s *Store[TTx]) insertLLMRows(ctx context.Context, q Querier, rows []job.LLMRow, now time.Time) error {
+	const columns = 23
+	for len(rows) > 0 {
+		batch := rows[:min(len(rows), llmInsertBatch)]
+		rows = rows[len(batch):]
+		values := make([]string, len(batch))
+		args := make([]any, 0, columns*len(batch))
+		for i, r := range batch {
+			if r.Created.IsZero() {
+				r.Created = now
+			}
+			if r.Updated.IsZero() {
+				r.Updated = now
+			}
+			if r.Status == "" {
+				r.Status = job.RowPending
+			}
+			schemaErrors, err := jsonText(r.SchemaErrors)
+			if err != nil {
+				return err
+			}
+			values[i] = "(" + placeholders(columns) + ")"
+			args = append(args, r.JobID, r.FileIndex, r.PromptIndex, r.ChunkIndex, r.ChunkTotal, r.File, string(r.Status),
+				r.SkipReason, r.Content, r.Model, r.Request, r.RawData, r.Error, int64(r.Duration), nullBool(r.SchemaValid),
+				schemaErrors, nullJSON(r.Consensus), s.ts(r.Created), s.ts(r.Updated), r.InputTokens, r.OutputTokens,
+				r.Overlap, r.Input)
+		}
+		if _, err := s.exec(ctx, q, `INSERT INTO llm_rows (`+llmColumns+`, input) VALUES `+strings.Join(values, ", "), args...); err != nil {
+			first := batch[0]
+			return fmt.Errorf("insert model rows %d/%d/%d…: %w", first.FileIndex, first.PromptIndex, first.ChunkIndex, err)
+		}
 	}
 	return nil
 }

@@ -145,3 +145,34 @@ func testFinishLLMBurst(t *testing.T, s Store) {
 		equal(t, fmt.Sprint("row ", r.ChunkIndex, " answer"), r.Content, fmt.Sprintf(`{"i":%d}`, r.ChunkIndex))
 	}
 }
+
+// testFinishOCRManyChunks stores a file's model rows in several INSERTs
+// (more rows than one statement carries); none may be lost or misplaced.
+func testFinishOCRManyChunks(t *testing.T, s Store) {
+	const n = 77
+	h := newHarness(t, s, "")
+	j := newJob("acct", 1)
+	ocr := doneRow(j, 0, "text")
+	rows := make([]job.LLMRow, n)
+	for i := range rows {
+		rows[i] = job.LLMRow{JobID: j.ID, FileIndex: 0, File: ocr.File, ChunkIndex: i, ChunkTotal: n,
+			Status: job.RowPending, Model: "m", Input: fmt.Sprint("chunk ", i), Overlap: fmt.Sprint("overlap ", i)}
+	}
+	h.on("ocr", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		_, err := s.FinishOCR(ctx, rj.JobRow, store.OCRDone{Row: ocr, LLM: rows})
+		return err
+	})
+	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("ocr")}})
+	h.waitOne()
+	res := getResult(t, s, j.ID)
+	equal(t, "model rows", len(res.LLM), n)
+	for i, r := range res.LLM {
+		equal(t, fmt.Sprint("row ", i, " chunk"), [2]int{r.ChunkIndex, r.ChunkTotal}, [2]int{i, n})
+		equal(t, fmt.Sprint("row ", i, " status"), r.Status, job.RowPending)
+	}
+	for _, i := range []int{0, 31, 32, 63, 64, n - 1} {
+		_, r, err := s.ModelInput(ctx(t), j.ID, 0, 0, i)
+		noErr(t, "ModelInput", err)
+		equal(t, fmt.Sprint("input of row ", i), r.Input, fmt.Sprint("chunk ", i))
+	}
+}
