@@ -90,8 +90,12 @@ func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	core, err := sqlstore.New(sqlstore.Config{
 		Dialect: sqlstore.Dialect{
-			NumberedParams:    true,
-			ForUpdate:         ` FOR UPDATE`,
+			NumberedParams: true,
+			// NO KEY UPDATE: the job row's key never changes, and unlike
+			// FOR UPDATE it does not wait on the KEY SHARE locks that a
+			// FinishOCR's inserts of rows referencing the job take before
+			// it locks the job (two such finishes would deadlock).
+			ForUpdate:         ` FOR NO KEY UPDATE`,
 			IsUniqueViolation: isUniqueViolation,
 			Time:              func(t time.Time) any { return t },
 			LastAttemptedBy:   `attempted_by[array_upper(attempted_by, 1)]`,

@@ -12,9 +12,13 @@ import (
 )
 
 // FinishOCR records a file's terminal recognition row and what follows from
-// it, and completes riverJob, in one transaction. The job row is locked
-// first, so concurrent finishes of one job's files serialize: exactly one of
-// them sees no pending row left and inserts d.EnqueueWhenLast.
+// it, and completes riverJob, in one transaction. The file's new rows (its
+// stored file, model rows and their River jobs) are inserted before the job
+// row is locked, so the files of a job insert in parallel and hold the lock
+// only to update; the lock then serializes concurrent finishes: exactly one
+// of them sees no pending row left and inserts d.EnqueueWhenLast. If the job
+// ended, or another attempt finished the file, meanwhile, the transaction is
+// rolled back and only riverJob is completed.
 func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, d store.OCRDone) (bool, error) {
 	r := d.Row
 	if !r.Status.Terminal() {
@@ -26,12 +30,35 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 	)
 	err := s.inTx(ctx, func(tx TTx, q Querier) error {
 		applied, woken = false, nil // a retried transaction starts over
-		j, err := s.lockLiveJob(ctx, tx, q, r.JobID, riverJob)
-		if err != nil || j == nil {
+		pending, err := s.ocrRowPending(ctx, q, r.JobID, r.FileIndex)
+		if err != nil {
+			return err
+		}
+		if !pending {
+			// Already terminal: a retry of a River job whose first attempt
+			// committed, or a duplicate. Only the River job is left to end.
+			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+		}
+		now := s.nowUTC()
+		if d.File != nil {
+			if err := s.insertFile(ctx, q, *d.File); err != nil {
+				return err
+			}
+		}
+		if err := s.insertLLMRows(ctx, q, d.LLM, now); err != nil {
+			return err
+		}
+		if err := s.insertRiverJobs(ctx, tx, d.EnqueueNow, &woken); err != nil {
 			return err
 		}
 
-		now := s.nowUTC()
+		j, err := s.lockJobIfLive(ctx, q, r.JobID)
+		if err != nil {
+			return err
+		}
+		if j == nil {
+			return errFileSettled
+		}
 		n, err := s.exec(ctx, q, `UPDATE ocr_rows SET file = ?, status = ?, content = ?, output_format = ?,
 			model = ?, request = ?, raw_data = ?, error = ?, duration_ns = ?, updated = ?
 			WHERE job_id = ? AND file_index = ? AND `+isPending,
@@ -41,17 +68,10 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 			return fmt.Errorf("update ocr row: %w", err)
 		}
 		if n == 0 {
-			// Already terminal: a retry of a River job whose first attempt
-			// committed, or a duplicate. Only the River job is left to end.
-			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+			return errFileSettled
 		}
 		applied = true
 
-		if d.File != nil {
-			if err := s.insertFile(ctx, q, *d.File); err != nil {
-				return err
-			}
-		}
 		files := make([]string, len(j.SourceURLs))
 		copy(files, j.Files)
 		if r.FileIndex >= 0 && r.FileIndex < len(files) {
@@ -69,12 +89,6 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 			filesJSON, string(status), s.ts(now), r.JobID); err != nil {
 			return fmt.Errorf("update job: %w", err)
 		}
-		if err := s.insertLLMRows(ctx, q, d.LLM, now); err != nil {
-			return err
-		}
-		if err := s.insertRiverJobs(ctx, tx, d.EnqueueNow, &woken); err != nil {
-			return err
-		}
 		if len(d.EnqueueWhenLast) > 0 {
 			pending, err := s.anyPending(ctx, q, r.JobID)
 			if err != nil {
@@ -88,11 +102,30 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 		}
 		return s.backend.CompleteRiverJob(ctx, tx, riverJob)
 	})
+	if errors.Is(err, errFileSettled) {
+		applied, woken = false, nil
+		err = s.inTx(ctx, func(tx TTx, _ Querier) error { return s.backend.CompleteRiverJob(ctx, tx, riverJob) })
+	}
 	if err != nil {
 		return false, fmt.Errorf("finish ocr of job %s file %d: %w", r.JobID, r.FileIndex, err)
 	}
 	s.wake(ctx, woken)
 	return applied, nil
+}
+
+// errFileSettled rolls back a FinishOCR whose job ended, or whose file
+// another attempt finished, while it inserted the file's rows.
+var errFileSettled = errors.New("file settled meanwhile")
+
+// ocrRowPending reports whether a file's OCR row is still PENDING.
+func (s *Store[TTx]) ocrRowPending(ctx context.Context, q Querier, jobID string, fileIndex int) (bool, error) {
+	var n int
+	err := s.queryRow(ctx, q, `SELECT COUNT(*) FROM ocr_rows WHERE job_id = ? AND file_index = ? AND `+isPending,
+		[]any{jobID, fileIndex}, &n)
+	if err != nil {
+		return false, fmt.Errorf("ocr row %s/%d: %w", jobID, fileIndex, err)
+	}
+	return n > 0, nil
 }
 
 // FinishJob ends a non-terminal job with f.Status and completes riverJob in
