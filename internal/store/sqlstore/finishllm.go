@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -84,23 +85,33 @@ func (s *Store[TTx]) FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, 
 	q.waiting = nil
 	g.mu.Unlock()
 
-	s.finishLLMGroup(group)
-
-	g.mu.Lock()
-	if len(q.waiting) > 0 {
-		next := q.waiting[0]
-		next.lead = true
-		close(next.ready)
-	} else {
-		q.busy = false
-		delete(g.jobs, r.JobID)
-	}
-	g.mu.Unlock()
-	for _, m := range group {
-		if m != f {
-			close(m.ready)
+	finished := false
+	defer func() {
+		// Even if the transaction panicked: the group's callers get an
+		// error (their River jobs retry) and the next group its leader.
+		if !finished {
+			for _, m := range group {
+				m.applied, m.err = false, errors.New("finish model rows: the group's transaction panicked")
+			}
 		}
-	}
+		g.mu.Lock()
+		if len(q.waiting) > 0 {
+			next := q.waiting[0]
+			next.lead = true
+			close(next.ready)
+		} else {
+			q.busy = false
+			delete(g.jobs, r.JobID)
+		}
+		g.mu.Unlock()
+		for _, m := range group {
+			if m != f {
+				close(m.ready)
+			}
+		}
+	}()
+	s.finishLLMGroup(group)
+	finished = true
 	return f.applied, f.err
 }
 
