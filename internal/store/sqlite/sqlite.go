@@ -3,11 +3,12 @@
 // `docjobs serve`. Queries live in package sqlstore; this package opens the
 // database, states SQLite's dialect and owns its migrations.
 //
-// The pool has exactly one connection: River's SQLite driver needs it (SQLite
-// allows one writer, and River's parallel maintenance would otherwise meet
-// SQLITE_BUSY), and it makes every write transaction serial. A consequence
-// for this package: code holding a transaction must never use the pool, or it
-// waits for itself.
+// The writer pool has exactly one connection: River's SQLite driver needs it
+// (SQLite allows one writer, and River's parallel maintenance would otherwise
+// meet SQLITE_BUSY), and it makes every write transaction serial. A second,
+// query_only pool serves SELECTs outside transactions beside it (WAL). A
+// consequence for this package: code holding a transaction must never use
+// the writer pool, or it waits for itself.
 package sqlite
 
 import (

@@ -225,7 +225,8 @@ func (s *Store[TTx]) queryRow(ctx context.Context, qr Querier, query string, arg
 }
 
 // inTx runs fn in a transaction, committing when it returns nil. fn must use
-// only q: on SQLite the pool has one connection, which the transaction holds.
+// only q: on SQLite the writer pool has one connection, which the transaction
+// holds.
 func (s *Store[TTx]) inTx(ctx context.Context, fn func(tx TTx, q Querier) error) error {
 	tx, err := s.backend.Begin(ctx)
 	if err != nil {
