@@ -9,6 +9,8 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/docjobs/docjobs/internal/store/sqlstore"
 )
 
 func openStore(t *testing.T) *Store {
@@ -56,15 +58,7 @@ func TestRiverCompletionSkipsJobsAlreadyCompleted(t *testing.T) {
 		id       int64
 		metadata string
 	}{{running, ""}, {done, ""}, {doneWithOutput, `{"output":1}`}} {
-		p := riverdriver.JobSetStateCompleted(c.id, now, []byte(c.metadata))
-		params.ID = append(params.ID, p.ID)
-		params.Attempt = append(params.Attempt, p.Attempt)
-		params.ErrData = append(params.ErrData, p.ErrData)
-		params.FinalizedAt = append(params.FinalizedAt, p.FinalizedAt)
-		params.MetadataDoMerge = append(params.MetadataDoMerge, p.MetadataDoMerge)
-		params.MetadataUpdates = append(params.MetadataUpdates, p.MetadataUpdates)
-		params.ScheduledAt = append(params.ScheduledAt, p.ScheduledAt)
-		params.State = append(params.State, p.State)
+		sqlstore.AppendJobState(params, riverdriver.JobSetStateCompleted(c.id, now, []byte(c.metadata)))
 	}
 	rows, err := exec.JobSetStateIfRunningMany(ctx, params)
 	if err != nil {

@@ -220,15 +220,7 @@ func (s *Store[TTx]) completeRiverJobs(ctx context.Context, tx TTx, rows []*rive
 		if r.State != rivertype.JobStateRunning {
 			return fmt.Errorf("complete river job %d: job must be running", r.ID)
 		}
-		c := riverdriver.JobSetStateCompleted(r.ID, now, nil)
-		p.ID = append(p.ID, c.ID)
-		p.Attempt = append(p.Attempt, c.Attempt)
-		p.ErrData = append(p.ErrData, c.ErrData)
-		p.FinalizedAt = append(p.FinalizedAt, c.FinalizedAt)
-		p.MetadataDoMerge = append(p.MetadataDoMerge, c.MetadataDoMerge)
-		p.MetadataUpdates = append(p.MetadataUpdates, c.MetadataUpdates)
-		p.ScheduledAt = append(p.ScheduledAt, c.ScheduledAt)
-		p.State = append(p.State, c.State)
+		AppendJobState(p, riverdriver.JobSetStateCompleted(r.ID, now, nil))
 	}
 	done, err := s.driver.UnwrapExecutor(tx).JobSetStateIfRunningMany(ctx, p)
 	if err != nil {
@@ -238,4 +230,17 @@ func (s *Store[TTx]) completeRiverJobs(ctx context.Context, tx TTx, rows []*rive
 		return fmt.Errorf("complete %d river jobs: %d found: %w", len(rows), len(done), rivertype.ErrNotFound)
 	}
 	return nil
+}
+
+// AppendJobState adds one River job's state change to a batch of them, the
+// form River's drivers take.
+func AppendJobState(p *riverdriver.JobSetStateIfRunningManyParams, c *riverdriver.JobSetStateIfRunningParams) {
+	p.ID = append(p.ID, c.ID)
+	p.Attempt = append(p.Attempt, c.Attempt)
+	p.ErrData = append(p.ErrData, c.ErrData)
+	p.FinalizedAt = append(p.FinalizedAt, c.FinalizedAt)
+	p.MetadataDoMerge = append(p.MetadataDoMerge, c.MetadataDoMerge)
+	p.MetadataUpdates = append(p.MetadataUpdates, c.MetadataUpdates)
+	p.ScheduledAt = append(p.ScheduledAt, c.ScheduledAt)
+	p.State = append(p.State, c.State)
 }
