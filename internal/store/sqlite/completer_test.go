@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -120,6 +121,20 @@ func TestStatementsOutsideTransactionsGoToTheRightPool(t *testing.T) {
 	}
 	if !rows.Next() || rows.Scan(&v) != nil || v != "updated" {
 		t.Errorf("UPDATE … RETURNING gave %q (%v)", v, rows.Err())
+	}
+	rows.Close()
+	// A SELECT does not wait for the writer: it runs while a transaction
+	// holds the one writer connection.
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	quick, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	rows, err = q.Query(quick, `SELECT v FROM pools`)
+	if err != nil {
+		t.Fatalf("a SELECT while the writer is held: %v (it queued behind the writer)", err)
 	}
 	rows.Close()
 	// And the read pool itself refuses writes.

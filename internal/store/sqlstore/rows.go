@@ -89,6 +89,7 @@ const llmInsertBatch = 32
 // insertLLMRows inserts rows, PENDING unless they say otherwise.
 func (s *Store[TTx]) insertLLMRows(ctx context.Context, q Querier, rows []job.LLMRow, now time.Time) error {
 	const columns = 23
+	row := "(" + placeholders(columns) + ")"
 	for len(rows) > 0 {
 		batch := rows[:min(len(rows), llmInsertBatch)]
 		rows = rows[len(batch):]
@@ -108,7 +109,7 @@ func (s *Store[TTx]) insertLLMRows(ctx context.Context, q Querier, rows []job.LL
 			if err != nil {
 				return err
 			}
-			values[i] = "(" + placeholders(columns) + ")"
+			values[i] = row
 			args = append(args, r.JobID, r.FileIndex, r.PromptIndex, r.ChunkIndex, r.ChunkTotal, r.File, string(r.Status),
 				r.SkipReason, r.Content, r.Model, r.Request, r.RawData, r.Error, int64(r.Duration), nullBool(r.SchemaValid),
 				schemaErrors, nullJSON(r.Consensus), s.ts(r.Created), s.ts(r.Updated), r.InputTokens, r.OutputTokens,
