@@ -92,7 +92,8 @@ type Config struct {
 	// BaseURLs[n] replaces slot n's default base URL (the
 	// DOCJOBS_PROVIDER_<N>_BASE_URL settings, read by the config package).
 	BaseURLs map[int]string
-	// HTTPClient sends every vendor request (default: a plain client).
+	// HTTPClient sends every vendor request (default: a client that keeps
+	// up to PerSlotConcurrency idle connections per vendor host).
 	HTTPClient *http.Client
 	// Timeout bounds one call (default provider.DefaultTimeout, 120s).
 	Timeout time.Duration
@@ -143,12 +144,26 @@ func New(cfg Config) *Slots {
 	if cfg.TesseractConcurrency <= 0 {
 		cfg.TesseractConcurrency = runtime.NumCPU()
 	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Transport: pooledTransport(cfg.PerSlotConcurrency)}
+	}
 	s := &Slots{cfg: cfg, client: provider.RecordingClient(cfg.HTTPClient)}
 	s.sems[0] = newFairSem(cfg.TesseractConcurrency)
 	for i := 1; i < len(s.sems); i++ {
 		s.sems[i] = newFairSem(cfg.PerSlotConcurrency)
 	}
 	return s
+}
+
+// pooledTransport keeps as many idle connections to a vendor host as calls
+// a slot may have in flight. Go's default keeps two, so after every burst
+// of calls all but two connections were closed and the next burst paid a
+// TCP and TLS handshake per call.
+func pooledTransport(perHost int) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = perHost
+	t.MaxIdleConns = 8 * perHost
+	return t
 }
 
 // BaseURL is the base URL slot n's requests go to.

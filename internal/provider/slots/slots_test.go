@@ -3,7 +3,9 @@ package slots_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -307,5 +309,40 @@ func TestOutcome(t *testing.T) {
 		if got := slots.Outcome(c.err); got != c.want {
 			t.Errorf("Outcome(%v) = %q, want %q", c.err, got, c.want)
 		}
+	}
+}
+
+// A vendor is called in bursts (every chunk of a file at once); the next
+// burst reuses the connections of the last instead of paying a TCP and
+// TLS handshake per call.
+func TestBurstsOfCallsReuseConnections(t *testing.T) {
+	const perSlot = 12
+	var opened atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(30 * time.Millisecond) // the whole burst is in flight at once
+		providertest.Reply(200, chatAnswer)(w, r)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	s := slots.New(slots.Config{BaseURLs: map[int]string{2: srv.URL + "/v1"}, PerSlotConcurrency: perSlot})
+	chat, _ := s.Chat(slot(2), "gpt-4.1", key)
+	for burst := range 3 {
+		var wg sync.WaitGroup
+		for range perSlot {
+			wg.Go(func() {
+				if _, err := chat.Complete(t.Context(), provider.ChatRequest{User: "u"}); err != nil {
+					t.Errorf("burst %d: %v", burst, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if n := opened.Load(); n > perSlot {
+		t.Errorf("three bursts of %d calls opened %d connections, want at most %d", perSlot, n, perSlot)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"regexp"
 )
 
 // database/sql prepares, runs and finalizes every statement it is given
@@ -48,6 +49,23 @@ type sqliteConn interface {
 	driver.Validator
 }
 
+// boundLimit is a LIMIT or OFFSET given by a bare placeholder: ?, ?NNN or a
+// named one.
+var boundLimit = regexp.MustCompile(`(?i)\b(LIMIT|OFFSET)(\s+)([?][0-9]*|[:@$][A-Za-z_][A-Za-z0-9_]*)`)
+
+// limitsAsExpressions writes a LIMIT or OFFSET placeholder as +placeholder.
+// SQLite (3.53, as modernc ships it) plans a bare placeholder there as the
+// integer bound to it and marks the statement to be re-prepared whenever
+// that parameter is bound again, which for a cached statement is every run:
+// River's job fetch (LIMIT ?3) was parsed and planned anew at each poll,
+// two thirds of its cost, on the writer connection. Under unary plus the
+// limit is an expression evaluated at run time and the plan no longer
+// depends on it. (The database-wide switch for this, the query planner
+// stability guarantee, is not reachable through the driver.)
+func limitsAsExpressions(query string) string {
+	return boundLimit.ReplaceAllString(query, "$1$2+$3")
+}
+
 // cachingConn runs ExecContext and QueryContext through a prepared statement
 // kept per SQL text. database/sql never uses one connection from two
 // goroutines at once, so the map needs no lock; a statement whose rows are
@@ -79,7 +97,7 @@ func (c *cachingConn) statement(ctx context.Context, query string) (*cachedStmt,
 	if len(c.stmts) >= maxCachedStatements {
 		return nil, nil
 	}
-	st, err := c.sqliteConn.PrepareContext(ctx, query)
+	st, err := c.sqliteConn.PrepareContext(ctx, limitsAsExpressions(query))
 	if err != nil {
 		return nil, err
 	}

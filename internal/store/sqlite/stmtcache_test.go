@@ -180,3 +180,83 @@ func TestRolledBackWritesThroughCachedStatementsAreGone(t *testing.T) {
 		t.Errorf("after rollback k=3 is %q, want kept", got)
 	}
 }
+
+func TestLimitPlaceholdersBecomeExpressions(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"numbered", `SELECT id FROM j WHERE q = ?2 LIMIT ?3`, `SELECT id FROM j WHERE q = ?2 LIMIT +?3`},
+		{"anonymous with offset", "SELECT id FROM j\n\tLIMIT ?\n\tOFFSET ?", "SELECT id FROM j\n\tLIMIT +?\n\tOFFSET +?"},
+		{"named, lower case", `select id from j limit :max`, `select id from j limit +:max`},
+		{"in a subquery", `UPDATE j SET s = 1 WHERE id IN (SELECT id FROM j LIMIT @n)`, `UPDATE j SET s = 1 WHERE id IN (SELECT id FROM j LIMIT +@n)`},
+		{"literal limit untouched", `SELECT id FROM j LIMIT 10`, `SELECT id FROM j LIMIT 10`},
+		{"a placeholder inside an expression", `SELECT id FROM j LIMIT ?1 - 1`, `SELECT id FROM j LIMIT +?1 - 1`},
+		{"already an expression", `SELECT id FROM j LIMIT +?1`, `SELECT id FROM j LIMIT +?1`},
+		{"a column named like the keyword", `SELECT limit_n FROM j WHERE limit_n = ?`, `SELECT limit_n FROM j WHERE limit_n = ?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := limitsAsExpressions(tt.in); got != tt.want {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// One cached statement serves every LIMIT and OFFSET bound to it.
+func TestCachedStatementHonoursEachBoundLimit(t *testing.T) {
+	db := openCaching(t)
+	const q = `SELECT v FROM t ORDER BY k LIMIT ? OFFSET ?`
+	for _, tt := range []struct {
+		limit, offset int
+		want          string
+	}{{1, 0, "a"}, {3, 0, "abc"}, {2, 1, "bc"}, {0, 0, ""}, {-1, 2, "c"}} {
+		rows, err := db.Query(q, tt.limit, tt.offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for rows.Next() {
+			var v string
+			if err := rows.Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			got += v
+		}
+		rows.Close()
+		if got != tt.want {
+			t.Errorf("LIMIT %d OFFSET %d: got %q, want %q", tt.limit, tt.offset, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkBoundLimit runs a cached statement with a bound LIMIT, as River's
+// job fetch is, with the placeholder as SQLite would see it without and with
+// limitsAsExpressions: bare, SQLite re-prepares it at every run.
+func BenchmarkBoundLimit(b *testing.B) {
+	const q = `SELECT k FROM t WHERE k IN (SELECT k FROM t WHERE v <> 'z' ORDER BY v, k LIMIT ?1)`
+	for _, bc := range []struct{ name, sql string }{{"bare", q}, {"expression", limitsAsExpressions(q)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			connector, err := sqlite.NewConnector(filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			db := sql.OpenDB(connector)
+			defer db.Close()
+			db.SetMaxOpenConns(1)
+			if _, err := db.Exec(`CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)`); err != nil {
+				b.Fatal(err)
+			}
+			stmt, err := db.Prepare(bc.sql) // prepared once, like the cache does
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer stmt.Close()
+			for i := 0; b.Loop(); i++ {
+				rows, err := stmt.Query(1 + i%8)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows.Close()
+			}
+		})
+	}
+}
