@@ -80,7 +80,8 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	registry := server.NewRegistry()
 	metrics := server.NewMetrics(registry)
 	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
-	client := outbound.NewClient(outbound.Config{AllowPrivate: cfg.AllowPrivateURLs, Timeout: cfg.FetchTimeout})
+	client := outbound.NewClient(outbound.Config{AllowPrivate: cfg.AllowPrivateURLs, Timeout: cfg.FetchTimeout,
+		IdleConnsPerHost: cfg.RecognizeWorkers})
 	fetcher, err := fetch.New(fetch.Config{PublicURL: cfg.PublicURL, MaxBytes: cfg.FetchMaxBytes, Timeout: cfg.FetchTimeout},
 		fetch.Deps{Client: client, Bucket: bucket, Files: st, NewID: newID})
 	if err != nil {

@@ -36,6 +36,8 @@ var ErrBadRedirect = errors.New("redirect to a non-http(s) location")
 const (
 	DefaultTimeout      = 60 * time.Second
 	DefaultMaxRedirects = 5
+	// DefaultIdleConnsPerHost is Config.IdleConnsPerHost's default.
+	DefaultIdleConnsPerHost = 4
 )
 
 // Config configures NewClient.
@@ -51,6 +53,12 @@ type Config struct {
 	// MaxRedirects caps the redirects followed; 0 means DefaultMaxRedirects,
 	// negative means none are followed (the 3xx response is returned).
 	MaxRedirects int
+	// IdleConnsPerHost is how many idle connections to one host are kept
+	// for the next request; 0 means DefaultIdleConnsPerHost. A job's files
+	// often come from one host at once, so the fetch client keeps as many
+	// as files are fetched at a time instead of reconnecting (and
+	// repeating the TLS handshake) for most files of the next job.
+	IdleConnsPerHost int
 }
 
 // metadataAddrs are cloud instance-metadata endpoints, refused even with
@@ -80,6 +88,9 @@ func newClient(cfg Config, opts ...ssrf.Option) *http.Client {
 	if cfg.MaxRedirects == 0 {
 		cfg.MaxRedirects = DefaultMaxRedirects
 	}
+	if cfg.IdleConnsPerHost <= 0 {
+		cfg.IdleConnsPerHost = DefaultIdleConnsPerHost
+	}
 
 	dialer := &net.Dialer{
 		Timeout:   10 * time.Second,
@@ -90,8 +101,8 @@ func newClient(cfg Config, opts ...ssrf.Option) *http.Client {
 		Proxy:                  nil, // an environment proxy would make the dial-time check moot
 		DialContext:            dialer.DialContext,
 		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           64,
-		MaxIdleConnsPerHost:    4,
+		MaxIdleConns:           max(64, 4*cfg.IdleConnsPerHost),
+		MaxIdleConnsPerHost:    cfg.IdleConnsPerHost,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ResponseHeaderTimeout:  30 * time.Second,

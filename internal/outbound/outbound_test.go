@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,6 +73,39 @@ func TestLoopbackAllowedWithAllowPrivate(t *testing.T) {
 	body, err := get(t, NewClient(Config{AllowPrivate: true}), srv.URL)
 	if err != nil || body != "hello" {
 		t.Fatalf("GET = %q, %v; want hello", body, err)
+	}
+}
+
+// The files of one job often come from one host at once; the next job's
+// files reuse those connections instead of connecting again.
+func TestBurstsToOneHostReuseConnections(t *testing.T) {
+	const burst = 10
+	var opened atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(30 * time.Millisecond) // the whole burst is in flight at once
+		_, _ = io.WriteString(w, "hello")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	client := NewClient(Config{AllowPrivate: true, IdleConnsPerHost: burst})
+	for range 3 {
+		var wg sync.WaitGroup
+		for range burst {
+			wg.Go(func() {
+				if body, err := get(t, client, srv.URL); err != nil || body != "hello" {
+					t.Errorf("GET = %q, %v", body, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if n := opened.Load(); n > burst {
+		t.Errorf("three bursts of %d requests opened %d connections, want at most %d", burst, n, burst)
 	}
 }
 

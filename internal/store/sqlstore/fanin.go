@@ -48,7 +48,7 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 		if err := s.insertLLMRows(ctx, q, d.LLM, now); err != nil {
 			return err
 		}
-		if err := s.insertRiverJobs(ctx, tx, d.EnqueueNow, &woken); err != nil {
+		if err := s.insertRiverJobsFast(ctx, tx, d.EnqueueNow, &woken); err != nil {
 			return err
 		}
 
