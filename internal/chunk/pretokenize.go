@@ -196,18 +196,8 @@ func nextO200K(s string, i int) int {
 	if e := o200kCaseUpper(s, i); e >= 0 {
 		return e
 	}
-	// \p{N}{1,3}
-	if c0&clN != 0 {
-		return digits(s, i)
-	}
-	//  ?[^\s\p{L}\p{N}]+[\r\n/]*
-	if e := punct(s, i, c0, s0, true); e >= 0 {
-		return e
-	}
-	if c0&clS != 0 {
-		return spaceAlternatives(s, i)
-	}
-	return -1
+	// \p{N}{1,3} | ?[^\s\p{L}\p{N}]+[\r\n/]* | the whitespace alternatives
+	return numberPunctOrSpace(s, i, c0, s0, true)
 }
 
 // o200kCaseLower matches [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+
@@ -304,12 +294,18 @@ func nextCL100K(s string, i int) int {
 	if c0&clL != 0 {
 		return runOf(s, i+s0, clL)
 	}
-	// \p{N}{1,3}
+	// \p{N}{1,3} | ?[^\s\p{L}\p{N}]+[\r\n]* | the whitespace alternatives
+	return numberPunctOrSpace(s, i, c0, s0, false)
+}
+
+// numberPunctOrSpace matches the alternatives both encodings end with:
+// \p{N}{1,3}, then punctuation (see punct; slash for o200k), then the
+// whitespace alternatives; -1 if none matches at i.
+func numberPunctOrSpace(s string, i int, c0 uint8, s0 int, slash bool) int {
 	if c0&clN != 0 {
 		return digits(s, i)
 	}
-	//  ?[^\s\p{L}\p{N}]+[\r\n]*
-	if e := punct(s, i, c0, s0, false); e >= 0 {
+	if e := punct(s, i, c0, s0, slash); e >= 0 {
 		return e
 	}
 	if c0&clS != 0 {
