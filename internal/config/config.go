@@ -91,7 +91,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.DataDir = abs
 	c.DatabaseURL = or(getenv("DOCJOBS_DATABASE_URL"), "sqlite://"+filepath.Join(abs, "docjobs.db"))
-	c.StorageURL = or(getenv("DOCJOBS_STORAGE_URL"), "file://"+filepath.Join(abs, "files")+"?create_dir=true")
+	c.StorageURL = or(getenv("DOCJOBS_STORAGE_URL"), "file://"+filepath.Join(abs, "files")+"?create_dir=true&metadata=skip")
 	c.MasterKeyFile = or(getenv("DOCJOBS_MASTER_KEY_FILE"), filepath.Join(abs, "master.keyset"))
 	if c.NodeID == "" {
 		c.NodeID, _ = os.Hostname()

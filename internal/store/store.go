@@ -60,8 +60,6 @@ type OCRDone struct {
 	// File is the stored copy to record (nil when the source was an upload of
 	// the account, or when the download failed).
 	File *job.File
-	// EnqueueNow is inserted in the same transaction (for example this file's model jobs).
-	EnqueueNow []river.InsertManyParams
 	// EnqueueWhenLast is inserted only when no OCR and no model row of the job
 	// is still pending after this one (the fan-in: typically finalize).
 	EnqueueWhenLast []river.InsertManyParams
@@ -129,21 +127,26 @@ type Store interface {
 	DeleteJob(ctx context.Context, accountID, id string) (blobKeys []string, err error)
 	JobSecrets(ctx context.Context, jobID string) ([]job.SealedSecret, error)
 
-	// Workers' fan-in. Each method runs in one transaction that also completes
-	// riverJob (River's JobCompleteTx), so a crash either keeps all of it or
-	// none; ctx must be the River worker's context.
+	// Workers' fan-in. Each method runs in one transaction, so a crash
+	// either keeps all of it or none. A file's River job carries the file
+	// through recognition and its model rows and completes when they are
+	// terminal (DESIGN §1, docs/decisions.md); FinishJob also completes
+	// riverJob (River's JobCompleteTx).
 	// FinishOCR writes a terminal OCR row only if it is still PENDING and the
-	// job is not terminal (else it only completes riverJob and returns
-	// applied=false, recording nothing, d.File included), records d.File and
-	// sets job.Files[FileIndex] to d.Row.File, moves the job NEW→RUNNING,
-	// inserts the LLM rows and the River jobs. A deleted job is applied=false.
-	FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, d OCRDone) (applied bool, err error)
-	// ModelInput returns a model row with its Input, and its job.
-	ModelInput(ctx context.Context, jobID string, fileIndex, promptIndex, chunkIndex int) (*job.Job, job.LLMRow, error)
-	// FinishLLM writes a terminal model row only if it is still PENDING,
-	// inserting d.EnqueueWhenLast when it was the job's last pending row,
-	// and completes riverJob in the same transaction.
-	FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, d LLMDone) (applied bool, err error)
+	// job is not terminal (else it records nothing, d.File included, and
+	// returns applied=false), records d.File and sets job.Files[FileIndex] to
+	// d.Row.File, moves the job NEW→RUNNING and inserts d.LLM. A deleted job
+	// is applied=false.
+	FinishOCR(ctx context.Context, d OCRDone) (applied bool, err error)
+	// FileModelRows reports whether a file's OCR row is terminal and returns
+	// the file's model rows still PENDING (first prompt, chunk order, Input
+	// included): what a retried file job has left to answer. ErrNotFound
+	// when the job or the file is gone.
+	FileModelRows(ctx context.Context, jobID string, fileIndex int) (recognized bool, pending []job.LLMRow, err error)
+	// FinishLLM writes a terminal model row only if it is still PENDING and
+	// the job is live, inserting d.EnqueueWhenLast when it was the job's
+	// last pending row.
+	FinishLLM(ctx context.Context, d LLMDone) (applied bool, err error)
 	// FinishJob sets the final status of a non-terminal job whose rows are all
 	// terminal (any row still PENDING is failed with f.Error) and erases the
 	// job's provider keys (the webhook secret stays for the webhook);

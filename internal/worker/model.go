@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
-	"strconv"
 	"sync"
 	"time"
 
@@ -19,94 +19,96 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
-// QueueModel is the model stage's queue.
-const QueueModel = "model"
-
-// modelTimeout bounds one model row: the provider's own per-call timeout
-// times its attempts, with room to spare.
-const modelTimeout = 10 * time.Minute
-
-// ModelArgs identify one chunk of one file; only the first prompt runs.
-type ModelArgs struct {
-	JobID      string `json:"job_id"`
-	FileIndex  int    `json:"file_index"`
-	ChunkIndex int    `json:"chunk_index"`
-}
-
-// Kind is the River job kind.
-func (ModelArgs) Kind() string { return "model" }
-
-// InsertOpts puts the model stage on its own queue.
-func (ModelArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueModel, MaxAttempts: 5}
-}
-
 // Chats opens a model-stage adapter for a slot, model and key.
 type Chats interface {
 	Chat(slot, model, key string) (provider.Chat, error)
 }
 
-type modelWorker struct {
-	river.WorkerDefaults[ModelArgs]
-	deps Deps
-}
-
-func (w *modelWorker) Timeout(*river.Job[ModelArgs]) time.Duration { return modelTimeout }
-
-func (w *modelWorker) NextRetry(j *river.Job[ModelArgs]) time.Time { return retryBackoff(j.Attempt) }
-
-func (w *modelWorker) Work(ctx context.Context, rj *river.Job[ModelArgs]) error {
-	start := time.Now()
-	a := rj.Args
-	j, row, err := w.deps.Store.ModelInput(ctx, a.JobID, a.FileIndex, 0, a.ChunkIndex)
-	if errors.Is(err, job.ErrNotFound) {
+// answerFile asks the file's pending model rows at once, within the
+// process's Config.ModelWorkers, and records each row as its answer arrives:
+// the answer is durable before anything else happens to the file, so a
+// retry asks only the rows still pending. A row the provider could not
+// answer yet (busy, down) stays pending and its error is returned, for
+// River to try the file again later; on the last attempt it fails instead.
+func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, rows []job.LLMRow, log *slog.Logger) error {
+	if len(j.Prompts) == 0 {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("model %s[%d/%d]: load: %w", a.JobID, a.FileIndex, a.ChunkIndex, err)
-	}
-	if j.Status.Terminal() || row.Status.Terminal() || len(j.Prompts) == 0 {
-		return nil
-	}
-	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID, "file_index", a.FileIndex, "chunk_index", a.ChunkIndex)
-
 	ctx = provider.WithAccount(ctx, j.AccountID)
 	final := rj.Attempt >= rj.MaxAttempts
-	row.Model = j.Neural.Model
-	if k := consensusRuns(j.ConsensusMode); k > 1 {
-		err = w.vote(ctx, j, &row, k, final)
-	} else {
-		err = w.answer(ctx, j, &row)
+	chat, chatErr := w.chatFor(ctx, j)
+	errs := make([]error, len(rows))
+	var wg sync.WaitGroup
+	for i := range rows {
+		wg.Go(func() {
+			if chatErr != nil {
+				errs[i] = w.finishRow(ctx, j, &rows[i], time.Now(), chatErr, log)
+				return
+			}
+			errs[i] = w.answerRow(ctx, j, chat, &rows[i], final, log)
+		})
 	}
-	if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() && !final {
-		if pe.Category == provider.CategoryRateLimit {
+	wg.Wait()
+	// One rate-limited row decides how the file waits: a snooze spends no
+	// attempt.
+	for _, err := range errs {
+		if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Category == provider.CategoryRateLimit {
 			log.Warn("model: provider rate limited, snoozing", "retry_after", pe.RetryAfter)
 			return river.JobSnooze(max(pe.RetryAfter, 5*time.Second))
 		}
-		log.Warn("model: provider unavailable, will retry", "attempt", rj.Attempt, "err", err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		log.Warn("model: rows left for a later attempt", "attempt", rj.Attempt, "err", err)
 		return err
 	}
-	if err != nil {
-		row.Status, row.Error = job.RowFailed, err.Error()
-	}
-	row.Duration = time.Since(start)
-	applied, err := w.deps.Store.FinishLLM(ctx, rj.JobRow, store.LLMDone{Row: row, EnqueueWhenLast: finalizeParams(j.ID)})
-	if err != nil {
-		return fmt.Errorf("model %s[%d/%d]: finish: %w", j.ID, a.FileIndex, a.ChunkIndex, err)
-	}
-	observe(w.deps.Observer, "model", string(row.Status), start)
-	log.Info("model: chunk done", "status", row.Status, "applied", applied, "duration", row.Duration)
 	return nil
 }
 
-// answer asks once and fills row with the answer and its verdict. An error
-// is the row's failure, unless it is a retryable provider error with
-// attempts left: then the row is asked again later.
-func (w *modelWorker) answer(ctx context.Context, j *job.Job, row *job.LLMRow) error {
-	key := "model/" + strconv.Itoa(row.PromptIndex) + "/" + strconv.Itoa(row.ChunkIndex)
-	a, err := remembered(ctx, w.deps.Store, j.ID, row.FileIndex, key, func() (provider.ChatAnswer, error) {
-		return w.ask(ctx, j, *row)
-	})
+// answerRow asks one row and records it. It returns an error, and records
+// nothing, when the row is to be asked again: a retryable provider error
+// with attempts left, or the River job's context ending.
+func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Chat, row *job.LLMRow, final bool, log *slog.Logger) error {
+	if err := acquire(ctx, w.asking); err != nil {
+		return err
+	}
+	start := time.Now()
+	var err error
+	if k := consensusRuns(j.ConsensusMode); k > 1 {
+		err = w.vote(ctx, j, chat, row, k, final)
+	} else {
+		err = answer(ctx, j, chat, row)
+	}
+	release(w.asking)
+	if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() && !final {
+		return fmt.Errorf("model row %d: %w", row.ChunkIndex, err)
+	}
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("model row %d: %w", row.ChunkIndex, ctx.Err())
+	}
+	return w.finishRow(ctx, j, row, start, err, log)
+}
+
+// finishRow records row as answered, or as FAILED with failure.
+func (w *fileWorker) finishRow(ctx context.Context, j *job.Job, row *job.LLMRow, start time.Time, failure error, log *slog.Logger) error {
+	row.Model = j.Neural.Model
+	if failure != nil {
+		row.Status, row.Error = job.RowFailed, failure.Error()
+	}
+	row.Duration = time.Since(start)
+	applied, err := w.deps.Store.FinishLLM(ctx, store.LLMDone{Row: *row, EnqueueWhenLast: finalizeParams(j.ID)})
+	if err != nil {
+		return fmt.Errorf("model row %d: finish: %w", row.ChunkIndex, err)
+	}
+	observe(w.deps.Observer, "model", string(row.Status), start)
+	log.Info("model: chunk done", "chunk_index", row.ChunkIndex, "status", row.Status, "applied", applied, "duration", row.Duration)
+	return nil
+}
+
+// answer asks once and fills row with the answer and its verdict. The
+// caller records the row the moment this returns; that record is what keeps
+// a retried file from asking the row again.
+func answer(ctx context.Context, j *job.Job, chat provider.Chat, row *job.LLMRow) error {
+	a, err := chat.Complete(ctx, chatRequest(j, *row))
 	if err != nil {
 		return err
 	}
@@ -130,7 +132,7 @@ type runOutcome struct {
 // and its consensus block. Each run is kept the moment it ends; a
 // retryable failure of any run (unless final) returns, to be asked again
 // with the runs that answered already kept.
-func (w *modelWorker) vote(ctx context.Context, j *job.Job, row *job.LLMRow, k int, final bool) error {
+func (w *fileWorker) vote(ctx context.Context, j *job.Job, chat provider.Chat, row *job.LLMRow, k int, final bool) error {
 	outcomes := make([]runOutcome, k)
 	errs := make([]error, k)
 	var wg sync.WaitGroup
@@ -138,7 +140,7 @@ func (w *modelWorker) vote(ctx context.Context, j *job.Job, row *job.LLMRow, k i
 		wg.Go(func() {
 			key := fmt.Sprintf("model/%d/%d/run/%d", row.PromptIndex, row.ChunkIndex, r)
 			outcomes[r], errs[r] = remembered(ctx, w.deps.Store, j.ID, row.FileIndex, key, func() (runOutcome, error) {
-				a, err := w.ask(ctx, j, *row)
+				a, err := chat.Complete(ctx, chatRequest(j, *row))
 				if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() && !final {
 					return runOutcome{}, err
 				}
@@ -197,17 +199,8 @@ func consensusRuns(mode string) int {
 	return 1
 }
 
-// ask sends the chunk with the first prompt. Callers keep the answer the
-// moment it arrives, so a retried or restarted row never pays twice.
-func (w *modelWorker) ask(ctx context.Context, j *job.Job, row job.LLMRow) (provider.ChatAnswer, error) {
-	chat, err := w.chatFor(ctx, j)
-	if err != nil {
-		return provider.ChatAnswer{}, err
-	}
-	return chat.Complete(ctx, chatRequest(j, row))
-}
-
-func (w *modelWorker) chatFor(ctx context.Context, j *job.Job) (provider.Chat, error) {
+// chatFor opens the job's model provider, once per file.
+func (w *fileWorker) chatFor(ctx context.Context, j *job.Job) (provider.Chat, error) {
 	if w.deps.Chats == nil {
 		return nil, errors.New("no model providers are configured on this server")
 	}

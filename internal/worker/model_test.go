@@ -4,12 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/provider"
@@ -17,45 +24,190 @@ import (
 	"github.com/docjobs/docjobs/internal/store/sqlite"
 )
 
-type countingChat struct{ calls atomic.Int64 }
+// scriptedChat answers every chunk with {"n":1}, except that it fails the
+// calls fail says to fail, counting calls per chunk ("part i of n").
+type scriptedChat struct {
+	mu    sync.Mutex
+	calls map[string]int
+	fail  func(part string, call int) error
+}
 
-func (c *countingChat) Complete(_ context.Context, req provider.ChatRequest) (provider.ChatAnswer, error) {
-	c.calls.Add(1)
+func (c *scriptedChat) Complete(ctx context.Context, req provider.ChatRequest) (provider.ChatAnswer, error) {
+	part := regexp.MustCompile(`part \d+ of \d+`).FindString(req.User)
+	c.mu.Lock()
+	if c.calls == nil {
+		c.calls = map[string]int{}
+	}
+	c.calls[part]++
+	n := c.calls[part]
+	c.mu.Unlock()
+	if c.fail != nil {
+		if err := c.fail(part, n); err != nil {
+			return provider.ChatAnswer{}, err
+		}
+	}
 	return provider.ChatAnswer{Content: `{"n":1}`, InputTokens: 10, OutputTokens: 2}, nil
+}
+
+func (c *scriptedChat) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, k := range c.calls {
+		n += k
+	}
+	return n
 }
 
 type fixedChats struct{ chat provider.Chat }
 
 func (f fixedChats) Chat(string, string, string) (provider.Chat, error) { return f.chat, nil }
 
-func TestAnAnsweredChunkIsNotAskedAgain(t *testing.T) {
+// recognizedFile stores a job of one file whose recognition is recorded
+// with chunks PENDING model rows, as a file's River job leaves it between
+// its two stages, and returns a worker over that store.
+func recognizedFile(t *testing.T, chunks int, chat provider.Chat) (*fileWorker, *sqlite.Store, *job.Job) {
+	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "db.sqlite")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	j := &job.Job{ID: "job-1", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
 		Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", Created: time.Now()}
 	if _, _, err := st.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
 		t.Fatal(err)
 	}
-	chat := &countingChat{}
-	w := &modelWorker{deps: Deps{Store: st, Chats: fixedChats{chat}, Logger: slog.Default()}}
-	row := job.LLMRow{JobID: j.ID, FileIndex: 0, ChunkIndex: 3, ChunkTotal: 5, Input: "chunk"}
+	ocr := job.OCRRow{JobID: j.ID, FileIndex: 0, File: "https://example.com/a.txt", Status: job.RowDone, Content: "text", OutputFormat: job.FormatPlain}
+	rows := make([]job.LLMRow, chunks)
+	for i := range rows {
+		rows[i] = job.LLMRow{JobID: j.ID, File: ocr.File, ChunkIndex: i, ChunkTotal: chunks, Status: job.RowPending, Input: fmt.Sprint("chunk ", i)}
+	}
+	if _, err := st.FinishOCR(ctx, store.OCRDone{Row: ocr, LLM: rows}); err != nil {
+		t.Fatal(err)
+	}
+	w := newFileWorker(Config{JobCheck: 20 * time.Millisecond}.withDefaults(),
+		Deps{Store: st, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler)})
+	return w, st, j
+}
 
-	for range 2 { // the second answer is a retried River job
-		r := row
-		if err := w.answer(ctx, j, &r); err != nil || r.Content != `{"n":1}` || r.InputTokens != 10 || r.Status != job.RowDone {
-			t.Fatalf("answer = %+v, %v", r, err)
+// workAttempt runs the file's River job as its attempt-th attempt of 5.
+func workAttempt(w *fileWorker, j *job.Job, attempt int) error {
+	return w.Work(context.Background(), &river.Job[FileArgs]{
+		JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: 5}, Args: FileArgs{JobID: j.ID}})
+}
+
+func llmStatuses(t *testing.T, st *sqlite.Store, jobID string) []job.RowStatus {
+	t.Helper()
+	res, err := st.GetResult(context.Background(), "", jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []job.RowStatus
+	for _, r := range res.LLM {
+		out = append(out, r.Status)
+	}
+	return out
+}
+
+func TestARetriedFileAsksOnlyTheRowsStillPending(t *testing.T) {
+	chat := &scriptedChat{}
+	w, st, j := recognizedFile(t, 3, chat)
+	answered := job.LLMRow{JobID: j.ID, ChunkIndex: 1, ChunkTotal: 3, Status: job.RowDone, Content: `{"n":0}`}
+	if _, err := st.FinishLLM(context.Background(), store.LLMDone{Row: answered}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := workAttempt(w, j, 2); err != nil {
+		t.Fatal(err)
+	}
+	if chat.calls["part 2 of 3"] != 0 || chat.total() != 2 {
+		t.Fatalf("calls = %v, want chunks 1 and 3 once each", chat.calls)
+	}
+	if got := llmStatuses(t, st, j.ID); !slices.Equal(got, []job.RowStatus{job.RowDone, job.RowDone, job.RowDone}) {
+		t.Fatalf("rows = %v", got)
+	}
+	if err := workAttempt(w, j, 3); err != nil || chat.total() != 2 {
+		t.Fatalf("a third attempt: err %v, %d calls; want nothing asked", err, chat.total())
+	}
+}
+
+func TestARowTheProviderCannotAnswerYetWaitsForTheNextAttempt(t *testing.T) {
+	busy := &provider.Error{Category: provider.CategoryServer, Status: 503}
+	limited := &provider.Error{Category: provider.CategoryRateLimit, Status: 429, RetryAfter: 20 * time.Second}
+	tests := []struct {
+		name      string
+		err       *provider.Error
+		attempt   int
+		wantSnooz time.Duration // 0: a plain error for River's retry
+		wantFinal bool          // the row fails instead of waiting
+	}{
+		{"a server error is retried", busy, 2, 0, false},
+		{"a rate limit snoozes for Retry-After", limited, 2, 20 * time.Second, false},
+		{"on the last attempt the row fails", busy, 5, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chat := &scriptedChat{fail: func(part string, call int) error {
+				if part == "part 2 of 3" && call == 1 {
+					return tt.err
+				}
+				return nil
+			}}
+			w, st, j := recognizedFile(t, 3, chat)
+			err := workAttempt(w, j, tt.attempt)
+			got := llmStatuses(t, st, j.ID)
+			if tt.wantFinal {
+				if err != nil || got[1] != job.RowFailed {
+					t.Fatalf("err %v, rows %v; want row 2 FAILED and the file done", err, got)
+				}
+				return
+			}
+			snooze := (*river.JobSnoozeError)(nil)
+			switch {
+			case tt.wantSnooz > 0 && (!errors.As(err, &snooze) || snooze.Duration != tt.wantSnooz):
+				t.Fatalf("err = %v, want a snooze of %s", err, tt.wantSnooz)
+			case tt.wantSnooz == 0 && (err == nil || errors.As(err, &snooze)):
+				t.Fatalf("err = %v, want an error for River to retry", err)
+			}
+			if !slices.Equal(got, []job.RowStatus{job.RowDone, job.RowPending, job.RowDone}) {
+				t.Fatalf("rows = %v; the busy row must stay PENDING, the others DONE", got)
+			}
+			if err := workAttempt(w, j, tt.attempt+1); err != nil {
+				t.Fatal(err)
+			}
+			if chat.total() != 4 || chat.calls["part 2 of 3"] != 2 {
+				t.Fatalf("calls = %v; the next attempt must ask only the waiting row", chat.calls)
+			}
+		})
+	}
+}
+
+// blockingChat holds every call until its context ends.
+type blockingChat struct{ started chan struct{} }
+
+func (c blockingChat) Complete(ctx context.Context, _ provider.ChatRequest) (provider.ChatAnswer, error) {
+	c.started <- struct{}{}
+	<-ctx.Done()
+	return provider.ChatAnswer{}, ctx.Err()
+}
+
+func TestACancelledJobStopsItsFilesProviderCalls(t *testing.T) {
+	chat := blockingChat{started: make(chan struct{}, 2)}
+	w, st, j := recognizedFile(t, 2, chat)
+	done := make(chan error, 1)
+	go func() { done <- workAttempt(w, j, 2) }()
+	<-chat.started
+	if _, err := st.CancelJob(context.Background(), j.AccountID, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("err = %v; a file of an ended job has nothing left to retry", err)
 		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the file's calls went on after its job was cancelled")
 	}
-	if n := chat.calls.Load(); n != 1 {
-		t.Fatalf("provider asked %d times for one chunk, want once", n)
-	}
-	row.ChunkIndex = 4
-	if err := w.answer(ctx, j, &row); err != nil || chat.calls.Load() != 2 {
-		t.Fatalf("another chunk: %v, %d calls", err, chat.calls.Load())
+	if got := llmStatuses(t, st, j.ID); !slices.Equal(got, []job.RowStatus{job.RowFailed, job.RowFailed}) {
+		t.Fatalf("rows = %v, want both failed by the cancel", got)
 	}
 }
 
@@ -90,16 +242,16 @@ func TestConsensusRunsThatAnsweredAreNotAskedAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 			chat := &flakyChat{}
-			w := &modelWorker{deps: Deps{Store: st, Chats: fixedChats{chat}, Logger: slog.Default()}}
+			w := newFileWorker(Config{}.withDefaults(), Deps{Store: st, Logger: slog.Default()})
 			row := job.LLMRow{JobID: j.ID, ChunkTotal: 1, Input: "chunk"}
 
-			err := w.vote(ctx, j, &row, 3, tc.final)
+			err := w.vote(ctx, j, chat, &row, 3, tc.final)
 			if !tc.final {
 				if pe := (*provider.Error)(nil); !errors.As(err, &pe) || !pe.Retryable() {
 					t.Fatalf("first attempt: err = %v, want the retryable provider error", err)
 				}
 				row = job.LLMRow{JobID: j.ID, ChunkTotal: 1, Input: "chunk"}
-				err = w.vote(ctx, j, &row, 3, tc.final)
+				err = w.vote(ctx, j, chat, &row, 3, tc.final)
 			}
 			if err != nil {
 				t.Fatal(err)

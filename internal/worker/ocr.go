@@ -27,7 +27,7 @@ type SecretOpener interface {
 // ocrFor returns the job's OCR provider for file i, behind the page cache.
 // The key is opened only when a page needs the provider (text, HTML and
 // office files never do); when it cannot be, that call fails with the reason.
-func (w *recognizeWorker) ocrFor(j *job.Job, i int) provider.OCR {
+func (w *fileWorker) ocrFor(j *job.Job, i int) provider.OCR {
 	return &cachedOCR{store: w.deps.Store, jobID: j.ID, fileIndex: i, next: &lazyOCR{open: func(ctx context.Context) (provider.OCR, error) {
 		if w.deps.Providers == nil {
 			return nil, errors.New("no OCR providers are configured on this server")
@@ -94,8 +94,8 @@ type PageCache interface {
 }
 
 // cachedOCR stores every answer before returning it and answers from the
-// store when the same page was already read: a recognize job retried after
-// a crash does not pay the provider again for pages it already had.
+// store when the same page was already read: a file job retried after a
+// crash does not pay the provider again for pages it already had.
 type cachedOCR struct {
 	store     PageCache
 	jobID     string

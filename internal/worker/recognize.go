@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -15,82 +16,72 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
-// RecognizeArgs identify one file of one job. Args carry ids only, never a secret.
-type RecognizeArgs struct {
-	JobID     string `json:"job_id"`
-	FileIndex int    `json:"file_index"`
-}
-
-// Kind is the River job kind.
-func (RecognizeArgs) Kind() string { return "recognize" }
-
-// InsertOpts puts recognition on its own queue.
-func (RecognizeArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueRecognize, MaxAttempts: 5}
-}
-
-type recognizeWorker struct {
-	river.WorkerDefaults[RecognizeArgs]
-	cfg  Config
-	deps Deps
-}
-
-func (w *recognizeWorker) Timeout(*river.Job[RecognizeArgs]) time.Duration {
-	return w.cfg.recognizeTimeout()
-}
-
-func (w *recognizeWorker) NextRetry(j *river.Job[RecognizeArgs]) time.Time {
-	return retryBackoff(j.Attempt)
-}
-
-func (w *recognizeWorker) Work(ctx context.Context, rj *river.Job[RecognizeArgs]) error {
+// recognizeFile recognizes file rj.Args.FileIndex unless an earlier attempt
+// did, and returns its model rows left to answer. A returned error is
+// transient: River tries the file again (or, rate limited, snoozes it).
+func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, log *slog.Logger) ([]job.LLMRow, error) {
+	i := rj.Args.FileIndex
+	if rj.Attempt > 1 {
+		// Only a first attempt knows the file is still unrecognized.
+		recognized, pending, err := w.deps.Store.FileModelRows(ctx, j.ID, i)
+		if errors.Is(err, job.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("file %s[%d]: load rows: %w", j.ID, i, err)
+		}
+		if recognized {
+			return pending, nil
+		}
+	}
 	start := time.Now()
-	args := rj.Args
-	j, err := w.deps.Store.GetJob(ctx, "", args.JobID)
-	if errors.Is(err, job.ErrNotFound) {
-		return nil // deleted while queued: nothing left to do
+	if j.Status == job.StatusNew {
+		if err := w.deps.Store.MarkRunning(ctx, j.ID); err != nil {
+			return nil, fmt.Errorf("file %s[%d]: mark running: %w", j.ID, i, err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("recognize %s[%d]: load job: %w", args.JobID, args.FileIndex, err)
+	if err := acquire(ctx, w.recognizing); err != nil {
+		return nil, err
 	}
-	if j.Status.Terminal() || args.FileIndex < 0 || args.FileIndex >= len(j.SourceURLs) {
-		return nil // cancelled, already finished, or not a file of this job
-	}
-	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID, "file_index", args.FileIndex)
-	if err := w.deps.Store.MarkRunning(ctx, j.ID); err != nil {
-		return fmt.Errorf("recognize %s[%d]: mark running: %w", j.ID, args.FileIndex, err)
-	}
-
-	row, file, err := w.recognize(ctx, j, args.FileIndex)
+	row, file, err := w.recognize(ctx, j, i)
+	release(w.recognizing)
 	if err != nil {
 		// Only transient faults reach here. A rate-limited provider snoozes
 		// the file without spending an attempt; other faults are retried.
 		if busy := (*providerBusyError)(nil); errors.As(err, &busy) && busy.rateLimited() && rj.Attempt < rj.MaxAttempts {
 			log.Warn("recognize: provider rate limited, snoozing", "retry_after", busy.snooze(), "err", err)
-			return river.JobSnooze(busy.snooze())
+			return nil, river.JobSnooze(busy.snooze())
 		}
 		if rj.Attempt < rj.MaxAttempts {
 			log.Warn("recognize: transient failure, will retry", "attempt", rj.Attempt, "err", err)
-			return err
+			return nil, err
 		}
 		row.Status, row.Error = job.RowFailed, err.Error()
 	}
 	row.Duration = time.Since(start)
 
-	done := store.OCRDone{Row: row, File: file, EnqueueWhenLast: finalizeParams(j.ID)}
-	done.LLM, done.EnqueueNow = w.modelRows(row, j)
-	applied, err := w.deps.Store.FinishOCR(ctx, rj.JobRow, done)
+	done := store.OCRDone{Row: row, File: file, LLM: w.modelRows(row, j), EnqueueWhenLast: finalizeParams(j.ID)}
+	applied, err := w.deps.Store.FinishOCR(ctx, done)
 	if err != nil {
-		return fmt.Errorf("recognize %s[%d]: finish: %w", j.ID, args.FileIndex, err)
+		return nil, fmt.Errorf("file %s[%d]: finish recognition: %w", j.ID, i, err)
 	}
 	observe(w.deps.Observer, "recognize", string(row.Status), start)
 	log.Info("recognize: file done", "status", row.Status, "format", row.OutputFormat, "applied", applied, "duration", row.Duration)
-	return nil
+	if !applied {
+		return nil, nil // the job ended, or another attempt recorded the file
+	}
+	pending := done.LLM[:0:0]
+	for _, r := range done.LLM {
+		if r.Status == job.RowPending {
+			pending = append(pending, r)
+		}
+	}
+	return pending, nil
 }
 
 // recognize fetches and converts one file. A returned error is transient
 // (retry); a bad input instead comes back as a FAILED or SKIPPED row.
-func (w *recognizeWorker) recognize(ctx context.Context, j *job.Job, i int) (job.OCRRow, *job.File, error) {
+func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int) (job.OCRRow, *job.File, error) {
 	row := job.OCRRow{JobID: j.ID, FileIndex: i, File: j.SourceURLs[i]}
 	fetched, err := w.deps.Fetcher.Fetch(ctx, j.AccountID, j.ID, i, j.SourceURLs[i])
 	if err != nil {
@@ -161,15 +152,15 @@ func failOrRetry(row job.OCRRow, file *job.File, err error) (job.OCRRow, *job.Fi
 
 // modelRows are the file's model rows after recognition: one SKIPPED row
 // when the model does not run (DESIGN §4), else one PENDING row per chunk
-// of the recognized text, each with the River job that answers it.
-func (w *recognizeWorker) modelRows(ocr job.OCRRow, j *job.Job) ([]job.LLMRow, []river.InsertManyParams) {
+// of the recognized text.
+func (w *fileWorker) modelRows(ocr job.OCRRow, j *job.Job) []job.LLMRow {
 	if reason := job.SkipReasonAfterOCR(ocr, j.Prompts); reason != "" {
-		return []job.LLMRow{job.SkippedLLMRow(ocr, reason, j.Neural.Model)}, nil
+		return []job.LLMRow{job.SkippedLLMRow(ocr, reason, j.Neural.Model)}
 	}
-	failed := func(err error) ([]job.LLMRow, []river.InsertManyParams) {
+	failed := func(err error) []job.LLMRow {
 		r := job.SkippedLLMRow(ocr, "", j.Neural.Model)
 		r.Status, r.Error = job.RowFailed, err.Error()
-		return []job.LLMRow{r}, nil
+		return []job.LLMRow{r}
 	}
 	if w.deps.Chunker == nil {
 		return failed(errors.New("the model stage is not configured on this server"))
@@ -179,11 +170,9 @@ func (w *recognizeWorker) modelRows(ocr job.OCRRow, j *job.Job) ([]job.LLMRow, [
 		return failed(fmt.Errorf("chunking: %w", err))
 	}
 	rows := make([]job.LLMRow, len(chunks))
-	params := make([]river.InsertManyParams, len(chunks))
 	for i, c := range chunks {
 		rows[i] = job.LLMRow{JobID: j.ID, FileIndex: ocr.FileIndex, File: ocr.File, ChunkIndex: i,
 			ChunkTotal: len(chunks), Status: job.RowPending, Model: j.Neural.Model, Input: c.Text, Overlap: c.Overlap}
-		params[i] = river.InsertManyParams{Args: ModelArgs{JobID: j.ID, FileIndex: ocr.FileIndex, ChunkIndex: i}}
 	}
-	return rows, params
+	return rows
 }

@@ -47,9 +47,9 @@ func TestRecognizeTurnsInputProblemsIntoRowsAndRetriesTransientOnes(t *testing.T
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &recognizeWorker{cfg: Config{MaxFileBytes: 1 << 20}.withDefaults(), deps: Deps{
+			w := newFileWorker(Config{MaxFileBytes: 1 << 20}.withDefaults(), Deps{
 				Fetcher: tt.fetcher, Convert: convert.New(convert.Config{}).Convert, Logger: slog.Default(),
-			}}
+			})
 			j := &job.Job{ID: "j", AccountID: "a", SourceURLs: []string{"https://example.com/a.txt"}}
 			row, _, err := w.recognize(context.Background(), j, 0)
 			if tt.wantRetry {
@@ -86,30 +86,27 @@ func (c wordChunker) Split(text, _ string, _ int, _ string) ([]Chunk, error) {
 }
 
 func TestModelRowsFollowRecognition(t *testing.T) {
-	w := &recognizeWorker{deps: Deps{Chunker: wordChunker{n: 2}}}
+	w := &fileWorker{deps: Deps{Chunker: wordChunker{n: 2}}}
 	j := &job.Job{ID: "j", Neural: job.Neural{Model: "m", ChunkBudgetTokens: 4000}}
 	done := job.OCRRow{JobID: "j", FileIndex: 1, File: "f", Status: job.RowDone, Content: "one two three"}
 
-	rows, jobs := w.modelRows(done, j)
-	if len(rows) != 1 || rows[0].Status != job.RowSkipped || rows[0].SkipReason != job.SkipNoPrompt || len(jobs) != 0 {
-		t.Fatalf("no prompts: %+v, %d jobs", rows, len(jobs))
+	rows := w.modelRows(done, j)
+	if len(rows) != 1 || rows[0].Status != job.RowSkipped || rows[0].SkipReason != job.SkipNoPrompt {
+		t.Fatalf("no prompts: %+v", rows)
 	}
 
 	j.Prompts = []string{"extract"}
-	rows, jobs = w.modelRows(done, j)
-	if len(rows) != 2 || len(jobs) != 2 {
-		t.Fatalf("two chunks: %d rows, %d jobs", len(rows), len(jobs))
+	rows = w.modelRows(done, j)
+	if len(rows) != 2 {
+		t.Fatalf("two chunks: %d rows", len(rows))
 	}
 	for i, r := range rows {
-		if r.Status != job.RowPending || r.ChunkIndex != i || r.ChunkTotal != 2 || r.Input == "" || r.Model != "m" {
+		if r.Status != job.RowPending || r.ChunkIndex != i || r.ChunkTotal != 2 || r.FileIndex != 1 || r.Input == "" || r.Model != "m" {
 			t.Fatalf("row %d = %+v", i, r)
-		}
-		if a := jobs[i].Args.(ModelArgs); a.FileIndex != 1 || a.ChunkIndex != i {
-			t.Fatalf("job %d args = %+v", i, a)
 		}
 	}
 
-	rows, _ = (&recognizeWorker{}).modelRows(done, j)
+	rows = (&fileWorker{}).modelRows(done, j)
 	if rows[0].Status != job.RowFailed || rows[0].Error == "" {
 		t.Fatalf("without a chunker: %+v", rows[0])
 	}
@@ -128,13 +125,13 @@ func TestABusyProviderIsRetriedLaterAndARefusingOneFailsTheRow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &recognizeWorker{cfg: Config{}.withDefaults(), deps: Deps{
+			w := newFileWorker(Config{}.withDefaults(), Deps{
 				Fetcher: sourceFetcher{data: []byte("\x89PNG\r\n\x1a\n")},
 				Convert: func(context.Context, convert.Input) (convert.Output, error) {
 					return convert.Output{}, fmt.Errorf("page 1: %w", tt.err)
 				},
 				Logger: slog.Default(),
-			}}
+			})
 			j := &job.Job{ID: "j", AccountID: "a", SourceURLs: []string{"https://example.com/a.png"}}
 			row, _, err := w.recognize(context.Background(), j, 0)
 			if !tt.wantRetry {

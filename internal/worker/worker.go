@@ -1,7 +1,8 @@
 // Package worker holds the River job kinds of the pipeline and their workers:
-// recognize (one per file) and finalize (one per job). Every worker is
-// idempotent, and each stage's fan-in happens in the store transaction that
-// marks its row terminal, so a crash neither loses nor duplicates a stage.
+// file (one per source file: fetch, recognize, then answer its chunks) and
+// finalize (one per job). Every worker is idempotent, and each stage's
+// fan-in happens in the store transaction that marks its row terminal, so a
+// crash neither loses nor duplicates a stage.
 package worker
 
 import (
@@ -20,26 +21,31 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
-// Queue names; each stage has its own so a slow one cannot starve another.
+// Queue names; files and finalize steps wait apart, so a job's end is not
+// queued behind other jobs' files.
 const (
-	QueueRecognize = "recognize"
-	QueueFinalize  = "finalize"
+	QueueFile     = "file"
+	QueueFinalize = "finalize"
 )
 
 // finalizeTimeout bounds the finalize stage; River's 1-minute default does
-// not fit document work, so recognition's comes from Config.FileTimeout.
+// not fit document work, so a file's comes from Config.FileTimeout.
 const finalizeTimeout = time.Minute
+
+// modelStageTimeout bounds the model rows of one file within its River job.
+// A file whose rows take longer is retried with its answered rows kept.
+const modelStageTimeout = 10 * time.Minute
 
 // Store is what the workers need from persistence.
 type Store interface {
 	GetJob(ctx context.Context, accountID, id string) (*job.Job, error)
 	GetResult(ctx context.Context, accountID, id string) (*job.Result, error)
 	MarkRunning(ctx context.Context, jobID string) error
-	FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, d store.OCRDone) (bool, error)
+	FinishOCR(ctx context.Context, d store.OCRDone) (bool, error)
 	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f store.Finish) (bool, error)
 	JobSecrets(ctx context.Context, jobID string) ([]job.SealedSecret, error)
-	ModelInput(ctx context.Context, jobID string, fileIndex, promptIndex, chunkIndex int) (*job.Job, job.LLMRow, error)
-	FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, d store.LLMDone) (bool, error)
+	FileModelRows(ctx context.Context, jobID string, fileIndex int) (bool, []job.LLMRow, error)
+	FinishLLM(ctx context.Context, d store.LLMDone) (bool, error)
 	OverdueJobs(ctx context.Context, cutoff time.Time, limit int) ([]string, error)
 	ExpireJob(ctx context.Context, jobID, rowError, jobError string) (bool, error)
 	RecordWebhookAttempt(ctx context.Context, a store.WebhookAttempt) (job.WebhookDelivery, error)
@@ -77,15 +83,20 @@ type Observer interface {
 type Config struct {
 	// MaxFileBytes bounds what recognition reads of one stored file.
 	MaxFileBytes int64
-	// RecognizeWorkers is the recognize queue's concurrency (default 16):
-	// files mostly wait on fetches and OCR providers, and the local engines
-	// bound their own processes by the CPU count.
+	// RecognizeWorkers is how many files one process recognizes at once
+	// (default 16): files mostly wait on fetches and OCR providers, and the
+	// local engines bound their own processes by the CPU count.
 	RecognizeWorkers int
-	// ModelWorkers is the model queue's concurrency (default 32). Model
-	// calls wait on the provider, whose per-slot limit is the real bound.
+	// ModelWorkers is how many model rows one process asks at once
+	// (default 32). Model calls wait on the provider, whose per-slot limit
+	// is the real bound.
 	ModelWorkers int
 	// FileTimeout bounds the recognition of one file (default 10m).
 	FileTimeout time.Duration
+	// JobCheck is how often a file's River job checks that its job is still
+	// live, so a cancelled, deleted or expired job stops asking providers
+	// (default 2s).
+	JobCheck time.Duration
 	// JobDeadline ends a job that is not terminal this long after it was
 	// created: its pending rows fail with category timeout (default 2h).
 	JobDeadline time.Duration
@@ -99,14 +110,14 @@ type Config struct {
 }
 
 // LongestStageTimeout is what River's rescuer must wait beyond before it
-// declares a running job stuck: recognition's timeout plus the fetch.
+// declares a running job stuck: a file's River job.
 func (c Config) LongestStageTimeout() time.Duration {
-	return c.withDefaults().recognizeTimeout()
+	return c.withDefaults().fileTimeout()
 }
 
-// recognizeTimeout leaves the download and the store a minute beyond the
-// converter's own per-file limit.
-func (c Config) recognizeTimeout() time.Duration { return c.FileTimeout + time.Minute }
+// fileTimeout leaves the download and the store a minute beyond the
+// converter's own per-file limit, then the model stage's.
+func (c Config) fileTimeout() time.Duration { return c.FileTimeout + time.Minute + modelStageTimeout }
 
 func (c Config) withDefaults() Config {
 	if c.MaxFileBytes <= 0 {
@@ -130,6 +141,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.JobDeadline <= 0 {
 		c.JobDeadline = 2 * time.Hour
+	}
+	if c.JobCheck <= 0 {
+		c.JobCheck = 2 * time.Second
 	}
 	return c
 }
@@ -165,13 +179,10 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 		deps.Logger = slog.Default()
 	}
 	cfg = cfg.withDefaults()
-	if err := river.AddWorkerSafely(workers, &recognizeWorker{cfg: cfg, deps: deps}); err != nil {
+	if err := river.AddWorkerSafely(workers, newFileWorker(cfg, deps)); err != nil {
 		return nil, err
 	}
 	if err := river.AddWorkerSafely(workers, &finalizeWorker{deps: deps}); err != nil {
-		return nil, err
-	}
-	if err := river.AddWorkerSafely(workers, &modelWorker{deps: deps}); err != nil {
 		return nil, err
 	}
 	if err := river.AddWorkerSafely(workers, &deadlineWorker{cfg: cfg, deps: deps}); err != nil {
@@ -187,18 +198,20 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 		return nil, err
 	}
 	return map[string]river.QueueConfig{
-		QueueRecognize:     {MaxWorkers: cfg.RecognizeWorkers},
+		// A file holds its River slot through both stages; each stage
+		// has its own limit inside (fileWorker), so files waiting on
+		// model answers do not keep others from being recognized.
+		QueueFile:          {MaxWorkers: cfg.RecognizeWorkers + cfg.ModelWorkers},
 		QueueFinalize:      {MaxWorkers: 4},
-		QueueModel:         {MaxWorkers: cfg.ModelWorkers},
 		store.QueueWebhook: {MaxWorkers: 16},
 	}, nil
 }
 
-// FirstStage is the River work a new job starts with: one recognize job per file.
+// FirstStage is the River work a new job starts with: one file job per file.
 func FirstStage(jobID string, files int) []river.InsertManyParams {
 	params := make([]river.InsertManyParams, files)
 	for i := range files {
-		params[i] = river.InsertManyParams{Args: RecognizeArgs{JobID: jobID, FileIndex: i}}
+		params[i] = river.InsertManyParams{Args: FileArgs{JobID: jobID, FileIndex: i}}
 	}
 	return params
 }

@@ -10,13 +10,13 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// Every docjobs worker completes its River job itself, with JobCompleteTx
-// in the transaction that records the stage's result (DESIGN §1). River's
-// completer still sets the state once more after Work returns; on SQLite
-// that runs, per job, an UPDATE that finds the job no longer running and
-// then a second UPDATE that rewrites its metadata with nothing new. In
-// docjobs bench that took 32 ms of the one writer connection per 100 model
-// rows, holding up the next files' hand-offs (docs/benchmarks.md).
+// Finalize and webhook workers complete their River job themselves, with
+// JobCompleteTx in the transaction that records their result (DESIGN §1).
+// River's completer still sets the state once more after Work returns; on
+// SQLite that runs, per job, an UPDATE that finds the job no longer running
+// and then a second UPDATE that rewrites its metadata with nothing new, on
+// the one writer connection (32 ms per 100 jobs in docjobs bench when each
+// model row had its own River job, docs/benchmarks.md).
 //
 // skipFinishedExecutor drops from such a batch the jobs that are no longer
 // running and carry no metadata to merge, so nothing is written for them.

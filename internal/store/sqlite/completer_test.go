@@ -11,7 +11,6 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/docjobs/docjobs/internal/store/sqlstore"
 )
 
 func openStore(t *testing.T) *Store {
@@ -59,7 +58,7 @@ func TestRiverCompletionSkipsJobsAlreadyCompleted(t *testing.T) {
 		id       int64
 		metadata string
 	}{{running, ""}, {done, ""}, {doneWithOutput, `{"output":1}`}} {
-		sqlstore.AppendJobState(params, riverdriver.JobSetStateCompleted(c.id, now, []byte(c.metadata)))
+		appendJobState(params, riverdriver.JobSetStateCompleted(c.id, now, []byte(c.metadata)))
 	}
 	rows, err := exec.JobSetStateIfRunningMany(ctx, params)
 	if err != nil {
@@ -141,4 +140,17 @@ func TestStatementsOutsideTransactionsGoToTheRightPool(t *testing.T) {
 	if _, err := s.read.ExecContext(ctx, `INSERT INTO pools (v) VALUES ('x')`); err == nil {
 		t.Error("the read pool accepted an INSERT")
 	}
+}
+
+// appendJobState adds one River job's state change to a batch, the form
+// River's completer hands the driver.
+func appendJobState(p *riverdriver.JobSetStateIfRunningManyParams, c *riverdriver.JobSetStateIfRunningParams) {
+	p.ID = append(p.ID, c.ID)
+	p.Attempt = append(p.Attempt, c.Attempt)
+	p.ErrData = append(p.ErrData, c.ErrData)
+	p.FinalizedAt = append(p.FinalizedAt, c.FinalizedAt)
+	p.MetadataDoMerge = append(p.MetadataDoMerge, c.MetadataDoMerge)
+	p.MetadataUpdates = append(p.MetadataUpdates, c.MetadataUpdates)
+	p.ScheduledAt = append(p.ScheduledAt, c.ScheduledAt)
+	p.State = append(p.State, c.State)
 }

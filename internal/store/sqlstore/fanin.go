@@ -12,14 +12,13 @@ import (
 )
 
 // FinishOCR records a file's terminal recognition row and what follows from
-// it, and completes riverJob, in one transaction. The file's new rows (its
-// stored file, model rows and their River jobs) are inserted before the job
-// row is locked, so the files of a job insert in parallel and hold the lock
-// only to update; the lock then serializes concurrent finishes: exactly one
-// of them sees no pending row left and inserts d.EnqueueWhenLast. If the job
-// ended, or another attempt finished the file, meanwhile, the transaction is
-// rolled back and only riverJob is completed.
-func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, d store.OCRDone) (bool, error) {
+// it in one transaction. The file's new rows (its stored file and model
+// rows) are inserted before the job row is locked, so the files of a job
+// insert in parallel and hold the lock only to update; the lock then
+// serializes concurrent finishes: exactly one of them sees no pending row
+// left and inserts d.EnqueueWhenLast. If the job ended, or another attempt
+// finished the file, meanwhile, the transaction is rolled back.
+func (s *Store[TTx]) FinishOCR(ctx context.Context, d store.OCRDone) (bool, error) {
 	r := d.Row
 	if !r.Status.Terminal() {
 		return false, fmt.Errorf("finish ocr of job %s file %d: status %q is not terminal", r.JobID, r.FileIndex, r.Status)
@@ -35,9 +34,9 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 			return err
 		}
 		if !pending {
-			// Already terminal: a retry of a River job whose first attempt
-			// committed, or a duplicate. Only the River job is left to end.
-			return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+			// Already terminal: a duplicate River job, or a retry racing
+			// the attempt that committed.
+			return nil
 		}
 		now := s.nowUTC()
 		if d.File != nil {
@@ -46,9 +45,6 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 			}
 		}
 		if err := s.insertLLMRows(ctx, q, d.LLM, now); err != nil {
-			return err
-		}
-		if err := s.insertRiverJobsFast(ctx, tx, d.EnqueueNow, &woken); err != nil {
 			return err
 		}
 
@@ -95,16 +91,13 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, riverJob *rivertype.JobRow, 
 				return err
 			}
 			if !pending {
-				if err := s.insertRiverJobs(ctx, tx, d.EnqueueWhenLast, &woken); err != nil {
-					return err
-				}
+				return s.insertRiverJobs(ctx, tx, d.EnqueueWhenLast, &woken)
 			}
 		}
-		return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+		return nil
 	})
 	if errors.Is(err, errFileSettled) {
-		applied, woken = false, nil
-		err = s.inTx(ctx, func(tx TTx, _ Querier) error { return s.backend.CompleteRiverJob(ctx, tx, riverJob) })
+		applied, woken, err = false, nil, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("finish ocr of job %s file %d: %w", r.JobID, r.FileIndex, err)
@@ -210,26 +203,39 @@ func (s *Store[TTx]) lockJobIfLive(ctx context.Context, q Querier, jobID string)
 	return j, nil
 }
 
-// ModelInput returns what a model row's River job needs: the row as it
-// stands (its Input included) and its job. ErrNotFound when either is gone.
-func (s *Store[TTx]) ModelInput(ctx context.Context, jobID string, fileIndex, promptIndex, chunkIndex int) (*job.Job, job.LLMRow, error) {
-	j, err := s.GetJob(ctx, "", jobID)
-	if err != nil {
-		return nil, job.LLMRow{}, err
-	}
-	var (
-		r      job.LLMRow
-		status string
-	)
-	err = s.queryRow(ctx, s.backend.DB(), `SELECT file, chunk_total, status, input FROM llm_rows
-		WHERE job_id = ? AND file_index = ? AND prompt_index = ? AND chunk_index = ?`,
-		[]any{jobID, fileIndex, promptIndex, chunkIndex}, &r.File, &r.ChunkTotal, &status, &r.Input)
+// FileModelRows returns whether the file's OCR row is terminal and its
+// PENDING model rows of the first prompt, in chunk order, inputs included.
+func (s *Store[TTx]) FileModelRows(ctx context.Context, jobID string, fileIndex int) (bool, []job.LLMRow, error) {
+	db := s.backend.DB()
+	var status string
+	err := s.queryRow(ctx, db, `SELECT status FROM ocr_rows WHERE job_id = ? AND file_index = ?`,
+		[]any{jobID, fileIndex}, &status)
 	if errors.Is(err, errNoRows) {
-		return nil, job.LLMRow{}, store.ErrNotFound
+		return false, nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, job.LLMRow{}, fmt.Errorf("model row %s/%d/%d/%d: %w", jobID, fileIndex, promptIndex, chunkIndex, err)
+		return false, nil, fmt.Errorf("file %s/%d: %w", jobID, fileIndex, err)
 	}
-	r.JobID, r.FileIndex, r.PromptIndex, r.ChunkIndex, r.Status = jobID, fileIndex, promptIndex, chunkIndex, job.RowStatus(status)
-	return j, r, nil
+	if !job.RowStatus(status).Terminal() {
+		return false, nil, nil
+	}
+	rows, err := s.query(ctx, db, `SELECT chunk_index, chunk_total, file, model, input FROM llm_rows
+		WHERE job_id = ? AND file_index = ? AND prompt_index = 0 AND `+isPending+` ORDER BY chunk_index`,
+		jobID, fileIndex)
+	if err != nil {
+		return true, nil, fmt.Errorf("model rows of %s/%d: %w", jobID, fileIndex, err)
+	}
+	defer rows.Close()
+	var pending []job.LLMRow
+	for rows.Next() {
+		r := job.LLMRow{JobID: jobID, FileIndex: fileIndex, Status: job.RowPending}
+		if err := rows.Scan(&r.ChunkIndex, &r.ChunkTotal, &r.File, &r.Model, &r.Input); err != nil {
+			return true, nil, fmt.Errorf("scan model row: %w", err)
+		}
+		pending = append(pending, r)
+	}
+	if err := rows.Err(); err != nil {
+		return true, nil, fmt.Errorf("model rows of %s/%d: %w", jobID, fileIndex, err)
+	}
+	return true, pending, nil
 }

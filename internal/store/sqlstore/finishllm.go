@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
@@ -25,9 +23,8 @@ import (
 
 // llmFinish is one FinishLLM call waiting for its group.
 type llmFinish struct {
-	ctx      context.Context
-	riverJob *rivertype.JobRow
-	done     store.LLMDone
+	ctx  context.Context
+	done store.LLMDone
 
 	ready   chan struct{} // closed when applied/err are set, or lead is
 	lead    bool          // this call runs the next group
@@ -47,15 +44,15 @@ type llmQueue struct {
 	busy    bool
 }
 
-// FinishLLM writes a terminal model row if it is still PENDING and, when no
-// row of the job is left pending, inserts d.EnqueueWhenLast; riverJob is
-// completed in the same transaction either way.
-func (s *Store[TTx]) FinishLLM(ctx context.Context, riverJob *rivertype.JobRow, d store.LLMDone) (bool, error) {
+// FinishLLM writes a terminal model row if it is still PENDING and the job
+// is live and, when no row of the job is left pending, inserts
+// d.EnqueueWhenLast.
+func (s *Store[TTx]) FinishLLM(ctx context.Context, d store.LLMDone) (bool, error) {
 	r := d.Row
 	if !r.Status.Terminal() {
 		return false, fmt.Errorf("finish model row of job %s: status %q is not terminal", r.JobID, r.Status)
 	}
-	f := &llmFinish{ctx: ctx, riverJob: riverJob, done: d, ready: make(chan struct{})}
+	f := &llmFinish{ctx: ctx, done: d, ready: make(chan struct{})}
 	g := &s.llmGroups
 	g.mu.Lock()
 	if g.jobs == nil {
@@ -131,12 +128,12 @@ func (s *Store[TTx]) finishLLMGroup(group []*llmFinish) {
 	}
 }
 
-// finishLLMTx writes the group's rows and completes their River jobs in one
-// transaction, setting each member's applied, and wakes the queues it
-// enqueued to once committed. All members belong to one job.
+// finishLLMTx writes the group's rows in one transaction, setting each
+// member's applied, and wakes the queues it enqueued to once committed. All
+// members belong to one job.
 func (s *Store[TTx]) finishLLMTx(group []*llmFinish) error {
 	first := group[0].done.Row
-	// The members' contexts end with their River jobs; the rows are paid for.
+	// The members' contexts may end with their River job; the rows are paid for.
 	ctx := context.WithoutCancel(group[0].ctx)
 	var woken []string
 	err := s.inTx(ctx, func(tx TTx, q Querier) error {
@@ -145,29 +142,21 @@ func (s *Store[TTx]) finishLLMTx(group []*llmFinish) error {
 			m.applied = false // a retried transaction starts over
 		}
 		j, err := s.lockJobIfLive(ctx, q, first.JobID)
-		if err != nil {
+		if err != nil || j == nil {
 			return err
 		}
-		var (
-			whenLast  []river.InsertManyParams
-			riverJobs = make([]*rivertype.JobRow, len(group))
-		)
-		for i, m := range group {
-			riverJobs[i] = m.riverJob
-			if j == nil {
-				continue
-			}
+		var whenLast []river.InsertManyParams
+		for _, m := range group {
 			if m.applied, err = s.updateLLMRow(ctx, q, m.done.Row); err != nil {
 				return err
 			}
-			if len(whenLast) == 0 {
+			// A repeat finish of a row already terminal must not fan in:
+			// the finish that ended the row did, or will.
+			if m.applied && len(whenLast) == 0 {
 				whenLast = m.done.EnqueueWhenLast
 			}
 		}
-		if err := s.completeRiverJobs(ctx, tx, riverJobs); err != nil {
-			return err
-		}
-		if j == nil || len(whenLast) == 0 {
+		if len(whenLast) == 0 {
 			return nil
 		}
 		pending, err := s.anyPending(ctx, q, first.JobID)
@@ -204,43 +193,4 @@ func (s *Store[TTx]) updateLLMRow(ctx context.Context, q Querier, r job.LLMRow) 
 		return false, fmt.Errorf("update model row: %w", err)
 	}
 	return n > 0, nil
-}
-
-// completeRiverJobs marks running River jobs completed inside tx in one
-// statement: what river.JobCompleteTx does for one job, through the same
-// driver call River's own completer batches with. One JobCompleteTx per
-// member cost a round trip each while the group held the job row's lock.
-func (s *Store[TTx]) completeRiverJobs(ctx context.Context, tx TTx, rows []*rivertype.JobRow) error {
-	if len(rows) == 1 {
-		return s.backend.CompleteRiverJob(ctx, tx, rows[0])
-	}
-	now := s.nowUTC()
-	p := &riverdriver.JobSetStateIfRunningManyParams{Schema: s.schema}
-	for _, r := range rows {
-		if r.State != rivertype.JobStateRunning {
-			return fmt.Errorf("complete river job %d: job must be running", r.ID)
-		}
-		AppendJobState(p, riverdriver.JobSetStateCompleted(r.ID, now, nil))
-	}
-	done, err := s.driver.UnwrapExecutor(tx).JobSetStateIfRunningMany(ctx, p)
-	if err != nil {
-		return fmt.Errorf("complete %d river jobs: %w", len(rows), err)
-	}
-	if len(done) != len(rows) {
-		return fmt.Errorf("complete %d river jobs: %d found: %w", len(rows), len(done), rivertype.ErrNotFound)
-	}
-	return nil
-}
-
-// AppendJobState adds one River job's state change to a batch of them, the
-// form River's drivers take.
-func AppendJobState(p *riverdriver.JobSetStateIfRunningManyParams, c *riverdriver.JobSetStateIfRunningParams) {
-	p.ID = append(p.ID, c.ID)
-	p.Attempt = append(p.Attempt, c.Attempt)
-	p.ErrData = append(p.ErrData, c.ErrData)
-	p.FinalizedAt = append(p.FinalizedAt, c.FinalizedAt)
-	p.MetadataDoMerge = append(p.MetadataDoMerge, c.MetadataDoMerge)
-	p.MetadataUpdates = append(p.MetadataUpdates, c.MetadataUpdates)
-	p.ScheduledAt = append(p.ScheduledAt, c.ScheduledAt)
-	p.State = append(p.State, c.State)
 }

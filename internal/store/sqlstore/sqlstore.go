@@ -256,22 +256,6 @@ func (s *Store[TTx]) insertRiverJobs(ctx context.Context, tx TTx, params []river
 	return nil
 }
 
-// insertRiverJobsFast inserts jobs that are not unique: River skips reading
-// the rows back, which was half the cost of a file's hand-off to the model
-// stage. A unique job among params makes the insert fail.
-func (s *Store[TTx]) insertRiverJobsFast(ctx context.Context, tx TTx, params []river.InsertManyParams, woken *[]string) error {
-	if len(params) == 0 {
-		return nil
-	}
-	if _, err := s.inserter.InsertManyFastTx(ctx, tx, params); err != nil {
-		return fmt.Errorf("insert river jobs: %w", err)
-	}
-	for _, p := range params {
-		*woken = append(*woken, queueOf(p))
-	}
-	return nil
-}
-
 // afterErase runs the dialect's post-erase step; a failure is logged, not
 // returned, because the erase itself committed.
 func (s *Store[TTx]) afterErase(ctx context.Context, jobID string) {

@@ -69,16 +69,3 @@ func queuesOf(res []*rivertype.JobInsertResult) []string {
 	}
 	return out
 }
-
-// queueOf is the queue River puts p on.
-func queueOf(p river.InsertManyParams) string {
-	if p.InsertOpts != nil && p.InsertOpts.Queue != "" {
-		return p.InsertOpts.Queue
-	}
-	if a, ok := p.Args.(river.JobArgsWithInsertOpts); ok {
-		if q := a.InsertOpts().Queue; q != "" {
-			return q
-		}
-	}
-	return river.QueueDefault
-}

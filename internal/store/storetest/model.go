@@ -14,130 +14,168 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
-func testFinishLLMFansInOnceAndKeepsInputsApart(t *testing.T, s Store) {
-	h := newHarness(t, s, "")
-	j := newJob("acct", 1)
-	ocr := doneRow(j, 0, "chunk A chunk B")
-	pending := func(i int, input string) job.LLMRow {
-		return job.LLMRow{JobID: j.ID, FileIndex: 0, File: ocr.File, ChunkIndex: i, ChunkTotal: 2,
-			Status: job.RowPending, Model: "m", Input: input}
-	}
-	h.on("ocr", func(ctx context.Context, rj *river.Job[stepArgs]) error {
-		_, err := s.FinishOCR(ctx, rj.JobRow, store.OCRDone{Row: ocr,
-			LLM:             []job.LLMRow{pending(0, "chunk A"), pending(1, "chunk B")},
-			EnqueueNow:      []river.InsertManyParams{step("llm0"), step("llm1")},
-			EnqueueWhenLast: []river.InsertManyParams{parked("finalize-after-ocr")}})
-		return err
-	})
-	var mu sync.Mutex // the two model steps may run at once
-	applied := map[int]bool{}
-	finish := func(i int) stepFunc {
-		return func(ctx context.Context, rj *river.Job[stepArgs]) error {
-			_, row, err := s.ModelInput(ctx, j.ID, 0, 0, i)
-			if err != nil {
-				return err
-			}
-			row.Status, row.Content, row.InputTokens, row.OutputTokens = job.RowDone, `{"echo":"`+row.Input+`"}`, 100, 7
-			ok, err := s.FinishLLM(ctx, rj.JobRow, store.LLMDone{Row: row,
-				EnqueueWhenLast: []river.InsertManyParams{parked("finalize")}})
-			mu.Lock()
-			applied[i] = ok
-			mu.Unlock()
-			return err
-		}
-	}
-	h.on("llm0", finish(0))
-	h.on("llm1", finish(1))
-	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("ocr")}})
-	for _, run := range h.wait(3) {
-		equal(t, "River job of "+run.Step, riverState(t, s, run.JobID), rivertype.JobStateCompleted)
-	}
-
-	equal(t, "both rows applied", applied, map[int]bool{0: true, 1: true})
-	equal(t, "finalize inserted once, by the last model row", parkedNotes(t, s), []string{"finalize"})
-	res := getResult(t, s, j.ID)
-	for i, r := range res.LLM {
-		equal(t, "row status", r.Status, job.RowDone)
-		equal(t, "row answer", r.Content, `{"echo":"chunk `+string(rune('A'+i))+`"}`)
-		equal(t, "tokens", [2]int64{r.InputTokens, r.OutputTokens}, [2]int64{100, 7})
-		equal(t, "input is not part of the result", r.Input, "")
-	}
+// pendingChunk is PENDING model row chunk of total of file i of job j.
+func pendingChunk(j *job.Job, ocr job.OCRRow, chunk, total int) job.LLMRow {
+	return job.LLMRow{JobID: j.ID, FileIndex: ocr.FileIndex, File: ocr.File, ChunkIndex: chunk, ChunkTotal: total,
+		Status: job.RowPending, Model: "m", Input: fmt.Sprintf("file %d chunk %d", ocr.FileIndex, chunk),
+		Overlap: fmt.Sprint("overlap ", chunk)}
 }
 
-// testFinishLLMBurst finishes a file's model rows all at once, as a job's
-// answers arrive: FinishLLM groups them into shared transactions. Every row
-// must be applied once and finalize enqueued once; a member whose River job
-// cannot be completed fails alone, not the rows grouped with it.
-func testFinishLLMBurst(t *testing.T, s Store) {
-	const n = 8 // the harness's MaxWorkers: all of them finish at once
-	const refused = 3
-	h := newHarness(t, s, "")
-	j := newJob("acct", 1)
-	ocr := doneRow(j, 0, "text")
-	var (
-		rows    []job.LLMRow
-		enqueue []river.InsertManyParams
-	)
-	for i := range n {
-		rows = append(rows, job.LLMRow{JobID: j.ID, FileIndex: 0, File: ocr.File, ChunkIndex: i, ChunkTotal: n,
-			Status: job.RowPending, Model: "m", Input: fmt.Sprint("chunk ", i)})
-		enqueue = append(enqueue, step(fmt.Sprint("llm", i)))
+// leftOf keeps of rows what FileModelRows promises: enough to answer them.
+func leftOf(rows []job.LLMRow) []job.LLMRow {
+	var out []job.LLMRow
+	for _, r := range rows {
+		out = append(out, job.LLMRow{JobID: r.JobID, FileIndex: r.FileIndex, ChunkIndex: r.ChunkIndex,
+			ChunkTotal: r.ChunkTotal, File: r.File, Model: r.Model, Input: r.Input, Status: r.Status})
 	}
-	h.on("ocr", func(ctx context.Context, rj *river.Job[stepArgs]) error {
-		_, err := s.FinishOCR(ctx, rj.JobRow, store.OCRDone{Row: ocr, LLM: rows, EnqueueNow: enqueue})
-		return err
-	})
-	var arrived sync.WaitGroup
-	arrived.Add(n)
+	return out
+}
+
+// fileModelRows calls FileModelRows and fails the test on error.
+func fileModelRows(t *testing.T, s store.Store, jobID string, fileIndex int) (bool, []job.LLMRow) {
+	t.Helper()
+	recognized, pending, err := s.FileModelRows(ctx(t), jobID, fileIndex)
+	noErr(t, fmt.Sprint("FileModelRows of file ", fileIndex), err)
+	return recognized, pending
+}
+
+// testFinishLLMFansInOnceAndKeepsInputsApart runs a job's files as the
+// pipeline does: each file's River job recognizes its file, then answers
+// the file's model rows at once from the inputs stored with them. Whichever
+// finish leaves no row pending, in whichever file, inserts finalize; only
+// it.
+func testFinishLLMFansInOnceAndKeepsInputsApart(t *testing.T, s Store) {
+	const files, chunks = 2, 2
+	h := newHarness(t, s, "")
+	j := newJob("acct", files)
+	finalize := []river.InsertManyParams{parked("finalize")}
+	// The files wait for each other after recognition, so that their model
+	// rows finish together.
+	var recognized sync.WaitGroup
+	recognized.Add(files)
 	all := make(chan struct{})
-	go func() { arrived.Wait(); close(all) }()
-	for i := range n {
-		h.on(fmt.Sprint("llm", i), func(ctx context.Context, rj *river.Job[stepArgs]) error {
-			_, row, err := s.ModelInput(ctx, j.ID, 0, 0, i)
+	go func() { recognized.Wait(); close(all) }()
+
+	var mu sync.Mutex
+	applied := map[string]bool{}
+	var enqueue []river.InsertManyParams
+	for i := range files {
+		name := fmt.Sprint("file-", i)
+		enqueue = append(enqueue, step(name))
+		h.on(name, func(ctx context.Context, rj *river.Job[stepArgs]) error {
+			ocr := doneRow(j, i, "chunk A chunk B")
+			var rows []job.LLMRow
+			for c := range chunks {
+				rows = append(rows, pendingChunk(j, ocr, c, chunks))
+			}
+			_, err := s.FinishOCR(ctx, store.OCRDone{Row: ocr, LLM: rows, EnqueueWhenLast: finalize})
+			recognized.Done()
 			if err != nil {
 				return err
 			}
-			riverRow := rj.JobRow
-			if rj.Attempt == 1 {
-				arrived.Done()
-				select {
-				case <-all:
-				case <-time.After(5 * time.Second): // River ran them one by one; still correct
-				}
-				if i == refused {
-					// A River job that is not running cannot be completed.
-					copied := *rj.JobRow
-					copied.State = rivertype.JobStateAvailable
-					riverRow = &copied
-				}
+			select {
+			case <-all:
+			case <-time.After(5 * time.Second): // River ran them one by one; still correct
 			}
-			row.Status, row.Content = job.RowDone, fmt.Sprintf(`{"i":%d}`, i)
-			ok, err := s.FinishLLM(ctx, riverRow, store.LLMDone{Row: row,
-				EnqueueWhenLast: []river.InsertManyParams{parked("finalize")}})
-			if err == nil && !ok {
-				err = fmt.Errorf("row %d: applied = false", i)
+			_, pending, err := s.FileModelRows(ctx, j.ID, i)
+			if err != nil {
+				return err
+			}
+			errs := make(chan error, len(pending))
+			for _, row := range pending {
+				go func() {
+					row.Status, row.Content, row.InputTokens, row.OutputTokens = job.RowDone, `{"echo":"`+row.Input+`"}`, 100, 7
+					ok, err := s.FinishLLM(ctx, store.LLMDone{Row: row, EnqueueWhenLast: finalize})
+					mu.Lock()
+					applied[row.Input] = ok
+					mu.Unlock()
+					errs <- err
+				}()
+			}
+			for range pending {
+				if e := <-errs; e != nil {
+					err = e
+				}
 			}
 			return err
 		})
 	}
-	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("ocr")}})
-	runs := h.wait(1 + n + 1) // ocr, n model rows, the refused row's retry
-	failed := 0
-	for _, r := range runs {
-		switch {
-		case r.Step == fmt.Sprint("llm", refused) && r.Attempt == 1:
-			if r.Err == nil {
-				t.Errorf("the refused row's first finish succeeded")
-			}
-			failed++
-		case r.Err != nil:
-			t.Errorf("step %s attempt %d: %v", r.Step, r.Attempt, r.Err)
-		default:
-			equal(t, "River job of "+r.Step, riverState(t, s, r.JobID), rivertype.JobStateCompleted)
-		}
+	createJob(t, s, j, store.CreateJobParams{Enqueue: enqueue})
+	for _, run := range h.wait(files) {
+		noErr(t, "step "+run.Step, run.Err)
+		waitRiverState(t, s, run.JobID, rivertype.JobStateCompleted)
 	}
-	equal(t, "refused finishes", failed, 1)
+
+	equal(t, "rows applied", applied, map[string]bool{
+		"file 0 chunk 0": true, "file 0 chunk 1": true, "file 1 chunk 0": true, "file 1 chunk 1": true})
 	equal(t, "finalize inserted once, by the last model row", parkedNotes(t, s), []string{"finalize"})
+	res := getResult(t, s, j.ID)
+	equal(t, "model rows", len(res.LLM), files*chunks)
+	for _, r := range res.LLM {
+		what := fmt.Sprintf("row %d/%d ", r.FileIndex, r.ChunkIndex)
+		equal(t, what+"status", r.Status, job.RowDone)
+		equal(t, what+"answer", r.Content, fmt.Sprintf(`{"echo":"file %d chunk %d"}`, r.FileIndex, r.ChunkIndex))
+		equal(t, what+"tokens", [2]int64{r.InputTokens, r.OutputTokens}, [2]int64{100, 7})
+		equal(t, what+"input is not part of the result", r.Input, "")
+	}
+}
+
+// testFinishLLMBurst finishes a file's model rows all at once, as its
+// answers arrive: FinishLLM groups them into shared transactions. Every row
+// must be applied once and finalize enqueued once.
+func testFinishLLMBurst(t *testing.T, s Store) {
+	const n = 16
+	h := newHarness(t, s, "")
+	j := newJob("acct", 1)
+	ocr := doneRow(j, 0, "text")
+	var rows []job.LLMRow
+	for i := range n {
+		rows = append(rows, pendingChunk(j, ocr, i, n))
+	}
+	applied := make([]bool, n)
+	h.on("file", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		if _, err := s.FinishOCR(ctx, store.OCRDone{Row: ocr, LLM: rows}); err != nil {
+			return err
+		}
+		start := make(chan struct{})
+		errs := make(chan error, n)
+		for i, row := range rows {
+			go func() {
+				<-start
+				row.Status, row.Content = job.RowDone, fmt.Sprintf(`{"i":%d}`, i)
+				ok, err := s.FinishLLM(ctx, store.LLMDone{Row: row,
+					EnqueueWhenLast: []river.InsertManyParams{parked("finalize")}})
+				applied[i] = ok
+				errs <- err
+			}()
+		}
+		close(start)
+		var err error
+		for range n {
+			if e := <-errs; e != nil {
+				err = e
+			}
+		}
+		return err
+	})
+	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("file")}})
+	run := h.waitOne()
+	waitRiverState(t, s, run.JobID, rivertype.JobStateCompleted)
+
+	for i, ok := range applied {
+		equal(t, fmt.Sprint("row ", i, " applied"), ok, true)
+	}
+	equal(t, "finalize inserted once, by the last model row", parkedNotes(t, s), []string{"finalize"})
+
+	// A repeat finish (a rescued file job overlapping a hung attempt) of a
+	// row already terminal changes nothing and fans in nothing.
+	again := rows[0]
+	again.Status, again.Content = job.RowDone, `{"i":"again"}`
+	ok, err := s.FinishLLM(ctx(t), store.LLMDone{Row: again, EnqueueWhenLast: []river.InsertManyParams{parked("finalize again")}})
+	noErr(t, "FinishLLM again", err)
+	equal(t, "repeat applied", ok, false)
+	equal(t, "finalize still inserted once", parkedNotes(t, s), []string{"finalize"})
+
 	res := getResult(t, s, j.ID)
 	equal(t, "model rows", len(res.LLM), n)
 	for _, r := range res.LLM {
@@ -155,11 +193,10 @@ func testFinishOCRManyChunks(t *testing.T, s Store) {
 	ocr := doneRow(j, 0, "text")
 	rows := make([]job.LLMRow, n)
 	for i := range rows {
-		rows[i] = job.LLMRow{JobID: j.ID, FileIndex: 0, File: ocr.File, ChunkIndex: i, ChunkTotal: n,
-			Status: job.RowPending, Model: "m", Input: fmt.Sprint("chunk ", i), Overlap: fmt.Sprint("overlap ", i)}
+		rows[i] = pendingChunk(j, ocr, i, n)
 	}
 	h.on("ocr", func(ctx context.Context, rj *river.Job[stepArgs]) error {
-		_, err := s.FinishOCR(ctx, rj.JobRow, store.OCRDone{Row: ocr, LLM: rows})
+		_, err := s.FinishOCR(ctx, store.OCRDone{Row: ocr, LLM: rows})
 		return err
 	})
 	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("ocr")}})
@@ -169,10 +206,74 @@ func testFinishOCRManyChunks(t *testing.T, s Store) {
 	for i, r := range res.LLM {
 		equal(t, fmt.Sprint("row ", i, " chunk"), [2]int{r.ChunkIndex, r.ChunkTotal}, [2]int{i, n})
 		equal(t, fmt.Sprint("row ", i, " status"), r.Status, job.RowPending)
+		equal(t, fmt.Sprint("row ", i, " overlap"), r.Overlap, fmt.Sprint("overlap ", i))
 	}
-	for _, i := range []int{0, 31, 32, 63, 64, n - 1} {
-		_, r, err := s.ModelInput(ctx(t), j.ID, 0, 0, i)
-		noErr(t, "ModelInput", err)
-		equal(t, fmt.Sprint("input of row ", i), r.Input, fmt.Sprint("chunk ", i))
+	recognized, pending := fileModelRows(t, s, j.ID, 0)
+	equal(t, "recognized", recognized, true)
+	equal(t, "rows left, inputs included", leftOf(pending), leftOf(rows))
+}
+
+// testFileModelRows reads what a file's River job, run again, has left to
+// do: nothing known before its recognition is recorded, then the first
+// prompt's rows of that file still pending, in chunk order.
+func testFileModelRows(t *testing.T, s Store) {
+	j := newJob("acct", 2)
+	j.Prompts = []string{"Extract the total.", "Extract the date."}
+	createJob(t, s, j, store.CreateJobParams{})
+
+	recognized, pending := fileModelRows(t, s, j.ID, 0)
+	equal(t, "before recognition", [2]any{recognized, pending}, [2]any{false, []job.LLMRow(nil)})
+
+	ocr := doneRow(j, 0, "chunks")
+	secondPrompt := pendingChunk(j, ocr, 0, 1)
+	secondPrompt.PromptIndex, secondPrompt.Input = 1, "second prompt"
+	// Out of chunk order, as nothing says a caller writes them in order.
+	rows := []job.LLMRow{pendingChunk(j, ocr, 2, 3), secondPrompt, pendingChunk(j, ocr, 0, 3), pendingChunk(j, ocr, 1, 3)}
+	applied, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: rows})
+	noErr(t, "FinishOCR of file 0", err)
+	equal(t, "FinishOCR of file 0 applied", applied, true)
+	recognized, pending = fileModelRows(t, s, j.ID, 1)
+	equal(t, "another file before its recognition", [2]any{recognized, pending}, [2]any{false, []job.LLMRow(nil)})
+	other := doneRow(j, 1, "other")
+	_, err = s.FinishOCR(ctx(t), store.OCRDone{Row: other, LLM: []job.LLMRow{pendingChunk(j, other, 0, 1)}})
+	noErr(t, "FinishOCR of file 1", err)
+
+	recognized, pending = fileModelRows(t, s, j.ID, 0)
+	equal(t, "recognized", recognized, true)
+	equal(t, "rows left", leftOf(pending), leftOf([]job.LLMRow{rows[2], rows[3], rows[0]}))
+	recognized, pending = fileModelRows(t, s, j.ID, 1)
+	equal(t, "the other file's rows left", [2]any{recognized, leftOf(pending)},
+		[2]any{true, leftOf([]job.LLMRow{pendingChunk(j, other, 0, 1)})})
+
+	answered := rows[3] // chunk 1
+	answered.Status, answered.Content = job.RowDone, `{"total":1}`
+	applied, err = s.FinishLLM(ctx(t), store.LLMDone{Row: answered})
+	noErr(t, "FinishLLM of chunk 1", err)
+	equal(t, "FinishLLM of chunk 1 applied", applied, true)
+	_, pending = fileModelRows(t, s, j.ID, 0)
+	equal(t, "rows left after chunk 1", leftOf(pending), leftOf([]job.LLMRow{rows[2], rows[0]}))
+
+	for _, c := range []struct {
+		what  string
+		jobID string
+		file  int
+	}{
+		{"an unknown job", newID("job"), 0},
+		{"a file past the job's last", j.ID, 2},
+		{"a negative file index", j.ID, -1},
+	} {
+		recognized, pending, err := s.FileModelRows(ctx(t), c.jobID, c.file)
+		isErr(t, c.what, err, store.ErrNotFound)
+		equal(t, c.what+": nothing", [2]any{recognized, pending}, [2]any{false, []job.LLMRow(nil)})
 	}
+
+	// A cancelled job has nothing left to answer; a deleted one is gone.
+	_, err = s.CancelJob(ctx(t), "acct", j.ID)
+	noErr(t, "CancelJob", err)
+	recognized, pending = fileModelRows(t, s, j.ID, 0)
+	equal(t, "rows left after cancel", [2]any{recognized, len(pending)}, [2]any{true, 0})
+	_, err = s.DeleteJob(ctx(t), "acct", j.ID)
+	noErr(t, "DeleteJob", err)
+	_, _, err = s.FileModelRows(ctx(t), j.ID, 0)
+	isErr(t, "a deleted job", err, store.ErrNotFound)
 }

@@ -48,14 +48,14 @@ func testJobProgressCountsTerminalRows(t *testing.T, s Store) {
 	recognized := doneRow(j, 0, "chunk A chunk B")
 	failed := job.OCRRow{JobID: j.ID, FileIndex: 1, Status: job.RowFailed, Error: "fetch failed"}
 	h.on("ocr0", func(ctx context.Context, rj *river.Job[stepArgs]) error {
-		_, err := s.FinishOCR(ctx, rj.JobRow, store.OCRDone{Row: recognized, LLM: []job.LLMRow{
+		_, err := s.FinishOCR(ctx, store.OCRDone{Row: recognized, LLM: []job.LLMRow{
 			{JobID: j.ID, FileIndex: 0, File: recognized.File, ChunkIndex: 0, ChunkTotal: 2, Status: job.RowPending},
 			{JobID: j.ID, FileIndex: 0, File: recognized.File, ChunkIndex: 1, ChunkTotal: 2, Status: job.RowPending},
 		}})
 		return err
 	})
 	h.on("ocr1", func(ctx context.Context, rj *river.Job[stepArgs]) error {
-		_, err := s.FinishOCR(ctx, rj.JobRow, store.OCRDone{Row: failed,
+		_, err := s.FinishOCR(ctx, store.OCRDone{Row: failed,
 			LLM: []job.LLMRow{job.SkippedLLMRow(failed, job.SkipOCRFailed, "")}})
 		return err
 	})

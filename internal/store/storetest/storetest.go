@@ -1,6 +1,6 @@
 // Package storetest is the suite every store.Store implementation must pass.
 // It runs against real databases and a real River client: the fan-in methods
-// are called from inside River workers, as the pipeline calls them.
+// are mostly called from inside River workers, as the pipeline calls them.
 package storetest
 
 import (
@@ -19,7 +19,8 @@ import (
 )
 
 // RiverInspector shows the River jobs of a store; the suite needs it to
-// check that fan-in inserted and completed exactly the River jobs it should.
+// check that fan-in inserted exactly the River jobs it should, and that
+// FinishJob completed its own.
 type RiverInspector interface {
 	// RiverJob returns one River job; store.ErrNotFound when missing.
 	RiverJob(ctx context.Context, id int64) (*rivertype.JobRow, error)
@@ -59,9 +60,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"JobCountsByStatusCountsEveryStatus", testJobCounts},
 		{"FinishOCRRecordsTheRowAndWhatFollows", testFinishOCR},
 		{"FinishOCRFansInExactlyOnce", testFinishOCRFanIn},
-		{"FinishOCROnAFinishedRowOnlyCompletesTheRiverJob", testFinishOCRRetry},
+		{"FinishOCROnAFinishedRowChangesNothing", testFinishOCROnAFinishedRow},
 		{"FinishOCRLeavesACancelledJobAlone", testFinishOCRCancelled},
-		{"FinishOCRChangesNothingWhenTheRiverJobCannotComplete", testFinishOCRAtomic},
+		{"FinishOCRChangesNothingWhenTheDatabaseRefusesPartOfIt", testFinishOCRAtomic},
 		{"FinishJobEndsTheJobOnce", testFinishJob},
 		{"FinishJobFailsRowsStillPending", testFinishJobPendingRows},
 		{"WorkReclaimsJobsOfThePreviousIncarnation", testWorkReclaims},
@@ -72,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FinishLLMFansInOnceAndKeepsInputsApart", testFinishLLMFansInOnceAndKeepsInputsApart},
 		{"FinishLLMBurst", testFinishLLMBurst},
 		{"FinishOCRManyChunks", testFinishOCRManyChunks},
+		{"FileModelRowsIsWhatARetriedFileHasLeft", testFileModelRows},
 		{"ExpireJobFailsWhatIsLeftOnce", testExpireJobFailsWhatIsLeftOnce},
 		{"JobProgressCountsTerminalRowsOfTheAccountsJob", testJobProgressCountsTerminalRows},
 	}

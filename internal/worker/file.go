@@ -1,0 +1,123 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/docjobs/docjobs/internal/job"
+)
+
+// FileArgs identify one file of one job. Args carry ids only, never a secret.
+type FileArgs struct {
+	JobID     string `json:"job_id"`
+	FileIndex int    `json:"file_index"`
+}
+
+// Kind is the River job kind.
+func (FileArgs) Kind() string { return "file" }
+
+// InsertOpts put files on their own queue.
+func (FileArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueFile, MaxAttempts: 5}
+}
+
+// fileWorker carries one file through the pipeline in one River job: fetch
+// and recognize it, record the result with the file's model rows, then ask
+// those rows and record each answer as it arrives. Each step is durable
+// before the next begins, so a retried or reclaimed job resumes where the
+// last one stopped and pays no provider twice. One River job per file, not
+// per chunk, because River's own bookkeeping of a job per chunk cost more
+// than the rest of the pipeline's overhead together (docs/decisions.md).
+type fileWorker struct {
+	river.WorkerDefaults[FileArgs]
+	cfg  Config
+	deps Deps
+	// recognizing and asking bound, per process, the files being
+	// recognized (Config.RecognizeWorkers) and the model rows being asked
+	// (Config.ModelWorkers).
+	recognizing chan struct{}
+	asking      chan struct{}
+}
+
+func newFileWorker(cfg Config, deps Deps) *fileWorker {
+	return &fileWorker{cfg: cfg, deps: deps,
+		recognizing: make(chan struct{}, cfg.RecognizeWorkers), asking: make(chan struct{}, cfg.ModelWorkers)}
+}
+
+func (w *fileWorker) Timeout(*river.Job[FileArgs]) time.Duration { return w.cfg.fileTimeout() }
+
+func (w *fileWorker) NextRetry(j *river.Job[FileArgs]) time.Time { return retryBackoff(j.Attempt) }
+
+func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
+	args := rj.Args
+	j, err := w.deps.Store.GetJob(ctx, "", args.JobID)
+	if errors.Is(err, job.ErrNotFound) {
+		return nil // deleted while queued: nothing left to do
+	}
+	if err != nil {
+		return fmt.Errorf("file %s[%d]: load job: %w", args.JobID, args.FileIndex, err)
+	}
+	if j.Status.Terminal() || args.FileIndex < 0 || args.FileIndex >= len(j.SourceURLs) {
+		return nil // cancelled, already finished, or not a file of this job
+	}
+	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID, "file_index", args.FileIndex)
+
+	ctx, ended, stop := w.untilJobEnds(ctx, j.ID)
+	defer stop()
+	rows, err := w.recognizeFile(ctx, rj, j, log)
+	if err == nil && len(rows) > 0 {
+		err = w.answerFile(ctx, rj, j, rows, log)
+	}
+	if err != nil && ended.Load() {
+		log.Info("file: the job ended while the file was in progress")
+		return nil
+	}
+	return err
+}
+
+// untilJobEnds returns a context cancelled once the job has ended or is
+// gone, checked every Config.JobCheck: a cancelled, deleted or expired job
+// stops its provider calls. ended tells a cancellation for that reason
+// from River's own (timeout, shutdown).
+func (w *fileWorker) untilJobEnds(ctx context.Context, jobID string) (context.Context, *atomic.Bool, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	ended := &atomic.Bool{}
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(w.cfg.JobCheck)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			j, err := w.deps.Store.GetJob(ctx, "", jobID)
+			if errors.Is(err, job.ErrNotFound) || (err == nil && j.Status.Terminal()) {
+				ended.Store(true)
+				cancel()
+				return
+			}
+		}
+	}()
+	return ctx, ended, func() { close(done); cancel() }
+}
+
+// acquire takes a slot of sem, or gives up when ctx ends.
+func acquire(ctx context.Context, sem chan struct{}) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func release(sem chan struct{}) { <-sem }
