@@ -9,6 +9,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/docjobs/docjobs/internal/fair"
 	"github.com/docjobs/docjobs/internal/job"
 )
 
@@ -39,14 +40,16 @@ type fileWorker struct {
 	deps Deps
 	// recognizing and asking bound, per process, the files being
 	// recognized (Config.RecognizeWorkers) and the model rows being asked
-	// (Config.ModelWorkers).
-	recognizing chan struct{}
-	asking      chan struct{}
+	// (Config.ModelWorkers), taking turns between accounts: River hands
+	// out files first come, first served, and one account's thousand
+	// chunks must not keep another's one chunk waiting for all of them.
+	recognizing *fair.Sem
+	asking      *fair.Sem
 }
 
 func newFileWorker(cfg Config, deps Deps) *fileWorker {
 	return &fileWorker{cfg: cfg, deps: deps,
-		recognizing: make(chan struct{}, cfg.RecognizeWorkers), asking: make(chan struct{}, cfg.ModelWorkers)}
+		recognizing: fair.NewSem(cfg.RecognizeWorkers), asking: fair.NewSem(cfg.ModelWorkers)}
 }
 
 func (w *fileWorker) Timeout(*river.Job[FileArgs]) time.Duration { return w.cfg.fileTimeout() }
@@ -109,15 +112,3 @@ func (w *fileWorker) untilJobEnds(ctx context.Context, jobID string) (context.Co
 	}()
 	return ctx, ended, func() { close(done); cancel() }
 }
-
-// acquire takes a slot of sem, or gives up when ctx ends.
-func acquire(ctx context.Context, sem chan struct{}) error {
-	select {
-	case sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func release(sem chan struct{}) { <-sem }

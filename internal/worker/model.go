@@ -68,7 +68,7 @@ func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j 
 // nothing, when the row is to be asked again: a retryable provider error
 // with attempts left, or the River job's context ending.
 func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Chat, row *job.LLMRow, final bool, log *slog.Logger) error {
-	if err := acquire(ctx, w.asking); err != nil {
+	if err := w.asking.Acquire(ctx, j.AccountID); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -78,7 +78,7 @@ func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Ch
 	} else {
 		err = answer(ctx, j, chat, row)
 	}
-	release(w.asking)
+	w.asking.Release()
 	if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() && !final {
 		return fmt.Errorf("model row %d: %w", row.ChunkIndex, err)
 	}

@@ -68,9 +68,19 @@ func (f fixedChats) Chat(string, string, string) (provider.Chat, error) { return
 // its two stages, and returns a worker over that store.
 func recognizedFile(t *testing.T, chunks int, chat provider.Chat) (*fileWorker, *sqlite.Store, *job.Job) {
 	t.Helper()
-	ctx := context.Background()
 	st := openStore(t)
-	j := &job.Job{ID: "job-1", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
+	j := recognizedJob(t, st, "job-1", "a", chunks)
+	w := newFileWorker(Config{JobCheck: 20 * time.Millisecond}.withDefaults(),
+		Deps{Store: st, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler)})
+	return w, st, j
+}
+
+// recognizedJob stores job id of account with one recognized file of
+// chunks PENDING model rows.
+func recognizedJob(t *testing.T, st *sqlite.Store, id, account string, chunks int) *job.Job {
+	t.Helper()
+	ctx := context.Background()
+	j := &job.Job{ID: id, AccountID: account, Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
 		Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", Created: time.Now()}
 	if _, _, err := st.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
 		t.Fatal(err)
@@ -83,9 +93,7 @@ func recognizedFile(t *testing.T, chunks int, chat provider.Chat) (*fileWorker, 
 	if _, err := st.FinishOCR(ctx, store.OCRDone{Row: ocr, LLM: rows}); err != nil {
 		t.Fatal(err)
 	}
-	w := newFileWorker(Config{JobCheck: 20 * time.Millisecond}.withDefaults(),
-		Deps{Store: st, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler)})
-	return w, st, j
+	return j
 }
 
 // workAttempt runs the file's River job as its attempt-th attempt of 5.
@@ -177,6 +185,54 @@ func TestARowTheProviderCannotAnswerYetWaitsForTheNextAttempt(t *testing.T) {
 				t.Fatalf("calls = %v; the next attempt must ask only the waiting row", chat.calls)
 			}
 		})
+	}
+}
+
+// gatedChat reports each call's account as it starts and answers it when
+// let through.
+type gatedChat struct {
+	started chan string
+	gate    chan struct{}
+}
+
+func (c gatedChat) Complete(ctx context.Context, _ provider.ChatRequest) (provider.ChatAnswer, error) {
+	c.started <- provider.AccountOf(ctx)
+	<-c.gate
+	return provider.ChatAnswer{Content: `{"n":1}`}, nil
+}
+
+func TestOneAccountsBacklogDoesNotKeepAnotherAccountWaiting(t *testing.T) {
+	chat := gatedChat{started: make(chan string, 8), gate: make(chan struct{})}
+	st := openStore(t)
+	a := recognizedJob(t, st, "job-a", "acct-a", 5)
+	b := recognizedJob(t, st, "job-b", "acct-b", 1)
+	w := newFileWorker(Config{ModelWorkers: 1}.withDefaults(),
+		Deps{Store: st, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler)})
+	done := make(chan error, 2)
+	go func() { done <- workAttempt(w, a, 2) }()
+	if got := <-chat.started; got != "acct-a" {
+		t.Fatalf("first call for %q", got)
+	}
+	// acct-a's first row holds the process's only place and its four
+	// others wait; acct-b's one row joins them.
+	waitFor(t, func() bool { return w.asking.Waiting() == 4 })
+	go func() { done <- workAttempt(w, b, 2) }()
+	waitFor(t, func() bool { return w.asking.Waiting() == 5 })
+	var order []string
+	for range 5 {
+		chat.gate <- struct{}{}
+		order = append(order, <-chat.started)
+	}
+	chat.gate <- struct{}{}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Accounts take turns: acct-a's turn came first, then acct-b's; first
+	// come, first served would put acct-b after all of acct-a's backlog.
+	if want := []string{"acct-a", "acct-b", "acct-a", "acct-a", "acct-a"}; !slices.Equal(order, want) {
+		t.Fatalf("calls after the first = %v, want %v", order, want)
 	}
 }
 
@@ -308,5 +364,15 @@ func TestTheChatRequestCarriesTheFirstPromptAndThePosition(t *testing.T) {
 	}
 	if strings.Contains(req.System+req.User, "never sent") {
 		t.Error("the second prompt was sent")
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after a generous while.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
 	}
 }

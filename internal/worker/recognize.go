@@ -40,11 +40,11 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 			return nil, fmt.Errorf("file %s[%d]: mark running: %w", j.ID, i, err)
 		}
 	}
-	if err := acquire(ctx, w.recognizing); err != nil {
+	if err := w.recognizing.Acquire(ctx, j.AccountID); err != nil {
 		return nil, err
 	}
 	row, file, err := w.recognize(ctx, j, i)
-	release(w.recognizing)
+	w.recognizing.Release()
 	if err != nil {
 		// Only transient faults reach here. A rate-limited provider snoozes
 		// the file without spending an attempt; other faults are retried.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/docjobs/docjobs/internal/fair"
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/provider/anthropic"
 	"github.com/docjobs/docjobs/internal/provider/gemini"
@@ -64,17 +65,17 @@ func (s *Slots) Chat(slot, model, key string) (provider.Chat, error) {
 // reports the outcome.
 type guardedChat struct {
 	next provider.Chat
-	sem  *fairSem
+	sem  *fair.Sem
 	slot string
 	obs  Observer
 }
 
 func (g guardedChat) Complete(ctx context.Context, req provider.ChatRequest) (provider.ChatAnswer, error) {
-	if err := g.sem.acquire(ctx, provider.AccountOf(ctx)); err != nil {
+	if err := g.sem.Acquire(ctx, provider.AccountOf(ctx)); err != nil {
 		return provider.ChatAnswer{}, fmt.Errorf("waiting for a free %s slot: %w", g.slot, err)
 	}
 	ans, err := g.next.Complete(ctx, req)
-	g.sem.release()
+	g.sem.Release()
 	if g.obs != nil {
 		g.obs.ProviderCall(g.slot, Outcome(err))
 	}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docjobs/docjobs/internal/fair"
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/provider/anthropic"
 	"github.com/docjobs/docjobs/internal/provider/gemini"
@@ -127,7 +128,7 @@ type Slots struct {
 	client *http.Client
 	// sems bound calls in flight, shared by recognition and chat and fair
 	// across accounts: sems[n] for slot n, sems[0] for Tesseract.
-	sems [9]*fairSem
+	sems [9]*fair.Sem
 }
 
 // New returns the slot table for cfg.
@@ -148,9 +149,9 @@ func New(cfg Config) *Slots {
 		cfg.HTTPClient = &http.Client{Transport: pooledTransport(cfg.PerSlotConcurrency)}
 	}
 	s := &Slots{cfg: cfg, client: provider.RecordingClient(cfg.HTTPClient)}
-	s.sems[0] = newFairSem(cfg.TesseractConcurrency)
+	s.sems[0] = fair.NewSem(cfg.TesseractConcurrency)
 	for i := 1; i < len(s.sems); i++ {
-		s.sems[i] = newFairSem(cfg.PerSlotConcurrency)
+		s.sems[i] = fair.NewSem(cfg.PerSlotConcurrency)
 	}
 	return s
 }
@@ -223,7 +224,7 @@ func (s *Slots) OCR(slot, model, key string) (provider.OCR, error) {
 	return s.wrap(sl.Name, ocr, s.sems[sl.N]), nil
 }
 
-func (s *Slots) wrap(slot string, ocr provider.OCR, sem *fairSem) provider.OCR {
+func (s *Slots) wrap(slot string, ocr provider.OCR, sem *fair.Sem) provider.OCR {
 	g := guarded{next: ocr, sem: sem, slot: slot, obs: s.cfg.Observer}
 	return provider.WithRetry(g, s.retryPolicy(slot))
 }
@@ -245,17 +246,17 @@ func (s *Slots) retryPolicy(slot string) provider.RetryPolicy {
 // while a retry backs off), calls the adapter and reports the outcome.
 type guarded struct {
 	next provider.OCR
-	sem  *fairSem
+	sem  *fair.Sem
 	slot string
 	obs  Observer
 }
 
 func (g guarded) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
-	if err := g.sem.acquire(ctx, provider.AccountOf(ctx)); err != nil {
+	if err := g.sem.Acquire(ctx, provider.AccountOf(ctx)); err != nil {
 		return provider.Recognition{}, fmt.Errorf("waiting for a free %s slot: %w", g.slot, err)
 	}
 	rec, err := g.next.Recognize(ctx, doc)
-	g.sem.release()
+	g.sem.Release()
 	if g.obs != nil {
 		g.obs.ProviderCall(g.slot, Outcome(err))
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
-
 )
 
 func openStore(t *testing.T) *Store {

@@ -1,16 +1,19 @@
-package slots
+// Package fair is a counting semaphore that hands freed places to waiting
+// accounts in turn, so one account's backlog cannot starve another's work.
+package fair
 
 import (
 	"context"
 	"sync"
 )
 
-// fairSem bounds the calls in flight to one slot and, when the slot is
-// full, hands freed places to waiting accounts in turn: each account
-// waits in its own FIFO queue, and the queues are served round-robin, so
-// an account with a thousand queued calls delays another account's one
-// call by at most one call per other waiting account.
-type fairSem struct {
+// Sem bounds the work in flight (calls to a provider slot, model rows of
+// a worker process) and, when it is full, hands freed places to waiting
+// accounts in turn: each account waits in its own FIFO queue, and the
+// queues are served round-robin, so an account with a thousand queued
+// calls delays another account's one call by at most one call per other
+// waiting account.
+type Sem struct {
 	mu     sync.Mutex
 	free   int
 	queues map[string][]*waiter
@@ -23,12 +26,13 @@ type waiter struct {
 	granted bool
 }
 
-func newFairSem(n int) *fairSem {
-	return &fairSem{free: n, queues: map[string][]*waiter{}}
+// NewSem returns a Sem with n places.
+func NewSem(n int) *Sem {
+	return &Sem{free: n, queues: map[string][]*waiter{}}
 }
 
-// acquire waits for a place for account, or for ctx to end.
-func (s *fairSem) acquire(ctx context.Context, account string) error {
+// Acquire waits for a place for account, or for ctx to end.
+func (s *Sem) Acquire(ctx context.Context, account string) error {
 	s.mu.Lock()
 	if s.free > 0 && len(s.ring) == 0 {
 		s.free--
@@ -51,7 +55,7 @@ func (s *fairSem) acquire(ctx context.Context, account string) error {
 	if w.granted {
 		// The place arrived as ctx ended: pass it on.
 		s.mu.Unlock()
-		s.release()
+		s.Release()
 		return context.Cause(ctx)
 	}
 	s.remove(account, w)
@@ -59,9 +63,20 @@ func (s *fairSem) acquire(ctx context.Context, account string) error {
 	return context.Cause(ctx)
 }
 
-// release frees a place: it goes to the first waiter of the account whose
+// Waiting is how many acquirers wait for a place.
+func (s *Sem) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, q := range s.queues {
+		n += len(q)
+	}
+	return n
+}
+
+// Release frees a place: it goes to the first waiter of the account whose
 // turn it is, which then moves to the back of the ring.
-func (s *fairSem) release() {
+func (s *Sem) Release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.ring) == 0 {
@@ -83,7 +98,7 @@ func (s *fairSem) release() {
 }
 
 // remove takes a waiter that gave up out of its queue (s.mu held).
-func (s *fairSem) remove(account string, w *waiter) {
+func (s *Sem) remove(account string, w *waiter) {
 	q := s.queues[account]
 	for i, x := range q {
 		if x == w {

@@ -1,4 +1,4 @@
-package slots
+package fair
 
 import (
 	"context"
@@ -7,18 +7,7 @@ import (
 	"time"
 )
 
-// queued is the number of calls waiting in s.
-func queued(s *fairSem) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, q := range s.queues {
-		n += len(q)
-	}
-	return n
-}
-
-func TestFairSemServesAccountsRoundRobin(t *testing.T) {
+func TestSemServesAccountsRoundRobin(t *testing.T) {
 	cases := []struct {
 		name string
 		// arrivals are the calls queued behind a held place, in order:
@@ -36,8 +25,8 @@ func TestFairSemServesAccountsRoundRobin(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := newFairSem(1)
-			if err := s.acquire(t.Context(), "holder"); err != nil {
+			s := NewSem(1)
+			if err := s.Acquire(t.Context(), "holder"); err != nil {
 				t.Fatal(err)
 			}
 			served := make(chan string)
@@ -50,22 +39,22 @@ func TestFairSemServesAccountsRoundRobin(t *testing.T) {
 				if strings.HasSuffix(a, "x") {
 					cancels = append(cancels, cancel)
 				}
-				before := queued(s)
+				before := s.Waiting()
 				go func() {
-					if s.acquire(ctx, account) == nil {
+					if s.Acquire(ctx, account) == nil {
 						served <- label
 					}
 				}()
-				waitFor(t, func() bool { return queued(s) == before+1 })
+				waitFor(t, func() bool { return s.Waiting() == before+1 })
 			}
 			for _, cancel := range cancels {
-				before := queued(s)
+				before := s.Waiting()
 				cancel()
-				waitFor(t, func() bool { return queued(s) == before-1 })
+				waitFor(t, func() bool { return s.Waiting() == before-1 })
 			}
 			var got []string
 			for range strings.Fields(c.want) {
-				s.release() // the holder's place, then each served call's
+				s.Release() // the holder's place, then each served call's
 				select {
 				case l := <-served:
 					got = append(got, l)
@@ -76,7 +65,7 @@ func TestFairSemServesAccountsRoundRobin(t *testing.T) {
 			if g := strings.Join(got, " "); g != c.want {
 				t.Errorf("served %s, want %s", g, c.want)
 			}
-			s.release()
+			s.Release()
 			if s.free != 1 || len(s.ring) != 0 || len(s.queues) != 0 {
 				t.Errorf("after all calls: free %d, ring %q, queues %d; want 1 free and nothing waiting", s.free, s.ring, len(s.queues))
 			}
@@ -84,21 +73,21 @@ func TestFairSemServesAccountsRoundRobin(t *testing.T) {
 	}
 }
 
-func TestFairSemPlaceGrantedAsTheCallerGivesUpIsPassedOn(t *testing.T) {
-	s := newFairSem(1)
-	_ = s.acquire(t.Context(), "holder")
+func TestSemPlaceGrantedAsTheCallerGivesUpIsPassedOn(t *testing.T) {
+	s := NewSem(1)
+	_ = s.Acquire(t.Context(), "holder")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
-	go func() { done <- s.acquire(ctx, "A") }()
-	waitFor(t, func() bool { return queued(s) == 1 })
+	go func() { done <- s.Acquire(ctx, "A") }()
+	waitFor(t, func() bool { return s.Waiting() == 1 })
 	// Hand the place over and end the waiter's context at once: whichever
 	// wins, the place must not leak.
-	s.release()
+	s.Release()
 	cancel()
 	if err := <-done; err == nil {
-		s.release()
+		s.Release()
 	}
-	if err := s.acquire(t.Context(), "B"); err != nil || s.free != 0 {
+	if err := s.Acquire(t.Context(), "B"); err != nil || s.free != 0 {
 		t.Fatalf("the place leaked: err %v, free %d", err, s.free)
 	}
 }
