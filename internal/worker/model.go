@@ -95,13 +95,37 @@ func (w *fileWorker) finishRow(ctx context.Context, j *job.Job, row *job.LLMRow,
 		row.Status, row.Error = job.RowFailed, failure.Error()
 	}
 	row.Duration = time.Since(start)
-	applied, err := w.deps.Store.FinishLLM(ctx, store.LLMDone{Row: *row, EnqueueWhenLast: finalizeParams(j.ID)})
+	applied, err := w.record(ctx, store.LLMDone{Row: *row, EnqueueWhenLast: finalizeParams(j.ID)})
 	if err != nil {
 		return fmt.Errorf("model row %d: finish: %w", row.ChunkIndex, err)
 	}
 	observe(w.deps.Observer, "model", string(row.Status), start)
 	log.Info("model: chunk done", "chunk_index", row.ChunkIndex, "status", row.Status, "applied", applied, "duration", row.Duration)
 	return nil
+}
+
+// recordWaits are the pauses before each further try to record a row. The
+// record is the only copy of a paid answer: if it is lost, the file's next
+// attempt asks the provider again, so a failed write is tried again first,
+// also after the River job's own context has ended.
+var recordWaits = [...]time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second}
+
+func (w *fileWorker) record(ctx context.Context, d store.LLMDone) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	applied, err := w.deps.Store.FinishLLM(ctx, d)
+	for _, wait := range recordWaits {
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return false, err
+		case <-time.After(wait):
+		}
+		applied, err = w.deps.Store.FinishLLM(ctx, d)
+	}
+	return applied, err
 }
 
 // answer asks once and fills row with the answer and its verdict. The

@@ -188,6 +188,33 @@ func TestARowTheProviderCannotAnswerYetWaitsForTheNextAttempt(t *testing.T) {
 	}
 }
 
+// refusingStore is a real store whose first FinishLLM fails, as a
+// database that drops a connection mid-commit would.
+type refusingStore struct {
+	*sqlite.Store
+	refused atomic.Bool
+}
+
+func (s *refusingStore) FinishLLM(ctx context.Context, d store.LLMDone) (bool, error) {
+	if s.refused.CompareAndSwap(false, true) {
+		return false, errors.New("connection reset")
+	}
+	return s.Store.FinishLLM(ctx, d)
+}
+
+func TestAPaidAnswerIsRecordedEvenWhenTheFirstWriteFails(t *testing.T) {
+	chat := &scriptedChat{}
+	_, st, j := recognizedFile(t, 1, chat)
+	w := newFileWorker(Config{}.withDefaults(),
+		Deps{Store: &refusingStore{Store: st}, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler)})
+	if err := workAttempt(w, j, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := llmStatuses(t, st, j.ID); !slices.Equal(got, []job.RowStatus{job.RowDone}) || chat.total() != 1 {
+		t.Fatalf("rows %v after %d calls; want the one answer recorded, asked once", got, chat.total())
+	}
+}
+
 // gatedChat reports each call's account as it starts and answers it when
 // let through.
 type gatedChat struct {
