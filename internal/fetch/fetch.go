@@ -1,7 +1,7 @@
 // Package fetch turns a job's source URL into a stored file: an upload of the
 // same account is taken from storage directly, anything else is downloaded
-// through the SSRF-safe client, capped in size and time, and streamed into
-// the bucket under the job's prefix. Errors are sentences fit for an OCR
+// through the SSRF-safe client, capped in size and time, and saved into the
+// bucket under the job's prefix. Errors are sentences fit for an OCR
 // row's error field; they never carry user credentials or storage internals.
 package fetch
 
@@ -92,6 +92,10 @@ type Result struct {
 	Name        string
 	ContentType string
 	Size        int64
+	// Data are a download's bytes, not stored yet: Save stores them at Key,
+	// and must before File is recorded. Nil for a file already in storage
+	// (an upload or a copy), which Read returns.
+	Data []byte
 }
 
 // Error is a failed fetch. Error() is a sentence for the OCR row; Err is
@@ -219,7 +223,7 @@ func JobKeyPrefix(jobID string) string {
 	return "jobs/" + jobID + "/"
 }
 
-// download streams an external URL into the bucket.
+// download reads an external URL into memory, for Save to store.
 func (f *Fetcher) download(ctx context.Context, accountID, jobID string, index int, sourceURL string) (Result, error) {
 	if err := outbound.CheckURL(sourceURL); err != nil {
 		return Result{}, &Error{Msg: "source URL " + err.Error()}
@@ -262,52 +266,38 @@ func (f *Fetcher) download(ctx context.Context, accountID, jobID string, index i
 		contentType = mimetype.Detect(head).String()
 	}
 
+	// The download is kept in memory and stored by Save, so that the caller
+	// can recognize the file while it is written: creating a file costs up to
+	// a millisecond of kernel time on ext4 (docs/benchmarks.md). Recognition
+	// reads the whole file into memory anyway, within the same limit.
+	data, err := io.ReadAll(io.LimitReader(body, f.cfg.MaxBytes+1))
+	if err != nil {
+		return Result{}, f.requestError(ctx, display, err)
+	}
+	n := int64(len(data))
+	if n > f.cfg.MaxBytes {
+		return Result{}, f.tooLarge(display)
+	}
 	id := f.deps.NewID()
 	key := objectKey(jobID, index, id)
-	// Cancelling wctx before Close aborts the write: nothing is stored.
-	wctx, abort := context.WithCancel(ctx)
-	defer abort()
-	w, err := f.deps.Bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: contentType})
-	if err != nil {
-		return Result{}, storageError(err)
-	}
-	sink := &writeTracker{w: w}
-	n, copyErr := io.Copy(sink, io.LimitReader(body, f.cfg.MaxBytes+1))
-	if copyErr != nil || n > f.cfg.MaxBytes {
-		abort()
-		_ = w.Close()
-		switch {
-		case copyErr == nil:
-			return Result{}, f.tooLarge(display)
-		case sink.err != nil:
-			return Result{}, storageError(sink.err)
-		}
-		return Result{}, f.requestError(ctx, display, copyErr)
-	}
-	if err := w.Close(); err != nil {
-		return Result{}, storageError(err)
-	}
-
 	rec := &job.File{
 		ID: id, AccountID: accountID, JobID: jobID, Name: fileName(resp), Size: n,
 		ContentType: contentType, Key: key, Created: time.Now().UTC(),
 	}
-	return Result{URL: f.FileURL(id), File: rec, Key: key, Name: rec.Name, ContentType: contentType, Size: n}, nil
+	return Result{URL: f.FileURL(id), File: rec, Key: key, Name: rec.Name, ContentType: contentType, Size: n, Data: data}, nil
 }
 
-// writeTracker remembers a write error, so a failed copy can be blamed on
-// storage rather than on the download.
-type writeTracker struct {
-	w   io.Writer
-	err error
-}
-
-func (t *writeTracker) Write(p []byte) (int, error) {
-	n, err := t.w.Write(p)
-	if err != nil {
-		t.err = err
+// Save stores the bytes of a download (r.Data) at r.Key; a file that is
+// stored already needs nothing. A half-written file is never left behind:
+// the bucket writes it whole or not at all.
+func (f *Fetcher) Save(ctx context.Context, r Result) error {
+	if r.Data == nil {
+		return nil
 	}
-	return n, err
+	if err := f.deps.Bucket.WriteAll(ctx, r.Key, r.Data, &blob.WriterOptions{ContentType: r.ContentType}); err != nil {
+		return storageError(err)
+	}
+	return nil
 }
 
 func (f *Fetcher) tooLarge(display string) *Error {

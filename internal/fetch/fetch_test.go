@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -106,7 +107,7 @@ func wantFetchError(t *testing.T, err error, wantMsg string, wantRetryable bool)
 	return fe
 }
 
-func TestFetchDownloadsAndStores(t *testing.T) {
+func TestFetchDownloadsAndSaveStores(t *testing.T) {
 	body := "Invoice 42\nTotal: 17.00 EUR\n"
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("User-Agent") != userAgent {
@@ -142,9 +143,53 @@ func TestFetchDownloadsAndStores(t *testing.T) {
 	if got != want {
 		t.Errorf("File = %+v, want %+v", got, want)
 	}
+	if string(res.Data) != body {
+		t.Errorf("Data = %q, want the download", res.Data)
+	}
+	if keys := e.keys(t); len(keys) != 0 {
+		t.Errorf("bucket holds %v before Save", keys)
+	}
+	if err := e.f.Save(context.Background(), res); err != nil {
+		t.Fatalf("Save: %v", err)
+	}
 	data, err := e.f.Read(context.Background(), res.Key, 0)
 	if err != nil || string(data) != body {
-		t.Fatalf("Read = %q, %v", data, err)
+		t.Fatalf("Read after Save = %q, %v", data, err)
+	}
+}
+
+func TestSaveStoresAnEmptyDownloadAndLeavesStoredFilesAlone(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {})
+	e := newEnv(t, Config{}, nil)
+	res, err := e.f.Fetch(context.Background(), "a", "j", 0, srv.URL+"/empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Data == nil || res.Size != 0 {
+		t.Fatalf("Result = %+v, want empty but non-nil Data", res)
+	}
+	if err := e.f.Save(context.Background(), res); err != nil {
+		t.Fatalf("Save: %v", err)
+	}
+	if data, err := e.f.Read(context.Background(), res.Key, 0); err != nil || len(data) != 0 {
+		t.Fatalf("Read = %q, %v; want an empty stored file", data, err)
+	}
+	if err := e.f.Save(context.Background(), Result{Key: "uploads/u1"}); err != nil {
+		t.Fatalf("Save of a stored file: %v", err)
+	}
+	if keys := e.keys(t); len(keys) != 1 {
+		t.Errorf("bucket holds %v, want only the saved download", keys)
+	}
+}
+
+func TestSaveFailureIsARetryableStorageError(t *testing.T) {
+	e := newEnv(t, Config{}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := e.f.Save(ctx, Result{Key: "jobs/j/0-x", Data: []byte("x")})
+	fe := wantFetchError(t, err, "storing the downloaded file failed", true)
+	if !errors.Is(fe, context.Canceled) {
+		t.Errorf("error = %v, want it to wrap context.Canceled", fe.Err)
 	}
 }
 
@@ -364,7 +409,7 @@ func TestFetchOwnUpload(t *testing.T) {
 		t.Fatalf("Fetch: %v", err)
 	}
 	want := Result{URL: publicURL + "/v1/files/up1", Key: "uploads/up1", Name: "scan.txt", ContentType: "text/plain", Size: 5}
-	if res != want {
+	if !reflect.DeepEqual(res, want) { // Data nil: the upload is in storage
 		t.Errorf("Result = %+v, want %+v", res, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -45,11 +46,13 @@ type fileWorker struct {
 	// chunks must not keep another's one chunk waiting for all of them.
 	recognizing *fair.Sem
 	asking      *fair.Sem
+	// starting holds the files on their way to their first calls.
+	starting *startLane
 }
 
 func newFileWorker(cfg Config, deps Deps) *fileWorker {
 	return &fileWorker{cfg: cfg, deps: deps,
-		recognizing: fair.NewSem(cfg.RecognizeWorkers), asking: fair.NewSem(cfg.ModelWorkers)}
+		recognizing: fair.NewSem(cfg.RecognizeWorkers), asking: fair.NewSem(cfg.ModelWorkers), starting: &startLane{}}
 }
 
 func (w *fileWorker) Timeout(*river.Job[FileArgs]) time.Duration { return w.cfg.fileTimeout() }
@@ -72,16 +75,91 @@ func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 
 	ctx, ended, stop := w.untilJobEnds(ctx, j.ID)
 	defer stop()
-	rows, err := w.recognizeFile(ctx, rj, j, log)
-	if err == nil && len(rows) > 0 {
-		err = w.answerFile(ctx, rj, j, rows, log)
-	}
+	err = w.process(ctx, rj, j, log)
 	if err != nil && ended.Load() {
 		log.Info("file: the job ended while the file was in progress")
 		return nil
 	}
 	return err
 }
+
+// process carries the file on from where an earlier attempt left it.
+func (w *fileWorker) process(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, log *slog.Logger) error {
+	if rj.Attempt > 1 {
+		// Only a first attempt knows the file is still unrecognized.
+		recognized, pending, err := w.deps.Store.FileModelRows(ctx, j.ID, rj.Args.FileIndex)
+		if errors.Is(err, job.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("file %s[%d]: load rows: %w", j.ID, rj.Args.FileIndex, err)
+		}
+		if recognized {
+			return w.answerFile(ctx, rj, j, pending, nil, nil, log)
+		}
+	}
+	leave := w.starting.enter()
+	defer leave()
+	rec, err := w.recognizeFile(ctx, rj, j, log)
+	if err != nil {
+		return err
+	}
+	pending := rec.pending()
+	if len(pending) == 0 || len(j.Prompts) == 0 {
+		leave()
+		_, err := w.keepRecognition(ctx, j, rec, log)
+		return err
+	}
+
+	// The rows are asked before the recognition is kept, and their answers
+	// recorded only once it is. Keeping it stores the source file and takes
+	// the database's writer, and it waits until this process's files on
+	// their way to their first calls, this one included, have their
+	// requests out (startLane). A crash in between loses only calls in
+	// flight, as a crash at any time does.
+	askCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kept := &keptGate{done: make(chan struct{})}
+	out := newRowsOut(len(pending), leave)
+	answered := make(chan error, 1)
+	go func() { answered <- w.answerFile(askCtx, rj, j, pending, kept, out, log) }()
+	w.starting.wait(ctx, keepWaitLimit)
+	applied, keepErr := w.keepRecognition(ctx, j, rec, log)
+	kept.ok = keepErr == nil && applied
+	close(kept.done)
+	if !kept.ok {
+		cancel() // the answers would have nowhere to go
+	}
+	err = <-answered
+	if !kept.ok {
+		return keepErr // nil when the file was not this attempt's to record
+	}
+	return err
+}
+
+// keepWaitLimit bounds how long a file's recognition waits for other files'
+// first calls before it is kept.
+const keepWaitLimit = 50 * time.Millisecond
+
+// keptGate holds a file's answers until its recognition is kept: a row's
+// answer is recorded only against a recorded row. A nil gate is open.
+type keptGate struct {
+	done chan struct{}
+	ok   bool // set before done closes: the recognition was kept
+}
+
+// wait blocks until the recognition is kept or has failed to be, and tells
+// which.
+func (g *keptGate) wait() bool {
+	if g == nil {
+		return true
+	}
+	<-g.done
+	return g.ok
+}
+
+// errNotKept stops a row whose file's recognition was not recorded.
+var errNotKept = errors.New("the file's recognition was not recorded")
 
 // untilJobEnds returns a context cancelled once the job has ended or is
 // gone, checked every Config.JobCheck: a cancelled, deleted or expired job

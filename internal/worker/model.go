@@ -30,7 +30,7 @@ type Chats interface {
 // retry asks only the rows still pending. A row the provider could not
 // answer yet (busy, down) stays pending and its error is returned, for
 // River to try the file again later; on the last attempt it fails instead.
-func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, rows []job.LLMRow, log *slog.Logger) error {
+func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, rows []job.LLMRow, kept *keptGate, out *rowsOut, log *slog.Logger) error {
 	if len(j.Prompts) == 0 {
 		return nil
 	}
@@ -40,12 +40,14 @@ func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j 
 	errs := make([]error, len(rows))
 	var wg sync.WaitGroup
 	for i := range rows {
+		sent := out.row()
 		wg.Go(func() {
 			if chatErr != nil {
-				errs[i] = w.finishRow(ctx, j, &rows[i], time.Now(), chatErr, log)
+				sent()
+				errs[i] = w.finishRow(ctx, j, &rows[i], time.Now(), chatErr, kept, log)
 				return
 			}
-			errs[i] = w.answerRow(ctx, j, chat, &rows[i], final, log)
+			errs[i] = w.answerRow(ctx, j, chat, &rows[i], final, kept, sent, log)
 		})
 	}
 	wg.Wait()
@@ -67,34 +69,49 @@ func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j 
 // answerRow asks one row and records it. It returns an error, and records
 // nothing, when the row is to be asked again: a retryable provider error
 // with attempts left, or the River job's context ending.
-func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Chat, row *job.LLMRow, final bool, log *slog.Logger) error {
+func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Chat, row *job.LLMRow, final bool, kept *keptGate, sent func(), log *slog.Logger) error {
+	defer sent()
+	k := consensusRuns(j.ConsensusMode)
+	if k > 1 {
+		// Runs are kept as they answer, keyed by chunk: only once the
+		// chunks are recorded may they be.
+		sent()
+		if !kept.wait() {
+			return errNotKept
+		}
+	}
 	if err := w.asking.Acquire(ctx, j.AccountID); err != nil {
 		return err
 	}
 	start := time.Now()
 	var err error
-	if k := consensusRuns(j.ConsensusMode); k > 1 {
+	if k > 1 {
 		err = w.vote(ctx, j, chat, row, k, final)
 	} else {
-		err = answer(ctx, j, chat, row)
+		err = answer(whenWritten(ctx, sent), j, chat, row)
 	}
 	w.asking.Release()
+	sent() // also when the call failed before its request was written
 	if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() && !final {
 		return fmt.Errorf("model row %d: %w", row.ChunkIndex, err)
 	}
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("model row %d: %w", row.ChunkIndex, ctx.Err())
 	}
-	return w.finishRow(ctx, j, row, start, err, log)
+	return w.finishRow(ctx, j, row, start, err, kept, log)
 }
 
-// finishRow records row as answered, or as FAILED with failure.
-func (w *fileWorker) finishRow(ctx context.Context, j *job.Job, row *job.LLMRow, start time.Time, failure error, log *slog.Logger) error {
+// finishRow records row as answered, or as FAILED with failure, once the
+// file's recognition is kept.
+func (w *fileWorker) finishRow(ctx context.Context, j *job.Job, row *job.LLMRow, start time.Time, failure error, kept *keptGate, log *slog.Logger) error {
 	row.Model = j.Neural.Model
 	if failure != nil {
 		row.Status, row.Error = job.RowFailed, failure.Error()
 	}
 	row.Duration = time.Since(start)
+	if !kept.wait() {
+		return errNotKept
+	}
 	applied, err := w.record(ctx, store.LLMDone{Row: *row, EnqueueWhenLast: finalizeParams(j.ID)})
 	if err != nil {
 		return fmt.Errorf("model row %d: finish: %w", row.ChunkIndex, err)
@@ -111,9 +128,15 @@ func (w *fileWorker) finishRow(ctx context.Context, j *job.Job, row *job.LLMRow,
 var recordWaits = [...]time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second}
 
 func (w *fileWorker) record(ctx context.Context, d store.LLMDone) (bool, error) {
+	return retryWrite(ctx, func(ctx context.Context) (bool, error) { return w.deps.Store.FinishLLM(ctx, d) })
+}
+
+// retryWrite runs write, and again after each of recordWaits while it
+// fails, within a minute that outlasts ctx's cancellation.
+func retryWrite(ctx context.Context, write func(context.Context) (bool, error)) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	applied, err := w.deps.Store.FinishLLM(ctx, d)
+	applied, err := write(ctx)
 	for _, wait := range recordWaits {
 		if err == nil {
 			break
@@ -123,7 +146,7 @@ func (w *fileWorker) record(ctx context.Context, d store.LLMDone) (bool, error) 
 			return false, err
 		case <-time.After(wait):
 		}
-		applied, err = w.deps.Store.FinishLLM(ctx, d)
+		applied, err = write(ctx)
 	}
 	return applied, err
 }

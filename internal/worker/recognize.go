@@ -16,24 +16,29 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
-// recognizeFile recognizes file rj.Args.FileIndex unless an earlier attempt
-// did, and returns its model rows left to answer. A returned error is
-// transient: River tries the file again (or, rate limited, snoozes it).
-func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, log *slog.Logger) ([]job.LLMRow, error) {
-	i := rj.Args.FileIndex
-	if rj.Attempt > 1 {
-		// Only a first attempt knows the file is still unrecognized.
-		recognized, pending, err := w.deps.Store.FileModelRows(ctx, j.ID, i)
-		if errors.Is(err, job.ErrNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("file %s[%d]: load rows: %w", j.ID, i, err)
-		}
-		if recognized {
-			return pending, nil
+// recognition is a file recognized but not yet kept: its OCR row, its
+// model rows, and the downloaded source that must be stored first.
+type recognition struct {
+	done   store.OCRDone
+	source fetch.Result
+}
+
+// pending are the model rows left to ask.
+func (r *recognition) pending() []job.LLMRow {
+	var rows []job.LLMRow
+	for _, row := range r.done.LLM {
+		if row.Status == job.RowPending {
+			rows = append(rows, row)
 		}
 	}
+	return rows
+}
+
+// recognizeFile fetches and recognizes file rj.Args.FileIndex and splits it
+// into model rows; keepRecognition makes that durable. A returned error is
+// transient: River tries the file again (or, rate limited, snoozes it).
+func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, log *slog.Logger) (*recognition, error) {
+	i := rj.Args.FileIndex
 	start := time.Now()
 	if j.Status == job.StatusNew {
 		if err := w.deps.Store.MarkRunning(ctx, j.ID); err != nil {
@@ -43,7 +48,7 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 	if err := w.recognizing.Acquire(ctx, j.AccountID); err != nil {
 		return nil, err
 	}
-	row, file, err := w.recognize(ctx, j, i)
+	row, source, err := w.recognize(ctx, j, i)
 	w.recognizing.Release()
 	if err != nil {
 		// Only transient faults reach here. A rate-limited provider snoozes
@@ -59,42 +64,55 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 		row.Status, row.Error = job.RowFailed, err.Error()
 	}
 	row.Duration = time.Since(start)
-
-	done := store.OCRDone{Row: row, File: file, LLM: w.modelRows(row, j), EnqueueWhenLast: finalizeParams(j.ID)}
-	applied, err := w.deps.Store.FinishOCR(ctx, done)
-	if err != nil {
-		return nil, fmt.Errorf("file %s[%d]: finish recognition: %w", j.ID, i, err)
-	}
 	observe(w.deps.Observer, "recognize", string(row.Status), start)
-	log.Info("recognize: file done", "status", row.Status, "format", row.OutputFormat, "applied", applied, "duration", row.Duration)
-	if !applied {
-		return nil, nil // the job ended, or another attempt recorded the file
-	}
-	pending := done.LLM[:0:0]
-	for _, r := range done.LLM {
-		if r.Status == job.RowPending {
-			pending = append(pending, r)
+	return &recognition{
+		done:   store.OCRDone{Row: row, File: source.File, LLM: w.modelRows(row, j), EnqueueWhenLast: finalizeParams(j.ID)},
+		source: source,
+	}, nil
+}
+
+// keepRecognition stores the downloaded source and records the file's
+// recognition with its model rows. It reports false when the file is not
+// this attempt's to record: the job ended, or another attempt recorded it.
+// Answers to the file's rows may already be paid for and wait on this
+// record, so a failed write is tried again, as record does.
+func (w *fileWorker) keepRecognition(ctx context.Context, j *job.Job, rec *recognition, log *slog.Logger) (bool, error) {
+	saved := false
+	applied, err := retryWrite(ctx, func(ctx context.Context) (bool, error) {
+		if !saved {
+			if err := w.deps.Fetcher.Save(ctx, rec.source); err != nil {
+				return false, err
+			}
+			saved = true
 		}
+		return w.deps.Store.FinishOCR(ctx, rec.done)
+	})
+	row := rec.done.Row
+	if err != nil {
+		return false, fmt.Errorf("file %s[%d]: finish recognition: %w", j.ID, row.FileIndex, err)
 	}
-	return pending, nil
+	log.Info("recognize: file done", "status", row.Status, "format", row.OutputFormat, "applied", applied, "duration", row.Duration)
+	return applied, nil
 }
 
 // recognize fetches and converts one file. A returned error is transient
 // (retry); a bad input instead comes back as a FAILED or SKIPPED row.
-func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int) (job.OCRRow, *job.File, error) {
+func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int) (job.OCRRow, fetch.Result, error) {
 	row := job.OCRRow{JobID: j.ID, FileIndex: i, File: j.SourceURLs[i]}
 	fetched, err := w.deps.Fetcher.Fetch(ctx, j.AccountID, j.ID, i, j.SourceURLs[i])
 	if err != nil {
-		return failOrRetry(row, nil, err)
+		return failOrRetry(row, fetch.Result{}, err)
 	}
 	row.File = fetched.URL
 	if fetched.Size == 0 {
 		row.Status = job.RowSkipped
-		return row, fetched.File, nil
+		return row, fetched, nil
 	}
-	data, err := w.deps.Fetcher.Read(ctx, fetched.Key, w.cfg.MaxFileBytes)
-	if err != nil {
-		return failOrRetry(row, fetched.File, err)
+	data := fetched.Data
+	if data == nil {
+		if data, err = w.deps.Fetcher.Read(ctx, fetched.Key, w.cfg.MaxFileBytes); err != nil {
+			return failOrRetry(row, fetched, err)
+		}
 	}
 	convertCtx, cancel := context.WithTimeout(ctx, w.cfg.FileTimeout)
 	defer cancel()
@@ -110,15 +128,15 @@ func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int) (job.OCRR
 		// retries: River tries the file again later; the pages already
 		// read are kept and not paid for again.
 		if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() {
-			return row, fetched.File, &providerBusyError{err: err, retryAfter: pe.RetryAfter}
+			return row, fetched, &providerBusyError{err: err, retryAfter: pe.RetryAfter}
 		}
 		row.Status, row.Error = job.RowFailed, err.Error()
-		return row, fetched.File, nil
+		return row, fetched, nil
 	}
 	row.Status = job.RowDone
 	row.Content, row.OutputFormat, row.Model = out.Content, out.Format, out.Model
 	row.Request, row.RawData = out.Request, out.RawData
-	return row, fetched.File, nil
+	return row, fetched, nil
 }
 
 // providerBusyError is a provider failure that may pass with time.
@@ -142,12 +160,12 @@ func (e *providerBusyError) snooze() time.Duration {
 
 // failOrRetry turns a fetch error into a FAILED row, or returns it for River
 // to retry when trying again may succeed (5xx, 429, timeouts, network).
-func failOrRetry(row job.OCRRow, file *job.File, err error) (job.OCRRow, *job.File, error) {
+func failOrRetry(row job.OCRRow, source fetch.Result, err error) (job.OCRRow, fetch.Result, error) {
 	if fe := (*fetch.Error)(nil); !errors.As(err, &fe) || fe.Retryable {
-		return row, file, err
+		return row, source, err
 	}
 	row.Status, row.Error = job.RowFailed, err.Error()
-	return row, file, nil
+	return row, source, nil
 }
 
 // modelRows are the file's model rows after recognition: one SKIPPED row

@@ -28,6 +28,8 @@ func (f sourceFetcher) Fetch(_ context.Context, _, jobID string, i int, _ string
 	return fetch.Result{URL: "http://dj/v1/files/x", Key: "k", Name: "a.txt", Size: int64(len(f.data))}, nil
 }
 
+func (f sourceFetcher) Save(context.Context, fetch.Result) error { return nil }
+
 func (f sourceFetcher) Read(context.Context, string, int64) ([]byte, error) { return f.data, nil }
 
 func TestRecognizeTurnsInputProblemsIntoRowsAndRetriesTransientOnes(t *testing.T) {

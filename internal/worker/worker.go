@@ -54,9 +54,10 @@ type Store interface {
 	PageCache
 }
 
-// Fetcher stores a job's source file and reads it back.
+// Fetcher fetches a job's source file, stores it, and reads it back.
 type Fetcher interface {
 	Fetch(ctx context.Context, accountID, jobID string, index int, sourceURL string) (fetch.Result, error)
+	Save(ctx context.Context, r fetch.Result) error
 	Read(ctx context.Context, key string, max int64) ([]byte, error)
 }
 
