@@ -45,7 +45,11 @@ type Config struct {
 	// BusyTimeout is how long a statement waits for a lock held by another
 	// process on the same file. Default 10s.
 	BusyTimeout time.Duration
-	Logger      *slog.Logger
+	// FlushDelay is how long after secrets are erased the write-ahead log,
+	// which may still hold their sealed bytes, is truncated; 0 means
+	// DefaultFlushDelay.
+	FlushDelay time.Duration
+	Logger     *slog.Logger
 }
 
 // Store is store.Store on SQLite.
@@ -105,7 +109,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	read.SetMaxIdleConns(readConns)
 	read.SetConnMaxIdleTime(0)
 
-	s, err := newStore(db, read, cfg.Logger)
+	if cfg.FlushDelay <= 0 {
+		cfg.FlushDelay = DefaultFlushDelay
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s, err := newStore(db, read, newFlusher(db, cfg.FlushDelay, cfg.Logger), cfg.Logger)
 	if err != nil {
 		_ = db.Close()
 		_ = read.Close()
@@ -123,28 +133,24 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // behind the one writer connection (docs/benchmarks.md).
 const readConns = 4
 
-func newStore(db, read *sql.DB, logger *slog.Logger) (*Store, error) {
+func newStore(db, read *sql.DB, flush *flusher, logger *slog.Logger) (*Store, error) {
 	migrations, err := fs.Sub(migrationFS, "migrations")
 	if err != nil {
+		flush.close()
 		return nil, fmt.Errorf("sqlite: migrations: %w", err)
-	}
-	checkpoint := func(ctx context.Context) error {
-		// Truncating the WAL drops the page images that still held erased
-		// secrets; secure_delete already zeroed them in the main file.
-		_, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
-		return err
 	}
 	core, err := sqlstore.New(sqlstore.Config{
 		Dialect: sqlstore.Dialect{
 			IsUniqueViolation: isUniqueViolation,
 			Time:              func(t time.Time) any { return t.Format(sqlstore.TimeLayout) },
 			LastAttemptedBy:   `json_extract(attempted_by, '$[#-1]')`,
-			AfterErase:        checkpoint,
+			AfterErase:        flush.soon,
 		},
 		Migrations: migrations,
 		Logger:     logger,
-	}, &backend{db: db, read: read}, pollOnlyDriver{Driver: riversqlite.New(db), read: read})
+	}, &backend{db: db, read: read, flush: flush}, pollOnlyDriver{Driver: riversqlite.New(db), read: read})
 	if err != nil {
+		flush.close()
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	return &Store{Store: core, db: db, read: read}, nil
@@ -182,7 +188,10 @@ func (pollOnlyDriver) SupportsListenNotify() bool { return false }
 
 // backend adapts database/sql to sqlstore.Backend: db is the one writer
 // connection, read the read-only pool.
-type backend struct{ db, read *sql.DB }
+type backend struct {
+	db, read *sql.DB
+	flush    *flusher
+}
 
 // DB sends SELECTs to the read pool and every other statement to the writer.
 func (b *backend) DB() sqlstore.Querier {
@@ -207,7 +216,10 @@ func (b *backend) CompleteRiverJob(ctx context.Context, tx *sql.Tx, row *riverty
 
 func (b *backend) Ping(ctx context.Context) error { return b.db.PingContext(ctx) }
 
-func (b *backend) Close() error { return errors.Join(b.read.Close(), b.db.Close()) }
+func (b *backend) Close() error {
+	b.flush.close()
+	return errors.Join(b.read.Close(), b.db.Close())
+}
 
 // completeArgs lets JobCompleteTx complete a River job of any kind: it only
 // needs the row, and decoding the row's args into an empty struct ignores them.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
@@ -54,31 +55,58 @@ func TestOpenTwiceMigratesOnce(t *testing.T) {
 
 // Deleted secrets must not survive in the database file or its WAL.
 func TestErasedSecretsLeaveNoBytesOnDisk(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "docjobs.db")
-	s := open(t, path)
-	defer s.Close()
-	marker := []byte("SEALED-SECRET-MARKER-7f3a9c")
-	for _, id := range []string{"job_deleted", "job_cancelled"} {
-		j := &job.Job{ID: id, AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"}}
-		_, _, err := s.CreateJob(ctx, store.CreateJobParams{Job: j, Secrets: []job.SealedSecret{
-			{Field: job.SecretNeuralAPIKey, Ciphertext: append(append([]byte{}, marker...), id...)},
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
+	tests := []struct {
+		name  string
+		delay time.Duration
+		// settle ends the test's wait for the bytes to go.
+		settle func(t *testing.T, s *sqlite.Store, path string, marker []byte)
+	}{
+		{"within the flush delay", 20 * time.Millisecond, func(t *testing.T, s *sqlite.Store, path string, marker []byte) {
+			for deadline := time.Now().Add(10 * time.Second); onDisk(t, path, marker); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("erased secret bytes are still in the database files")
+				}
+			}
+		}},
+		{"at the latest when the store closes", time.Hour, func(t *testing.T, s *sqlite.Store, path string, marker []byte) {
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if onDisk(t, path, marker) {
+				t.Fatal("erased secret bytes are still in the database files after Close")
+			}
+		}},
 	}
-	if !onDisk(t, path, marker) {
-		t.Fatal("test is broken: the secret is not on disk before erasing")
-	}
-	if _, err := s.DeleteJob(ctx, "acct", "job_deleted"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.CancelJob(ctx, "acct", "job_cancelled"); err != nil {
-		t.Fatal(err)
-	}
-	if onDisk(t, path, marker) {
-		t.Error("erased secret bytes are still in the database files")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "docjobs.db")
+			s, err := sqlite.Open(ctx, sqlite.Config{Path: path, FlushDelay: tt.delay, Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			marker := []byte("SEALED-SECRET-MARKER-7f3a9c")
+			for _, id := range []string{"job_deleted", "job_cancelled"} {
+				j := &job.Job{ID: id, AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"}}
+				_, _, err := s.CreateJob(ctx, store.CreateJobParams{Job: j, Secrets: []job.SealedSecret{
+					{Field: job.SecretNeuralAPIKey, Ciphertext: append(append([]byte{}, marker...), id...)},
+				}})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !onDisk(t, path, marker) {
+				t.Fatal("test is broken: the secret is not on disk before erasing")
+			}
+			if _, err := s.DeleteJob(ctx, "acct", "job_deleted"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.CancelJob(ctx, "acct", "job_cancelled"); err != nil {
+				t.Fatal(err)
+			}
+			tt.settle(t, s, path, marker)
+		})
 	}
 }
 
