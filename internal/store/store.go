@@ -114,6 +114,11 @@ type Store interface {
 	GetJob(ctx context.Context, accountID, id string) (*job.Job, error)
 	ListJobs(ctx context.Context, p ListParams) (ListPage, error)
 	GetResult(ctx context.Context, accountID, id string) (*job.Result, error)
+	// ResultToFinish is GetResult of any account's job without what ending
+	// a job never reads: OCR rows come without content, request and raw
+	// data, model rows without request and raw data, and there is no
+	// merged answer. Model rows keep their content, which merge reads.
+	ResultToFinish(ctx context.Context, id string) (*job.Result, error)
 	// JobProgress returns the job's status and its counts of terminal OCR
 	// and model rows in one cheap read, for live progress polled by the API
 	// process; ErrNotFound for an unknown job or another account's.

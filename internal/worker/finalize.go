@@ -39,7 +39,7 @@ func (w *finalizeWorker) NextRetry(j *river.Job[FinalizeArgs]) time.Time {
 
 func (w *finalizeWorker) Work(ctx context.Context, rj *river.Job[FinalizeArgs]) error {
 	start := time.Now()
-	res, err := w.deps.Store.GetResult(ctx, "", rj.Args.JobID)
+	res, err := w.deps.Store.ResultToFinish(ctx, rj.Args.JobID)
 	if errors.Is(err, job.ErrNotFound) {
 		return nil
 	}

@@ -39,7 +39,7 @@ const modelStageTimeout = 10 * time.Minute
 // Store is what the workers need from persistence.
 type Store interface {
 	GetJob(ctx context.Context, accountID, id string) (*job.Job, error)
-	GetResult(ctx context.Context, accountID, id string) (*job.Result, error)
+	ResultToFinish(ctx context.Context, id string) (*job.Result, error)
 	MarkRunning(ctx context.Context, jobID string) error
 	FinishOCR(ctx context.Context, d store.OCRDone) (bool, error)
 	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f store.Finish) (bool, error)

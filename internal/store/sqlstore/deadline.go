@@ -55,7 +55,7 @@ func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError st
 		if err := s.failPendingRows(ctx, q, jobID, rowError, now); err != nil {
 			return err
 		}
-		ocr, err := s.ocrRows(ctx, q, jobID)
+		ocr, err := s.ocrRows(ctx, q, jobID, ocrColumnsLean)
 		if err != nil {
 			return err
 		}

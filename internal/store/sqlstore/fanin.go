@@ -188,6 +188,22 @@ func (s *Store[TTx]) lockLiveJob(ctx context.Context, tx TTx, q Querier, jobID s
 	return nil, s.backend.CompleteRiverJob(ctx, tx, riverJob)
 }
 
+// lockIfLive locks the job row for the rest of the transaction, reading
+// only its status, and reports whether the job is still live: it is read
+// at every group of answers, where decoding the whole job cost more than
+// the row update itself.
+func (s *Store[TTx]) lockIfLive(ctx context.Context, q Querier, jobID string) (bool, error) {
+	var status string
+	err := s.queryRow(ctx, q, `SELECT status FROM jobs WHERE id = ?`+s.dialect.ForUpdate, []any{jobID}, &status)
+	if errors.Is(err, errNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("lock job %s: %w", jobID, err)
+	}
+	return !job.Status(status).Terminal(), nil
+}
+
 // lockJobIfLive locks the job row for the rest of the transaction and
 // returns the job, or nil when it was deleted or has ended.
 func (s *Store[TTx]) lockJobIfLive(ctx context.Context, q Querier, jobID string) (*job.Job, error) {

@@ -141,8 +141,8 @@ func (s *Store[TTx]) finishLLMTx(group []*llmFinish) error {
 		for _, m := range group {
 			m.applied = false // a retried transaction starts over
 		}
-		j, err := s.lockJobIfLive(ctx, q, first.JobID)
-		if err != nil || j == nil {
+		live, err := s.lockIfLive(ctx, q, first.JobID)
+		if err != nil || !live {
 			return err
 		}
 		var whenLast []river.InsertManyParams

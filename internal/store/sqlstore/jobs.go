@@ -276,10 +276,10 @@ func (s *Store[TTx]) GetResult(ctx context.Context, accountID, id string) (*job.
 		return nil, err
 	}
 	res := &job.Result{Job: j}
-	if res.OCR, err = s.ocrRows(ctx, db, id); err != nil {
+	if res.OCR, err = s.ocrRows(ctx, db, id, ocrColumns); err != nil {
 		return nil, err
 	}
-	if res.LLM, err = s.llmRows(ctx, db, id); err != nil {
+	if res.LLM, err = s.llmRows(ctx, db, id, llmColumns); err != nil {
 		return nil, err
 	}
 	var merged string
@@ -288,6 +288,24 @@ func (s *Store[TTx]) GetResult(ctx context.Context, accountID, id string) (*job.
 	}
 	if merged != "" {
 		res.Merged = []byte(merged)
+	}
+	return res, nil
+}
+
+// ResultToFinish reads what ending job id needs: the job and its rows,
+// without the recognized text and the provider exchanges; see store.Store.
+func (s *Store[TTx]) ResultToFinish(ctx context.Context, id string) (*job.Result, error) {
+	db := s.backend.DB()
+	j, err := s.getJob(ctx, db, "", id, false)
+	if err != nil {
+		return nil, err
+	}
+	res := &job.Result{Job: j}
+	if res.OCR, err = s.ocrRows(ctx, db, id, ocrColumnsLean); err != nil {
+		return nil, err
+	}
+	if res.LLM, err = s.llmRows(ctx, db, id, llmColumnsLean); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

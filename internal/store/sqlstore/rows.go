@@ -13,8 +13,22 @@ import (
 const ocrColumns = `job_id, file_index, file, status, content, output_format, model, request, raw_data,
 	error, duration_ns, created, updated`
 
-func (s *Store[TTx]) ocrRows(ctx context.Context, q Querier, jobID string) ([]job.OCRRow, error) {
-	rows, err := s.query(ctx, q, `SELECT `+ocrColumns+` FROM ocr_rows WHERE job_id = ? ORDER BY file_index`, jobID)
+// The lean column lists read the same fields without the recognized text
+// and the rows' exchanges with the provider (request, raw data): a job's
+// end reads every row but none of those, which are most of the bytes of a
+// row (the request carries the whole chunk).
+const (
+	ocrColumnsLean = `job_id, file_index, file, status, '', output_format, model, '', '',
+	error, duration_ns, created, updated`
+	llmColumnsLean = `job_id, file_index, prompt_index, chunk_index, chunk_total, file, status, skip_reason,
+	content, model, '', '', error, duration_ns, schema_valid, schema_errors, consensus,
+	created, updated, input_tokens, output_tokens, overlap`
+)
+
+// ocrRows reads the job's OCR rows with columns, ocrColumns or
+// ocrColumnsLean.
+func (s *Store[TTx]) ocrRows(ctx context.Context, q Querier, jobID, columns string) ([]job.OCRRow, error) {
+	rows, err := s.query(ctx, q, `SELECT `+columns+` FROM ocr_rows WHERE job_id = ? ORDER BY file_index`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("ocr rows of %s: %w", jobID, err)
 	}
@@ -44,8 +58,10 @@ const llmColumns = `job_id, file_index, prompt_index, chunk_index, chunk_total, 
 	content, model, request, raw_data, error, duration_ns, schema_valid, schema_errors, consensus,
 	created, updated, input_tokens, output_tokens, overlap`
 
-func (s *Store[TTx]) llmRows(ctx context.Context, q Querier, jobID string) ([]job.LLMRow, error) {
-	rows, err := s.query(ctx, q, `SELECT `+llmColumns+` FROM llm_rows WHERE job_id = ?
+// llmRows reads the job's model rows with columns, llmColumns or
+// llmColumnsLean.
+func (s *Store[TTx]) llmRows(ctx context.Context, q Querier, jobID, columns string) ([]job.LLMRow, error) {
+	rows, err := s.query(ctx, q, `SELECT `+columns+` FROM llm_rows WHERE job_id = ?
 		ORDER BY file_index, prompt_index, chunk_index`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("model rows of %s: %w", jobID, err)

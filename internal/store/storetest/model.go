@@ -277,3 +277,37 @@ func testFileModelRows(t *testing.T, s Store) {
 	_, _, err = s.FileModelRows(ctx(t), j.ID, 0)
 	isErr(t, "a deleted job", err, store.ErrNotFound)
 }
+
+func testResultToFinish(t *testing.T, s Store) {
+	j := newJob("acct", 1)
+	createJob(t, s, j, store.CreateJobParams{})
+	ocr := doneRow(j, 0, "the recognized text")
+	rows := []job.LLMRow{pendingChunk(j, ocr, 0, 2), pendingChunk(j, ocr, 1, 2)}
+	_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: rows})
+	noErr(t, "FinishOCR", err)
+	answered := rows[0]
+	answered.Status, answered.Content, answered.Request, answered.RawData = job.RowDone, `{"n":1}`, "the request", "the answer"
+	_, err = s.FinishLLM(ctx(t), store.LLMDone{Row: answered})
+	noErr(t, "FinishLLM", err)
+
+	full := getResult(t, s, j.ID)
+	lean, err := s.ResultToFinish(ctx(t), j.ID)
+	noErr(t, "ResultToFinish", err)
+	equal(t, "job", lean.Job.ID, j.ID)
+	// Everything the full result says, less the text and the exchanges.
+	for i := range full.OCR {
+		full.OCR[i].Content, full.OCR[i].Request, full.OCR[i].RawData = "", "", ""
+	}
+	for i := range full.LLM {
+		full.LLM[i].Request, full.LLM[i].RawData = "", ""
+	}
+	equal(t, "OCR rows", lean.OCR, full.OCR)
+	equal(t, "model rows", lean.LLM, full.LLM)
+	equal(t, "the answer's content is kept for merge", lean.LLM[0].Content, `{"n":1}`)
+	if lean.Merged != nil {
+		t.Errorf("merged = %s, want none", lean.Merged)
+	}
+
+	_, err = s.ResultToFinish(ctx(t), "job-unknown")
+	isErr(t, "ResultToFinish of an unknown job", err, store.ErrNotFound)
+}

@@ -74,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FinishLLMBurst", testFinishLLMBurst},
 		{"FinishOCRManyChunks", testFinishOCRManyChunks},
 		{"FileModelRowsIsWhatARetriedFileHasLeft", testFileModelRows},
+		{"ResultToFinishLeavesOutTheTextAndTheExchanges", testResultToFinish},
 		{"ExpireJobFailsWhatIsLeftOnce", testExpireJobFailsWhatIsLeftOnce},
 		{"JobProgressCountsTerminalRowsOfTheAccountsJob", testJobProgressCountsTerminalRows},
 	}
