@@ -311,3 +311,64 @@ func testResultToFinish(t *testing.T, s Store) {
 	_, err = s.ResultToFinish(ctx(t), "job-unknown")
 	isErr(t, "ResultToFinish of an unknown job", err, store.ErrNotFound)
 }
+
+func testFinishLLMWritesEveryField(t *testing.T, s Store) {
+	j := newJob("acct", 1)
+	createJob(t, s, j, store.CreateJobParams{})
+	ocr := doneRow(j, 0, "text")
+	var rows []job.LLMRow
+	for c := range 4 {
+		rows = append(rows, pendingChunk(j, ocr, c, 4))
+	}
+	_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: rows})
+	noErr(t, "FinishOCR", err)
+	valid, invalid := true, false
+	rows[0].Status, rows[0].Content, rows[0].SchemaValid = job.RowDone, `{"a":1}`, &valid
+	rows[1].Status, rows[1].Content, rows[1].SchemaValid = job.RowDone, `{"a":"x"}`, &invalid
+	rows[1].SchemaErrors = []string{"/a: got string, want integer"}
+	rows[2].Status, rows[2].Content, rows[2].Consensus = job.RowDone, `{"a":2}`, []byte(`{"k":3,"runsVotable":3,"minAgreement":1}`)
+	rows[3].Status, rows[3].Error = job.RowFailed, "provider error (category=auth, status=401)"
+	for i := range rows {
+		rows[i].Model, rows[i].Request, rows[i].RawData = "m-2", fmt.Sprint("request ", i), fmt.Sprint("raw ", i)
+		rows[i].Duration, rows[i].InputTokens, rows[i].OutputTokens = time.Duration(i+1)*time.Millisecond, int64(100+i), int64(i)
+	}
+	// All four in flight at once, so that they commit in groups.
+	errs := make(chan error, len(rows))
+	for _, r := range rows {
+		go func() {
+			applied, err := s.FinishLLM(ctx(t), store.LLMDone{Row: r})
+			if err == nil && !applied {
+				err = fmt.Errorf("row %d not applied", r.ChunkIndex)
+			}
+			errs <- err
+		}()
+	}
+	for range rows {
+		noErr(t, "FinishLLM", <-errs)
+	}
+	got := getResult(t, s, j.ID).LLM
+	if len(got) != len(rows) {
+		t.Fatalf("%d model rows, want %d", len(got), len(rows))
+	}
+	for i, g := range got {
+		w := rows[i]
+		equal(t, fmt.Sprint("row ", i, " status"), g.Status, w.Status)
+		equal(t, fmt.Sprint("row ", i, " content"), g.Content, w.Content)
+		equal(t, fmt.Sprint("row ", i, " schemaValid"), g.SchemaValid, w.SchemaValid)
+		equal(t, fmt.Sprint("row ", i, " schemaErrors"), g.SchemaErrors, w.SchemaErrors)
+		equal(t, fmt.Sprint("row ", i, " consensus"), string(g.Consensus), string(w.Consensus))
+		equal(t, fmt.Sprint("row ", i, " error"), g.Error, w.Error)
+		equal(t, fmt.Sprint("row ", i, " model"), g.Model, w.Model)
+		equal(t, fmt.Sprint("row ", i, " request"), g.Request, w.Request)
+		equal(t, fmt.Sprint("row ", i, " raw data"), g.RawData, w.RawData)
+		equal(t, fmt.Sprint("row ", i, " duration"), g.Duration, w.Duration)
+		equal(t, fmt.Sprint("row ", i, " tokens"), [2]int64{g.InputTokens, g.OutputTokens}, [2]int64{w.InputTokens, w.OutputTokens})
+	}
+	// A second finish of an ended row changes nothing.
+	again := rows[0]
+	again.Content = `{"a":99}`
+	applied, err := s.FinishLLM(ctx(t), store.LLMDone{Row: again})
+	noErr(t, "FinishLLM again", err)
+	equal(t, "applied again", applied, false)
+	equal(t, "content after a repeat finish", getResult(t, s, j.ID).LLM[0].Content, `{"a":1}`)
+}

@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"OCRPagesKeepTheFirstAnswerUntilTheJobIsDeleted", testOCRPagesKeepTheFirstAnswerUntilTheJobIsDeleted},
 		{"FinishLLMFansInOnceAndKeepsInputsApart", testFinishLLMFansInOnceAndKeepsInputsApart},
 		{"FinishLLMBurst", testFinishLLMBurst},
+		{"FinishLLMWritesEveryField", testFinishLLMWritesEveryField},
 		{"FinishOCRManyChunks", testFinishOCRManyChunks},
 		{"FileModelRowsIsWhatARetriedFileHasLeft", testFileModelRows},
 		{"ResultToFinishLeavesOutTheTextAndTheExchanges", testResultToFinish},
