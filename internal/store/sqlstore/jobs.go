@@ -270,20 +270,12 @@ const defaultPageSize = 50
 // GetResult returns the job with its OCR rows by file index and its model
 // rows by file, prompt and chunk index.
 func (s *Store[TTx]) GetResult(ctx context.Context, accountID, id string) (*job.Result, error) {
-	db := s.backend.DB()
-	j, err := s.getJob(ctx, db, accountID, id, false)
+	res, err := s.result(ctx, accountID, id, ocrColumns, llmColumns)
 	if err != nil {
 		return nil, err
 	}
-	res := &job.Result{Job: j}
-	if res.OCR, err = s.ocrRows(ctx, db, id, ocrColumns); err != nil {
-		return nil, err
-	}
-	if res.LLM, err = s.llmRows(ctx, db, id, llmColumns); err != nil {
-		return nil, err
-	}
 	var merged string
-	if err := s.queryRow(ctx, db, `SELECT merged FROM jobs WHERE id = ?`, []any{id}, &merged); err != nil {
+	if err := s.queryRow(ctx, s.backend.DB(), `SELECT merged FROM jobs WHERE id = ?`, []any{id}, &merged); err != nil {
 		return nil, fmt.Errorf("merged answers of job %s: %w", id, err)
 	}
 	if merged != "" {
@@ -295,16 +287,21 @@ func (s *Store[TTx]) GetResult(ctx context.Context, accountID, id string) (*job.
 // ResultToFinish reads what ending job id needs: the job and its rows,
 // without the recognized text and the provider exchanges; see store.Store.
 func (s *Store[TTx]) ResultToFinish(ctx context.Context, id string) (*job.Result, error) {
+	return s.result(ctx, "", id, ocrColumnsLean, llmColumnsLean)
+}
+
+// result reads the job and its rows with the given column lists.
+func (s *Store[TTx]) result(ctx context.Context, accountID, id, ocrCols, llmCols string) (*job.Result, error) {
 	db := s.backend.DB()
-	j, err := s.getJob(ctx, db, "", id, false)
+	j, err := s.getJob(ctx, db, accountID, id, false)
 	if err != nil {
 		return nil, err
 	}
 	res := &job.Result{Job: j}
-	if res.OCR, err = s.ocrRows(ctx, db, id, ocrColumnsLean); err != nil {
+	if res.OCR, err = s.ocrRows(ctx, db, id, ocrCols); err != nil {
 		return nil, err
 	}
-	if res.LLM, err = s.llmRows(ctx, db, id, llmColumnsLean); err != nil {
+	if res.LLM, err = s.llmRows(ctx, db, id, llmCols); err != nil {
 		return nil, err
 	}
 	return res, nil
