@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -127,4 +128,47 @@ func onDisk(t *testing.T, path string, b []byte) bool {
 		}
 	}
 	return false
+}
+
+// The erase itself does not truncate the write-ahead log: that waits for
+// the flush delay, so that the transaction ending a job does not hold the
+// one writer connection for a checkpoint.
+func TestErasingLeavesTheLogToTheFlusher(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "docjobs.db")
+	s, err := sqlite.Open(ctx, sqlite.Config{Path: path, FlushDelay: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j := &job.Job{ID: "job_cancelled", AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"}}
+	if _, _, err := s.CreateJob(ctx, store.CreateJobParams{Job: j, Secrets: []job.SealedSecret{
+		{Field: job.SecretNeuralAPIKey, Ciphertext: []byte("sealed")},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CancelJob(ctx, "acct", j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if walSize(t, path) == 0 {
+		t.Fatal("the erase truncated the write-ahead log at once")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := walSize(t, path); n != 0 {
+		t.Fatalf("write-ahead log holds %d bytes after Close, want it truncated", n)
+	}
+}
+
+func walSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path + "-wal")
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }

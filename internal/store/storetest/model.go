@@ -372,3 +372,57 @@ func testFinishLLMWritesEveryField(t *testing.T, s Store) {
 	equal(t, "applied again", applied, false)
 	equal(t, "content after a repeat finish", getResult(t, s, j.ID).LLM[0].Content, `{"a":1}`)
 }
+
+// testConcurrentFinishesOfOneRow finishes one row from several callers at
+// once, as a rescued file job overlapping a hung attempt would: the
+// callers land in the same group, and exactly one ends the row, with its
+// own answer.
+func testConcurrentFinishesOfOneRow(t *testing.T, s Store) {
+	const callers = 8
+	j := newJob("acct", 1)
+	createJob(t, s, j, store.CreateJobParams{})
+	ocr := doneRow(j, 0, "text")
+	rows := []job.LLMRow{pendingChunk(j, ocr, 0, 2), pendingChunk(j, ocr, 1, 2)}
+	_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: rows})
+	noErr(t, "FinishOCR", err)
+
+	start := make(chan struct{})
+	applied := make([]bool, callers)
+	errs := make(chan error, callers+1)
+	for i := range callers {
+		go func() {
+			<-start
+			r := rows[0]
+			r.Status, r.Content = job.RowDone, fmt.Sprintf(`{"caller":%d}`, i)
+			ok, err := s.FinishLLM(ctx(t), store.LLMDone{Row: r})
+			applied[i] = ok
+			errs <- err
+		}()
+	}
+	go func() {
+		<-start
+		r := rows[1]
+		r.Status, r.Content = job.RowDone, `{"other":true}`
+		_, err := s.FinishLLM(ctx(t), store.LLMDone{Row: r})
+		errs <- err
+	}()
+	close(start)
+	for range callers + 1 {
+		noErr(t, "FinishLLM", <-errs)
+	}
+	winner := -1
+	for i, ok := range applied {
+		if ok {
+			if winner >= 0 {
+				t.Fatalf("callers %d and %d both ended the row", winner, i)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no caller ended the row")
+	}
+	res := getResult(t, s, j.ID)
+	equal(t, "the row holds the answer of the caller that ended it", res.LLM[0].Content, fmt.Sprintf(`{"caller":%d}`, winner))
+	equal(t, "the other row", res.LLM[1].Content, `{"other":true}`)
+}

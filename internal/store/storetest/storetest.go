@@ -73,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FinishLLMFansInOnceAndKeepsInputsApart", testFinishLLMFansInOnceAndKeepsInputsApart},
 		{"FinishLLMBurst", testFinishLLMBurst},
 		{"FinishLLMWritesEveryField", testFinishLLMWritesEveryField},
+		{"ConcurrentFinishesOfOneRowEndItOnce", testConcurrentFinishesOfOneRow},
 		{"FinishOCRManyChunks", testFinishOCRManyChunks},
 		{"FileModelRowsIsWhatARetriedFileHasLeft", testFileModelRows},
 		{"ResultToFinishLeavesOutTheTextAndTheExchanges", testResultToFinish},
