@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -21,6 +22,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/docjobs/docjobs/internal/auth"
+	"github.com/docjobs/docjobs/internal/provider"
+	"github.com/docjobs/docjobs/internal/provider/slots"
 )
 
 // benchOptions shape one `docjobs bench` run.
@@ -42,7 +45,9 @@ func benchCommand(env *environment) *cobra.Command {
 		Long: `bench starts docjobs on a temporary SQLite database with an in-process OpenAI-protocol
 provider that answers after --latency, submits --jobs jobs of --files text files that each split
 into --chunks chunks, and reports each job's wall time divided by its critical-path provider time
-(one call: every chunk of every file can run at once), and jobs per second.`,
+(one call: every chunk of every file can run at once), and jobs per second. It then runs the same
+fetches and provider calls straight from one client, without the service, through the same provider
+adapter: that ratio is what the machine itself costs, the floor under the service's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.files < 1 || o.chunks < 1 || o.jobs < 1 || o.latency <= 0 {
@@ -160,6 +165,10 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 		walls = append(walls, wall)
 	}
 	total := time.Since(start)
+	direct, err := benchDirect(ctx, provider, urls, o)
+	if err != nil {
+		return err
+	}
 	cancel()
 	<-served
 
@@ -173,7 +182,70 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 		float64(median)/float64(o.latency), float64(walls[0])/float64(o.latency))
 	fmt.Fprintf(env.stdout, "jobs/s: %.2f\n", float64(o.jobs)/total.Seconds())
 	printPhases(env.stdout, phases)
+	fmt.Fprintf(env.stdout, "without the service (the same fetches and provider calls from one client): median %s, wall ÷ critical path %.2f; the service adds %s\n",
+		direct.Round(100*time.Microsecond), float64(direct)/float64(o.latency), (median - direct).Round(100*time.Microsecond))
 	return nil
+}
+
+// benchDirect measures the floor under the service: per job it fetches
+// every source and asks every chunk from one client, as concurrently as the
+// service may, through the same adapter and connection pool the service
+// uses, with nothing recorded. Each chunk is sent as the service sends it:
+// one paragraph and the previous one as overlap. It returns the median wall
+// time of o.jobs such jobs.
+func benchDirect(ctx context.Context, providerURL string, urls []string, o benchOptions) (time.Duration, error) {
+	chats := slots.New(slots.Config{BaseURLs: map[int]string{2: providerURL + "/v1"}, PerSlotConcurrency: o.concurrency, MaxAttempts: 1})
+	chat, err := chats.Chat("NEURAL_CLIENT_TYPE_PROVIDER_2", "gpt-4o-mini", "bench")
+	if err != nil {
+		return 0, err
+	}
+	sources := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: len(urls)}}
+	walls := make([]time.Duration, 0, o.jobs)
+	for range o.jobs {
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, len(urls))
+		for i, u := range urls {
+			wg.Go(func() { errs[i] = benchDirectFile(ctx, sources, chat, u, o.chunks) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return 0, fmt.Errorf("direct run: %w", err)
+		}
+		walls = append(walls, time.Since(start))
+	}
+	slices.Sort(walls)
+	return walls[len(walls)/2], nil
+}
+
+func benchDirectFile(ctx context.Context, sources *http.Client, chat provider.Chat, url string, chunks int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := sources.Do(req)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	paragraphs := strings.Split(strings.TrimSpace(string(body)), "\n\n")
+	var wg sync.WaitGroup
+	errs := make([]error, len(paragraphs))
+	for i, p := range paragraphs {
+		if i > 0 {
+			p = paragraphs[i-1] + "\n\n" + p
+		}
+		user := fmt.Sprintf("Document %q, part %d of %d:\n\n%s", path.Base(url), i+1, chunks, p)
+		wg.Go(func() {
+			_, errs[i] = chat.Complete(ctx, provider.ChatRequest{System: "Summarize.", User: user})
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // benchTimeline records, for the job being measured, when the source

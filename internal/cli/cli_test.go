@@ -82,7 +82,7 @@ func TestBenchReportsOverheadAgainstTheCriticalPath(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"wall ÷ critical-path provider time", "jobs/s"} {
+	for _, want := range []string{"wall ÷ critical-path provider time", "jobs/s", "without the service (the same fetches and provider calls from one client)"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("bench output lacks %q:\n%s", want, out)
 		}
