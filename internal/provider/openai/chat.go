@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	oa "github.com/openai/openai-go"
-	"github.com/openai/openai-go/shared"
 
 	"github.com/docjobs/docjobs/internal/provider"
 )
@@ -25,8 +24,8 @@ type ChatConfig struct {
 
 // Chat is a chat model answering model-stage requests.
 type Chat struct {
-	cfg  ChatConfig
-	chat oa.ChatCompletionService
+	cfg    ChatConfig
+	client *oa.Client
 }
 
 // NewChat returns a model-stage adapter for cfg, built like New's.
@@ -35,7 +34,7 @@ func NewChat(cfg ChatConfig) (*Chat, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Chat{cfg: cfg, chat: o.chat}, nil
+	return &Chat{cfg: cfg, client: o.client}, nil
 }
 
 // Complete asks one question. With a schema the answer is constrained by
@@ -45,48 +44,13 @@ func NewChat(cfg ChatConfig) (*Chat, error) {
 // schema whose root is not an object is wrapped (provider.ObjectSchema)
 // and the answer unwrapped, since both modes answer an object.
 func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider.ChatAnswer, error) {
-	params := oa.ChatCompletionNewParams{Model: c.cfg.Model}
-	system := req.System
-	wrapped := false
-	if req.Schema != "" {
-		schema, decoded, w, err := provider.ObjectSchema(req.Schema)
-		if err != nil {
-			return provider.ChatAnswer{}, err
-		}
-		wrapped = w
-		if provider.StrictCompatible(decoded) {
-			params.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
-				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
-					Name:   SchemaName,
-					Schema: schema,
-					Strict: oa.Bool(true),
-				},
-			}
-		} else {
-			params.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
-			system += provider.SchemaInstruction(string(schema))
-		}
-	}
-	if system != "" {
-		params.Messages = append(params.Messages, oa.SystemMessage(system))
-	}
-	params.Messages = append(params.Messages, oa.UserMessage(req.User))
-	if req.MaxTokens > 0 {
-		if c.cfg.LegacyMaxTokens {
-			params.MaxTokens = oa.Int(int64(req.MaxTokens))
-		} else {
-			params.MaxCompletionTokens = oa.Int(int64(req.MaxTokens))
-		}
-	}
-
-	var res *oa.ChatCompletion
-	var sdkErr error
-	ex, err := provider.Call(ctx, c.cfg.Timeout, c.cfg.Key, func(ctx context.Context) error {
-		res, sdkErr = c.chat.New(ctx, params)
-		return sdkErr
-	})
+	body, wrapped, err := c.body(req)
 	if err != nil {
-		return provider.ChatAnswer{}, refine(err, sdkErr)
+		return provider.ChatAnswer{}, err
+	}
+	res, ex, err := complete(ctx, c.client, c.cfg.Config, body)
+	if err != nil {
+		return provider.ChatAnswer{}, err
 	}
 	status := ex.Status()
 	if res == nil || len(res.Choices) == 0 {
@@ -115,6 +79,39 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 		Request:      ex.Request(c.cfg.Key),
 		RawData:      ex.Response(c.cfg.Key),
 	}, nil
+}
+
+// body is the request for req, and whether its schema was wrapped.
+func (c *Chat) body(req provider.ChatRequest) (*chatBody, bool, error) {
+	body := &chatBody{Model: c.cfg.Model}
+	system := req.System
+	wrapped := false
+	if req.Schema != "" {
+		schema, decoded, w, err := provider.ObjectSchema(req.Schema)
+		if err != nil {
+			return nil, false, err
+		}
+		wrapped = w
+		if provider.StrictCompatible(decoded) {
+			body.ResponseFormat = &responseFormat{Type: "json_schema",
+				JSONSchema: &jsonSchema{Name: SchemaName, Schema: schema, Strict: true}}
+		} else {
+			body.ResponseFormat = &responseFormat{Type: "json_object"}
+			system += provider.SchemaInstruction(string(schema))
+		}
+	}
+	if system != "" {
+		body.Messages = append(body.Messages, message{Role: "system", Content: system})
+	}
+	body.Messages = append(body.Messages, message{Role: "user", Content: req.User})
+	if req.MaxTokens > 0 {
+		if c.cfg.LegacyMaxTokens {
+			body.MaxTokens = int64(req.MaxTokens)
+		} else {
+			body.MaxCompletionTokens = int64(req.MaxTokens)
+		}
+	}
+	return body, wrapped, nil
 }
 
 var _ provider.Chat = (*Chat)(nil)

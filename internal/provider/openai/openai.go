@@ -37,8 +37,8 @@ type Config struct {
 
 // OCR is a vision chat model reading page images.
 type OCR struct {
-	cfg  Config
-	chat oa.ChatCompletionService
+	cfg    Config
+	client *oa.Client
 }
 
 // New returns an adapter for cfg. The SDK is built from explicit options
@@ -60,9 +60,9 @@ func New(cfg Config) (*OCR, error) {
 	if cfg.Key != "" {
 		opts = append(opts, option.WithAPIKey(cfg.Key))
 	}
-	// NewChatCompletionService, unlike NewClient, adds no environment
-	// defaults.
-	return &OCR{cfg: cfg, chat: oa.NewChatCompletionService(opts...)}, nil
+	// A Client made from explicit options only, unlike NewClient, adds no
+	// environment defaults.
+	return &OCR{cfg: cfg, client: &oa.Client{Options: opts}}, nil
 }
 
 // accepted are the image types OpenAI documents for vision input; the
@@ -76,32 +76,9 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 		return provider.Recognition{}, fmt.Errorf("openai: %s: %w", doc.MIME, provider.ErrUnsupportedInput)
 	}
 	format := provider.AnswerFormat(doc)
-	params := oa.ChatCompletionNewParams{
-		Model: o.cfg.Model,
-		Messages: []oa.ChatCompletionMessageParamUnion{
-			oa.SystemMessage(provider.SystemPrompt(format)),
-			oa.UserMessage([]oa.ChatCompletionContentPartUnionParam{
-				oa.TextContentPart(provider.UserPrompt(doc)),
-				oa.ImageContentPart(oa.ChatCompletionContentPartImageImageURLParam{
-					URL: "data:" + doc.MIME + ";base64," + base64.StdEncoding.EncodeToString(doc.Data),
-					// Small print needs the full-resolution tiles.
-					Detail: "high",
-				}),
-			}),
-		},
-		// No temperature or token limit: reasoning models reject a
-		// temperature, and the token parameter's name differs between
-		// OpenAI (max_completion_tokens) and older compatible servers
-		// (max_tokens). A cut-off answer is still detected below.
-	}
-	var res *oa.ChatCompletion
-	var sdkErr error
-	ex, err := provider.Call(ctx, o.cfg.Timeout, o.cfg.Key, func(ctx context.Context) error {
-		res, sdkErr = o.chat.New(ctx, params)
-		return sdkErr
-	})
+	res, ex, err := complete(ctx, o.client, o.cfg, recognitionBody(o.cfg.Model, doc, format))
 	if err != nil {
-		return provider.Recognition{}, refine(err, sdkErr)
+		return provider.Recognition{}, err
 	}
 	text, perr := answer(res, ex.Status())
 	if perr != nil {
@@ -114,6 +91,28 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 		Request: ex.Request(o.cfg.Key),
 		RawData: ex.Response(o.cfg.Key),
 	}, nil
+}
+
+// recognitionBody asks for a transcription of doc's image in format.
+func recognitionBody(model string, doc provider.Document, format string) *chatBody {
+	return &chatBody{
+		Model: model,
+		Messages: []message{
+			{Role: "system", Content: provider.SystemPrompt(format)},
+			{Role: "user", Content: []part{
+				{Type: "text", Text: provider.UserPrompt(doc)},
+				{Type: "image_url", ImageURL: &imageURL{
+					URL: "data:" + doc.MIME + ";base64," + base64.StdEncoding.EncodeToString(doc.Data),
+					// Small print needs the full-resolution tiles.
+					Detail: "high",
+				}},
+			}},
+		},
+		// No temperature or token limit: reasoning models reject a
+		// temperature, and the token parameter's name differs between
+		// OpenAI (max_completion_tokens) and older compatible servers
+		// (max_tokens). A cut-off answer is still detected by answer.
+	}
 }
 
 // answer reads the transcription out of a completion.
