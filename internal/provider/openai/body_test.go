@@ -13,36 +13,56 @@ import (
 	"github.com/docjobs/docjobs/internal/provider"
 )
 
-// sdkChatParams is what the SDK's own parameter types make of req: the
-// reference the hand-written body must match.
-func sdkChatParams(t *testing.T, cfg ChatConfig, req provider.ChatRequest) oa.ChatCompletionNewParams {
+// sdkParams says with the SDK's own parameter types what body says: the
+// reference the hand-written types must match on the wire.
+func sdkParams(t *testing.T, body *chatBody) oa.ChatCompletionNewParams {
 	t.Helper()
-	params := oa.ChatCompletionNewParams{Model: cfg.Model}
-	system := req.System
-	if req.Schema != "" {
-		schema, decoded, _, err := provider.ObjectSchema(req.Schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if provider.StrictCompatible(decoded) {
-			params.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
-				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: SchemaName, Schema: schema, Strict: oa.Bool(true)},
+	params := oa.ChatCompletionNewParams{Model: body.Model}
+	for _, m := range body.Messages {
+		switch c := m.Content.(type) {
+		case string:
+			switch m.Role {
+			case "system":
+				params.Messages = append(params.Messages, oa.SystemMessage(c))
+			case "user":
+				params.Messages = append(params.Messages, oa.UserMessage(c))
+			default:
+				t.Fatalf("role %q", m.Role)
 			}
-		} else {
+		case []part:
+			var parts []oa.ChatCompletionContentPartUnionParam
+			for _, p := range c {
+				switch p.Type {
+				case "text":
+					parts = append(parts, oa.TextContentPart(p.Text))
+				case "image_url":
+					parts = append(parts, oa.ImageContentPart(oa.ChatCompletionContentPartImageImageURLParam{URL: p.ImageURL.URL, Detail: p.ImageURL.Detail}))
+				default:
+					t.Fatalf("part type %q", p.Type)
+				}
+			}
+			params.Messages = append(params.Messages, oa.UserMessage(parts))
+		default:
+			t.Fatalf("content %T", m.Content)
+		}
+	}
+	if f := body.ResponseFormat; f != nil {
+		switch f.Type {
+		case "json_schema":
+			params.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
+				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: f.JSONSchema.Name, Schema: f.JSONSchema.Schema, Strict: oa.Bool(f.JSONSchema.Strict)},
+			}
+		case "json_object":
 			params.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
-			system += provider.SchemaInstruction(string(schema))
+		default:
+			t.Fatalf("response format %q", f.Type)
 		}
 	}
-	if system != "" {
-		params.Messages = append(params.Messages, oa.SystemMessage(system))
+	if body.MaxTokens > 0 {
+		params.MaxTokens = oa.Int(body.MaxTokens)
 	}
-	params.Messages = append(params.Messages, oa.UserMessage(req.User))
-	if req.MaxTokens > 0 {
-		if cfg.LegacyMaxTokens {
-			params.MaxTokens = oa.Int(int64(req.MaxTokens))
-		} else {
-			params.MaxCompletionTokens = oa.Int(int64(req.MaxTokens))
-		}
+	if body.MaxCompletionTokens > 0 {
+		params.MaxCompletionTokens = oa.Int(body.MaxCompletionTokens)
 	}
 	return params
 }
@@ -93,29 +113,21 @@ func TestBodiesMatchTheSDK(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertSameJSON(t, data, sdkChatParams(t, c.cfg, c.req))
+			assertSameJSON(t, data, sdkParams(t, body))
 		})
 	}
 
 	t.Run("page image", func(t *testing.T) {
 		doc := provider.Document{MIME: "image/png", Data: []byte("\x89PNG\r\n\x1a\n0123"), Page: 3, Format: "html"}
-		data, err := recognitionBody("gpt-4o", doc, "html").encode()
+		body := recognitionBody("gpt-4o", doc, "html")
+		data, err := body.encode()
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertSameJSON(t, data, oa.ChatCompletionNewParams{
-			Model: "gpt-4o",
-			Messages: []oa.ChatCompletionMessageParamUnion{
-				oa.SystemMessage(provider.SystemPrompt("html")),
-				oa.UserMessage([]oa.ChatCompletionContentPartUnionParam{
-					oa.TextContentPart(provider.UserPrompt(doc)),
-					oa.ImageContentPart(oa.ChatCompletionContentPartImageImageURLParam{
-						URL:    "data:image/png;base64," + base64.StdEncoding.EncodeToString(doc.Data),
-						Detail: "high",
-					}),
-				}),
-			},
-		})
+		assertSameJSON(t, data, sdkParams(t, body))
+		if got, want := body.Messages[1].Content.([]part)[1].ImageURL.URL, "data:image/png;base64,"+base64.StdEncoding.EncodeToString(doc.Data); got != want {
+			t.Errorf("image URL = %q, want %q", got, want)
+		}
 	})
 }
 
