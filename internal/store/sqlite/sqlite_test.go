@@ -19,9 +19,11 @@ import (
 // quiet keeps River's info logs out of test output.
 var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-func open(t *testing.T, path string) *sqlite.Store {
+// open opens the store cfg describes, logging warnings only.
+func open(t *testing.T, cfg sqlite.Config) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Logger: quiet})
+	cfg.Logger = quiet
+	s, err := sqlite.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -30,13 +32,13 @@ func open(t *testing.T, path string) *sqlite.Store {
 
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return open(t, filepath.Join(t.TempDir(), "docjobs.db"))
+		return open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "docjobs.db")})
 	})
 }
 
 func TestOpenTwiceMigratesOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "docjobs.db")
-	s := open(t, path)
+	s := open(t, sqlite.Config{Path: path})
 	j := &job.Job{ID: "job_1", AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"}}
 	if _, _, err := s.CreateJob(t.Context(), store.CreateJobParams{Job: j}); err != nil {
 		t.Fatal(err)
@@ -44,7 +46,7 @@ func TestOpenTwiceMigratesOnce(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = open(t, path)
+	s = open(t, sqlite.Config{Path: path})
 	defer s.Close()
 	if err := s.Migrate(t.Context()); err != nil {
 		t.Fatalf("Migrate again: %v", err)
@@ -82,10 +84,7 @@ func TestErasedSecretsLeaveNoBytesOnDisk(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "docjobs.db")
-			s, err := sqlite.Open(ctx, sqlite.Config{Path: path, FlushDelay: tt.delay, Logger: quiet})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := open(t, sqlite.Config{Path: path, FlushDelay: tt.delay})
 			defer s.Close()
 			marker := []byte("SEALED-SECRET-MARKER-7f3a9c")
 			for _, id := range []string{"job_deleted", "job_cancelled"} {
@@ -136,10 +135,7 @@ func onDisk(t *testing.T, path string, b []byte) bool {
 func TestErasingLeavesTheLogToTheFlusher(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "docjobs.db")
-	s, err := sqlite.Open(ctx, sqlite.Config{Path: path, FlushDelay: time.Hour, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := open(t, sqlite.Config{Path: path, FlushDelay: time.Hour})
 	defer s.Close()
 	j := &job.Job{ID: "job_cancelled", AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"}}
 	if _, _, err := s.CreateJob(ctx, store.CreateJobParams{Job: j, Secrets: []job.SealedSecret{

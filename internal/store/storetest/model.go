@@ -21,6 +21,23 @@ func pendingChunk(j *job.Job, ocr job.OCRRow, chunk, total int) job.LLMRow {
 		Overlap: fmt.Sprint("overlap ", chunk)}
 }
 
+// recognizedJob creates a job of one file and records the file's
+// recognition with n pending model rows, outside River, for tests of how
+// the rows finish.
+func recognizedJob(t *testing.T, s Store, n int) (*job.Job, []job.LLMRow) {
+	t.Helper()
+	j := newJob("acct", 1)
+	createJob(t, s, j, store.CreateJobParams{})
+	ocr := doneRow(j, 0, "the recognized text")
+	rows := make([]job.LLMRow, n)
+	for c := range rows {
+		rows[c] = pendingChunk(j, ocr, c, n)
+	}
+	_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: rows})
+	noErr(t, "FinishOCR", err)
+	return j, rows
+}
+
 // leftOf keeps of rows what FileModelRows promises: enough to answer them.
 func leftOf(rows []job.LLMRow) []job.LLMRow {
 	var out []job.LLMRow
@@ -279,15 +296,10 @@ func testFileModelRows(t *testing.T, s Store) {
 }
 
 func testResultToFinish(t *testing.T, s Store) {
-	j := newJob("acct", 1)
-	createJob(t, s, j, store.CreateJobParams{})
-	ocr := doneRow(j, 0, "the recognized text")
-	rows := []job.LLMRow{pendingChunk(j, ocr, 0, 2), pendingChunk(j, ocr, 1, 2)}
-	_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: rows})
-	noErr(t, "FinishOCR", err)
+	j, rows := recognizedJob(t, s, 2)
 	answered := rows[0]
 	answered.Status, answered.Content, answered.Request, answered.RawData = job.RowDone, `{"n":1}`, "the request", "the answer"
-	_, err = s.FinishLLM(ctx(t), store.LLMDone{Row: answered})
+	_, err := s.FinishLLM(ctx(t), store.LLMDone{Row: answered})
 	noErr(t, "FinishLLM", err)
 
 	full := getResult(t, s, j.ID)
@@ -313,15 +325,7 @@ func testResultToFinish(t *testing.T, s Store) {
 }
 
 func testFinishLLMWritesEveryField(t *testing.T, s Store) {
-	j := newJob("acct", 1)
-	createJob(t, s, j, store.CreateJobParams{})
-	ocr := doneRow(j, 0, "text")
-	var rows []job.LLMRow
-	for c := range 4 {
-		rows = append(rows, pendingChunk(j, ocr, c, 4))
-	}
-	_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: rows})
-	noErr(t, "FinishOCR", err)
+	j, rows := recognizedJob(t, s, 4)
 	valid, invalid := true, false
 	rows[0].Status, rows[0].Content, rows[0].SchemaValid = job.RowDone, `{"a":1}`, &valid
 	rows[1].Status, rows[1].Content, rows[1].SchemaValid = job.RowDone, `{"a":"x"}`, &invalid
@@ -379,12 +383,7 @@ func testFinishLLMWritesEveryField(t *testing.T, s Store) {
 // own answer.
 func testConcurrentFinishesOfOneRow(t *testing.T, s Store) {
 	const callers = 8
-	j := newJob("acct", 1)
-	createJob(t, s, j, store.CreateJobParams{})
-	ocr := doneRow(j, 0, "text")
-	rows := []job.LLMRow{pendingChunk(j, ocr, 0, 2), pendingChunk(j, ocr, 1, 2)}
-	_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: rows})
-	noErr(t, "FinishOCR", err)
+	j, rows := recognizedJob(t, s, 2)
 
 	start := make(chan struct{})
 	applied := make([]bool, callers)
