@@ -63,6 +63,10 @@ type OCRDone struct {
 	// EnqueueWhenLast is inserted only when no OCR and no model row of the job
 	// is still pending after this one (the fan-in: typically finalize).
 	EnqueueWhenLast []river.InsertManyParams
+	// EndWhenLast ends the job in the fan-in's own transaction instead, as
+	// FinishJob would with the status job.FinalStatus gives its OCR rows:
+	// for a job with nothing left to compute once its rows are terminal.
+	EndWhenLast bool
 }
 
 // LLMDone is the terminal outcome of one model row.
@@ -71,6 +75,8 @@ type LLMDone struct {
 	// EnqueueWhenLast is inserted only when no row of the job is still
 	// pending after this one (the fan-in: finalize).
 	EnqueueWhenLast []river.InsertManyParams
+	// EndWhenLast: as OCRDone.EndWhenLast.
+	EndWhenLast bool
 }
 
 // Finish is the terminal outcome of a job, written by its finalize step.
@@ -140,8 +146,9 @@ type Store interface {
 	// FinishOCR writes a terminal OCR row only if it is still PENDING and the
 	// job is not terminal (else it records nothing, d.File included, and
 	// returns applied=false), records d.File and sets job.Files[FileIndex] to
-	// d.Row.File, moves the job NEW→RUNNING and inserts d.LLM. A deleted job
-	// is applied=false.
+	// d.Row.File, moves the job NEW→RUNNING and inserts d.LLM; when no row of
+	// the job is left pending it ends the job (d.EndWhenLast) or inserts
+	// d.EnqueueWhenLast. A deleted job is applied=false.
 	FinishOCR(ctx context.Context, d OCRDone) (applied bool, err error)
 	// FileModelRows reports whether a file's OCR row is terminal and returns
 	// the file's model rows still PENDING (first prompt, chunk order, Input
@@ -149,8 +156,8 @@ type Store interface {
 	// when the job or the file is gone.
 	FileModelRows(ctx context.Context, jobID string, fileIndex int) (recognized bool, pending []job.LLMRow, err error)
 	// FinishLLM writes a terminal model row only if it is still PENDING and
-	// the job is live, inserting d.EnqueueWhenLast when it was the job's
-	// last pending row.
+	// the job is live and, when it was the job's last pending row, ends the
+	// job (d.EndWhenLast) or inserts d.EnqueueWhenLast.
 	FinishLLM(ctx context.Context, d LLMDone) (applied bool, err error)
 	// FinishJob sets the final status of a non-terminal job whose rows are all
 	// terminal (any row still PENDING is failed with f.Error) and erases the

@@ -112,7 +112,9 @@ func (w *fileWorker) finishRow(ctx context.Context, j *job.Job, row *job.LLMRow,
 	if !kept.wait() {
 		return errNotKept
 	}
-	applied, err := w.record(ctx, store.LLMDone{Row: *row, EnqueueWhenLast: finalizeParams(j.ID)})
+	d := store.LLMDone{Row: *row}
+	d.EndWhenLast, d.EnqueueWhenLast = lastStep(j)
+	applied, err := w.record(ctx, d)
 	if err != nil {
 		return fmt.Errorf("model row %d: finish: %w", row.ChunkIndex, err)
 	}

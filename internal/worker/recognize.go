@@ -65,10 +65,9 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 	}
 	row.Duration = time.Since(start)
 	observe(w.deps.Observer, "recognize", string(row.Status), start)
-	return &recognition{
-		done:   store.OCRDone{Row: row, File: source.File, LLM: w.modelRows(row, j), EnqueueWhenLast: finalizeParams(j.ID)},
-		source: source,
-	}, nil
+	done := store.OCRDone{Row: row, File: source.File, LLM: w.modelRows(row, j)}
+	done.EndWhenLast, done.EnqueueWhenLast = lastStep(j)
+	return &recognition{done: done, source: source}, nil
 }
 
 // keepRecognition stores the downloaded source and records the file's

@@ -1,8 +1,9 @@
 // Package worker holds the River job kinds of the pipeline and their workers:
 // file (one per source file: fetch, recognize, then answer its chunks) and
-// finalize (one per job). Every worker is idempotent, and each stage's
-// fan-in happens in the store transaction that marks its row terminal, so a
-// crash neither loses nor duplicates a stage.
+// finalize (one per job that merges; any other job ends with its last row).
+// Every worker is idempotent, and each stage's fan-in happens in the store
+// transaction that marks its row terminal, so a crash neither loses nor
+// duplicates a stage.
 package worker
 
 import (
@@ -217,8 +218,15 @@ func FirstStage(jobID string, files int) []river.InsertManyParams {
 	return params
 }
 
-func finalizeParams(jobID string) []river.InsertManyParams {
-	return []river.InsertManyParams{{Args: FinalizeArgs{JobID: jobID}}}
+// lastStep is what the finish of j's last pending row does: a job that
+// merges enqueues its finalize step, which computes the merged answers;
+// any other job ends in that finish's own transaction, its status given by
+// its rows alone (docs/decisions.md).
+func lastStep(j *job.Job) (end bool, enqueue []river.InsertManyParams) {
+	if j.Merge.Enabled {
+		return false, []river.InsertManyParams{{Args: FinalizeArgs{JobID: j.ID}}}
+	}
+	return true, nil
 }
 
 // retryBackoff is short: attempts fail on transient network faults, not on

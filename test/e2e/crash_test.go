@@ -18,7 +18,9 @@ import (
 
 // TestKilledServerFinishesEveryJobExactlyOnceAfterRestart kills -9 the server
 // while downloads are in flight and queued, restarts it on the same data, and
-// expects every job to end within two minutes with one finalize per job.
+// expects every job to end within two minutes, exactly once: one webhook
+// per job, one finalize step per job that merges and none for the others,
+// which end with their last row.
 func TestKilledServerFinishesEveryJobExactlyOnceAfterRestart(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -34,11 +36,19 @@ func TestKilledServerFinishesEveryJobExactlyOnceAfterRestart(t *testing.T) {
 			}))
 			t.Cleanup(slow.Close)
 
+			hooks := newReceiver(t)
 			dbURL := b.databaseURL(t)
 			s := startServer(t, dbURL)
 			var ids []string
-			for range 6 {
-				ids = append(ids, s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, createBody(slow.URL+"/a.txt", slow.URL+"/b.txt"))["id"].(string))
+			merges := map[string]bool{}
+			for i := range 6 {
+				body := createBody(slow.URL+"/a.txt", slow.URL+"/b.txt")
+				body["webhookUrl"] = hooks.srv.URL + "/hook"
+				if i%2 == 0 {
+					body["merge"] = map[string]any{"enabled": true}
+				}
+				id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, body)["id"].(string)
+				ids, merges[id] = append(ids, id), i%2 == 0
 			}
 			deadline := time.Now().Add(20 * time.Second)
 			for requests.Load() == 0 && time.Now().Before(deadline) {
@@ -58,12 +68,25 @@ func TestKilledServerFinishesEveryJobExactlyOnceAfterRestart(t *testing.T) {
 				}
 			}
 			t.Logf("all jobs terminal %s after restart", time.Since(restarted).Round(time.Millisecond))
+			for range ids {
+				hooks.wait(t, time.Minute)
+			}
 			s.stop()
 
+			webhooks := map[string]int{}
+			hooks.mu.Lock()
+			for _, d := range hooks.seen {
+				webhooks[jobIDOf(string(d.body))]++
+			}
+			hooks.mu.Unlock()
 			finalizes := countFinalizes(t, dbURL, s.dataDir)
 			for _, id := range ids {
-				if finalizes[id] != 1 {
-					t.Errorf("job %s was finalized %d times, want exactly once", id, finalizes[id])
+				want := 0
+				if merges[id] {
+					want = 1
+				}
+				if finalizes[id] != want || webhooks[id] != 1 {
+					t.Errorf("job %s (merge %t): %d finalize steps, %d webhooks; want %d and 1", id, merges[id], finalizes[id], webhooks[id], want)
 				}
 			}
 		})

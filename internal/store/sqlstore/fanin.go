@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/docjobs/docjobs/internal/job"
@@ -25,10 +26,11 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, d store.OCRDone) (bool, erro
 	}
 	var (
 		applied bool
+		end     *jobEnd
 		woken   []string
 	)
 	err := s.inTx(ctx, func(tx TTx, q Querier) error {
-		applied, woken = false, nil // a retried transaction starts over
+		applied, end, woken = false, nil, nil // a retried transaction starts over
 		pending, err := s.ocrRowPending(ctx, q, r.JobID, r.FileIndex)
 		if err != nil {
 			return err
@@ -85,25 +87,69 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, d store.OCRDone) (bool, erro
 			filesJSON, string(status), s.ts(now), r.JobID); err != nil {
 			return fmt.Errorf("update job: %w", err)
 		}
-		if len(d.EnqueueWhenLast) > 0 {
+		if d.EndWhenLast || len(d.EnqueueWhenLast) > 0 {
 			pending, err := s.anyPending(ctx, q, r.JobID)
 			if err != nil {
 				return err
 			}
 			if !pending {
-				return s.insertRiverJobs(ctx, tx, d.EnqueueWhenLast, &woken)
+				end, err = s.fanIn(ctx, tx, q, j, d.EndWhenLast, d.EnqueueWhenLast, &woken)
+				return err
 			}
 		}
 		return nil
 	})
 	if errors.Is(err, errFileSettled) {
-		applied, woken, err = false, nil, nil
+		applied, end, woken, err = false, nil, nil, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("finish ocr of job %s file %d: %w", r.JobID, r.FileIndex, err)
 	}
-	s.wake(ctx, woken)
+	s.afterFanIn(ctx, end, woken)
 	return applied, nil
+}
+
+// fanIn runs in the transaction of the finish that left no row of the
+// live job j pending. It ends the job there when end is set, with the
+// status its OCR rows give (job.FinalStatus), and otherwise inserts
+// enqueue, the step that will end it. Ending it here spares a job that
+// merges nothing a River job and its round trips (docs/decisions.md).
+func (s *Store[TTx]) fanIn(ctx context.Context, tx TTx, q Querier, j *job.Job, end bool, enqueue []river.InsertManyParams, woken *[]string) (*jobEnd, error) {
+	if !end {
+		return nil, s.insertRiverJobs(ctx, tx, enqueue, woken)
+	}
+	ocr, err := s.ocrRows(ctx, q, j.ID, ocrColumnsLean)
+	if err != nil {
+		return nil, err
+	}
+	f := store.Finish{JobID: j.ID}
+	f.Status, f.Error = job.FinalStatus(ocr)
+	erased, err := s.endJob(ctx, tx, q, j, f, woken)
+	if err != nil {
+		return nil, err
+	}
+	return &jobEnd{jobID: j.ID, accountID: j.AccountID, status: f.Status, erased: erased}, nil
+}
+
+// jobEnd is a job a finish ended in its fan-in.
+type jobEnd struct {
+	jobID, accountID string
+	status           job.Status
+	erased           bool // secrets were deleted
+}
+
+// afterFanIn follows the commit of a finish: it wakes the queues the
+// transaction inserted to and, when it ended the job (end is not nil),
+// says so and has the erased keys flushed.
+func (s *Store[TTx]) afterFanIn(ctx context.Context, end *jobEnd, woken []string) {
+	s.wake(ctx, woken)
+	if end == nil {
+		return
+	}
+	s.logger.InfoContext(ctx, "store: job ended with its last row", "job_id", end.jobID, "account_id", end.accountID, "status", end.status)
+	if end.erased {
+		s.afterErase(ctx, end.jobID)
+	}
 }
 
 // errFileSettled rolls back a FinishOCR whose job ended, or whose file
@@ -141,27 +187,7 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 		if err != nil || j == nil {
 			return err
 		}
-		now := s.nowUTC()
-		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, merged = ?, updated = ? WHERE id = ?`,
-			string(f.Status), f.Error, string(f.Merged), s.ts(now), f.JobID); err != nil {
-			return fmt.Errorf("update job: %w", err)
-		}
-		rowErr := f.Error
-		if rowErr == "" {
-			rowErr = "job ended before this row was processed"
-		}
-		if err := s.failPendingRows(ctx, q, f.JobID, rowErr, now); err != nil {
-			return err
-		}
-		if erased, err = s.eraseProviderKeys(ctx, q, f.JobID); err != nil {
-			return err
-		}
-		webhookErased, err := s.onTerminal(ctx, tx, q, j, &woken)
-		if err != nil {
-			return err
-		}
-		erased = erased || webhookErased
-		if err := s.insertRiverJobs(ctx, tx, f.Enqueue, &woken); err != nil {
+		if erased, err = s.endJob(ctx, tx, q, j, f, &woken); err != nil {
 			return err
 		}
 		applied = true
@@ -175,6 +201,34 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 		s.afterErase(ctx, f.JobID)
 	}
 	return applied, nil
+}
+
+// endJob makes the live job j, locked by the transaction, terminal with
+// f's status, error and merged answers. Rows still pending are failed with
+// f.Error, the provider keys are erased, the webhook is enqueued (or its
+// secret erased) and f.Enqueue inserted. erased reports a deletion of
+// secrets, for the caller to flush once committed.
+func (s *Store[TTx]) endJob(ctx context.Context, tx TTx, q Querier, j *job.Job, f store.Finish, woken *[]string) (erased bool, err error) {
+	now := s.nowUTC()
+	if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, merged = ?, updated = ? WHERE id = ?`,
+		string(f.Status), f.Error, string(f.Merged), s.ts(now), j.ID); err != nil {
+		return false, fmt.Errorf("update job: %w", err)
+	}
+	rowErr := f.Error
+	if rowErr == "" {
+		rowErr = "job ended before this row was processed"
+	}
+	if err := s.failPendingRows(ctx, q, j.ID, rowErr, now); err != nil {
+		return false, err
+	}
+	if erased, err = s.eraseProviderKeys(ctx, q, j.ID); err != nil {
+		return false, err
+	}
+	webhookErased, err := s.onTerminal(ctx, tx, q, j, woken)
+	if err != nil {
+		return false, err
+	}
+	return erased || webhookErased, s.insertRiverJobs(ctx, tx, f.Enqueue, woken)
 }
 
 // lockLiveJob locks the job row for the rest of the transaction. A job that

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
-
-	"github.com/riverqueue/river"
 
 	"github.com/docjobs/docjobs/internal/store"
 )
@@ -135,9 +134,12 @@ func (s *Store[TTx]) finishLLMTx(group []*llmFinish) error {
 	first := group[0].done.Row
 	// The members' contexts may end with their River job; the rows are paid for.
 	ctx := context.WithoutCancel(group[0].ctx)
-	var woken []string
+	var (
+		end   *jobEnd
+		woken []string
+	)
 	err := s.inTx(ctx, func(tx TTx, q Querier) error {
-		woken = nil
+		end, woken = nil, nil
 		for _, m := range group {
 			m.applied = false // a retried transaction starts over
 		}
@@ -148,22 +150,23 @@ func (s *Store[TTx]) finishLLMTx(group []*llmFinish) error {
 		if err := s.updateLLMRows(ctx, q, group); err != nil {
 			return err
 		}
-		var whenLast []river.InsertManyParams
-		for _, m := range group {
-			// A repeat finish of a row already terminal must not fan in:
-			// the finish that ended the row did, or will.
-			if m.applied && len(whenLast) == 0 {
-				whenLast = m.done.EnqueueWhenLast
-			}
-		}
-		if len(whenLast) == 0 {
+		// A repeat finish of a row already terminal must not fan in: the
+		// finish that ended the row did, or will. The members, all of one
+		// job, say the same of what follows the last row.
+		i := slices.IndexFunc(group, func(m *llmFinish) bool { return m.applied })
+		if i < 0 || (!group[i].done.EndWhenLast && len(group[i].done.EnqueueWhenLast) == 0) {
 			return nil
 		}
 		pending, err := s.anyPending(ctx, q, first.JobID)
 		if err != nil || pending {
 			return err
 		}
-		return s.insertRiverJobs(ctx, tx, whenLast, &woken)
+		j, err := s.getJob(ctx, q, "", first.JobID, false) // locked above
+		if err != nil {
+			return err
+		}
+		end, err = s.fanIn(ctx, tx, q, j, group[i].done.EndWhenLast, group[i].done.EnqueueWhenLast, &woken)
+		return err
 	})
 	if err != nil {
 		if len(group) == 1 {
@@ -171,7 +174,7 @@ func (s *Store[TTx]) finishLLMTx(group []*llmFinish) error {
 		}
 		return fmt.Errorf("finish %d model rows of job %s: %w", len(group), first.JobID, err)
 	}
-	s.wake(ctx, woken)
+	s.afterFanIn(ctx, end, woken)
 	return nil
 }
 

@@ -464,3 +464,102 @@ func testHandOffsWakeTheQueue(t *testing.T, s Store) {
 	slices.Sort(steps)
 	equal(t, "steps worked", steps, []string{"finalize", "ocr"})
 }
+
+// testTheLastRowEndsAJobThatDoesNotMerge finishes every row of jobs whose
+// rows ask to end them (EndWhenLast): the finish that leaves no row
+// pending ends the job in its own transaction, as FinishJob would, and
+// inserts no finalize step.
+func testTheLastRowEndsAJobThatDoesNotMerge(t *testing.T, s Store) {
+	failed := func(j *job.Job, i int, why string) job.OCRRow {
+		return job.OCRRow{JobID: j.ID, FileIndex: i, File: j.SourceURLs[i], Status: job.RowFailed, Error: why}
+	}
+	tests := []struct {
+		name    string
+		files   int
+		webhook string
+		// finish records the job's rows through FinishOCR and FinishLLM.
+		finish     func(t *testing.T, j *job.Job)
+		wantStatus job.Status
+		wantError  string
+		// wantSecrets are the fields left once the job ended.
+		wantSecrets []string
+	}{
+		{
+			name: "the last answer of two files ends it COMPLETE and enqueues its webhook", files: 2,
+			webhook: "https://hooks.example.com/done",
+			finish: func(t *testing.T, j *job.Job) {
+				var rows []job.LLMRow
+				for i := range 2 {
+					ocr := doneRow(j, i, "text")
+					pending := []job.LLMRow{pendingChunk(j, ocr, 0, 2), pendingChunk(j, ocr, 1, 2)}
+					_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: pending, EndWhenLast: true})
+					noErr(t, "FinishOCR", err)
+					rows = append(rows, pending...)
+				}
+				equal(t, "status while answers are pending", getJob(t, s, j.ID).Status, job.StatusRunning)
+				var wg sync.WaitGroup
+				for _, r := range rows {
+					r.Status, r.Content = job.RowDone, `{"ok":true}`
+					wg.Go(func() {
+						_, err := s.FinishLLM(ctx(t), store.LLMDone{Row: r, EndWhenLast: true})
+						noErr(t, "FinishLLM", err)
+					})
+				}
+				wg.Wait()
+			},
+			wantStatus: job.StatusComplete, wantSecrets: []string{job.SecretWebhookSecret},
+		},
+		{
+			name: "the last of two failed files ends it FAILED and erases every secret", files: 2,
+			finish: func(t *testing.T, j *job.Job) {
+				for i := range 2 {
+					ocr := failed(j, i, "download failed")
+					_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr,
+						LLM: []job.LLMRow{job.SkippedLLMRow(ocr, job.SkipOCRFailed, "m")}, EndWhenLast: true})
+					noErr(t, "FinishOCR", err)
+				}
+			},
+			wantStatus: job.StatusFailed, wantError: "no file could be recognized",
+		},
+		{
+			name: "a single failed file ends it FAILED with the file's error", files: 1,
+			finish: func(t *testing.T, j *job.Job) {
+				ocr := failed(j, 0, "the server answered HTTP 404")
+				_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr,
+					LLM: []job.LLMRow{job.SkippedLLMRow(ocr, job.SkipOCRFailed, "m")}, EndWhenLast: true})
+				noErr(t, "FinishOCR", err)
+			},
+			wantStatus: job.StatusFailed, wantError: "no file could be recognized: the server answered HTTP 404",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := newJob("acct", tt.files)
+			j.WebhookURL = tt.webhook
+			createJob(t, s, j, store.CreateJobParams{Secrets: []job.SealedSecret{
+				{Field: job.SecretNeuralAPIKey, Ciphertext: []byte("n")},
+				{Field: job.SecretOCRProviderKey, Ciphertext: []byte("o")},
+				{Field: job.SecretWebhookSecret, Ciphertext: []byte("w")},
+			}})
+			tt.finish(t, j)
+
+			got := getJob(t, s, j.ID)
+			equal(t, "job status and error", [2]string{string(got.Status), got.Error}, [2]string{string(tt.wantStatus), tt.wantError})
+			secrets, err := s.JobSecrets(ctx(t), j.ID)
+			noErr(t, "JobSecrets", err)
+			var fields []string
+			for _, sec := range secrets {
+				fields = append(fields, sec.Field)
+			}
+			equal(t, "secrets left", fields, tt.wantSecrets)
+			want := 0
+			if tt.webhook != "" {
+				want = 1
+			}
+			equal(t, "webhook deliveries enqueued", webhookJobs(t, s, j.ID), want)
+			rows, err := s.RiverJobsByKind(ctx(t), "finalize")
+			noErr(t, "RiverJobsByKind", err)
+			equal(t, "finalize steps", len(rows), 0)
+		})
+	}
+}

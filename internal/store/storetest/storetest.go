@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FinishOCRChangesNothingWhenTheDatabaseRefusesPartOfIt", testFinishOCRAtomic},
 		{"FinishJobEndsTheJobOnce", testFinishJob},
 		{"FinishJobFailsRowsStillPending", testFinishJobPendingRows},
+		{"TheLastRowEndsAJobThatDoesNotMerge", testTheLastRowEndsAJobThatDoesNotMerge},
 		{"WorkReclaimsJobsOfThePreviousIncarnation", testWorkReclaims},
 		{"WorkStopWaitsForRunningJobs", testWorkStop},
 		{"CommittedHandOffsAreWorkedWithoutWaitingForThePoll", testHandOffsWakeTheQueue},
