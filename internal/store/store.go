@@ -79,7 +79,8 @@ type LLMDone struct {
 	EndWhenLast bool
 }
 
-// Finish is the terminal outcome of a job, written by its finalize step.
+// Finish is the terminal outcome of a job, written by its finalize step
+// (FinishJob) or, for a job that merges nothing, by its last row.
 type Finish struct {
 	JobID  string
 	Status job.Status // COMPLETE or FAILED
