@@ -110,7 +110,7 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, d store.OCRDone) (bool, erro
 }
 
 // fanIn runs in the transaction of the finish that left no row of the
-// live job j pending. It ends the job there when end is set, with the
+// live job j pending (only j.ID is read unless end is set). It ends the job there when end is set, with the
 // status its OCR rows give (job.FinalStatus), and otherwise inserts
 // enqueue, the step that will end it. Ending it here spares a job that
 // merges nothing a River job and its round trips (docs/decisions.md).

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 )
 
@@ -161,9 +162,13 @@ func (s *Store[TTx]) finishLLMTx(group []*llmFinish) error {
 		if err != nil || pending {
 			return err
 		}
-		j, err := s.getJob(ctx, q, "", first.JobID, false) // locked above
-		if err != nil {
-			return err
+		j := &job.Job{ID: first.JobID}
+		if group[i].done.EndWhenLast {
+			// Ending the job needs the whole of it (its webhook, its
+			// account); enqueueing only its id.
+			if j, err = s.getJob(ctx, q, "", first.JobID, false); err != nil { // locked above
+				return err
+			}
 		}
 		end, err = s.fanIn(ctx, tx, q, j, group[i].done.EndWhenLast, group[i].done.EnqueueWhenLast, &woken)
 		return err
