@@ -149,8 +149,9 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}
-		defer pprof.StopCPUProfile()
+		defer pprof.StopCPUProfile() // when a job fails; a no-op after the stop below
 	}
+	cpuStart, _ := processCPU()
 	start := time.Now()
 	for range o.jobs {
 		created := tl.reset()
@@ -165,10 +166,15 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 		walls = append(walls, wall)
 	}
 	total := time.Since(start)
-	direct, err := benchDirect(ctx, provider, urls, o)
+	cpuService, _ := processCPU()
+	if o.cpuProfile != "" {
+		pprof.StopCPUProfile() // the floor's runs are not the service's
+	}
+	direct, directPhases, err := benchDirect(ctx, &tl, provider, urls, o)
 	if err != nil {
 		return err
 	}
+	cpuDirect, cpuOK := processCPU()
 	cancel()
 	<-served
 
@@ -181,9 +187,17 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 	fmt.Fprintf(env.stdout, "wall ÷ critical-path provider time: median %.2f (best %.2f)\n",
 		float64(median)/float64(o.latency), float64(walls[0])/float64(o.latency))
 	fmt.Fprintf(env.stdout, "jobs/s: %.2f\n", float64(o.jobs)/total.Seconds())
-	printPhases(env.stdout, phases)
+	printPhases(env.stdout, "medians", phases)
 	fmt.Fprintf(env.stdout, "without the service (the same fetches and provider calls from one client): median %s, wall ÷ critical path %.2f; the service adds %s\n",
 		direct.Round(100*time.Microsecond), float64(direct)/float64(o.latency), (median - direct).Round(100*time.Microsecond))
+	printPhases(env.stdout, "medians without the service", directPhases)
+	if cpuOK {
+		// Both include the stand-in servers' and the client's CPU, which
+		// the two runs share.
+		perJob := func(d time.Duration) time.Duration { return (d / time.Duration(o.jobs)).Round(100 * time.Microsecond) }
+		fmt.Fprintf(env.stdout, "CPU per job, this whole process: with the service %s, without %s\n",
+			perJob(cpuService-cpuStart), perJob(cpuDirect-cpuService))
+	}
 	return nil
 }
 
@@ -192,17 +206,19 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 // service may, through the same adapter and connection pool the service
 // uses, with nothing recorded. Each chunk is sent as the service sends it:
 // one paragraph and the previous one as overlap. It returns the median wall
-// time of o.jobs such jobs.
-func benchDirect(ctx context.Context, providerURL string, urls []string, o benchOptions) (time.Duration, error) {
+// time of o.jobs such jobs and their phases, with the first fetch's start
+// in place of the create.
+func benchDirect(ctx context.Context, tl *benchTimeline, providerURL string, urls []string, o benchOptions) (time.Duration, []benchPhases, error) {
 	chats := slots.New(slots.Config{BaseURLs: map[int]string{2: providerURL + "/v1"}, PerSlotConcurrency: o.concurrency, MaxAttempts: 1})
 	chat, err := chats.Chat("NEURAL_CLIENT_TYPE_PROVIDER_2", "gpt-4o-mini", "bench")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	sources := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: len(urls)}}
 	walls := make([]time.Duration, 0, o.jobs)
+	phases := make([]benchPhases, 0, o.jobs)
 	for range o.jobs {
-		start := time.Now()
+		start := tl.reset()
 		var wg sync.WaitGroup
 		errs := make([]error, len(urls))
 		for i, u := range urls {
@@ -210,12 +226,14 @@ func benchDirect(ctx context.Context, providerURL string, urls []string, o bench
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
-			return 0, fmt.Errorf("direct run: %w", err)
+			return 0, nil, fmt.Errorf("direct run: %w", err)
 		}
-		walls = append(walls, time.Since(start))
+		wall := time.Since(start)
+		walls = append(walls, wall)
+		phases = append(phases, tl.phases(start, wall))
 	}
 	slices.Sort(walls)
-	return walls[len(walls)/2], nil
+	return walls[len(walls)/2], phases, nil
 }
 
 func benchDirectFile(ctx context.Context, sources *http.Client, chat provider.Chat, url string, chunks int) error {
@@ -293,7 +311,7 @@ func (t *benchTimeline) phases(created time.Time, wall time.Duration) benchPhase
 	}
 }
 
-func printPhases(w io.Writer, ps []benchPhases) {
+func printPhases(w io.Writer, label string, ps []benchPhases) {
 	median := func(get func(benchPhases) time.Duration) time.Duration {
 		ds := make([]time.Duration, len(ps))
 		for i, p := range ps {
@@ -302,7 +320,7 @@ func printPhases(w io.Writer, ps []benchPhases) {
 		slices.Sort(ds)
 		return ds[len(ds)/2].Round(100 * time.Microsecond)
 	}
-	fmt.Fprintf(w, "medians: create→sources fetched %s, →first provider call %s, call-start spread %s, last answer→complete seen %s\n",
+	fmt.Fprintf(w, "%s: create→sources fetched %s, →first provider call %s, call-start spread %s, last answer→complete seen %s\n", label,
 		median(func(p benchPhases) time.Duration { return p.fetch }),
 		median(func(p benchPhases) time.Duration { return p.toFirstCall }),
 		median(func(p benchPhases) time.Duration { return p.callSpread }),

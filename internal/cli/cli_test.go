@@ -82,7 +82,8 @@ func TestBenchReportsOverheadAgainstTheCriticalPath(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"wall ÷ critical-path provider time", "jobs/s", "without the service (the same fetches and provider calls from one client)"} {
+	for _, want := range []string{"wall ÷ critical-path provider time", "jobs/s", "without the service (the same fetches and provider calls from one client)",
+		"medians without the service: create→sources fetched", "CPU per job, this whole process: with the service"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("bench output lacks %q:\n%s", want, out)
 		}
