@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/store/sqlite"
@@ -90,5 +92,26 @@ func TestBenchReportsOverheadAgainstTheCriticalPath(t *testing.T) {
 	}
 	if strings.Contains(out, "note:") {
 		t.Fatalf("the bench job did not split as intended:\n%s", out)
+	}
+	// The floor's phases are measured from its own runs: each job's
+	// sources are fetched after it starts, its calls start within one
+	// call's time of each other, and it ends after its last answer.
+	floor := regexp.MustCompile(`medians without the service: create→sources fetched (\S+), →first provider call \S+, call-start spread (\S+), last answer→complete seen (\S+)`).FindStringSubmatch(out)
+	if floor == nil {
+		t.Fatalf("bench output lacks the floor's phases:\n%s", out)
+	}
+	for _, d := range floor[1:] {
+		if v, err := time.ParseDuration(d); err != nil || v < 0 || v >= 50*time.Millisecond {
+			t.Errorf("floor phase %q is not a duration within one provider call (%v):\n%s", d, err, out)
+		}
+	}
+	cpu := regexp.MustCompile(`CPU per job, this whole process: with the service (\S+), without (\S+)`).FindStringSubmatch(out)
+	if cpu == nil {
+		t.Fatalf("bench output lacks the CPU per job:\n%s", out)
+	}
+	for _, d := range cpu[1:] {
+		if v, err := time.ParseDuration(d); err != nil || v <= 0 {
+			t.Errorf("CPU per job %q is not a positive duration (%v):\n%s", d, err, out)
+		}
 	}
 }
