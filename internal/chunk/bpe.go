@@ -20,14 +20,14 @@ const (
 // bpeCounter counts tokens for the encodings whose pre-tokenizer is
 // hand-written (see pretokenize.go), using the encoding's mergeable ranks.
 type bpeCounter struct {
-	ranks map[string]int
+	ranks *rankTable
 	next  func(s string, i int) int
 
 	mu    sync.RWMutex
 	cache map[string]int
 }
 
-func newBPECounter(ranks map[string]int, next func(string, int) int) *bpeCounter {
+func newBPECounter(ranks *rankTable, next func(string, int) int) *bpeCounter {
 	return &bpeCounter{ranks: ranks, next: next, cache: make(map[string]int)}
 }
 
@@ -65,7 +65,7 @@ func (b *bpeCounter) pieceCount(p string) int {
 	if len(p) == 1 {
 		return 1
 	}
-	if _, ok := b.ranks[p]; ok {
+	if _, ok := b.ranks.get(p); ok {
 		return 1
 	}
 	if len(p) > maxCachedPieceLen {
@@ -93,7 +93,7 @@ func (b *bpeCounter) pieceCount(p string) int {
 // for piece. It is the same algorithm (repeatedly merge the adjacent pair of
 // lowest rank, the leftmost one on ties) so that the count is identical, not
 // merely equivalent in the usual case.
-func bpeMergeCount(piece string, ranks map[string]int) int {
+func bpeMergeCount(piece string, ranks *rankTable) int {
 	type part struct{ start, rank int }
 	var stack [maxCachedPieceLen + 1]part
 	var parts []part
@@ -107,7 +107,7 @@ func bpeMergeCount(piece string, ranks map[string]int) int {
 	}
 	rankOf := func(i, skip int) int {
 		if i+skip+2 < len(parts) {
-			if r, ok := ranks[piece[parts[i].start:parts[i+skip+2].start]]; ok {
+			if r, ok := ranks.get(piece[parts[i].start:parts[i+skip+2].start]); ok {
 				return r
 			}
 		}
@@ -143,7 +143,7 @@ func bpeMergeCount(piece string, ranks map[string]int) int {
 // parts never reorder. Entries made stale by a merge are skipped when
 // popped; a stale entry never equals a live one, since ranks are unique per
 // byte string and a merge changes the byte string of every pair it touches.
-func bpeMergeCountLong(piece string, ranks map[string]int) int {
+func bpeMergeCountLong(piece string, ranks *rankTable) int {
 	n := len(piece)
 	next := make([]int, n+1) // next[i]: start of the part after the part at i; n ends
 	rank := make([]int, n)   // rank of the pair starting at part i
@@ -160,7 +160,7 @@ func bpeMergeCountLong(piece string, ranks map[string]int) int {
 		if j >= n {
 			return math.MaxInt
 		}
-		if r, ok := ranks[piece[i:next[j]]]; ok {
+		if r, ok := ranks.get(piece[i:next[j]]); ok {
 			return r
 		}
 		return math.MaxInt

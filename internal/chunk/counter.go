@@ -121,7 +121,11 @@ func loadEncoding(name string) (*encoder, error) {
 
 func newEncoder(name string) (*encoder, error) {
 	if f, ok := bpeFiles[name]; ok {
-		ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe(f.file)
+		m, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe(f.file)
+		if err != nil {
+			return nil, err
+		}
+		ranks, err := newRankTable(m)
 		if err != nil {
 			return nil, err
 		}
