@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -44,7 +45,8 @@ func benchCommand(env *environment) *cobra.Command {
 		Short: "Run the service against an in-process provider with a set latency and report overhead",
 		Long: `bench starts docjobs on a temporary SQLite database with an in-process OpenAI-protocol
 provider that answers after --latency, submits --jobs jobs of --files text files that each split
-into --chunks chunks, and reports each job's wall time divided by its critical-path provider time
+into --chunks chunks, waits for each on its event stream (GET /v1/jobs/{id}/events), and reports
+each job's wall time divided by its critical-path provider time
 (one call: every chunk of every file can run at once), and jobs per second. It then runs the same
 fetches and provider calls straight from one client, without the service, through the same provider
 adapter: that ratio is what the machine itself costs, the floor under the service's.`,
@@ -343,36 +345,74 @@ func benchDocument(chunks int) string {
 	return b.String()
 }
 
+// benchJob creates a job and waits for its end on the job's event stream,
+// as a client that wants the answer soon would, rather than polling.
 func benchJob(ctx context.Context, base, key string, body []byte) (time.Duration, int, error) {
 	start := time.Now()
 	var created struct{ ID string }
 	if err := benchCall(ctx, "POST", base+"/v1/jobs", key, body, &created); err != nil {
 		return 0, 0, err
 	}
+	status, err := benchAwaitEnd(ctx, base+"/v1/jobs/"+created.ID+"/events", key)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench job %s: %w", created.ID, err)
+	}
+	wall := time.Since(start)
+	if status != "JOB_STATUS_COMPLETE" {
+		return 0, 0, fmt.Errorf("bench job %s ended %s", created.ID, status)
+	}
+	var res struct {
+		Result struct{ Llm []json.RawMessage }
+	}
+	if err := benchCall(ctx, "GET", base+"/v1/jobs/"+created.ID+"/result", key, nil, &res); err != nil {
+		return 0, 0, err
+	}
+	return wall, len(res.Result.Llm), nil
+}
+
+// benchAwaitEnd follows a job's progress events until the done event and
+// returns the status it carries. A stream that ends without one (the
+// server cut it) is opened again.
+func benchAwaitEnd(ctx context.Context, url, key string) (string, error) {
 	for {
-		var j struct{ Status string }
-		if err := benchCall(ctx, "GET", base+"/v1/jobs/"+created.ID, key, nil, &j); err != nil {
-			return 0, 0, err
+		req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+		if err != nil {
+			return "", err
 		}
-		switch j.Status {
-		case "JOB_STATUS_COMPLETE":
-			wall := time.Since(start)
-			var res struct {
-				Result struct{ Llm []json.RawMessage }
-			}
-			if err := benchCall(ctx, "GET", base+"/v1/jobs/"+created.ID+"/result", key, nil, &res); err != nil {
-				return 0, 0, err
-			}
-			return wall, len(res.Result.Llm), nil
-		case "JOB_STATUS_FAILED", "JOB_STATUS_CANCELLED":
-			return 0, 0, fmt.Errorf("bench job %s ended %s", created.ID, j.Status)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", err
 		}
-		select {
-		case <-ctx.Done():
-			return 0, 0, ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+		status, done, err := benchReadEvents(resp)
+		resp.Body.Close()
+		if err != nil || done {
+			return status, err
 		}
 	}
+}
+
+func benchReadEvents(resp *http.Response) (status string, done bool, err error) {
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return "", false, fmt.Errorf("events: %d %s", resp.StatusCode, raw)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: ") && event == "done":
+			var p struct{ Status string }
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &p); err != nil {
+				return "", false, fmt.Errorf("done event: %w", err)
+			}
+			return p.Status, true, nil
+		}
+	}
+	return "", false, sc.Err()
 }
 
 func benchCall(ctx context.Context, method, url, key string, body []byte, out any) error {

@@ -22,7 +22,9 @@ import (
 // This file serves live progress, GET /v1/jobs/{id}/events, as Server-Sent
 // Events. The stream polls the database, never process memory: with
 // --role=api and --role=worker split, the API process that holds the stream
-// is not the one working the job.
+// is not the one working the job. When this process ends the job itself,
+// the store signals it (WatchEnd) and the stream reads the end at once
+// instead of at its next poll.
 //
 // Wire format, one event per change of what the client can see:
 //
@@ -39,9 +41,12 @@ import (
 
 // ProgressSource reads a job's progress for an account; store.Store
 // implements it. It answers job.ErrNotFound for an unknown job and for
-// another account's.
+// another account's. WatchEnd signals a job that this process ends, so
+// that its stream sends the terminal event at once instead of at the next
+// poll; a job ended elsewhere is seen by the poll.
 type ProgressSource interface {
 	JobProgress(ctx context.Context, accountID, id string) (job.Progress, error)
+	WatchEnd(jobID string) (ended <-chan struct{}, stop func())
 }
 
 // ProgressConfig tunes the live progress streams. Zero values take the
@@ -181,6 +186,9 @@ func (e *eventStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
+	// Watch before the first read, so an end between the two is not missed.
+	ended, stopWatch := src.WatchEnd(id)
+	defer stopWatch()
 	p, err := src.JobProgress(r.Context(), account, id)
 	if err != nil {
 		e.s.writeError(w, r, err)
@@ -206,7 +214,7 @@ func (e *eventStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), e.cfg.MaxDuration)
 	defer cancel()
 	out := &eventWriter{w: w, rc: http.NewResponseController(w), timeout: e.cfg.WriteTimeout}
-	if err := e.stream(ctx, out, src, account, id, p, e.shuttingDown(r)); err != nil {
+	if err := e.stream(ctx, out, src, account, id, p, ended, e.shuttingDown(r)); err != nil {
 		// The status is sent: the stream just ends, and the client reconnects.
 		e.s.log.LogAttrs(r.Context(), slog.LevelWarn, "progress stream ended early",
 			append(requestAttrs(r.Context()), slog.String("job_id", id), slog.String("error", err.Error()))...)
@@ -214,10 +222,11 @@ func (e *eventStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // stream sends p and then every change of it until the job is terminal or
-// ctx ends. It returns an error only for a failure worth logging: a client
+// ctx ends, reading the job every poll interval and at once when ended is
+// closed. It returns an error only for a failure worth logging: a client
 // that left or stopped reading is not one.
 func (e *eventStreams) stream(ctx context.Context, out *eventWriter, src ProgressSource,
-	account, id string, p job.Progress, shutdown <-chan struct{},
+	account, id string, p job.Progress, ended <-chan struct{}, shutdown <-chan struct{},
 ) error {
 	last := encodeEvent("progress", p)
 	if out.write(last) != nil {
@@ -243,31 +252,34 @@ func (e *eventStreams) stream(ctx context.Context, out *eventWriter, src Progres
 				return nil
 			}
 			keepAlive.Reset(e.cfg.KeepAlive)
+			continue
+		case <-ended:
+			ended = nil // closed once; the poll goes on should this read fail
 		case <-poll.C:
-			p, err := src.JobProgress(ctx, account, id)
-			switch {
-			case ctx.Err() != nil:
-				return nil
-			case errors.Is(err, job.ErrNotFound):
-				return nil // deleted while watched; a reconnect answers 404
-			case err != nil:
-				if failures++; failures >= maxPollFailures {
-					return err
-				}
-				continue
+		}
+		p, err := src.JobProgress(ctx, account, id)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, job.ErrNotFound):
+			return nil // deleted while watched; a reconnect answers 404
+		case err != nil:
+			if failures++; failures >= maxPollFailures {
+				return err
 			}
-			failures = 0
-			if ev := encodeEvent("progress", p); !bytes.Equal(ev, last) {
-				if out.write(ev) != nil {
-					return nil
-				}
-				last = ev
-				keepAlive.Reset(e.cfg.KeepAlive)
-			}
-			if p.Status.Terminal() {
-				_ = out.write(encodeEvent("done", p))
+			continue
+		}
+		failures = 0
+		if ev := encodeEvent("progress", p); !bytes.Equal(ev, last) {
+			if out.write(ev) != nil {
 				return nil
 			}
+			last = ev
+			keepAlive.Reset(e.cfg.KeepAlive)
+		}
+		if p.Status.Terminal() {
+			_ = out.write(encodeEvent("done", p))
+			return nil
 		}
 	}
 }

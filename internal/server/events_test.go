@@ -26,6 +26,8 @@ type progressJobs struct {
 	jobs  map[string]progressJob // by id
 	fails int                    // the next reads that fail
 	reads int
+	// watchers are the WatchEnd channels by job id.
+	watchers map[string][]chan struct{}
 }
 
 type progressJob struct {
@@ -39,6 +41,29 @@ func (s *progressJobs) set(account, id string, p job.Progress) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.jobs[id] = progressJob{account: account, p: p}
+}
+
+// end sets a job's terminal progress and signals its watchers, as the
+// store does when this process ends a job.
+func (s *progressJobs) end(account, id string, p job.Progress) {
+	s.set(account, id, p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ch := range s.watchers[id] {
+		close(ch)
+	}
+	delete(s.watchers, id)
+}
+
+func (s *progressJobs) WatchEnd(id string) (<-chan struct{}, func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watchers == nil {
+		s.watchers = map[string][]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	s.watchers[id] = append(s.watchers[id], ch)
+	return ch, func() {}
 }
 
 func (s *progressJobs) remove(id string) {
@@ -210,6 +235,30 @@ func TestEventsStreamEveryChangeAndEndWithDone(t *testing.T) {
 	}
 	if got := s.mustNext(); got != (sseEvent{name: "done", data: wantData}) {
 		t.Fatalf("done: %+v", got)
+	}
+	s.wantEnd()
+}
+
+// A job this process ends is told at once, not at the next poll, which
+// here would be an hour away.
+func TestEventsOfAJobEndedInThisProcessEndWithoutWaitingForThePoll(t *testing.T) {
+	src := newProgressJobs()
+	src.set("alice", "job-1", progress(job.StatusRunning, 1, 1, 0, 2))
+	env := startServer(t, withProgress(src, func(c *ProgressConfig) { c.PollInterval = time.Hour }))
+
+	s := env.openEvents("job-1", keyAlice)
+	if got := s.mustNext(); got.name != "progress" || !strings.Contains(got.data, "JOB_STATUS_RUNNING") {
+		t.Fatalf("first event: %+v", got)
+	}
+	// Without the signal the reads below would wait an hour; cut them.
+	cut := time.AfterFunc(10*time.Second, s.cancel)
+	defer cut.Stop()
+	src.end("alice", "job-1", progress(job.StatusComplete, 1, 1, 2, 2))
+	wantData := `{"status":"JOB_STATUS_COMPLETE","ocrDone":1,"ocrTotal":1,"llmDone":2,"llmTotal":2}`
+	for _, name := range []string{"progress", "done"} {
+		if got := s.mustNext(); got != (sseEvent{name: name, data: wantData}) {
+			t.Fatalf("got %+v, want %s %s", got, name, wantData)
+		}
 	}
 	s.wantEnd()
 }

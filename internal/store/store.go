@@ -130,6 +130,10 @@ type Store interface {
 	// and model rows in one cheap read, for live progress polled by the API
 	// process; ErrNotFound for an unknown job or another account's.
 	JobProgress(ctx context.Context, accountID, id string) (job.Progress, error)
+	// WatchEnd returns a channel closed once this process makes the job
+	// terminal or deletes it, and a stop to call when no longer waiting.
+	// Another process's end is not signalled; read JobProgress to see it.
+	WatchEnd(jobID string) (ended <-chan struct{}, stop func())
 	// CancelJob marks a non-terminal job CANCELLED and its pending rows FAILED
 	// with error "job cancelled"; ErrTerminal when it already ended. The job's
 	// provider keys are erased with it (the webhook secret stays).

@@ -82,6 +82,9 @@ func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError st
 		return false, fmt.Errorf("expire job %s: %w", jobID, err)
 	}
 	s.wake(ctx, woken)
+	if applied {
+		s.ends.ended(jobID)
+	}
 	if erased {
 		s.afterErase(ctx, jobID)
 	}

@@ -146,6 +146,7 @@ func (s *Store[TTx]) afterFanIn(ctx context.Context, end *jobEnd, woken []string
 	if end == nil {
 		return
 	}
+	s.ends.ended(end.jobID)
 	s.logger.InfoContext(ctx, "store: job ended with its last row", "job_id", end.jobID, "account_id", end.accountID, "status", end.status)
 	if end.erased {
 		s.afterErase(ctx, end.jobID)
@@ -197,6 +198,9 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 		return false, fmt.Errorf("finish job %s: %w", f.JobID, err)
 	}
 	s.wake(ctx, woken)
+	if applied {
+		s.ends.ended(f.JobID)
+	}
 	if erased {
 		s.afterErase(ctx, f.JobID)
 	}

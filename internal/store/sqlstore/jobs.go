@@ -350,6 +350,7 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 		return nil, fmt.Errorf("cancel job %s: %w", id, err)
 	}
 	s.wake(ctx, woken)
+	s.ends.ended(id)
 	if erased {
 		s.afterErase(ctx, id)
 	}
@@ -418,6 +419,7 @@ func (s *Store[TTx]) DeleteJob(ctx context.Context, accountID, id string) ([]str
 		}
 		return nil, fmt.Errorf("delete job %s: %w", id, err)
 	}
+	s.ends.ended(id)
 	s.afterErase(ctx, id)
 	return keys, nil
 }

@@ -112,6 +112,8 @@ type Store[TTx any] struct {
 	now   func() time.Time
 	// llmGroups groups concurrent FinishLLM calls per job (finishllm.go).
 	llmGroups llmGroups
+	// ends signals the jobs this process ends (ends.go).
+	ends endSignals
 }
 
 var _ store.Store = (*Store[any])(nil)

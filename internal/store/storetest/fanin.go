@@ -263,12 +263,15 @@ func testFinishJob(t *testing.T, s Store) {
 			Error: "late", Merged: []byte(`[]`), Enqueue: []river.InsertManyParams{parked("webhook-again")}})
 		return err
 	})
+	ended, stopWatch := s.WatchEnd(j.ID)
+	defer stopWatch()
 	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("ocr")}, Secrets: []job.SealedSecret{
 		{Field: job.SecretNeuralAPIKey, Ciphertext: []byte("n")},
 		{Field: job.SecretOCRProviderKey, Ciphertext: []byte("o")},
 		{Field: job.SecretWebhookSecret, Ciphertext: []byte("w")},
 	}})
 	runs := []stepRun{h.waitOne(), h.waitOne(), h.waitOne()}
+	equal(t, "the end is signalled to a watcher", signalled(ended), true)
 
 	// Each step exists only because the one before inserted it; the order
 	// the runs are reported in is not the order they started (a follow-up

@@ -80,6 +80,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ResultToFinishLeavesOutTheTextAndTheExchanges", testResultToFinish},
 		{"ExpireJobFailsWhatIsLeftOnce", testExpireJobFailsWhatIsLeftOnce},
 		{"JobProgressCountsTerminalRowsOfTheAccountsJob", testJobProgressCountsTerminalRows},
+		{"WatchEndSignalsEveryEndInThisProcess", testWatchEndSignalsEveryEndInThisProcess},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
