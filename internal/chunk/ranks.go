@@ -74,6 +74,3 @@ func (t *rankTable) get(key string) (int, bool) {
 		}
 	}
 }
-
-// len returns the number of ranks.
-func (t *rankTable) len() int { return len(t.ends) }

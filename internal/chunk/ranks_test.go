@@ -13,8 +13,8 @@ func TestRankTableAnswersAsTheMapItWasBuiltFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rt.len() != len(m) {
-		t.Fatalf("len = %d, want %d", rt.len(), len(m))
+	if len(rt.ends) != len(m) {
+		t.Fatalf("holds %d ranks, want %d", len(rt.ends), len(m))
 	}
 	tests := []struct {
 		name   string
@@ -59,8 +59,8 @@ func TestRankTableHoldsEveryRankOfTheEncodings(t *testing.T) {
 				t.Fatal(err)
 			}
 			rt := fastEncoder(t, name).fast.ranks
-			if rt.len() != len(m) {
-				t.Fatalf("table holds %d ranks, the file %d", rt.len(), len(m))
+			if len(rt.ends) != len(m) {
+				t.Fatalf("table holds %d ranks, the file %d", len(rt.ends), len(m))
 			}
 			for k, want := range m {
 				if got, ok := rt.get(k); !ok || got != want {
