@@ -544,8 +544,11 @@ func testTheLastRowEndsAJobThatDoesNotMerge(t *testing.T, s Store) {
 				{Field: job.SecretOCRProviderKey, Ciphertext: []byte("o")},
 				{Field: job.SecretWebhookSecret, Ciphertext: []byte("w")},
 			}})
+			ended, stopWatch := s.WatchEnd(j.ID)
+			defer stopWatch()
 			tt.finish(t, j)
 
+			equal(t, "the end is signalled to a watcher", signalled(ended), true)
 			got := getJob(t, s, j.ID)
 			equal(t, "job status and error", [2]string{string(got.Status), got.Error}, [2]string{string(tt.wantStatus), tt.wantError})
 			secrets, err := s.JobSecrets(ctx(t), j.ID)
