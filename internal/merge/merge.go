@@ -89,8 +89,12 @@ func (l Limits) withDefaults() Limits {
 // Chunk is one model answer row. Merge wants them ordered by file (in
 // sourceUrls order), then by chunk index.
 type Chunk struct {
-	File    string
-	Index   int
+	File  string
+	Index int
+	// FileIndex is the file's position in the job (its sourceUrls index).
+	// A file is File and FileIndex together: a job may list one upload
+	// twice, and each listing is its own file with its own answer.
+	FileIndex int
 	Content string
 	// Failed marks a row that did not finish (FAILED, or an answer known to
 	// be truncated): it is never merged, only listed (and, for the text
@@ -250,7 +254,12 @@ func (p *part) json(lim Limits) (*value, error) {
 
 // follows reports whether p is the chunk right after prev in the same file.
 func (p *part) follows(prev *part) bool {
-	return prev != nil && prev.File == p.File && prev.Index+1 == p.Index
+	return prev != nil && prev.sameFile(p.Chunk) && prev.Index+1 == p.Index
+}
+
+// sameFile reports whether c is a chunk of the same file as the receiver.
+func (c Chunk) sameFile(o Chunk) bool {
+	return c.File == o.File && c.FileIndex == o.FileIndex
 }
 
 // Merge merges chunk answers into one Answer per file (ScopeFile, files in
@@ -290,7 +299,7 @@ func Merge(chunks []Chunk, opts Options) ([]Answer, error) {
 		}
 	} else {
 		for i, p := range parts {
-			if i == 0 || p.File != parts[i-1].File {
+			if i == 0 || !p.sameFile(parts[i-1].Chunk) {
 				groups = append(groups, nil)
 			}
 			groups[len(groups)-1] = append(groups[len(groups)-1], p)
@@ -326,21 +335,26 @@ func Merge(chunks []Chunk, opts Options) ([]Answer, error) {
 }
 
 func checkOrder(chunks []Chunk) error {
-	seen := make(map[string]bool)
+	type fileKey struct {
+		url   string
+		index int
+	}
+	seen := make(map[fileKey]bool)
 	for i, c := range chunks {
 		if c.Index < 0 {
 			return fmt.Errorf("%w: %q has chunk index %d", ErrOrder, c.File, c.Index)
 		}
-		if i > 0 && chunks[i-1].File == c.File {
+		if i > 0 && chunks[i-1].sameFile(c) {
 			if c.Index <= chunks[i-1].Index {
 				return fmt.Errorf("%w: chunk %d of %q follows chunk %d", ErrOrder, c.Index, c.File, chunks[i-1].Index)
 			}
 			continue
 		}
-		if seen[c.File] {
+		k := fileKey{c.File, c.FileIndex}
+		if seen[k] {
 			return fmt.Errorf("%w: the chunks of %q are not together", ErrOrder, c.File)
 		}
-		seen[c.File] = true
+		seen[k] = true
 	}
 	return nil
 }

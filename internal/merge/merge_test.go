@@ -70,6 +70,24 @@ func TestScopes(t *testing.T) {
 			t.Errorf("%+v", a)
 		}
 	})
+	t.Run("a file listed twice is two files", func(t *testing.T) {
+		twice := []Chunk{
+			{File: "u", FileIndex: 0, Index: 0, Content: `{"x":1}`},
+			{File: "u", FileIndex: 0, Index: 1, Content: `{"y":1}`},
+			{File: "u", FileIndex: 1, Index: 0, Content: `{"x":1}`},
+			{File: "u", FileIndex: 1, Index: 1, Content: `{"y":1}`},
+		}
+		as, err := Merge(twice, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(as) != 2 || as[0].File != "u" || as[1].File != "u" || as[0].Content != `{"x":1,"y":1}` || as[1].Content != as[0].Content {
+			t.Errorf("%+v", as)
+		}
+		if a := mergeOne(t, Options{Scope: ScopeJob}, twice); a.Content != `{"x":1,"y":1}` || a.MergeIncomplete {
+			t.Errorf("job scope: %+v", a)
+		}
+	})
 	t.Run("no chunks give no answers", func(t *testing.T) {
 		for _, s := range []Scope{ScopeFile, ScopeJob} {
 			if as, err := Merge(nil, Options{Scope: s}); err != nil || len(as) != 0 {
@@ -93,6 +111,7 @@ func TestMergeRejectsCallerMistakes(t *testing.T) {
 		{"indexes going back", []Chunk{{File: "a", Index: 1}, {File: "a", Index: 0}}, Options{}, ErrOrder},
 		{"a repeated index", []Chunk{{File: "a", Index: 1}, {File: "a", Index: 1}}, Options{}, ErrOrder},
 		{"files interleaved", []Chunk{{File: "a"}, {File: "b"}, {File: "a", Index: 1}}, Options{}, ErrOrder},
+		{"listings of one file interleaved", []Chunk{{File: "a"}, {File: "a", FileIndex: 1}, {File: "a", Index: 1}}, Options{}, ErrOrder},
 		{"negative index", []Chunk{{File: "a", Index: -1}}, Options{}, ErrOrder},
 	}
 	for _, tt := range tests {

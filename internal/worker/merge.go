@@ -61,7 +61,7 @@ func mergeAnswers(res *job.Result, log *slog.Logger) ([]byte, error) {
 		if file == "" && r.FileIndex < len(j.SourceURLs) {
 			file = j.SourceURLs[r.FileIndex] // never stored: its download failed
 		}
-		c := merge.Chunk{File: file, Index: r.ChunkIndex}
+		c := merge.Chunk{File: file, FileIndex: r.FileIndex, Index: r.ChunkIndex}
 		switch {
 		case r.Status == job.RowDone:
 			c.Content, c.Overlap, c.NoOverlap = r.Content, r.Overlap, r.ChunkIndex > 0 && r.Overlap == ""

@@ -182,6 +182,26 @@ func TestMergeJoinsChunkAnswersLosingNothing(t *testing.T) {
 		}
 	})
 
+	t.Run("a source listed twice is merged twice", func(t *testing.T) {
+		// Both listings of the missing file keep its sourceUrl as their
+		// file: the merge must tell them apart by position, not by URL.
+		gone := src + "/gone.md"
+		body := promptJob([]string{src + "/a.md", gone, gone}, "Extract the records.")
+		body["merge"] = map[string]any{"enabled": true}
+		merged, _ := runMergeJob(t, s, body)
+		if len(merged) != 3 {
+			t.Fatalf("merged = %+v, want one answer per listed file", merged)
+		}
+		if ids := recordIDs(t, merged[0].Content); fmt.Sprint(ids) != "[1 2 3]" || merged[0].MergeIncomplete {
+			t.Errorf("first file: %+v", merged[0])
+		}
+		for _, m := range merged[1:] {
+			if m.File != gone || !m.MergeIncomplete || len(m.IncompleteChunks) != 1 {
+				t.Errorf("missing file: %+v", m)
+			}
+		}
+	})
+
 	t.Run("merge not enabled: no merged answers", func(t *testing.T) {
 		merged, _ := runMergeJob(t, s, promptJob([]string{src + "/a.md"}, "Extract the records."))
 		if merged != nil {
