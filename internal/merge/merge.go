@@ -95,7 +95,7 @@ type Chunk struct {
 	// A file is File and FileIndex together: a job may list one upload
 	// twice, and each listing is its own file with its own answer.
 	FileIndex int
-	Content string
+	Content   string
 	// Failed marks a row that did not finish (FAILED, or an answer known to
 	// be truncated): it is never merged, only listed (and, for the text
 	// formats, appended as it is).
