@@ -205,6 +205,14 @@ func validateMerge(m *docjobsv1.MergeOptions) error {
 	if m == nil {
 		return nil
 	}
+	// The spec ignores every other merge.* field while merge is off, but
+	// rejects more than 32 dedupeBy names at creation whatever the switch.
+	if !m.GetEnabled() {
+		if len(m.GetDedupeBy()) > maxDedupeBy {
+			return invalid("merge.dedupeBy", "at most %d names", maxDedupeBy)
+		}
+		return nil
+	}
 	if err := checkEnum("merge.scope", m.GetScope()); err != nil {
 		return err
 	}

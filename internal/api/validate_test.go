@@ -226,13 +226,16 @@ func TestValidateCreate(t *testing.T) {
 			r.Merge = &docjobsv1.MergeOptions{Enabled: true, DedupeBy: []string{strings.Repeat("f", 257)}}
 		}, want: "merge.dedupeBy[0]: at most 256 bytes"},
 		{name: "an unknown merge.scope number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
-			r.Merge = &docjobsv1.MergeOptions{Scope: 5}
+			r.Merge = &docjobsv1.MergeOptions{Enabled: true, Scope: 5}
 		}, want: "merge.scope: unknown value 5"},
 		{name: "an unknown merge.conflictPolicy number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
-			r.Merge = &docjobsv1.MergeOptions{ConflictPolicy: 5}
+			r.Merge = &docjobsv1.MergeOptions{Enabled: true, ConflictPolicy: 5}
 		}, want: "merge.conflictPolicy: unknown value 5"},
+		{name: "merge options are ignored while merge is off", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Merge = &docjobsv1.MergeOptions{Scope: 5, ConflictPolicy: 5, Format: 9, DedupeBy: []string{""}}
+		}, want: ""},
 		{name: "an unknown merge.format number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
-			r.Merge = &docjobsv1.MergeOptions{Format: 9}
+			r.Merge = &docjobsv1.MergeOptions{Enabled: true, Format: 9}
 		}, want: "merge.format: unknown value 9"},
 
 		// consensus.

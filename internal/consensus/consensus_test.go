@@ -662,14 +662,3 @@ func TestResultJSONIsTheSpecBlock(t *testing.T) {
 		t.Errorf("no disagreements must marshal as []: %s", got)
 	}
 }
-
-func TestEscapeKey(t *testing.T) {
-	tests := []struct{ key, want string }{
-		{"total", "total"}, {"a.b", `a\.b`}, {`a\b`, `a\\b`}, {`a\.`, `a\\\.`}, {"", `\e`}, {"é.", `é\.`},
-	}
-	for _, tt := range tests {
-		if got := EscapeKey(tt.key); got != tt.want {
-			t.Errorf("EscapeKey(%q) = %q, want %q", tt.key, got, tt.want)
-		}
-	}
-}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/docjobs/docjobs/internal/fieldpath"
 )
 
 // FuzzVote votes up to five arbitrary answers and checks that the vote never
@@ -167,7 +169,7 @@ func leaves(in *interner, n *node, path string, fn func(string)) {
 	switch n.kind {
 	case kindObject:
 		for i, k := range n.keys {
-			leaves(in, n.vals[i], path+"."+EscapeKey(in.keyNames[k]), fn)
+			leaves(in, n.vals[i], path+"."+fieldpath.Key(in.keyNames[k]), fn)
 		}
 	case kindArray:
 		for _, e := range n.vals {

@@ -3,8 +3,9 @@ package consensus
 import (
 	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/docjobs/docjobs/internal/fieldpath"
 )
 
 // pathString names the current place: keys and agreed-array indexes joined
@@ -26,28 +27,9 @@ func (v *voter) pathString() string {
 			continue
 		}
 		name := v.in.keyNames[s.key]
-		b = append(b, EscapeKey(name[:min(len(name), MaxPathBytes+utf8.UTFMax)])...)
+		b = append(b, fieldpath.Key(name[:min(len(name), MaxPathBytes+utf8.UTFMax)])...)
 	}
 	return string(cut(b, MaxPathBytes))
-}
-
-// EscapeKey writes one object key as a fieldPath segment: "\" becomes "\\",
-// "." becomes "\.", and the empty key is "\e".
-func EscapeKey(key string) string {
-	if key == "" {
-		return `\e`
-	}
-	if !strings.ContainsAny(key, `.\`) {
-		return key
-	}
-	var b strings.Builder
-	for _, r := range key {
-		if r == '.' || r == '\\' {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // entry is one disagreement before its text is written.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/docjobs/docjobs/internal/fieldpath"
 	"github.com/docjobs/docjobs/internal/jsonnum"
 )
 
@@ -544,7 +545,7 @@ func (m *jsonMerger) walk(n *mnode, path string) {
 		}
 		if n.shape == shapeObject {
 			for _, k := range n.keys {
-				m.walk(n.fields[k], joinPath(path, k))
+				m.walk(n.fields[k], joinPath(path, fieldpath.Key(k)))
 			}
 			return
 		}

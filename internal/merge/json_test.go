@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestJSONScalars(t *testing.T) {
@@ -41,6 +42,13 @@ func TestJSONScalars(t *testing.T) {
 			name:    "nested objects merge by key, in first-seen key order",
 			answers: []string{`{"a":{"x":1}}`, `{"b":2,"a":{"y":3}}`},
 			want:    `{"a":{"x":1,"y":3},"b":2}`,
+		},
+		{
+			name:    "a key with a dot is escaped in the conflict path",
+			answers: []string{`{"a.b":{"c":1},"a":{"b":{"c":1}}}`, `{"a.b":{"c":2},"a":{"b":{"c":1}}}`},
+			want:    `{"a.b":{"c":1},"a":{"b":{"c":1}}}`,
+			conflicts: []Conflict{{Field: `a\.b.c`, Values: []string{`1`, `2`},
+				Sources: []ChunkRef{{"f", 0}, {"f", 1}}}},
 		},
 		{
 			name:    "majority takes the most frequent value",
@@ -398,17 +406,19 @@ func TestConflictCaps(t *testing.T) {
 		}
 	})
 	t.Run("values cut to 512 bytes on a character boundary", func(t *testing.T) {
+		// `"ab` puts every é at an odd offset, so byte 512 falls inside one.
 		long := strings.Repeat("é", 400) // 800 bytes
 		big := `{"k":"` + strings.Repeat("x", 100000) + `"}`
 		ans := mergeOne(t, Options{Format: FormatJSON},
-			chunks("f", `{"s":"a`+long+`","o":`+big+`}`, `{"s":"b`+long+`","o":[1]}`))
+			chunks("f", `{"s":"ab`+long+`","o":`+big+`}`, `{"s":"cd`+long+`","o":[1]}`))
 		for _, c := range ans.Conflicts {
-			if len(c.Values[0]) < MaxValueBytes-1 {
-				t.Errorf("%s: value of %d bytes, want close to %d", c.Field, len(c.Values[0]), MaxValueBytes)
+			if len(c.Values[0]) < MaxValueBytes-1 || len(c.Values[0]) > MaxValueBytes || !utf8.ValidString(c.Values[0]) {
+				t.Errorf("%s: value of %d bytes (valid UTF-8: %v), want a whole-character cut near %d",
+					c.Field, len(c.Values[0]), utf8.ValidString(c.Values[0]), MaxValueBytes)
 			}
 		}
-		if s := ans.Conflicts[0].Values[0]; s != `"a`+long[:len(s)-2] {
-			t.Errorf("cut value is not a prefix: %q", s)
+		if s := ans.Conflicts[0].Values[0]; len(s) != MaxValueBytes-1 || s != `"ab`+long[:len(s)-3] {
+			t.Errorf("cut value is not the 511-byte prefix: %d bytes, %q", len(s), s)
 		}
 	})
 }
