@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/docjobs/docjobs/internal/fieldpath"
 )
@@ -153,6 +155,7 @@ func checkVote(t *testing.T, texts []string) {
 		if len(votable) == 2 && agreed.id != trees[0].id {
 			t.Fatalf("two runs: agreed %s is not the first run %s (ties go to it)", res.Agreed, votable[0])
 		}
+		checkIncluded(t, in, lim, agreed, res)
 		allSame := true
 		for _, tr := range trees {
 			allSame = allSame && tr.id == trees[0].id
@@ -161,6 +164,84 @@ func checkVote(t *testing.T, texts []string) {
 			t.Fatalf("identical runs, yet agreed %s with %d disagreements", res.Agreed, len(res.Disagreements))
 		}
 	}
+}
+
+// checkIncluded checks the report against the agreed answer: a variant
+// marked included is the value found at its fieldPath (or, for an
+// array-element dispute, one of that array's elements; for a winning null,
+// a key absent or null), and the variant that is the field's value has at
+// least as many runs as any competitor. Values cut to MaxValueBytes cannot
+// be compared and are passed over.
+func checkIncluded(t *testing.T, in *interner, lim Limits, agreed *node, res Result) {
+	t.Helper()
+	for _, dis := range res.Disagreements {
+		at, found := resolve(in, agreed, dis.FieldPath)
+		for _, vr := range dis.Variants {
+			if !vr.Included || len(vr.Value) >= MaxValueBytes-utf8.UTFMax {
+				continue
+			}
+			vn, err := parse(vr.Value, lim, in)
+			if err != nil {
+				t.Fatalf("%q: included variant %s is not JSON: %v", dis.FieldPath, vr.Value, err)
+			}
+			switch {
+			case found && at.id == vn.id:
+				for _, other := range dis.Variants {
+					if other.Runs > vr.Runs {
+						t.Fatalf("%q: %s won with %d runs against %s with %d", dis.FieldPath, vr.Value, vr.Runs, other.Value, other.Runs)
+					}
+				}
+			case found && at.kind == kindArray && slices.ContainsFunc(at.vals, func(e *node) bool { return e.id == vn.id }):
+			case vn.kind == kindNull && (!found || at.kind == kindNull):
+			default:
+				t.Fatalf("%q: variant %s is marked included, but the agreed answer %s does not hold it there", dis.FieldPath, vr.Value, res.Agreed)
+			}
+		}
+	}
+}
+
+// resolve finds the node a fieldPath names in the agreed answer; a
+// segment is a key in an object and an index in an array.
+func resolve(in *interner, n *node, path string) (*node, bool) {
+	if path == "" {
+		return n, true
+	}
+	var segs []string
+	var seg strings.Builder
+	for i := 0; i < len(path); i++ {
+		switch {
+		case path[i] == '\\' && i+1 < len(path):
+			i++
+			if path[i] != 'e' {
+				seg.WriteByte(path[i])
+			}
+		case path[i] == '.':
+			segs = append(segs, seg.String())
+			seg.Reset()
+		default:
+			seg.WriteByte(path[i])
+		}
+	}
+	segs = append(segs, seg.String())
+	for _, s := range segs {
+		switch n.kind {
+		case kindObject:
+			i := slices.IndexFunc(n.keys, func(k int32) bool { return in.keyNames[k] == s })
+			if i < 0 {
+				return nil, false
+			}
+			n = n.vals[i]
+		case kindArray:
+			i, err := strconv.Atoi(s)
+			if err != nil || i < 0 || i >= len(n.vals) {
+				return nil, false
+			}
+			n = n.vals[i]
+		default:
+			return nil, false
+		}
+	}
+	return n, true
 }
 
 // leaves calls fn with "path=value id" for every scalar under n; array
