@@ -11,8 +11,11 @@ TOOLS := $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc
 
 all: build
 
-# System packages the pipeline runs as processes; a no-op when present.
+# The Go of go.mod (fetched from the module proxy when the machine's is
+# missing or older) and the system packages the pipeline runs as processes;
+# a no-op when present.
 deps:
+	@./scripts/go-toolchain.sh
 	@./scripts/deps.sh
 
 $(TOOLS): tools/go.mod tools/go.sum

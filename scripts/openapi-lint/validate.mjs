@@ -17,10 +17,33 @@ const want = [
   ["get", "/v1/files/{id}"],
   ["delete", "/v1/jobs/{id}"],
   ["post", "/v1/jobs/{id}:cancel"],
+  ["get", "/v1/jobs/{id}/events"],
 ];
 const missing = want.filter(([m, p]) => !(api.paths[p] && api.paths[p][m]));
 if (missing.length) {
   console.error(`${file}: missing operations: ${missing.map(([m, p]) => `${m.toUpperCase()} ${p}`).join(", ")}`);
+  process.exit(1);
+}
+// The upload is described as it is served: multipart in, snake_case out
+// with an integer size, errors without details (spec, "POST /v1/jobs/upload").
+const upload = api.paths["/v1/jobs/upload"].post;
+const problems = [];
+if (!upload.requestBody?.content?.["multipart/form-data"]?.schema?.properties?.file) {
+  problems.push("upload: request body is not multipart/form-data with a `file` part");
+}
+const result = upload.responses["200"]?.content?.["application/json"]?.schema;
+if (result?.properties?.size_bytes?.type !== "integer") {
+  problems.push("upload: size_bytes is not an integer");
+}
+const uploadError = upload.responses.default?.content?.["application/json"]?.schema;
+if (!uploadError?.properties?.code || uploadError.properties.details) {
+  problems.push("upload: the error body is not {code, message} without details");
+}
+if (!api.paths["/v1/jobs/{id}/events"].get.responses["200"]?.content?.["text/event-stream"]) {
+  problems.push("events: the answer is not text/event-stream");
+}
+if (problems.length) {
+  console.error(`${file}: ${problems.join("; ")}`);
   process.exit(1);
 }
 console.log(`${file}: valid OpenAPI ${api.openapi}, ${Object.keys(api.paths).length} paths`);

@@ -48,8 +48,8 @@ type JobServiceClient interface {
 	GetJobResult(ctx context.Context, in *GetJobResultRequest, opts ...grpc.CallOption) (*GetJobResultResponse, error)
 	// Lists the jobs of the calling account, newest first.
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
-	// Uploads one file. Over REST this is multipart/form-data with the file in form field `file`;
-	// the answer is snake_case.
+	// Uploads one file over gRPC. Over REST, POST /v1/jobs/upload takes multipart/form-data
+	// (see openapi.proto): a plain HTTP handler streams it, so it has no HTTP binding here.
 	UploadFile(ctx context.Context, in *UploadFileRequest, opts ...grpc.CallOption) (*UploadFileResponse, error)
 	// Downloads a file uploaded by the calling account.
 	GetFile(ctx context.Context, in *GetFileRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error)
@@ -161,8 +161,8 @@ type JobServiceServer interface {
 	GetJobResult(context.Context, *GetJobResultRequest) (*GetJobResultResponse, error)
 	// Lists the jobs of the calling account, newest first.
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
-	// Uploads one file. Over REST this is multipart/form-data with the file in form field `file`;
-	// the answer is snake_case.
+	// Uploads one file over gRPC. Over REST, POST /v1/jobs/upload takes multipart/form-data
+	// (see openapi.proto): a plain HTTP handler streams it, so it has no HTTP binding here.
 	UploadFile(context.Context, *UploadFileRequest) (*UploadFileResponse, error)
 	// Downloads a file uploaded by the calling account.
 	GetFile(context.Context, *GetFileRequest) (*httpbody.HttpBody, error)
