@@ -2,7 +2,6 @@ package api
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -215,24 +215,51 @@ func (s *Service) OpenFile(ctx context.Context, id string) (job.File, io.ReadClo
 	return f, r, nil
 }
 
-// UploadFile is the gRPC upload: the content comes in the message and the
-// same limit applies.
-func (s *Service) UploadFile(ctx context.Context, req *docjobsv1.UploadFileRequest) (*docjobsv1.UploadFileResponse, error) {
+// UploadFile is the gRPC upload. The content arrives in pieces, one per
+// message, and goes to storage as it comes, as the REST upload's body does:
+// the same limit applies and no message or buffer holds the whole file.
+func (s *Service) UploadFile(stream grpc.ClientStreamingServer[docjobsv1.UploadFileRequest, docjobsv1.UploadFileResponse]) error {
+	ctx := stream.Context()
 	if _, err := account(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	if int64(len(req.GetContent())) > s.cfg.UploadMaxBytes {
-		return nil, invalid("content", "larger than the upload limit of %d bytes", s.cfg.UploadMaxBytes)
+	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return invalid("name", "the upload stream sent no message")
 	}
-	f, u, err := s.StoreUpload(ctx, req.GetName(), bytes.NewReader(req.GetContent()))
+	if err != nil {
+		return uploadReadError(err)
+	}
+	f, u, err := s.StoreUpload(ctx, first.GetName(), &uploadStream{stream: stream, piece: first.GetContent()})
+	if errors.Is(err, ErrTooLarge) {
+		return invalid("content", "larger than the upload limit of %d bytes", s.cfg.UploadMaxBytes)
+	}
 	if err != nil {
 		if _, ok := status.FromError(err); ok {
-			return nil, err
+			return err // the caller's mistake, or the stream broke
 		}
-		// A bytes.Reader does not fail; anything else is ours.
-		return nil, s.internal(ctx, "UploadFile", err)
+		return s.internal(ctx, "UploadFile", err)
 	}
-	return &docjobsv1.UploadFileResponse{Url: u, Name: f.Name, SizeBytes: f.Size}, nil
+	return stream.SendAndClose(&docjobsv1.UploadFileResponse{Url: u, Name: f.Name, SizeBytes: f.Size})
+}
+
+// uploadStream reads the content pieces of an upload stream in order.
+type uploadStream struct {
+	stream grpc.ClientStreamingServer[docjobsv1.UploadFileRequest, docjobsv1.UploadFileResponse]
+	piece  []byte
+}
+
+func (u *uploadStream) Read(p []byte) (int, error) {
+	for len(u.piece) == 0 {
+		msg, err := u.stream.Recv()
+		if err != nil {
+			return 0, err // io.EOF ends the file
+		}
+		u.piece = msg.GetContent()
+	}
+	n := copy(p, u.piece)
+	u.piece = u.piece[n:]
+	return n, nil
 }
 
 // GetFile is the gRPC download. The whole file goes into one message, so it

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -496,7 +497,7 @@ func TestEveryMethodRequiresAnAccount(t *testing.T) {
 		"CancelJob":    func() error { _, err := h.svc.CancelJob(ctx, &docjobsv1.CancelJobRequest{Id: "x"}); return err },
 		"DeleteJob":    func() error { _, err := h.svc.DeleteJob(ctx, &docjobsv1.DeleteJobRequest{Id: "x"}); return err },
 		"UploadFile": func() error {
-			_, err := h.svc.UploadFile(ctx, &docjobsv1.UploadFileRequest{Name: "a", Content: []byte("x")})
+			_, err := upload(ctx, h.svc, &docjobsv1.UploadFileRequest{Name: "a", Content: []byte("x")})
 			return err
 		},
 		"GetFile":     func() error { _, err := h.svc.GetFile(ctx, &docjobsv1.GetFileRequest{Id: "x"}); return err },
@@ -833,7 +834,11 @@ func TestUploadFileAndGetFileOverGRPC(t *testing.T) {
 	ctx := as("acme")
 	html := []byte("<html><body><h1>Invoice</h1></body></html>")
 
-	up, err := h.svc.UploadFile(ctx, &docjobsv1.UploadFileRequest{Name: "invoice.html", Content: html})
+	// The content comes in pieces; the first message may carry none.
+	up, err := upload(ctx, h.svc,
+		&docjobsv1.UploadFileRequest{Name: "invoice.html"},
+		&docjobsv1.UploadFileRequest{Content: html[:10]},
+		&docjobsv1.UploadFileRequest{Name: "ignored.txt", Content: html[10:]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -853,8 +858,48 @@ func TestUploadFileAndGetFileOverGRPC(t *testing.T) {
 	_, err = h.svc.GetFile(as("globex"), &docjobsv1.GetFileRequest{Id: id})
 	wantStatus(t, err, codes.NotFound, "file not found")
 
-	_, err = h.svc.UploadFile(ctx, &docjobsv1.UploadFileRequest{Name: "big", Content: make([]byte, 1<<10+1)})
+	// Over the limit across pieces, though no piece is.
+	pieces := []*docjobsv1.UploadFileRequest{{Name: "big"}}
+	for range 3 {
+		pieces = append(pieces, &docjobsv1.UploadFileRequest{Content: make([]byte, 400)})
+	}
+	_, err = upload(ctx, h.svc, pieces...)
 	wantStatus(t, err, codes.InvalidArgument, "content: larger than the upload limit of 1024 bytes")
+
+	_, err = upload(ctx, h.svc)
+	wantStatus(t, err, codes.InvalidArgument, "name: the upload stream sent no message")
+}
+
+// upload runs the gRPC upload over msgs as a client stream would send them.
+func upload(ctx context.Context, svc *Service, msgs ...*docjobsv1.UploadFileRequest) (*docjobsv1.UploadFileResponse, error) {
+	st := &uploadStreamFake{ctx: ctx, msgs: msgs}
+	if err := svc.UploadFile(st); err != nil {
+		return nil, err
+	}
+	return st.resp, nil
+}
+
+type uploadStreamFake struct {
+	grpc.ServerStream // only the methods below are called
+	ctx               context.Context
+	msgs              []*docjobsv1.UploadFileRequest
+	resp              *docjobsv1.UploadFileResponse
+}
+
+func (f *uploadStreamFake) Context() context.Context { return f.ctx }
+
+func (f *uploadStreamFake) Recv() (*docjobsv1.UploadFileRequest, error) {
+	if len(f.msgs) == 0 {
+		return nil, io.EOF
+	}
+	m := f.msgs[0]
+	f.msgs = f.msgs[1:]
+	return m, nil
+}
+
+func (f *uploadStreamFake) SendAndClose(r *docjobsv1.UploadFileResponse) error {
+	f.resp = r
+	return nil
 }
 
 func TestNewRejectsAnIncompleteSetup(t *testing.T) {

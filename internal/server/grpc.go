@@ -18,8 +18,8 @@ import (
 func (s *Server) newGRPC(svc docjobsv1.JobServiceServer) *grpc.Server {
 	gs := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(s.observeUnary, s.recoverUnary, s.authUnary, s.mapErrorsUnary),
-		// UploadFile carries the whole file in one message.
-		grpc.MaxRecvMsgSize(int(s.cfg.UploadMaxBytes+multipartSlack)),
+		// UploadFile, the one streaming method, gets the same treatment.
+		grpc.ChainStreamInterceptor(s.observeStream, s.recoverStream, s.authStream, s.mapErrorsStream),
 	)
 	docjobsv1.RegisterJobServiceServer(gs, svc)
 	return gs
@@ -39,6 +39,53 @@ func (s *Server) observeUnary(ctx context.Context, req any, info *grpc.UnaryServ
 	return resp, err
 }
 
+func (s *Server) observeStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	start := time.Now()
+	ri := &reqInfo{route: info.FullMethod, method: info.FullMethod}
+	ctx := withReqInfo(ss.Context(), ri)
+	err := handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+	code := status.Code(err)
+	d := time.Since(start)
+	s.metrics.grpcRequests.WithLabelValues(info.FullMethod, code.String()).Inc()
+	s.metrics.grpcDuration.WithLabelValues(info.FullMethod).Observe(d.Seconds())
+	attrs := append(requestAttrs(ctx), slog.String("code", code.String()), slog.Duration("duration", d))
+	s.log.LogAttrs(ctx, slog.LevelInfo, "grpc request", attrs...)
+	return err
+}
+
+func (s *Server) recoverStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = s.internal(ss.Context(), panicError{p}, stackAttr()).Err()
+		}
+	}()
+	return handler(srv, ss)
+}
+
+func (s *Server) authStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx, err := s.authenticateGRPC(ss.Context())
+	if err != nil {
+		return err
+	}
+	return handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+}
+
+func (s *Server) mapErrorsStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if err := handler(srv, ss); err != nil {
+		return s.clientStatus(ss.Context(), err).Err()
+	}
+	return nil
+}
+
+// ctxStream is a server stream whose handler sees ctx, as a unary handler
+// sees the context its interceptors built.
+type ctxStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (c *ctxStream) Context() context.Context { return c.ctx }
+
 func (s *Server) recoverUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -51,6 +98,15 @@ func (s *Server) recoverUnary(ctx context.Context, req any, _ *grpc.UnaryServerI
 // authUnary reads the bearer key from the authorization metadata, as the
 // REST side reads the Authorization header.
 func (s *Server) authUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	ctx, err := s.authenticateGRPC(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return handler(ctx, req)
+}
+
+// authenticateGRPC returns ctx with the account of the call's bearer key.
+func (s *Server) authenticateGRPC(ctx context.Context) (context.Context, error) {
 	var header string
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if v := md.Get("authorization"); len(v) > 0 {
@@ -61,7 +117,7 @@ func (s *Server) authUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo
 	if err != nil {
 		return nil, errUnauthenticated
 	}
-	return handler(withAccount(ctx, account), req)
+	return withAccount(ctx, account), nil
 }
 
 func (s *Server) mapErrorsUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {

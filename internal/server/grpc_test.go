@@ -65,10 +65,18 @@ func TestGRPCOnTheSamePort(t *testing.T) {
 			_, err := client.GetJobResult(as(keyAlice), &docjobsv1.GetJobResultRequest{Id: "panic"})
 			return err
 		}, codes.Internal, "internal error (id="},
-		{"an unimplemented method stays Unimplemented", func() error {
-			_, err := client.UploadFile(as(keyAlice), &docjobsv1.UploadFileRequest{Name: "a"})
+		{"a stream without a key is Unauthenticated", func() error {
+			_, err := uploadOverGRPC(ctx, client, "a", "x")
 			return err
-		}, codes.Unimplemented, "not implemented"},
+		}, codes.Unauthenticated, "missing or invalid API key"},
+		{"a plain error in a stream is Internal with an id only", func() error {
+			_, err := uploadOverGRPC(as(keyAlice), client, "boom", "x")
+			return err
+		}, codes.Internal, "internal error (id="},
+		{"a panic in a stream is Internal with an id only", func() error {
+			_, err := uploadOverGRPC(as(keyAlice), client, "panic", "x")
+			return err
+		}, codes.Internal, "internal error (id="},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,12 +89,23 @@ func TestGRPCOnTheSamePort(t *testing.T) {
 			}
 		})
 	}
+	t.Run("an upload streams its pieces to the service as the account", func(t *testing.T) {
+		up, err := uploadOverGRPC(as(keyAlice), client, "a.txt", "hello ", "", "world")
+		if err != nil {
+			t.Fatalf("UploadFile: %v", err)
+		}
+		if up.GetName() != "alice/a.txt" || up.GetSizeBytes() != int64(len("hello world")) {
+			t.Errorf("upload = %v", up)
+		}
+	})
 	t.Run("gRPC calls are counted by method and code", func(t *testing.T) {
 		body := readBody(t, env.do("GET", "/metrics", "", "", nil))
 		for _, want := range []string{
 			`docjobs_grpc_requests_total{code="OK",method="/docjobs.v1.JobService/CreateJob"} 1`,
 			`docjobs_grpc_requests_total{code="Unauthenticated",method="/docjobs.v1.JobService/ListJobs"} 2`,
 			`docjobs_grpc_requests_total{code="Internal",method="/docjobs.v1.JobService/GetJobResult"} 2`,
+			`docjobs_grpc_requests_total{code="Internal",method="/docjobs.v1.JobService/UploadFile"} 2`,
+			`docjobs_grpc_requests_total{code="OK",method="/docjobs.v1.JobService/UploadFile"} 1`,
 		} {
 			if !strings.Contains(body, want) {
 				t.Errorf("metrics lack %s", want)
@@ -111,4 +130,23 @@ func TestRESTOverH2C(t *testing.T) {
 	if resp.ProtoMajor != 2 || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("got %s %d %q: %s", resp.Proto, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
+}
+
+// uploadOverGRPC sends name and then each piece as the messages of an
+// upload stream.
+func uploadOverGRPC(ctx context.Context, client docjobsv1.JobServiceClient, name string, pieces ...string) (*docjobsv1.UploadFileResponse, error) {
+	stream, err := client.UploadFile(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msgs := []*docjobsv1.UploadFileRequest{{Name: name}}
+	for _, p := range pieces {
+		msgs = append(msgs, &docjobsv1.UploadFileRequest{Content: []byte(p)})
+	}
+	for _, m := range msgs {
+		if err := stream.Send(m); err != nil {
+			break // the server ended the stream; CloseAndRecv says why
+		}
+	}
+	return stream.CloseAndRecv()
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -107,6 +108,34 @@ func (s *jobService) blockNextGet() (started <-chan struct{}, release func()) {
 	block, startedCh := make(chan struct{}), make(chan struct{})
 	s.blockGet, s.started = block, startedCh
 	return startedCh, func() { close(block) }
+}
+
+// UploadFile counts the streamed bytes and names the account it ran as;
+// a file named "panic" panics, one named "boom" fails with a raw error.
+func (s *jobService) UploadFile(stream grpc.ClientStreamingServer[docjobsv1.UploadFileRequest, docjobsv1.UploadFileResponse]) error {
+	account, _ := auth.Account(stream.Context())
+	var name string
+	var size int64
+	for i := 0; ; i++ {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			name = msg.GetName()
+		}
+		size += int64(len(msg.GetContent()))
+	}
+	switch name {
+	case "panic":
+		panic("upload exploded")
+	case "boom":
+		return errors.New("sqlite: disk I/O error")
+	}
+	return stream.SendAndClose(&docjobsv1.UploadFileResponse{Name: account + "/" + name, SizeBytes: size})
 }
 
 func (s *jobService) lastRequest() *docjobsv1.CreateJobRequest {

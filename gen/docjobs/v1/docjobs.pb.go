@@ -2307,6 +2307,8 @@ func (x *ListJobsResponse) GetNextPageToken() string {
 	return ""
 }
 
+// One message of an upload stream. Only the first message's name counts. A message is limited
+// to 4 MiB, gRPC's default; pieces of 64 KiB to 1 MiB are advised.
 type UploadFileRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2806,16 +2808,16 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\x1aCONSENSUS_MODE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17CONSENSUS_MODE_TWO_RUNS\x10\x01\x12\x1d\n" +
 	"\x19CONSENSUS_MODE_THREE_RUNS\x10\x02\x12\x1c\n" +
-	"\x18CONSENSUS_MODE_FIVE_RUNS\x10\x032\xcd\x05\n" +
+	"\x18CONSENSUS_MODE_FIVE_RUNS\x10\x032\xcf\x05\n" +
 	"\n" +
 	"JobService\x12O\n" +
 	"\tCreateJob\x12\x1c.docjobs.v1.CreateJobRequest\x1a\x0f.docjobs.v1.Job\"\x13\x82\xd3\xe4\x93\x02\r:\x01*\"\b/v1/jobs\x12K\n" +
 	"\x06GetJob\x12\x19.docjobs.v1.GetJobRequest\x1a\x0f.docjobs.v1.Job\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/jobs/{id}\x12o\n" +
 	"\fGetJobResult\x12\x1f.docjobs.v1.GetJobResultRequest\x1a .docjobs.v1.GetJobResultResponse\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/v1/jobs/{id}/result\x12W\n" +
 	"\bListJobs\x12\x1b.docjobs.v1.ListJobsRequest\x1a\x1c.docjobs.v1.ListJobsResponse\"\x10\x82\xd3\xe4\x93\x02\n" +
-	"\x12\b/v1/jobs\x12K\n" +
+	"\x12\b/v1/jobs\x12M\n" +
 	"\n" +
-	"UploadFile\x12\x1d.docjobs.v1.UploadFileRequest\x1a\x1e.docjobs.v1.UploadFileResponse\x12S\n" +
+	"UploadFile\x12\x1d.docjobs.v1.UploadFileRequest\x1a\x1e.docjobs.v1.UploadFileResponse(\x01\x12S\n" +
 	"\aGetFile\x12\x1a.docjobs.v1.GetFileRequest\x1a\x14.google.api.HttpBody\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/v1/files/{id}\x12[\n" +
 	"\tCancelJob\x12\x1c.docjobs.v1.CancelJobRequest\x1a\x0f.docjobs.v1.Job\"\x1f\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/v1/jobs/{id}:cancel\x12X\n" +
 	"\tDeleteJob\x12\x1c.docjobs.v1.DeleteJobRequest\x1a\x16.google.protobuf.Empty\"\x15\x82\xd3\xe4\x93\x02\x0f*\r/v1/jobs/{id}B5Z3github.com/docjobs/docjobs/gen/docjobs/v1;docjobsv1b\x06proto3"

@@ -48,9 +48,11 @@ type JobServiceClient interface {
 	GetJobResult(ctx context.Context, in *GetJobResultRequest, opts ...grpc.CallOption) (*GetJobResultResponse, error)
 	// Lists the jobs of the calling account, newest first.
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
-	// Uploads one file over gRPC. Over REST, POST /v1/jobs/upload takes multipart/form-data
-	// (see openapi.proto): a plain HTTP handler streams it, so it has no HTTP binding here.
-	UploadFile(ctx context.Context, in *UploadFileRequest, opts ...grpc.CallOption) (*UploadFileResponse, error)
+	// Uploads one file over gRPC as a stream, so that no message holds the whole file: the first
+	// message names the file, and each message carries the next piece of its content. Over REST,
+	// POST /v1/jobs/upload takes multipart/form-data (see openapi.proto): a plain HTTP handler
+	// streams it, so it has no HTTP binding here.
+	UploadFile(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadFileRequest, UploadFileResponse], error)
 	// Downloads a file uploaded by the calling account.
 	GetFile(ctx context.Context, in *GetFileRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error)
 	// Stops pending work; the job ends JOB_STATUS_CANCELLED.
@@ -107,15 +109,18 @@ func (c *jobServiceClient) ListJobs(ctx context.Context, in *ListJobsRequest, op
 	return out, nil
 }
 
-func (c *jobServiceClient) UploadFile(ctx context.Context, in *UploadFileRequest, opts ...grpc.CallOption) (*UploadFileResponse, error) {
+func (c *jobServiceClient) UploadFile(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadFileRequest, UploadFileResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(UploadFileResponse)
-	err := c.cc.Invoke(ctx, JobService_UploadFile_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &JobService_ServiceDesc.Streams[0], JobService_UploadFile_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &grpc.GenericClientStream[UploadFileRequest, UploadFileResponse]{ClientStream: stream}
+	return x, nil
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type JobService_UploadFileClient = grpc.ClientStreamingClient[UploadFileRequest, UploadFileResponse]
 
 func (c *jobServiceClient) GetFile(ctx context.Context, in *GetFileRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -161,9 +166,11 @@ type JobServiceServer interface {
 	GetJobResult(context.Context, *GetJobResultRequest) (*GetJobResultResponse, error)
 	// Lists the jobs of the calling account, newest first.
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
-	// Uploads one file over gRPC. Over REST, POST /v1/jobs/upload takes multipart/form-data
-	// (see openapi.proto): a plain HTTP handler streams it, so it has no HTTP binding here.
-	UploadFile(context.Context, *UploadFileRequest) (*UploadFileResponse, error)
+	// Uploads one file over gRPC as a stream, so that no message holds the whole file: the first
+	// message names the file, and each message carries the next piece of its content. Over REST,
+	// POST /v1/jobs/upload takes multipart/form-data (see openapi.proto): a plain HTTP handler
+	// streams it, so it has no HTTP binding here.
+	UploadFile(grpc.ClientStreamingServer[UploadFileRequest, UploadFileResponse]) error
 	// Downloads a file uploaded by the calling account.
 	GetFile(context.Context, *GetFileRequest) (*httpbody.HttpBody, error)
 	// Stops pending work; the job ends JOB_STATUS_CANCELLED.
@@ -192,8 +199,8 @@ func (UnimplementedJobServiceServer) GetJobResult(context.Context, *GetJobResult
 func (UnimplementedJobServiceServer) ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListJobs not implemented")
 }
-func (UnimplementedJobServiceServer) UploadFile(context.Context, *UploadFileRequest) (*UploadFileResponse, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method UploadFile not implemented")
+func (UnimplementedJobServiceServer) UploadFile(grpc.ClientStreamingServer[UploadFileRequest, UploadFileResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method UploadFile not implemented")
 }
 func (UnimplementedJobServiceServer) GetFile(context.Context, *GetFileRequest) (*httpbody.HttpBody, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetFile not implemented")
@@ -297,23 +304,12 @@ func _JobService_ListJobs_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
-func _JobService_UploadFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(UploadFileRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(JobServiceServer).UploadFile(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: JobService_UploadFile_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(JobServiceServer).UploadFile(ctx, req.(*UploadFileRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+func _JobService_UploadFile_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(JobServiceServer).UploadFile(&grpc.GenericServerStream[UploadFileRequest, UploadFileResponse]{ServerStream: stream})
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type JobService_UploadFileServer = grpc.ClientStreamingServer[UploadFileRequest, UploadFileResponse]
 
 func _JobService_GetFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetFileRequest)
@@ -393,10 +389,6 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _JobService_ListJobs_Handler,
 		},
 		{
-			MethodName: "UploadFile",
-			Handler:    _JobService_UploadFile_Handler,
-		},
-		{
 			MethodName: "GetFile",
 			Handler:    _JobService_GetFile_Handler,
 		},
@@ -409,6 +401,12 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _JobService_DeleteJob_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "UploadFile",
+			Handler:       _JobService_UploadFile_Handler,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "docjobs/v1/docjobs.proto",
 }
