@@ -70,8 +70,13 @@ func (w *webhookWorker) Work(ctx context.Context, rj *river.Job[store.WebhookArg
 	switch {
 	case a.Delivered:
 		state = job.WebhookDelivered
-	case a.Gone, j.Webhook.Attempts+1 > len(w.cfg.WebhookRetrySchedule):
+	case a.Gone:
 		state = job.WebhookFailed
+	case j.Webhook.Attempts+1 > len(w.cfg.WebhookRetrySchedule):
+		// Said in the error, so the summary tells a caller that no retry
+		// is coming without knowing the server's schedule.
+		state = job.WebhookFailed
+		a.Err = fmt.Sprintf("%s; given up after %d attempts", a.Err, j.Webhook.Attempts+1)
 	}
 	d, err := w.deps.Store.RecordWebhookAttempt(ctx, store.WebhookAttempt{JobID: j.ID, Status: a.Status, Error: a.Err,
 		At: now, Duration: a.Duration, State: state})
