@@ -53,19 +53,27 @@ func (w *webhookWorker) Work(ctx context.Context, rj *river.Job[store.WebhookArg
 	if err != nil && !errors.Is(err, errNoSecret) {
 		return fmt.Errorf("webhook %s: %w", j.ID, err)
 	}
-	body, err := webhook.Event{
-		Type: webhook.TypeFor(string(j.Status)), JobID: j.ID, AccountID: j.AccountID, Status: string(j.Status),
-		Error: j.Error, Title: j.Title, Metadata: j.Metadata, Created: j.Created, Updated: j.Updated,
-		ResultURL: w.cfg.PublicURL + "/v1/jobs/" + j.ID + "/result",
-	}.Body()
-	if err != nil {
-		return fmt.Errorf("webhook %s: body: %w", j.ID, err)
-	}
-
 	now := time.Now()
-	// The id is the job's: a receiver sees the same webhook-id on every
-	// retry and can drop repeats.
-	a := w.deps.Webhooks.Send(ctx, j.WebhookURL, "msg_"+j.ID, body, secret, now)
+	var a webhook.Attempt
+	if errors.Is(err, errNoSecret) && j.WebhookSigned {
+		// The secret given at create is gone before the delivery ended,
+		// which nothing should do. Sending unsigned would hand the
+		// receiver a request it cannot tell from a forgery: the delivery
+		// fails instead, and says why.
+		a = webhook.Attempt{Gone: true, Err: "not sent: the webhook secret is no longer stored, and a request is never sent unsigned when one was given"}
+	} else {
+		body, err := webhook.Event{
+			Type: webhook.TypeFor(string(j.Status)), JobID: j.ID, AccountID: j.AccountID, Status: string(j.Status),
+			Error: j.Error, Title: j.Title, Metadata: j.Metadata, Created: j.Created, Updated: j.Updated,
+			ResultURL: w.cfg.PublicURL + "/v1/jobs/" + j.ID + "/result",
+		}.Body()
+		if err != nil {
+			return fmt.Errorf("webhook %s: body: %w", j.ID, err)
+		}
+		// The id is the job's: a receiver sees the same webhook-id on
+		// every retry and can drop repeats.
+		a = w.deps.Webhooks.Send(ctx, j.WebhookURL, "msg_"+j.ID, body, secret, now)
+	}
 	state := job.WebhookPending
 	switch {
 	case a.Delivered:

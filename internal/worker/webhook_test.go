@@ -1,13 +1,25 @@
 package worker
 
 import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/outbound"
+	"github.com/docjobs/docjobs/internal/secret"
 	"github.com/docjobs/docjobs/internal/store"
+	"github.com/docjobs/docjobs/internal/store/sqlite"
+	"github.com/docjobs/docjobs/internal/webhook"
 )
 
 func TestWebhookRetriesWaitTheScheduleInOrder(t *testing.T) {
@@ -30,6 +42,151 @@ func TestWebhookRetriesWaitTheScheduleInOrder(t *testing.T) {
 			after := time.Now()
 			if at.Before(before.Add(tt.want)) || at.After(after.Add(tt.want)) {
 				t.Errorf("retry after attempt %d in %s, want %s", tt.attempt, at.Sub(before).Round(time.Millisecond), tt.want)
+			}
+		})
+	}
+}
+
+// hookReceiver records the webhook-signature header of every request it
+// gets and answers each with status.
+type hookReceiver struct {
+	url  string
+	mu   sync.Mutex
+	sigs []string
+}
+
+func newHookReceiver(t *testing.T, status int) *hookReceiver {
+	t.Helper()
+	rc := &hookReceiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc.mu.Lock()
+		rc.sigs = append(rc.sigs, r.Header.Get("webhook-signature"))
+		rc.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(srv.Close)
+	rc.url = srv.URL + "/hook"
+	return rc
+}
+
+func (rc *hookReceiver) signatures() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]string(nil), rc.sigs...)
+}
+
+// webhookCase is a cancelled job whose delivery to a local receiver is
+// due, over a real SQLite store and sealer, and the worker that delivers it.
+type webhookCase struct {
+	st     *sqlite.Store
+	dbPath string
+	sealer *secret.Sealer
+	w      *webhookWorker
+	j      *job.Job
+	rc     *hookReceiver
+}
+
+// newWebhookCase stores the job, sealing webhookSecret unless it is "",
+// with a receiver answering status.
+func newWebhookCase(t *testing.T, webhookSecret string, status int) *webhookCase {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := &webhookCase{dbPath: filepath.Join(dir, "db.sqlite"), rc: newHookReceiver(t, status)}
+	var err error
+	if c.st, err = sqlite.Open(ctx, sqlite.Config{Path: c.dbPath, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.st.Close() })
+	if c.sealer, err = secret.Open(filepath.Join(dir, "master.keyset")); err != nil {
+		t.Fatal(err)
+	}
+	c.j = &job.Job{ID: "job-1", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
+		ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", WebhookURL: c.rc.url, Created: time.Now()}
+	var secrets []job.SealedSecret
+	if webhookSecret != "" {
+		sealed, err := c.sealer.Seal([]byte(webhookSecret), c.j.AccountID, c.j.ID, job.SecretWebhookSecret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets = append(secrets, job.SealedSecret{Field: job.SecretWebhookSecret, Ciphertext: sealed})
+	}
+	if _, _, err := c.st.CreateJob(ctx, store.CreateJobParams{Job: c.j, Secrets: secrets}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.st.CancelJob(ctx, c.j.AccountID, c.j.ID); err != nil {
+		t.Fatal(err)
+	}
+	sender, err := webhook.NewSender(webhook.Config{Client: outbound.NewClient(outbound.Config{AllowPrivate: true})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.w = &webhookWorker{cfg: Config{}.withDefaults(),
+		deps: Deps{Store: c.st, Secrets: c.sealer, Webhooks: sender, Logger: slog.New(slog.DiscardHandler)}}
+	return c
+}
+
+// work runs the delivery's River job as its attempt-th attempt of max.
+func (c *webhookCase) work(attempt, max int) error {
+	return c.w.Work(context.Background(), &river.Job[store.WebhookArgs]{
+		JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: max}, Args: store.WebhookArgs{JobID: c.j.ID}})
+}
+
+// loseWebhookSecret deletes the job's webhook secret behind the store's
+// back, as a bug or a hand-edited database could.
+func (c *webhookCase) loseWebhookSecret(t *testing.T) {
+	t.Helper()
+	db, err := sql.Open("sqlite", c.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DELETE FROM job_secrets WHERE job_id = ? AND field = ?`, c.j.ID, job.SecretWebhookSecret); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *webhookCase) delivery(t *testing.T) job.WebhookDelivery {
+	t.Helper()
+	j, err := c.st.GetJob(context.Background(), "", c.j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.Webhook
+}
+
+func TestAWebhookGivenASecretIsNeverSentUnsigned(t *testing.T) {
+	const lost = "not sent: the webhook secret is no longer stored, and a request is never sent unsigned when one was given"
+	tests := []struct {
+		name       string
+		secret     string
+		lose       bool
+		wantState  string
+		wantErr    string
+		wantSigned []bool // per request the receiver got: signed or not
+	}{
+		{"a job given a secret is sent signed", "a plain secret", false, job.WebhookDelivered, "", []bool{true}},
+		{"a job given no secret is sent unsigned", "", false, job.WebhookDelivered, "", []bool{false}},
+		{"a job whose given secret is lost fails without a request", "a plain secret", true, job.WebhookFailed, lost, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newWebhookCase(t, tt.secret, http.StatusOK)
+			if tt.lose {
+				c.loseWebhookSecret(t)
+			}
+			if err := c.work(1, 22); err != nil {
+				t.Fatalf("Work: %v", err)
+			}
+			if d := c.delivery(t); d.State != tt.wantState || d.Attempts != 1 || d.LastError != tt.wantErr {
+				t.Errorf("delivery = %+v, want %s after one attempt with error %q", d, tt.wantState, tt.wantErr)
+			}
+			var signed []bool
+			for _, sig := range c.rc.signatures() {
+				signed = append(signed, sig != "")
+			}
+			if len(signed) != len(tt.wantSigned) || (len(signed) > 0 && signed[0] != tt.wantSigned[0]) {
+				t.Errorf("requests signed = %v, want %v", signed, tt.wantSigned)
 			}
 		})
 	}
