@@ -3,10 +3,12 @@ package worker
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -189,5 +191,100 @@ func TestAWebhookGivenASecretIsNeverSentUnsigned(t *testing.T) {
 				t.Errorf("requests signed = %v, want %v", signed, tt.wantSigned)
 			}
 		})
+	}
+}
+
+// unreadableSecrets is a real store that cannot read secrets, as a
+// database dropping its connections would.
+type unreadableSecrets struct{ *sqlite.Store }
+
+func (unreadableSecrets) JobSecrets(context.Context, string) ([]job.SealedSecret, error) {
+	return nil, errors.New("connection reset by peer")
+}
+
+// River discards a delivery after its last attempt. Whatever kept the
+// attempts from being recorded, the last one ends the delivery, so the
+// secret is erased and retention can delete the job.
+func TestRiversLastAttemptEndsTheDelivery(t *testing.T) {
+	tests := []struct {
+		name     string
+		status   int                                // the receiver's answer
+		fault    func(t *testing.T, c *webhookCase) // what fails each attempt
+		wantErr  string                             // the summary's last error once given up
+		requests int
+	}{
+		{
+			name: "a secret this server cannot open", status: http.StatusOK,
+			fault: func(t *testing.T, c *webhookCase) {
+				other, err := secret.Open(filepath.Join(filepath.Dir(c.dbPath), "another.keyset"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.w.deps.Secrets = other
+			},
+			wantErr: "given up: not sent, the webhook secret cannot be opened on this server",
+		},
+		{
+			name: "a store that cannot read the secret", status: http.StatusOK,
+			fault:   func(_ *testing.T, c *webhookCase) { c.w.deps.Store = unreadableSecrets{c.st} },
+			wantErr: "given up: the delivery failed on the service's side",
+		},
+		{
+			name: "a receiver still failing before the schedule is spent", status: http.StatusInternalServerError,
+			fault:    func(*testing.T, *webhookCase) {},
+			wantErr:  "receiver answered 500 Internal Server Error; given up after 2 attempts",
+			requests: 2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newWebhookCase(t, "a plain secret", tt.status)
+			tt.fault(t, c)
+			ctx := context.Background()
+			if err := c.work(1, 22); err == nil {
+				t.Fatal("the first attempt succeeded; want an error so that River retries")
+			}
+			if d := c.delivery(t); d.State != job.WebhookPending {
+				t.Fatalf("delivery after the first attempt = %+v, want pending", d)
+			}
+			if err := c.work(22, 22); err != nil {
+				t.Fatalf("River's last attempt: %v", err)
+			}
+			if d := c.delivery(t); d.State != job.WebhookFailed || d.LastError != tt.wantErr || d.DeliveredAt != (time.Time{}) {
+				t.Errorf("delivery after River's last attempt = %+v, want failed with %q", d, tt.wantErr)
+			}
+			if n := len(c.rc.signatures()); n != tt.requests {
+				t.Errorf("receiver got %d requests, want %d", n, tt.requests)
+			}
+			secrets, err := c.st.JobSecrets(ctx, c.j.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(secrets) != 0 {
+				t.Errorf("%d secrets left once the delivery was given up", len(secrets))
+			}
+			expired, err := c.st.ExpiredJobs(ctx, time.Now().Add(time.Hour), 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(expired, c.j.ID) {
+				t.Error("retention still skips the job whose delivery was given up")
+			}
+		})
+	}
+}
+
+// An attempt whose record committed but whose answer was lost looks failed
+// to River; giving up must not turn the delivery it recorded into a failure.
+func TestGivingUpLeavesAnEndedDeliveryAlone(t *testing.T) {
+	c := newWebhookCase(t, "a plain secret", http.StatusOK)
+	if err := c.work(1, 22); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.w.giveUp(context.Background(), c.j.ID, errors.New("commit answer lost")); err != nil {
+		t.Fatalf("giveUp: %v", err)
+	}
+	if d := c.delivery(t); d.State != job.WebhookDelivered || d.Attempts != 1 || d.LastError != "" {
+		t.Errorf("delivery = %+v, want delivered after its one attempt", d)
 	}
 }
