@@ -134,6 +134,10 @@ type Job struct {
 	ConsensusMode  string // CONSENSUS_MODE_*; CONSENSUS_MODE_UNSPECIFIED when off
 	Merge          Merge
 	WebhookURL     string
+	// WebhookSigned: a webhook secret was given at create, so every
+	// delivery must be signed; without its secret it is not sent at all.
+	// The store sets it from the secrets it is given.
+	WebhookSigned  bool
 	IdempotencyKey string
 	RequestHash    string // canonical hash of the create request, secrets hashed
 	Created        time.Time

@@ -22,7 +22,8 @@ func (WebhookArgs) Kind() string { return "webhook" }
 
 // InsertOpts put deliveries on their own queue. Retries follow the
 // worker's schedule (at most MaxWebhookRetries), which ends the delivery
-// itself before River's attempts run out.
+// itself before River's attempts run out; should attempts fail before they
+// are recorded, the worker ends the delivery on River's last one.
 func (WebhookArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueWebhook, MaxAttempts: MaxWebhookRetries + 2,
 		UniqueOpts: river.UniqueOpts{ByArgs: true}}

@@ -86,9 +86,10 @@ type Attempt struct {
 	// Delivered: the receiver answered 2xx.
 	Delivered bool
 	// Gone: retrying cannot help. The receiver answered 410 Gone (the
-	// Standard Webhooks way to unsubscribe), or the request could not be
-	// made at all: the secret cannot sign, the id is empty, the URL is
-	// unusable.
+	// Standard Webhooks way to unsubscribe), the outbound client refused
+	// the receiver's address (a name resolving to a private or reserved
+	// address), or the request could not be made at all: the secret cannot
+	// sign, the id is empty, the URL is unusable.
 	Gone bool
 	// Err says why an attempt that was not delivered failed, in at most
 	// MaxErrLen bytes safe to show the job's owner: it never contains the
@@ -137,7 +138,17 @@ func (s *Sender) Send(ctx context.Context, endpoint, id string, body []byte, sec
 	resp, err := s.client.Do(req)
 	elapsed := time.Since(start)
 	if err != nil {
-		return Attempt{Err: clean(describe(ctx, err, s.timeout), secret), Duration: elapsed}
+		a := Attempt{Err: describe(ctx, err, s.timeout), Duration: elapsed}
+		if errors.Is(err, outbound.ErrForbiddenAddress) {
+			// The name resolved to an address we never connect to. Unlike a
+			// network fault it is the receiver's configuration, and it will
+			// resolve the same way on the next attempt: retrying would only
+			// probe that address on the schedule for hours.
+			a.Gone = true
+			a.Err += "; no further attempts"
+		}
+		a.Err = clean(a.Err, secret)
+		return a
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,9 +44,64 @@ func verifyWithReference(t *testing.T, secret string, r received, body []byte) (
 	return err == nil, lines[len(lines)-1]
 }
 
+// referenceMissing says what the reference verification lacks on this
+// machine ("" when it can run) and whether that fails the test instead of
+// skipping it: in CI (CI set, or DOCJOBS_TEST_POSTGRES_URL as CI sets it)
+// the acceptance check must never be skipped silently. npm is needed only
+// until the package is installed.
+func referenceMissing(lookPath func(string) (string, error), getenv func(string) string, installed bool) (missing string, fatal bool) {
+	tools := []string{"node"}
+	if !installed {
+		tools = append(tools, "npm")
+	}
+	for _, tool := range tools {
+		if _, err := lookPath(tool); err != nil {
+			return tool + " is not on PATH; the reference verification needs it (scripts/deps.sh installs it)",
+				getenv("CI") != "" || getenv("DOCJOBS_TEST_POSTGRES_URL") != ""
+		}
+	}
+	return "", false
+}
+
+func TestTheReferenceVerificationIsNeverSkippedInCI(t *testing.T) {
+	tests := []struct {
+		name      string
+		onPath    []string
+		env       map[string]string
+		installed bool
+		missing   string // the tool named, "" when it can run
+		fatal     bool
+	}{
+		{"node and npm present: it runs", []string{"node", "npm"}, nil, false, "", false},
+		{"npm is not needed once the package is installed", []string{"node"}, nil, true, "", false},
+		{"without node on a laptop it is skipped", []string{"npm"}, nil, false, "node", false},
+		{"without npm on a laptop it is skipped", []string{"node"}, nil, false, "npm", false},
+		{"without node in CI it fails", []string{"npm"}, map[string]string{"CI": "true"}, false, "node", true},
+		{"without npm in CI it fails", []string{"node"}, map[string]string{"CI": "1"}, false, "npm", true},
+		{"with the PostgreSQL test database it fails", nil, map[string]string{"DOCJOBS_TEST_POSTGRES_URL": "postgres://x"}, true, "node", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lookPath := func(tool string) (string, error) {
+				if slices.Contains(tt.onPath, tool) {
+					return "/usr/bin/" + tool, nil
+				}
+				return "", exec.ErrNotFound
+			}
+			missing, fatal := referenceMissing(lookPath, func(k string) string { return tt.env[k] }, tt.installed)
+			if tt.missing == "" && missing != "" || tt.missing != "" && !strings.HasPrefix(missing, tt.missing+" is not on PATH") || fatal != tt.fatal {
+				t.Errorf("referenceMissing = %q, %v; want %s missing, fatal %v", missing, fatal, tt.missing, tt.fatal)
+			}
+		})
+	}
+}
+
 func TestStandardWebhooksLibraryVerifiesWhatWeSend(t *testing.T) {
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not on PATH; the reference verification needs it")
+	_, err := os.Stat(filepath.Join(filepath.Dir(verifyScript), "webhook-verify", "node_modules", "standardwebhooks"))
+	if missing, fatal := referenceMissing(exec.LookPath, os.Getenv, err == nil); fatal {
+		t.Fatal(missing)
+	} else if missing != "" {
+		t.Skip(missing)
 	}
 	body, err := Event{
 		Type: TypeCompleted, JobID: "job_1", AccountID: "acct_1", Status: "JOB_STATUS_COMPLETE",

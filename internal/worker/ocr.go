@@ -65,6 +65,13 @@ func (l *lazyOCR) Recognize(ctx context.Context, doc provider.Document) (provide
 // given, or it was erased when the job ended).
 var errNoSecret = errors.New("the provider key is no longer stored for this job")
 
+// unopenedSecret is a secret that is stored but cannot be opened on this
+// server, as opposed to one the store failed to read. Its text names the
+// field, never the secret.
+type unopenedSecret string
+
+func (e unopenedSecret) Error() string { return string(e) }
+
 // openSecret returns a job's secret in plaintext, for one provider call.
 func openSecret(ctx context.Context, deps Deps, j *job.Job, field string) (string, error) {
 	secrets, err := deps.Store.JobSecrets(ctx, j.ID)
@@ -76,11 +83,11 @@ func openSecret(ctx context.Context, deps Deps, j *job.Job, field string) (strin
 			continue
 		}
 		if deps.Secrets == nil {
-			return "", fmt.Errorf("%s cannot be opened on this server", field)
+			return "", unopenedSecret(field + " cannot be opened on this server")
 		}
 		key, err := deps.Secrets.Open(s.Ciphertext, j.AccountID, j.ID, s.Field)
 		if err != nil {
-			return "", fmt.Errorf("%s cannot be opened (was the master key changed?)", field)
+			return "", unopenedSecret(field + " cannot be opened (was the master key changed?)")
 		}
 		return string(key), nil
 	}

@@ -37,41 +37,88 @@ func (w *webhookWorker) NextRetry(j *river.Job[store.WebhookArgs]) time.Time {
 	return time.Now().Add(s[min(max(j.Attempt-1, 0), len(s)-1)])
 }
 
+// giveUpTimeout bounds recording a delivery given up on River's last
+// attempt, which runs even when that attempt's own context has ended.
+const giveUpTimeout = 30 * time.Second
+
 func (w *webhookWorker) Work(ctx context.Context, rj *river.Job[store.WebhookArgs]) error {
-	j, err := w.deps.Store.GetJob(ctx, "", rj.Args.JobID)
+	last := rj.Attempt >= rj.MaxAttempts
+	err := w.deliver(ctx, rj.Args.JobID, last)
+	if err == nil || !last {
+		return err
+	}
+	// River discards the job after this attempt. A delivery left pending
+	// would keep its secret, and its job, for ever (retention waits for
+	// pending deliveries): whatever kept this attempt from being recorded,
+	// the delivery ends here.
+	return w.giveUp(ctx, rj.Args.JobID, err)
+}
+
+// notSent is a delivery that failed before its request could be made;
+// public says why in words fit for the job's owner, which the wrapped
+// error (a store's, say) may not be.
+type notSent struct {
+	public string
+	err    error
+}
+
+func (e *notSent) Error() string { return e.err.Error() }
+func (e *notSent) Unwrap() error { return e.err }
+
+// deliver makes one attempt and records it. On River's last attempt (last)
+// a failed attempt ends the delivery whatever the schedule says.
+func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool) error {
+	j, err := w.deps.Store.GetJob(ctx, "", jobID)
 	if errors.Is(err, job.ErrNotFound) {
 		return nil // deleted meanwhile: nobody to tell, nothing to keep
 	}
 	if err != nil {
-		return fmt.Errorf("webhook %s: load: %w", rj.Args.JobID, err)
+		return fmt.Errorf("webhook %s: load: %w", jobID, err)
 	}
 	if j.Webhook.State != job.WebhookPending || !j.Status.Terminal() {
 		return nil
 	}
 	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID)
 	secret, err := openSecret(ctx, w.deps, j, job.SecretWebhookSecret)
+	var unopened unopenedSecret
+	if errors.As(err, &unopened) {
+		return fmt.Errorf("webhook %s: %w", j.ID, &notSent{public: "the webhook secret cannot be opened on this server", err: err})
+	}
 	if err != nil && !errors.Is(err, errNoSecret) {
 		return fmt.Errorf("webhook %s: %w", j.ID, err)
 	}
-	body, err := webhook.Event{
-		Type: webhook.TypeFor(string(j.Status)), JobID: j.ID, AccountID: j.AccountID, Status: string(j.Status),
-		Error: j.Error, Title: j.Title, Metadata: j.Metadata, Created: j.Created, Updated: j.Updated,
-		ResultURL: w.cfg.PublicURL + "/v1/jobs/" + j.ID + "/result",
-	}.Body()
-	if err != nil {
-		return fmt.Errorf("webhook %s: body: %w", j.ID, err)
-	}
-
 	now := time.Now()
-	// The id is the job's: a receiver sees the same webhook-id on every
-	// retry and can drop repeats.
-	a := w.deps.Webhooks.Send(ctx, j.WebhookURL, "msg_"+j.ID, body, secret, now)
+	var a webhook.Attempt
+	if errors.Is(err, errNoSecret) && j.WebhookSigned {
+		// The secret given at create is gone before the delivery ended,
+		// which nothing should do. Sending unsigned would hand the
+		// receiver a request it cannot tell from a forgery: the delivery
+		// fails instead, and says why.
+		a = webhook.Attempt{Gone: true, Err: "not sent: the webhook secret is no longer stored, and a request is never sent unsigned when one was given"}
+	} else {
+		body, err := webhook.Event{
+			Type: webhook.TypeFor(string(j.Status)), JobID: j.ID, AccountID: j.AccountID, Status: string(j.Status),
+			Error: j.Error, Title: j.Title, Metadata: j.Metadata, Created: j.Created, Updated: j.Updated,
+			ResultURL: w.cfg.PublicURL + "/v1/jobs/" + j.ID + "/result",
+		}.Body()
+		if err != nil {
+			return fmt.Errorf("webhook %s: %w", j.ID, &notSent{public: "the webhook body cannot be encoded", err: err})
+		}
+		// The id is the job's: a receiver sees the same webhook-id on
+		// every retry and can drop repeats.
+		a = w.deps.Webhooks.Send(ctx, j.WebhookURL, "msg_"+j.ID, body, secret, now)
+	}
 	state := job.WebhookPending
 	switch {
 	case a.Delivered:
 		state = job.WebhookDelivered
-	case a.Gone, j.Webhook.Attempts+1 > len(w.cfg.WebhookRetrySchedule):
+	case a.Gone:
 		state = job.WebhookFailed
+	case j.Webhook.Attempts+1 > len(w.cfg.WebhookRetrySchedule), last:
+		// Said in the error, so the summary tells a caller that no retry
+		// is coming without knowing the server's schedule.
+		state = job.WebhookFailed
+		a.Err = fmt.Sprintf("%s; given up after %s", a.Err, attempts(j.Webhook.Attempts+1))
 	}
 	d, err := w.deps.Store.RecordWebhookAttempt(ctx, store.WebhookAttempt{JobID: j.ID, Status: a.Status, Error: a.Err,
 		At: now, Duration: a.Duration, State: state})
@@ -83,4 +130,46 @@ func (w *webhookWorker) Work(ctx context.Context, rj *river.Job[store.WebhookArg
 		return fmt.Errorf("webhook %s: attempt %d: %s", j.ID, d.Attempts, a.Err)
 	}
 	return nil
+}
+
+// giveUp ends a delivery whose last River attempt failed with cause before
+// it could be recorded: it records a failed attempt saying why, which
+// erases the webhook secret. It returns nil once that is recorded, so
+// River completes the job; cause is logged.
+func (w *webhookWorker) giveUp(ctx context.Context, jobID string, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveUpTimeout)
+	defer cancel()
+	log := w.deps.Logger.With("job_id", jobID)
+	// The attempt may have been recorded after all (a commit whose answer
+	// was lost): an ended delivery is left as it is.
+	j, err := w.deps.Store.GetJob(ctx, "", jobID)
+	if errors.Is(err, job.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		log.Error("webhook: cannot give up the delivery; it stays pending", "err", err, "cause", cause)
+		return fmt.Errorf("webhook %s: give up after %w: %w", jobID, cause, err)
+	}
+	if j.Webhook.State != job.WebhookPending {
+		return nil
+	}
+	reason := "given up: the delivery failed on the service's side"
+	var ns *notSent
+	if errors.As(cause, &ns) {
+		reason = "given up: not sent, " + ns.public
+	}
+	if _, err := w.deps.Store.RecordWebhookAttempt(ctx, store.WebhookAttempt{JobID: jobID, Error: reason,
+		At: time.Now(), State: job.WebhookFailed}); err != nil && !errors.Is(err, job.ErrNotFound) {
+		log.Error("webhook: cannot give up the delivery; it stays pending", "err", err, "cause", cause)
+		return fmt.Errorf("webhook %s: give up after %w: %w", jobID, cause, err)
+	}
+	log.Warn("webhook given up on River's last attempt", "err", cause, "reason", reason)
+	return nil
+}
+
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
 }

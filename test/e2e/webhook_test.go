@@ -242,6 +242,49 @@ func TestRetentionDeletesFinishedJobsWithTheirFiles(t *testing.T) {
 	}
 }
 
+func TestAWebhookIsGivenUpOnceItsRetryScheduleIsSpent(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			src := sources(t, map[string]string{"a.txt": txtDoc})
+			// Always 500, a fourth attempt included, should one come.
+			rc := newReceiver(t, 500, 500, 500, 500, 500)
+			dbURL := b.databaseURL(t)
+			s := startServer(t, dbURL, "DOCJOBS_WEBHOOK_RETRY_SCHEDULE=1s,1s")
+			body := createBody(src + "/a.txt")
+			body["webhookUrl"] = rc.srv.URL + "/hook"
+			body["webhookSecret"] = "a plain secret"
+			id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, body)["id"].(string)
+			for range 3 {
+				rc.wait(t, time.Minute)
+			}
+			var w map[string]any
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				if w, _ = s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id, keyA, nil)["webhook"].(map[string]any); w["state"] != "pending" {
+					break
+				}
+			}
+			if w["state"] != "failed" || w["attempts"] != float64(3) || w["lastStatus"] != float64(500) ||
+				w["lastError"] != "receiver answered 500 Internal Server Error; given up after 3 attempts" || w["deliveredAt"] != nil {
+				t.Errorf("webhook summary = %v, want failed, given up after three 500s", w)
+			}
+			if n := rowCount(t, dbURL, s.dataDir, `SELECT COUNT(*) FROM job_secrets WHERE job_id = ?`, id); n != 0 {
+				t.Errorf("%d sealed secrets left after the delivery was given up", n)
+			}
+			if n := rowCount(t, dbURL, s.dataDir, `SELECT COUNT(*) FROM webhook_attempts WHERE job_id = ?`, id); n != 3 {
+				t.Errorf("%d attempts recorded, want 3", n)
+			}
+			// A fourth attempt would come a second after the third; River's
+			// scheduler may add a few more.
+			time.Sleep(4 * time.Second)
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			if len(rc.seen) != 3 {
+				t.Errorf("%d deliveries, want 3: the first and one per entry of the schedule", len(rc.seen))
+			}
+		})
+	}
+}
+
 func TestAReceiverAnswering410GoneEndsTheDeliveryAndItsSecret(t *testing.T) {
 	src := sources(t, map[string]string{"a.txt": txtDoc})
 	rc := newReceiver(t, http.StatusGone)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/postgres"
 	"github.com/docjobs/docjobs/internal/store/storetest"
@@ -31,6 +32,13 @@ func testURL(t *testing.T) string {
 
 // openSchema opens a store in a fresh schema that is dropped after the test.
 func openSchema(t *testing.T) *postgres.Store {
+	t.Helper()
+	s, _ := openNamedSchema(t)
+	return s
+}
+
+// openNamedSchema is openSchema that also returns the schema's name.
+func openNamedSchema(t *testing.T) (*postgres.Store, string) {
 	t.Helper()
 	url := testURL(t)
 	b := make([]byte, 6)
@@ -53,7 +61,7 @@ func openSchema(t *testing.T) *postgres.Store {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	return s
+	return s, schema
 }
 
 func TestStore(t *testing.T) {
@@ -67,6 +75,50 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	for range 2 {
 		if err := s.Migrate(t.Context()); err != nil {
 			t.Fatalf("Migrate again: %v", err)
+		}
+	}
+}
+
+// Migration 6 flags the jobs created before it that hold a webhook secret,
+// so their deliveries are never sent unsigned after the upgrade.
+func TestUpgradingFlagsTheJobsHoldingAWebhookSecret(t *testing.T) {
+	s, schema := openNamedSchema(t)
+	defer s.Close()
+	ctx := t.Context()
+	for _, j := range []struct {
+		id     string
+		secret string
+	}{{"job_signed", job.SecretWebhookSecret}, {"job_unsigned", job.SecretNeuralAPIKey}} {
+		_, _, err := s.CreateJob(ctx, store.CreateJobParams{
+			Job:     &job.Job{ID: j.id, AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"}},
+			Secrets: []job.SealedSecret{{Field: j.secret, Ciphertext: []byte("sealed")}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Back to the schema before migration 6, the jobs kept.
+	conn, err := pgx.Connect(ctx, testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	in := pgx.Identifier{schema}.Sanitize()
+	for _, q := range []string{`ALTER TABLE ` + in + `.jobs DROP COLUMN webhook_signed`, `DELETE FROM ` + in + `.docjobs_migrations WHERE version = 6`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	for id, want := range map[string]bool{"job_signed": true, "job_unsigned": false} {
+		j, err := s.GetJob(ctx, "acct", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.WebhookSigned != want {
+			t.Errorf("%s: WebhookSigned = %v after the upgrade, want %v", id, j.WebhookSigned, want)
 		}
 	}
 }

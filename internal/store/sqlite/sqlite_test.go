@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"os"
@@ -53,6 +54,52 @@ func TestOpenTwiceMigratesOnce(t *testing.T) {
 	}
 	if _, err := s.GetJob(t.Context(), "acct", "job_1"); err != nil {
 		t.Fatalf("job after reopening: %v", err)
+	}
+}
+
+// Migration 6 flags the jobs created before it that hold a webhook secret,
+// so their deliveries are never sent unsigned after the upgrade.
+func TestUpgradingFlagsTheJobsHoldingAWebhookSecret(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "docjobs.db")
+	s := open(t, sqlite.Config{Path: path})
+	for _, j := range []struct {
+		id     string
+		secret string
+	}{{"job_signed", job.SecretWebhookSecret}, {"job_unsigned", job.SecretNeuralAPIKey}} {
+		_, _, err := s.CreateJob(t.Context(), store.CreateJobParams{
+			Job:     &job.Job{ID: j.id, AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"}},
+			Secrets: []job.SealedSecret{{Field: j.secret, Ciphertext: []byte("sealed")}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Back to the schema before migration 6, the jobs kept.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ALTER TABLE jobs DROP COLUMN webhook_signed`, `DELETE FROM docjobs_migrations WHERE version = 6`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, sqlite.Config{Path: path})
+	defer s.Close()
+	for id, want := range map[string]bool{"job_signed": true, "job_unsigned": false} {
+		j, err := s.GetJob(t.Context(), "acct", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.WebhookSigned != want {
+			t.Errorf("%s: WebhookSigned = %v after the upgrade, want %v", id, j.WebhookSigned, want)
+		}
 	}
 }
 

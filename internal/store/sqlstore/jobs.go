@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
@@ -16,7 +17,7 @@ const jobColumns = `id, account_id, title, metadata, status, error, source_urls,
 	merge_enabled, merge_scope, merge_conflict_policy, merge_dedupe_by, merge_format,
 	webhook_url, idempotency_key, request_hash, created, updated,
 	webhook_state, webhook_attempts, webhook_last_status, webhook_last_error, webhook_last_attempt_at,
-	webhook_delivered_at`
+	webhook_delivered_at, webhook_signed`
 
 // jobArgs are the values of jobColumns for j, in order.
 func (s *Store[TTx]) jobArgs(j *job.Job) ([]any, error) {
@@ -47,7 +48,7 @@ func (s *Store[TTx]) jobArgs(j *job.Job) ([]any, error) {
 		j.Merge.Enabled, j.Merge.Scope, j.Merge.ConflictPolicy, dedupe, j.Merge.Format,
 		j.WebhookURL, j.IdempotencyKey, j.RequestHash, s.ts(j.Created), s.ts(j.Updated),
 		j.Webhook.State, j.Webhook.Attempts, j.Webhook.LastStatus, j.Webhook.LastError,
-		s.tsOrNull(j.Webhook.LastAttemptAt), s.tsOrNull(j.Webhook.DeliveredAt),
+		s.tsOrNull(j.Webhook.LastAttemptAt), s.tsOrNull(j.Webhook.DeliveredAt), j.WebhookSigned,
 	}, nil
 }
 
@@ -65,7 +66,7 @@ func scanJob(rows Rows) (*job.Job, error) {
 		&j.Merge.Enabled, &j.Merge.Scope, &j.Merge.ConflictPolicy, jsonScan{&j.Merge.DedupeBy}, &j.Merge.Format,
 		&j.WebhookURL, &j.IdempotencyKey, &j.RequestHash, timeScan{&j.Created}, timeScan{&j.Updated},
 		&j.Webhook.State, &j.Webhook.Attempts, &j.Webhook.LastStatus, &j.Webhook.LastError,
-		timeScan{&j.Webhook.LastAttemptAt}, timeScan{&j.Webhook.DeliveredAt},
+		timeScan{&j.Webhook.LastAttemptAt}, timeScan{&j.Webhook.DeliveredAt}, &j.WebhookSigned,
 	)
 	if err != nil {
 		return nil, fmt.Errorf("scan job: %w", err)
@@ -132,6 +133,12 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 	if j.Status == "" {
 		j.Status = job.StatusNew
 	}
+	// Kept apart from the secret itself, which is erased when the delivery
+	// ends: should the secret go missing before, the worker knows the
+	// request was meant to be signed and does not send it unsigned.
+	j.WebhookSigned = slices.ContainsFunc(p.Secrets, func(s job.SealedSecret) bool {
+		return s.Field == job.SecretWebhookSecret
+	})
 	// Files is index-aligned with SourceURLs from the start.
 	files := make([]string, len(j.SourceURLs))
 	copy(files, j.Files)

@@ -84,6 +84,15 @@ func testCreateJobWritesEverything(t *testing.T, s Store) {
 	equal(t, "secrets of a missing job", len(none), 0)
 
 	equal(t, "River jobs inserted with the job", parkedNotes(t, s), []string{"first-stage"})
+
+	// Whether the webhook is signed is kept apart from its secret, which is
+	// erased when the delivery ends; it follows the secrets given, not the
+	// caller's flag.
+	equal(t, "webhook signed with a webhook secret", getJob(t, s, j.ID).WebhookSigned, true)
+	unsigned := newJob("acct", 1)
+	unsigned.WebhookSigned = true
+	createJob(t, s, unsigned, store.CreateJobParams{Secrets: []job.SealedSecret{{Field: job.SecretNeuralAPIKey, Ciphertext: []byte("n")}}})
+	equal(t, "webhook signed without a webhook secret", getJob(t, s, unsigned.ID).WebhookSigned, false)
 }
 
 func testIdempotency(t *testing.T, s Store) {

@@ -1,0 +1,6 @@
+-- Whether a webhook secret was given at create. The secret is erased when
+-- the delivery ends; this flag stays, so a delivery whose secret is missing
+-- fails instead of going out unsigned.
+ALTER TABLE jobs ADD COLUMN webhook_signed BOOLEAN NOT NULL DEFAULT false;
+UPDATE jobs SET webhook_signed = true
+    WHERE EXISTS (SELECT 1 FROM job_secrets WHERE job_secrets.job_id = jobs.id AND job_secrets.field = 'webhookSecret');

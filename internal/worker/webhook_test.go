@@ -1,0 +1,290 @@
+package worker
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/outbound"
+	"github.com/docjobs/docjobs/internal/secret"
+	"github.com/docjobs/docjobs/internal/store"
+	"github.com/docjobs/docjobs/internal/store/sqlite"
+	"github.com/docjobs/docjobs/internal/webhook"
+)
+
+func TestWebhookRetriesWaitTheScheduleInOrder(t *testing.T) {
+	w := &webhookWorker{cfg: Config{WebhookRetrySchedule: []time.Duration{time.Second, 5 * time.Second, 30 * time.Second}}}
+	tests := []struct {
+		name    string
+		attempt int // the attempt that just failed
+		want    time.Duration
+	}{
+		{"the first attempt's retry waits the first entry", 1, time.Second},
+		{"the second attempt's retry waits the second entry", 2, 5 * time.Second},
+		{"the third attempt's retry waits the third entry", 3, 30 * time.Second},
+		{"beyond the schedule the last entry is kept", 4, 30 * time.Second},
+		{"far beyond the schedule the last entry is kept", 20, 30 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := time.Now()
+			at := w.NextRetry(&river.Job[store.WebhookArgs]{JobRow: &rivertype.JobRow{Attempt: tt.attempt}})
+			after := time.Now()
+			if at.Before(before.Add(tt.want)) || at.After(after.Add(tt.want)) {
+				t.Errorf("retry after attempt %d in %s, want %s", tt.attempt, at.Sub(before).Round(time.Millisecond), tt.want)
+			}
+		})
+	}
+}
+
+// hookReceiver records the webhook-signature header of every request it
+// gets and answers each with status.
+type hookReceiver struct {
+	url  string
+	mu   sync.Mutex
+	sigs []string
+}
+
+func newHookReceiver(t *testing.T, status int) *hookReceiver {
+	t.Helper()
+	rc := &hookReceiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc.mu.Lock()
+		rc.sigs = append(rc.sigs, r.Header.Get("webhook-signature"))
+		rc.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(srv.Close)
+	rc.url = srv.URL + "/hook"
+	return rc
+}
+
+func (rc *hookReceiver) signatures() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]string(nil), rc.sigs...)
+}
+
+// webhookCase is a cancelled job whose delivery to a local receiver is
+// due, over a real SQLite store and sealer, and the worker that delivers it.
+type webhookCase struct {
+	st     *sqlite.Store
+	dbPath string
+	sealer *secret.Sealer
+	w      *webhookWorker
+	j      *job.Job
+	rc     *hookReceiver
+}
+
+// newWebhookCase stores the job, sealing webhookSecret unless it is "",
+// with a receiver answering status.
+func newWebhookCase(t *testing.T, webhookSecret string, status int) *webhookCase {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := &webhookCase{dbPath: filepath.Join(dir, "db.sqlite"), rc: newHookReceiver(t, status)}
+	var err error
+	if c.st, err = sqlite.Open(ctx, sqlite.Config{Path: c.dbPath, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.st.Close() })
+	if c.sealer, err = secret.Open(filepath.Join(dir, "master.keyset")); err != nil {
+		t.Fatal(err)
+	}
+	c.j = &job.Job{ID: "job-1", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
+		ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", WebhookURL: c.rc.url, Created: time.Now()}
+	var secrets []job.SealedSecret
+	if webhookSecret != "" {
+		sealed, err := c.sealer.Seal([]byte(webhookSecret), c.j.AccountID, c.j.ID, job.SecretWebhookSecret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets = append(secrets, job.SealedSecret{Field: job.SecretWebhookSecret, Ciphertext: sealed})
+	}
+	if _, _, err := c.st.CreateJob(ctx, store.CreateJobParams{Job: c.j, Secrets: secrets}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.st.CancelJob(ctx, c.j.AccountID, c.j.ID); err != nil {
+		t.Fatal(err)
+	}
+	sender, err := webhook.NewSender(webhook.Config{Client: outbound.NewClient(outbound.Config{AllowPrivate: true})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.w = &webhookWorker{cfg: Config{}.withDefaults(),
+		deps: Deps{Store: c.st, Secrets: c.sealer, Webhooks: sender, Logger: slog.New(slog.DiscardHandler)}}
+	return c
+}
+
+// work runs the delivery's River job as its attempt-th attempt of max.
+func (c *webhookCase) work(attempt, max int) error {
+	return c.w.Work(context.Background(), &river.Job[store.WebhookArgs]{
+		JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: max}, Args: store.WebhookArgs{JobID: c.j.ID}})
+}
+
+// loseWebhookSecret deletes the job's webhook secret behind the store's
+// back, as a bug or a hand-edited database could.
+func (c *webhookCase) loseWebhookSecret(t *testing.T) {
+	t.Helper()
+	db, err := sql.Open("sqlite", c.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DELETE FROM job_secrets WHERE job_id = ? AND field = ?`, c.j.ID, job.SecretWebhookSecret); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *webhookCase) delivery(t *testing.T) job.WebhookDelivery {
+	t.Helper()
+	j, err := c.st.GetJob(context.Background(), "", c.j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.Webhook
+}
+
+func TestAWebhookGivenASecretIsNeverSentUnsigned(t *testing.T) {
+	const lost = "not sent: the webhook secret is no longer stored, and a request is never sent unsigned when one was given"
+	tests := []struct {
+		name       string
+		secret     string
+		lose       bool
+		wantState  string
+		wantErr    string
+		wantSigned []bool // per request the receiver got: signed or not
+	}{
+		{"a job given a secret is sent signed", "a plain secret", false, job.WebhookDelivered, "", []bool{true}},
+		{"a job given no secret is sent unsigned", "", false, job.WebhookDelivered, "", []bool{false}},
+		{"a job whose given secret is lost fails without a request", "a plain secret", true, job.WebhookFailed, lost, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newWebhookCase(t, tt.secret, http.StatusOK)
+			if tt.lose {
+				c.loseWebhookSecret(t)
+			}
+			if err := c.work(1, 22); err != nil {
+				t.Fatalf("Work: %v", err)
+			}
+			if d := c.delivery(t); d.State != tt.wantState || d.Attempts != 1 || d.LastError != tt.wantErr {
+				t.Errorf("delivery = %+v, want %s after one attempt with error %q", d, tt.wantState, tt.wantErr)
+			}
+			var signed []bool
+			for _, sig := range c.rc.signatures() {
+				signed = append(signed, sig != "")
+			}
+			if len(signed) != len(tt.wantSigned) || (len(signed) > 0 && signed[0] != tt.wantSigned[0]) {
+				t.Errorf("requests signed = %v, want %v", signed, tt.wantSigned)
+			}
+		})
+	}
+}
+
+// unreadableSecrets is a real store that cannot read secrets, as a
+// database dropping its connections would.
+type unreadableSecrets struct{ *sqlite.Store }
+
+func (unreadableSecrets) JobSecrets(context.Context, string) ([]job.SealedSecret, error) {
+	return nil, errors.New("connection reset by peer")
+}
+
+// River discards a delivery after its last attempt. Whatever kept the
+// attempts from being recorded, the last one ends the delivery, so the
+// secret is erased and retention can delete the job.
+func TestRiversLastAttemptEndsTheDelivery(t *testing.T) {
+	tests := []struct {
+		name     string
+		status   int                                // the receiver's answer
+		fault    func(t *testing.T, c *webhookCase) // what fails each attempt
+		wantErr  string                             // the summary's last error once given up
+		requests int
+	}{
+		{
+			name: "a secret this server cannot open", status: http.StatusOK,
+			fault: func(t *testing.T, c *webhookCase) {
+				other, err := secret.Open(filepath.Join(filepath.Dir(c.dbPath), "another.keyset"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.w.deps.Secrets = other
+			},
+			wantErr: "given up: not sent, the webhook secret cannot be opened on this server",
+		},
+		{
+			name: "a store that cannot read the secret", status: http.StatusOK,
+			fault:   func(_ *testing.T, c *webhookCase) { c.w.deps.Store = unreadableSecrets{c.st} },
+			wantErr: "given up: the delivery failed on the service's side",
+		},
+		{
+			name: "a receiver still failing before the schedule is spent", status: http.StatusInternalServerError,
+			fault:    func(*testing.T, *webhookCase) {},
+			wantErr:  "receiver answered 500 Internal Server Error; given up after 2 attempts",
+			requests: 2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newWebhookCase(t, "a plain secret", tt.status)
+			tt.fault(t, c)
+			ctx := context.Background()
+			if err := c.work(1, 22); err == nil {
+				t.Fatal("the first attempt succeeded; want an error so that River retries")
+			}
+			if d := c.delivery(t); d.State != job.WebhookPending {
+				t.Fatalf("delivery after the first attempt = %+v, want pending", d)
+			}
+			if err := c.work(22, 22); err != nil {
+				t.Fatalf("River's last attempt: %v", err)
+			}
+			if d := c.delivery(t); d.State != job.WebhookFailed || d.LastError != tt.wantErr || d.DeliveredAt != (time.Time{}) {
+				t.Errorf("delivery after River's last attempt = %+v, want failed with %q", d, tt.wantErr)
+			}
+			if n := len(c.rc.signatures()); n != tt.requests {
+				t.Errorf("receiver got %d requests, want %d", n, tt.requests)
+			}
+			secrets, err := c.st.JobSecrets(ctx, c.j.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(secrets) != 0 {
+				t.Errorf("%d secrets left once the delivery was given up", len(secrets))
+			}
+			expired, err := c.st.ExpiredJobs(ctx, time.Now().Add(time.Hour), 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(expired, c.j.ID) {
+				t.Error("retention still skips the job whose delivery was given up")
+			}
+		})
+	}
+}
+
+// An attempt whose record committed but whose answer was lost looks failed
+// to River; giving up must not turn the delivery it recorded into a failure.
+func TestGivingUpLeavesAnEndedDeliveryAlone(t *testing.T) {
+	c := newWebhookCase(t, "a plain secret", http.StatusOK)
+	if err := c.work(1, 22); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.w.giveUp(context.Background(), c.j.ID, errors.New("commit answer lost")); err != nil {
+		t.Fatalf("giveUp: %v", err)
+	}
+	if d := c.delivery(t); d.State != job.WebhookDelivered || d.Attempts != 1 || d.LastError != "" {
+		t.Errorf("delivery = %+v, want delivered after its one attempt", d)
+	}
+}
