@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
@@ -132,9 +133,15 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 	if j.Status == "" {
 		j.Status = job.StatusNew
 	}
-	// Files is index-aligned with SourceURLs from the start.
-	files := make([]string, len(j.SourceURLs))
-	copy(files, j.Files)
+	// Files is index-aligned with SourceURLs from the start: a file names
+	// its source URL until its stored copy replaces it, and keeps naming it
+	// if it is never stored (docs/decisions.md).
+	files := slices.Clone(j.SourceURLs)
+	for i, f := range j.Files {
+		if i < len(files) && f != "" {
+			files[i] = f
+		}
+	}
 	j.Files = emptyToNil(files)
 
 	args, err := s.jobArgs(&j)
@@ -157,7 +164,7 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 		}
 		for i, src := range j.SourceURLs {
 			_, err := s.exec(ctx, q, `INSERT INTO ocr_rows (job_id, file_index, file, status, created, updated)
-				VALUES (?, ?, '', ?, ?, ?)`, j.ID, i, string(job.RowPending), s.ts(j.Created), s.ts(j.Created))
+				VALUES (?, ?, ?, ?, ?, ?)`, j.ID, i, j.Files[i], string(job.RowPending), s.ts(j.Created), s.ts(j.Created))
 			if err != nil {
 				return fmt.Errorf("insert ocr row %d (%s): %w", i, src, err)
 			}
