@@ -14,41 +14,56 @@ import (
 	"time"
 )
 
+// TestCreateIsRejectedWithTheFieldNamed sends each request the contract
+// refuses to the binary; the messages are those of TestValidateCreate
+// (internal/api), in full.
 func TestCreateIsRejectedWithTheFieldNamed(t *testing.T) {
 	s := startServer(t, "")
 	deep := strings.Repeat(`{"items":`, 70) + `{}` + strings.Repeat(`}`, 70)
 	long := strings.Repeat("k", 256)
 	tests := []struct {
-		name   string
-		mutate func(map[string]any)
-		field  string
+		name    string
+		mutate  func(map[string]any)
+		message string
 	}{
-		{"missing sourceUrls", func(b map[string]any) { delete(b, "sourceUrls") }, "sourceUrls"},
-		{"empty sourceUrls", func(b map[string]any) { b["sourceUrls"] = []string{} }, "sourceUrls"},
-		{"relative source URL", func(b map[string]any) { b["sourceUrls"] = []string{"/a.txt"} }, "sourceUrls[0]"},
-		{"ftp source URL", func(b map[string]any) { b["sourceUrls"] = []string{"ftp://example.com/a.txt"} }, "sourceUrls[0]"},
-		{"missing neural", func(b map[string]any) { delete(b, "neural") }, "neural"},
-		{"missing ocr", func(b map[string]any) { delete(b, "ocr") }, "ocr"},
-		{"missing ocr.provider", func(b map[string]any) { delete(b["ocr"].(map[string]any), "provider") }, "ocr.provider"},
-		{"missing ocr.model", func(b map[string]any) { delete(b["ocr"].(map[string]any), "model") }, "ocr.model"},
-		{"missing ocr.providerKey", func(b map[string]any) { delete(b["ocr"].(map[string]any), "providerKey") }, "ocr.providerKey"},
-		{"schema not JSON", func(b map[string]any) { b["responseSchema"] = "{nope" }, "responseSchema"},
-		{"schema not a schema", func(b map[string]any) { b["responseSchema"] = `{"type": 12}` }, "responseSchema"},
-		{"schema external ref", func(b map[string]any) { b["responseSchema"] = `{"$ref": "https://example.com/s.json"}` }, "responseSchema"},
-		{"schema too deep", func(b map[string]any) { b["responseSchema"] = deep }, "responseSchema"},
+		{"missing sourceUrls", func(b map[string]any) { delete(b, "sourceUrls") }, "sourceUrls: required"},
+		{"empty sourceUrls", func(b map[string]any) { b["sourceUrls"] = []string{} }, "sourceUrls: required"},
+		{"relative source URL", func(b map[string]any) { b["sourceUrls"] = []string{"/a.txt"} },
+			"sourceUrls[0]: must be an absolute http or https URL"},
+		{"ftp source URL", func(b map[string]any) { b["sourceUrls"] = []string{"ftp://example.com/a.txt"} },
+			"sourceUrls[0]: must be an absolute http or https URL"},
+		{"missing neural", func(b map[string]any) { delete(b, "neural") }, "neural: required"},
+		{"missing ocr", func(b map[string]any) { delete(b, "ocr") }, "ocr: required"},
+		{"missing ocr.provider", func(b map[string]any) { delete(b["ocr"].(map[string]any), "provider") }, "ocr.provider: required"},
+		{"missing ocr.model", func(b map[string]any) { delete(b["ocr"].(map[string]any), "model") }, "ocr.model: required"},
+		{"missing ocr.providerKey", func(b map[string]any) { delete(b["ocr"].(map[string]any), "providerKey") }, "ocr.providerKey: required"},
+		{"schema not JSON", func(b map[string]any) { b["responseSchema"] = "{nope" },
+			"responseSchema: not valid JSON: invalid character 'n'"},
+		{"schema not a schema", func(b map[string]any) { b["responseSchema"] = `{"type": 12}` },
+			"responseSchema: not a valid JSON Schema: at /type: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'; at /type: got number, want array"},
+		{"schema external ref", func(b map[string]any) { b["responseSchema"] = `{"$ref": "https://example.com/s.json"}` },
+			`responseSchema: references must be internal (start with "#"): $ref "https://example.com/s.json" at /$ref`},
+		{"schema too deep", func(b map[string]any) { b["responseSchema"] = deep }, "responseSchema: deeper than 64 levels"},
 		{"schema too large", func(b map[string]any) {
 			b["responseSchema"] = `{"description": "` + strings.Repeat("x", 129<<10) + `"}`
-		}, "responseSchema"},
-		{"consensus without schema", func(b map[string]any) { b["consensus"] = map[string]any{"mode": "CONSENSUS_MODE_THREE_RUNS"} }, "consensus.mode"},
+		}, "responseSchema: larger than 131072 bytes (128 KiB)"},
+		{"schema of more than 10000 nodes", func(b map[string]any) {
+			b["responseSchema"] = `{"enum":[` + strings.TrimSuffix(strings.Repeat("1,", 10000), ",") + `]}`
+		}, "responseSchema: more than 10000 nodes"},
+		{"consensus without schema", func(b map[string]any) { b["consensus"] = map[string]any{"mode": "CONSENSUS_MODE_THREE_RUNS"} },
+			"consensus.mode: requires responseSchema"},
 		{"33 dedupeBy names", func(b map[string]any) {
 			names := make([]string, 33)
 			for i := range names {
 				names[i] = fmt.Sprintf("f%d", i)
 			}
 			b["merge"] = map[string]any{"enabled": true, "dedupeBy": names}
-		}, "merge.dedupeBy"},
-		{"idempotencyKey of 256 characters", func(b map[string]any) { b["idempotencyKey"] = long }, "idempotencyKey"},
-		{"relative webhookUrl", func(b map[string]any) { b["webhookUrl"] = "hooks/done" }, "webhookUrl"},
+		}, "merge.dedupeBy: at most 32 names"},
+		{"idempotencyKey of 256 characters", func(b map[string]any) { b["idempotencyKey"] = long }, "idempotencyKey: at most 255 characters"},
+		{"relative webhookUrl", func(b map[string]any) { b["webhookUrl"] = "hooks/done" },
+			"webhookUrl: must be an absolute http or https URL"},
+		{"non-http webhookUrl", func(b map[string]any) { b["webhookUrl"] = "mailto:ops@example.com" },
+			"webhookUrl: must be an absolute http or https URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,9 +73,8 @@ func TestCreateIsRejectedWithTheFieldNamed(t *testing.T) {
 			if r.status != http.StatusBadRequest {
 				t.Fatalf("status %d, want 400: %s", r.status, r.body)
 			}
-			msg, _ := r.json(t)["message"].(string)
-			if !strings.HasPrefix(msg, tt.field) {
-				t.Fatalf("message %q does not name %s", msg, tt.field)
+			if msg := r.json(t)["message"]; msg != tt.message {
+				t.Fatalf("message = %q, want %q", msg, tt.message)
 			}
 		})
 	}
