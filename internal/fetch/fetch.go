@@ -300,6 +300,19 @@ func (f *Fetcher) Save(ctx context.Context, r Result) error {
 	return nil
 }
 
+// Discard deletes the copy Fetch made for a job (r.File set) whose record
+// was not written, so that nothing of it stays stored. An upload the job
+// refers to (r.File nil) is not the job's and is never deleted.
+func (f *Fetcher) Discard(ctx context.Context, r Result) error {
+	if r.File == nil {
+		return nil
+	}
+	if err := f.deps.Bucket.Delete(ctx, r.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return fmt.Errorf("discard stored file %s: %w", r.Key, err)
+	}
+	return nil
+}
+
 func (f *Fetcher) tooLarge(display string) *Error {
 	return &Error{Msg: fmt.Sprintf("download of %s failed: the file is larger than the %s limit", display, formatBytes(f.cfg.MaxBytes))}
 }

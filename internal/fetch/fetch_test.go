@@ -182,6 +182,37 @@ func TestSaveStoresAnEmptyDownloadAndLeavesStoredFilesAlone(t *testing.T) {
 	}
 }
 
+func TestDiscardDeletesTheJobsCopyAndNeverAnUpload(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") })
+	e := newEnv(t, Config{}, nil)
+	ctx := context.Background()
+	up := job.File{ID: "up1", AccountID: "acct", Name: "scan.txt", Size: 5, Key: "uploads/up1"}
+	e.files[up.ID] = up
+	if err := e.bucket.WriteAll(ctx, up.Key, []byte("scan!"), nil); err != nil {
+		t.Fatal(err)
+	}
+	copied, err := e.f.Fetch(ctx, "acct", "job1", 0, srv.URL+"/a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.f.Save(ctx, copied); err != nil {
+		t.Fatal(err)
+	}
+	upload, err := e.f.Fetch(ctx, "acct", "job1", 1, publicURL+"/v1/files/up1")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, r := range []Result{copied, upload, copied} { // a second discard finds nothing and is fine
+		if err := e.f.Discard(ctx, r); err != nil {
+			t.Fatalf("Discard(%s): %v", r.Key, err)
+		}
+	}
+	if keys := e.keys(t); !reflect.DeepEqual(keys, []string{up.Key}) {
+		t.Errorf("bucket holds %v, want only the upload", keys)
+	}
+}
+
 func TestSaveFailureIsARetryableStorageError(t *testing.T) {
 	e := newEnv(t, Config{}, nil)
 	ctx, cancel := context.WithCancel(context.Background())

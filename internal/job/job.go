@@ -125,7 +125,7 @@ type Job struct {
 	Status         Status
 	Error          string
 	SourceURLs     []string
-	Files          []string // Files[i] is the stored copy of SourceURLs[i]; "" until fetched
+	Files          []string // Files[i] is the stored copy of SourceURLs[i], or SourceURLs[i] while it has none
 	Prompts        []string
 	Neural         Neural
 	OCR            OCR
@@ -155,7 +155,7 @@ type SealedSecret struct {
 type OCRRow struct {
 	JobID        string
 	FileIndex    int
-	File         string // stored file URL
+	File         string // stored file URL; the source URL of a file never stored
 	Status       RowStatus
 	Content      string
 	OutputFormat string

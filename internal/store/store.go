@@ -113,7 +113,8 @@ type WorkConfig struct {
 type Store interface {
 	// Jobs.
 	// CreateJob inserts the job, its PENDING OCR rows (one per source URL), its
-	// sealed secrets and p.Enqueue atomically. When the account already has a
+	// sealed secrets and p.Enqueue atomically. Until a file is stored, its
+	// job.Files entry and its rows' File are its source URL. When the account already has a
 	// job under p.Job.IdempotencyKey it returns that job and replayed=true if
 	// the request hashes match, else ErrIdempotencyMismatch; concurrent creates
 	// with one key produce one job (a unique index decides, not a read).

@@ -51,6 +51,9 @@ type keepingStore struct {
 	chat       *sendingChat
 	source     *savingFetcher
 	refuseOnce atomic.Bool
+	// lostOnce commits the first record but reports an error, as a
+	// connection lost after the commit does.
+	lostOnce atomic.Bool
 
 	mu          sync.Mutex
 	callsAtKeep []int64
@@ -70,16 +73,23 @@ func (s *keepingStore) FinishOCR(ctx context.Context, d store.OCRDone) (bool, er
 	if err != nil {
 		return applied, err
 	}
+	if s.lostOnce.CompareAndSwap(true, false) {
+		return false, errors.New("connection reset after the commit")
+	}
 	if s.afterFinish != nil {
 		s.afterFinish()
 	}
 	return applied, err
 }
 
-// savingFetcher downloads text into memory and notes when it is stored.
+// savingFetcher downloads text into memory and notes when it is stored
+// and which copies are discarded.
 type savingFetcher struct {
 	data  string
 	saved atomic.Bool
+
+	mu        sync.Mutex
+	discarded []string
 }
 
 func (f *savingFetcher) Fetch(_ context.Context, _, jobID string, i int, _ string) (fetch.Result, error) {
@@ -89,6 +99,19 @@ func (f *savingFetcher) Fetch(_ context.Context, _, jobID string, i int, _ strin
 }
 
 func (f *savingFetcher) Save(context.Context, fetch.Result) error { f.saved.Store(true); return nil }
+
+func (f *savingFetcher) Discard(_ context.Context, r fetch.Result) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.discarded = append(f.discarded, r.Key)
+	return nil
+}
+
+func (f *savingFetcher) discards() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.discarded)
+}
 
 func (f *savingFetcher) Read(context.Context, string, int64) ([]byte, error) {
 	return nil, errors.New("a download is recognized from memory")
@@ -168,5 +191,49 @@ func TestAnswersOfAFileWhoseJobEndedMeanwhileAreNotRecorded(t *testing.T) {
 	}
 	if res.Job.Status != job.StatusCancelled || len(res.LLM) != 0 {
 		t.Fatalf("job %s with %d model rows, want it cancelled with none recorded", res.Job.Status, len(res.LLM))
+	}
+}
+
+func TestTheStoredCopyOfAFileGoesUnlessItsRecognitionIsRecorded(t *testing.T) {
+	tests := []struct {
+		name    string
+		arrange func(t *testing.T, st *keepingStore, chat *sendingChat, j *job.Job)
+		discard bool
+	}{
+		{"a copy whose job was cancelled before the record is discarded", func(t *testing.T, st *keepingStore, chat *sendingChat, j *job.Job) {
+			var cancelled sync.Once
+			chat.onCall = func() {
+				cancelled.Do(func() {
+					if _, err := st.CancelJob(context.Background(), j.AccountID, j.ID); err != nil {
+						t.Error(err)
+					}
+					close(chat.release)
+				})
+			}
+		}, true},
+		{"a recorded copy is kept", func(_ *testing.T, _ *keepingStore, chat *sendingChat, _ *job.Job) {
+			close(chat.release)
+		}, false},
+		{"a copy whose record committed but reported an error is kept", func(_ *testing.T, st *keepingStore, chat *sendingChat, _ *job.Job) {
+			st.lostOnce.Store(true)
+			close(chat.release)
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chat := &sendingChat{release: make(chan struct{})}
+			w, st, j := newFile(t, chat)
+			tt.arrange(t, st, chat, j)
+			if err := workAttempt(w, j, 1); err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if tt.discard {
+				want = []string{"jobs/" + j.ID + "/0-f1"}
+			}
+			if got := st.source.discards(); !slices.Equal(got, want) {
+				t.Fatalf("discarded %q, want %q", got, want)
+			}
+		})
 	}
 }

@@ -86,6 +86,9 @@ func (w *fileWorker) keepRecognition(ctx context.Context, j *job.Job, rec *recog
 		}
 		return w.deps.Store.FinishOCR(ctx, rec.done)
 	})
+	if !applied {
+		w.discardUnrecorded(ctx, rec.source, log)
+	}
 	row := rec.done.Row
 	if err != nil {
 		return false, fmt.Errorf("file %s[%d]: finish recognition: %w", j.ID, row.FileIndex, err)
@@ -93,6 +96,34 @@ func (w *fileWorker) keepRecognition(ctx context.Context, j *job.Job, rec *recog
 	log.Info("recognize: file done", "status", row.Status, "format", row.OutputFormat, "applied", applied, "duration", row.Duration)
 	return applied, nil
 }
+
+// discardUnrecorded deletes the copy this attempt stored of a file whose
+// recognition it did not record (the job ended, another attempt recorded the
+// file, or the record failed), so that a cancelled job gains no file. The
+// store is asked first: a record that committed but reported an error is
+// tried again and then finds its row terminal, and its copy must stay. A copy
+// left behind (the check or the delete failed) goes with the job's prefix
+// when the job is deleted.
+func (w *fileWorker) discardUnrecorded(ctx context.Context, source fetch.Result, log *slog.Logger) {
+	if source.File == nil {
+		return // nothing stored for the job, or an upload the job only refers to
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
+	defer cancel()
+	_, err := w.deps.Store.GetFile(ctx, "", source.File.ID)
+	if !errors.Is(err, job.ErrNotFound) {
+		if err != nil {
+			log.Warn("recognize: could not tell whether an unrecorded copy is recorded; kept", "key", source.Key, "err", err)
+		}
+		return
+	}
+	if err := w.deps.Fetcher.Discard(ctx, source); err != nil {
+		log.Warn("recognize: could not discard an unrecorded copy", "key", source.Key, "err", err)
+	}
+}
+
+// discardTimeout bounds discardUnrecorded, which outlives the file's context.
+const discardTimeout = 10 * time.Second
 
 // recognize fetches and converts one file. A returned error is transient
 // (retry); a bad input instead comes back as a FAILED or SKIPPED row.

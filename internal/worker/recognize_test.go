@@ -30,6 +30,8 @@ func (f sourceFetcher) Fetch(_ context.Context, _, jobID string, i int, _ string
 
 func (f sourceFetcher) Save(context.Context, fetch.Result) error { return nil }
 
+func (f sourceFetcher) Discard(context.Context, fetch.Result) error { return nil }
+
 func (f sourceFetcher) Read(context.Context, string, int64) ([]byte, error) { return f.data, nil }
 
 func TestRecognizeTurnsInputProblemsIntoRowsAndRetriesTransientOnes(t *testing.T) {

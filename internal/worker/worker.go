@@ -52,6 +52,7 @@ type Store interface {
 	RecordWebhookAttempt(ctx context.Context, a store.WebhookAttempt) (job.WebhookDelivery, error)
 	ExpiredJobs(ctx context.Context, cutoff time.Time, limit int) ([]string, error)
 	DeleteJob(ctx context.Context, accountID, id string) ([]string, error)
+	GetFile(ctx context.Context, accountID, id string) (job.File, error)
 	PageCache
 }
 
@@ -59,6 +60,9 @@ type Store interface {
 type Fetcher interface {
 	Fetch(ctx context.Context, accountID, jobID string, index int, sourceURL string) (fetch.Result, error)
 	Save(ctx context.Context, r fetch.Result) error
+	// Discard deletes the copy Fetch made for the job, when it was not
+	// recorded.
+	Discard(ctx context.Context, r fetch.Result) error
 	Read(ctx context.Context, key string, max int64) ([]byte, error)
 }
 

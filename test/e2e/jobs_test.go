@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -9,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 const (
@@ -104,55 +110,244 @@ func TestAJobWhoseOnlyFileFailsEndsFailedWithTheReason(t *testing.T) {
 	}
 }
 
-func TestResponsesAndDataDirNeverHoldASecret(t *testing.T) {
+// The secrets the secret test gives at create: both provider keys and the
+// webhook secret.
+const (
+	neuralKey     = "sk-neural-SECRET-0001"
+	ocrKey        = "ocr-SECRET-0002"
+	webhookSecret = "whsec-SECRET-0003"
+)
+
+// leakedSecrets names the secrets data holds in clear, or hex-encoded as
+// PostgreSQL prints bytea.
+func leakedSecrets(data []byte) []string {
+	var found []string
+	for _, secret := range []string{neuralKey, ocrKey, webhookSecret} {
+		if bytes.Contains(data, []byte(secret)) || bytes.Contains(data, []byte(hex.EncodeToString([]byte(secret)))) {
+			found = append(found, secret)
+		}
+	}
+	return found
+}
+
+// checkStorageHoldsNoSecret greps every file of the data directory (the
+// SQLite database and its WAL, stored files, the keyset) and, on
+// PostgreSQL, every row of every table of the server's schema (jobs,
+// job_secrets, river_job and the rest).
+func checkStorageHoldsNoSecret(t *testing.T, when, dbURL, dataDir string) {
+	t.Helper()
+	err := filepath.Walk(dataDir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if found := leakedSecrets(raw); found != nil {
+			t.Errorf("%s: %s holds %q", when, path, found)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: walk the data directory: %v", when, err)
+	}
+	if dbURL == "" {
+		return
+	}
+	for table, rows := range dumpTables(t, dbURL) {
+		if found := leakedSecrets([]byte(strings.Join(rows, "\n"))); found != nil {
+			t.Errorf("%s: table %s holds %q", when, table, found)
+		}
+	}
+}
+
+// dumpTables returns every row of every table of the schema dbURL uses, as
+// PostgreSQL prints a row (bytea as hex, jsonb as text), by table.
+func dumpTables(t *testing.T, dbURL string) map[string][]string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tables, err := pgx.CollectRows(mustQuery(t, conn, `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`), pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := map[string][]string{}
+	for _, table := range tables {
+		rows, err := pgx.CollectRows(mustQuery(t, conn, `SELECT t::text FROM `+pgx.Identifier{table}.Sanitize()+` t`), pgx.RowTo[string])
+		if err != nil {
+			t.Fatalf("dump %s: %v", table, err)
+		}
+		dump[table] = rows
+	}
+	for _, want := range []string{"jobs", "job_secrets", "river_job"} {
+		if _, ok := dump[want]; !ok {
+			t.Fatalf("the schema has no table %s to check: %v", want, tables)
+		}
+	}
+	return dump
+}
+
+func mustQuery(t *testing.T, conn *pgx.Conn, query string) pgx.Rows {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return rows
+}
+
+// readFor reads a streaming answer (the progress events) for d and returns
+// what arrived.
+func (s *server) readFor(path, key string, d time.Duration) response {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", s.base+path, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body) // ends with the deadline while the stream is open
+	return response{status: resp.StatusCode, header: resp.Header, body: raw}
+}
+
+// TestNoAnswerAndNoStorageHoldsASecret gives both provider keys and a
+// webhook secret at create and, while the job still holds them (one of its
+// files is being downloaded), greps the data directory and the database,
+// then every endpoint's answers, errors included; then again once the job
+// is cancelled and deleted.
+func TestNoAnswerAndNoStorageHoldsASecret(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
+			held := newHeldSource(t)
 			src := sources(t, map[string]string{"a.txt": txtDoc})
-			s := startServer(t, b.databaseURL(t))
-			body := createBody(src + "/a.txt")
-			body["webhookSecret"] = "whsec-SECRET-0003"
-			body["idempotencyKey"] = "secret-test"
-			secrets := []string{"sk-neural-SECRET-0001", "ocr-SECRET-0002", "whsec-SECRET-0003"}
+			hook := newReceiver(t)
+			dbURL := b.databaseURL(t)
+			s := startServer(t, dbURL)
 
-			var bodies [][]byte
-			create := s.do("POST", "/v1/jobs", keyA, body)
-			bodies = append(bodies, create.body)
-			id := create.json(t)["id"].(string)
-			s.waitTerminal(id, keyA, time.Minute)
-			bodies = append(bodies, s.do("POST", "/v1/jobs", keyA, body).body) // replay
-			for _, path := range []string{"/v1/jobs/" + id, "/v1/jobs/" + id + "/result", "/v1/jobs", "/openapi.yaml"} {
-				bodies = append(bodies, s.do("GET", path, keyA, nil).body)
+			// answers are every answer the test got: what, status, headers and body.
+			var answers []string
+			record := func(what string, r response) response {
+				t.Helper()
+				answers = append(answers, fmt.Sprintf("%s: %d %v\n%s", what, r.status, r.header, r.body))
+				return r
 			}
-			bodies = append(bodies, s.do("POST", "/v1/jobs/"+id+":cancel", keyA, "{}").body)
-			for _, got := range bodies {
-				for _, secret := range secrets {
-					if strings.Contains(string(got), secret) {
-						t.Fatalf("a response contains %q:\n%s", secret, got)
+			want := func(what string, r response, status int) response {
+				t.Helper()
+				record(what, r)
+				if r.status != status {
+					t.Fatalf("%s: %d, want %d: %s", what, r.status, status, r.body)
+				}
+				return r
+			}
+
+			uploaded := want("upload", upload(t, s, keyA, "notes.txt", 1<<10), http.StatusOK).json(t)["url"].(string)
+			body := createBody(src+"/a.txt", held.url+"/b.txt", uploaded)
+			body["webhookUrl"] = hook.srv.URL + "/hook"
+			body["webhookSecret"] = webhookSecret
+			body["idempotencyKey"] = "secret-test"
+			id := want("create", s.do("POST", "/v1/jobs", keyA, body), http.StatusOK).json(t)["id"].(string)
+
+			// The job is in flight: two files stored and recognized, the
+			// third being downloaded.
+			held.waitRequested(t)
+			deadline := time.Now().Add(time.Minute)
+			for {
+				res := want("result while running", s.do("GET", "/v1/jobs/"+id+"/result", keyA, nil), http.StatusOK)
+				ocr := res.json(t)["result"].(map[string]any)["ocr"].([]any)
+				status := func(i int) any { return ocr[i].(map[string]any)["status"] }
+				if status(0) == "JOB_OCR_STATUS_DONE" && status(2) == "JOB_OCR_STATUS_DONE" {
+					if status(1) != "JOB_OCR_STATUS_PENDING" {
+						t.Fatalf("the held file's row is %v, want PENDING", status(1))
 					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the files that were not held are not DONE after a minute: %s", res.body)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if n := rowCount(t, dbURL, s.dataDir, "SELECT COUNT(*) FROM job_secrets WHERE job_id = ?", id); n != 3 {
+				t.Fatalf("the running job has %d sealed secrets, want 3 (both keys and the webhook secret)", n)
+			}
+			checkStorageHoldsNoSecret(t, "while the job runs", dbURL, s.dataDir)
+
+			running := want("get", s.do("GET", "/v1/jobs/"+id, keyA, nil), http.StatusOK).json(t)
+			if running["status"] != "JOB_STATUS_RUNNING" {
+				t.Fatalf("job status %v while a file is held, want JOB_STATUS_RUNNING", running["status"])
+			}
+			stored := strings.TrimPrefix(running["files"].([]any)[0].(string), s.base)
+			want("download of a stored copy", s.do("GET", stored, keyA, nil), http.StatusOK)
+			want("download of the upload", s.do("GET", strings.TrimPrefix(uploaded, s.base), keyA, nil), http.StatusOK)
+			want("list", s.do("GET", "/v1/jobs", keyA, nil), http.StatusOK)
+			want("list of running jobs", s.do("GET", "/v1/jobs?statusEq=JOB_STATUS_RUNNING", keyA, nil), http.StatusOK)
+			want("progress events", s.readFor("/v1/jobs/"+id+"/events", keyA, time.Second), http.StatusOK)
+			want("replayed create", s.do("POST", "/v1/jobs", keyA, body), http.StatusOK)
+
+			// Error answers to requests that carry the secrets.
+			changed := createBody(src+"/a.txt", held.url+"/b.txt", uploaded)
+			changed["webhookUrl"], changed["webhookSecret"], changed["idempotencyKey"] = body["webhookUrl"], webhookSecret, "secret-test"
+			changed["title"] = "changed"
+			want("create reusing the key with other parameters", s.do("POST", "/v1/jobs", keyA, changed), http.StatusBadRequest)
+			tooLong := createBody(src + "/a.txt")
+			tooLong["neural"].(map[string]any)["apiKey"] = neuralKey + strings.Repeat("k", 4096)
+			tooLong["ocr"].(map[string]any)["providerKey"] = ocrKey + strings.Repeat("k", 4096)
+			want("create with keys over 4096 bytes", s.do("POST", "/v1/jobs", keyA, tooLong), http.StatusBadRequest)
+			noSources := createBody()
+			noSources["webhookSecret"] = webhookSecret
+			want("create without sourceUrls", s.do("POST", "/v1/jobs", keyA, noSources), http.StatusBadRequest)
+			for what, raw := range map[string]string{
+				"create with a key of the wrong type":            `{"sourceUrls": ["https://example.com/a.txt"], "neural": {"apiKey": ["` + neuralKey + `"]}}`,
+				"create with a webhook secret of the wrong type": `{"webhookSecret": {"v": "` + webhookSecret + `"}}`,
+				"create whose JSON breaks inside a key":          `{"ocr": {"providerKey": "` + ocrKey + `"}, "neural": {"apiKey": "` + neuralKey + `" "x"}}`,
+				"create whose JSON ends inside a key":            `{"ocr": {"providerKey": "` + ocrKey,
+			} {
+				want(what, s.do("POST", "/v1/jobs", keyA, raw), http.StatusBadRequest)
+			}
+			want("create without a key", s.do("POST", "/v1/jobs", "", body), http.StatusUnauthorized)
+			want("get as another account", s.do("GET", "/v1/jobs/"+id, keyB, nil), http.StatusNotFound)
+			want("result as another account", s.do("GET", "/v1/jobs/"+id+"/result", keyB, nil), http.StatusNotFound)
+			want("upload without a file", s.do("POST", "/v1/jobs/upload", keyA, "{}"), http.StatusBadRequest)
+
+			cancelled := want("cancel", s.do("POST", "/v1/jobs/"+id+":cancel", keyA, "{}"), http.StatusOK)
+			if st := cancelled.json(t)["status"]; st != "JOB_STATUS_CANCELLED" {
+				t.Fatalf("cancel answered %v", st)
+			}
+			want("cancel again", s.do("POST", "/v1/jobs/"+id+":cancel", keyA, "{}"), http.StatusConflict)
+			want("get after cancel", s.do("GET", "/v1/jobs/"+id, keyA, nil), http.StatusOK)
+			want("result after cancel", s.do("GET", "/v1/jobs/"+id+"/result", keyA, nil), http.StatusOK)
+			want("progress events after cancel", s.readFor("/v1/jobs/"+id+"/events", keyA, 5*time.Second), http.StatusOK)
+			hook.wait(t, time.Minute)
+			want("delete", s.do("DELETE", "/v1/jobs/"+id, keyA, nil), http.StatusOK)
+			want("get after delete", s.do("GET", "/v1/jobs/"+id, keyA, nil), http.StatusNotFound)
+			held.let()
+
+			hook.mu.Lock()
+			for _, d := range hook.seen {
+				answers = append(answers, fmt.Sprintf("webhook delivery: %s %s %s\n%s", d.id, d.timestamp, d.signature, d.body))
+			}
+			hook.mu.Unlock()
+			for _, a := range answers {
+				if found := leakedSecrets([]byte(a)); found != nil {
+					t.Errorf("an answer holds %q:\n%s", found, a)
 				}
 			}
-			if strings.Contains(s.logs.String(), "SECRET-000") {
-				t.Fatalf("the log contains a secret")
+			if found := leakedSecrets([]byte(s.logs.String())); found != nil {
+				t.Errorf("the log holds %q", found)
 			}
 			s.stop()
-			err := filepath.Walk(s.dataDir, func(path string, info os.FileInfo, err error) error {
-				if err != nil || info.IsDir() {
-					return err
-				}
-				raw, err := os.ReadFile(path)
-				if err != nil {
-					return err
-				}
-				for _, secret := range secrets {
-					if strings.Contains(string(raw), secret) {
-						t.Errorf("%s holds %q in plaintext", path, secret)
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			checkStorageHoldsNoSecret(t, "after the job was deleted", dbURL, s.dataDir)
 		})
 	}
 }

@@ -139,9 +139,15 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 	j.WebhookSigned = slices.ContainsFunc(p.Secrets, func(s job.SealedSecret) bool {
 		return s.Field == job.SecretWebhookSecret
 	})
-	// Files is index-aligned with SourceURLs from the start.
-	files := make([]string, len(j.SourceURLs))
-	copy(files, j.Files)
+	// Files is index-aligned with SourceURLs from the start: a file names
+	// its source URL until its stored copy replaces it, and keeps naming it
+	// if it is never stored (docs/decisions.md).
+	files := slices.Clone(j.SourceURLs)
+	for i, f := range j.Files {
+		if i < len(files) && f != "" {
+			files[i] = f
+		}
+	}
 	j.Files = emptyToNil(files)
 
 	args, err := s.jobArgs(&j)
@@ -164,7 +170,7 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 		}
 		for i, src := range j.SourceURLs {
 			_, err := s.exec(ctx, q, `INSERT INTO ocr_rows (job_id, file_index, file, status, created, updated)
-				VALUES (?, ?, '', ?, ?, ?)`, j.ID, i, string(job.RowPending), s.ts(j.Created), s.ts(j.Created))
+				VALUES (?, ?, ?, ?, ?, ?)`, j.ID, i, j.Files[i], string(job.RowPending), s.ts(j.Created), s.ts(j.Created))
 			if err != nil {
 				return fmt.Errorf("insert ocr row %d (%s): %w", i, src, err)
 			}

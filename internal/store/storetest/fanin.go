@@ -56,7 +56,7 @@ func testFinishOCR(t *testing.T, s Store) {
 	waitRiverState(t, s, run.JobID, rivertype.JobStateCompleted)
 	res := getResult(t, s, j.ID)
 	equal(t, "job status", res.Job.Status, job.StatusRunning)
-	equal(t, "job files", res.Job.Files, []string{"", row.File})
+	equal(t, "job files", res.Job.Files, []string{j.SourceURLs[0], row.File})
 	equal(t, "row of the other file", res.OCR[0].Status, job.RowPending)
 	got := res.OCR[1]
 	if got.Updated.Before(got.Created) || got.Updated.Equal(time.Time{}) {
@@ -191,7 +191,7 @@ func testFinishOCRCancelled(t *testing.T, s Store) {
 	waitRiverState(t, s, run.JobID, rivertype.JobStateCompleted)
 	res := getResult(t, s, j.ID)
 	equal(t, "job status", res.Job.Status, job.StatusCancelled)
-	equal(t, "job files", res.Job.Files, []string{""})
+	equal(t, "job files (the source URL: nothing stored)", res.Job.Files, j.SourceURLs)
 	equal(t, "row", [2]string{string(res.OCR[0].Status), res.OCR[0].Error}, [2]string{"FAILED", "job cancelled"})
 	equal(t, "LLM rows", len(res.LLM), 0)
 	_, err = s.GetFile(ctx(t), "", copyFile.ID)
@@ -224,7 +224,7 @@ func testFinishOCRAtomic(t *testing.T, s Store) {
 	equal(t, "applied", applied, false)
 	res := getResult(t, s, j.ID)
 	equal(t, "job status", res.Job.Status, job.StatusNew)
-	equal(t, "job files", res.Job.Files, []string{""})
+	equal(t, "job files (the source URL: nothing stored)", res.Job.Files, j.SourceURLs)
 	equal(t, "row status", res.OCR[0].Status, job.RowPending)
 	equal(t, "LLM rows", len(res.LLM), 0)
 	_, err = s.GetFile(ctx(t), "", copyFile.ID)

@@ -39,7 +39,7 @@ func testCreateJobRoundTrip(t *testing.T, s Store) {
 	got := createJob(t, s, in, store.CreateJobParams{})
 
 	want := *in
-	want.Files = []string{"", ""}
+	want.Files = in.SourceURLs // nothing stored yet
 	want.Created = time.Date(2026, 3, 4, 3, 6, 7, 123456000, time.UTC)
 	want.Updated = want.Created.Add(time.Second)
 	want.Webhook.State = job.WebhookPending // it has a webhook URL
@@ -70,7 +70,7 @@ func testCreateJobWritesEverything(t *testing.T, s Store) {
 	res := getResult(t, s, j.ID)
 	equal(t, "OCR rows", len(res.OCR), 3)
 	for i, r := range res.OCR {
-		want := job.OCRRow{JobID: j.ID, FileIndex: i, Status: job.RowPending,
+		want := job.OCRRow{JobID: j.ID, FileIndex: i, File: j.SourceURLs[i], Status: job.RowPending,
 			Created: res.Job.Created, Updated: res.Job.Created}
 		equal(t, fmt.Sprintf("OCR row %d", i), r, want)
 	}
@@ -393,6 +393,48 @@ func testCancelJob(t *testing.T, s Store) {
 	isErr(t, "cancelling again", err, store.ErrTerminal)
 	_, err = s.CancelJob(ctx(t), "acct", "job_missing")
 	isErr(t, "cancelling a missing job", err, store.ErrNotFound)
+}
+
+// testAFileNeverStoredNamesItsSourceURL ends a job of two files, one of
+// them stored, in each way a job can end before its other file is: that file
+// is named by its source URL in job.Files and in every row, so that no row
+// of an ended job lacks its file.
+func testAFileNeverStoredNamesItsSourceURL(t *testing.T, s Store) {
+	tests := []struct {
+		name string
+		end  func(t *testing.T, j *job.Job)
+	}{
+		{"while the job runs", func(*testing.T, *job.Job) {}},
+		{"once the job is cancelled", func(t *testing.T, j *job.Job) {
+			_, err := s.CancelJob(ctx(t), j.AccountID, j.ID)
+			noErr(t, "CancelJob", err)
+		}},
+		{"once the job passed its deadline", func(t *testing.T, j *job.Job) {
+			applied, err := s.ExpireJob(ctx(t), j.ID, "provider error (category=timeout, status=0)", "job deadline exceeded")
+			noErr(t, "ExpireJob", err)
+			equal(t, "ExpireJob applied", applied, true)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := newJob("acct", 2)
+			createJob(t, s, j, store.CreateJobParams{})
+			stored := doneRow(j, 1, "text")
+			applied, err := s.FinishOCR(ctx(t), store.OCRDone{Row: stored, LLM: []job.LLMRow{noPromptRow(stored)}})
+			noErr(t, "FinishOCR", err)
+			equal(t, "FinishOCR applied", applied, true)
+			tt.end(t, j)
+
+			res := getResult(t, s, j.ID)
+			equal(t, "job files", res.Job.Files, []string{j.SourceURLs[0], stored.File})
+			for _, r := range res.OCR {
+				equal(t, fmt.Sprintf("file of OCR row %d (%s)", r.FileIndex, r.Status), r.File, res.Job.Files[r.FileIndex])
+			}
+			for _, r := range res.LLM {
+				equal(t, fmt.Sprintf("file of model row %d/%d (%s)", r.FileIndex, r.ChunkIndex, r.Status), r.File, res.Job.Files[r.FileIndex])
+			}
+		})
+	}
 }
 
 func testDeleteJob(t *testing.T, s Store) {

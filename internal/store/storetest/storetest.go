@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ListJobsRejectsForeignAndCorruptTokens", testListJobsBadTokens},
 		{"ListJobsPagesAreStableUnderConcurrentCreates", testListJobsConcurrentCreates},
 		{"CancelJobEndsPendingWork", testCancelJob},
+		{"AFileNeverStoredNamesItsSourceURL", testAFileNeverStoredNamesItsSourceURL},
 		{"DeleteJobRemovesEverythingAndReturnsBlobKeys", testDeleteJob},
 		{"MarkRunningMovesOnlyNewJobs", testMarkRunning},
 		{"FilesAreScopedToTheirAccount", testFiles},
