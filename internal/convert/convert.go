@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/gabriel-vasile/mimetype"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/convert/office"
@@ -140,7 +141,7 @@ func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
 		if err != nil {
 			return Output{}, err
 		}
-		return recognizePages(ctx, in.OCR, pages)
+		return recognizePages(ctx, in.OCR, pages, c.cfg.PDF.PageConcurrency)
 	case kindOffice:
 		if ocrAlways {
 			data, err := office.ToPDF(ctx, c.cfg.Office, detected, in.Data)
@@ -163,23 +164,45 @@ func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
 	return convertText(ctx, in, k, detected)
 }
 
-// recognizePages sends each page to the provider in order and joins the
-// markdown; a blank page contributes nothing.
-func recognizePages(ctx context.Context, ocr provider.OCR, pages []provider.Document) (Output, error) {
+// recognizePages has the provider read the pages of an image file, as
+// many at once as PDF pages are (Config.PDF.PageConcurrency), and joins
+// their markdown in page order; a blank page contributes nothing. The
+// first failure stops the pages still waiting.
+func recognizePages(ctx context.Context, ocr provider.OCR, pages []provider.Document, limit int) (Output, error) {
 	if ocr == nil {
 		return Output{}, errors.New("images need an OCR provider and the job has none usable")
 	}
-	var out Output
-	var texts, requests, raws []string
-	for _, p := range pages {
-		rec, err := ocr.Recognize(ctx, p)
-		out.ProviderCalls++
-		if err != nil {
-			if p.Page > 0 {
-				return Output{}, fmt.Errorf("page %d: %w", p.Page, err)
-			}
-			return Output{}, err
+	if limit <= 0 {
+		limit = pdf.DefaultPageConcurrency
+	}
+	recs := make([]provider.Recognition, len(pages))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
+	for i, p := range pages {
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error {
+			rec, err := ocr.Recognize(gctx, p)
+			if err != nil {
+				if p.Page > 0 {
+					return onPage(p.Page, err)
+				}
+				return err
+			}
+			recs[i] = rec
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return Output{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Output{}, err
+	}
+	out := Output{Format: job.FormatMarkdown, ProviderCalls: len(pages)}
+	var texts, requests, raws []string
+	for _, rec := range recs {
 		if t := strings.TrimSpace(rec.Text); t != "" {
 			texts = append(texts, t)
 		}
@@ -187,9 +210,16 @@ func recognizePages(ctx context.Context, ocr provider.OCR, pages []provider.Docu
 		out.Model = rec.Model
 	}
 	out.Content = strings.Join(texts, "\n\n")
-	out.Format = job.FormatMarkdown
 	out.Request, out.RawData = strings.Join(requests, "\n"), strings.Join(raws, "\n")
 	return out, nil
+}
+
+// onPage says which page of a file err happened on, after the error
+// itself: a provider's failure must read "provider error (category=…,
+// status=…)" from the row's first character (the spec's form), as the PDF
+// path does.
+func onPage(page int, err error) error {
+	return fmt.Errorf("%w on page %d", err, page)
 }
 
 // convertText reads text, HTML and XML, which need no provider.

@@ -130,7 +130,7 @@ func TestABusyProviderIsRetriedLaterAndARefusingOneFailsTheRow(t *testing.T) {
 			w := newFileWorker(Config{}.withDefaults(), Deps{
 				Fetcher: sourceFetcher{data: []byte("\x89PNG\r\n\x1a\n")},
 				Convert: func(context.Context, convert.Input) (convert.Output, error) {
-					return convert.Output{}, fmt.Errorf("page 1: %w", tt.err)
+					return convert.Output{}, fmt.Errorf("%w on page 1", tt.err)
 				},
 				Logger: slog.Default(),
 			})

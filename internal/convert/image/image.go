@@ -73,12 +73,12 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	msg := fmt.Sprintf("the image is %d×%d pixels, over the %s-megapixel limit",
-		e.Width, e.Height, strconv.FormatFloat(float64(e.Limit)/1e6, 'f', -1, 64))
+	what := "the image"
 	if e.Page > 0 {
-		return fmt.Sprintf("page %d: %s", e.Page, msg)
+		what = fmt.Sprintf("page %d of the TIFF", e.Page)
 	}
-	return msg
+	return fmt.Sprintf("%s is %d×%d pixels, over the %s-megapixel limit",
+		what, e.Width, e.Height, strconv.FormatFloat(float64(e.Limit)/1e6, 'f', -1, 64))
 }
 
 // checkPixels refuses empty images and images over the limit, without

@@ -391,15 +391,15 @@ func textQuality(tp *textPage) (good, total int) {
 func (c *conversion) ocrPage(ctx context.Context, p int) error {
 	img, err := c.r.render(ctx, p, c.dpi(p))
 	if err != nil {
-		return fmt.Errorf("page %d: %w", p, err)
+		return onPage(p, err)
 	}
 	if len(img) < 4 || img[0] != 0xff || img[1] != 0xd8 {
-		return fmt.Errorf("page %d: %w: the page could not be rendered", p, ErrDamaged)
+		return fmt.Errorf("%w: page %d could not be rendered", ErrDamaged, p)
 	}
 	c.calls.Add(1)
 	rec, err := c.ocr.Recognize(ctx, provider.Document{Data: img, MIME: "image/jpeg", Page: p, Format: c.format})
 	if err != nil {
-		return fmt.Errorf("page %d: %w", p, err)
+		return onPage(p, err)
 	}
 	text := rec.Text
 	if strings.TrimSpace(text) == "" && len(rec.Pages) > 0 {
@@ -409,7 +409,7 @@ func (c *conversion) ocrPage(ctx context.Context, p int) error {
 	content := text
 	if c.format == "html" && text != "" && rec.Format != "html" {
 		if content, err = markdownToHTML(text); err != nil {
-			return fmt.Errorf("page %d: convert the provider's markdown: %w", p, err)
+			return onPage(p, fmt.Errorf("converting the provider's markdown: %w", err))
 		}
 	}
 	if content != "" && !strings.HasSuffix(content, "\n") {
@@ -417,6 +417,14 @@ func (c *conversion) ocrPage(ctx context.Context, p int) error {
 	}
 	c.pages[p-1] = pageOut{content: content, ocr: true, model: rec.Model, request: rec.Request, rawData: rec.RawData}
 	return nil
+}
+
+// onPage says which page err happened on. The page comes last: a row's
+// error must start with what went wrong, and a provider's failure must
+// read "provider error (category=…, status=…)" from its first character
+// (the spec's form), so "… on page 2" follows it.
+func onPage(page int, err error) error {
+	return fmt.Errorf("%w on page %d", err, page)
 }
 
 // dpi is the configured resolution, lowered for pages so large that the

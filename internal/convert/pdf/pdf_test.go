@@ -206,7 +206,7 @@ func TestAProviderErrorFailsTheFileNamingThePage(t *testing.T) {
 	ocr := &recordingOCR{fail: map[int]error{2: perr}}
 	_, err := Convert(context.Background(), Config{DPI: 72}, readFile(t, "pdfbox", "eu-001.pdf"), Options{OCRAlways: true, Format: "html"}, ocr)
 	var got *provider.Error
-	if !errors.As(err, &got) || got.Status != 401 || !strings.HasPrefix(err.Error(), "page 2: provider error (category=auth, status=401)") {
+	if !errors.As(err, &got) || got.Status != 401 || err.Error() != "provider error (category=auth, status=401) on page 2" {
 		t.Fatalf("err = %v, want page 2's provider error", err)
 	}
 }
