@@ -141,7 +141,7 @@ func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
 		if err != nil {
 			return Output{}, err
 		}
-		return recognizePages(ctx, in.OCR, pages, c.cfg.PDF.PageConcurrency)
+		return c.recognizePages(ctx, in.OCR, pages)
 	case kindOffice:
 		if ocrAlways {
 			data, err := office.ToPDF(ctx, c.cfg.Office, detected, in.Data)
@@ -168,10 +168,11 @@ func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
 // many at once as PDF pages are (Config.PDF.PageConcurrency), and joins
 // their markdown in page order; a blank page contributes nothing. The
 // first failure stops the pages still waiting.
-func recognizePages(ctx context.Context, ocr provider.OCR, pages []provider.Document, limit int) (Output, error) {
+func (c *Converter) recognizePages(ctx context.Context, ocr provider.OCR, pages []provider.Document) (Output, error) {
 	if ocr == nil {
 		return Output{}, errors.New("images need an OCR provider and the job has none usable")
 	}
+	limit := c.cfg.PDF.PageConcurrency
 	if limit <= 0 {
 		limit = pdf.DefaultPageConcurrency
 	}
@@ -183,7 +184,7 @@ func recognizePages(ctx context.Context, ocr provider.OCR, pages []provider.Docu
 			break
 		}
 		g.Go(func() error {
-			rec, err := ocr.Recognize(gctx, p)
+			rec, err := c.recognizeImage(gctx, ocr, p)
 			if err != nil {
 				if p.Page > 0 {
 					return onPage(p.Page, err)
@@ -212,6 +213,29 @@ func recognizePages(ctx context.Context, ocr provider.OCR, pages []provider.Docu
 	out.Content = strings.Join(texts, "\n\n")
 	out.Request, out.RawData = strings.Join(requests, "\n"), strings.Join(raws, "\n")
 	return out, nil
+}
+
+// recognizeImage sends one page in a type the provider reads. Prepare
+// passes WebP and GIF through, which not every vendor reads: such a page
+// is re-encoded first when the provider says it does not read it, or
+// after it refused the page when it could not say.
+func (c *Converter) recognizeImage(ctx context.Context, ocr provider.OCR, page provider.Document) (provider.Recognition, error) {
+	reencoded := false
+	if ok, known := provider.Accepts(ctx, ocr, page.MIME); known && !ok {
+		var err error
+		if page, err = image.Reencode(c.cfg.Image, page); err != nil {
+			return provider.Recognition{}, err
+		}
+		reencoded = true
+	}
+	rec, err := ocr.Recognize(ctx, page)
+	if errors.Is(err, provider.ErrUnsupportedInput) && !reencoded && page.MIME != image.MIMEPNG && page.MIME != image.MIMEJPEG {
+		if page, err = image.Reencode(c.cfg.Image, page); err != nil {
+			return provider.Recognition{}, err
+		}
+		return ocr.Recognize(ctx, page)
+	}
+	return rec, err
 }
 
 // onPage says which page of a file err happened on, after the error
