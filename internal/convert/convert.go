@@ -82,9 +82,12 @@ func (e *UnsupportedError) Error() string { return "unsupported file type " + e.
 type kind int
 
 const (
-	kindNone kind = iota
-	kindText
-	kindMarkdown
+	kindNone     kind = iota
+	kindText          // plain: .txt files
+	kindMarkdown      // markdown: other text, kept as it is
+	kindJSON          // markdown: the JSON in a fenced block
+	kindCSV           // markdown: a table
+	kindTSV           // markdown: a table
 	kindHTML
 	kindXML
 	kindPDF
@@ -161,7 +164,7 @@ func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
 		}
 		return Output{Content: md, Format: job.FormatMarkdown, Model: model}, nil
 	}
-	return convertText(ctx, in, k, detected)
+	return c.convertText(ctx, in, k, detected)
 }
 
 // recognizePages has the provider read the pages of an image file, as
@@ -246,22 +249,38 @@ func onPage(page int, err error) error {
 	return fmt.Errorf("%w on page %d", err, page)
 }
 
-// convertText reads text, HTML and XML, which need no provider.
-func convertText(ctx context.Context, in Input, k kind, detected string) (Output, error) {
+// convertText reads text, HTML and XML, which need no provider. Only .txt
+// files are plain (the spec's table); other text is markdown: markdown and
+// other text as it is, JSON in a fenced block, CSV and TSV as a table.
+func (c *Converter) convertText(ctx context.Context, in Input, k kind, detected string) (Output, error) {
 	if err := ctx.Err(); err != nil {
 		return Output{}, err
 	}
 	switch k {
-	case kindText, kindMarkdown:
+	case kindText, kindMarkdown, kindJSON, kindCSV, kindTSV:
 		if len(in.Data) > maxTextBytes {
 			return Output{}, tooLarge("text", maxTextBytes)
 		}
 		text, cs := decodeText(in.Data, charsetParam(in.ContentType))
-		format := job.FormatPlain
-		if k == kindMarkdown {
-			format = job.FormatMarkdown
+		text = cleanText(text)
+		out := Output{Content: text, Format: job.FormatMarkdown, Model: ModelText, Charset: cs}
+		switch k {
+		case kindText:
+			out.Format = job.FormatPlain
+		case kindJSON:
+			out.Content = fenced(text, "json")
+		case kindCSV, kindTSV:
+			comma := ','
+			if k == kindTSV {
+				comma = '\t'
+			}
+			table, err := office.CSVMarkdown(ctx, c.cfg.Office, text, comma)
+			if err != nil {
+				return Output{}, err
+			}
+			out.Content, out.Model = table, office.ModelCSV
 		}
-		return Output{Content: cleanText(text), Format: format, Model: ModelText, Charset: cs}, nil
+		return out, nil
 	case kindHTML:
 		if len(in.Data) > maxHTMLBytes {
 			return Output{}, tooLarge("HTML", maxHTMLBytes)
@@ -282,6 +301,32 @@ func convertText(ctx context.Context, in Input, k kind, detected string) (Output
 		return Output{Content: content, Format: job.FormatXML, Model: ModelXML, Charset: cs}, nil
 	}
 	return Output{}, &UnsupportedError{Type: detected}
+}
+
+// fenced puts text in a fenced code block of the given language, so that
+// markdown readers take it as code and the chunker's markdown splitter
+// cuts a long one at line ends first, where prose would be cut at
+// sentences inside a line. The fence is
+// longer than any run of backticks in the text, so nothing in it closes
+// the block early. Blank text stays as it is.
+func fenced(text, lang string) string {
+	if strings.TrimSpace(text) == "" {
+		return text
+	}
+	run, longest := 0, 0
+	for i := 0; i < len(text); i++ {
+		if text[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return fence + lang + "\n" + text + fence
 }
 
 // DetectType returns the media type (without parameters) sniffed from data,
@@ -306,6 +351,13 @@ func detect(in Input) (kind, string) {
 	hint := extKind(in.Name)
 	if hint == kindNone {
 		hint = mediaKind(baseType(in.ContentType))
+		// The spec makes .txt plain and other text markdown. A name
+		// without an extension declared text/plain (a download called
+		// "notes" served as text/plain) is the one other case read as
+		// plain; a .log or .yaml declared text/plain is not .txt.
+		if hint == kindText && fileExt(in.Name) != "" {
+			hint = kindMarkdown
+		}
 	}
 	switch sniffed {
 	case kindBinary, kindPDF, kindImage, kindOffice:
@@ -353,23 +405,40 @@ func sniffKind(m *mimetype.MIME) kind {
 			return kindOffice
 		}
 	}
+	// Text without a name or type to go by is markdown, as the spec has
+	// everything but .txt. Only JSON is told apart by its bytes (sniffing
+	// parses it); a CSV guess is not trusted, since prose with a comma per
+	// line sniffs as CSV: a table needs the name or the declared type.
 	for p := m; p != nil; p = p.Parent() {
 		switch {
 		case p.Is("text/xml"):
 			return kindXML
+		case p.Is("application/json"):
+			return kindJSON
 		case p.Is("text/plain"):
-			return kindText
+			return kindMarkdown
 		}
 	}
 	return kindBinary
 }
 
+// fileExt is name's extension, lower-cased, with its dot; "" for none.
+func fileExt(name string) string {
+	return strings.ToLower(path.Ext(path.Base(strings.ReplaceAll(name, `\`, "/"))))
+}
+
 func extKind(name string) kind {
-	switch strings.ToLower(path.Ext(strings.ReplaceAll(name, `\`, "/"))) {
-	case ".txt", ".text", ".log":
+	switch fileExt(name) {
+	case ".txt":
 		return kindText
 	case ".md", ".markdown":
 		return kindMarkdown
+	case ".json":
+		return kindJSON
+	case ".csv":
+		return kindCSV
+	case ".tsv", ".tab":
+		return kindTSV
 	case ".html", ".htm", ".xhtml", ".shtml":
 		return kindHTML
 	case ".xml":
@@ -384,6 +453,12 @@ func mediaKind(mt string) kind {
 		return kindText
 	case mt == "text/markdown" || mt == "text/x-markdown":
 		return kindMarkdown
+	case mt == "text/csv" || mt == "application/csv":
+		return kindCSV
+	case mt == "text/tab-separated-values":
+		return kindTSV
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		return kindJSON
 	case mt == "text/html" || mt == "application/xhtml+xml":
 		return kindHTML
 	case mt == "text/xml" || mt == "application/xml" || strings.HasSuffix(mt, "+xml"):
