@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/gabriel-vasile/mimetype"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/convert/office"
@@ -81,9 +82,12 @@ func (e *UnsupportedError) Error() string { return "unsupported file type " + e.
 type kind int
 
 const (
-	kindNone kind = iota
-	kindText
-	kindMarkdown
+	kindNone     kind = iota
+	kindText          // plain: .txt files
+	kindMarkdown      // markdown: other text, kept as it is
+	kindJSON          // markdown: the JSON in a fenced block
+	kindCSV           // markdown: a table
+	kindTSV           // markdown: a table
 	kindHTML
 	kindXML
 	kindPDF
@@ -140,7 +144,7 @@ func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
 		if err != nil {
 			return Output{}, err
 		}
-		return recognizePages(ctx, in.OCR, pages)
+		return c.recognizePages(ctx, in.OCR, pages)
 	case kindOffice:
 		if ocrAlways {
 			data, err := office.ToPDF(ctx, c.cfg.Office, detected, in.Data)
@@ -160,26 +164,49 @@ func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
 		}
 		return Output{Content: md, Format: job.FormatMarkdown, Model: model}, nil
 	}
-	return convertText(ctx, in, k, detected)
+	return c.convertText(ctx, in, k, detected)
 }
 
-// recognizePages sends each page to the provider in order and joins the
-// markdown; a blank page contributes nothing.
-func recognizePages(ctx context.Context, ocr provider.OCR, pages []provider.Document) (Output, error) {
+// recognizePages has the provider read the pages of an image file, as
+// many at once as PDF pages are (Config.PDF.PageConcurrency), and joins
+// their markdown in page order; a blank page contributes nothing. The
+// first failure stops the pages still waiting.
+func (c *Converter) recognizePages(ctx context.Context, ocr provider.OCR, pages []provider.Document) (Output, error) {
 	if ocr == nil {
 		return Output{}, errors.New("images need an OCR provider and the job has none usable")
 	}
-	var out Output
-	var texts, requests, raws []string
-	for _, p := range pages {
-		rec, err := ocr.Recognize(ctx, p)
-		out.ProviderCalls++
-		if err != nil {
-			if p.Page > 0 {
-				return Output{}, fmt.Errorf("page %d: %w", p.Page, err)
-			}
-			return Output{}, err
+	limit := c.cfg.PDF.PageConcurrency
+	if limit <= 0 {
+		limit = pdf.DefaultPageConcurrency
+	}
+	recs := make([]provider.Recognition, len(pages))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
+	for i, p := range pages {
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error {
+			rec, err := c.recognizeImage(gctx, ocr, p)
+			if err != nil {
+				if p.Page > 0 {
+					return onPage(p.Page, err)
+				}
+				return err
+			}
+			recs[i] = rec
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return Output{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Output{}, err
+	}
+	out := Output{Format: job.FormatMarkdown, ProviderCalls: len(pages)}
+	var texts, requests, raws []string
+	for _, rec := range recs {
 		if t := strings.TrimSpace(rec.Text); t != "" {
 			texts = append(texts, t)
 		}
@@ -187,27 +214,73 @@ func recognizePages(ctx context.Context, ocr provider.OCR, pages []provider.Docu
 		out.Model = rec.Model
 	}
 	out.Content = strings.Join(texts, "\n\n")
-	out.Format = job.FormatMarkdown
 	out.Request, out.RawData = strings.Join(requests, "\n"), strings.Join(raws, "\n")
 	return out, nil
 }
 
-// convertText reads text, HTML and XML, which need no provider.
-func convertText(ctx context.Context, in Input, k kind, detected string) (Output, error) {
+// recognizeImage sends one page in a type the provider reads. Prepare
+// passes WebP and GIF through, which not every vendor reads: such a page
+// is re-encoded first when the provider says it does not read it, or
+// after it refused the page when it could not say.
+func (c *Converter) recognizeImage(ctx context.Context, ocr provider.OCR, page provider.Document) (provider.Recognition, error) {
+	reencoded := false
+	if ok, known := provider.Accepts(ctx, ocr, page.MIME); known && !ok {
+		var err error
+		if page, err = image.Reencode(c.cfg.Image, page); err != nil {
+			return provider.Recognition{}, err
+		}
+		reencoded = true
+	}
+	rec, err := ocr.Recognize(ctx, page)
+	if errors.Is(err, provider.ErrUnsupportedInput) && !reencoded && page.MIME != image.MIMEPNG && page.MIME != image.MIMEJPEG {
+		if page, err = image.Reencode(c.cfg.Image, page); err != nil {
+			return provider.Recognition{}, err
+		}
+		return ocr.Recognize(ctx, page)
+	}
+	return rec, err
+}
+
+// onPage says which page of a file err happened on, after the error
+// itself: a provider's failure must read "provider error (category=…,
+// status=…)" from the row's first character (the spec's form), as the PDF
+// path does.
+func onPage(page int, err error) error {
+	return fmt.Errorf("%w on page %d", err, page)
+}
+
+// convertText reads text, HTML and XML, which need no provider. Only .txt
+// files are plain (the spec's table); other text is markdown: markdown and
+// other text as it is, JSON in a fenced block, CSV and TSV as a table.
+func (c *Converter) convertText(ctx context.Context, in Input, k kind, detected string) (Output, error) {
 	if err := ctx.Err(); err != nil {
 		return Output{}, err
 	}
 	switch k {
-	case kindText, kindMarkdown:
+	case kindText, kindMarkdown, kindJSON, kindCSV, kindTSV:
 		if len(in.Data) > maxTextBytes {
 			return Output{}, tooLarge("text", maxTextBytes)
 		}
 		text, cs := decodeText(in.Data, charsetParam(in.ContentType))
-		format := job.FormatPlain
-		if k == kindMarkdown {
-			format = job.FormatMarkdown
+		text = cleanText(text)
+		out := Output{Content: text, Format: job.FormatMarkdown, Model: ModelText, Charset: cs}
+		switch k {
+		case kindText:
+			out.Format = job.FormatPlain
+		case kindJSON:
+			out.Content = fenced(text, "json")
+		case kindCSV, kindTSV:
+			comma := ','
+			if k == kindTSV {
+				comma = '\t'
+			}
+			table, err := office.CSVMarkdown(ctx, c.cfg.Office, text, comma)
+			if err != nil {
+				return Output{}, err
+			}
+			out.Content, out.Model = table, office.ModelCSV
 		}
-		return Output{Content: cleanText(text), Format: format, Model: ModelText, Charset: cs}, nil
+		return out, nil
 	case kindHTML:
 		if len(in.Data) > maxHTMLBytes {
 			return Output{}, tooLarge("HTML", maxHTMLBytes)
@@ -228,6 +301,32 @@ func convertText(ctx context.Context, in Input, k kind, detected string) (Output
 		return Output{Content: content, Format: job.FormatXML, Model: ModelXML, Charset: cs}, nil
 	}
 	return Output{}, &UnsupportedError{Type: detected}
+}
+
+// fenced puts text in a fenced code block of the given language, so that
+// markdown readers take it as code and the chunker's markdown splitter
+// cuts a long one at line ends first, where prose would be cut at
+// sentences inside a line. The fence is
+// longer than any run of backticks in the text, so nothing in it closes
+// the block early. Blank text stays as it is.
+func fenced(text, lang string) string {
+	if strings.TrimSpace(text) == "" {
+		return text
+	}
+	run, longest := 0, 0
+	for i := 0; i < len(text); i++ {
+		if text[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return fence + lang + "\n" + text + fence
 }
 
 // DetectType returns the media type (without parameters) sniffed from data,
@@ -252,6 +351,13 @@ func detect(in Input) (kind, string) {
 	hint := extKind(in.Name)
 	if hint == kindNone {
 		hint = mediaKind(baseType(in.ContentType))
+		// The spec makes .txt plain and other text markdown. A name
+		// without an extension declared text/plain (a download called
+		// "notes" served as text/plain) is the one other case read as
+		// plain; a .log or .yaml declared text/plain is not .txt.
+		if hint == kindText && fileExt(in.Name) != "" {
+			hint = kindMarkdown
+		}
 	}
 	switch sniffed {
 	case kindBinary, kindPDF, kindImage, kindOffice:
@@ -299,23 +405,40 @@ func sniffKind(m *mimetype.MIME) kind {
 			return kindOffice
 		}
 	}
+	// Text without a name or type to go by is markdown, as the spec has
+	// everything but .txt. Only JSON is told apart by its bytes (sniffing
+	// parses it); a CSV guess is not trusted, since prose with a comma per
+	// line sniffs as CSV: a table needs the name or the declared type.
 	for p := m; p != nil; p = p.Parent() {
 		switch {
 		case p.Is("text/xml"):
 			return kindXML
+		case p.Is("application/json"):
+			return kindJSON
 		case p.Is("text/plain"):
-			return kindText
+			return kindMarkdown
 		}
 	}
 	return kindBinary
 }
 
+// fileExt is name's extension, lower-cased, with its dot; "" for none.
+func fileExt(name string) string {
+	return strings.ToLower(path.Ext(path.Base(strings.ReplaceAll(name, `\`, "/"))))
+}
+
 func extKind(name string) kind {
-	switch strings.ToLower(path.Ext(strings.ReplaceAll(name, `\`, "/"))) {
-	case ".txt", ".text", ".log":
+	switch fileExt(name) {
+	case ".txt":
 		return kindText
 	case ".md", ".markdown":
 		return kindMarkdown
+	case ".json":
+		return kindJSON
+	case ".csv":
+		return kindCSV
+	case ".tsv", ".tab":
+		return kindTSV
 	case ".html", ".htm", ".xhtml", ".shtml":
 		return kindHTML
 	case ".xml":
@@ -330,6 +453,12 @@ func mediaKind(mt string) kind {
 		return kindText
 	case mt == "text/markdown" || mt == "text/x-markdown":
 		return kindMarkdown
+	case mt == "text/csv" || mt == "application/csv":
+		return kindCSV
+	case mt == "text/tab-separated-values":
+		return kindTSV
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		return kindJSON
 	case mt == "text/html" || mt == "application/xhtml+xml":
 		return kindHTML
 	case mt == "text/xml" || mt == "application/xml" || strings.HasSuffix(mt, "+xml"):

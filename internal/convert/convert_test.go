@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/docjobs/docjobs/internal/convert/office"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/provider"
 )
@@ -116,13 +118,21 @@ func TestDetection(t *testing.T) {
 		{"HTML source named .txt stays text", Input{Name: "page.txt", Data: []byte("<!DOCTYPE html><p>hi</p>")}, job.FormatPlain, ModelText, ""},
 		{"XHTML is HTML", Input{Name: "x", Data: []byte(`<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><body><p>hi</p></body></html>`)}, job.FormatHTML, ModelHTML, ""},
 		{"markdown by name", Input{Name: "README.md", Data: []byte("# Title\n")}, job.FormatMarkdown, ModelText, ""},
-		{"JSON is text", Input{Name: "data.json", Data: []byte(`{"a": 1}`)}, job.FormatPlain, ModelText, ""},
-		{"CSV is text", Input{Name: "data.csv", Data: []byte("a,b\n1,2\n")}, job.FormatPlain, ModelText, ""},
+		{"JSON is markdown", Input{Name: "data.json", Data: []byte(`{"a": 1}`)}, job.FormatMarkdown, ModelText, ""},
+		{"JSON by content is markdown", Input{Name: "export", Data: []byte(`{"a": 1}`)}, job.FormatMarkdown, ModelText, ""},
+		{"CSV is a markdown table", Input{Name: "data.csv", Data: []byte("a,b\n1,2\n")}, job.FormatMarkdown, "csv", ""},
+		{"CSV by Content-Type is a markdown table", Input{Name: "download", ContentType: "text/csv", Data: []byte("a,b\n1,2\n")}, job.FormatMarkdown, "csv", ""},
+		{"a log file is markdown", Input{Name: "server.log", Data: []byte("12:00 started\n")}, job.FormatMarkdown, ModelText, ""},
+		{"a log file declared text/plain is still not .txt", Input{Name: "server.log", ContentType: "text/plain", Data: []byte("12:00 started\n")}, job.FormatMarkdown, ModelText, ""},
+		{"text without a name or type is markdown", Input{Name: "notes", Data: []byte("hello")}, job.FormatMarkdown, ModelText, ""},
+		{"text without an extension declared text/plain is plain", Input{Name: "notes", ContentType: "text/plain; charset=utf-8", Data: []byte("hello")}, job.FormatPlain, ModelText, ""},
+		{"comma-separated prose without a name is not a table", Input{Name: "notes", Data: []byte("hello, world\nsee you, then\n")}, job.FormatMarkdown, ModelText, ""},
 		{"empty file is empty text", Input{Name: "empty.txt"}, job.FormatPlain, ModelText, ""},
 		{"OCR_ALWAYS parses text too", Input{Name: "a.html", Data: []byte("<p>x</p>"), Mode: job.ExtractionOCRAlways}, job.FormatHTML, ModelHTML, ""},
 		{"binary without a text hint", Input{Name: "blob", Data: []byte{0, 1, 2, 3, 0xff, 0xfe, 0, 0, 7, 8}}, "", "", "application/octet-stream"},
 		{"binary named .txt", Input{Name: "blob.txt", Data: []byte{0, 1, 2, 3, 0xff, 0x00, 0, 0, 7, 8, 0x1b, 0x1c}}, "", "", "application/octet-stream"},
 		{"UTF-16 without BOM named .txt", Input{Name: "u.txt", Data: []byte("h\x00e\x00l\x00l\x00o\x00")}, job.FormatPlain, ModelText, ""},
+		{"UTF-16 without BOM named .csv", Input{Name: "u.csv", Data: []byte("a\x00,\x00b\x00\n\x001\x00,\x002\x00")}, job.FormatMarkdown, "csv", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,6 +175,51 @@ func TestText(t *testing.T) {
 				t.Errorf("Content = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestTextThatIsNotTXTIsMarkdown: the spec's table makes only .txt plain;
+// the rest of text comes back as markdown, JSON fenced so that its lines
+// stay code, CSV and TSV as a table bounded like an XLSX sheet.
+func TestTextThatIsNotTXTIsMarkdown(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{"markdown as it is", Input{Name: "a.md", Data: []byte("# T\n\n- x\n")}, "# T\n\n- x\n"},
+		{"a log as it is", Input{Name: "a.log", Data: []byte("# not a heading\r\nline")}, "# not a heading\nline"},
+		{"JSON fenced", Input{Name: "a.json", Data: []byte("{\"a\": [1, 2]}\n")}, "```json\n{\"a\": [1, 2]}\n```"},
+		{"JSON holding a fence gets a longer one", Input{Name: "a.json", Data: []byte("{\"md\": \"```go\"}")}, "````json\n{\"md\": \"```go\"}\n````"},
+		{"blank JSON stays blank", Input{Name: "a.json", Data: []byte("  \n")}, "  \n"},
+		{"CSV as a table", Input{Name: "a.csv", Data: []byte("name,total\r\n\"Smith, J\",12\r\nx|y,\"two\nlines\"\r\n")},
+			"| name | total |\n| --- | --- |\n| Smith, J | 12 |\n| x\\|y | two<br>lines |"},
+		{"ragged CSV rows padded", Input{Name: "a.csv", Data: []byte("a,b,c\n1\n")}, "| a | b | c |\n| --- | --- | --- |\n| 1 |  |  |"},
+		{"TSV as a table", Input{Name: "a.tsv", Data: []byte("a\tb\n1\t2\n")}, "| a | b |\n| --- | --- |\n| 1 | 2 |"},
+		{"CSV cells escaped for markdown", Input{Name: "a.csv", Data: []byte("h\n*not bold*\n")}, "| h |\n| --- |\n| \\*not bold\\* |"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := convert(t, tt.in)
+			if out.Content != tt.want || out.Format != job.FormatMarkdown {
+				t.Errorf("Content (%s) =\n%q\nwant\n%q", out.Format, out.Content, tt.want)
+			}
+		})
+	}
+}
+
+func TestALongCSVIsCutLikeAnXLSXSheet(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("n,square\n")
+	for i := range 30 {
+		fmt.Fprintf(&b, "%d,%d\n", i, i*i)
+	}
+	out, err := New(Config{Office: office.Config{MaxRows: 10}}).Convert(context.Background(), Input{Name: "a.csv", Data: []byte(b.String())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := strings.Count(out.Content, "\n| "); rows != 10 || !strings.HasSuffix(out.Content, "| 8 | 64 |\n\n… 21 more rows omitted") {
+		t.Fatalf("%d lines after the header:\n%s\nwant the delimiter, 9 rows (10 with the header) and a note on the 21 cut", rows, out.Content)
 	}
 }
 
@@ -462,7 +517,7 @@ func FuzzConvert(f *testing.F) {
 	f.Add([]byte("<p onclick=x>a<script>b</script></p>"), uint8(1))
 	f.Add([]byte(`<?xml version="1.0"?><a><b/></a>`), uint8(2))
 	f.Add([]byte("\xff\xfeh\x00i\x00"), uint8(0))
-	names := []string{"f.txt", "f.html", "f.xml", "f", "f.md"}
+	names := []string{"f.txt", "f.html", "f.xml", "f", "f.md", "f.csv", "f.tsv", "f.json"}
 	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
 		name := names[int(which)%len(names)]
 		out, err := New(Config{}).Convert(context.Background(), Input{Name: name, Data: data})

@@ -100,6 +100,25 @@ func (e *Error) Retryable() bool {
 // its vendor does not take (for example a PDF sent to a vision chat model).
 var ErrUnsupportedInput = errors.New("the provider does not accept this input type")
 
+// Accepter is an OCR that can tell, before any call, whether it reads
+// documents of a MIME type, so that callers convert what it does not read
+// instead of being refused. Adapters know their vendor's list; wrappers
+// pass the question on (a wrapper around an OCR that cannot tell answers
+// known=false). Answering may open the adapter (a job's provider is opened
+// on first use), hence the context.
+type Accepter interface {
+	Accepts(ctx context.Context, mime string) (ok, known bool)
+}
+
+// Accepts asks ocr whether it reads mime. known is false when ocr cannot
+// tell: the caller then sends what it has and handles ErrUnsupportedInput.
+func Accepts(ctx context.Context, ocr OCR, mime string) (ok, known bool) {
+	if a, is := ocr.(Accepter); is {
+		return a.Accepts(ctx, mime)
+	}
+	return false, false
+}
+
 // CategoryForStatus classifies an HTTP status.
 func CategoryForStatus(status int) Category {
 	switch {

@@ -115,6 +115,12 @@ func (r retryingOCR) Recognize(ctx context.Context, doc Document) (Recognition, 
 	})
 }
 
+// Accepts passes the question on: retrying changes nothing about what the
+// vendor reads.
+func (r retryingOCR) Accepts(ctx context.Context, mime string) (ok, known bool) {
+	return Accepts(ctx, r.next, mime)
+}
+
 // ParseRetryAfter reads how long a vendor asks to wait: Retry-After-Ms
 // (OpenAI-style), else Retry-After in seconds or as an HTTP date. It
 // returns 0 when there is none or it is unreadable.

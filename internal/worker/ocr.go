@@ -61,6 +61,17 @@ func (l *lazyOCR) Recognize(ctx context.Context, doc provider.Document) (provide
 	return l.ocr.Recognize(ctx, doc)
 }
 
+// Accepts opens the provider, as the call it comes before would; a
+// provider that cannot be opened cannot tell, and the call then fails
+// with the reason.
+func (l *lazyOCR) Accepts(ctx context.Context, mime string) (ok, known bool) {
+	l.once.Do(func() { l.ocr, l.err = l.open(ctx) })
+	if l.err != nil {
+		return false, false
+	}
+	return provider.Accepts(ctx, l.ocr, mime)
+}
+
 // errNoSecret is returned when the job holds no such secret (none was
 // given, or it was erased when the job ended).
 var errNoSecret = errors.New("the provider key is no longer stored for this job")
@@ -116,6 +127,11 @@ func (c *cachedOCR) Recognize(ctx context.Context, doc provider.Document) (provi
 	return remembered(ctx, c.store, c.jobID, c.fileIndex, key, func() (provider.Recognition, error) {
 		return c.next.Recognize(ctx, doc)
 	})
+}
+
+// Accepts passes the question on: the cache keeps answers, not types.
+func (c *cachedOCR) Accepts(ctx context.Context, mime string) (ok, known bool) {
+	return provider.Accepts(ctx, c.next, mime)
 }
 
 // remembered returns the answer kept under key for a job's file, or calls

@@ -87,3 +87,28 @@ func TestTheOCRProviderIsOpenedOnlyWhenAPageNeedsIt(t *testing.T) {
 		t.Fatalf("err = %v, want the reason the provider could not be opened", err)
 	}
 }
+
+// pngOnlyOCR reads PNG only and says so.
+type pngOnlyOCR struct{ countingOCR }
+
+func (*pngOnlyOCR) Accepts(_ context.Context, mime string) (ok, known bool) {
+	return mime == "image/png", true
+}
+
+// TestTheJobsProviderSaysWhichTypesItReads: the page cache and the lazy
+// opening pass the question to the adapter, so recognition can convert a
+// page the vendor would refuse; a provider that cannot be opened cannot
+// tell, and its call then fails with the reason.
+func TestTheJobsProviderSaysWhichTypesItReads(t *testing.T) {
+	ctx := context.Background()
+	ocr := &cachedOCR{next: &lazyOCR{open: func(context.Context) (provider.OCR, error) { return &pngOnlyOCR{}, nil }}}
+	for mime, want := range map[string]bool{"image/png": true, "image/gif": false} {
+		if ok, known := provider.Accepts(ctx, ocr, mime); ok != want || !known {
+			t.Errorf("Accepts(%s) = %v, %v; want %v, known", mime, ok, known, want)
+		}
+	}
+	failing := &cachedOCR{next: &lazyOCR{open: func(context.Context) (provider.OCR, error) { return nil, errors.New("no key") }}}
+	if ok, known := provider.Accepts(ctx, failing, "image/png"); ok || known {
+		t.Errorf("Accepts on a provider that cannot be opened = %v, %v; want unknown", ok, known)
+	}
+}

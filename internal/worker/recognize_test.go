@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,19 +37,25 @@ func (f sourceFetcher) Discard(context.Context, fetch.Result) error { return nil
 func (f sourceFetcher) Read(context.Context, string, int64) ([]byte, error) { return f.data, nil }
 
 func TestRecognizeTurnsInputProblemsIntoRowsAndRetriesTransientOnes(t *testing.T) {
+	elf := append([]byte("\x7fELF\x02\x01\x01\x00"), make([]byte, 56)...)
 	tests := []struct {
 		name       string
 		fetcher    sourceFetcher
 		wantRetry  bool
 		wantStatus job.RowStatus
 		wantFormat string
+		wantError  string // part of a FAILED row's error
 	}{
-		{"text file", sourceFetcher{data: []byte("hello")}, false, job.RowDone, job.FormatPlain},
-		{"zero bytes", sourceFetcher{data: []byte{}}, false, job.RowSkipped, ""},
-		{"unsupported type", sourceFetcher{data: []byte("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")}, false, job.RowFailed, ""},
-		{"404 is final", sourceFetcher{fetchErr: &fetch.Error{Msg: "download of x failed: 404 Not Found"}}, false, job.RowFailed, ""},
-		{"503 is retried", sourceFetcher{fetchErr: &fetch.Error{Msg: "503", Retryable: true}}, true, "", ""},
-		{"an unclassified error is retried", sourceFetcher{fetchErr: errors.New("boom")}, true, "", ""},
+		{"text file", sourceFetcher{data: []byte("hello")}, false, job.RowDone, job.FormatPlain, ""},
+		{"zero bytes", sourceFetcher{data: []byte{}}, false, job.RowSkipped, "", ""},
+		{"a truncated PDF fails as damaged", sourceFetcher{data: []byte("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")}, false, job.RowFailed, "", "the PDF is damaged"},
+		// The fetcher names every file a.txt: the type comes from the bytes.
+		{"an executable names its type", sourceFetcher{data: elf}, false, job.RowFailed, "", "unsupported file type application/x-elf"},
+		{"a zip that is no office document names its type", sourceFetcher{data: zipOf(t, "photo.jpg", "notes/readme.md")}, false, job.RowFailed, "",
+			"unsupported file type application/zip (a zip archive that is not an office document)"},
+		{"404 is final", sourceFetcher{fetchErr: &fetch.Error{Msg: "download of x failed: 404 Not Found"}}, false, job.RowFailed, "", "404 Not Found"},
+		{"503 is retried", sourceFetcher{fetchErr: &fetch.Error{Msg: "503", Retryable: true}}, true, "", "", ""},
+		{"an unclassified error is retried", sourceFetcher{fetchErr: errors.New("boom")}, true, "", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,11 +76,31 @@ func TestRecognizeTurnsInputProblemsIntoRowsAndRetriesTransientOnes(t *testing.T
 			if row.Status != tt.wantStatus || row.OutputFormat != tt.wantFormat {
 				t.Fatalf("row = %s %q (%s), want %s %q", row.Status, row.OutputFormat, row.Error, tt.wantStatus, tt.wantFormat)
 			}
-			if row.Status == job.RowFailed && row.Error == "" {
-				t.Fatal("a FAILED row must say why")
+			if row.Status == job.RowFailed && (row.Error == "" || !strings.Contains(row.Error, tt.wantError)) {
+				t.Fatalf("FAILED row says %q, want it to say %q", row.Error, tt.wantError)
 			}
 		})
 	}
+}
+
+// zipOf is a zip archive of empty entries with the given names.
+func zipOf(t *testing.T, names ...string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, n := range names {
+		w, err := zw.Create(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte("content of " + n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // wordChunker splits text into chunks of n words.
@@ -132,7 +160,7 @@ func TestABusyProviderIsRetriedLaterAndARefusingOneFailsTheRow(t *testing.T) {
 			w := newFileWorker(Config{}.withDefaults(), Deps{
 				Fetcher: sourceFetcher{data: []byte("\x89PNG\r\n\x1a\n")},
 				Convert: func(context.Context, convert.Input) (convert.Output, error) {
-					return convert.Output{}, fmt.Errorf("page 1: %w", tt.err)
+					return convert.Output{}, fmt.Errorf("%w on page 1", tt.err)
 				},
 				Logger: slog.Default(),
 			})

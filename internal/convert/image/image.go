@@ -10,7 +10,9 @@
 // lossless and every vendor and Tesseract read it; the exceptions are
 // rotated JPEGs and pages whose PNG would exceed the smallest vendor image
 // limit, which become JPEG at quality 90 (photos are lossy already, and a
-// phone photo as PNG is five to ten times larger than as JPEG).
+// phone photo as PNG is five to ten times larger than as JPEG). Not every
+// consumer reads WebP and GIF (Gemini reads no GIF, most servers of the
+// OpenAI protocol neither): Reencode turns such a page into PNG for them.
 package image
 
 import (
@@ -22,6 +24,7 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"strconv"
 
 	"golang.org/x/image/bmp"
@@ -73,12 +76,12 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	msg := fmt.Sprintf("the image is %d×%d pixels, over the %s-megapixel limit",
-		e.Width, e.Height, strconv.FormatFloat(float64(e.Limit)/1e6, 'f', -1, 64))
+	what := "the image"
 	if e.Page > 0 {
-		return fmt.Sprintf("page %d: %s", e.Page, msg)
+		what = fmt.Sprintf("page %d of the TIFF", e.Page)
 	}
-	return msg
+	return fmt.Sprintf("%s is %d×%d pixels, over the %s-megapixel limit",
+		what, e.Width, e.Height, strconv.FormatFloat(float64(e.Limit)/1e6, 'f', -1, 64))
 }
 
 // checkPixels refuses empty images and images over the limit, without
@@ -221,6 +224,49 @@ func prepareSingle(cfg Config, f format, data []byte) (provider.Document, error)
 		return provider.Document{}, err
 	}
 	return provider.Document{Data: out, MIME: outMIME, Format: "markdown"}, nil
+}
+
+// Reencode returns page in a type every vendor and Tesseract read: PNG
+// (JPEG when the PNG would pass the smallest vendor limit, as Prepare
+// does), for a consumer that does not read the type Prepare left it in.
+// PNG and JPEG pages come back as they are; so do Page and Format.
+func Reencode(cfg Config, page provider.Document) (provider.Document, error) {
+	if page.MIME == MIMEPNG || page.MIME == MIMEJPEG {
+		return page, nil
+	}
+	cfg = cfg.withDefaults()
+	var (
+		decodeConfig func(io.Reader) (image.Config, error)
+		decode       func(io.Reader) (image.Image, error)
+	)
+	f := sniff(page.Data)
+	switch f {
+	case formatGIF:
+		decodeConfig, decode = gif.DecodeConfig, gif.Decode
+	case formatWebP:
+		decodeConfig, decode = webp.DecodeConfig, webp.Decode
+	case formatBMP:
+		decodeConfig, decode = bmp.DecodeConfig, bmp.Decode
+	default:
+		return provider.Document{}, fmt.Errorf("%w: a %s page cannot be re-encoded", ErrUnsupported, page.MIME)
+	}
+	c, err := decodeConfig(bytes.NewReader(page.Data))
+	if err != nil {
+		return provider.Document{}, fmt.Errorf("the %s header cannot be read: %w", f, err)
+	}
+	if err := checkPixels(int64(c.Width), int64(c.Height), cfg.MaxPixels, page.Page); err != nil {
+		return provider.Document{}, err
+	}
+	img, err := decode(bytes.NewReader(page.Data))
+	if err != nil {
+		return provider.Document{}, fmt.Errorf("the %s image cannot be decoded: %w", f, err)
+	}
+	out, mime, err := encode(img, false)
+	if err != nil {
+		return provider.Document{}, err
+	}
+	page.Data, page.MIME = out, mime
+	return page, nil
 }
 
 // maxPNGBytes is the size above which a re-encoded page goes out as JPEG

@@ -229,7 +229,7 @@ func TestPrepareRefusesHostileTIFFs(t *testing.T) {
 		if !errors.As(err, &tl) || tl.Page != 3 {
 			t.Fatalf("err = %v, want a TooLargeError for page 3", err)
 		}
-		if want := "page 3: the image is 50000×50000 pixels, over the 100-megapixel limit"; err.Error() != want {
+		if want := "page 3 of the TIFF is 50000×50000 pixels, over the 100-megapixel limit"; err.Error() != want {
 			t.Errorf("message = %q, want %q", err, want)
 		}
 	})

@@ -25,9 +25,17 @@ func TestNoLibreOffice(t *testing.T) {
 	if !errors.Is(err, ErrNoLibreOffice) || !strings.Contains(err.Error(), "not installed") {
 		t.Errorf("Markdown = %v, want ErrNoLibreOffice", err)
 	}
+	// A DOCX needs LibreOffice only to be rendered for OCR_ALWAYS: the
+	// message names the mode and the way out, not the file type.
 	_, err = ToPDF(context.Background(), missing, DOCX, readTestdata(t, "docx/TestDocument.docx"))
-	if !errors.Is(err, ErrNoLibreOffice) {
-		t.Errorf("ToPDF = %v, want ErrNoLibreOffice", err)
+	want := "OCR_ALWAYS renders office files through LibreOffice, which is not installed on this server; use EXTRACTION_MODE_HYBRID or install libreoffice"
+	if !errors.Is(err, ErrNoLibreOffice) || err.Error() != want {
+		t.Errorf("ToPDF(DOCX) = %v, want ErrNoLibreOffice saying %q", err, want)
+	}
+	// A legacy file needs it in either mode.
+	_, err = ToPDF(context.Background(), missing, mimetype.Detect(doc).String(), doc)
+	if !errors.Is(err, ErrNoLibreOffice) || !strings.HasPrefix(err.Error(), ErrNoLibreOffice.Error()) {
+		t.Errorf("ToPDF(DOC) = %v, want %v", err, ErrNoLibreOffice)
 	}
 
 	t.Setenv("PATH", t.TempDir())

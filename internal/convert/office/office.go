@@ -111,6 +111,12 @@ const (
 // ErrNoLibreOffice is returned when a conversion needs LibreOffice and it is not installed.
 var ErrNoLibreOffice = errors.New("this file type needs LibreOffice, which is not installed on this server")
 
+// errOCRAlwaysNoLibreOffice is ErrNoLibreOffice for a DOCX, PPTX or XLSX
+// that ToPDF was asked to render: the file type needs nothing, the mode
+// does, and the sentence says what to change.
+var errOCRAlwaysNoLibreOffice = &docError{class: ErrNoLibreOffice,
+	msg: "OCR_ALWAYS renders office files through LibreOffice, which is not installed on this server; use EXTRACTION_MODE_HYBRID or install libreoffice"}
+
 // Sentinel errors callers may branch on with errors.Is. The errors
 // returned carry full sentences for the row; these only classify them.
 var (
@@ -189,7 +195,9 @@ func Markdown(ctx context.Context, cfg Config, kind string, data []byte) (md str
 }
 
 // ToPDF renders an office document to PDF with LibreOffice, for
-// EXTRACTION_MODE_OCR_ALWAYS.
+// EXTRACTION_MODE_OCR_ALWAYS. Without LibreOffice a DOCX, PPTX or XLSX
+// fails saying that the mode needs it (HYBRID reads them natively); a
+// legacy file says that its type does.
 func ToPDF(ctx context.Context, cfg Config, kind string, data []byte) ([]byte, error) {
 	cfg = cfg.withDefaults()
 	k := baseKind(kind)
@@ -220,6 +228,9 @@ func ToPDF(ctx context.Context, cfg Config, kind string, data []byte) ([]byte, e
 	}
 	bin, err := sofficePath(cfg)
 	if err != nil {
+		if errors.Is(err, ErrNoLibreOffice) && (ext == "docx" || ext == "pptx" || ext == "xlsx") {
+			return nil, errOCRAlwaysNoLibreOffice
+		}
 		return nil, err
 	}
 	return convertWithLibreOffice(ctx, cfg, bin, data, ext, "pdf")

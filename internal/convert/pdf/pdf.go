@@ -211,6 +211,30 @@ type conversion struct {
 	info   docInfo
 	pages  []pageOut // written by page index only: no lock needed
 	calls  atomic.Int64
+
+	pageTypeOnce sync.Once
+	pageType     string // see renderType
+}
+
+// MIME types of rendered pages.
+const (
+	mimeJPEG = "image/jpeg"
+	mimePGM  = "image/x-portable-graymap"
+)
+
+// renderType is what pages are rendered as for the provider: PGM for one
+// that reads it (Tesseract: grey is all it reads, and raw pixels carry no
+// JPEG artefacts and cost nothing to encode or decode; DESIGN §2), JPEG
+// for every vision vendor. It is decided on the first page that needs the
+// provider, since asking may open it.
+func (c *conversion) renderType(ctx context.Context) string {
+	c.pageTypeOnce.Do(func() {
+		c.pageType = mimeJPEG
+		if ok, known := provider.Accepts(ctx, c.ocr, mimePGM); ok && known {
+			c.pageType = mimePGM
+		}
+	})
+	return c.pageType
 }
 
 func (c *conversion) run(parent context.Context) (Result, error) {
@@ -389,17 +413,18 @@ func textQuality(tp *textPage) (good, total int) {
 
 // ocrPage renders page p and has the provider read it.
 func (c *conversion) ocrPage(ctx context.Context, p int) error {
-	img, err := c.r.render(ctx, p, c.dpi(p))
+	mime := c.renderType(ctx)
+	img, err := c.r.render(ctx, p, c.dpi(p), mime == mimePGM)
 	if err != nil {
-		return fmt.Errorf("page %d: %w", p, err)
+		return onPage(p, err)
 	}
-	if len(img) < 4 || img[0] != 0xff || img[1] != 0xd8 {
-		return fmt.Errorf("page %d: %w: the page could not be rendered", p, ErrDamaged)
+	if !rendered(img, mime) {
+		return fmt.Errorf("%w: page %d could not be rendered", ErrDamaged, p)
 	}
 	c.calls.Add(1)
-	rec, err := c.ocr.Recognize(ctx, provider.Document{Data: img, MIME: "image/jpeg", Page: p, Format: c.format})
+	rec, err := c.ocr.Recognize(ctx, provider.Document{Data: img, MIME: mime, Page: p, Format: c.format})
 	if err != nil {
-		return fmt.Errorf("page %d: %w", p, err)
+		return onPage(p, err)
 	}
 	text := rec.Text
 	if strings.TrimSpace(text) == "" && len(rec.Pages) > 0 {
@@ -409,7 +434,7 @@ func (c *conversion) ocrPage(ctx context.Context, p int) error {
 	content := text
 	if c.format == "html" && text != "" && rec.Format != "html" {
 		if content, err = markdownToHTML(text); err != nil {
-			return fmt.Errorf("page %d: convert the provider's markdown: %w", p, err)
+			return onPage(p, fmt.Errorf("converting the provider's markdown: %w", err))
 		}
 	}
 	if content != "" && !strings.HasSuffix(content, "\n") {
@@ -417,6 +442,23 @@ func (c *conversion) ocrPage(ctx context.Context, p int) error {
 	}
 	c.pages[p-1] = pageOut{content: content, ocr: true, model: rec.Model, request: rec.Request, rawData: rec.RawData}
 	return nil
+}
+
+// rendered reports whether pdftoppm wrote an image of the type asked for
+// (it writes nothing, with success, for a page it cannot draw).
+func rendered(img []byte, mime string) bool {
+	if mime == mimePGM {
+		return len(img) > 3 && img[0] == 'P' && img[1] == '5'
+	}
+	return len(img) > 3 && img[0] == 0xff && img[1] == 0xd8
+}
+
+// onPage says which page err happened on. The page comes last: a row's
+// error must start with what went wrong, and a provider's failure must
+// read "provider error (category=…, status=…)" from its first character
+// (the spec's form), so "… on page 2" follows it.
+func onPage(page int, err error) error {
+	return fmt.Errorf("%w on page %d", err, page)
 }
 
 // dpi is the configured resolution, lowered for pages so large that the

@@ -1,12 +1,14 @@
 package pdf
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -136,6 +138,54 @@ func TestOCRAlwaysSendsEveryPageAsAJPEG(t *testing.T) {
 	}
 }
 
+// readsOCR is a recordingOCR that says which types it reads.
+type readsOCR struct {
+	recordingOCR
+	reads []string
+}
+
+func (f *readsOCR) Accepts(_ context.Context, mime string) (ok, known bool) {
+	return slices.Contains(f.reads, mime), true
+}
+
+func TestPagesAreRenderedAsPGMForAProviderThatReadsIt(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		ocr      provider.OCR
+		wantMIME string
+		magic    string
+	}{
+		{"Tesseract reads PGM", &readsOCR{reads: []string{"image/png", "image/jpeg", "image/x-portable-graymap"}}, "image/x-portable-graymap", "P5"},
+		{"a vision vendor reads JPEG", &readsOCR{reads: []string{"image/png", "image/jpeg"}}, "image/jpeg", "\xff\xd8"},
+		{"a provider that cannot tell gets JPEG", &recordingOCR{}, "image/jpeg", "\xff\xd8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Convert(context.Background(), Config{DPI: 72}, readFile(t, "pdfbox", "eu-001.pdf"), Options{OCRAlways: true, Format: "html"}, tt.ocr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var docs []provider.Document
+			switch o := tt.ocr.(type) {
+			case *readsOCR:
+				docs = o.docs
+			case *recordingOCR:
+				docs = o.docs
+			}
+			if len(docs) != 3 {
+				t.Fatalf("provider saw %d pages, want 3", len(docs))
+			}
+			for _, d := range docs {
+				if d.MIME != tt.wantMIME || !bytes.HasPrefix(d.Data, []byte(tt.magic)) {
+					t.Errorf("page %d sent as %s starting %q, want %s", d.Page, d.MIME, d.Data[:min(2, len(d.Data))], tt.wantMIME)
+				}
+			}
+		})
+	}
+}
+
 func TestHybridSendsOnlyTheScannedPage(t *testing.T) {
 	t.Parallel()
 	ocr := &recordingOCR{}
@@ -206,7 +256,7 @@ func TestAProviderErrorFailsTheFileNamingThePage(t *testing.T) {
 	ocr := &recordingOCR{fail: map[int]error{2: perr}}
 	_, err := Convert(context.Background(), Config{DPI: 72}, readFile(t, "pdfbox", "eu-001.pdf"), Options{OCRAlways: true, Format: "html"}, ocr)
 	var got *provider.Error
-	if !errors.As(err, &got) || got.Status != 401 || !strings.HasPrefix(err.Error(), "page 2: provider error (category=auth, status=401)") {
+	if !errors.As(err, &got) || got.Status != 401 || err.Error() != "provider error (category=auth, status=401) on page 2" {
 		t.Fatalf("err = %v, want page 2's provider error", err)
 	}
 }

@@ -385,8 +385,13 @@ func parseImageList(out []byte, sizes map[int][2]float64) map[int]float64 {
 	return cov
 }
 
-// render runs pdftoppm for one page as JPEG at dpi.
-func (r *runner) render(ctx context.Context, page, dpi int) ([]byte, error) {
+// render runs pdftoppm for one page at dpi, as JPEG or, with gray, as raw
+// PGM (pdftoppm's own format: no compression, grey only).
+func (r *runner) render(ctx context.Context, page, dpi int, gray bool) ([]byte, error) {
 	n := strconv.Itoa(page)
-	return r.run(ctx, maxImageOutput, "pdftoppm", "-q", "-jpeg", "-r", strconv.Itoa(dpi), "-f", n, "-l", n, r.file)
+	format := "-jpeg"
+	if gray {
+		format = "-gray"
+	}
+	return r.run(ctx, maxImageOutput, "pdftoppm", "-q", format, "-r", strconv.Itoa(dpi), "-f", n, "-l", n, r.file)
 }

@@ -74,6 +74,11 @@ func New(cfg Config) (*OCR, error) {
 
 var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
+// Accepts reports whether Recognize reads mime; it never calls the server.
+func (o *OCR) Accepts(_ context.Context, mime string) (ok, known bool) {
+	return mime == "application/pdf" || imageTypes[mime], true
+}
+
 // Recognize transcribes one image or PDF. Other types return an error
 // wrapping provider.ErrUnsupportedInput without calling the server.
 func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {

@@ -72,6 +72,11 @@ var accepted = map[string]bool{
 	"application/pdf": true,
 }
 
+// Accepts reports whether Recognize reads mime; it never calls the server.
+func (o *OCR) Accepts(_ context.Context, mime string) (ok, known bool) {
+	return accepted[mime], true
+}
+
 // Recognize transcribes one image or PDF. Other types return an error
 // wrapping provider.ErrUnsupportedInput without calling the server.
 func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {

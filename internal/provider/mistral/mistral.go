@@ -92,6 +92,11 @@ var accepted = map[string]bool{
 	"image/tiff": true, "image/bmp": true, "image/avif": true,
 }
 
+// Accepts reports whether Recognize reads mime; it never calls the server.
+func (o *OCR) Accepts(_ context.Context, mime string) (ok, known bool) {
+	return accepted[mime], true
+}
+
 // Recognize reads one image, or a whole PDF (Recognition.Pages then holds
 // each page's markdown). Other types return an error wrapping
 // provider.ErrUnsupportedInput without calling the server.

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +34,22 @@ type Config struct {
 	Key        string
 	HTTPClient *http.Client  // default: a plain client
 	Timeout    time.Duration // per call, default provider.DefaultTimeout
+	// ImageTypes are the MIME types the server reads; default
+	// CommonImageTypes. Others are refused before any call, and callers
+	// convert them first (provider.Accepter).
+	ImageTypes []string
 }
+
+// Image types servers of the protocol read. OpenAI documents PNG, JPEG,
+// WebP and non-animated GIF. Compatible servers are not held to that: xAI
+// documents JPEG and PNG only, OpenRouter passes images on to whichever
+// vendor serves the model, and self-hosted servers (Ollama, llama.cpp,
+// vLLM) decode with libraries whose formats depend on the build. PNG and
+// JPEG are read by all of them.
+var (
+	OpenAIImageTypes = []string{"image/jpeg", "image/png", "image/webp", "image/gif"}
+	CommonImageTypes = []string{"image/jpeg", "image/png"}
+)
 
 // OCR is a vision chat model reading page images.
 type OCR struct {
@@ -52,6 +68,9 @@ func New(cfg Config) (*OCR, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai: model is required")
 	}
+	if len(cfg.ImageTypes) == 0 {
+		cfg.ImageTypes = CommonImageTypes
+	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithHTTPClient(provider.RecordingClient(cfg.HTTPClient)),
@@ -65,14 +84,17 @@ func New(cfg Config) (*OCR, error) {
 	return &OCR{cfg: cfg, client: &oa.Client{Options: opts}}, nil
 }
 
-// accepted are the image types OpenAI documents for vision input; the
-// compatible servers take the same or fewer.
-var accepted = map[string]bool{"image/jpeg": true, "image/png": true, "image/webp": true, "image/gif": true}
+// Accepts reports whether Recognize reads mime (Config.ImageTypes); it
+// never calls the server.
+func (o *OCR) Accepts(_ context.Context, mime string) (ok, known bool) {
+	return slices.Contains(o.cfg.ImageTypes, mime), true
+}
 
-// Recognize transcribes one image. A PDF or another image type returns an
-// error wrapping provider.ErrUnsupportedInput without calling the server.
+// Recognize transcribes one image. A PDF or an image type the server does
+// not read returns an error wrapping provider.ErrUnsupportedInput without
+// calling the server.
 func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
-	if !accepted[doc.MIME] {
+	if ok, _ := o.Accepts(ctx, doc.MIME); !ok {
 		return provider.Recognition{}, fmt.Errorf("openai: %s: %w", doc.MIME, provider.ErrUnsupportedInput)
 	}
 	format := provider.AnswerFormat(doc)

@@ -216,7 +216,13 @@ func (s *Slots) OCR(slot, model, key string) (provider.OCR, error) {
 	case ProtocolGemini:
 		ocr, err = gemini.New(gemini.Config{BaseURL: base, Model: model, Key: key, HTTPClient: s.client, Timeout: s.cfg.Timeout})
 	default:
-		ocr, err = openai.New(openai.Config{BaseURL: base, Model: model, Key: key, HTTPClient: s.client, Timeout: s.cfg.Timeout})
+		// Only OpenAI itself is known to read WebP and GIF; the other
+		// servers of its protocol get PNG or JPEG (openai.CommonImageTypes).
+		var types []string
+		if sl.N == 2 {
+			types = openai.OpenAIImageTypes
+		}
+		ocr, err = openai.New(openai.Config{BaseURL: base, Model: model, Key: key, HTTPClient: s.client, Timeout: s.cfg.Timeout, ImageTypes: types})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sl.Name, err)
@@ -261,6 +267,11 @@ func (g guarded) Recognize(ctx context.Context, doc provider.Document) (provider
 		g.obs.ProviderCall(g.slot, Outcome(err))
 	}
 	return rec, err
+}
+
+// Accepts asks the adapter; it takes no room in the slot.
+func (g guarded) Accepts(ctx context.Context, mime string) (ok, known bool) {
+	return provider.Accepts(ctx, g.next, mime)
 }
 
 // Outcome is the metrics label of a call's result: "ok", the category of

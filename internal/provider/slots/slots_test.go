@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,6 +160,41 @@ func TestOCRErrors(t *testing.T) {
 			t.Errorf("slot 8 without a key: %v", err)
 		}
 	})
+}
+
+// TestEachSlotSaysWhichTypesItReads: recognition asks before it sends, and
+// converts what a vendor would refuse. Only OpenAI among the servers of
+// its protocol is trusted with WebP and GIF; Gemini reads no GIF; only the
+// vendors that read documents take a PDF.
+func TestEachSlotSaysWhichTypesItReads(t *testing.T) {
+	s := slots.New(slots.Config{})
+	all := []string{"image/png", "image/jpeg", "image/webp", "image/gif", "application/pdf"}
+	tests := []struct {
+		slot  int
+		model string
+		reads []string
+	}{
+		{1, "mistral-ocr-latest", []string{"image/png", "image/jpeg", "image/webp", "image/gif", "application/pdf"}},
+		{2, "gpt-4o", []string{"image/png", "image/jpeg", "image/webp", "image/gif"}},
+		{3, "claude-sonnet-4-5", []string{"image/png", "image/jpeg", "image/webp", "image/gif", "application/pdf"}},
+		{4, "gemini-2.5-flash", []string{"image/png", "image/jpeg", "image/webp", "application/pdf"}},
+		{5, "grok-4", []string{"image/png", "image/jpeg"}},
+		{6, "openai/gpt-4o", []string{"image/png", "image/jpeg"}},
+		{7, "qwen-vl-max", []string{"image/png", "image/jpeg"}},
+		{8, "llama3.2-vision", []string{"image/png", "image/jpeg"}},
+	}
+	for _, tt := range tests {
+		ocr, err := s.OCR(slot(tt.slot), tt.model, key)
+		if err != nil {
+			t.Fatalf("slot %d: %v", tt.slot, err)
+		}
+		for _, mime := range all {
+			ok, known := provider.Accepts(t.Context(), ocr, mime)
+			if want := slices.Contains(tt.reads, mime); ok != want || !known {
+				t.Errorf("slot %d Accepts(%s) = %v, %v; want %v, known", tt.slot, mime, ok, known, want)
+			}
+		}
+	}
 }
 
 type fakeTesseract struct{ langs string }

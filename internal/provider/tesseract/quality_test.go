@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,9 +33,9 @@ var qualityPages = []struct {
 // TestQualityMatchesTesseractByHand is the acceptance check for the local
 // engine: on each scan, the character error rate of what this package
 // returns (prepared by the image package, markdown read back as text) is
-// within 10% of running `tesseract IMAGE stdout` by hand, or at most one
-// point above it where both are tiny. The table it logs is the one in
-// docs/quality.md (go test -run Quality -v ./internal/provider/tesseract).
+// within 10% of running `tesseract IMAGE stdout` by hand (the issue's
+// bar; see allowedCER). The table it logs is the one in docs/quality.md
+// (go test -run Quality -v ./internal/provider/tesseract).
 func TestQualityMatchesTesseractByHand(t *testing.T) {
 	ocr := newOCR(t, Config{})
 	type result struct {
@@ -69,7 +70,7 @@ func TestQualityMatchesTesseractByHand(t *testing.T) {
 				handSecs := time.Since(start).Seconds()
 				handCER := cer(hand, truth)
 
-				if limit := max(handCER*1.1, handCER+0.01); ours > limit {
+				if limit := allowedCER(handCER); ours > limit {
 					t.Errorf("CER %.4f, by hand %.4f: over the %.4f allowed\nours:\n%s", ours, handCER, limit, rec.Text)
 				}
 				cfg, err := png.DecodeConfig(bytes.NewReader(doc.Data))
@@ -91,6 +92,16 @@ func TestQualityMatchesTesseractByHand(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", table.String())
+}
+
+// allowedCER is the most our CER may be: 10% above the by-hand CER. Where
+// the by-hand run is perfect, 10% of nothing would forbid a single wrong
+// character, so half a percent is allowed instead.
+func allowedCER(hand float64) float64 {
+	if hand == 0 {
+		return 0.005
+	}
+	return hand * 1.1
 }
 
 // byHand runs tesseract as a user would: default options, plain text.
@@ -159,6 +170,14 @@ func levenshtein(a, b []rune) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+func TestAllowedCERIsTenPercentAboveByHand(t *testing.T) {
+	for hand, want := range map[float64]float64{0: 0.005, 0.02: 0.022, 0.0939: 0.10329} {
+		if got := allowedCER(hand); math.Abs(got-want) > 1e-12 {
+			t.Errorf("allowedCER(%v) = %v, want %v", hand, got, want)
+		}
+	}
 }
 
 func TestCER(t *testing.T) {

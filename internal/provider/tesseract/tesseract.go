@@ -161,6 +161,11 @@ func listLangs(bin string) ([]string, error) {
 // languages were chosen.
 func (o *OCR) Model() string { return o.model }
 
+// Accepts reports whether Recognize reads mime; it runs nothing.
+func (o *OCR) Accepts(_ context.Context, mime string) (ok, known bool) {
+	return readableMIME(mime), true
+}
+
 // Recognize reads one page image. PDFs are refused with
 // provider.ErrUnsupportedInput: their pages arrive rendered as images.
 func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {

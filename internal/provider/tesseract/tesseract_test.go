@@ -172,6 +172,20 @@ func TestRecognizeRefusesWhatItCannotRead(t *testing.T) {
 	}
 }
 
+// TestItSaysItReadsPageImagesNotDocuments: PDF pages are rendered as PGM
+// for it (pdf.Convert asks), and what it refuses is refused beforehand.
+func TestItSaysItReadsPageImagesNotDocuments(t *testing.T) {
+	ocr := newOCR(t, Config{})
+	for mime, want := range map[string]bool{
+		"image/x-portable-graymap": true, "image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true,
+		"application/pdf": false, "text/plain": false,
+	} {
+		if ok, known := ocr.Accepts(context.Background(), mime); ok != want || !known {
+			t.Errorf("Accepts(%s) = %v, %v; want %v, known", mime, ok, known, want)
+		}
+	}
+}
+
 func TestRecognizeStopsAtTheTimeoutAndOnCancel(t *testing.T) {
 	doc := prepared(t, "eurotext.tif") // half a second of work
 	t.Run("timeout", func(t *testing.T) {
