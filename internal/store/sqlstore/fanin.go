@@ -222,7 +222,7 @@ func (s *Store[TTx]) endJob(ctx context.Context, tx TTx, q Querier, j *job.Job, 
 	if rowErr == "" {
 		rowErr = "job ended before this row was processed"
 	}
-	if err := s.failPendingRows(ctx, q, j.ID, rowErr, now); err != nil {
+	if err := s.failPendingRows(ctx, q, j, rowErr, now); err != nil {
 		return false, err
 	}
 	if erased, err = s.eraseProviderKeys(ctx, q, j.ID); err != nil {
