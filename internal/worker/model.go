@@ -97,10 +97,10 @@ func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Ch
 	w.asking.Release()
 	sent() // also when the call failed before its request was written
 	if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() && !final {
-		return fmt.Errorf("model row %d: %w", row.ChunkIndex, err)
+		return &rowError{chunk: row.ChunkIndex, err: err}
 	}
 	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("model row %d: %w", row.ChunkIndex, ctx.Err())
+		return &rowError{chunk: row.ChunkIndex, err: ctx.Err()}
 	}
 	return w.finishRow(ctx, j, row, start, err, kept, log)
 }
@@ -120,12 +120,22 @@ func (w *fileWorker) finishRow(ctx context.Context, j *job.Job, row *job.LLMRow,
 	d.EndWhenLast, d.EnqueueWhenLast = lastStep(j)
 	applied, err := w.record(ctx, d)
 	if err != nil {
-		return fmt.Errorf("model row %d: finish: %w", row.ChunkIndex, err)
+		return &rowError{chunk: row.ChunkIndex, err: fmt.Errorf("finish: %w", err)}
 	}
 	observe(w.deps.Observer, "model", string(row.Status), start)
 	log.Info("model: chunk done", "chunk_index", row.ChunkIndex, "status", row.Status, "applied", applied, "duration", row.Duration)
 	return nil
 }
+
+// rowError is why one model row was left PENDING; were it the file's last
+// attempt, the row fails with it (fileWorker.giveUp).
+type rowError struct {
+	chunk int
+	err   error
+}
+
+func (e *rowError) Error() string { return fmt.Sprintf("model row %d: %v", e.chunk, e.err) }
+func (e *rowError) Unwrap() error { return e.err }
 
 // recordWaits are the pauses before each further try to record a row. The
 // record is the only copy of a paid answer: if it is lost, the file's next
