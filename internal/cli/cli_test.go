@@ -60,6 +60,25 @@ func TestUsageErrorsExitWithTwo(t *testing.T) {
 	}
 }
 
+func TestTheProviderTimeoutReachesTheSlots(t *testing.T) {
+	e := &environment{getenv: func(k string) string {
+		return map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_PROVIDER_TIMEOUT": "45s"}[k]
+	}}
+	cfg, err := e.config(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slotsConfig(cfg, nil).Timeout; got != 45*time.Second {
+		t.Errorf("slot timeout = %v, want DOCJOBS_PROVIDER_TIMEOUT's 45s", got)
+	}
+	// The flag wins over the environment and is checked like it.
+	code, _, stderr := run(t, map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_PROVIDER_TIMEOUT": "45s"},
+		"serve", "--provider-timeout", "2h")
+	if code != ExitUsage || !strings.Contains(stderr, "DOCJOBS_PROVIDER_TIMEOUT: at most 1h") {
+		t.Fatalf("exit %d: %s; want the flag's 2h refused", code, stderr)
+	}
+}
+
 func TestAccountSetChangesTheDefaultExtractionMode(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"DOCJOBS_DATA_DIR": dir}

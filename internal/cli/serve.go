@@ -33,7 +33,7 @@ import (
 )
 
 func serveCommand(env *environment) *cobra.Command {
-	var role, addr, dataDir string
+	var role, addr, dataDir, providerTimeout string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the API and the workers (--role splits them for scale-out)",
@@ -41,6 +41,7 @@ func serveCommand(env *environment) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := env.config(map[string]string{
 				"DOCJOBS_ROLE": role, "DOCJOBS_ADDR": addr, "DOCJOBS_DATA_DIR": dataDir,
+				"DOCJOBS_PROVIDER_TIMEOUT": providerTimeout,
 			})
 			if err != nil {
 				return fmt.Errorf("%w: %w", errUsage, err)
@@ -51,6 +52,8 @@ func serveCommand(env *environment) *cobra.Command {
 	cmd.Flags().StringVar(&role, "role", "", "all, api or worker (DOCJOBS_ROLE; default all)")
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (DOCJOBS_ADDR; default :8080)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory (DOCJOBS_DATA_DIR; default ./data)")
+	cmd.Flags().StringVar(&providerTimeout, "provider-timeout", "",
+		"bound on one provider call, like 90s (DOCJOBS_PROVIDER_TIMEOUT; default 120s, at most 1h)")
 	return cmd
 }
 
@@ -104,14 +107,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		converter := convert.New(convert.Config{
 			PDF: pdf.Config{MaxPages: cfg.PDFMaxPages, Timeout: cfg.FileTimeout},
 		})
-		providers := slots.New(slots.Config{
-			BaseURLs:           cfg.ProviderBaseURLs,
-			PerSlotConcurrency: cfg.ProviderConcurrency,
-			Observer:           metrics,
-			Tesseract: func(langs string) (provider.OCR, error) {
-				return tesseract.New(tesseract.Config{Langs: langs})
-			},
-		})
+		providers := slots.New(slotsConfig(cfg, metrics))
 		queues, err := worker.Register(workers, wcfg, worker.Deps{
 			Store: st, Fetcher: fetcher, Convert: converter.Convert, Providers: providers, Chats: providers, Chunker: chunker{}, Secrets: sealer,
 			Webhooks: sender, Bucket: bucket, Observer: metrics, Logger: log,
@@ -150,6 +146,19 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	}
 	log.Info("docjobs stopped")
 	return serveErr
+}
+
+// slotsConfig is the provider slot table's configuration from cfg.
+func slotsConfig(cfg config.Config, obs slots.Observer) slots.Config {
+	return slots.Config{
+		BaseURLs:           cfg.ProviderBaseURLs,
+		PerSlotConcurrency: cfg.ProviderConcurrency,
+		Timeout:            cfg.ProviderTimeout,
+		Observer:           obs,
+		Tesseract: func(langs string) (provider.OCR, error) {
+			return tesseract.New(tesseract.Config{Langs: langs})
+		},
+	}
 }
 
 func serveAPI(ctx context.Context, cfg config.Config, log *slog.Logger, st store.Store, bucket *blob.Bucket,

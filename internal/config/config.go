@@ -47,6 +47,10 @@ type Config struct {
 	// ProviderConcurrency is the number of calls in flight per provider slot
 	// in this process (DOCJOBS_PROVIDER_CONCURRENCY, default 8).
 	ProviderConcurrency int
+	// ProviderTimeout bounds one provider call, recognition or chat, each
+	// retry anew (DOCJOBS_PROVIDER_TIMEOUT, default 120s, at most
+	// MaxProviderTimeout).
+	ProviderTimeout time.Duration
 	// ModelWorkers is the number of model-stage calls one worker process
 	// runs at once (DOCJOBS_MODEL_WORKERS, default 32).
 	ModelWorkers int
@@ -61,6 +65,11 @@ type Config struct {
 	NodeID   string
 	LogLevel string // DOCJOBS_LOG_LEVEL, default "info"
 }
+
+// MaxProviderTimeout bounds DOCJOBS_PROVIDER_TIMEOUT: a call that has not
+// answered in an hour is hung, and a file's River job would have ended it
+// long before (DOCJOBS_FILE_TIMEOUT plus 11 minutes).
+const MaxProviderTimeout = time.Hour
 
 // Load reads the configuration through getenv (os.Getenv in production).
 func Load(getenv func(string) string) (Config, error) {
@@ -79,6 +88,7 @@ func Load(getenv func(string) string) (Config, error) {
 		PDFMaxPages:         1000,
 		FileTimeout:         10 * time.Minute,
 		ProviderConcurrency: 8,
+		ProviderTimeout:     120 * time.Second,
 		ModelWorkers:        32,
 		RecognizeWorkers:    16,
 		WebhookRetrySchedule: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute,
@@ -113,6 +123,9 @@ func Load(getenv func(string) string) (Config, error) {
 		"DOCJOBS_FETCH_TIMEOUT": &c.FetchTimeout,
 		"DOCJOBS_JOB_DEADLINE":  &c.JobDeadline,
 		"DOCJOBS_FILE_TIMEOUT":  &c.FileTimeout,
+		// A vision model takes tens of seconds on a dense page, a reasoning
+		// model may take minutes: the operator knows which they use.
+		"DOCJOBS_PROVIDER_TIMEOUT": &c.ProviderTimeout,
 	} {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
@@ -121,6 +134,9 @@ func Load(getenv func(string) string) (Config, error) {
 			}
 			*dst = d
 		}
+	}
+	if c.ProviderTimeout > MaxProviderTimeout {
+		return c, fmt.Errorf("DOCJOBS_PROVIDER_TIMEOUT: at most %s, got %s", MaxProviderTimeout, c.ProviderTimeout)
 	}
 	for name, dst := range map[string]*int{
 		"DOCJOBS_PDF_MAX_PAGES":        &c.PDFMaxPages,

@@ -31,7 +31,7 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 		}
 	}
 	if c.UploadMaxBytes != 20<<20 || c.AllowPrivateURLs || c.JobDeadline != 2*time.Hour || len(c.WebhookRetrySchedule) != 7 ||
-		c.Retention != 0 || c.RecognizeWorkers != 16 {
+		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second {
 		t.Errorf("defaults: %+v", c)
 	}
 }
@@ -46,6 +46,7 @@ func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
 		"DOCJOBS_ROLE":                   "janitor",
 		"DOCJOBS_RETENTION":              "-1h",
 		"DOCJOBS_RECOGNIZE_WORKERS":      "0",
+		"DOCJOBS_PROVIDER_TIMEOUT":       "0s",
 	}
 	for name, value := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -69,6 +70,30 @@ func TestAWebhookRetryScheduleHasAtMostTwentyRetries(t *testing.T) {
 	c, err := Load(env(map[string]string{"DOCJOBS_RETENTION": "720h"}))
 	if err != nil || c.Retention != 720*time.Hour {
 		t.Fatalf("retention: %v, %v", c.Retention, err)
+	}
+}
+
+func TestTheProviderTimeoutIsPositiveAndAtMostAnHour(t *testing.T) {
+	tests := []struct {
+		value string
+		want  time.Duration // 0: refused
+	}{
+		{"90s", 90 * time.Second},
+		{"1h", time.Hour},
+		{"1h0m1s", 0},
+		{"-5s", 0},
+		{"soon", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			c, err := Load(env(map[string]string{"DOCJOBS_PROVIDER_TIMEOUT": tt.value}))
+			switch {
+			case tt.want == 0 && (err == nil || !strings.Contains(err.Error(), "DOCJOBS_PROVIDER_TIMEOUT")):
+				t.Fatalf("err = %v, want it refused naming the variable", err)
+			case tt.want != 0 && (err != nil || c.ProviderTimeout != tt.want):
+				t.Fatalf("timeout %v, err %v; want %v", c.ProviderTimeout, err, tt.want)
+			}
+		})
 	}
 }
 

@@ -193,6 +193,10 @@ type LLMRow struct {
 	// Input is the chunk the row answers; stored for its River job, never
 	// returned by GetResult.
 	Input string
+	// FileName is the file's own name (the upload's, or the download's),
+	// which the user message names the chunk by; set on the rows a file's
+	// River job asks, never returned by GetResult.
+	FileName string
 	// Overlap is the source text the chunk repeats from the one before
 	// (empty for the first chunk, or when the chunker kept none); merge
 	// reads it, the API never returns it.

@@ -60,6 +60,10 @@ type OCRDone struct {
 	// File is the stored copy to record (nil when the source was an upload of
 	// the account, or when the download failed).
 	File *job.File
+	// Name is the file's own name (the upload's, or the download's), kept
+	// with the row for the file's model rows: FileModelRows returns it as
+	// their FileName.
+	Name string
 	// EnqueueWhenLast is inserted only when no OCR and no model row of the job
 	// is still pending after this one (the fan-in: typically finalize).
 	EnqueueWhenLast []river.InsertManyParams
@@ -158,8 +162,9 @@ type Store interface {
 	FinishOCR(ctx context.Context, d OCRDone) (applied bool, err error)
 	// FileModelRows reports whether a file's OCR row is terminal and returns
 	// the file's model rows still PENDING (first prompt, chunk order, Input
-	// included): what a retried file job has left to answer. ErrNotFound
-	// when the job or the file is gone.
+	// and the OCRDone.Name recorded with the file as FileName included):
+	// what a retried file job has left to answer. ErrNotFound when the job
+	// or the file is gone.
 	FileModelRows(ctx context.Context, jobID string, fileIndex int) (recognized bool, pending []job.LLMRow, err error)
 	// FinishLLM writes a terminal model row only if it is still PENDING and
 	// the job is live and, when it was the job's last pending row, ends the

@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/riverqueue/river"
 
 	"github.com/docjobs/docjobs/internal/fair"
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
 )
 
 // FileArgs identify one file of one job. Args carry ids only, never a secret.
@@ -73,14 +77,108 @@ func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 	}
 	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID, "file_index", args.FileIndex)
 
-	ctx, ended, stop := w.untilJobEnds(ctx, j.ID)
+	workCtx, ended, stop := w.untilJobEnds(ctx, j.ID)
 	defer stop()
-	err = w.process(ctx, rj, j, log)
+	err = w.process(workCtx, rj, j, log)
 	if err != nil && ended.Load() {
 		log.Info("file: the job ended while the file was in progress")
 		return nil
 	}
+	if snooze := (*river.JobSnoozeError)(nil); err != nil && !errors.As(err, &snooze) && rj.Attempt >= rj.MaxAttempts {
+		w.giveUp(ctx, rj, j, err, log)
+	}
 	return err
+}
+
+// giveUp ends what is left of a file whose last attempt failed with cause
+// (a record that kept failing, River's timeout, a shutdown): River will not
+// run it again, and rows left PENDING would keep the job RUNNING until its
+// deadline, then blame a provider timeout. An unrecognized file gets a
+// FAILED OCR row (with its SKIPPED ocr_failed model row), a recognized one
+// FAILED model rows, each saying what went wrong, through the usual
+// finishes: the last row ends the job and enqueues its webhook. If even
+// that cannot be written, the deadline remains.
+func (w *fileWorker) giveUp(riverCtx context.Context, rj *river.Job[FileArgs], j *job.Job, cause error, log *slog.Logger) {
+	msg := lastAttemptError(riverCtx, cause, rj.Attempt, rj.MaxAttempts, w.cfg.fileTimeout())
+	log.Error("file: the last attempt failed, failing the file's rows", "attempt", rj.Attempt, "err", cause)
+	// River's context may have ended: this is the file's last word.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(riverCtx), time.Minute)
+	defer cancel()
+	i := rj.Args.FileIndex
+	recognized, pending, err := w.deps.Store.FileModelRows(ctx, j.ID, i)
+	if errors.Is(err, job.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		log.Error("file: cannot read the rows left; the job deadline will end them", "err", err)
+		return
+	}
+	end, enqueue := lastStep(j)
+	if !recognized {
+		row := job.OCRRow{JobID: j.ID, FileIndex: i, File: j.SourceURLs[i], Status: job.RowFailed, Error: msg}
+		done := store.OCRDone{Row: row, LLM: w.modelRows(row, j), EndWhenLast: end, EnqueueWhenLast: enqueue}
+		if _, err := retryWrite(ctx, func(ctx context.Context) (bool, error) { return w.deps.Store.FinishOCR(ctx, done) }); err != nil {
+			log.Error("file: cannot fail the recognition; the job deadline will end it", "err", err)
+		}
+		return
+	}
+	// A row that failed on its own says so; the others share the cause.
+	own := map[int]string{}
+	for _, e := range joined(cause) {
+		if re := (*rowError)(nil); errors.As(e, &re) {
+			own[re.chunk] = lastAttemptError(riverCtx, re.err, rj.Attempt, rj.MaxAttempts, w.cfg.fileTimeout())
+		}
+	}
+	errs := make([]error, len(pending))
+	var wg sync.WaitGroup
+	for k, row := range pending {
+		row.Status, row.Error, row.Model = job.RowFailed, msg, j.Neural.Model
+		if m, ok := own[row.ChunkIndex]; ok {
+			row.Error = m
+		}
+		wg.Go(func() {
+			_, errs[k] = w.record(ctx, store.LLMDone{Row: row, EndWhenLast: end, EnqueueWhenLast: enqueue})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		log.Error("file: cannot fail the rows left; the job deadline will end them", "err", err)
+	}
+}
+
+// joined returns the errors err joins (errors.Join), or err alone.
+func joined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// maxFaultBytes bounds the error a file's failed last attempt leaves on its
+// rows, as schema errors are bounded.
+const maxFaultBytes = 512
+
+// lastAttemptError is the row error of a file whose last attempt failed
+// with cause, riverCtx being that attempt's context: on one line, at most
+// maxFaultBytes of whole characters. Errors of this process never carry a
+// key (provider errors are classified; keys are opened only into calls).
+func lastAttemptError(riverCtx context.Context, cause error, attempt, attempts int, limit time.Duration) string {
+	what := cause.Error()
+	switch {
+	case errors.Is(riverCtx.Err(), context.DeadlineExceeded):
+		what = fmt.Sprintf("the file took longer than its %s limit", limit)
+	case riverCtx.Err() != nil:
+		what = "the worker stopped while the file was in progress"
+	}
+	msg := strings.Join(strings.Fields(fmt.Sprintf("the file's last attempt (%d of %d) failed: %s", attempt, attempts, what)), " ")
+	if len(msg) > maxFaultBytes {
+		cut := maxFaultBytes
+		for !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut]
+	}
+	return msg
 }
 
 // process carries the file on from where an earlier attempt left it.

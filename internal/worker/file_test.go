@@ -6,10 +6,15 @@ import (
 	"log/slog"
 	"net/http/httptrace"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/docjobs/docjobs/internal/convert"
 	"github.com/docjobs/docjobs/internal/fetch"
@@ -189,9 +194,161 @@ func TestAnswersOfAFileWhoseJobEndedMeanwhileAreNotRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Job.Status != job.StatusCancelled || len(res.LLM) != 0 {
-		t.Fatalf("job %s with %d model rows, want it cancelled with none recorded", res.Job.Status, len(res.LLM))
+	// The cancel found the file unrecognized: its one model row is the
+	// SKIPPED ocr_failed row, none of the answers.
+	if res.Job.Status != job.StatusCancelled || len(res.LLM) != 1 || res.LLM[0].SkipReason != job.SkipOCRFailed {
+		t.Fatalf("job %s with model rows %+v, want it cancelled with no answer recorded", res.Job.Status, res.LLM)
 	}
+}
+
+// faultyStore is a real store whose writes of answers (FinishLLM of a DONE
+// row) or of recognitions (FinishOCR of a DONE row) always fail, as when
+// a database refuses what a row carries; failures are written.
+type faultyStore struct {
+	*sqlite.Store
+	refuseAnswers, refuseRecognitions bool
+}
+
+func (s *faultyStore) FinishLLM(ctx context.Context, d store.LLMDone) (bool, error) {
+	if s.refuseAnswers && d.Row.Status == job.RowDone {
+		return false, errors.New("disk I/O error\nat page 7")
+	}
+	return s.Store.FinishLLM(ctx, d)
+}
+
+func (s *faultyStore) FinishOCR(ctx context.Context, d store.OCRDone) (bool, error) {
+	if s.refuseRecognitions && d.Row.Status == job.RowDone {
+		return false, errors.New("disk I/O error")
+	}
+	return s.Store.FinishOCR(ctx, d)
+}
+
+// quickRecordRetries shortens the waits between tries to record a row.
+func quickRecordRetries(t *testing.T) {
+	t.Helper()
+	saved := recordWaits
+	recordWaits = [len(recordWaits)]time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
+	t.Cleanup(func() { recordWaits = saved })
+}
+
+// River does not run a file again after its last attempt: whatever that
+// attempt left PENDING fails with the fault, through the usual fan-in, so
+// the job ends at once instead of at its deadline as a timeout.
+func TestAFilesFailedLastAttemptFailsWhatIsLeftWithItsFault(t *testing.T) {
+	quickRecordRetries(t)
+	tests := []struct {
+		name       string
+		setUp      func(t *testing.T) (*fileWorker, *sqlite.Store, *job.Job)
+		timeout    time.Duration // River's, for the attempt; 0 for none
+		wantJob    job.Status
+		wantOCR    job.RowStatus
+		wantLLM    []job.RowStatus
+		wantReason string // the skip reason of the one model row
+		wantError  string
+	}{
+		{
+			name: "answers that cannot be recorded",
+			setUp: func(t *testing.T) (*fileWorker, *sqlite.Store, *job.Job) {
+				_, st, j := recognizedFile(t, 2, &scriptedChat{})
+				w := newFileWorker(Config{}.withDefaults(), Deps{Store: &faultyStore{Store: st, refuseAnswers: true},
+					Chats: fixedChats{&scriptedChat{}}, Logger: slog.New(slog.DiscardHandler)})
+				return w, st, j
+			},
+			wantJob: job.StatusComplete, wantOCR: job.RowDone, wantLLM: []job.RowStatus{job.RowFailed, job.RowFailed},
+			wantError: "the file's last attempt (5 of 5) failed: finish: disk I/O error at page 7",
+		},
+		{
+			name: "River's timeout",
+			setUp: func(t *testing.T) (*fileWorker, *sqlite.Store, *job.Job) {
+				return recognizedFile(t, 2, blockingChat{started: make(chan struct{}, 8)})
+			},
+			timeout: 200 * time.Millisecond,
+			wantJob: job.StatusComplete, wantOCR: job.RowDone, wantLLM: []job.RowStatus{job.RowFailed, job.RowFailed},
+			wantError: "the file's last attempt (5 of 5) failed: the file took longer than its 21m0s limit",
+		},
+		{
+			name: "a recognition that cannot be recorded",
+			setUp: func(t *testing.T) (*fileWorker, *sqlite.Store, *job.Job) {
+				chat := &sendingChat{release: make(chan struct{})}
+				close(chat.release)
+				w, st, j := newFile(t, chat)
+				w.deps.Store = &faultyStore{Store: st.Store, refuseRecognitions: true}
+				return w, st.Store, j
+			},
+			wantJob: job.StatusFailed, wantOCR: job.RowFailed, wantLLM: []job.RowStatus{job.RowSkipped}, wantReason: job.SkipOCRFailed,
+			wantError: "the file's last attempt (5 of 5) failed: file job-1[0]: finish recognition: disk I/O error",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, st, j := tt.setUp(t)
+			attempt := func(n int) error {
+				ctx := context.Background()
+				if tt.timeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tt.timeout)
+					defer cancel()
+				}
+				return w.Work(ctx, &river.Job[FileArgs]{
+					JobRow: &rivertype.JobRow{Attempt: n, MaxAttempts: 5}, Args: FileArgs{JobID: j.ID}})
+			}
+			if err := attempt(4); err == nil {
+				t.Fatal("attempt 4 of 5 succeeded")
+			}
+			if res := result(t, st, j.ID); res.Job.Status.Terminal() || res.OCR[0].Status == job.RowFailed {
+				t.Fatalf("after attempt 4 of 5 the job is %s, its OCR row %s; want the file left for River's next attempt",
+					res.Job.Status, res.OCR[0].Status)
+			}
+
+			if err := attempt(5); err == nil {
+				t.Fatal("the last attempt succeeded; River should record its error")
+			}
+			res := result(t, st, j.ID)
+			var llm []job.RowStatus
+			for _, r := range res.LLM {
+				llm = append(llm, r.Status)
+			}
+			if res.Job.Status != tt.wantJob || res.OCR[0].Status != tt.wantOCR || !slices.Equal(llm, tt.wantLLM) {
+				t.Fatalf("job %s, OCR row %s, model rows %v; want %s, %s, %v", res.Job.Status, res.OCR[0].Status, llm,
+					tt.wantJob, tt.wantOCR, tt.wantLLM)
+			}
+			if tt.wantOCR == job.RowFailed {
+				if res.OCR[0].Error != tt.wantError || res.LLM[0].SkipReason != tt.wantReason {
+					t.Errorf("OCR row error %q, model row skipped for %q; want %q and %q",
+						res.OCR[0].Error, res.LLM[0].SkipReason, tt.wantError, tt.wantReason)
+				}
+				return
+			}
+			for _, r := range res.LLM {
+				if r.Error != tt.wantError {
+					t.Errorf("row %d error = %q, want %q", r.ChunkIndex, r.Error, tt.wantError)
+				}
+			}
+		})
+	}
+}
+
+func TestTheLastAttemptsErrorIsOneBoundedLine(t *testing.T) {
+	cause := errors.New("write: " + strings.Repeat("ü", 400) + "\n\tcaused by: refused")
+	got := lastAttemptError(context.Background(), cause, 5, 5, time.Minute)
+	if len(got) > maxFaultBytes || !utf8.ValidString(got) || strings.ContainsAny(got, "\n\t") ||
+		!strings.HasPrefix(got, "the file's last attempt (5 of 5) failed: write: üü") {
+		t.Fatalf("error of %d bytes: %q", len(got), got)
+	}
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := lastAttemptError(stopped, context.Canceled, 5, 5, time.Minute); !strings.Contains(got, "the worker stopped") {
+		t.Errorf("a shutdown gives %q", got)
+	}
+}
+
+func result(t *testing.T, st *sqlite.Store, jobID string) *job.Result {
+	t.Helper()
+	res, err := st.GetResult(context.Background(), "", jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 func TestTheStoredCopyOfAFileGoesUnlessItsRecognitionIsRecorded(t *testing.T) {

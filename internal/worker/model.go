@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/riverqueue/river"
 
@@ -93,10 +97,10 @@ func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Ch
 	w.asking.Release()
 	sent() // also when the call failed before its request was written
 	if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() && !final {
-		return fmt.Errorf("model row %d: %w", row.ChunkIndex, err)
+		return &rowError{chunk: row.ChunkIndex, err: err}
 	}
 	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("model row %d: %w", row.ChunkIndex, ctx.Err())
+		return &rowError{chunk: row.ChunkIndex, err: ctx.Err()}
 	}
 	return w.finishRow(ctx, j, row, start, err, kept, log)
 }
@@ -116,12 +120,22 @@ func (w *fileWorker) finishRow(ctx context.Context, j *job.Job, row *job.LLMRow,
 	d.EndWhenLast, d.EnqueueWhenLast = lastStep(j)
 	applied, err := w.record(ctx, d)
 	if err != nil {
-		return fmt.Errorf("model row %d: finish: %w", row.ChunkIndex, err)
+		return &rowError{chunk: row.ChunkIndex, err: fmt.Errorf("finish: %w", err)}
 	}
 	observe(w.deps.Observer, "model", string(row.Status), start)
 	log.Info("model: chunk done", "chunk_index", row.ChunkIndex, "status", row.Status, "applied", applied, "duration", row.Duration)
 	return nil
 }
+
+// rowError is why one model row was left PENDING; were it the file's last
+// attempt, the row fails with it (fileWorker.giveUp).
+type rowError struct {
+	chunk int
+	err   error
+}
+
+func (e *rowError) Error() string { return fmt.Sprintf("model row %d: %v", e.chunk, e.err) }
+func (e *rowError) Unwrap() error { return e.err }
 
 // recordWaits are the pauses before each further try to record a row. The
 // record is the only copy of a paid answer: if it is lost, the file's next
@@ -265,14 +279,53 @@ func (w *fileWorker) chatFor(ctx context.Context, j *job.Job) (provider.Chat, er
 }
 
 // chatRequest is the first prompt as the system message and the chunk, with
-// its position, as the user message.
+// its position (the file's name, part i of n), as the user message.
 func chatRequest(j *job.Job, row job.LLMRow) provider.ChatRequest {
 	system := j.Prompts[0]
 	if j.ResponseSchema != "" {
 		system += "\n\nAnswer with a single JSON value that conforms to the given JSON Schema, and nothing else."
 	}
-	user := fmt.Sprintf("Document %q, part %d of %d:\n\n%s", path.Base(row.File), row.ChunkIndex+1, row.ChunkTotal, row.Input)
+	user := fmt.Sprintf("Document %q, part %d of %d:\n\n%s", fileLabel(j, row), row.ChunkIndex+1, row.ChunkTotal, row.Input)
 	return provider.ChatRequest{System: system, User: user, Schema: j.ResponseSchema}
+}
+
+// maxLabelBytes bounds the file name in a user message, as uploads and
+// downloads bound the names they store.
+const maxLabelBytes = 255
+
+// fileLabel is how the user message names the chunk's file: its own name
+// (the upload's, or the download's), else the last segment of its source
+// URL's path (rows recorded before names were kept), never the stored
+// file's id, which tells the model nothing. The name comes from whoever
+// uploaded or served the file, so only printable characters are kept, at
+// most maxLabelBytes of them, cut on a character boundary: a name can
+// neither crowd out the chunk nor break the message's first line to pass
+// for an instruction (the message quotes it, too).
+func fileLabel(j *job.Job, row job.LLMRow) string {
+	name := row.FileName
+	if name == "" && row.FileIndex >= 0 && row.FileIndex < len(j.SourceURLs) {
+		if u, err := url.Parse(j.SourceURLs[row.FileIndex]); err == nil {
+			name = path.Base(u.Path)
+		}
+	}
+	name = strings.Map(func(r rune) rune {
+		if !unicode.IsPrint(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(name, ""))
+	name = strings.Join(strings.Fields(name), " ")
+	if len(name) > maxLabelBytes {
+		cut := maxLabelBytes
+		for !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut]
+	}
+	if name == "" || name == "." || name == "/" {
+		return "document"
+	}
+	return name
 }
 
 // verdict judges an answer; a schema that no longer compiles (it was

@@ -65,7 +65,10 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 	}
 	row.Duration = time.Since(start)
 	observe(w.deps.Observer, "recognize", string(row.Status), start)
-	done := store.OCRDone{Row: row, File: source.File, LLM: w.modelRows(row, j)}
+	done := store.OCRDone{Row: row, File: source.File, LLM: w.modelRows(row, j), Name: source.Name}
+	for i := range done.LLM {
+		done.LLM[i].FileName = source.Name
+	}
 	done.EndWhenLast, done.EnqueueWhenLast = lastStep(j)
 	return &recognition{done: done, source: source}, nil
 }

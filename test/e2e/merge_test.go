@@ -78,6 +78,13 @@ type mergedAnswer struct {
 
 func runMergeJob(t *testing.T, s *server, body map[string]any) ([]mergedAnswer, map[string]any) {
 	t.Helper()
+	merged, job, _ := runMergeJobRows(t, s, body)
+	return merged, job
+}
+
+// runMergeJobRows is runMergeJob that also returns the model rows.
+func runMergeJobRows(t *testing.T, s *server, body map[string]any) ([]mergedAnswer, map[string]any, []map[string]any) {
+	t.Helper()
 	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, body)["id"].(string)
 	if j := s.waitTerminal(id, keyA, 2*time.Minute); j["status"] != "JOB_STATUS_COMPLETE" {
 		t.Fatalf("job ended %v: %v", j["status"], j["error"])
@@ -86,13 +93,14 @@ func runMergeJob(t *testing.T, s *server, body map[string]any) ([]mergedAnswer, 
 	var res struct {
 		Result struct {
 			Job    map[string]any
+			LLM    []map[string]any
 			Merged []mergedAnswer
 		}
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatalf("%v: %s", err, raw)
 	}
-	return res.Result.Merged, res.Result.Job
+	return res.Result.Merged, res.Result.Job, res.Result.LLM
 }
 
 func recordIDs(t *testing.T, content string) []int {
@@ -121,10 +129,22 @@ func TestMergeJoinsChunkAnswersLosingNothing(t *testing.T) {
 
 	t.Run("400 records at budget 1000, scope FILE: each once, the overlap counted", func(t *testing.T) {
 		body := promptJob([]string{src + "/orders.md"}, "Extract the records.")
+		body["responseSchema"] = recordSchema
 		body["merge"] = map[string]any{"enabled": true}
-		merged, _ := runMergeJob(t, s, body)
+		merged, _, rows := runMergeJobRows(t, s, body)
 		if len(merged) != 1 {
 			t.Fatalf("%d merged answers, want one per file", len(merged))
+		}
+		// The file was split: its rows carry no verdict, the merged answer does.
+		if len(rows) < 2 {
+			t.Fatalf("%d model rows, want the file split", len(rows))
+		}
+		for i, r := range rows {
+			_, valid := r["schemaValid"]
+			_, errs := r["schemaErrors"]
+			if r["chunkTotal"] != float64(len(rows)) || valid || errs {
+				t.Fatalf("row %d of a split file = %v, want chunkTotal %d and neither schemaValid nor schemaErrors", i, r, len(rows))
+			}
 		}
 		m := merged[0]
 		ids := recordIDs(t, m.Content)
@@ -143,7 +163,7 @@ func TestMergeJoinsChunkAnswersLosingNothing(t *testing.T) {
 		if overlap <= 0 || m.DedupeRemovedTechnical != overlap || m.DedupeRemovedContent != 0 {
 			t.Errorf("dedupeRemovedTechnical = %d, content %d; the chunks repeated %d records", m.DedupeRemovedTechnical, m.DedupeRemovedContent, overlap)
 		}
-		if m.Format != "json" || !strings.HasPrefix(m.File, s.base+"/v1/files/") || m.MergeIncomplete || m.SchemaValid != nil {
+		if m.Format != "json" || !strings.HasPrefix(m.File, s.base+"/v1/files/") || m.MergeIncomplete || m.SchemaValid == nil || !*m.SchemaValid {
 			t.Errorf("merged answer = %+v", m)
 		}
 	})
@@ -198,6 +218,11 @@ func TestMergeJoinsChunkAnswersLosingNothing(t *testing.T) {
 		for _, m := range merged[1:] {
 			if m.File != gone || !m.MergeIncomplete || len(m.IncompleteChunks) != 1 {
 				t.Errorf("missing file: %+v", m)
+			}
+		}
+		for _, m := range merged {
+			if m.SchemaValid != nil {
+				t.Errorf("merged answer %+v has schemaValid without a responseSchema", m)
 			}
 		}
 	})

@@ -145,6 +145,21 @@ func RunChat(t *testing.T, v ChatVendor) {
 		}
 	})
 
+	t.Run("a server that hangs past the call timeout is a timeout, retried up to MaxAttempts", func(t *testing.T) {
+		t.Parallel()
+		srv := NewServer(t, Hang())
+		start := time.Now()
+		_, err := provider.WithChatRetry(v.New(t, srv.URL, 150*time.Millisecond), fastRetry(3)).Complete(t.Context(), req)
+		// The row's error: provider error (category=timeout, status=0).
+		AssertCategory(t, err, provider.CategoryTimeout, 0)
+		if n := len(srv.Requests()); n != 3 {
+			t.Errorf("calls = %d, want 3 (MaxAttempts)", n)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("took %v: the timeout did not cut the calls short", took)
+		}
+	})
+
 	t.Run("a malformed 200 body is a server error", func(t *testing.T) {
 		t.Parallel()
 		srv := NewServer(t, Reply(200, `{"choices": [ {"mess`))

@@ -96,7 +96,8 @@ type Config struct {
 	// HTTPClient sends every vendor request (default: a client that keeps
 	// up to PerSlotConcurrency idle connections per vendor host).
 	HTTPClient *http.Client
-	// Timeout bounds one call (default provider.DefaultTimeout, 120s).
+	// Timeout bounds one call, each retry anew (DOCJOBS_PROVIDER_TIMEOUT,
+	// read by the config package; default provider.DefaultTimeout, 120s).
 	Timeout time.Duration
 	// MaxAttempts bounds the calls per recognition, retries included
 	// (default 4).

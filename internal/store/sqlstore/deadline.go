@@ -52,7 +52,7 @@ func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError st
 			return nil
 		}
 		now := s.nowUTC()
-		if err := s.failPendingRows(ctx, q, jobID, rowError, now); err != nil {
+		if err := s.failPendingRows(ctx, q, j, rowError, now); err != nil {
 			return err
 		}
 		ocr, err := s.ocrRows(ctx, q, jobID, ocrColumnsLean)

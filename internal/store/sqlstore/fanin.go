@@ -57,10 +57,10 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, d store.OCRDone) (bool, erro
 		if j == nil {
 			return errFileSettled
 		}
-		n, err := s.exec(ctx, q, `UPDATE ocr_rows SET file = ?, status = ?, content = ?, output_format = ?,
+		n, err := s.exec(ctx, q, `UPDATE ocr_rows SET file = ?, name = ?, status = ?, content = ?, output_format = ?,
 			model = ?, request = ?, raw_data = ?, error = ?, duration_ns = ?, updated = ?
 			WHERE job_id = ? AND file_index = ? AND `+isPending,
-			r.File, string(r.Status), r.Content, r.OutputFormat, r.Model, r.Request, r.RawData, r.Error,
+			r.File, d.Name, string(r.Status), r.Content, r.OutputFormat, r.Model, r.Request, r.RawData, r.Error,
 			int64(r.Duration), s.ts(now), r.JobID, r.FileIndex)
 		if err != nil {
 			return fmt.Errorf("update ocr row: %w", err)
@@ -222,7 +222,7 @@ func (s *Store[TTx]) endJob(ctx context.Context, tx TTx, q Querier, j *job.Job, 
 	if rowErr == "" {
 		rowErr = "job ended before this row was processed"
 	}
-	if err := s.failPendingRows(ctx, q, j.ID, rowErr, now); err != nil {
+	if err := s.failPendingRows(ctx, q, j, rowErr, now); err != nil {
 		return false, err
 	}
 	if erased, err = s.eraseProviderKeys(ctx, q, j.ID); err != nil {
@@ -278,12 +278,13 @@ func (s *Store[TTx]) lockJobIfLive(ctx context.Context, q Querier, jobID string)
 }
 
 // FileModelRows returns whether the file's OCR row is terminal and its
-// PENDING model rows of the first prompt, in chunk order, inputs included.
+// PENDING model rows of the first prompt, in chunk order, inputs and the
+// file's name included.
 func (s *Store[TTx]) FileModelRows(ctx context.Context, jobID string, fileIndex int) (bool, []job.LLMRow, error) {
 	db := s.backend.DB()
-	var status string
-	err := s.queryRow(ctx, db, `SELECT status FROM ocr_rows WHERE job_id = ? AND file_index = ?`,
-		[]any{jobID, fileIndex}, &status)
+	var status, name string
+	err := s.queryRow(ctx, db, `SELECT status, name FROM ocr_rows WHERE job_id = ? AND file_index = ?`,
+		[]any{jobID, fileIndex}, &status, &name)
 	if errors.Is(err, errNoRows) {
 		return false, nil, store.ErrNotFound
 	}
@@ -302,7 +303,7 @@ func (s *Store[TTx]) FileModelRows(ctx context.Context, jobID string, fileIndex 
 	defer rows.Close()
 	var pending []job.LLMRow
 	for rows.Next() {
-		r := job.LLMRow{JobID: jobID, FileIndex: fileIndex, Status: job.RowPending}
+		r := job.LLMRow{JobID: jobID, FileIndex: fileIndex, Status: job.RowPending, FileName: name}
 		if err := rows.Scan(&r.ChunkIndex, &r.ChunkTotal, &r.File, &r.Model, &r.Input); err != nil {
 			return true, nil, fmt.Errorf("scan model row: %w", err)
 		}

@@ -345,7 +345,7 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 			string(job.StatusCancelled), s.ts(now), id); err != nil {
 			return fmt.Errorf("cancel job: %w", err)
 		}
-		if err := s.failPendingRows(ctx, q, id, errText, now); err != nil {
+		if err := s.failPendingRows(ctx, q, j, errText, now); err != nil {
 			return err
 		}
 		if erased, err = s.eraseProviderKeys(ctx, q, id); err != nil {
@@ -370,8 +370,34 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 	return j, nil
 }
 
-// failPendingRows ends a job's PENDING OCR and model rows as FAILED.
-func (s *Store[TTx]) failPendingRows(ctx context.Context, q Querier, jobID, errText string, now time.Time) error {
+// failPendingRows ends the PENDING OCR and model rows of job j as FAILED.
+// A file still being recognized has no model rows yet (they are inserted
+// with its recognition), so it gets the one SKIPPED row ocr_failed that
+// every file whose recognition FAILED has (DESIGN §4).
+func (s *Store[TTx]) failPendingRows(ctx context.Context, q Querier, j *job.Job, errText string, now time.Time) error {
+	jobID := j.ID
+	rows, err := s.query(ctx, q, `SELECT file_index, file FROM ocr_rows o WHERE job_id = ? AND `+isPending+`
+		AND NOT EXISTS (SELECT 1 FROM llm_rows l WHERE l.job_id = o.job_id AND l.file_index = o.file_index)
+		ORDER BY file_index`, jobID)
+	if err != nil {
+		return fmt.Errorf("files still being recognized: %w", err)
+	}
+	var skipped []job.LLMRow
+	for rows.Next() {
+		ocr := job.OCRRow{JobID: jobID, Status: job.RowFailed}
+		if err := rows.Scan(&ocr.FileIndex, &ocr.File); err != nil {
+			rows.Close()
+			return fmt.Errorf("files still being recognized: %w", err)
+		}
+		skipped = append(skipped, job.SkippedLLMRow(ocr, job.SkipOCRFailed, j.Neural.Model))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("files still being recognized: %w", err)
+	}
+	if err := s.insertLLMRows(ctx, q, skipped, now); err != nil {
+		return err
+	}
 	for _, table := range []string{"ocr_rows", "llm_rows"} {
 		_, err := s.exec(ctx, q, `UPDATE `+table+` SET status = ?, error = ?, updated = ? WHERE job_id = ? AND `+isPending,
 			string(job.RowFailed), errText, s.ts(now), jobID)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -66,5 +67,59 @@ func testExpireJobFailsWhatIsLeftOnce(t *testing.T, s Store) {
 	noErr(t, "OverdueJobs", err)
 	if slices.Contains(ids, old.ID) {
 		t.Fatalf("an ended job is still overdue: %v", ids)
+	}
+}
+
+// A file still being recognized when its job ends has no model rows yet:
+// it gets the one SKIPPED row ocr_failed of every file whose recognition
+// FAILED (DESIGN §4), while a recognized file's pending chunks just fail.
+func testEndingAJobGivesFilesStillBeingRecognizedTheirOCRFailedRow(t *testing.T, s Store) {
+	for _, end := range []struct {
+		name string
+		end  func(j *job.Job) error
+		err  string
+	}{
+		{"deadline", func(j *job.Job) error {
+			_, err := s.ExpireJob(ctx(t), j.ID, "provider error (category=timeout, status=0)", "job deadline exceeded")
+			return err
+		}, "provider error (category=timeout, status=0)"},
+		{"cancel", func(j *job.Job) error {
+			_, err := s.CancelJob(ctx(t), "acct", j.ID)
+			return err
+		}, "job cancelled"},
+	} {
+		t.Run(end.name, func(t *testing.T) {
+			j := newJob("acct", 3)
+			j.Prompts = []string{"Extract."}
+			j.Neural.Model = "gpt-4.1"
+			createJob(t, s, j, store.CreateJobParams{})
+			ocr := doneRow(j, 1, "text")
+			_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: []job.LLMRow{pendingChunk(j, ocr, 0, 2), pendingChunk(j, ocr, 1, 2)}})
+			noErr(t, "FinishOCR of file 1", err)
+
+			noErr(t, "ending the job", end.end(j))
+			res := getResult(t, s, j.ID)
+			type row struct {
+				File, Chunk, Total    int
+				Status, Reason, Model string
+				Error                 string
+			}
+			var got []row
+			for _, r := range res.LLM {
+				got = append(got, row{r.FileIndex, r.ChunkIndex, r.ChunkTotal, string(r.Status), r.SkipReason, r.Model, r.Error})
+			}
+			equal(t, "model rows", got, []row{
+				{0, 0, 1, "SKIPPED", job.SkipOCRFailed, "gpt-4.1", ""},
+				{1, 0, 2, "FAILED", "", "m", end.err},
+				{1, 1, 2, "FAILED", "", "m", end.err},
+				{2, 0, 1, "SKIPPED", job.SkipOCRFailed, "gpt-4.1", ""},
+			})
+			for _, i := range []int{0, 2} {
+				equal(t, fmt.Sprint("OCR row ", i), [2]string{string(res.OCR[i].Status), res.OCR[i].Error}, [2]string{"FAILED", end.err})
+			}
+			for _, r := range res.LLM {
+				equal(t, fmt.Sprint("file of the model row of file ", r.FileIndex), r.File, res.OCR[r.FileIndex].File)
+			}
+		})
 	}
 }

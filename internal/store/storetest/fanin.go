@@ -193,7 +193,10 @@ func testFinishOCRCancelled(t *testing.T, s Store) {
 	equal(t, "job status", res.Job.Status, job.StatusCancelled)
 	equal(t, "job files (the source URL: nothing stored)", res.Job.Files, j.SourceURLs)
 	equal(t, "row", [2]string{string(res.OCR[0].Status), res.OCR[0].Error}, [2]string{"FAILED", "job cancelled"})
-	equal(t, "LLM rows", len(res.LLM), 0)
+	// The cancel gave the file its ocr_failed row; the late finish's rows
+	// are not there.
+	equal(t, "LLM rows", len(res.LLM), 1)
+	equal(t, "LLM row", [2]string{string(res.LLM[0].Status), res.LLM[0].SkipReason}, [2]string{"SKIPPED", job.SkipOCRFailed})
 	_, err = s.GetFile(ctx(t), "", copyFile.ID)
 	isErr(t, "file record", err, store.ErrNotFound)
 	equal(t, "River jobs inserted", len(parkedNotes(t, s)), 0)

@@ -43,7 +43,7 @@ func leftOf(rows []job.LLMRow) []job.LLMRow {
 	var out []job.LLMRow
 	for _, r := range rows {
 		out = append(out, job.LLMRow{JobID: r.JobID, FileIndex: r.FileIndex, ChunkIndex: r.ChunkIndex,
-			ChunkTotal: r.ChunkTotal, File: r.File, Model: r.Model, Input: r.Input, Status: r.Status})
+			ChunkTotal: r.ChunkTotal, File: r.File, Model: r.Model, Input: r.Input, Status: r.Status, FileName: r.FileName})
 	}
 	return out
 }
@@ -246,7 +246,13 @@ func testFileModelRows(t *testing.T, s Store) {
 	secondPrompt.PromptIndex, secondPrompt.Input = 1, "second prompt"
 	// Out of chunk order, as nothing says a caller writes them in order.
 	rows := []job.LLMRow{pendingChunk(j, ocr, 2, 3), secondPrompt, pendingChunk(j, ocr, 0, 3), pendingChunk(j, ocr, 1, 3)}
-	applied, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: rows})
+	// The file's name comes back with each of its rows, for the user
+	// message; the other file, recorded without one, has none.
+	const name = "Totals März 2025.pdf"
+	for i := range rows {
+		rows[i].FileName = name
+	}
+	applied, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: rows, Name: name})
 	noErr(t, "FinishOCR of file 0", err)
 	equal(t, "FinishOCR of file 0 applied", applied, true)
 	recognized, pending = fileModelRows(t, s, j.ID, 1)

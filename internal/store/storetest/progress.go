@@ -73,14 +73,15 @@ func testJobProgressCountsTerminalRows(t *testing.T, s Store) {
 		t.Errorf("updated went back: %v after %v", running.Updated, start.Updated)
 	}
 
-	// Ending the job fails what was pending: every row is terminal.
+	// Ending the job fails what was pending: every row is terminal, and
+	// the file that was still pending has its skipped model row.
 	_, err = s.ExpireJob(ctx(t), j.ID, "timed out", "job deadline exceeded")
 	noErr(t, "ExpireJob", err)
 	equal(t, "a job ended with a recognized file", countsOf(jobProgress(t, s, "acct", j.ID)),
-		progressCounts{Status: job.StatusComplete, OCRDone: 3, OCRTotal: 3, LLMDone: 3, LLMTotal: 3})
+		progressCounts{Status: job.StatusComplete, OCRDone: 3, OCRTotal: 3, LLMDone: 4, LLMTotal: 4})
 
 	_, err = s.ExpireJob(ctx(t), second.ID, "timed out", "job deadline exceeded")
 	noErr(t, "ExpireJob", err)
 	equal(t, "a failed job carries its error", countsOf(jobProgress(t, s, "acct", second.ID)),
-		progressCounts{Status: job.StatusFailed, Error: "job deadline exceeded", OCRDone: 1, OCRTotal: 1})
+		progressCounts{Status: job.StatusFailed, Error: "job deadline exceeded", OCRDone: 1, OCRTotal: 1, LLMDone: 1, LLMTotal: 1})
 }

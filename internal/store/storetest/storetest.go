@@ -80,6 +80,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FileModelRowsIsWhatARetriedFileHasLeft", testFileModelRows},
 		{"ResultToFinishLeavesOutTheTextAndTheExchanges", testResultToFinish},
 		{"ExpireJobFailsWhatIsLeftOnce", testExpireJobFailsWhatIsLeftOnce},
+		{"EndingAJobGivesFilesStillBeingRecognizedTheirOCRFailedRow", testEndingAJobGivesFilesStillBeingRecognizedTheirOCRFailedRow},
 		{"JobProgressCountsTerminalRowsOfTheAccountsJob", testJobProgressCountsTerminalRows},
 		{"WatchEndSignalsEveryEndInThisProcess", testWatchEndSignalsEveryEndInThisProcess},
 	}
