@@ -114,8 +114,10 @@ func TestCancelEndsAJobAndDeleteErasesIt(t *testing.T) {
 			if row["status"] != "JOB_OCR_STATUS_FAILED" || row["error"] != "job cancelled" || row["file"] != heldURL {
 				t.Errorf("row after cancel = %v, want FAILED \"job cancelled\" with file %s", row, heldURL)
 			}
-			if llm, _ := res["llm"].([]any); len(llm) != 0 {
-				t.Errorf("model rows after cancel = %v, want none", llm)
+			// A file whose recognition failed has one SKIPPED ocr_failed model row (DESIGN §4).
+			llm, _ := res["llm"].([]any)
+			if len(llm) != 1 || llm[0].(map[string]any)["skipReason"] != "ocr_failed" || llm[0].(map[string]any)["file"] != heldURL {
+				t.Errorf("model rows after cancel = %v, want one SKIPPED ocr_failed row naming %s", llm, heldURL)
 			}
 
 			// The download the worker started now completes. Nothing of it
