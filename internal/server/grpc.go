@@ -30,12 +30,7 @@ func (s *Server) observeUnary(ctx context.Context, req any, info *grpc.UnaryServ
 	ri := &reqInfo{route: info.FullMethod, method: info.FullMethod}
 	ctx = withReqInfo(ctx, ri)
 	resp, err := handler(ctx, req)
-	code := status.Code(err)
-	d := time.Since(start)
-	s.metrics.grpcRequests.WithLabelValues(info.FullMethod, code.String()).Inc()
-	s.metrics.grpcDuration.WithLabelValues(info.FullMethod).Observe(d.Seconds())
-	attrs := append(requestAttrs(ctx), slog.String("code", code.String()), slog.Duration("duration", d))
-	s.log.LogAttrs(ctx, slog.LevelInfo, "grpc request", attrs...)
+	s.recordGRPC(ctx, info.FullMethod, start, err)
 	return resp, err
 }
 
@@ -44,13 +39,18 @@ func (s *Server) observeStream(srv any, ss grpc.ServerStream, info *grpc.StreamS
 	ri := &reqInfo{route: info.FullMethod, method: info.FullMethod}
 	ctx := withReqInfo(ss.Context(), ri)
 	err := handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+	s.recordGRPC(ctx, info.FullMethod, start, err)
+	return err
+}
+
+// recordGRPC counts, times and logs one finished call, unary or streaming.
+func (s *Server) recordGRPC(ctx context.Context, method string, start time.Time, err error) {
 	code := status.Code(err)
 	d := time.Since(start)
-	s.metrics.grpcRequests.WithLabelValues(info.FullMethod, code.String()).Inc()
-	s.metrics.grpcDuration.WithLabelValues(info.FullMethod).Observe(d.Seconds())
+	s.metrics.grpcRequests.WithLabelValues(method, code.String()).Inc()
+	s.metrics.grpcDuration.WithLabelValues(method).Observe(d.Seconds())
 	attrs := append(requestAttrs(ctx), slog.String("code", code.String()), slog.Duration("duration", d))
 	s.log.LogAttrs(ctx, slog.LevelInfo, "grpc request", attrs...)
-	return err
 }
 
 func (s *Server) recoverStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
