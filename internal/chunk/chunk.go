@@ -10,7 +10,8 @@
 // ancestors and the chunk after re-opens them (start tags copied with their
 // attributes). A table split across chunks repeats its header (the header
 // and separator lines of a markdown pipe table, the <thead> or first <tr>
-// of an HTML table). Consecutive chunks overlap by one block — the last
+// of an HTML table), and a markdown code block split across chunks is
+// re-opened with its fence line and closed in each. Consecutive chunks overlap by one block — the last
 // block of chunk i is the first of chunk i+1 — so a record on a boundary is
 // seen whole by one model call.
 //

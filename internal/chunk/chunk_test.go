@@ -252,6 +252,46 @@ func TestSplitMarkdown(t *testing.T) {
 			t.Error("no chunk holds the whole code block")
 		}
 	})
+	t.Run("code block split across chunks re-opens and closes its fence", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString(para(2) + "```json\n[\n")
+		for i := 0; i < 60; i++ {
+			fmt.Fprintf(&b, "  {\"id\": %d, \"name\": \"item %d\"},\n", i, i)
+		}
+		b.WriteString("]\n```\n\nAfter the code.\n")
+		chunks := split(t, b.String(), FormatMarkdown, 80)
+		if len(chunks) < 3 {
+			t.Fatalf("%d chunks", len(chunks))
+		}
+		for _, ch := range chunks {
+			fences := 0
+			for _, line := range strings.SplitAfter(ch.Text, "\n") {
+				if strings.HasPrefix(line, "```") {
+					fences++
+				}
+			}
+			if fences%2 != 0 {
+				t.Errorf("chunk %d leaves a fence open: %q", ch.Index, ch.Text)
+			}
+			if strings.Contains(ch.Body(), `"id"`) && !strings.Contains(ch.Text, "```json\n") {
+				t.Errorf("chunk %d holds code without its fence: %.60q", ch.Index, ch.Text)
+			}
+		}
+	})
+	t.Run("overlong line inside a code block closes its fence on a line of its own", func(t *testing.T) {
+		text := "```\n" + strings.Repeat("word ", 200) + "\nend\n```\n"
+		chunks := split(t, text, FormatMarkdown, 60)
+		for _, ch := range chunks[:len(chunks)-1] {
+			if !strings.HasSuffix(ch.Text, "\n```\n") {
+				t.Errorf("chunk %d does not close the fence on its own line: %q", ch.Index, ch.Text[max(0, len(ch.Text)-20):])
+			}
+		}
+		for _, ch := range chunks[1:] {
+			if !strings.HasPrefix(ch.Text, "```\n") {
+				t.Errorf("chunk %d does not re-open the fence: %.20q", ch.Index, ch.Text)
+			}
+		}
+	})
 }
 
 func TestSplitPlain(t *testing.T) {
@@ -485,6 +525,14 @@ func generate(rng *rand.Rand, format string) string {
 				}
 			case k == 3:
 				b.WriteString(strings.Repeat("z", rng.IntN(400)))
+			case k == 4 && format == FormatMarkdown:
+				b.WriteString([]string{"```go\n", "~~~\n", "  ````\n"}[rng.IntN(3)])
+				for range rng.IntN(30) {
+					b.WriteString(sentence(rng) + []string{"\n", "\n\n"}[rng.IntN(2)])
+				}
+				if rng.IntN(4) > 0 { // sometimes never closed
+					b.WriteString([]string{"```\n", "~~~\n", "````\n"}[rng.IntN(3)])
+				}
 			default:
 				for range rng.IntN(12) {
 					b.WriteString(sentence(rng) + []string{" ", "\n", "  ", "\t"}[rng.IntN(4)])
@@ -549,6 +597,7 @@ func FuzzSplit(f *testing.F) {
 	f.Add(`<div class="a"><table><tr><th>h</th></tr><tr><td>x &amp; y</td></tr></table><p>t</p></div>`, uint8(2), uint16(40))
 	f.Add(`<?xml version="1.0"?><a xmlns:b="urn:b"><b:c d="e">text &lt; more</b:c><f/></a>`, uint8(3), uint16(40))
 	f.Add("<p>unclosed <li>item<li>item", uint8(2), uint16(16))
+	f.Add("Intro.\n```json\n{\"a\": 1,\n\n \"b\": [1, 2]}\n```\ntail\n~~~\nopen", uint8(0), uint16(4))
 	c := counter(f)
 	formats := []string{FormatMarkdown, FormatPlain, FormatHTML, FormatXML}
 	f.Fuzz(func(t *testing.T, text string, format uint8, budget uint16) {

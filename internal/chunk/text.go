@@ -121,7 +121,7 @@ func blocks(text string, markdown bool) []span {
 				switch {
 				case !inFence:
 					inFence, fence = true, m[1]
-				case strings.HasPrefix(strings.TrimLeft(line, " "), fence) && isBlank(strings.TrimLeft(strings.TrimLeft(line, " "), fence[:1])):
+				case closesFence(line, fence):
 					inFence = false
 				}
 			}
@@ -163,23 +163,122 @@ func (s *splitter) plain() {
 	}
 }
 
+// closesFence reports whether line closes a code block opened by fence:
+// the same character, at least as many, nothing else but white space.
+func closesFence(line, fence string) bool {
+	line = strings.TrimLeft(line, " ")
+	return strings.HasPrefix(line, fence) && isBlank(strings.TrimLeft(line, fence[:1]))
+}
+
 // markdown splits at headings and paragraphs; an oversized paragraph by
-// sentences, a list or code block by lines, a table by rows with its
-// header repeated.
+// sentences, a list by lines, a table by rows with its header repeated, a
+// code block by lines with its fence re-opened.
 func (s *splitter) markdown() {
 	for _, b := range blocks(s.text, true) {
-		lines := lineSpans(s.text, b.start, b.end)
-		if h := tableHeader(s.text, lines); h >= 0 {
-			if _, ok := s.fits(b.start, b.end, s.budget); !ok {
-				s.table(b, lines, h)
-				continue
+		s.markdownBlock(b)
+	}
+}
+
+func (s *splitter) markdownBlock(b span) {
+	lines := lineSpans(s.text, b.start, b.end)
+	if _, ok := s.fits(b.start, b.end, s.budget); !ok {
+		h := tableHeader(s.text, lines)
+		o, c, fence := fenceAt(s.text, lines)
+		switch {
+		case o >= 0 && (h < 0 || o < h):
+			s.code(b, lines, o, c, fence)
+			return
+		case h >= 0:
+			s.table(b, lines, h)
+			return
+		}
+	}
+	levels := proseLevels
+	if len(lines) > 1 && listItem.MatchString(s.text[lines[0].start:lines[0].end]) {
+		levels = linesLevels
+	}
+	s.pieces(b.start, b.end, b.prio, levels, "", "")
+}
+
+// fenceAt returns the index of the first of lines that opens a fenced code
+// block, its fence, and the index of the line closing it (len(lines) when
+// the block does not close); o is -1 when no line opens one.
+func fenceAt(text string, lines []span) (o, c int, fence string) {
+	for i, ln := range lines {
+		m := fenceOpen.FindStringSubmatch(text[ln.start:ln.end])
+		if m == nil {
+			continue
+		}
+		for j := i + 1; j < len(lines); j++ {
+			if closesFence(text[lines[j].start:lines[j].end], m[1]) {
+				return i, j, m[1]
 			}
 		}
-		levels := proseLevels
-		if len(lines) > 1 && (listItem.MatchString(s.text[lines[0].start:lines[0].end]) || fenceOpen.MatchString(s.text[lines[0].start:lines[0].end])) {
-			levels = linesLevels
+		return i, len(lines), m[1]
+	}
+	return -1, 0, ""
+}
+
+// code splits an oversized block holding a fenced code block that opens at
+// lines[o] and closes at lines[c]: text before it as prose, the opening
+// line glued to the first line of code, then one unit per line that
+// re-opens the fence when a chunk starts there and closes it when a chunk
+// ends there (when both take at most half the budget), so every chunk
+// shows code as code; what follows the closing line is a block of its own.
+func (s *splitter) code(b span, lines []span, o, c int, fence string) {
+	first := len(s.units)
+	s.pieces(b.start, lines[o].start, b.prio, proseLevels, "", "")
+	open := s.text[lines[o].start:lines[o].end]
+	// A closing fence must stand on a line of its own: after a unit cut
+	// inside a line it needs a newline first.
+	shut, shutMidLine := fence+"\n", "\n"+fence+"\n"
+	if !strings.HasSuffix(open, "\n") || s.ctx(open)+s.ctx(shutMidLine) > s.budget/2 {
+		open, shut, shutMidLine = "", "", ""
+	}
+	rest := b.end
+	if c < len(lines) {
+		rest = lines[c].end
+		// Blank lines after the closing fence stay with it.
+		if isBlank(s.text[rest:b.end]) {
+			rest = b.end
 		}
-		s.pieces(b.start, b.end, b.prio, levels, "", "")
+	}
+	var ends []int
+	for r := o + 2; r < c; r++ {
+		ends = append(ends, lines[r-1].end)
+	}
+	ends = append(ends, rest)
+	prio := b.prio
+	if o > 0 {
+		prio = prioSentence
+	}
+	from := lines[o].start
+	for i, e := range ends {
+		close := shut
+		if i == len(ends)-1 && c < len(lines) {
+			close = "" // the source closes the fence itself
+		}
+		k := len(s.units)
+		s.pieces(from, e, prio, rowLevels, open, close)
+		if close != "" && (len(s.units)-k > 1 || !strings.HasSuffix(s.text[from:e], "\n")) {
+			s.units = s.units[:k]
+			s.pieces(from, e, prio, rowLevels, open, shutMidLine)
+		}
+		if i == 0 {
+			// The first unit holds the opening line itself. Its parts were
+			// sized with the context, so dropping it only makes room.
+			for u := &s.units[k]; ; u = &u.parts[0] {
+				u.open = ""
+				if len(u.parts) == 0 {
+					break
+				}
+			}
+		}
+		from, prio = e, prioSentence
+	}
+	s.collapse(first, b.start, rest, b.prio, "", "", s.budget)
+	if rest < b.end {
+		s.markdownBlock(span{rest, b.end, prioSentence})
 	}
 }
 
