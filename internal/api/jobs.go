@@ -158,9 +158,27 @@ func (s *Service) seal(req *docjobsv1.CreateJobRequest, acct, jobID string) ([]j
 
 // requestHash is the hex SHA-256 of the request's deterministic protobuf
 // encoding, with each secret replaced by its own SHA-256, so that the stored
-// hash tells requests apart without holding a secret.
+// hash tells requests apart without holding a secret. Spellings of one
+// request hash alike: a default given explicitly or left out, merge options
+// while merge is off, a consensus object without a mode in effect.
 func requestHash(req *docjobsv1.CreateJobRequest) (string, error) {
 	c := proto.CloneOf(req)
+	if n := c.GetNeural(); n != nil && n.GetChunkBudgetTokens() == 0 {
+		n.ChunkBudgetTokens = job.DefaultChunkBudgetTokens
+	}
+	if m := c.GetMerge(); m.GetEnabled() {
+		m.Scope = orDefault(m.GetScope(), docjobsv1.MergeScope_MERGE_SCOPE_FILE)
+		m.ConflictPolicy = orDefault(m.GetConflictPolicy(), docjobsv1.MergeConflictPolicy_MERGE_CONFLICT_POLICY_FIRST_NON_NULL)
+		m.Format = orDefault(m.GetFormat(), docjobsv1.MergeFormat_MERGE_FORMAT_AUTO)
+		if len(m.GetDedupeBy()) == 0 {
+			m.DedupeBy = nil
+		}
+	} else {
+		c.Merge = nil
+	}
+	if consensusMode(c.GetConsensus()) == docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED {
+		c.Consensus = nil
+	}
 	if n := c.GetNeural(); n.GetApiKey() != "" {
 		n.ApiKey = sha256Hex(n.GetApiKey())
 	}

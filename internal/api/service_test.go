@@ -399,6 +399,39 @@ func TestCreateJobIdempotency(t *testing.T) {
 		{"a different provider key", func(r *docjobsv1.CreateJobRequest) { r.Ocr.ProviderKey = ocrKey + "-rotated" }},
 		{"a different webhook secret", func(r *docjobsv1.CreateJobRequest) { r.WebhookSecret = "" }},
 	}
+	// Spellings of the same request replay it: the job they describe is
+	// the same one.
+	sameRequest := []struct {
+		name   string
+		mutate func(r *docjobsv1.CreateJobRequest)
+	}{
+		{"the default chunk budget given explicitly", func(r *docjobsv1.CreateJobRequest) { r.Neural.ChunkBudgetTokens = 4000 }},
+		{"an empty merge object", func(r *docjobsv1.CreateJobRequest) { r.Merge = &docjobsv1.MergeOptions{} }},
+		{"merge options while merge is off", func(r *docjobsv1.CreateJobRequest) {
+			r.Merge = &docjobsv1.MergeOptions{Scope: docjobsv1.MergeScope_MERGE_SCOPE_JOB, DedupeBy: []string{"id"}}
+		}},
+		{"an empty consensus object", func(r *docjobsv1.CreateJobRequest) { r.Consensus = &docjobsv1.ConsensusOptions{} }},
+		{"an unknown consensus mode", func(r *docjobsv1.CreateJobRequest) {
+			r.Consensus = &docjobsv1.ConsensusOptions{Mode: docjobsv1.ConsensusMode(99).Enum()}
+		}},
+	}
+	for _, m := range sameRequest {
+		t.Run("a replay with "+m.name+" returns the original job", func(t *testing.T) {
+			same := proto.CloneOf(req)
+			m.mutate(same)
+			again := h.create(t, "acme", same)
+			if again.GetId() != first.GetId() {
+				t.Fatalf("replay returned job %s, want %s", again.GetId(), first.GetId())
+			}
+		})
+	}
+	mismatches = append(mismatches, []struct {
+		name   string
+		mutate func(r *docjobsv1.CreateJobRequest)
+	}{
+		{"another chunk budget", func(r *docjobsv1.CreateJobRequest) { r.Neural.ChunkBudgetTokens = 3999 }},
+		{"merge turned on", func(r *docjobsv1.CreateJobRequest) { r.Merge = &docjobsv1.MergeOptions{Enabled: true} }},
+	}...)
 	for _, m := range mismatches {
 		t.Run(m.name+" is rejected", func(t *testing.T) {
 			changed := proto.CloneOf(req)
