@@ -86,7 +86,11 @@ func TestCheck(t *testing.T) {
 		{name: "an external $ref under a property named const is still a reference", schema: `{"properties":{"const":{"$ref":"https://example.com/x"}}}`, wantErr: ErrExternalRef},
 		{name: "an external $ref inside allOf is rejected", schema: `{"allOf":[{"type":"object"},{"$ref":"https://example.com/x"}]}`, wantErr: ErrExternalRef, wantMsg: "at /allOf/1/$ref"},
 		{name: "an external $ref in $defs is rejected even when unused", schema: `{"$defs":{"x":{"$ref":"https://example.com/x"}}}`, wantErr: ErrExternalRef},
-		{name: "a $schema outside the embedded drafts is refused, not fetched", schema: `{"$schema":"https://example.com/meta","type":"object"}`, wantErr: ErrInvalid, wantMsg: "not allowed"},
+		// What only the compiler resolves is still a reference out of the
+		// document: the loader refuses it, and the caller reads the rule.
+		{name: "a $schema outside the embedded drafts is refused, not fetched", schema: `{"$schema":"https://example.com/meta","type":"object"}`, wantErr: ErrExternalRef, wantMsg: `$schema "https://example.com/meta" at /$schema`},
+		{name: "a $schema of an embedded resource outside the embedded drafts is refused", schema: `{"$defs":{"a":{"$id":"https://example.com/a","$schema":"https://example.com/meta#"}},"$ref":"#/$defs/a"}`, wantErr: ErrExternalRef, wantMsg: `$schema "https://example.com/meta" at /$defs/a/$schema`},
+		{name: "a pointer into data holding an external $ref is refused, not followed", schema: `{"$ref":"#/default","default":{"$ref":"https://example.com/x"}}`, wantErr: ErrExternalRef, wantMsg: `$ref "https://example.com/x" at /default/$ref`},
 
 		// Schema validity.
 		{name: "an unknown type name is rejected", schema: `{"type":"strin"}`, wantErr: ErrInvalid, wantMsg: "at /type"},
@@ -133,8 +137,8 @@ func TestCheckNeverReadsTheDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := Check(`{"$schema":"file://` + meta + `","type":"object"}`)
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not allowed") {
-		t.Fatalf("Check() = %v, want the file refused", err)
+	if !errors.Is(err, ErrExternalRef) || !strings.Contains(err.Error(), "at /$schema") {
+		t.Fatalf("Check() = %v, want the file refused as an external reference", err)
 	}
 }
 
