@@ -212,3 +212,39 @@ func measure(doc any) (depth, nodes int) {
 		return 0, 1
 	}
 }
+
+// Compile reads a schema without $schema as 2020-12, so a draft-07 caller
+// must name its draft; the suite test relies on that (it adds the $schema
+// the suite's draft7 files leave out). Both spellings of the draft-07 URL
+// select it.
+func TestCompileReadsTheNamedDraft(t *testing.T) {
+	const tuple = `"items":[{"type":"integer"}]`
+	const refWithSibling = `"definitions":{"s":{"type":"string"}},"$ref":"#/definitions/s","maxLength":1`
+	tests := []struct {
+		name      string
+		schema    string
+		answer    string
+		wantValid bool
+	}{
+		{"draft-07 array-form items judge by position", `{"$schema":"http://json-schema.org/draft-07/schema#",` + tuple + `}`, `[1,"x"]`, true},
+		{"draft-07 array-form items reject a wrong first item", `{"$schema":"http://json-schema.org/draft-07/schema#",` + tuple + `}`, `["x"]`, false},
+		{"the draft-07 URL without its empty fragment selects draft-07", `{"$schema":"http://json-schema.org/draft-07/schema",` + tuple + `}`, `[1,"x"]`, true},
+		{"a draft-07 $ref hides its siblings", `{"$schema":"http://json-schema.org/draft-07/schema#",` + refWithSibling + `}`, `"ab"`, true},
+		{"without $schema a $ref sits beside its siblings, as in 2020-12", `{` + refWithSibling + `}`, `"ab"`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Compile(tt.schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if valid, errs := Verdict(s, tt.answer); valid != tt.wantValid {
+				t.Fatalf("Verdict(%s) = %v %q, want %v", tt.answer, valid, errs, tt.wantValid)
+			}
+		})
+	}
+	// Without $schema the same array-form items is not 2020-12 at all.
+	if err := Check(`{` + tuple + `}`); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "at /items") {
+		t.Fatalf("Check(array-form items without $schema) = %v, want refused at /items", err)
+	}
+}
