@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -75,10 +76,59 @@ func Compile(schemaText string) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("%w: %s", ErrInvalid, err)
 	}
 	sch, err := c.Compile(resourceURL)
+	var load *jsonschema.LoadURLError
+	if errors.As(err, &load) {
+		// checkRefs lets through what only the compiler resolves: a $schema
+		// naming a metaschema the library does not embed, or a "#" pointer
+		// into data that holds a reference. Either way the schema needs a
+		// document it does not contain, which is the self-containment rule,
+		// not a malformed schema.
+		return nil, fmt.Errorf("%w: %s", ErrExternalRef, outsideDetail(doc, load.URL))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrInvalid, compileDetail(err))
 	}
 	return sch, nil
+}
+
+// outsideDetail names the keyword that asked for url and where it is, when
+// the document spells url out; else just url.
+func outsideDetail(doc any, url string) string {
+	if k, at, ok := findURL(doc, url, ""); ok {
+		return fmt.Sprintf("%s %q at %s", k, url, at)
+	}
+	return fmt.Sprintf("%q is outside the document", url)
+}
+
+// findURL finds the first reference or $schema keyword, in key order,
+// whose value without its fragment is url.
+func findURL(v any, url, ptr string) (keyword, at string, ok bool) {
+	switch v := v.(type) {
+	case []any:
+		for i, e := range v {
+			if k, at, ok := findURL(e, url, ptr+"/"+strconv.Itoa(i)); ok {
+				return k, at, true
+			}
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			at := ptr + "/" + escapePointer(k)
+			if s, isStr := v[k].(string); isStr && (refKeywords[k] || k == "$schema") {
+				if base, _, _ := strings.Cut(s, "#"); base == url {
+					return k, at, true
+				}
+			}
+			if k, at, ok := findURL(v[k], url, at); ok {
+				return k, at, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // parse enforces the size, depth and node limits on the token stream, so a

@@ -86,7 +86,11 @@ func TestCheck(t *testing.T) {
 		{name: "an external $ref under a property named const is still a reference", schema: `{"properties":{"const":{"$ref":"https://example.com/x"}}}`, wantErr: ErrExternalRef},
 		{name: "an external $ref inside allOf is rejected", schema: `{"allOf":[{"type":"object"},{"$ref":"https://example.com/x"}]}`, wantErr: ErrExternalRef, wantMsg: "at /allOf/1/$ref"},
 		{name: "an external $ref in $defs is rejected even when unused", schema: `{"$defs":{"x":{"$ref":"https://example.com/x"}}}`, wantErr: ErrExternalRef},
-		{name: "a $schema outside the embedded drafts is refused, not fetched", schema: `{"$schema":"https://example.com/meta","type":"object"}`, wantErr: ErrInvalid, wantMsg: "not allowed"},
+		// What only the compiler resolves is still a reference out of the
+		// document: the loader refuses it, and the caller reads the rule.
+		{name: "a $schema outside the embedded drafts is refused, not fetched", schema: `{"$schema":"https://example.com/meta","type":"object"}`, wantErr: ErrExternalRef, wantMsg: `$schema "https://example.com/meta" at /$schema`},
+		{name: "a $schema of an embedded resource outside the embedded drafts is refused", schema: `{"$defs":{"a":{"$id":"https://example.com/a","$schema":"https://example.com/meta#"}},"$ref":"#/$defs/a"}`, wantErr: ErrExternalRef, wantMsg: `$schema "https://example.com/meta" at /$defs/a/$schema`},
+		{name: "a pointer into data holding an external $ref is refused, not followed", schema: `{"$ref":"#/default","default":{"$ref":"https://example.com/x"}}`, wantErr: ErrExternalRef, wantMsg: `$ref "https://example.com/x" at /default/$ref`},
 
 		// Schema validity.
 		{name: "an unknown type name is rejected", schema: `{"type":"strin"}`, wantErr: ErrInvalid, wantMsg: "at /type"},
@@ -133,8 +137,8 @@ func TestCheckNeverReadsTheDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := Check(`{"$schema":"file://` + meta + `","type":"object"}`)
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not allowed") {
-		t.Fatalf("Check() = %v, want the file refused", err)
+	if !errors.Is(err, ErrExternalRef) || !strings.Contains(err.Error(), "at /$schema") {
+		t.Fatalf("Check() = %v, want the file refused as an external reference", err)
 	}
 }
 
@@ -206,5 +210,41 @@ func measure(doc any) (depth, nodes int) {
 		return maxChild + 1, n
 	default:
 		return 0, 1
+	}
+}
+
+// Compile reads a schema without $schema as 2020-12, so a draft-07 caller
+// must name its draft; the suite test relies on that (it adds the $schema
+// the suite's draft7 files leave out). Both spellings of the draft-07 URL
+// select it.
+func TestCompileReadsTheNamedDraft(t *testing.T) {
+	const tuple = `"items":[{"type":"integer"}]`
+	const refWithSibling = `"definitions":{"s":{"type":"string"}},"$ref":"#/definitions/s","maxLength":1`
+	tests := []struct {
+		name      string
+		schema    string
+		answer    string
+		wantValid bool
+	}{
+		{"draft-07 array-form items judge by position", `{"$schema":"http://json-schema.org/draft-07/schema#",` + tuple + `}`, `[1,"x"]`, true},
+		{"draft-07 array-form items reject a wrong first item", `{"$schema":"http://json-schema.org/draft-07/schema#",` + tuple + `}`, `["x"]`, false},
+		{"the draft-07 URL without its empty fragment selects draft-07", `{"$schema":"http://json-schema.org/draft-07/schema",` + tuple + `}`, `[1,"x"]`, true},
+		{"a draft-07 $ref hides its siblings", `{"$schema":"http://json-schema.org/draft-07/schema#",` + refWithSibling + `}`, `"ab"`, true},
+		{"without $schema a $ref sits beside its siblings, as in 2020-12", `{` + refWithSibling + `}`, `"ab"`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Compile(tt.schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if valid, errs := Verdict(s, tt.answer); valid != tt.wantValid {
+				t.Fatalf("Verdict(%s) = %v %q, want %v", tt.answer, valid, errs, tt.wantValid)
+			}
+		})
+	}
+	// Without $schema the same array-form items is not 2020-12 at all.
+	if err := Check(`{` + tuple + `}`); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "at /items") {
+		t.Fatalf("Check(array-form items without $schema) = %v, want refused at /items", err)
 	}
 }
