@@ -73,6 +73,7 @@ type listItem struct {
 // layoutPage infers the structure of one page.
 func layoutPage(tp *textPage) []element {
 	fixStackedBlocks(tp)
+	joinSplitLines(tp)
 	ls := prepareLines(tp)
 	if len(ls) == 0 {
 		return nil
@@ -339,4 +340,87 @@ func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// joinSplitLines puts back together the rows poppler cut into two lines of
+// one block. Poppler sorts a block's lines by the top of their boxes, so
+// when a glyph taller than the text (a bullet, a symbol from another font)
+// starts a row, the rest of the row, which sits on the text's baseline one
+// word space to the right, becomes a line of its own sorted before it: the
+// row's words are then read in the wrong order, and its tail joins the
+// line above. Parts are looked for among a few neighbouring lines of the
+// block (poppler keeps them close in its order), which keeps hostile
+// pages linear. The joined line takes the place of the earlier part.
+func joinSplitLines(tp *textPage) {
+	const window = 3
+	gone := make([]bool, len(tp.lines))
+	joined := false
+	for i := range tp.lines {
+		if gone[i] {
+			continue
+		}
+		for k := i + 1; k < len(tp.lines) && k <= i+window; k++ {
+			a, b := &tp.lines[i], &tp.lines[k]
+			if gone[k] || a.block != b.block {
+				continue
+			}
+			switch {
+			case rowContinues(a, b):
+				*a = concatLines(*a, *b)
+			case rowContinues(b, a):
+				*a = concatLines(*b, *a)
+			default:
+				continue
+			}
+			gone[k], joined = true, true
+		}
+	}
+	if !joined {
+		return
+	}
+	out := tp.lines[:0]
+	for i, l := range tp.lines {
+		if !gone[i] {
+			out = append(out, l)
+		}
+	}
+	tp.lines = out
+}
+
+// rowContinues reports whether b continues a's row: b's first word sits on
+// the same text row as a's last word, no more than a word space to its
+// right. A column gap, or text above or below, keeps them apart.
+func rowContinues(a, b *textLine) bool {
+	if len(a.words) == 0 || len(b.words) == 0 {
+		return false
+	}
+	p, n := a.words[len(a.words)-1], b.words[0]
+	hp, hn := p.y1-p.y0, n.y1-n.y0
+	h := min(hp, hn)
+	if h <= 0 || max(hp, hn) > 1.3*h || upright(a) || upright(b) {
+		return false
+	}
+	if math.Abs((p.y0+p.y1)/2-(n.y0+n.y1)/2) > 0.15*h {
+		return false
+	}
+	gap := n.x0 - p.x1
+	return gap >= -0.1*h && gap <= 0.6*h && b.x0 >= p.x1-0.1*h
+}
+
+// upright reports whether l runs up or down the page (as prepareLines
+// decides): its words' boxes are not rows.
+func upright(l *textLine) bool {
+	chars := 0
+	for _, w := range l.words {
+		chars += utf8.RuneCountInString(w.text)
+	}
+	return chars >= 2 && l.y1-l.y0 > 1.5*(l.x1-l.x0)
+}
+
+// concatLines is the line made of a's words followed by b's.
+func concatLines(a, b textLine) textLine {
+	words := make([]word, 0, len(a.words)+len(b.words))
+	words = append(append(words, a.words...), b.words...)
+	return textLine{x0: min(a.x0, b.x0), y0: min(a.y0, b.y0), x1: max(a.x1, b.x1), y1: max(a.y1, b.y1),
+		words: words, block: a.block}
 }

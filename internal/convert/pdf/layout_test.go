@@ -232,3 +232,38 @@ func TestOrderedMarkers(t *testing.T) {
 		}
 	}
 }
+
+func TestLineSplitByPopplerAtATallBulletIsReadAsOneLine(t *testing.T) {
+	t.Parallel()
+	// A bullet glyph taller than the text makes poppler start a line box
+	// higher than the text beside it; the rest of the row, on the text's
+	// baseline and one word space away, becomes a line of its own that
+	// poppler sorts before the bulleted part.
+	tall := func(l textLine) textLine {
+		l.words[0].y0, l.words[0].y1 = l.words[0].y0-3, l.words[0].y1+3
+		l.y0, l.y1 = l.y0-3, l.y1+3
+		return l
+	}
+	first := tall(ln(0, 55, 100, 10, "• Courrier : Free Service Abonné 75371 Paris Cedex 08"))
+	second := tall(ln(0, 55, 112, 10, "• Internet : Sur"))
+	rest := ln(0, second.x1+2.5, 112, 10, "votre Espace Abonné, rubrique Mon abonnement /")
+	wrapped := ln(0, 67.5, 124, 10, "Brochure tarifaire, sur free.fr.")
+	got := layoutHTML(first, rest, second, wrapped)
+	want := "<ul>\n<li>Courrier : Free Service Abonné 75371 Paris Cedex 08</li>\n" +
+		"<li>Internet : Sur votre Espace Abonné, rubrique Mon abonnement / Brochure tarifaire, sur free.fr.</li>\n</ul>\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestLinesOfTwoColumnsOnOneBaselineStayApart(t *testing.T) {
+	t.Parallel()
+	// The same baseline with a column gap between is two lines.
+	left := ln(0, 72, 100, 10, "Left column text")
+	right := ln(0, left.x1+20, 100, 10, "Right column text")
+	tp := &textPage{number: 1, width: 612, height: 792, lines: []textLine{left, right}}
+	joinSplitLines(tp)
+	if len(tp.lines) != 2 {
+		t.Errorf("%d lines after joining, want 2", len(tp.lines))
+	}
+}
