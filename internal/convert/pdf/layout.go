@@ -15,7 +15,8 @@ import (
 //
 //  1. Lines get their text (words joined by their gaps), font size and
 //     weight (from pdftohtml spans).
-//  2. Tables: lines at the same height form rows; runs of two or more rows
+//  2. Tables: lines at the same height form rows (a line over two cells
+//     of the row under it is split between them); runs of two or more rows
 //     with two or more cells whose columns stay aligned become a table,
 //     unless the cells read like prose (two text columns side by side).
 //  3. The remaining lines keep poppler's blocks; blocks and tables are
@@ -78,6 +79,7 @@ func layoutPage(tp *textPage) []element {
 	if len(ls) == 0 {
 		return nil
 	}
+	ls = splitSpanningLines(ls)
 	body := bodySize(ls)
 	inTable := make([]bool, len(ls))
 	tables := findTables(ls, inTable)
@@ -100,43 +102,51 @@ func layoutPage(tp *textPage) []element {
 func prepareLines(tp *textPage) []line {
 	ls := make([]line, 0, len(tp.lines))
 	for _, tl := range tp.lines {
-		l := line{textLine: tl, order: len(ls)}
-		l.text = joinWords(tl.words)
-		if strings.TrimSpace(l.text) == "" {
-			continue
+		if l, ok := newLine(tl); ok {
+			ls = append(ls, l)
 		}
-		w, h := tl.x1-tl.x0, tl.y1-tl.y0
-		l.chars = countChars(l.text)
-		l.vertical = l.chars >= 2 && h > 1.5*w
-		var sizes weights
-		bold, total := 0, 0
-		for _, wd := range tl.words {
-			n := utf8.RuneCountInString(wd.text)
-			total += n
-			if wd.bold {
-				bold += n
-			}
-			if wd.size > 0 {
-				sizes.add(wd.size, n)
-			}
-		}
-		if total > 0 {
-			l.boldFrac = float64(bold) / float64(total)
-		}
-		l.size = sizes.mode()
-		if l.size == 0 {
-			// No pdftohtml span matched: a line box is about 1.2 font sizes.
-			l.size = min(w, h) / 1.2
-			if !l.vertical {
-				l.size = h / 1.2
-			}
-		}
-		ls = append(ls, l)
 	}
 	for i := range ls {
 		ls[i].order = i
 	}
 	return ls
+}
+
+// newLine computes a line's text and font statistics; false for a line
+// without text.
+func newLine(tl textLine) (line, bool) {
+	l := line{textLine: tl}
+	l.text = joinWords(tl.words)
+	if strings.TrimSpace(l.text) == "" {
+		return l, false
+	}
+	w, h := tl.x1-tl.x0, tl.y1-tl.y0
+	l.chars = countChars(l.text)
+	l.vertical = l.chars >= 2 && h > 1.5*w
+	var sizes weights
+	bold, total := 0, 0
+	for _, wd := range tl.words {
+		n := utf8.RuneCountInString(wd.text)
+		total += n
+		if wd.bold {
+			bold += n
+		}
+		if wd.size > 0 {
+			sizes.add(wd.size, n)
+		}
+	}
+	if total > 0 {
+		l.boldFrac = float64(bold) / float64(total)
+	}
+	l.size = sizes.mode()
+	if l.size == 0 {
+		// No pdftohtml span matched: a line box is about 1.2 font sizes.
+		l.size = min(w, h) / 1.2
+		if !l.vertical {
+			l.size = h / 1.2
+		}
+	}
+	return l, true
 }
 
 // joinWords joins a line's words. Poppler splits words at spaces and also

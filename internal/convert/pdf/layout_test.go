@@ -267,3 +267,33 @@ func TestLinesOfTwoColumnsOnOneBaselineStayApart(t *testing.T) {
 		t.Errorf("%d lines after joining, want 2", len(tp.lines))
 	}
 }
+
+func TestHeaderLineSpanningTwoColumnsIsSplitIntoItsCells(t *testing.T) {
+	t.Parallel()
+	// Header labels set close together: poppler joins "VAT" and
+	// "Quantity" into one line over two columns of values. Each label is
+	// a header cell of the column under it, not a heading.
+	at := func(l textLine, x float64) textLine { // l moved to start at x
+		d := x - l.x0
+		l.x0, l.x1 = l.x0+d, l.x1+d
+		for i := range l.words {
+			l.words[i].x0, l.words[i].x1 = l.words[i].x0+d, l.words[i].x1+d
+		}
+		return l
+	}
+	header := []textLine{bold(0, 40, 100, 8, "Item"), bold(1, 100, 100, 8, "Description"),
+		bold(2, 300, 100, 8, "Price"), bold(3, 330, 100, 8, "VAT Quantity"), bold(4, 420, 100, 8, "Amount")}
+	row := func(y float64, item, desc, price, vat, qty, amount string) []textLine {
+		return []textLine{ln(5, 40, y, 8, item), ln(6, 100, y, 8, desc), ln(7, 300, y, 8, price),
+			ln(8, 330, y, 8, vat), at(ln(9, 0, y, 8, qty), 360), ln(10, 420, y, 8, amount)}
+	}
+	lines := append(header, row(110, "E103184", "Maintenance kit", "49,99", "21 %", "1 PCS", "49,99")...)
+	lines = append(lines, row(120, "E103560", "Flyer", "0,00", "21 %", "1 PCS", "0,00")...)
+	got := layoutHTML(lines...)
+	want := "<table>\n<tr><td>Item</td><td>Description</td><td>Price</td><td>VAT</td><td>Quantity</td><td>Amount</td></tr>\n" +
+		"<tr><td>E103184</td><td>Maintenance kit</td><td>49,99</td><td>21 %</td><td>1 PCS</td><td>49,99</td></tr>\n" +
+		"<tr><td>E103560</td><td>Flyer</td><td>0,00</td><td>21 %</td><td>1 PCS</td><td>0,00</td></tr>\n</table>\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
