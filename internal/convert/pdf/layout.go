@@ -15,7 +15,8 @@ import (
 //
 //  1. Lines get their text (words joined by their gaps), font size and
 //     weight (from pdftohtml spans).
-//  2. Tables: lines at the same height form rows; runs of two or more rows
+//  2. Tables: lines at the same height form rows (a line over two cells
+//     of the row under it is split between them); runs of two or more rows
 //     with two or more cells whose columns stay aligned become a table,
 //     unless the cells read like prose (two text columns side by side).
 //  3. The remaining lines keep poppler's blocks; blocks and tables are
@@ -73,10 +74,12 @@ type listItem struct {
 // layoutPage infers the structure of one page.
 func layoutPage(tp *textPage) []element {
 	fixStackedBlocks(tp)
+	joinSplitLines(tp)
 	ls := prepareLines(tp)
 	if len(ls) == 0 {
 		return nil
 	}
+	ls = splitSpanningLines(ls)
 	body := bodySize(ls)
 	inTable := make([]bool, len(ls))
 	tables := findTables(ls, inTable)
@@ -99,43 +102,51 @@ func layoutPage(tp *textPage) []element {
 func prepareLines(tp *textPage) []line {
 	ls := make([]line, 0, len(tp.lines))
 	for _, tl := range tp.lines {
-		l := line{textLine: tl, order: len(ls)}
-		l.text = joinWords(tl.words)
-		if strings.TrimSpace(l.text) == "" {
-			continue
+		if l, ok := newLine(tl); ok {
+			ls = append(ls, l)
 		}
-		w, h := tl.x1-tl.x0, tl.y1-tl.y0
-		l.chars = countChars(l.text)
-		l.vertical = l.chars >= 2 && h > 1.5*w
-		var sizes weights
-		bold, total := 0, 0
-		for _, wd := range tl.words {
-			n := utf8.RuneCountInString(wd.text)
-			total += n
-			if wd.bold {
-				bold += n
-			}
-			if wd.size > 0 {
-				sizes.add(wd.size, n)
-			}
-		}
-		if total > 0 {
-			l.boldFrac = float64(bold) / float64(total)
-		}
-		l.size = sizes.mode()
-		if l.size == 0 {
-			// No pdftohtml span matched: a line box is about 1.2 font sizes.
-			l.size = min(w, h) / 1.2
-			if !l.vertical {
-				l.size = h / 1.2
-			}
-		}
-		ls = append(ls, l)
 	}
 	for i := range ls {
 		ls[i].order = i
 	}
 	return ls
+}
+
+// newLine computes a line's text and font statistics; false for a line
+// without text.
+func newLine(tl textLine) (line, bool) {
+	l := line{textLine: tl}
+	l.text = joinWords(tl.words)
+	if strings.TrimSpace(l.text) == "" {
+		return l, false
+	}
+	w, h := tl.x1-tl.x0, tl.y1-tl.y0
+	l.chars = countChars(l.text)
+	l.vertical = l.chars >= 2 && h > 1.5*w
+	var sizes weights
+	bold, total := 0, 0
+	for _, wd := range tl.words {
+		n := utf8.RuneCountInString(wd.text)
+		total += n
+		if wd.bold {
+			bold += n
+		}
+		if wd.size > 0 {
+			sizes.add(wd.size, n)
+		}
+	}
+	if total > 0 {
+		l.boldFrac = float64(bold) / float64(total)
+	}
+	l.size = sizes.mode()
+	if l.size == 0 {
+		// No pdftohtml span matched: a line box is about 1.2 font sizes.
+		l.size = min(w, h) / 1.2
+		if !l.vertical {
+			l.size = h / 1.2
+		}
+	}
+	return l, true
 }
 
 // joinWords joins a line's words. Poppler splits words at spaces and also
@@ -339,4 +350,87 @@ func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// joinSplitLines puts back together the rows poppler cut into two lines of
+// one block. Poppler sorts a block's lines by the top of their boxes, so
+// when a glyph taller than the text (a bullet, a symbol from another font)
+// starts a row, the rest of the row, which sits on the text's baseline one
+// word space to the right, becomes a line of its own sorted before it: the
+// row's words are then read in the wrong order, and its tail joins the
+// line above. Parts are looked for among a few neighbouring lines of the
+// block (poppler keeps them close in its order), which keeps hostile
+// pages linear. The joined line takes the place of the earlier part.
+func joinSplitLines(tp *textPage) {
+	const window = 3
+	gone := make([]bool, len(tp.lines))
+	joined := false
+	for i := range tp.lines {
+		if gone[i] {
+			continue
+		}
+		for k := i + 1; k < len(tp.lines) && k <= i+window; k++ {
+			a, b := &tp.lines[i], &tp.lines[k]
+			if gone[k] || a.block != b.block {
+				continue
+			}
+			switch {
+			case rowContinues(a, b):
+				*a = concatLines(*a, *b)
+			case rowContinues(b, a):
+				*a = concatLines(*b, *a)
+			default:
+				continue
+			}
+			gone[k], joined = true, true
+		}
+	}
+	if !joined {
+		return
+	}
+	out := tp.lines[:0]
+	for i, l := range tp.lines {
+		if !gone[i] {
+			out = append(out, l)
+		}
+	}
+	tp.lines = out
+}
+
+// rowContinues reports whether b continues a's row: b's first word sits on
+// the same text row as a's last word, no more than a word space to its
+// right. A column gap, or text above or below, keeps them apart.
+func rowContinues(a, b *textLine) bool {
+	if len(a.words) == 0 || len(b.words) == 0 {
+		return false
+	}
+	p, n := a.words[len(a.words)-1], b.words[0]
+	hp, hn := p.y1-p.y0, n.y1-n.y0
+	h := min(hp, hn)
+	if h <= 0 || max(hp, hn) > 1.3*h || upright(a) || upright(b) {
+		return false
+	}
+	if math.Abs((p.y0+p.y1)/2-(n.y0+n.y1)/2) > 0.15*h {
+		return false
+	}
+	gap := n.x0 - p.x1
+	return gap >= -0.1*h && gap <= 0.6*h && b.x0 >= p.x1-0.1*h
+}
+
+// upright reports whether l runs up or down the page (as prepareLines
+// decides): its words' boxes are not rows.
+func upright(l *textLine) bool {
+	chars := 0
+	for _, w := range l.words {
+		chars += utf8.RuneCountInString(w.text)
+	}
+	return chars >= 2 && l.y1-l.y0 > 1.5*(l.x1-l.x0)
+}
+
+// concatLines is the line made of a's words followed by b's.
+func concatLines(a, b textLine) textLine {
+	words := make([]word, 0, len(a.words)+len(b.words))
+	words = append(append(words, a.words...), b.words...)
+	return textLine{x0: min(a.x0, b.x0), y0: min(a.y0, b.y0), x1: max(a.x1, b.x1), y1: max(a.y1, b.y1),
+		words: words, block: a.block}
 }

@@ -232,3 +232,68 @@ func TestOrderedMarkers(t *testing.T) {
 		}
 	}
 }
+
+func TestLineSplitByPopplerAtATallBulletIsReadAsOneLine(t *testing.T) {
+	t.Parallel()
+	// A bullet glyph taller than the text makes poppler start a line box
+	// higher than the text beside it; the rest of the row, on the text's
+	// baseline and one word space away, becomes a line of its own that
+	// poppler sorts before the bulleted part.
+	tall := func(l textLine) textLine {
+		l.words[0].y0, l.words[0].y1 = l.words[0].y0-3, l.words[0].y1+3
+		l.y0, l.y1 = l.y0-3, l.y1+3
+		return l
+	}
+	first := tall(ln(0, 55, 100, 10, "• Courrier : Free Service Abonné 75371 Paris Cedex 08"))
+	second := tall(ln(0, 55, 112, 10, "• Internet : Sur"))
+	rest := ln(0, second.x1+2.5, 112, 10, "votre Espace Abonné, rubrique Mon abonnement /")
+	wrapped := ln(0, 67.5, 124, 10, "Brochure tarifaire, sur free.fr.")
+	got := layoutHTML(first, rest, second, wrapped)
+	want := "<ul>\n<li>Courrier : Free Service Abonné 75371 Paris Cedex 08</li>\n" +
+		"<li>Internet : Sur votre Espace Abonné, rubrique Mon abonnement / Brochure tarifaire, sur free.fr.</li>\n</ul>\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestLinesOfTwoColumnsOnOneBaselineStayApart(t *testing.T) {
+	t.Parallel()
+	// The same baseline with a column gap between is two lines.
+	left := ln(0, 72, 100, 10, "Left column text")
+	right := ln(0, left.x1+20, 100, 10, "Right column text")
+	tp := &textPage{number: 1, width: 612, height: 792, lines: []textLine{left, right}}
+	joinSplitLines(tp)
+	if len(tp.lines) != 2 {
+		t.Errorf("%d lines after joining, want 2", len(tp.lines))
+	}
+}
+
+func TestHeaderLineSpanningTwoColumnsIsSplitIntoItsCells(t *testing.T) {
+	t.Parallel()
+	// Header labels set close together: poppler joins "VAT" and
+	// "Quantity" into one line over two columns of values. Each label is
+	// a header cell of the column under it, not a heading.
+	at := func(l textLine, x float64) textLine { // l moved to start at x
+		d := x - l.x0
+		l.x0, l.x1 = l.x0+d, l.x1+d
+		for i := range l.words {
+			l.words[i].x0, l.words[i].x1 = l.words[i].x0+d, l.words[i].x1+d
+		}
+		return l
+	}
+	header := []textLine{bold(0, 40, 100, 8, "Item"), bold(1, 100, 100, 8, "Description"),
+		bold(2, 300, 100, 8, "Price"), bold(3, 330, 100, 8, "VAT Quantity"), bold(4, 420, 100, 8, "Amount")}
+	row := func(y float64, item, desc, price, vat, qty, amount string) []textLine {
+		return []textLine{ln(5, 40, y, 8, item), ln(6, 100, y, 8, desc), ln(7, 300, y, 8, price),
+			ln(8, 330, y, 8, vat), at(ln(9, 0, y, 8, qty), 360), ln(10, 420, y, 8, amount)}
+	}
+	lines := append(header, row(110, "E103184", "Maintenance kit", "49,99", "21 %", "1 PCS", "49,99")...)
+	lines = append(lines, row(120, "E103560", "Flyer", "0,00", "21 %", "1 PCS", "0,00")...)
+	got := layoutHTML(lines...)
+	want := "<table>\n<tr><td>Item</td><td>Description</td><td>Price</td><td>VAT</td><td>Quantity</td><td>Amount</td></tr>\n" +
+		"<tr><td>E103184</td><td>Maintenance kit</td><td>49,99</td><td>21 %</td><td>1 PCS</td><td>49,99</td></tr>\n" +
+		"<tr><td>E103560</td><td>Flyer</td><td>0,00</td><td>21 %</td><td>1 PCS</td><td>0,00</td></tr>\n</table>\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -50,43 +50,10 @@ const (
 
 // findTables finds aligned multi-cell rows and marks their lines in inTable.
 func findTables(ls []line, inTable []bool) []*table {
-	idx := make([]int, 0, len(ls))
-	for i := range ls {
-		if !ls[i].vertical {
-			idx = append(idx, i)
-		}
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		la, lb := &ls[idx[a]], &ls[idx[b]]
-		if la.y0 != lb.y0 {
-			return la.y0 < lb.y0
-		}
-		return la.x0 < lb.x0
-	})
-	var rows []row
-	for _, i := range idx {
-		l := &ls[i]
-		if n := len(rows); n > 0 && sameRow(&ls[rows[n-1].lines[0]], l) {
-			r := &rows[n-1]
-			r.lines = append(r.lines, i)
-			r.y0, r.y1 = min(r.y0, l.y0), max(r.y1, l.y1)
-			continue
-		}
-		rows = append(rows, row{lines: []int{i}, y0: l.y0, y1: l.y1})
-	}
+	rows := groupRows(ls)
 	multi := make([]bool, len(rows))
 	for k := range rows {
-		r := &rows[k]
-		sort.SliceStable(r.lines, func(a, b int) bool { return ls[r.lines[a]].x0 < ls[r.lines[b]].x0 })
-		if len(r.lines) < 2 {
-			continue
-		}
-		multi[k] = true
-		for j := 1; j < len(r.lines); j++ {
-			if ls[r.lines[j]].x0 < ls[r.lines[j-1]].x1-0.5 {
-				multi[k] = false // overlapping text, not cells
-			}
-		}
+		multi[k] = cellRow(ls, &rows[k])
 	}
 
 	f := tableFinder{ls: ls, rows: rows, multi: multi, inTable: inTable}
@@ -115,6 +82,54 @@ func findTables(ls []line, inTable []bool) []*table {
 		f.close(run, cols)
 	}
 	return f.tables
+}
+
+// groupRows groups the lines that are not vertical into rows (lines at the
+// same height), top to bottom, each row's lines left to right.
+func groupRows(ls []line) []row {
+	idx := make([]int, 0, len(ls))
+	for i := range ls {
+		if !ls[i].vertical {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		la, lb := &ls[idx[a]], &ls[idx[b]]
+		if la.y0 != lb.y0 {
+			return la.y0 < lb.y0
+		}
+		return la.x0 < lb.x0
+	})
+	var rows []row
+	for _, i := range idx {
+		l := &ls[i]
+		if n := len(rows); n > 0 && sameRow(&ls[rows[n-1].lines[0]], l) {
+			r := &rows[n-1]
+			r.lines = append(r.lines, i)
+			r.y0, r.y1 = min(r.y0, l.y0), max(r.y1, l.y1)
+			continue
+		}
+		rows = append(rows, row{lines: []int{i}, y0: l.y0, y1: l.y1})
+	}
+	for k := range rows {
+		r := &rows[k]
+		sort.SliceStable(r.lines, func(a, b int) bool { return ls[r.lines[a]].x0 < ls[r.lines[b]].x0 })
+	}
+	return rows
+}
+
+// cellRow reports whether a row's lines may be table cells: two or more,
+// side by side without overlapping.
+func cellRow(ls []line, r *row) bool {
+	if len(r.lines) < 2 {
+		return false
+	}
+	for j := 1; j < len(r.lines); j++ {
+		if ls[r.lines[j]].x0 < ls[r.lines[j-1]].x1-0.5 {
+			return false // overlapping text, not cells
+		}
+	}
+	return true
 }
 
 func sameRow(a, b *line) bool {
@@ -455,4 +470,90 @@ func (f *tableFinder) absorbBelow(t *table, lastRow int) {
 			bottom[c] = l.y1
 		}
 	}
+}
+
+// splitSpanningLines splits a line of a row of cells where it lies over two
+// or more cells of the row right under it, between the words over one cell
+// and the words over the next. Header labels set close together ("VAT
+// Quantity" over "21 %" and "1 PCS") are one line to poppler: that cell
+// would span two columns, which keeps the header row out of the table, and
+// its labels would read as headings away from their values. A word over
+// two cells, or a row under it that is not a row of cells a line apart,
+// keeps the line whole, and so does a word over none of the row's cells.
+// Only the first row of cells is split, where a header sits: a row under
+// other cells is a table's body, whose columns the table finder already
+// takes from the rows around it.
+func splitSpanningLines(ls []line) []line {
+	rows := groupRows(ls)
+	split := map[int][][]word{}
+	for k := 0; k+1 < len(rows); k++ {
+		r, next := &rows[k], &rows[k+1]
+		if !cellRow(ls, r) || !cellRow(ls, next) {
+			continue
+		}
+		if !closeRows(r, next) || k > 0 && cellRow(ls, &rows[k-1]) && closeRows(&rows[k-1], r) {
+			continue // not a header: the row under is apart, or the row continues cells above
+		}
+		for _, i := range r.lines {
+			if parts := cellParts(ls, i, next.lines); len(parts) > 1 {
+				split[i] = parts
+			}
+		}
+	}
+	if len(split) == 0 {
+		return ls
+	}
+	out := make([]line, 0, len(ls)+len(split))
+	for i := range ls {
+		parts, ok := split[i]
+		if !ok {
+			out = append(out, ls[i])
+			continue
+		}
+		for _, ws := range parts {
+			tl := textLine{x0: ws[0].x0, y0: ls[i].y0, x1: ws[len(ws)-1].x1, y1: ls[i].y1, words: ws, block: ls[i].block}
+			if l, ok := newLine(tl); ok {
+				out = append(out, l)
+			}
+		}
+	}
+	for i := range out {
+		out[i].order = i
+	}
+	return out
+}
+
+// closeRows reports whether row b follows row a about a line apart, as
+// rows of one table do.
+func closeRows(a, b *row) bool {
+	return b.y0-a.y1 <= 1.5*max(a.y1-a.y0, b.y1-b.y0)
+}
+
+// cellParts groups the words of line i by the line of below each lies
+// over. It returns nil unless every word lies over exactly one: a word
+// over none or over two is no evidence of where the cells part.
+func cellParts(ls []line, i int, below []int) [][]word {
+	var parts [][]word
+	cur := -1 // the line of below the current part lies over
+	for _, w := range ls[i].words {
+		c := -1
+		for _, j := range below {
+			if w.x0 < ls[j].x1 && w.x1 > ls[j].x0 {
+				if c >= 0 {
+					return nil
+				}
+				c = j
+			}
+		}
+		switch {
+		case c < 0:
+			return nil
+		case c != cur:
+			parts = append(parts, []word{w})
+			cur = c
+		default:
+			parts[len(parts)-1] = append(parts[len(parts)-1], w)
+		}
+	}
+	return parts
 }
