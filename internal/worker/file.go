@@ -76,6 +76,14 @@ func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 		return nil // cancelled, already finished, or not a file of this job
 	}
 	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID, "file_index", args.FileIndex)
+	if rj.Attempt > rj.MaxAttempts {
+		// Reclaimed after its last attempt ended with its process (a crash,
+		// an out-of-memory kill). The file may be what killed it, and River
+		// fetches a reclaimed job whatever its attempts: running it again
+		// could take down every restart.
+		w.giveUp(ctx, rj, j, errProcessEnded, log)
+		return nil
+	}
 
 	workCtx, ended, stop := w.untilJobEnds(ctx, j.ID)
 	defer stop()
@@ -89,6 +97,9 @@ func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 	}
 	return err
 }
+
+// errProcessEnded is the fault of a file whose last attempt did not return.
+var errProcessEnded = errors.New("the worker process ended while the file was in progress")
 
 // giveUp ends what is left of a file whose last attempt failed with cause
 // (a record that kept failing, River's timeout, a shutdown): River will not
@@ -170,7 +181,7 @@ func lastAttemptError(riverCtx context.Context, cause error, attempt, attempts i
 	case riverCtx.Err() != nil:
 		what = "the worker stopped while the file was in progress"
 	}
-	msg := strings.Join(strings.Fields(fmt.Sprintf("the file's last attempt (%d of %d) failed: %s", attempt, attempts, what)), " ")
+	msg := strings.Join(strings.Fields(fmt.Sprintf("the file's last attempt (%d of %d) failed: %s", min(attempt, attempts), attempts, what)), " ")
 	if len(msg) > maxFaultBytes {
 		cut := maxFaultBytes
 		for !utf8.RuneStart(msg[cut]) {

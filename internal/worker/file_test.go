@@ -328,6 +328,31 @@ func TestAFilesFailedLastAttemptFailsWhatIsLeftWithItsFault(t *testing.T) {
 	}
 }
 
+func TestAFileReclaimedAfterItsLastAttemptDiedIsNotRunAgain(t *testing.T) {
+	chat := &sendingChat{release: make(chan struct{})}
+	close(chat.release)
+	w, st, j := newFile(t, chat)
+	// What River hands out when a node restarts after its process died in
+	// the file's fifth and last attempt: the job again, as attempt 6.
+	err := w.Work(context.Background(), &river.Job[FileArgs]{
+		JobRow: &rivertype.JobRow{Attempt: 6, MaxAttempts: 5}, Args: FileArgs{JobID: j.ID}})
+	if err != nil {
+		t.Fatalf("Work = %v, want nil so that River completes the job", err)
+	}
+	if st.source.saved.Load() || chat.started.Load() != 0 {
+		t.Fatal("the file was fetched or its rows asked again")
+	}
+	res := result(t, st.Store, j.ID)
+	const want = "the file's last attempt (5 of 5) failed: the worker process ended while the file was in progress"
+	if res.Job.Status != job.StatusFailed || res.OCR[0].Status != job.RowFailed || res.OCR[0].Error != want {
+		t.Fatalf("job %s, OCR row %s %q; want the job FAILED by its FAILED row %q",
+			res.Job.Status, res.OCR[0].Status, res.OCR[0].Error, want)
+	}
+	if len(res.LLM) != 1 || res.LLM[0].SkipReason != job.SkipOCRFailed {
+		t.Fatalf("model rows %+v, want one SKIPPED %s", res.LLM, job.SkipOCRFailed)
+	}
+}
+
 func TestTheLastAttemptsErrorIsOneBoundedLine(t *testing.T) {
 	cause := errors.New("write: " + strings.Repeat("ü", 400) + "\n\tcaused by: refused")
 	got := lastAttemptError(context.Background(), cause, 5, 5, time.Minute)
