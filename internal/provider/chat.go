@@ -215,8 +215,10 @@ func CompactJSON(b []byte) string {
 }
 
 // SchemaInstruction is appended to the system message when the schema
-// cannot be enforced by the vendor (plain JSON mode): the model is told
-// the schema in words.
+// cannot be enforced by the vendor (plain JSON mode): the model is shown
+// the schema. The system message already asks for JSON alone (the model
+// stage says so for every vendor), so this adds the schema, not a second
+// request worded differently.
 func SchemaInstruction(schema string) string {
-	return "\n\nAnswer with a single JSON value, and nothing else, that conforms to this JSON Schema:\n" + schema
+	return "\n\nThe JSON Schema the answer must conform to:\n" + schema
 }

@@ -159,3 +159,29 @@ func assertSchemaErrors(t *testing.T, errs []string, valid bool, path string) {
 		t.Errorf("no error names %q: %q", path, errs)
 	}
 }
+
+// A schema the vendor cannot enforce strictly is shown to the model in the
+// system message, which then asks for JSON alone once, not twice in two
+// wordings (the model stage's request and the adapter's).
+func TestASchemaShownInWordsIsAskedForOnce(t *testing.T) {
+	srv := providertest.NewServer(t, providertest.Reply(200, openAIAnswer(`{"a":"xy"}`)))
+	chat, err := slots.New(slots.Config{BaseURLs: map[int]string{2: srv.URL + "/v1"}, RetryBaseDelay: time.Millisecond}).
+		Chat(slots.SlotPrefix+"2", "gpt-4.1", "test-key-0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const schema = `{"type":"object","properties":{"a":{"type":"string","minLength":2}}}`
+	j := &job.Job{Prompts: []string{"Extract."}, ResponseSchema: schema, SourceURLs: []string{"https://example.com/a.md"}}
+	row := job.LLMRow{ChunkTotal: 1, Input: "the chunk"}
+	if err := answer(context.Background(), j, chat, &row); err != nil {
+		t.Fatalf("answer: %v", err)
+	}
+	body := srv.Requests()[0].Body
+	if got := providertest.Field(t, body, "response_format", "type"); got != "json_object" {
+		t.Fatalf("response_format.type = %v, want json_object (the schema is not strict-compatible)", got)
+	}
+	sys, _ := providertest.Field(t, body, "messages", 0, "content").(string)
+	if n := strings.Count(sys, "nothing else"); n != 1 || !strings.Contains(sys, `"minLength":2`) {
+		t.Errorf("system message asks for JSON alone %d times (want once, with the schema): %q", n, sys)
+	}
+}

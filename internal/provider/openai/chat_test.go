@@ -88,8 +88,10 @@ func TestChatRequests(t *testing.T) {
 					t.Errorf("response_format.type = %v, want json_object", got)
 				}
 				sys, _ := providertest.Field(t, body, "messages", 0, "content").(string)
-				if !strings.HasPrefix(sys, "Extract.") || !strings.Contains(sys, `"minLength":2`) || !strings.Contains(sys, "JSON") {
-					t.Errorf("system message = %q, want the prompt then the schema", sys)
+				want := "Extract.\n\nThe JSON Schema the answer must conform to:\n" +
+					`{"type":"object","properties":{"a":{"type":"string","minLength":2}}}`
+				if sys != want {
+					t.Errorf("system message = %q, want the prompt then the schema: %q", sys, want)
 				}
 			},
 			content: `{"a":"xy"}`,
