@@ -142,8 +142,14 @@ func validatePrompts(prompts []string) error {
 		return invalid("prompts", "at most %d prompts", maxPrompts)
 	}
 	for i, p := range prompts {
+		field := "prompts[" + strconv.Itoa(i) + "]"
 		if len(p) > maxPromptBytes {
-			return invalid("prompts["+strconv.Itoa(i)+"]", "at most %d bytes", maxPromptBytes)
+			return invalid(field, "at most %d bytes", maxPromptBytes)
+		}
+		// A blank first prompt would pay for a model call per chunk with no
+		// instruction; "no prompt" is an empty list.
+		if strings.TrimSpace(p) == "" {
+			return invalid(field, "must not be empty (omit prompts to skip the model)")
 		}
 	}
 	return nil
@@ -292,6 +298,11 @@ func checkURL(raw string, allowPrivate bool) string {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "" || u.Hostname() == "" {
 		return notHTTP
+	}
+	// URLs are stored, echoed and logged as given, so a password in one
+	// would be a secret kept and returned in clear.
+	if u.User != nil {
+		return "must not contain credentials (user:password@)"
 	}
 	if !allowPrivate && privateHost(u.Hostname()) {
 		return "must not point to a private or local address"

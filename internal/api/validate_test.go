@@ -154,6 +154,10 @@ func TestValidateCreate(t *testing.T) {
 		{name: "a prompt over 64 KiB is rejected with its index", mutate: func(r *docjobsv1.CreateJobRequest) {
 			r.Prompts = []string{"short", strings.Repeat("p", 64<<10+1)}
 		}, want: "prompts[1]: at most 65536 bytes"},
+		{name: "an empty prompt is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Prompts = []string{""} },
+			want: "prompts[0]: must not be empty (omit prompts to skip the model)"},
+		{name: "a prompt of white space is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Prompts = []string{"Extract.", " \n\t"} },
+			want: "prompts[1]: must not be empty (omit prompts to skip the model)"},
 
 		// neural.
 		{name: "a missing neural is rejected even without prompts", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural = nil },
@@ -256,6 +260,11 @@ func TestValidateCreate(t *testing.T) {
 		}, want: `metadata["invoice"]: at most 2048 bytes`},
 
 		// webhook.
+		{name: "a webhookUrl with credentials is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.WebhookUrl = "https://hook:s3cret@example.com/done" },
+			want: "webhookUrl: must not contain credentials (user:password@)"},
+		{name: "a source URL with credentials is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"https://example.com/a.txt", "https://reader:s3cret@example.com/b.txt"}
+		}, want: "sourceUrls[1]: must not contain credentials (user:password@)"},
 		{name: "a relative webhookUrl is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.WebhookUrl = "hooks/done" },
 			want: "webhookUrl: must be an absolute http or https URL"},
 		{name: "a non-http webhookUrl is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.WebhookUrl = "mailto:ops@example.com" },
