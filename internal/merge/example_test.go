@@ -78,7 +78,7 @@ func ExampleMerge_incomplete() {
 	// {"items":[1,2]}
 	// technical=0 content=0 incomplete=true
 	// incomplete a.pdf#1: not valid JSON: unexpected end of JSON input
-	// incomplete a.pdf#2: the chunk's model call failed
+	// incomplete a.pdf#2: the chunk has no answer: its model call or its file's recognition failed
 }
 
 // A markdown table split by the chunker: the header it repeated and the

@@ -96,9 +96,10 @@ type Chunk struct {
 	// twice, and each listing is its own file with its own answer.
 	FileIndex int
 	Content   string
-	// Failed marks a row that did not finish (FAILED, or an answer known to
-	// be truncated): it is never merged, only listed (and, for the text
-	// formats, appended as it is).
+	// Failed marks a row that did not finish (FAILED, the SKIPPED row of a
+	// file whose recognition failed, or an answer known to be truncated):
+	// it is never merged, only listed (and, for the text formats, appended
+	// as it is), so a file missing from the merged answer is named.
 	Failed bool
 	// NoOverlap says the chunker dropped the overlap before this chunk
 	// (chunk.Chunk.Overlap == 0): nothing at its head repeats the previous
@@ -281,7 +282,7 @@ func Merge(chunks []Chunk, opts Options) ([]Answer, error) {
 		case len(c.Content) > lim.MaxAnswerBytes:
 			p.skip = fmt.Sprintf("answer of %d bytes is over the %d-byte limit", len(c.Content), lim.MaxAnswerBytes)
 		case c.Failed:
-			p.skip = "the chunk's model call failed"
+			p.skip = "the chunk has no answer: its model call or its file's recognition failed"
 		}
 		if total+len(c.Content) > lim.MaxTotalBytes {
 			p.skip = fmt.Sprintf("the merge's input limit of %d bytes was reached", lim.MaxTotalBytes)
