@@ -13,6 +13,9 @@ import (
 	"time"
 	"unicode"
 
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/provider/tesseract"
 )
@@ -73,6 +76,74 @@ func TestCorpusInvoicesKeepTheirFieldValues(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestCorpusInvoicesKeepLabelsWithTheirValues checks that a total set
+// apart from its label on one row of an invoice comes out with it, in one
+// table row or one paragraph: a user extracting fields from the HTML must
+// see which amount is which ("Total TTC :" … "56,02 €"), not a column of
+// labels away from a column of amounts.
+func TestCorpusInvoicesKeepLabelsWithTheirValues(t *testing.T) {
+	dir := corpusDir(t, filepath.Join("extraction", "invoice2data"))
+	tests := []struct {
+		file         string
+		label, value string
+	}{
+		{"NetpresseInvoice.pdf", "Total HT", "46,68"},
+		{"NetpresseInvoice.pdf", "TVA 20%", "9,34"},
+		{"NetpresseInvoice.pdf", "Total TTC", "56,02"},
+		{"NetpresseInvoice.pdf", "Justificatif PDF", "0,75"},
+		{"QualityHosting.pdf", "Total EUR", "34,73"},
+		{"saeco.pdf", "Factuur totaal EUR", "49,99"},
+		{"free_fiber.pdf", "Montant du prélèvement", "29.99"},
+	}
+	conv := New(Config{})
+	docs := map[string]*html.Node{}
+	for _, tt := range tests {
+		t.Run(tt.file+"/"+tt.label, func(t *testing.T) {
+			doc, ok := docs[tt.file]
+			if !ok {
+				data, err := os.ReadFile(filepath.Join(dir, tt.file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := conv.Convert(t.Context(), Input{Name: tt.file, Data: data, Mode: job.ExtractionHybrid})
+				if err != nil {
+					t.Fatalf("Convert: %v", err)
+				}
+				if doc, err = html.Parse(strings.NewReader(out.Content)); err != nil {
+					t.Fatal(err)
+				}
+				docs[tt.file] = doc
+			}
+			found := false
+			for _, text := range rowTexts(doc) {
+				if strings.Contains(text, tt.label) {
+					found = true
+					if !strings.Contains(text, tt.value) {
+						t.Errorf("%q is read apart from %s: %q", tt.label, tt.value, text)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no table row, paragraph or heading holds %q", tt.label)
+			}
+		})
+	}
+}
+
+// rowTexts are the texts of a document's table rows, paragraphs, list
+// items and headings.
+func rowTexts(n *html.Node) []string {
+	var out []string
+	switch n.DataAtom {
+	case atom.Tr, atom.P, atom.Li, atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+		return []string{strings.Join(strings.Fields(textOf(n)), " ")}
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		out = append(out, rowTexts(c)...)
+	}
+	return out
 }
 
 // invoiceField is one expected value of an invoice.

@@ -17,12 +17,15 @@ import (
 //     weight (from pdftohtml spans).
 //  2. Tables: lines at the same height form rows (a line over two cells
 //     of the row under it is split between them); runs of two or more rows
-//     with two or more cells whose columns stay aligned become a table,
-//     unless the cells read like prose (two text columns side by side).
-//  3. The remaining lines keep poppler's blocks; blocks and tables are
+//     with two or more cells whose columns stay aligned, about a line apart
+//     or at the table's own regular pitch, become a table, unless the cells
+//     read like prose (two text columns side by side).
+//  3. A label and a value set apart on one row outside the tables, each a
+//     block of its own, become one line.
+//  4. The remaining lines keep poppler's blocks; blocks and tables are
 //     ordered by a recursive XY cut that prefers column gaps, so a
 //     multi-column page is read column by column.
-//  4. Blocks become headings (larger or bold short text), list items
+//  5. Blocks become headings (larger or bold short text), list items
 //     (bullets, 1. / a) markers) and paragraphs (lines joined,
 //     de-hyphenated), merging paragraphs that continue across blocks.
 
@@ -81,9 +84,12 @@ func layoutPage(tp *textPage) []element {
 	}
 	ls = splitSpanningLines(ls)
 	body := bodySize(ls)
-	inTable := make([]bool, len(ls))
-	tables := findTables(ls, inTable)
-	units := buildUnits(ls, inTable, tables)
+	// placed marks the lines that leave their block: table cells, then
+	// values joined to their label.
+	placed := make([]bool, len(ls))
+	tables, rows := findTables(ls, placed)
+	joinPairs(ls, rows, placed)
+	units := buildUnits(ls, placed, tables)
 	minGap := max(0.8*body, 4)
 	units = xyOrder(units, minGap)
 	b := &builder{ls: ls, body: body, boldBody: boldShare(ls) > 0.6}

@@ -297,3 +297,84 @@ func TestHeaderLineSpanningTwoColumnsIsSplitIntoItsCells(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestWidelySpacedTableWithARegularPitchIsOneTable(t *testing.T) {
+	t.Parallel()
+	// Invoice rows two line heights apart (more than the 1.5 a table's
+	// rows usually keep), at a regular pitch: the header, the items and
+	// the totals are one table, each total beside its amount.
+	var lines []textLine
+	row := func(y float64, cells ...string) {
+		for c, x := range []float64{54, 300, 400, 500} {
+			if cells[c] != "" {
+				lines = append(lines, ln(len(lines), x, y, 8, cells[c]))
+			}
+		}
+	}
+	row(260, "Description", "Qty", "Unit price", "Amount")
+	row(290, "Legal notice", "1", "45,93 €", "45,93 €")
+	row(315, "PDF copy", "1", "0,75 €", "0,75 €")
+	row(340, "", "", "Total HT :", "46,68 €")
+	row(365, "", "", "Total TTC :", "56,02 €")
+	got := layoutHTML(lines...)
+	want := "<table>\n<tr><td>Description</td><td>Qty</td><td>Unit price</td><td>Amount</td></tr>\n" +
+		"<tr><td>Legal notice</td><td>1</td><td>45,93 €</td><td>45,93 €</td></tr>\n" +
+		"<tr><td>PDF copy</td><td>1</td><td>0,75 €</td><td>0,75 €</td></tr>\n" +
+		"<tr><td></td><td></td><td>Total HT :</td><td>46,68 €</td></tr>\n" +
+		"<tr><td></td><td></td><td>Total TTC :</td><td>56,02 €</td></tr>\n</table>\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestOneWideGapBetweenAlignedRowsStaysABreak(t *testing.T) {
+	t.Parallel()
+	// Two tight two-row tables, two and a half lines apart: the gap
+	// repeats no pitch of either, so they stay two tables.
+	var lines []textLine
+	for i, y := range []float64{100, 110, 144, 154} {
+		lines = append(lines, ln(2*i, 72, y, 8, "Label"), ln(2*i+1, 300, y, 8, "Value"))
+	}
+	got := layoutHTML(lines...)
+	if n := strings.Count(got, "<table>"); n != 2 {
+		t.Errorf("%d tables, want 2:\n%s", n, got)
+	}
+}
+
+func TestLabelAndValueOnOneRowAreOneLine(t *testing.T) {
+	t.Parallel()
+	// A total set apart from its label on one row, outside any table:
+	// one paragraph, not a label away from an amount.
+	lines := []textLine{
+		ln(0, 72, 100, 10, "Thank you for your order. The amounts below include all taxes"),
+		ln(0, 72, 112, 10, "and the delivery to the address given in the order."),
+		ln(1, 400, 140, 10, "Total EUR"),
+		ln(2, 520, 140, 10, "34,73"),
+		ln(3, 72, 170, 10, "Payment terms: 14 days net."),
+	}
+	got := layoutHTML(lines...)
+	if !strings.Contains(got, "<p>Total EUR 34,73</p>\n") {
+		t.Errorf("label and value apart:\n%s", got)
+	}
+}
+
+func TestHeadingsOfTwoColumnsOnOneRowAreNotPaired(t *testing.T) {
+	t.Parallel()
+	// One-line headings of two text columns share a row, and the right
+	// one holds a number: they are no label and value, and the page is
+	// still read column by column.
+	lines := []textLine{
+		ln(0, 72, 100, 10, "Introduction"),
+		ln(1, 72, 114, 10, "The left column starts the story and it"),
+		ln(1, 72, 126, 10, "goes on for a while in the left column."),
+		ln(2, 320, 100, 10, "Results of 2010"),
+		ln(3, 320, 114, 10, "The right column ends the story with the"),
+		ln(3, 320, 126, 10, "last words of the whole page right here."),
+	}
+	got := layoutHTML(lines...)
+	want := "<p>Introduction</p>\n<p>The left column starts the story and it goes on for a while in the left column.</p>\n" +
+		"<p>Results of 2010</p>\n<p>The right column ends the story with the last words of the whole page right here.</p>\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

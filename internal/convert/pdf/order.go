@@ -16,13 +16,14 @@ type unit struct {
 	order          int
 }
 
-// buildUnits splits poppler's blocks around table lines.
-func buildUnits(ls []line, inTable []bool, tables []*table) []*unit {
+// buildUnits splits poppler's blocks around the lines placed elsewhere (in
+// a table, or joined to the label on their left).
+func buildUnits(ls []line, placed []bool, tables []*table) []*unit {
 	var out []*unit
 	var cur *unit
 	for i := range ls {
 		l := &ls[i]
-		if inTable[i] {
+		if placed[i] {
 			cur = nil
 			continue
 		}

@@ -49,7 +49,8 @@ const (
 )
 
 // findTables finds aligned multi-cell rows and marks their lines in inTable.
-func findTables(ls []line, inTable []bool) []*table {
+// It returns the page's rows too, for the steps after it.
+func findTables(ls []line, inTable []bool) ([]*table, []row) {
 	rows := groupRows(ls)
 	multi := make([]bool, len(rows))
 	for k := range rows {
@@ -81,7 +82,7 @@ func findTables(ls []line, inTable []bool) []*table {
 	if len(run) > 0 {
 		f.close(run, cols)
 	}
-	return f.tables
+	return f.tables, rows
 }
 
 // groupRows groups the lines that are not vertical into rows (lines at the
@@ -192,11 +193,11 @@ func overlapsNone(cols []interval, x0, x1 float64) bool {
 // extend reports whether multi row k continues the run (with the single
 // rows pending between), and the columns after it does.
 func (f *tableFinder) extend(run []int, cols []interval, pending []int, k int) ([]interval, bool) {
-	// Consecutive rows must be close: about a line apart.
+	// Consecutive rows must be close: about a line apart, or at the
+	// table's own pitch.
 	prev := run[len(run)-1]
 	for _, r := range append(slices.Clone(pending), k) {
-		h := max(f.rows[prev].y1-f.rows[prev].y0, f.rows[r].y1-f.rows[r].y0)
-		if f.rows[r].y0-f.rows[prev].y1 > 1.5*h {
+		if !rowsFollow(f.rows, f.multi, prev, r) {
 			return nil, false
 		}
 		prev = r
@@ -527,6 +528,42 @@ func splitSpanningLines(ls []line) []line {
 // rows of one table do.
 func closeRows(a, b *row) bool {
 	return b.y0-a.y1 <= 1.5*max(a.y1-a.y0, b.y1-b.y0)
+}
+
+// Row pitch of widely spaced tables: rows further apart than a line may
+// still be one table, up to maxRowGap line heights apart, when the rows of
+// cells around them repeat the pitch within pitchTolerance.
+const (
+	maxRowGap      = 3.0
+	pitchTolerance = 1.3
+)
+
+// rowsFollow reports whether row b, the row after row a, can continue a
+// table with it: about a line apart, or further apart at the table's own
+// pitch. Invoices space their item and total rows two lines apart or so;
+// a fixed line-sized gap would cut such a table into rows, and its labels
+// from their values. The pitch (top to top) counts when the pair of cell
+// rows just before a or just after b repeats it: one wide gap between
+// unrelated rows does not repeat, and stays a break.
+func rowsFollow(rows []row, cells []bool, a, b int) bool {
+	ra, rb := &rows[a], &rows[b]
+	h := max(ra.y1-ra.y0, rb.y1-rb.y0)
+	gap := rb.y0 - ra.y1
+	if gap <= 1.5*h {
+		return true
+	}
+	if gap > maxRowGap*h || !cells[a] && !cells[b] {
+		return false
+	}
+	p := rb.y0 - ra.y0
+	same := func(i, j int) bool {
+		if i < 0 || j >= len(rows) || !cells[i] || !cells[j] {
+			return false
+		}
+		q := rows[j].y0 - rows[i].y0
+		return q > 0 && q*pitchTolerance >= p && q <= p*pitchTolerance
+	}
+	return same(a-1, a) || same(b, b+1)
 }
 
 // cellParts groups the words of line i by the line of below each lies
