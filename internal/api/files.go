@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 	"github.com/docjobs/docjobs/internal/job"
@@ -213,6 +214,53 @@ func (s *Service) OpenFile(ctx context.Context, id string) (job.File, io.ReadClo
 		return job.File{}, nil, s.internal(ctx, "OpenFile", fmt.Errorf("open %s: %w", f.Key, err), slog.String("file_id", id))
 	}
 	return f, r, nil
+}
+
+// deleteTimeout bounds the deletion of one upload, which runs to its end
+// even when the client goes away: stopping between the bytes and the record
+// would leave a record naming bytes that are gone.
+const deleteTimeout = 30 * time.Second
+
+// DeleteFile deletes an upload of the calling account: its stored bytes
+// first, then its record, so that a failure in between leaves a record that
+// a retried delete finds and finishes, never bytes that nothing names. Jobs
+// that read the upload keep their own copies. A job's copy is refused: it
+// belongs to its job, whose files and rows name it, and goes with
+// DeleteJob.
+func (s *Service) DeleteFile(ctx context.Context, req *docjobsv1.DeleteFileRequest) (*emptypb.Empty, error) {
+	acct, err := account(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := req.GetId()
+	fileAttr := slog.String("file_id", id)
+	f, err := s.store.GetFile(ctx, acct, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, status.Error(codes.NotFound, "file not found")
+	}
+	if err != nil {
+		return nil, s.internal(ctx, "DeleteFile", fmt.Errorf("look up file: %w", err), fileAttr)
+	}
+	if f.JobID != "" {
+		return nil, status.Errorf(codes.FailedPrecondition,
+			"file is a stored copy of job %s and is deleted with the job (DELETE /v1/jobs/%s)", f.JobID, f.JobID)
+	}
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+	defer cancel()
+	if err := s.deleteBlob(ctx, f.Key); err != nil {
+		return nil, s.internal(ctx, "DeleteFile", fmt.Errorf("delete %s: %w", f.Key, err), fileAttr)
+	}
+	err = s.store.DeleteUpload(ctx, acct, id)
+	if errors.Is(err, store.ErrNotFound) {
+		// A concurrent delete of the same upload got there first.
+		return nil, status.Error(codes.NotFound, "file not found")
+	}
+	if err != nil {
+		return nil, s.internal(ctx, "DeleteFile", fmt.Errorf("delete record: %w", err), fileAttr)
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "file deleted", slog.String("account_id", acct), fileAttr, slog.Int64("bytes", f.Size))
+	return &emptypb.Empty{}, nil
 }
 
 // UploadFile is the gRPC upload. The content arrives in pieces, one per

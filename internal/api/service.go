@@ -52,6 +52,7 @@ type Store interface {
 	DeleteJob(ctx context.Context, accountID, id string) (blobKeys []string, err error)
 	CreateFile(ctx context.Context, f job.File) error
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
+	DeleteUpload(ctx context.Context, accountID, id string) error
 	AccountExtractionMode(ctx context.Context, accountID string) (string, error)
 }
 

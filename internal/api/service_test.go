@@ -534,6 +534,7 @@ func TestEveryMethodRequiresAnAccount(t *testing.T) {
 			return err
 		},
 		"GetFile":     func() error { _, err := h.svc.GetFile(ctx, &docjobsv1.GetFileRequest{Id: "x"}); return err },
+		"DeleteFile":  func() error { _, err := h.svc.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: "x"}); return err },
 		"StoreUpload": func() error { _, _, err := h.svc.StoreUpload(ctx, "a", strings.NewReader("x")); return err },
 		"OpenFile":    func() error { _, _, err := h.svc.OpenFile(ctx, "x"); return err },
 	}
@@ -786,6 +787,73 @@ func TestStoreUploadAndOpenFile(t *testing.T) {
 	if _, _, err := h.svc.OpenFile(ctx, "no-such-file"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("OpenFile of a missing file = %v, want ErrNotFound", err)
 	}
+}
+
+func TestDeleteFileDeletesTheAccountsUpload(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := as("acme")
+	f, u, err := h.svc.StoreUpload(ctx, "contract.txt", strings.NewReader("confidential"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A job created before the delete keeps its source; its own copy is
+	// made when it reads the file (internal/fetch).
+	before := h.create(t, "acme", createRequest(u))
+
+	t.Run("another account's upload is not found and stays", func(t *testing.T) {
+		_, err := h.svc.DeleteFile(as("globex"), &docjobsv1.DeleteFileRequest{Id: f.ID})
+		wantStatus(t, err, codes.NotFound, "file not found")
+		if ok, err := h.bucket.Exists(context.Background(), f.Key); !ok || err != nil {
+			t.Fatalf("the upload's bytes after another account's delete: %v, %v", ok, err)
+		}
+	})
+	t.Run("an unknown id is not found", func(t *testing.T) {
+		_, err := h.svc.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: "no-such-file"})
+		wantStatus(t, err, codes.NotFound, "file not found")
+	})
+
+	if _, err := h.svc.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: f.ID}); err != nil {
+		t.Fatalf("DeleteFile by its owner: %v", err)
+	}
+	if ok, err := h.bucket.Exists(context.Background(), f.Key); ok || err != nil {
+		t.Errorf("the upload's bytes after delete: exists %v (%v)", ok, err)
+	}
+	if _, _, err := h.svc.OpenFile(ctx, f.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("OpenFile after delete = %v, want ErrNotFound", err)
+	}
+	_, err = h.svc.GetFile(ctx, &docjobsv1.GetFileRequest{Id: f.ID})
+	wantStatus(t, err, codes.NotFound, "file not found")
+	_, err = h.svc.CreateJob(ctx, createRequest(u))
+	wantStatus(t, err, codes.InvalidArgument, "sourceUrls[0]: file not found")
+	_, err = h.svc.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: f.ID})
+	wantStatus(t, err, codes.NotFound, "file not found")
+	if _, err := h.svc.GetJob(ctx, &docjobsv1.GetJobRequest{Id: before.GetId()}); err != nil {
+		t.Errorf("the job created before the delete: %v", err)
+	}
+}
+
+func TestDeleteFileRefusesAJobsCopy(t *testing.T) {
+	h := newHarness(t, Config{})
+	j := h.create(t, "acme", createRequest())
+	cp := job.File{ID: "copy-1", AccountID: "acme", JobID: j.GetId(), Name: "a.txt", Key: "jobs/" + j.GetId() + "/0-copy-1"}
+	if err := h.bucket.WriteAll(context.Background(), cp.Key, []byte("hello"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.CreateFile(context.Background(), cp); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err := h.svc.DeleteFile(as("acme"), &docjobsv1.DeleteFileRequest{Id: cp.ID})
+	wantStatus(t, err, codes.FailedPrecondition,
+		"file is a stored copy of job "+j.GetId()+" and is deleted with the job (DELETE /v1/jobs/"+j.GetId()+")")
+	if _, r, err := h.svc.OpenFile(as("acme"), cp.ID); err != nil {
+		t.Errorf("the job's copy after a refused delete: %v", err)
+	} else {
+		_ = r.Close()
+	}
+	// Another account learns nothing about the copy, not even that it is one.
+	_, err = h.svc.DeleteFile(as("globex"), &docjobsv1.DeleteFileRequest{Id: cp.ID})
+	wantStatus(t, err, codes.NotFound, "file not found")
 }
 
 func TestStoreUploadAcceptsExactlyTheLimit(t *testing.T) {

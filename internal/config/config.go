@@ -37,7 +37,8 @@ type Config struct {
 	ProviderBaseURLs     map[int]string
 	WebhookRetrySchedule []time.Duration // DOCJOBS_WEBHOOK_RETRY_SCHEDULE, at most 20 entries
 	// Retention deletes finished jobs (rows, secrets, files) this long after
-	// they ended (DOCJOBS_RETENTION, default 0: keep them).
+	// they ended, and uploads this long after they were uploaded
+	// (DOCJOBS_RETENTION, default 0: keep them).
 	Retention   time.Duration
 	JobDeadline time.Duration // DOCJOBS_JOB_DEADLINE, default 2h
 	// PDFMaxPages caps the pages of one PDF (DOCJOBS_PDF_MAX_PAGES, default 1000).
@@ -175,7 +176,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if v := getenv("DOCJOBS_RETENTION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
-			return c, fmt.Errorf("DOCJOBS_RETENTION: want a duration like 720h (0 keeps jobs), got %q", v)
+			return c, fmt.Errorf("DOCJOBS_RETENTION: want a duration like 720h (0 keeps jobs and uploads), got %q", v)
 		}
 		c.Retention = d
 	}

@@ -1,7 +1,8 @@
-// Package fetch turns a job's source URL into a stored file: an upload of the
-// same account is taken from storage directly, anything else is downloaded
-// through the SSRF-safe client, capped in size and time, and saved into the
-// bucket under the job's prefix. Errors are sentences fit for an OCR
+// Package fetch turns a job's source URL into a stored file of the job: a
+// stored file of the same account (an upload, or another job's copy) is
+// copied within storage, anything else is downloaded through the SSRF-safe
+// client, capped in size and time; either way the job's copy is saved into
+// the bucket under the job's prefix. Errors are sentences fit for an OCR
 // row's error field; they never carry user credentials or storage internals.
 package fetch
 
@@ -81,20 +82,18 @@ type Deps struct {
 
 // Result describes the stored file of one source URL.
 type Result struct {
-	// URL is the stored file's URL, {PublicURL}/v1/files/{id}: the upload's
-	// own URL when the source was an upload of the account.
+	// URL is the URL of the job's stored copy, {PublicURL}/v1/files/{id}.
 	URL string
-	// File is the new record to store for a downloaded (or copied) file,
-	// with JobID set; nil when the source was an upload of the account,
-	// whose record already exists.
+	// File is the new record to store for the job's copy, with JobID set;
+	// nil only for a zero Result (the fetch failed).
 	File        *job.File
 	Key         string // blob key of the bytes
 	Name        string
 	ContentType string
 	Size        int64
 	// Data are a download's bytes, not stored yet: Save stores them at Key,
-	// and must before File is recorded. Nil for a file already in storage
-	// (an upload or a copy), which Read returns.
+	// and must before File is recorded. Nil for a copy of a stored file,
+	// which is in storage already and which Read returns.
 	Data []byte
 }
 
@@ -182,7 +181,8 @@ func (f *Fetcher) Fetch(ctx context.Context, accountID, jobID string, index int,
 	return f.download(ctx, accountID, jobID, index, sourceURL)
 }
 
-// own resolves a stored file of the account without a request to ourselves.
+// own copies a stored file of the account for the job, without a request
+// to ourselves.
 func (f *Fetcher) own(ctx context.Context, accountID, jobID string, index int, id string) (Result, error) {
 	display := f.FileURL(id)
 	file, err := f.deps.Files.GetFile(ctx, accountID, id)
@@ -192,12 +192,10 @@ func (f *Fetcher) own(ctx context.Context, accountID, jobID string, index int, i
 	if err != nil {
 		return Result{}, &Error{Msg: fmt.Sprintf("looking up source file %s failed", display), Retryable: true, Err: err}
 	}
-	if file.JobID == "" {
-		// An upload: it lives until deleted on its own, so the job refers to it.
-		return Result{URL: display, Key: file.Key, Name: file.Name, ContentType: file.ContentType, Size: file.Size}, nil
-	}
-	// A copy stored for another job goes when that job is deleted; this job
-	// gets its own copy so its file outlives the other job.
+	// The job stores its own copy of an upload, as of any other source: the
+	// upload may be deleted by its owner or expire by retention, and a copy
+	// stored for another job goes when that job is deleted; the job's file
+	// must outlive both.
 	newID := f.deps.NewID()
 	key := objectKey(jobID, index, newID)
 	if err := f.deps.Bucket.Copy(ctx, key, file.Key, nil); err != nil {
@@ -301,8 +299,8 @@ func (f *Fetcher) Save(ctx context.Context, r Result) error {
 }
 
 // Discard deletes the copy Fetch made for a job (r.File set) whose record
-// was not written, so that nothing of it stays stored. An upload the job
-// refers to (r.File nil) is not the job's and is never deleted.
+// was not written, so that nothing of it stays stored. Only the job's copy
+// is deleted, never the upload or other file it was copied from.
 func (f *Fetcher) Discard(ctx context.Context, r Result) error {
 	if r.File == nil {
 		return nil

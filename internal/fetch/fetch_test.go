@@ -203,7 +203,7 @@ func TestDiscardDeletesTheJobsCopyAndNeverAnUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, r := range []Result{copied, upload, copied} { // a second discard finds nothing and is fine
+	for _, r := range []Result{copied, upload, copied, {}} { // a second discard finds nothing and is fine
 		if err := e.f.Discard(ctx, r); err != nil {
 			t.Fatalf("Discard(%s): %v", r.Key, err)
 		}
@@ -430,18 +430,46 @@ func TestFetchUnknownHost(t *testing.T) {
 	}
 }
 
-func TestFetchOwnUpload(t *testing.T) {
+func TestFetchOwnUploadIsCopiedForTheJob(t *testing.T) {
 	e := newEnv(t, Config{}, nil) // PublicURL's host does not resolve: any HTTP to ourselves would fail
-	up := job.File{ID: "up1", AccountID: "acct", Name: "scan.txt", Size: 5, ContentType: "text/plain", Key: "uploads/up1"}
+	ctx := context.Background()
+	up := job.File{ID: "up1", AccountID: "acct", Name: "scan.txt", Size: 5, ContentType: "text/plain", Key: "uploads/acct/up1"}
 	e.files[up.ID] = up
+	if err := e.bucket.WriteAll(ctx, up.Key, []byte("scan!"), nil); err != nil {
+		t.Fatal(err)
+	}
 
-	res, err := e.f.Fetch(context.Background(), "acct", "job1", 0, publicURL+"/v1/files/up1")
+	res, err := e.f.Fetch(ctx, "acct", "job1", 0, publicURL+"/v1/files/up1")
 	if err != nil {
 		t.Fatalf("Fetch: %v", err)
 	}
-	want := Result{URL: publicURL + "/v1/files/up1", Key: "uploads/up1", Name: "scan.txt", ContentType: "text/plain", Size: 5}
-	if !reflect.DeepEqual(res, want) { // Data nil: the upload is in storage
-		t.Errorf("Result = %+v, want %+v", res, want)
+	// The job's own copy, so that deleting or expiring the upload leaves
+	// the job's file in place.
+	wantFile := &job.File{ID: "f1", AccountID: "acct", JobID: "job1", Name: "scan.txt", Size: 5,
+		ContentType: "text/plain", Key: "jobs/job1/0-f1", Created: res.File.Created}
+	want := Result{URL: publicURL + "/v1/files/f1", File: wantFile, Key: "jobs/job1/0-f1", Name: "scan.txt", ContentType: "text/plain", Size: 5}
+	if !reflect.DeepEqual(res, want) { // Data nil: the copy is in storage
+		t.Errorf("Result = %+v (File %+v), want %+v (File %+v)", res, res.File, want, want.File)
+	}
+	if err := e.bucket.Delete(ctx, up.Key); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := e.f.Read(ctx, res.Key, 0); err != nil || string(data) != "scan!" {
+		t.Errorf("Read of the copy after the upload was deleted = %q, %v", data, err)
+	}
+}
+
+func TestFetchOfAnUploadDeletedFromStorageIsNotFound(t *testing.T) {
+	e := newEnv(t, Config{}, nil)
+	// Recorded, but its bytes are gone: deleted while the job waited.
+	e.files["up1"] = job.File{ID: "up1", AccountID: "acct", Key: "uploads/acct/up1"}
+	_, err := e.f.Fetch(context.Background(), "acct", "job1", 0, publicURL+"/v1/files/up1")
+	wantFetchError(t, err, "source file "+publicURL+"/v1/files/up1 not found", false)
+	if !errors.Is(err, job.ErrNotFound) {
+		t.Errorf("error does not wrap job.ErrNotFound")
+	}
+	if keys := e.keys(t); len(keys) != 0 {
+		t.Errorf("bucket holds %v, want nothing", keys)
 	}
 }
 

@@ -204,6 +204,13 @@ type Store interface {
 	// Files (uploads and job copies).
 	CreateFile(ctx context.Context, f job.File) error
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
+	// DeleteUpload removes the record of an upload (JobID "") of accountID;
+	// ErrNotFound for a missing file, another account's, or a job's copy,
+	// which goes only with its job (DeleteJob). The caller deletes the blob.
+	DeleteUpload(ctx context.Context, accountID, id string) error
+	// ExpiredUploads lists up to limit uploads created before cutoff, oldest
+	// first, for retention; job copies are never listed.
+	ExpiredUploads(ctx context.Context, cutoff time.Time, limit int) ([]job.File, error)
 
 	// Accounts and API keys; only SHA-256 hashes of keys are stored.
 	PutAPIKey(ctx context.Context, accountID string, keyHash []byte) error

@@ -61,8 +61,8 @@ func PeriodicJobs(cfg Config) []*river.PeriodicJob {
 			&river.PeriodicJobOpts{RunOnStart: true}),
 	}
 	if cfg.Retention > 0 {
-		// Expired jobs go within a tenth of the retention, at least every
-		// 10 minutes.
+		// Expired jobs and uploads go within a tenth of the retention, at
+		// least every 10 minutes.
 		every := min(10*time.Minute, max(cfg.Retention/10, time.Second))
 		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(every),
 			func() (river.JobArgs, *river.InsertOpts) { return RetentionSweepArgs{}, nil },

@@ -109,7 +109,7 @@ func (w *fileWorker) keepRecognition(ctx context.Context, j *job.Job, rec *recog
 // when the job is deleted.
 func (w *fileWorker) discardUnrecorded(ctx context.Context, source fetch.Result, log *slog.Logger) {
 	if source.File == nil {
-		return // nothing stored for the job, or an upload the job only refers to
+		return // nothing was stored for the job
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
 	defer cancel()

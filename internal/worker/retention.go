@@ -2,15 +2,19 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/riverqueue/river"
+	"gocloud.dev/gcerrors"
 
 	"github.com/docjobs/docjobs/internal/fetch"
+	"github.com/docjobs/docjobs/internal/job"
 )
 
-// RetentionSweepArgs start one sweep for finished jobs older than
-// DOCJOBS_RETENTION.
+// RetentionSweepArgs start one sweep for finished jobs and uploads older
+// than DOCJOBS_RETENTION.
 type RetentionSweepArgs struct{}
 
 // Kind is the River job kind.
@@ -27,18 +31,31 @@ type retentionWorker struct {
 	deps Deps
 }
 
-// Work deletes expired jobs with their rows, secrets and stored files. A
-// job whose webhook is still being delivered waits for the delivery to end.
+// Work deletes expired jobs with their rows, secrets and stored files, then
+// expired uploads. A job whose webhook is still being delivered waits for
+// the delivery to end. Each kind goes in batches of sweepBatch, oldest
+// first; the next sweep takes the rest.
 func (w *retentionWorker) Work(ctx context.Context, _ *river.Job[RetentionSweepArgs]) error {
 	if w.cfg.Retention <= 0 {
 		return nil
 	}
-	ids, err := w.deps.Store.ExpiredJobs(ctx, time.Now().Add(-w.cfg.Retention), sweepBatch)
+	cutoff := time.Now().Add(-w.cfg.Retention)
+	if err := w.deleteJobs(ctx, cutoff); err != nil {
+		return err
+	}
+	return w.deleteUploads(ctx, cutoff)
+}
+
+func (w *retentionWorker) deleteJobs(ctx context.Context, cutoff time.Time) error {
+	ids, err := w.deps.Store.ExpiredJobs(ctx, cutoff, sweepBatch)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
 		keys, err := w.deps.Store.DeleteJob(ctx, "", id)
+		if errors.Is(err, job.ErrNotFound) {
+			continue // deleted by its owner since it was listed
+		}
 		if err != nil {
 			return err
 		}
@@ -48,6 +65,34 @@ func (w *retentionWorker) Work(ctx context.Context, _ *river.Job[RetentionSweepA
 			}
 		}
 		w.deps.Logger.Info("job deleted by retention", "job_id", id, "retention", w.cfg.Retention)
+	}
+	return nil
+}
+
+// deleteUploads deletes uploads made before cutoff: bytes first, then the
+// record, as DELETE /v1/files/{id} does, so that an upload whose bytes
+// could not be deleted keeps its record and the next sweep tries again.
+// Jobs that read an upload have their own copies, which are not touched.
+func (w *retentionWorker) deleteUploads(ctx context.Context, cutoff time.Time) error {
+	files, err := w.deps.Store.ExpiredUploads(ctx, cutoff, sweepBatch)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if w.deps.Bucket != nil {
+			if err := w.deps.Bucket.Delete(ctx, f.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+				if ctx.Err() != nil {
+					return fmt.Errorf("delete expired upload %s: %w", f.ID, err)
+				}
+				w.deps.Logger.Error("expired upload not removed; kept for the next sweep",
+					"file_id", f.ID, "account_id", f.AccountID, "key", f.Key, "err", err)
+				continue
+			}
+		}
+		if err := w.deps.Store.DeleteUpload(ctx, "", f.ID); err != nil && !errors.Is(err, job.ErrNotFound) {
+			return fmt.Errorf("delete expired upload %s: %w", f.ID, err)
+		}
+		w.deps.Logger.Info("upload deleted by retention", "file_id", f.ID, "account_id", f.AccountID, "retention", w.cfg.Retention)
 	}
 	return nil
 }

@@ -53,6 +53,8 @@ type Store interface {
 	ExpiredJobs(ctx context.Context, cutoff time.Time, limit int) ([]string, error)
 	DeleteJob(ctx context.Context, accountID, id string) ([]string, error)
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
+	ExpiredUploads(ctx context.Context, cutoff time.Time, limit int) ([]job.File, error)
+	DeleteUpload(ctx context.Context, accountID, id string) error
 	PageCache
 }
 
@@ -111,7 +113,8 @@ type Config struct {
 	WebhookRetrySchedule []time.Duration
 	// PublicURL is the service's base URL, for result_url in webhooks.
 	PublicURL string
-	// Retention deletes finished jobs this long after they ended; 0 keeps them.
+	// Retention deletes finished jobs this long after they ended, and
+	// uploads this long after they were uploaded; 0 keeps them.
 	Retention time.Duration
 }
 
@@ -169,7 +172,8 @@ type Deps struct {
 	Chunker Chunker
 	// Webhooks sends job webhooks; without it deliveries fail.
 	Webhooks WebhookSender
-	// Bucket holds stored files, removed with jobs that retention deletes.
+	// Bucket holds stored files, removed with the jobs and uploads that
+	// retention deletes.
 	Bucket   *blob.Bucket
 	Observer Observer // optional
 	Logger   *slog.Logger

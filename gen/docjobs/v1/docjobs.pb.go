@@ -2465,6 +2465,50 @@ func (x *GetFileRequest) GetId() string {
 	return ""
 }
 
+type DeleteFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteFileRequest) Reset() {
+	*x = DeleteFileRequest{}
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteFileRequest) ProtoMessage() {}
+
+func (x *DeleteFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteFileRequest.ProtoReflect.Descriptor instead.
+func (*DeleteFileRequest) Descriptor() ([]byte, []int) {
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *DeleteFileRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 type CancelJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2474,7 +2518,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[24]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2530,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[24]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2543,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{24}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CancelJobRequest) GetId() string {
@@ -2518,7 +2562,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[25]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2530,7 +2574,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[25]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2543,7 +2587,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{25}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteJobRequest) GetId() string {
@@ -2741,6 +2785,8 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"size_bytes\x18\x03 \x01(\x03R\n" +
 	"size_bytes\" \n" +
 	"\x0eGetFileRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"#\n" +
+	"\x11DeleteFileRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\"\n" +
 	"\x10CancelJobRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\"\n" +
@@ -2808,7 +2854,7 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\x1aCONSENSUS_MODE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17CONSENSUS_MODE_TWO_RUNS\x10\x01\x12\x1d\n" +
 	"\x19CONSENSUS_MODE_THREE_RUNS\x10\x02\x12\x1c\n" +
-	"\x18CONSENSUS_MODE_FIVE_RUNS\x10\x032\xcf\x05\n" +
+	"\x18CONSENSUS_MODE_FIVE_RUNS\x10\x032\xac\x06\n" +
 	"\n" +
 	"JobService\x12O\n" +
 	"\tCreateJob\x12\x1c.docjobs.v1.CreateJobRequest\x1a\x0f.docjobs.v1.Job\"\x13\x82\xd3\xe4\x93\x02\r:\x01*\"\b/v1/jobs\x12K\n" +
@@ -2819,6 +2865,8 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\n" +
 	"UploadFile\x12\x1d.docjobs.v1.UploadFileRequest\x1a\x1e.docjobs.v1.UploadFileResponse(\x01\x12S\n" +
 	"\aGetFile\x12\x1a.docjobs.v1.GetFileRequest\x1a\x14.google.api.HttpBody\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/v1/files/{id}\x12[\n" +
+	"\n" +
+	"DeleteFile\x12\x1d.docjobs.v1.DeleteFileRequest\x1a\x16.google.protobuf.Empty\"\x16\x82\xd3\xe4\x93\x02\x10*\x0e/v1/files/{id}\x12[\n" +
 	"\tCancelJob\x12\x1c.docjobs.v1.CancelJobRequest\x1a\x0f.docjobs.v1.Job\"\x1f\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/v1/jobs/{id}:cancel\x12X\n" +
 	"\tDeleteJob\x12\x1c.docjobs.v1.DeleteJobRequest\x1a\x16.google.protobuf.Empty\"\x15\x82\xd3\xe4\x93\x02\x0f*\r/v1/jobs/{id}B5Z3github.com/docjobs/docjobs/gen/docjobs/v1;docjobsv1b\x06proto3"
 
@@ -2835,7 +2883,7 @@ func file_docjobs_v1_docjobs_proto_rawDescGZIP() []byte {
 }
 
 var file_docjobs_v1_docjobs_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_docjobs_v1_docjobs_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_docjobs_v1_docjobs_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_docjobs_v1_docjobs_proto_goTypes = []any{
 	(JobStatus)(0),                // 0: docjobs.v1.JobStatus
 	(JobOcrStatus)(0),             // 1: docjobs.v1.JobOcrStatus
@@ -2870,13 +2918,14 @@ var file_docjobs_v1_docjobs_proto_goTypes = []any{
 	(*UploadFileRequest)(nil),     // 30: docjobs.v1.UploadFileRequest
 	(*UploadFileResponse)(nil),    // 31: docjobs.v1.UploadFileResponse
 	(*GetFileRequest)(nil),        // 32: docjobs.v1.GetFileRequest
-	(*CancelJobRequest)(nil),      // 33: docjobs.v1.CancelJobRequest
-	(*DeleteJobRequest)(nil),      // 34: docjobs.v1.DeleteJobRequest
-	nil,                           // 35: docjobs.v1.Job.MetadataEntry
-	nil,                           // 36: docjobs.v1.CreateJobRequest.MetadataEntry
-	(*timestamppb.Timestamp)(nil), // 37: google.protobuf.Timestamp
-	(*httpbody.HttpBody)(nil),     // 38: google.api.HttpBody
-	(*emptypb.Empty)(nil),         // 39: google.protobuf.Empty
+	(*DeleteFileRequest)(nil),     // 33: docjobs.v1.DeleteFileRequest
+	(*CancelJobRequest)(nil),      // 34: docjobs.v1.CancelJobRequest
+	(*DeleteJobRequest)(nil),      // 35: docjobs.v1.DeleteJobRequest
+	nil,                           // 36: docjobs.v1.Job.MetadataEntry
+	nil,                           // 37: docjobs.v1.CreateJobRequest.MetadataEntry
+	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
+	(*httpbody.HttpBody)(nil),     // 39: google.api.HttpBody
+	(*emptypb.Empty)(nil),         // 40: google.protobuf.Empty
 }
 var file_docjobs_v1_docjobs_proto_depIdxs = []int32{
 	3,  // 0: docjobs.v1.Neural.type:type_name -> docjobs.v1.NeuralClientType
@@ -2885,31 +2934,31 @@ var file_docjobs_v1_docjobs_proto_depIdxs = []int32{
 	6,  // 3: docjobs.v1.MergeOptions.conflict_policy:type_name -> docjobs.v1.MergeConflictPolicy
 	7,  // 4: docjobs.v1.MergeOptions.format:type_name -> docjobs.v1.MergeFormat
 	8,  // 5: docjobs.v1.ConsensusOptions.mode:type_name -> docjobs.v1.ConsensusMode
-	35, // 6: docjobs.v1.Job.metadata:type_name -> docjobs.v1.Job.MetadataEntry
+	36, // 6: docjobs.v1.Job.metadata:type_name -> docjobs.v1.Job.MetadataEntry
 	0,  // 7: docjobs.v1.Job.status:type_name -> docjobs.v1.JobStatus
 	9,  // 8: docjobs.v1.Job.neural:type_name -> docjobs.v1.Neural
 	12, // 9: docjobs.v1.Job.consensus:type_name -> docjobs.v1.ConsensusOptions
 	4,  // 10: docjobs.v1.Job.extraction_mode:type_name -> docjobs.v1.ExtractionMode
 	11, // 11: docjobs.v1.Job.merge:type_name -> docjobs.v1.MergeOptions
-	37, // 12: docjobs.v1.Job.created:type_name -> google.protobuf.Timestamp
-	37, // 13: docjobs.v1.Job.updated:type_name -> google.protobuf.Timestamp
+	38, // 12: docjobs.v1.Job.created:type_name -> google.protobuf.Timestamp
+	38, // 13: docjobs.v1.Job.updated:type_name -> google.protobuf.Timestamp
 	14, // 14: docjobs.v1.Job.webhook:type_name -> docjobs.v1.WebhookDelivery
-	37, // 15: docjobs.v1.WebhookDelivery.last_attempt_at:type_name -> google.protobuf.Timestamp
-	37, // 16: docjobs.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	38, // 15: docjobs.v1.WebhookDelivery.last_attempt_at:type_name -> google.protobuf.Timestamp
+	38, // 16: docjobs.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
 	9,  // 17: docjobs.v1.CreateJobRequest.neural:type_name -> docjobs.v1.Neural
 	10, // 18: docjobs.v1.CreateJobRequest.ocr:type_name -> docjobs.v1.Ocr
 	4,  // 19: docjobs.v1.CreateJobRequest.extraction_mode:type_name -> docjobs.v1.ExtractionMode
 	11, // 20: docjobs.v1.CreateJobRequest.merge:type_name -> docjobs.v1.MergeOptions
 	12, // 21: docjobs.v1.CreateJobRequest.consensus:type_name -> docjobs.v1.ConsensusOptions
-	36, // 22: docjobs.v1.CreateJobRequest.metadata:type_name -> docjobs.v1.CreateJobRequest.MetadataEntry
+	37, // 22: docjobs.v1.CreateJobRequest.metadata:type_name -> docjobs.v1.CreateJobRequest.MetadataEntry
 	1,  // 23: docjobs.v1.OcrResult.status:type_name -> docjobs.v1.JobOcrStatus
-	37, // 24: docjobs.v1.OcrResult.created:type_name -> google.protobuf.Timestamp
-	37, // 25: docjobs.v1.OcrResult.updated:type_name -> google.protobuf.Timestamp
+	38, // 24: docjobs.v1.OcrResult.created:type_name -> google.protobuf.Timestamp
+	38, // 25: docjobs.v1.OcrResult.updated:type_name -> google.protobuf.Timestamp
 	19, // 26: docjobs.v1.ConsensusDisagreement.variants:type_name -> docjobs.v1.ConsensusVariant
 	20, // 27: docjobs.v1.ConsensusResult.disagreements:type_name -> docjobs.v1.ConsensusDisagreement
 	2,  // 28: docjobs.v1.LlmResult.status:type_name -> docjobs.v1.JobLlmStatus
-	37, // 29: docjobs.v1.LlmResult.created:type_name -> google.protobuf.Timestamp
-	37, // 30: docjobs.v1.LlmResult.updated:type_name -> google.protobuf.Timestamp
+	38, // 29: docjobs.v1.LlmResult.created:type_name -> google.protobuf.Timestamp
+	38, // 30: docjobs.v1.LlmResult.updated:type_name -> google.protobuf.Timestamp
 	21, // 31: docjobs.v1.LlmResult.consensus:type_name -> docjobs.v1.ConsensusResult
 	23, // 32: docjobs.v1.MergeConflict.sources:type_name -> docjobs.v1.ChunkRef
 	24, // 33: docjobs.v1.MergedAnswer.conflicts:type_name -> docjobs.v1.MergeConflict
@@ -2927,18 +2976,20 @@ var file_docjobs_v1_docjobs_proto_depIdxs = []int32{
 	28, // 45: docjobs.v1.JobService.ListJobs:input_type -> docjobs.v1.ListJobsRequest
 	30, // 46: docjobs.v1.JobService.UploadFile:input_type -> docjobs.v1.UploadFileRequest
 	32, // 47: docjobs.v1.JobService.GetFile:input_type -> docjobs.v1.GetFileRequest
-	33, // 48: docjobs.v1.JobService.CancelJob:input_type -> docjobs.v1.CancelJobRequest
-	34, // 49: docjobs.v1.JobService.DeleteJob:input_type -> docjobs.v1.DeleteJobRequest
-	13, // 50: docjobs.v1.JobService.CreateJob:output_type -> docjobs.v1.Job
-	13, // 51: docjobs.v1.JobService.GetJob:output_type -> docjobs.v1.Job
-	27, // 52: docjobs.v1.JobService.GetJobResult:output_type -> docjobs.v1.GetJobResultResponse
-	29, // 53: docjobs.v1.JobService.ListJobs:output_type -> docjobs.v1.ListJobsResponse
-	31, // 54: docjobs.v1.JobService.UploadFile:output_type -> docjobs.v1.UploadFileResponse
-	38, // 55: docjobs.v1.JobService.GetFile:output_type -> google.api.HttpBody
-	13, // 56: docjobs.v1.JobService.CancelJob:output_type -> docjobs.v1.Job
-	39, // 57: docjobs.v1.JobService.DeleteJob:output_type -> google.protobuf.Empty
-	50, // [50:58] is the sub-list for method output_type
-	42, // [42:50] is the sub-list for method input_type
+	33, // 48: docjobs.v1.JobService.DeleteFile:input_type -> docjobs.v1.DeleteFileRequest
+	34, // 49: docjobs.v1.JobService.CancelJob:input_type -> docjobs.v1.CancelJobRequest
+	35, // 50: docjobs.v1.JobService.DeleteJob:input_type -> docjobs.v1.DeleteJobRequest
+	13, // 51: docjobs.v1.JobService.CreateJob:output_type -> docjobs.v1.Job
+	13, // 52: docjobs.v1.JobService.GetJob:output_type -> docjobs.v1.Job
+	27, // 53: docjobs.v1.JobService.GetJobResult:output_type -> docjobs.v1.GetJobResultResponse
+	29, // 54: docjobs.v1.JobService.ListJobs:output_type -> docjobs.v1.ListJobsResponse
+	31, // 55: docjobs.v1.JobService.UploadFile:output_type -> docjobs.v1.UploadFileResponse
+	39, // 56: docjobs.v1.JobService.GetFile:output_type -> google.api.HttpBody
+	40, // 57: docjobs.v1.JobService.DeleteFile:output_type -> google.protobuf.Empty
+	13, // 58: docjobs.v1.JobService.CancelJob:output_type -> docjobs.v1.Job
+	40, // 59: docjobs.v1.JobService.DeleteJob:output_type -> google.protobuf.Empty
+	51, // [51:60] is the sub-list for method output_type
+	42, // [42:51] is the sub-list for method input_type
 	42, // [42:42] is the sub-list for extension type_name
 	42, // [42:42] is the sub-list for extension extendee
 	0,  // [0:42] is the sub-list for field type_name
@@ -2959,7 +3010,7 @@ func file_docjobs_v1_docjobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_docjobs_v1_docjobs_proto_rawDesc), len(file_docjobs_v1_docjobs_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

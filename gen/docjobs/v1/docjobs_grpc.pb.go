@@ -30,6 +30,7 @@ const (
 	JobService_ListJobs_FullMethodName     = "/docjobs.v1.JobService/ListJobs"
 	JobService_UploadFile_FullMethodName   = "/docjobs.v1.JobService/UploadFile"
 	JobService_GetFile_FullMethodName      = "/docjobs.v1.JobService/GetFile"
+	JobService_DeleteFile_FullMethodName   = "/docjobs.v1.JobService/DeleteFile"
 	JobService_CancelJob_FullMethodName    = "/docjobs.v1.JobService/CancelJob"
 	JobService_DeleteJob_FullMethodName    = "/docjobs.v1.JobService/DeleteJob"
 )
@@ -55,6 +56,11 @@ type JobServiceClient interface {
 	UploadFile(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadFileRequest, UploadFileResponse], error)
 	// Downloads a file uploaded by the calling account.
 	GetFile(ctx context.Context, in *GetFileRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error)
+	// Deletes a file uploaded by the calling account: its stored bytes and its record. A job that
+	// has read the upload keeps its own copy. A job's stored copy (a URL in job.files) belongs to
+	// its job and goes with DELETE /v1/jobs/{id}; deleting it here is refused with
+	// FAILED_PRECONDITION (HTTP 409). Another account's file or an unknown id is NOT_FOUND.
+	DeleteFile(ctx context.Context, in *DeleteFileRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// Stops pending work; the job ends JOB_STATUS_CANCELLED.
 	CancelJob(ctx context.Context, in *CancelJobRequest, opts ...grpc.CallOption) (*Job, error)
 	// Deletes the job with its rows, stored files and sealed secrets.
@@ -132,6 +138,16 @@ func (c *jobServiceClient) GetFile(ctx context.Context, in *GetFileRequest, opts
 	return out, nil
 }
 
+func (c *jobServiceClient) DeleteFile(ctx context.Context, in *DeleteFileRequest, opts ...grpc.CallOption) (*emptypb.Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(emptypb.Empty)
+	err := c.cc.Invoke(ctx, JobService_DeleteFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *jobServiceClient) CancelJob(ctx context.Context, in *CancelJobRequest, opts ...grpc.CallOption) (*Job, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Job)
@@ -173,6 +189,11 @@ type JobServiceServer interface {
 	UploadFile(grpc.ClientStreamingServer[UploadFileRequest, UploadFileResponse]) error
 	// Downloads a file uploaded by the calling account.
 	GetFile(context.Context, *GetFileRequest) (*httpbody.HttpBody, error)
+	// Deletes a file uploaded by the calling account: its stored bytes and its record. A job that
+	// has read the upload keeps its own copy. A job's stored copy (a URL in job.files) belongs to
+	// its job and goes with DELETE /v1/jobs/{id}; deleting it here is refused with
+	// FAILED_PRECONDITION (HTTP 409). Another account's file or an unknown id is NOT_FOUND.
+	DeleteFile(context.Context, *DeleteFileRequest) (*emptypb.Empty, error)
 	// Stops pending work; the job ends JOB_STATUS_CANCELLED.
 	CancelJob(context.Context, *CancelJobRequest) (*Job, error)
 	// Deletes the job with its rows, stored files and sealed secrets.
@@ -204,6 +225,9 @@ func (UnimplementedJobServiceServer) UploadFile(grpc.ClientStreamingServer[Uploa
 }
 func (UnimplementedJobServiceServer) GetFile(context.Context, *GetFileRequest) (*httpbody.HttpBody, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetFile not implemented")
+}
+func (UnimplementedJobServiceServer) DeleteFile(context.Context, *DeleteFileRequest) (*emptypb.Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DeleteFile not implemented")
 }
 func (UnimplementedJobServiceServer) CancelJob(context.Context, *CancelJobRequest) (*Job, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CancelJob not implemented")
@@ -329,6 +353,24 @@ func _JobService_GetFile_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_DeleteFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).DeleteFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_DeleteFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).DeleteFile(ctx, req.(*DeleteFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _JobService_CancelJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CancelJobRequest)
 	if err := dec(in); err != nil {
@@ -391,6 +433,10 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetFile",
 			Handler:    _JobService_GetFile_Handler,
+		},
+		{
+			MethodName: "DeleteFile",
+			Handler:    _JobService_DeleteFile_Handler,
 		},
 		{
 			MethodName: "CancelJob",

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
@@ -57,6 +58,53 @@ func (s *Store[TTx]) GetFile(ctx context.Context, accountID, id string) (job.Fil
 	}
 	f.JobID = jobID.String
 	return f, nil
+}
+
+// DeleteUpload removes the record of an upload (a file with no job) of
+// accountID ("" = any account). A job's copy is not an upload: it gives
+// ErrNotFound here, as a missing file or another account's does, and goes
+// with its job.
+func (s *Store[TTx]) DeleteUpload(ctx context.Context, accountID, id string) error {
+	query := `DELETE FROM files WHERE id = ? AND job_id IS NULL`
+	args := []any{id}
+	if accountID != "" {
+		query += ` AND account_id = ?`
+		args = append(args, accountID)
+	}
+	n, err := s.exec(ctx, s.backend.DB(), query, args...)
+	if err != nil {
+		return fmt.Errorf("delete upload %s: %w", id, err)
+	}
+	if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// ExpiredUploads lists up to limit uploads created before cutoff, oldest
+// first. Job copies are not listed: they live as long as their job.
+func (s *Store[TTx]) ExpiredUploads(ctx context.Context, cutoff time.Time, limit int) ([]job.File, error) {
+	rows, err := s.query(ctx, s.backend.DB(), `SELECT `+fileColumns+` FROM files
+		WHERE job_id IS NULL AND created < ? ORDER BY created, id LIMIT ?`, s.ts(cutoff), limit)
+	if err != nil {
+		return nil, fmt.Errorf("expired uploads: %w", err)
+	}
+	defer rows.Close()
+	var out []job.File
+	for rows.Next() {
+		var (
+			f     job.File
+			jobID sql.NullString
+		)
+		if err := rows.Scan(&f.ID, &f.AccountID, &jobID, &f.Name, &f.Size, &f.ContentType, &f.Key, timeScan{&f.Created}); err != nil {
+			return nil, fmt.Errorf("expired uploads: %w", err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("expired uploads: %w", err)
+	}
+	return out, nil
 }
 
 // PutAPIKey stores a key hash for an account, creating the account. Putting

@@ -98,3 +98,71 @@ func testExtractionMode(t *testing.T, s Store) {
 	equal(t, "key survives a mode change", got, "keyed")
 	noErr(t, "Ping", s.Ping(ctx(t)))
 }
+
+func testDeleteUpload(t *testing.T, s Store) {
+	upload := job.File{ID: newID("file"), AccountID: "alice", Name: "scan.pdf", Key: "uploads/alice/scan"}
+	noErr(t, "CreateFile", s.CreateFile(ctx(t), upload))
+	j := newJob("alice", 1)
+	createJob(t, s, j, store.CreateJobParams{})
+	cp := job.File{ID: newID("file"), AccountID: "alice", JobID: j.ID, Name: "scan.pdf", Key: "jobs/" + j.ID + "/0-c"}
+	noErr(t, "CreateFile of the job's copy", s.CreateFile(ctx(t), cp))
+
+	isErr(t, "DeleteUpload by another account", s.DeleteUpload(ctx(t), "bob", upload.ID), store.ErrNotFound)
+	isErr(t, "DeleteUpload of a job copy", s.DeleteUpload(ctx(t), "alice", cp.ID), store.ErrNotFound)
+	isErr(t, "DeleteUpload of a missing file", s.DeleteUpload(ctx(t), "alice", "file_missing"), store.ErrNotFound)
+	_, err := s.GetFile(ctx(t), "alice", upload.ID)
+	noErr(t, "the upload after refused deletes", err)
+
+	noErr(t, "DeleteUpload by its owner", s.DeleteUpload(ctx(t), "alice", upload.ID))
+	_, err = s.GetFile(ctx(t), "", upload.ID)
+	isErr(t, "GetFile after DeleteUpload", err, store.ErrNotFound)
+	isErr(t, "deleting again", s.DeleteUpload(ctx(t), "alice", upload.ID), store.ErrNotFound)
+	got, err := s.GetFile(ctx(t), "alice", cp.ID)
+	noErr(t, "the job's copy survives", err)
+	equal(t, "the job's copy's job", got.JobID, j.ID)
+
+	other := job.File{ID: newID("file"), AccountID: "bob", Key: "uploads/bob/x"}
+	noErr(t, "CreateFile", s.CreateFile(ctx(t), other))
+	noErr(t, "DeleteUpload by any account (retention)", s.DeleteUpload(ctx(t), "", other.ID))
+}
+
+func testExpiredUploads(t *testing.T, s Store) {
+	now := time.Now().UTC()
+	upload := func(account string, age time.Duration) job.File {
+		f := job.File{ID: newID("file"), AccountID: account, Name: "u.txt", Size: 3, ContentType: "text/plain",
+			Key: "uploads/" + account + "/" + newID("k"), Created: now.Add(-age)}
+		noErr(t, "CreateFile", s.CreateFile(ctx(t), f))
+		f.Created = truncUTC(f.Created)
+		return f
+	}
+	oldest := upload("alice", 72*time.Hour)
+	older := upload("bob", 48*time.Hour)
+	old := upload("alice", 25*time.Hour)
+	fresh := upload("alice", time.Hour)
+	// A job's copy as old as the oldest upload is the job's: it is never
+	// listed, however old, and goes with its job.
+	j := newJob("alice", 1)
+	createJob(t, s, j, store.CreateJobParams{})
+	cp := job.File{ID: newID("file"), AccountID: "alice", JobID: j.ID, Key: "jobs/" + j.ID + "/0-c", Created: now.Add(-96 * time.Hour)}
+	noErr(t, "CreateFile of a job copy", s.CreateFile(ctx(t), cp))
+
+	cutoff := now.Add(-24 * time.Hour)
+	got, err := s.ExpiredUploads(ctx(t), cutoff, 10)
+	noErr(t, "ExpiredUploads", err)
+	equal(t, "expired uploads, oldest first", got, []job.File{oldest, older, old})
+
+	got, err = s.ExpiredUploads(ctx(t), cutoff, 2)
+	noErr(t, "ExpiredUploads with a limit", err)
+	equal(t, "first batch", got, []job.File{oldest, older})
+	for _, f := range got {
+		noErr(t, "DeleteUpload", s.DeleteUpload(ctx(t), "", f.ID))
+	}
+	got, err = s.ExpiredUploads(ctx(t), cutoff, 2)
+	noErr(t, "ExpiredUploads after the first batch", err)
+	equal(t, "second batch", got, []job.File{old})
+
+	for _, f := range []job.File{fresh, cp} {
+		_, err := s.GetFile(ctx(t), "alice", f.ID)
+		noErr(t, "a fresh upload and a job copy stay", err)
+	}
+}

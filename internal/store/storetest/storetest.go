@@ -56,6 +56,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteJobRemovesEverythingAndReturnsBlobKeys", testDeleteJob},
 		{"MarkRunningMovesOnlyNewJobs", testMarkRunning},
 		{"FilesAreScopedToTheirAccount", testFiles},
+		{"DeleteUploadRemovesOnlyTheAccountsUpload", testDeleteUpload},
+		{"ExpiredUploadsListsOldUploadsButNeverJobCopies", testExpiredUploads},
 		{"APIKeysMapHashesToAccounts", testAPIKeys},
 		{"AccountExtractionModeDefaultsToHybrid", testExtractionMode},
 		{"JobCountsByStatusCountsEveryStatus", testJobCounts},

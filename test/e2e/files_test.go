@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDeletingAnUploadLeavesTheJobsCopy deletes an upload through
+// DELETE /v1/files/{id}: another account cannot, a job's copy goes only with
+// its job, and a job that read the upload keeps its own copy.
+func TestDeletingAnUploadLeavesTheJobsCopy(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			s := startServer(t, b.databaseURL(t))
+			up := upload(t, s, keyA, "contract.txt", 1<<10)
+			if up.status != http.StatusOK {
+				t.Fatalf("upload: %d %s", up.status, up.body)
+			}
+			uploadURL := up.json(t)["url"].(string)
+			uploadPath := strings.TrimPrefix(uploadURL, s.base)
+			id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, createBody(uploadURL))["id"].(string)
+			j := s.waitTerminal(id, keyA, time.Minute)
+			if j["status"] != "JOB_STATUS_COMPLETE" {
+				t.Fatalf("job from the upload ended %v: %v", j["status"], j)
+			}
+			copyPath := strings.TrimPrefix(j["files"].([]any)[0].(string), s.base)
+			if copyPath == uploadPath {
+				t.Fatalf("job.files[0] is the upload itself (%s), want the job's own copy", copyPath)
+			}
+
+			wantError := func(what string, r response, status int, message string) {
+				t.Helper()
+				if r.status != status {
+					t.Fatalf("%s: %d %s, want %d", what, r.status, r.body, status)
+				}
+				if m := r.json(t)["message"]; m != message {
+					t.Errorf("%s: message %q, want %q", what, m, message)
+				}
+			}
+			wantError("delete as another account", s.do("DELETE", uploadPath, keyB, nil), http.StatusNotFound, "file not found")
+			wantError("delete of an unknown file", s.do("DELETE", "/v1/files/no-such-file", keyA, nil), http.StatusNotFound, "file not found")
+			wantError("delete of the job's copy", s.do("DELETE", copyPath, keyA, nil), http.StatusConflict,
+				"file is a stored copy of job "+id+" and is deleted with the job (DELETE /v1/jobs/"+id+")")
+			if r := s.do("DELETE", uploadPath, "", nil); r.status != http.StatusUnauthorized {
+				t.Errorf("delete without a key: %d, want 401", r.status)
+			}
+			if r := s.do("GET", uploadPath, keyA, nil); r.status != http.StatusOK {
+				t.Fatalf("the upload after refused deletes: %d", r.status)
+			}
+
+			if got := s.mustDo(http.StatusOK, "DELETE", uploadPath, keyA, nil); len(got) != 0 {
+				t.Errorf("delete answered %v, want {}", got)
+			}
+			if r := s.do("GET", uploadPath, keyA, nil); r.status != http.StatusNotFound {
+				t.Errorf("download after delete: %d, want 404", r.status)
+			}
+			wantError("create from the deleted upload", s.do("POST", "/v1/jobs", keyA, createBody(uploadURL)),
+				http.StatusBadRequest, "sourceUrls[0]: file not found")
+			wantError("delete again", s.do("DELETE", uploadPath, keyA, nil), http.StatusNotFound, "file not found")
+			if b.name == "sqlite" { // the default storage is under the data directory
+				left, err := filepath.Glob(filepath.Join(s.dataDir, "files", "uploads", "*", "*"))
+				if err != nil || len(left) != 0 {
+					t.Errorf("upload storage after delete holds %v (%v)", left, err)
+				}
+			}
+
+			// The job keeps its copy, and its result, until it is deleted.
+			if r := s.do("GET", copyPath, keyA, nil); r.status != http.StatusOK || len(r.body) != 1<<10 {
+				t.Errorf("the job's copy after the upload was deleted: %d, %d bytes", r.status, len(r.body))
+			}
+			s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id+"/result", keyA, nil)
+			s.mustDo(http.StatusOK, "DELETE", "/v1/jobs/"+id, keyA, nil)
+			if r := s.do("GET", copyPath, keyA, nil); r.status != http.StatusNotFound {
+				t.Errorf("the job's copy after the job was deleted: %d, want 404", r.status)
+			}
+		})
+	}
+}
+
+// TestRetentionDeletesOldUploads: DOCJOBS_RETENTION applies to uploads from
+// the time they were uploaded.
+func TestRetentionDeletesOldUploads(t *testing.T) {
+	s := startServer(t, "", "DOCJOBS_RETENTION=2s")
+	up := upload(t, s, keyA, "notes.txt", 1<<10)
+	if up.status != http.StatusOK {
+		t.Fatalf("upload: %d %s", up.status, up.body)
+	}
+	path := strings.TrimPrefix(up.json(t)["url"].(string), s.base)
+	deadline := time.Now().Add(30 * time.Second)
+	for s.do("GET", path, keyA, nil).status != http.StatusNotFound {
+		if time.Now().After(deadline) {
+			t.Fatal("the upload outlived its retention by 28s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n := rowCount(t, "", s.dataDir, `SELECT COUNT(*) FROM files WHERE account_id = ?`, "acct-a"); n != 0 {
+		t.Errorf("%d file records left", n)
+	}
+	if left, err := filepath.Glob(filepath.Join(s.dataDir, "files", "uploads", "*", "*")); err != nil || len(left) != 0 {
+		t.Errorf("upload storage after retention holds %v (%v)", left, err)
+	}
+}
