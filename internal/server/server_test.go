@@ -126,6 +126,12 @@ func TestRESTResponsesAreCamelCaseWithoutZeroValues(t *testing.T) {
 	if got := m["consensus"].(map[string]any)["mode"]; got != "CONSENSUS_MODE_UNSPECIFIED" {
 		t.Errorf("consensus.mode = %v (optional enums with presence are emitted)", got)
 	}
+	t.Run("an empty list still has its jobs array", func(t *testing.T) {
+		resp := env.doJSON("GET", "/v1/jobs", keyBob, "")
+		if body := strings.TrimSpace(readBody(t, resp)); resp.StatusCode != 200 || body != `{"jobs":[]}` {
+			t.Errorf("got %d %s, want 200 {\"jobs\":[]}", resp.StatusCode, body)
+		}
+	})
 }
 
 func TestErrorMapping(t *testing.T) {
