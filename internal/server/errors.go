@@ -183,14 +183,16 @@ func (s *Server) gatewayError(_ context.Context, _ *runtime.ServeMux, _ runtime.
 	s.writeError(w, r, err)
 }
 
-// routingError answers requests under /v1/ that match no REST route.
+// routingError answers requests under /v1/ that match no REST route. The
+// method table answers wrong methods on known paths before the gateway sees
+// them; a 405 here still names what the path allows when it can.
 func (s *Server) routingError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, code int) {
 	switch code {
 	case http.StatusMethodNotAllowed:
-		s.writeError(w, r, &runtime.HTTPStatusError{
-			HTTPStatus: http.StatusMethodNotAllowed,
-			Err:        status.Errorf(codes.Unimplemented, "method %s is not allowed on %s", r.Method, r.URL.Path),
-		})
+		if p := s.methods.match(r.URL.Path); p != nil {
+			w.Header().Set("Allow", p.allow())
+		}
+		s.writeError(w, r, errMethodNotAllowed(r))
 	case http.StatusBadRequest:
 		s.writeError(w, r, status.Error(codes.InvalidArgument, "malformed request path"))
 	default:
