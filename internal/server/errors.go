@@ -206,6 +206,13 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, status.Errorf(codes.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 }
 
+// The not-found answers of the routes this package serves itself, worded as
+// the service's own: each names what was not found.
+var (
+	errJobNotFound  = status.Error(codes.NotFound, "job not found")
+	errFileNotFound = status.Error(codes.NotFound, "file not found")
+)
+
 // errBodyTooLarge is the 413 answer for a JSON body above the limit.
 func errBodyTooLarge(limit int64) error {
 	return &runtime.HTTPStatusError{
