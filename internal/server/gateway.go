@@ -148,10 +148,16 @@ func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
 		_ = rc.SetReadDeadline(time.Now().Add(jsonReadTimeout)) // ErrNotSupported only in tests' recorders
 		_ = rc.SetWriteDeadline(time.Now().Add(jsonWriteTimeout))
 
-		ignored, err := queryFields(r.URL.Query(), rt.request.Descriptor(), pathParams)
+		query := r.URL.Query()
+		ignored, changed, err := queryFields(query, rt.request.Descriptor(), pathParams)
 		if err != nil {
 			s.writeError(w, r, status.Error(codes.InvalidArgument, err.Error()))
 			return
+		}
+		if changed { // empty parameters dropped: the gateway binds what is left
+			u := *r.URL
+			u.RawQuery = query.Encode()
+			r.URL = &u
 		}
 		more := 0
 		if rt.body {

@@ -240,6 +240,16 @@ func TestRESTResponsesAreCamelCaseWithoutZeroValues(t *testing.T) {
 	if got := m["consensus"].(map[string]any)["mode"]; got != "CONSENSUS_MODE_UNSPECIFIED" {
 		t.Errorf("consensus.mode = %v (optional enums with presence are emitted)", got)
 	}
+	t.Run("empty query parameters are no filter", func(t *testing.T) {
+		resp := env.doJSON("GET", "/v1/jobs?statusEq=&pageSize=", keyAlice, "")
+		body := readBody(t, resp)
+		if resp.StatusCode != 200 || resp.Header.Get(WarningHeader) != "" {
+			t.Fatalf("got %d %q %s", resp.StatusCode, resp.Header.Get(WarningHeader), body)
+		}
+		if jobs, _ := decodeObject(t, body)["jobs"].([]any); len(jobs) != 1 {
+			t.Errorf("jobs = %v, want alice's one job", jobs)
+		}
+	})
 	t.Run("an empty list still has its jobs array", func(t *testing.T) {
 		resp := env.doJSON("GET", "/v1/jobs", keyBob, "")
 		if body := strings.TrimSpace(readBody(t, resp)); resp.StatusCode != 200 || body != `{"jobs":[]}` {
@@ -284,10 +294,14 @@ func TestErrorMapping(t *testing.T) {
 			400, codes.InvalidArgument, "must be a JSON object", ""},
 		{"a wrong JSON type is 400 naming the field", "POST", "/v1/jobs", keyAlice, `{"sourceUrls":"https://a.test/x"}`,
 			400, codes.InvalidArgument, "sourceUrls: expected an array, got a string", ""},
-		{"an out-of-range number is 400 from the decoder, without its prefix", "POST", "/v1/jobs", keyAlice, `{"neural":{"chunkBudgetTokens":99999999999}}`,
-			400, codes.InvalidArgument, "invalid request body: ", "proto:"},
+		{"an out-of-range integer is 400 naming the field", "POST", "/v1/jobs", keyAlice, `{"neural":{"chunkBudgetTokens":99999999999}}`,
+			400, codes.InvalidArgument, "neural.chunkBudgetTokens: out of range", "int32"},
+		{"a word for an integer is 400 naming the field", "POST", "/v1/jobs", keyAlice, `{"neural":{"chunkBudgetTokens":"abc"}}`,
+			400, codes.InvalidArgument, "neural.chunkBudgetTokens: expected an integer, got a string", "int32"},
+		{"null in a list is 400 naming the element", "POST", "/v1/jobs", keyAlice, `{"sourceUrls":["https://a.test/x"],"prompts":[null]}`,
+			400, codes.InvalidArgument, "prompts[0]: expected a string, got null", "string field"},
 		{"a non-numeric page size is 400 naming the parameter", "GET", "/v1/jobs?pageSize=ten", keyAlice, "",
-			400, codes.InvalidArgument, "pageSize: invalid value", "strconv"},
+			400, codes.InvalidArgument, "pageSize: expected an integer", "int32"},
 		{"an unknown status filter is 400", "GET", "/v1/jobs?statusEq=JOB_STATUS_DONE", keyAlice, "",
 			400, codes.InvalidArgument, `unknown value "JOB_STATUS_DONE"`, ""},
 	}
