@@ -12,7 +12,10 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
 
 // The REST decoder (protojson with DiscardUnknown) drops unknown fields and
@@ -29,8 +32,10 @@ var errNotObject = errors.New("request body must be a JSON object")
 
 // ignoredFields walks a JSON request body against the request message md and
 // returns, in document order, every name protojson would drop: unknown fields
-// by their path as sent (merge.dedupBy, prompts[2] is never one) and enum
-// strings the enum does not define (consensus.mode=CONSENSUS_MODE_SEVEN_RUNS).
+// by their path as sent (merge.dedupBy, prompts[2] is never one), enum
+// strings the enum does not define (consensus.mode=CONSENSUS_MODE_SEVEN_RUNS)
+// and the numbers of numbersIgnored the enum does not define
+// (consensus.mode=7).
 // Only the first maxIgnored are returned; more reports how many were left out.
 // It fails on malformed JSON, naming the offset, and on a value of the wrong
 // JSON type for its field, naming the field.
@@ -190,6 +195,15 @@ func (w *walker) singular(fd protoreflect.FieldDescriptor, path string) error {
 	return w.value(fd, path, tok)
 }
 
+// numbersIgnored are the enum fields where the service treats a number the
+// enum does not define as unset rather than refusing it, so the warning
+// header names it like an unknown name: consensus.mode (spec rule 5, see
+// consensusMode in internal/api). Every other enum answers 400 "unknown
+// value N" for such a number.
+var numbersIgnored = map[protoreflect.FullName]bool{
+	(&docjobsv1.ConsensusOptions{}).ProtoReflect().Descriptor().Fields().ByName("mode").FullName(): true,
+}
+
 // value walks one value of fd's kind whose first token is tok. A value of
 // the wrong JSON type, or a number the field cannot hold, is an error naming
 // the path, which protojson's own message (a line and column, the proto
@@ -223,6 +237,10 @@ func (w *walker) value(fd protoreflect.FieldDescriptor, path string, tok json.To
 				return fmt.Errorf("%s: %s", path, outOfRange)
 			default:
 				return typeError(path, expected(fd), tok)
+			}
+			n, _ := strconv.ParseInt(signed(digits, neg), 10, 32)
+			if numbersIgnored[fd.FullName()] && fd.Enum().Values().ByNumber(protoreflect.EnumNumber(n)) == nil {
+				w.ignore(path + "=" + strconv.FormatInt(n, 10))
 			}
 		case string:
 			if fd.Enum().FullName() != "google.protobuf.NullValue" &&
@@ -505,6 +523,16 @@ func join(path, name string) string {
 		return name
 	}
 	return path + "." + name
+}
+
+// ignoredByMeaning names the fields of a decoded request that the service
+// will ignore although they are well formed: a webhookSecret without a
+// webhookUrl signs nothing and is not stored.
+func ignoredByMeaning(msg proto.Message) []string {
+	if req, ok := msg.(*docjobsv1.CreateJobRequest); ok && req.GetWebhookSecret() != "" && req.GetWebhookUrl() == "" {
+		return []string{"webhookSecret"}
+	}
+	return nil
 }
 
 // queryFields checks URL query parameters against the request message the

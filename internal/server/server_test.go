@@ -395,6 +395,51 @@ func TestWarningHeaderOnREST(t *testing.T) {
 	})
 }
 
+func TestCreateBodiesTheServiceIgnoresPartsOf(t *testing.T) {
+	env := startServer(t)
+	const src = `"sourceUrls":["https://example.test/a.txt"]`
+	tests := []struct {
+		name       string
+		body       string
+		wantStatus int
+		wantHeader string // "" for none
+	}{
+		{"an unknown consensus mode number is named like an unknown name",
+			`{` + src + `,"responseSchema":"{}","consensus":{"mode":7}}`, 200, "ignored: consensus.mode=7"},
+		{"a known consensus mode number is not named",
+			`{` + src + `,"responseSchema":"{}","consensus":{"mode":2}}`, 200, ""},
+		{"a webhook secret without a webhook URL is named",
+			`{` + src + `,"webhookSecret":"s3cret"}`, 200, "ignored: webhookSecret"},
+		{"a webhook secret with an empty webhook URL is named",
+			`{` + src + `,"webhookUrl":"","webhookSecret":"s3cret"}`, 200, "ignored: webhookSecret"},
+		{"a webhook secret with a webhook URL is used",
+			`{` + src + `,"webhookUrl":"https://hooks.example.test/x","webhookSecret":"s3cret"}`, 200, ""},
+		{"an empty webhook secret is nothing to ignore", `{` + src + `,"webhookSecret":""}`, 200, ""},
+		{"the semantic and the unknown come in one header",
+			`{` + src + `,"tittle":"x","webhookSecret":"s3cret"}`, 200, "ignored: tittle, webhookSecret"},
+		{"a body starting with a byte order mark is read", "\ufeff" + validCreate, 200, ""},
+		{"only one byte order mark is skipped", "\ufeff\ufeff" + validCreate, 400, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := env.doJSON("POST", "/v1/jobs", keyAlice, tt.body)
+			body := readBody(t, resp)
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, body)
+			}
+			if got := resp.Header.Get(WarningHeader); got != tt.wantHeader {
+				t.Errorf("%s = %q, want %q", WarningHeader, got, tt.wantHeader)
+			}
+		})
+	}
+	t.Run("the body after a byte order mark reaches the service", func(t *testing.T) {
+		env.doJSON("POST", "/v1/jobs", keyAlice, "\ufeff"+`{`+src+`,"title":"bom"}`)
+		if got := env.svc.lastRequest().GetTitle(); got != "bom" {
+			t.Errorf("title = %q, want bom", got)
+		}
+	})
+}
+
 func TestMetricsUseRoutePatterns(t *testing.T) {
 	env := startServer(t)
 	env.doJSON("GET", "/v1/jobs/job-123456", keyAlice, "")
