@@ -142,7 +142,7 @@ func (s *Service) seal(req *docjobsv1.CreateJobRequest, acct, jobID string) ([]j
 	for _, sec := range []struct{ field, value string }{
 		{job.SecretNeuralAPIKey, req.GetNeural().GetApiKey()},
 		{job.SecretOCRProviderKey, req.GetOcr().GetProviderKey()},
-		{job.SecretWebhookSecret, req.GetWebhookSecret()},
+		{job.SecretWebhookSecret, webhookSecretInEffect(req)},
 	} {
 		if sec.value == "" {
 			continue
@@ -156,11 +156,22 @@ func (s *Service) seal(req *docjobsv1.CreateJobRequest, acct, jobID string) ([]j
 	return out, nil
 }
 
+// webhookSecretInEffect is the request's webhook secret in effect: none without a
+// webhookUrl, as nothing would ever be signed with it (the REST edge names
+// it in Docjobs-Warning as ignored).
+func webhookSecretInEffect(req *docjobsv1.CreateJobRequest) string {
+	if req.GetWebhookUrl() == "" {
+		return ""
+	}
+	return req.GetWebhookSecret()
+}
+
 // requestHash is the hex SHA-256 of the request's deterministic protobuf
 // encoding, with each secret replaced by its own SHA-256, so that the stored
 // hash tells requests apart without holding a secret. Spellings of one
 // request hash alike: a default given explicitly or left out, merge options
-// while merge is off, a consensus object without a mode in effect.
+// while merge is off, a consensus object without a mode in effect, a
+// webhook secret without a webhook URL.
 func requestHash(req *docjobsv1.CreateJobRequest) (string, error) {
 	c := proto.CloneOf(req)
 	if n := c.GetNeural(); n != nil && n.GetChunkBudgetTokens() == 0 {
@@ -185,6 +196,7 @@ func requestHash(req *docjobsv1.CreateJobRequest) (string, error) {
 	if o := c.GetOcr(); o.GetProviderKey() != "" {
 		o.ProviderKey = sha256Hex(o.GetProviderKey())
 	}
+	c.WebhookSecret = webhookSecretInEffect(c)
 	if c.GetWebhookSecret() != "" {
 		c.WebhookSecret = sha256Hex(c.GetWebhookSecret())
 	}

@@ -351,6 +351,39 @@ func TestCreateJobSealsOnlyTheSecretsGiven(t *testing.T) {
 	}
 }
 
+func TestCreateJobIgnoresAWebhookSecretWithoutAWebhookURL(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest()
+	req.WebhookUrl, req.IdempotencyKey = "", "no-hook"
+	j := h.create(t, "acme", req)
+	tests := []struct {
+		name  string
+		check func(t *testing.T)
+	}{
+		{"the secret is not stored", func(t *testing.T) {
+			secrets, err := h.store.JobSecrets(context.Background(), j.GetId())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range secrets {
+				if s.Field == job.SecretWebhookSecret {
+					t.Errorf("the webhook secret was sealed: %+v", secrets)
+				}
+			}
+		}},
+		{"a replay without the secret is the same request", func(t *testing.T) {
+			again := proto.CloneOf(req)
+			again.WebhookSecret = ""
+			if got := h.create(t, "acme", again); got.GetId() != j.GetId() {
+				t.Errorf("replay returned job %s, want %s", got.GetId(), j.GetId())
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, tt.check)
+	}
+}
+
 func TestCreateJobInsertsTheFirstStageWithTheJob(t *testing.T) {
 	h := newHarness(t, Config{})
 	j := h.create(t, "acme", createRequest("https://example.com/a", "https://example.com/b", "https://example.com/c"))

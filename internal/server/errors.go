@@ -183,14 +183,16 @@ func (s *Server) gatewayError(_ context.Context, _ *runtime.ServeMux, _ runtime.
 	s.writeError(w, r, err)
 }
 
-// routingError answers requests under /v1/ that match no REST route.
+// routingError answers requests under /v1/ that match no REST route. The
+// method table answers wrong methods on known paths before the gateway sees
+// them; a 405 here still names what the path allows when it can.
 func (s *Server) routingError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, code int) {
 	switch code {
 	case http.StatusMethodNotAllowed:
-		s.writeError(w, r, &runtime.HTTPStatusError{
-			HTTPStatus: http.StatusMethodNotAllowed,
-			Err:        status.Errorf(codes.Unimplemented, "method %s is not allowed on %s", r.Method, r.URL.Path),
-		})
+		if p := s.methods.match(r.URL.Path); p != nil {
+			w.Header().Set("Allow", p.allow())
+		}
+		s.writeError(w, r, errMethodNotAllowed(r))
 	case http.StatusBadRequest:
 		s.writeError(w, r, status.Error(codes.InvalidArgument, "malformed request path"))
 	default:
@@ -203,6 +205,13 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	setRoute(r.Context(), routeUnmatched)
 	s.writeError(w, r, status.Errorf(codes.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 }
+
+// The not-found answers of the routes this package serves itself, worded as
+// the service's own: each names what was not found.
+var (
+	errJobNotFound  = status.Error(codes.NotFound, "job not found")
+	errFileNotFound = status.Error(codes.NotFound, "file not found")
+)
 
 // errBodyTooLarge is the 413 answer for a JSON body above the limit.
 func errBodyTooLarge(limit int64) error {

@@ -190,6 +190,9 @@ func (e *eventStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ended, stopWatch := src.WatchEnd(id)
 	defer stopWatch()
 	p, err := src.JobProgress(r.Context(), account, id)
+	if errors.Is(err, job.ErrNotFound) {
+		err = errJobNotFound // the other job routes' words, not the store's
+	}
 	if err != nil {
 		e.s.writeError(w, r, err)
 		return

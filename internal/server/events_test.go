@@ -293,11 +293,12 @@ func TestEventsAnswerLikeTheRestOfTheAPIBeforeStreaming(t *testing.T) {
 		id, key  string
 		httpCode int
 		code     codes.Code
+		message  string // "" skips
 	}{
-		{"another account's job is not found", env, "job-1", keyBob, 404, codes.NotFound},
-		{"an unknown job is not found", env, "job-404", keyAlice, 404, codes.NotFound},
-		{"a caller without a key is unauthenticated", env, "job-1", "", 401, codes.Unauthenticated},
-		{"a server without a progress source says so", bare, "job-1", keyAlice, 501, codes.Unimplemented},
+		{"another account's job is not found, as on the other job routes", env, "job-1", keyBob, 404, codes.NotFound, "job not found"},
+		{"an unknown job is not found, as on the other job routes", env, "job-404", keyAlice, 404, codes.NotFound, "job not found"},
+		{"a caller without a key is unauthenticated", env, "job-1", "", 401, codes.Unauthenticated, ""},
+		{"a server without a progress source says so", bare, "job-1", keyAlice, 501, codes.Unimplemented, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -305,6 +306,9 @@ func TestEventsAnswerLikeTheRestOfTheAPIBeforeStreaming(t *testing.T) {
 			m := wantStatusBody(t, resp, tt.httpCode, tt.code, true)
 			if msg := m["message"].(string); strings.Contains(msg, "job-") {
 				t.Errorf("message echoes the id: %q", msg)
+			}
+			if tt.message != "" && m["message"] != tt.message {
+				t.Errorf("message = %q, want %q", m["message"], tt.message)
 			}
 		})
 	}

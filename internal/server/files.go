@@ -190,6 +190,9 @@ func lastRune(s string) (rune, int) {
 // never rendered on our origin.
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	f, body, err := s.deps.Files.OpenFile(r.Context(), r.PathValue("id"))
+	if errors.Is(err, job.ErrNotFound) {
+		err = errFileNotFound // as GetFile says it, not the store's bare "not found"
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

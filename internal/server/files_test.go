@@ -275,12 +275,17 @@ func TestDownload(t *testing.T) {
 			t.Errorf("Content-Disposition = %q", got)
 		}
 	})
-	t.Run("another account's file is a JSON 404", func(t *testing.T) {
-		wantStatusBody(t, env.do("GET", "/v1/files/"+plain, keyBob, "", nil), 404, codes.NotFound, true)
-	})
-	t.Run("an unknown file is a JSON 404", func(t *testing.T) {
-		wantStatusBody(t, env.do("GET", "/v1/files/nope", keyAlice, "", nil), 404, codes.NotFound, true)
-	})
+	for _, tt := range []struct{ name, id, key string }{
+		{"another account's file is a JSON 404 saying file not found", plain, keyBob},
+		{"an unknown file is a JSON 404 saying file not found", "nope", keyAlice},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := wantStatusBody(t, env.do("GET", "/v1/files/"+tt.id, tt.key, "", nil), 404, codes.NotFound, true)
+			if m["message"] != "file not found" {
+				t.Errorf("message = %q, want %q", m["message"], "file not found")
+			}
+		})
+	}
 }
 
 func TestUploadName(t *testing.T) {

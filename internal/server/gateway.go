@@ -148,10 +148,16 @@ func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
 		_ = rc.SetReadDeadline(time.Now().Add(jsonReadTimeout)) // ErrNotSupported only in tests' recorders
 		_ = rc.SetWriteDeadline(time.Now().Add(jsonWriteTimeout))
 
-		ignored, err := queryFields(r.URL.Query(), rt.request.Descriptor(), pathParams)
+		query := r.URL.Query()
+		ignored, changed, err := queryFields(query, rt.request.Descriptor(), pathParams)
 		if err != nil {
 			s.writeError(w, r, status.Error(codes.InvalidArgument, err.Error()))
 			return
+		}
+		if changed { // empty parameters dropped: the gateway binds what is left
+			u := *r.URL
+			u.RawQuery = query.Encode()
+			r.URL = &u
 		}
 		more := 0
 		if rt.body {
@@ -160,6 +166,9 @@ func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
 				s.writeError(w, r, err)
 				return
 			}
+			// PowerShell and other Windows tools start a body with a byte
+			// order mark; neither decoder takes one.
+			body = bytes.TrimPrefix(body, utf8BOM)
 			if len(bytes.TrimSpace(body)) > 0 {
 				names, n, err := ignoredFields(body, rt.request.Descriptor())
 				if err != nil {
@@ -167,10 +176,12 @@ func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
 					return
 				}
 				ignored, more = append(ignored, names...), n
-				if err := checkDecodes(body, rt.request); err != nil {
+				msg, err := checkDecodes(body, rt.request)
+				if err != nil {
 					s.writeError(w, r, err)
 					return
 				}
+				ignored = append(ignored, ignoredByMeaning(msg)...)
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
@@ -194,17 +205,22 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 	return body, nil
 }
 
-// checkDecodes decodes body as grpc-gateway will. The walker already named
-// wrong JSON types; what is left (a number out of range, bad base64, an
-// invalid timestamp) is answered here with protojson's description instead
-// of reaching the gateway's generic error path.
-func checkDecodes(body []byte, mt protoreflect.MessageType) error {
-	err := protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, mt.New().Interface())
+// utf8BOM is the UTF-8 byte order mark.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// checkDecodes decodes body as grpc-gateway will and returns the message.
+// The walker already named wrong JSON types and numbers a field cannot
+// hold; what is left (bad base64, an invalid timestamp) is answered here
+// with protojson's description instead of reaching the gateway's generic
+// error path.
+func checkDecodes(body []byte, mt protoreflect.MessageType) (proto.Message, error) {
+	msg := mt.New().Interface()
+	err := protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, msg)
 	if err == nil {
-		return nil
+		return msg, nil
 	}
 	// protojson randomly uses a normal or a non-breaking space after its
 	// "proto:" prefix so that nobody matches its messages; we only drop it.
 	text := strings.TrimLeft(strings.TrimPrefix(err.Error(), "proto:"), " \u00a0")
-	return status.Error(codes.InvalidArgument, "invalid request body: "+text)
+	return nil, status.Error(codes.InvalidArgument, "invalid request body: "+text)
 }

@@ -12,7 +12,10 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
 
 // The REST decoder (protojson with DiscardUnknown) drops unknown fields and
@@ -29,8 +32,10 @@ var errNotObject = errors.New("request body must be a JSON object")
 
 // ignoredFields walks a JSON request body against the request message md and
 // returns, in document order, every name protojson would drop: unknown fields
-// by their path as sent (merge.dedupBy, prompts[2] is never one) and enum
-// strings the enum does not define (consensus.mode=CONSENSUS_MODE_SEVEN_RUNS).
+// by their path as sent (merge.dedupBy, prompts[2] is never one), enum
+// strings the enum does not define (consensus.mode=CONSENSUS_MODE_SEVEN_RUNS)
+// and the numbers of numbersIgnored the enum does not define
+// (consensus.mode=7).
 // Only the first maxIgnored are returned; more reports how many were left out.
 // It fails on malformed JSON, naming the offset, and on a value of the wrong
 // JSON type for its field, naming the field.
@@ -133,7 +138,7 @@ func (w *walker) list(fd protoreflect.FieldDescriptor, path string) error {
 		return typeError(path, "an array", tok)
 	}
 	for i := 0; w.dec.More(); i++ {
-		if err := w.singular(fd, path+"["+strconv.Itoa(i)+"]"); err != nil {
+		if err := w.element(fd, path+"["+strconv.Itoa(i)+"]"); err != nil {
 			return err
 		}
 	}
@@ -158,7 +163,7 @@ func (w *walker) mapValue(fd protoreflect.FieldDescriptor, path string) error {
 			return err
 		}
 		key, _ := tok.(string)
-		if err := w.singular(fd.MapValue(), join(path, key)); err != nil {
+		if err := w.element(fd.MapValue(), join(path, key)); err != nil {
 			return err
 		}
 	}
@@ -166,15 +171,45 @@ func (w *walker) mapValue(fd protoreflect.FieldDescriptor, path string) error {
 	return err
 }
 
-// singular walks one value of fd's kind (a list element or map value too).
-// A value of the wrong JSON type is an error naming the path, which
-// protojson's own message (a line and column) does not.
+// element walks one list element or map value. Unlike a field, it cannot be
+// null: protojson refuses [null] and {"k": null} except where null is a
+// value (google.protobuf.Value, NullValue).
+func (w *walker) element(fd protoreflect.FieldDescriptor, path string) error {
+	tok, err := w.token()
+	if err != nil {
+		return err
+	}
+	if tok == nil && !nullable(fd) {
+		return typeError(path, expected(fd), nil)
+	}
+	return w.value(fd, path, tok)
+}
+
+// singular walks the value of a singular field. null leaves the field
+// unset.
 func (w *walker) singular(fd protoreflect.FieldDescriptor, path string) error {
 	tok, err := w.token()
 	if err != nil {
 		return err
 	}
-	if tok == nil { // null leaves the field unset
+	return w.value(fd, path, tok)
+}
+
+// numbersIgnored are the enum fields where the service treats a number the
+// enum does not define as unset rather than refusing it, so the warning
+// header names it like an unknown name: consensus.mode (spec rule 5, see
+// consensusMode in internal/api). Every other enum answers 400 "unknown
+// value N" for such a number.
+var numbersIgnored = map[protoreflect.FullName]bool{
+	(&docjobsv1.ConsensusOptions{}).ProtoReflect().Descriptor().Fields().ByName("mode").FullName(): true,
+}
+
+// value walks one value of fd's kind whose first token is tok. A value of
+// the wrong JSON type, or a number the field cannot hold, is an error naming
+// the path, which protojson's own message (a line and column, the proto
+// type) does not.
+func (w *walker) value(fd protoreflect.FieldDescriptor, path string, tok json.Token) error {
+	if tok == nil { // null
 		return nil
 	}
 	switch fd.Kind() {
@@ -192,13 +227,28 @@ func (w *walker) singular(fd protoreflect.FieldDescriptor, path string) error {
 	case protoreflect.EnumKind:
 		switch v := tok.(type) {
 		case json.Number:
+			digits, neg, problem := integerText(string(v))
+			if problem == "" {
+				problem = checkRange(digits, neg, 32, true)
+			}
+			switch problem {
+			case "":
+			case outOfRange:
+				return fmt.Errorf("%s: %s", path, outOfRange)
+			default:
+				return typeError(path, expected(fd), tok)
+			}
+			n, _ := strconv.ParseInt(signed(digits, neg), 10, 32)
+			if numbersIgnored[fd.FullName()] && fd.Enum().Values().ByNumber(protoreflect.EnumNumber(n)) == nil {
+				w.ignore(path + "=" + strconv.FormatInt(n, 10))
+			}
 		case string:
 			if fd.Enum().FullName() != "google.protobuf.NullValue" &&
 				fd.Enum().Values().ByName(protoreflect.Name(v)) == nil {
 				w.ignore(path + "=" + v)
 			}
 		default:
-			return typeError(path, "an enum value name", tok)
+			return typeError(path, expected(fd), tok)
 		}
 	case protoreflect.StringKind, protoreflect.BytesKind:
 		if _, ok := tok.(string); !ok {
@@ -209,17 +259,207 @@ func (w *walker) singular(fd protoreflect.FieldDescriptor, path string) error {
 			return typeError(path, "true or false", tok)
 		}
 	default: // numbers; protojson also takes them as strings ("123", "NaN")
-		switch tok.(type) {
-		case json.Number, string:
-		default:
-			return typeError(path, "a number", tok)
+		if problem := checkNumber(fd.Kind(), tok); problem != "" {
+			if problem == outOfRange {
+				return fmt.Errorf("%s: %s", path, outOfRange)
+			}
+			return typeError(path, expected(fd), tok)
 		}
 	}
 	return nil
 }
 
+// nullable reports whether null is a value of fd rather than its absence.
+func nullable(fd protoreflect.FieldDescriptor) bool {
+	switch {
+	case fd.Kind() == protoreflect.EnumKind:
+		return fd.Enum().FullName() == "google.protobuf.NullValue"
+	case fd.Message() != nil:
+		return fd.Message().FullName() == "google.protobuf.Value"
+	}
+	return false
+}
+
+// expected names the JSON a field of fd's kind takes, for typeError.
+func expected(fd protoreflect.FieldDescriptor) string {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return "an object"
+	case protoreflect.EnumKind:
+		return "an enum value name"
+	case protoreflect.StringKind, protoreflect.BytesKind:
+		return "a string"
+	case protoreflect.BoolKind:
+		return "true or false"
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return "a number"
+	}
+	return "an integer"
+}
+
+// The problems checkNumber and integerText report; the text of outOfRange
+// is the message, the others become a typeError.
+const (
+	outOfRange   = "out of range"
+	notANumber   = "not a number"
+	notAnInteger = "not an integer"
+)
+
+// checkNumber says what protojson will refuse in tok as the value of a
+// number field of kind k: "" when it reads it, outOfRange, or another
+// problem. Numbers come as JSON numbers or as strings holding one; an
+// integer may have a fraction or an exponent when its value is whole.
+func checkNumber(k protoreflect.Kind, tok json.Token) string {
+	var text string
+	switch v := tok.(type) {
+	case json.Number:
+		text = string(v)
+	case string:
+		text = v
+		if (k == protoreflect.FloatKind || k == protoreflect.DoubleKind) &&
+			(v == "NaN" || v == "Infinity" || v == "-Infinity") {
+			return ""
+		}
+	default:
+		return notANumber
+	}
+	bits, isSigned := 64, true
+	switch k {
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		if _, _, problem := integerText(text); problem == notANumber {
+			return notANumber
+		}
+		if k == protoreflect.FloatKind {
+			bits = 32
+		}
+		if _, err := strconv.ParseFloat(text, bits); err != nil {
+			return outOfRange
+		}
+		return ""
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		bits = 32
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		bits, isSigned = 32, false
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		isSigned = false
+	}
+	digits, neg, problem := integerText(text)
+	if problem != "" {
+		return problem
+	}
+	return checkRange(digits, neg, bits, isSigned)
+}
+
+// integerText reads s as protojson reads an integer: s must be a JSON
+// number, and its value whole ("1e3" and "2.0" are, "1.5" is not). It
+// returns the value's decimal digits and sign, or a problem.
+func integerText(s string) (digits string, neg bool, problem string) {
+	isDigit := func(i int) bool { return i < len(s) && '0' <= s[i] && s[i] <= '9' }
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		neg = true
+		i++
+	}
+	start := i
+	if i < len(s) && s[i] == '0' {
+		i++
+	} else {
+		for isDigit(i) {
+			i++
+		}
+	}
+	if i == start {
+		return "", false, notANumber
+	}
+	intPart := strings.TrimLeft(s[start:i], "0")
+	var frac string
+	if i < len(s) && s[i] == '.' {
+		i++
+		fs := i
+		for isDigit(i) {
+			i++
+		}
+		if i == fs {
+			return "", false, notANumber
+		}
+		frac = strings.TrimRight(s[fs:i], "0")
+	}
+	expText := "0"
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		es := i
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		ds := i
+		for isDigit(i) {
+			i++
+		}
+		if i == ds {
+			return "", false, notANumber
+		}
+		expText = s[es:i]
+	}
+	if i != len(s) {
+		return "", false, notANumber
+	}
+	if intPart == "" && frac == "" {
+		return "0", neg, ""
+	}
+	exp, err := strconv.ParseInt(expText, 10, 32)
+	switch {
+	case err != nil && expText[0] == '-':
+		return "", false, notAnInteger
+	case err != nil:
+		return "", false, outOfRange
+	case exp >= 0:
+		if int64(len(frac)) > exp {
+			return "", false, notAnInteger
+		}
+		if int64(len(intPart))+exp > 20 { // uint64 has 20 digits
+			return "", false, outOfRange
+		}
+		digits = intPart + frac + strings.Repeat("0", int(exp)-len(frac))
+	default:
+		point := int64(len(intPart)) + exp
+		if len(frac) > 0 || point < 0 || strings.Trim(intPart[point:], "0") != "" {
+			return "", false, notAnInteger
+		}
+		digits = intPart[:point]
+	}
+	digits = strings.TrimLeft(digits, "0")
+	if digits == "" {
+		digits = "0"
+	}
+	return digits, neg, ""
+}
+
+// checkRange says whether the integer digits (with its sign) fits a bits-wide
+// integer: "" or outOfRange.
+func checkRange(digits string, neg bool, bits int, isSigned bool) string {
+	var err error
+	if isSigned {
+		_, err = strconv.ParseInt(signed(digits, neg), 10, bits)
+	} else if neg {
+		return outOfRange
+	} else {
+		_, err = strconv.ParseUint(digits, 10, bits)
+	}
+	if err != nil {
+		return outOfRange
+	}
+	return ""
+}
+
+func signed(digits string, neg bool) string {
+	if neg {
+		return "-" + digits
+	}
+	return digits
+}
+
 func typeError(path, want string, got json.Token) error {
-	var kind string
+	kind := "null"
 	switch v := got.(type) {
 	case json.Delim:
 		kind = "an object"
@@ -285,12 +525,25 @@ func join(path, name string) string {
 	return path + "." + name
 }
 
+// ignoredByMeaning names the fields of a decoded request that the service
+// will ignore although they are well formed: a webhookSecret without a
+// webhookUrl signs nothing and is not stored.
+func ignoredByMeaning(msg proto.Message) []string {
+	if req, ok := msg.(*docjobsv1.CreateJobRequest); ok && req.GetWebhookSecret() != "" && req.GetWebhookUrl() == "" {
+		return []string{"webhookSecret"}
+	}
+	return nil
+}
+
 // queryFields checks URL query parameters against the request message the
 // way grpc-gateway binds them (dotted field paths, proto or JSON names). It
 // returns the unknown parameter names, which grpc-gateway ignores, and an
 // error naming the parameter whose value cannot be parsed, which grpc-gateway
-// would otherwise report with a raw strconv message.
-func queryFields(q url.Values, md protoreflect.MessageDescriptor, pathParams map[string]string) (names []string, err error) {
+// would otherwise report with a raw strconv message. An empty value of a
+// known parameter means the parameter is absent (clients build URLs from
+// optional filters: ?statusEq= is no filter): queryFields deletes it from q
+// and reports that q changed.
+func queryFields(q url.Values, md protoreflect.MessageDescriptor, pathParams map[string]string) (names []string, changed bool, err error) {
 	for _, key := range slices.Sorted(maps.Keys(q)) {
 		values := q[key]
 		if _, bound := pathParams[key]; bound {
@@ -301,13 +554,22 @@ func queryFields(q url.Values, md protoreflect.MessageDescriptor, pathParams map
 			names = append(names, key)
 			continue
 		}
-		for _, v := range values {
+		kept := slices.DeleteFunc(slices.Clone(values), func(v string) bool { return v == "" })
+		if len(kept) != len(values) {
+			changed = true
+			if len(kept) == 0 {
+				delete(q, key)
+			} else {
+				q[key] = kept
+			}
+		}
+		for _, v := range kept {
 			if err := checkQueryValue(fd, v); err != nil {
-				return nil, fmt.Errorf("%s: %w", key, err)
+				return nil, false, fmt.Errorf("%s: %w", key, err)
 			}
 		}
 	}
-	return names, nil
+	return names, changed, nil
 }
 
 func queryField(md protoreflect.MessageDescriptor, key string) protoreflect.FieldDescriptor {
@@ -333,7 +595,7 @@ func queryField(md protoreflect.MessageDescriptor, key string) protoreflect.Fiel
 }
 
 // checkQueryValue parses v the way the field's kind needs, with a message a
-// client can act on.
+// client can act on in the words of the body's type errors.
 func checkQueryValue(fd protoreflect.FieldDescriptor, v string) error {
 	var err error
 	switch fd.Kind() {
@@ -360,10 +622,13 @@ func checkQueryValue(fd protoreflect.FieldDescriptor, v string) error {
 	default:
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("invalid value %q for a %s", v, fd.Kind())
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, strconv.ErrRange):
+		return errors.New(outOfRange)
 	}
-	return nil
+	return fmt.Errorf("expected %s", expected(fd))
 }
 
 // maxWarningLen bounds the Docjobs-Warning header; names past it are counted.

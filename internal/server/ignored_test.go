@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protojson"
+
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
 
@@ -28,7 +30,11 @@ func TestIgnoredFields(t *testing.T) {
 		{"an unknown enum string is named with its value",
 			`{"consensus":{"mode":"CONSENSUS_MODE_SEVEN_RUNS"}}`, []string{"consensus.mode=CONSENSUS_MODE_SEVEN_RUNS"}},
 		{"an enum alias is a known value", `{"ocr":{"provider":"NEURAL_CLIENT_TYPE_MISTRAL"}}`, nil},
-		{"an enum number is not reported", `{"extractionMode":7}`, nil},
+		{"an enum number is not reported: the service refuses an unknown one", `{"extractionMode":7}`, nil},
+		{"a consensus mode number the enum defines is not reported", `{"consensus":{"mode":2}}`, nil},
+		{"an unknown consensus mode number is ignored and named like an unknown name",
+			`{"consensus":{"mode":7}}`, []string{"consensus.mode=7"}},
+		{"an unknown consensus mode number is named in its plain form", `{"consensus":{"mode":7.0}}`, []string{"consensus.mode=7"}},
 		{"null values are not reported", `{"merge":null,"consensus":{"mode":null},"prompts":null}`, nil},
 		{"the value of an unknown field is not walked", `{"extra":{"deeper":{"mode":"X"}},"title":"t"}`, []string{"extra"}},
 		{"several ignored names come in document order",
@@ -36,6 +42,8 @@ func TestIgnoredFields(t *testing.T) {
 			[]string{"zeta", "merge.scope=MERGE_SCOPE_EVERYTHING", "merge.x", "alpha"}},
 		{"map values are strings, their keys are free", `{"metadata":{"anything":"goes","dedupBy":"x"}}`, nil},
 		{"numbers may come as strings", `{"neural":{"chunkBudgetTokens":"4000"}}`, nil},
+		{"a whole number may have a fraction or an exponent", `{"neural":{"chunkBudgetTokens":4e3},"merge":{"scope":1.0}}`, nil},
+		{"the extreme integers are in range", `{"neural":{"chunkBudgetTokens":-2147483648},"extractionMode":2147483647}`, nil},
 		{"an empty object ignores nothing", `{}`, nil},
 	}
 	for _, tt := range tests {
@@ -114,7 +122,21 @@ func TestIgnoredFieldsRejectsMalformedBodies(t *testing.T) {
 		{"a number in a string list names the element", `{"prompts":["a",5]}`, "prompts[1]: expected a string, got a number"},
 		{"a string for a message names the field", `{"merge":"yes"}`, "merge: expected an object, got a string"},
 		{"a string for a bool names the nested field", `{"merge":{"enabled":"yes"}}`, "merge.enabled: expected true or false, got a string"},
-		{"an object for a number", `{"neural":{"chunkBudgetTokens":{}}}`, "neural.chunkBudgetTokens: expected a number, got an object"},
+		{"an object for an integer", `{"neural":{"chunkBudgetTokens":{}}}`, "neural.chunkBudgetTokens: expected an integer, got an object"},
+		{"a word for an integer", `{"neural":{"chunkBudgetTokens":"abc"}}`, "neural.chunkBudgetTokens: expected an integer, got a string"},
+		{"a padded number string for an integer", `{"neural":{"chunkBudgetTokens":" 4000"}}`, "neural.chunkBudgetTokens: expected an integer, got a string"},
+		{"a fraction for an integer", `{"neural":{"chunkBudgetTokens":1.5}}`, "neural.chunkBudgetTokens: expected an integer, got a number"},
+		{"a fraction in a string for an integer", `{"neural":{"chunkBudgetTokens":"1.5"}}`, "neural.chunkBudgetTokens: expected an integer, got a string"},
+		{"an integer above int32", `{"neural":{"chunkBudgetTokens":99999999999}}`, "neural.chunkBudgetTokens: out of range"},
+		{"an integer below int32", `{"neural":{"chunkBudgetTokens":-2147483649}}`, "neural.chunkBudgetTokens: out of range"},
+		{"an integer above int32 in a string", `{"neural":{"chunkBudgetTokens":"2147483648"}}`, "neural.chunkBudgetTokens: out of range"},
+		{"a huge exponent", `{"neural":{"chunkBudgetTokens":1e999999999999}}`, "neural.chunkBudgetTokens: out of range"},
+		{"a tiny exponent", `{"neural":{"chunkBudgetTokens":1e-999999999999}}`, "neural.chunkBudgetTokens: expected an integer, got a number"},
+		{"an enum number out of range", `{"consensus":{"mode":4294967296}}`, "consensus.mode: out of range"},
+		{"a fraction for an enum", `{"consensus":{"mode":1.5}}`, "consensus.mode: expected an enum value name, got a number"},
+		{"null in a string list names the element", `{"prompts":["a",null]}`, "prompts[1]: expected a string, got null"},
+		{"null in a message list", `{"sourceUrls":[null]}`, "sourceUrls[0]: expected a string, got null"},
+		{"null as a map value", `{"metadata":{"a":null}}`, "metadata.a: expected a string, got null"},
 		{"a boolean for an enum", `{"extractionMode":true}`, "extractionMode: expected an enum value name, got a boolean"},
 		{"a list for a map", `{"metadata":["a"]}`, "metadata: expected an object, got an array"},
 		{"a number as a map value", `{"metadata":{"a":1}}`, "metadata.a: expected a string, got a number"},
@@ -140,7 +162,9 @@ func TestQueryFields(t *testing.T) {
 		{"known parameters in either spelling", "pageSize=10&page_token=abc&statusEq=JOB_STATUS_NEW", nil, ""},
 		{"an enum number is accepted", "statusEq=3", nil, ""},
 		{"unknown parameters are named, sorted", "pageSiz=10&foo=1", []string{"foo", "pageSiz"}, ""},
-		{"a non-integer page size is an error naming the parameter", "pageSize=ten", nil, `pageSize: invalid value "ten" for a int32`},
+		{"a non-integer page size is an error naming the parameter", "pageSize=ten", nil, `pageSize: expected an integer`},
+		{"a page size above int32 is out of range", "pageSize=99999999999", nil, `pageSize: out of range`},
+		{"empty values are no parameter at all", "statusEq=&pageSize=&pageToken=", nil, ""},
 		{"an unknown enum name is an error", "statusEq=JOB_STATUS_DONE", nil, `statusEq: unknown value "JOB_STATUS_DONE" for JobStatus`},
 	}
 	for _, tt := range tests {
@@ -149,7 +173,7 @@ func TestQueryFields(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := queryFields(q, list, nil)
+			got, _, err := queryFields(q, list, nil)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error = %v, want %q", err, tt.wantErr)
@@ -161,6 +185,36 @@ func TestQueryFields(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("ignored = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestQueryFieldsDropEmptyValues(t *testing.T) {
+	list := (&docjobsv1.ListJobsRequest{}).ProtoReflect().Descriptor()
+	tests := []struct {
+		name, query string
+		want        string // the query the gateway binds
+		changed     bool
+	}{
+		{"an empty filter is no filter", "statusEq=", "", true},
+		{"every empty known parameter goes", "statusEq=&pageSize=&pageToken=t", "pageToken=t", true},
+		{"an empty value among others goes alone", "statusEq=&statusEq=JOB_STATUS_NEW", "statusEq=JOB_STATUS_NEW", true},
+		{"an unknown parameter is left to be named", "foo=", "foo=", false},
+		{"a query without empty values is untouched", "statusEq=JOB_STATUS_NEW", "statusEq=JOB_STATUS_NEW", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, err := url.ParseQuery(tt.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, changed, err := queryFields(q, list, nil)
+			if err != nil {
+				t.Fatalf("queryFields: %v", err)
+			}
+			if changed != tt.changed || q.Encode() != tt.want {
+				t.Errorf("query %q changed %v, want %q changed %v", q.Encode(), changed, tt.want, tt.changed)
 			}
 		})
 	}
@@ -188,5 +242,29 @@ func TestWarningHeader(t *testing.T) {
 				t.Errorf("header = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// The walker refuses exactly the integers protojson refuses, so that a
+// value it passes never reaches protojson's own wording.
+func TestIntegerChecksAgreeWithProtojson(t *testing.T) {
+	create := (&docjobsv1.CreateJobRequest{}).ProtoReflect().Descriptor()
+	values := []string{
+		"0", "-0", "1", "-1", "1.0", "1.5", "1e3", "1E+3", "1e-0", "10e-1", "15e-1", "0.5e1", "1.50e1",
+		"123.4500e2", "100e-2", "1e-5", "0e99999999999", "0.0e-99999999999", "1e99999999999", "1e-99999999999",
+		"2147483647", "2147483648", "-2147483648", "-2147483649", "1e10", "21474836.47e2", "99999999999999999999999",
+	}
+	var bodies []string
+	for _, v := range values {
+		bodies = append(bodies, v, `"`+v+`"`)
+	}
+	bodies = append(bodies, `" 1"`, `"1 "`, `""`, `"abc"`, `"0x10"`, `"01"`, `"-"`, `"1."`, `".5"`, `"+1"`, `"1e"`, `"NaN"`, `"Infinity"`)
+	for _, v := range bodies {
+		body := `{"neural":{"chunkBudgetTokens":` + v + `}}`
+		_, _, walkErr := ignoredFields([]byte(body), create)
+		protoErr := protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal([]byte(body), &docjobsv1.CreateJobRequest{})
+		if (walkErr == nil) != (protoErr == nil) {
+			t.Errorf("%s: walker says %v, protojson %v", v, walkErr, protoErr)
+		}
 	}
 }

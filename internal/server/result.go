@@ -3,17 +3,28 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
 
-// resultMarshaler is the gateway's JSON marshaler plus the one rule
-// protojson cannot express: in the result of a consensus job, model rows
-// without a vote (skipped and failed rows) carry "consensus": null
-// explicitly, while rows of other jobs have no consensus key (spec).
+// resultMarshaler is the gateway's JSON marshaler plus the rules protojson
+// cannot express:
+//   - the arrays of the list and result envelopes are always present: the
+//     list carries "jobs": [] when it is empty, the result "ocr": [] and
+//     "llm": [] before any row exists (protojson never writes an empty
+//     repeated field, and turning EmitUnpopulated on would change every other
+//     shape; merged stays absent unless the job merges);
+//   - in the result of a consensus job, model rows without a vote (skipped
+//     and failed rows) carry "consensus": null explicitly, while rows of
+//     other jobs have no consensus key (spec).
 type resultMarshaler struct {
 	*runtime.JSONPb
 }
@@ -23,11 +34,133 @@ func (m resultMarshaler) Marshal(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, ok := v.(*docjobsv1.GetJobResultResponse)
-	if !ok || res.GetResult().GetJob().GetConsensus().GetMode() == docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED {
-		return raw, nil
+	switch res := v.(type) {
+	case *docjobsv1.ListJobsResponse:
+		return withEmptyLists(raw, res.ProtoReflect().Descriptor(), "jobs")
+	case *docjobsv1.GetJobResultResponse:
+		start, end, ok, err := memberSpan(raw, "result")
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			inner, err := withEmptyLists(raw[start:end], (*docjobsv1.JobResult)(nil).ProtoReflect().Descriptor(), "ocr", "llm")
+			if err != nil {
+				return nil, err
+			}
+			raw = slices.Concat(raw[:start], inner, raw[end:])
+		}
+		if res.GetResult().GetJob().GetConsensus().GetMode() == docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED {
+			return raw, nil
+		}
+		return nullConsensus(raw)
 	}
-	return nullConsensus(raw)
+	return raw, nil
+}
+
+// withEmptyLists returns obj, the JSON object protojson wrote for a message
+// of type md, with "name": [] added for each of the named repeated fields it
+// left out, at the field's place in declaration order (the order protojson
+// writes fields in). Everything else is kept byte for byte.
+func withEmptyLists(obj []byte, md protoreflect.MessageDescriptor, names ...protoreflect.Name) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("empty lists: %s is not a JSON object", md.Name())
+	}
+	type member struct {
+		index int   // field index in md; -1 for a key md does not have
+		end   int64 // offset just past the member's value
+	}
+	open := dec.InputOffset()
+	var members []member
+	present := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("empty lists: %w", err)
+		}
+		key, _ := tok.(string)
+		present[key] = true
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil, fmt.Errorf("empty lists: %w", err)
+		}
+		index := -1
+		if fd := md.Fields().ByJSONName(key); fd != nil {
+			index = fd.Index()
+		}
+		members = append(members, member{index: index, end: dec.InputOffset()})
+	}
+	var atOpen []string // insertions right after '{'
+	after := map[int64][]string{}
+	for _, name := range names {
+		fd := md.Fields().ByName(name)
+		if fd == nil || !fd.IsList() {
+			return nil, fmt.Errorf("empty lists: %s has no repeated field %s", md.Name(), name)
+		}
+		if present[fd.JSONName()] {
+			continue
+		}
+		item := strconv.Quote(fd.JSONName()) + ":[]"
+		at := int64(-1)
+		for _, m := range members {
+			if m.index >= 0 && m.index < fd.Index() {
+				at = m.end
+			}
+		}
+		if at < 0 {
+			atOpen = append(atOpen, item)
+		} else {
+			after[at] = append(after[at], item)
+		}
+	}
+	if len(atOpen) == 0 && len(after) == 0 {
+		return obj, nil
+	}
+	out := slices.Clone(obj[:open])
+	last := open
+	if len(atOpen) > 0 {
+		out = append(out, strings.Join(atOpen, ",")...)
+		if len(members) > 0 {
+			out = append(out, ',')
+		}
+	}
+	for _, m := range members {
+		items, ok := after[m.end]
+		if !ok {
+			continue
+		}
+		out = append(out, obj[last:m.end]...)
+		last = m.end
+		for _, item := range items {
+			out = append(out, ',')
+			out = append(out, item...)
+		}
+	}
+	return append(out, obj[last:]...), nil
+}
+
+// memberSpan finds the value of the top-level member name of the JSON
+// object obj: obj[start:end] is the value.
+func memberSpan(obj []byte, name string) (start, end int, ok bool, err error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return 0, 0, false, errors.New("empty lists: the response is not a JSON object")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("empty lists: %w", err)
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return 0, 0, false, fmt.Errorf("empty lists: %w", err)
+		}
+		if tok == name {
+			end := int(dec.InputOffset())
+			return end - len(value), end, true, nil
+		}
+	}
+	return 0, 0, false, nil
 }
 
 // nullConsensus adds "consensus": null to every row of result.llm that has

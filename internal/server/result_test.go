@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,4 +58,95 @@ func TestResultRowsOfConsensusJobsSayConsensusNullWhenTheyHadNoVote(t *testing.T
 	if _, ok := rows(t, raw)[1]["consensus"]; ok {
 		t.Errorf("a row of a job without consensus has a consensus key: %s", raw)
 	}
+}
+
+func TestListAndResultEnvelopesAlwaysCarryTheirArrays(t *testing.T) {
+	m := resultMarshaler{&runtime.JSONPb{MarshalOptions: protojson.MarshalOptions{}}}
+	job := &docjobsv1.Job{Id: "j", Consensus: &docjobsv1.ConsensusOptions{Mode: docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED.Enum()}}
+	consensusJob := &docjobsv1.Job{Id: "j", Consensus: &docjobsv1.ConsensusOptions{Mode: docjobsv1.ConsensusMode_CONSENSUS_MODE_THREE_RUNS.Enum()}}
+	ocrRow := &docjobsv1.OcrResult{JobId: "j", File: "f", Status: docjobsv1.JobOcrStatus_JOB_OCR_STATUS_PENDING}
+	tests := []struct {
+		name string
+		msg  any
+		// keys is the envelope's keys in order (the list's, or the
+		// result's); empty lists their values must be [].
+		keys  []string
+		empty []string
+	}{
+		{"an empty list has jobs []", &docjobsv1.ListJobsResponse{},
+			[]string{"jobs"}, []string{"jobs"}},
+		{"an empty last page keeps its token after jobs []", &docjobsv1.ListJobsResponse{NextPageToken: "t"},
+			[]string{"jobs", "nextPageToken"}, []string{"jobs"}},
+		{"a list with jobs is as protojson wrote it", &docjobsv1.ListJobsResponse{Jobs: []*docjobsv1.Job{job}},
+			[]string{"jobs"}, nil},
+		{"a result without rows has ocr [] and llm []",
+			&docjobsv1.GetJobResultResponse{Result: &docjobsv1.JobResult{Job: job}},
+			[]string{"job", "ocr", "llm"}, []string{"ocr", "llm"}},
+		{"a result still recognizing has llm [] after its ocr rows",
+			&docjobsv1.GetJobResultResponse{Result: &docjobsv1.JobResult{Job: job, Ocr: []*docjobsv1.OcrResult{ocrRow}}},
+			[]string{"job", "ocr", "llm"}, []string{"llm"}},
+		{"llm [] goes before merged",
+			&docjobsv1.GetJobResultResponse{Result: &docjobsv1.JobResult{Job: job, Ocr: []*docjobsv1.OcrResult{ocrRow},
+				Merged: []*docjobsv1.MergedAnswer{{Format: "json", Content: "{}"}}}},
+			[]string{"job", "ocr", "llm", "merged"}, []string{"llm"}},
+		{"a consensus job without rows has ocr [] and llm [] too",
+			&docjobsv1.GetJobResultResponse{Result: &docjobsv1.JobResult{Job: consensusJob}},
+			nil, []string{"ocr", "llm"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, err := m.Marshal(tt.msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var top map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &top); err != nil {
+				t.Fatalf("%v: %s", err, raw)
+			}
+			env, envRaw := top, raw
+			if r, ok := top["result"]; ok {
+				envRaw = r
+				if err := json.Unmarshal(r, &env); err != nil {
+					t.Fatalf("%v: %s", err, raw)
+				}
+			}
+			for _, k := range tt.empty {
+				if got := string(env[k]); got != "[]" {
+					t.Errorf("%s = %q, want []: %s", k, got, raw)
+				}
+			}
+			if tt.keys != nil {
+				if got := objectKeys(t, envRaw); !slices.Equal(got, tt.keys) {
+					t.Errorf("keys = %q, want %q: %s", got, tt.keys, raw)
+				}
+			}
+			// Nothing else is emitted unpopulated: the job keeps its zero
+			// fields out (its title, error, sourceUrls).
+			if strings.Contains(string(raw), `"title"`) || strings.Contains(string(raw), `"sourceUrls"`) {
+				t.Errorf("zero fields emitted: %s", raw)
+			}
+		})
+	}
+}
+
+// objectKeys lists the keys of a JSON object in document order.
+func objectKeys(t *testing.T, obj []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
 }

@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,6 +93,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics *edgeMetrics
 	routes  map[string]restRoute
+	methods *methodTable
 	grpc    *grpc.Server
 	handler http.Handler
 }
@@ -126,34 +129,53 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.grpc = s.newGRPC(deps.Service)
-	s.handler = s.routeTable(gateway)
+	if s.handler, err = s.routeTable(gateway); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	return s, nil
 }
 
-// routeTable is every HTTP route of the service in one place.
-func (s *Server) routeTable(gateway *runtime.ServeMux) http.Handler {
+// routeTable is every HTTP route of the service in one place. Each path
+// also goes into a method table, so that a known path asked with a method
+// it does not serve answers 405 with Allow (methods.go).
+func (s *Server) routeTable(gateway *runtime.ServeMux) (http.Handler, error) {
 	mux := http.NewServeMux()
-	handle := func(pattern, route string, h http.Handler) {
-		mux.Handle(pattern, routed(route, h))
+	var methods methodTable
+	var err error
+	handle := func(method, path string, h http.Handler, answer func(http.ResponseWriter, *http.Request, error)) {
+		mux.Handle(method+" "+path, routed(path, h))
+		err = errors.Join(err, methods.add(method, path, answer))
+		if method == http.MethodGet { // a GET pattern serves HEAD too
+			err = errors.Join(err, methods.add(http.MethodHead, path, answer))
+		}
 	}
-	handle("GET /healthz", "/healthz", http.HandlerFunc(healthz))
-	handle("GET /readyz", "/readyz", http.HandlerFunc(s.readyz))
-	handle("GET /metrics", "/metrics", promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{
+	handle("GET", "/healthz", http.HandlerFunc(healthz), s.writeError)
+	handle("GET", "/readyz", http.HandlerFunc(s.readyz), s.writeError)
+	handle("GET", "/metrics", promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		Registry: s.deps.Registry,
-	}))
-	handle("GET /openapi.yaml", "/openapi.yaml", http.HandlerFunc(serveOpenAPI))
+	}), s.writeError)
+	handle("GET", "/openapi.yaml", http.HandlerFunc(serveOpenAPI), s.writeError)
 	// The upload and download handlers stream; they win over the gateway's
 	// patterns for the same paths because ServeMux prefers the more
 	// specific pattern.
-	handle("POST /v1/jobs/upload", "/v1/jobs/upload", s.authenticate(http.HandlerFunc(s.upload), s.writeUploadError))
-	handle("GET /v1/files/{id}", "/v1/files/{id}", s.authenticate(http.HandlerFunc(s.download), s.writeError))
-	handle("GET /v1/jobs/{id}/events", "/v1/jobs/{id}/events", s.authenticate(s.progressEvents(), s.writeError))
+	handle("POST", "/v1/jobs/upload", s.authenticate(http.HandlerFunc(s.upload), s.writeUploadError), s.writeUploadError)
+	handle("GET", "/v1/files/{id}", s.authenticate(http.HandlerFunc(s.download), s.writeError), s.writeError)
+	handle("GET", "/v1/jobs/{id}/events", s.authenticate(s.progressEvents(), s.writeError), s.writeError)
 	// The gateway's bindRequest middleware authenticates and sets the
-	// precise route label once a REST route matched.
-	handle("/v1/", routeUnmatched, gateway)
+	// precise route label once a REST route matched. Its routes serve
+	// exactly their method (no HEAD).
+	mux.Handle("/v1/", routed(routeUnmatched, gateway))
+	for _, key := range slices.Sorted(maps.Keys(s.routes)) {
+		method, path, _ := strings.Cut(key, " ")
+		err = errors.Join(err, methods.add(method, path, s.writeError))
+	}
 	mux.Handle("/", http.HandlerFunc(s.notFound))
-	return s.observe(mux)
+	if err != nil {
+		return nil, err
+	}
+	s.methods = &methods
+	return s.observe(methods.check(mux)), nil
 }
 
 // Handler returns the HTTP handler of the whole service, gRPC included

@@ -75,6 +75,120 @@ func TestOperationalRoutes(t *testing.T) {
 	})
 }
 
+func TestWrongMethodOnAKnownPathIs405WithAllow(t *testing.T) {
+	env := startServer(t)
+	tests := []struct {
+		name, method, path string
+		wantAllow          string
+		upload             bool // the upload error shape: no details
+	}{
+		{"GET on the upload path is not a job id", "GET", "/v1/jobs/upload", "POST", true},
+		{"PUT on the upload path answers in the upload shape", "PUT", "/v1/jobs/upload", "POST", true},
+		{"DELETE on the upload path", "DELETE", "/v1/jobs/upload", "POST", true},
+		{"GET on cancel is not a job id", "GET", "/v1/jobs/abc:cancel", "POST", false},
+		{"DELETE on cancel", "DELETE", "/v1/jobs/abc:cancel", "POST", false},
+		{"PUT on the job collection", "PUT", "/v1/jobs", "GET, POST", false},
+		{"DELETE on the job collection", "DELETE", "/v1/jobs", "GET, POST", false},
+		{"OPTIONS on the job collection", "OPTIONS", "/v1/jobs", "GET, POST", false},
+		{"PATCH on a job", "PATCH", "/v1/jobs/abc", "GET, DELETE", false},
+		{"POST on a result", "POST", "/v1/jobs/abc/result", "GET", false},
+		{"POST on events", "POST", "/v1/jobs/abc/events", "GET, HEAD", false},
+		{"DELETE on a file", "DELETE", "/v1/files/abc", "GET, HEAD", false},
+		{"POST on healthz", "POST", "/healthz", "GET, HEAD", false},
+		{"POST on readyz", "POST", "/readyz", "GET, HEAD", false},
+		{"POST on metrics", "POST", "/metrics", "GET, HEAD", false},
+		{"PUT on openapi.yaml", "PUT", "/openapi.yaml", "GET, HEAD", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := env.do(tt.method, tt.path, keyAlice, "", nil)
+			if got := resp.Header.Get("Allow"); got != tt.wantAllow {
+				t.Errorf("Allow = %q, want %q", got, tt.wantAllow)
+			}
+			m := wantStatusBody(t, resp, http.StatusMethodNotAllowed, codes.Unimplemented, !tt.upload)
+			if want := "method " + tt.method + " is not allowed on " + tt.path; m["message"] != want {
+				t.Errorf("message = %q, want %q", m["message"], want)
+			}
+		})
+	}
+	t.Run("HEAD where it is not served is 405 with Allow", func(t *testing.T) {
+		for path, allow := range map[string]string{"/v1/jobs/abc": "GET, DELETE", "/v1/jobs/upload": "POST", "/v1/jobs": "GET, POST"} {
+			resp := env.do("HEAD", path, keyAlice, "", nil)
+			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != allow {
+				t.Errorf("HEAD %s: %d Allow %q, want 405 %q", path, resp.StatusCode, resp.Header.Get("Allow"), allow)
+			}
+		}
+	})
+	t.Run("HEAD still works where it worked", func(t *testing.T) {
+		// (events answer 501 on a server without a progress source)
+		for path, want := range map[string]int{"/healthz": 200, "/openapi.yaml": 200, "/v1/files/missing": 404, "/v1/jobs/missing/events": 501} {
+			if resp := env.do("HEAD", path, keyAlice, "", nil); resp.StatusCode != want {
+				t.Errorf("HEAD %s: %d, want %d", path, resp.StatusCode, want)
+			}
+		}
+	})
+	t.Run("the right method still reaches its handler", func(t *testing.T) {
+		wantStatusBody(t, env.do("POST", "/v1/jobs/abc:cancel", keyAlice, "", nil), 409, codes.FailedPrecondition, true)
+		wantStatusBody(t, env.do("POST", "/v1/jobs/upload", keyAlice, "text/plain", strings.NewReader("x")), 400, codes.InvalidArgument, false)
+		wantStatusBody(t, env.do("GET", "/v1/jobs/abc", keyAlice, "", nil), 404, codes.NotFound, true)
+	})
+	t.Run("unknown paths stay 404", func(t *testing.T) {
+		for _, path := range []string{"/v1/jobs/abc/nope", "/v1/jobs/abc/result/x", "/nope", "/v1/files/a/b", "/healthz/x"} {
+			resp := env.do("POST", path, keyAlice, "", nil)
+			if resp.Header.Get("Allow") != "" {
+				t.Errorf("POST %s has Allow %q", path, resp.Header.Get("Allow"))
+			}
+			wantStatusBody(t, resp, 404, codes.NotFound, true)
+		}
+	})
+	t.Run("a 405 is counted under its route pattern", func(t *testing.T) {
+		body := readBody(t, env.do("GET", "/metrics", "", "", nil))
+		want := `docjobs_http_requests_total{code="405",method="GET",route="/v1/jobs/{id}:cancel"} 1`
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	})
+}
+
+func TestMethodTableMatchesTheMostSpecificTemplate(t *testing.T) {
+	var table methodTable
+	for _, r := range []struct{ method, template string }{
+		{"GET", "/v1/jobs/{id}"}, {"DELETE", "/v1/jobs/{id}"}, {"POST", "/v1/jobs/{id=*}:cancel"},
+		{"POST", "/v1/jobs/upload"}, {"GET", "/v1/jobs"}, {"POST", "/v1/jobs"},
+	} {
+		if err := table.add(r.method, r.template, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, path, want string // want is the Allow header, "" for no match
+	}{
+		{"a literal beats a variable", "/v1/jobs/upload", "POST"},
+		{"a verb beats a bare variable", "/v1/jobs/abc:cancel", "POST"},
+		{"a bare variable takes any other segment", "/v1/jobs/abc:other", "GET, DELETE"},
+		{"a verb alone is not an id", "/v1/jobs/:cancel", "GET, DELETE"},
+		{"an empty segment matches no variable", "/v1/jobs/", ""},
+		{"a longer path matches nothing", "/v1/jobs/abc/def", ""},
+		{"the collection", "/v1/jobs", "GET, POST"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if p := table.match(tt.path); p != nil {
+				got = p.allow()
+			}
+			if got != tt.want {
+				t.Errorf("match(%q) allows %q, want %q", tt.path, got, tt.want)
+			}
+		})
+	}
+	for _, bad := range []string{"v1/jobs", "/v1/{name=files/*}", "/v1/{id}x", "/v1//x"} {
+		if err := table.add("GET", bad, nil); err == nil {
+			t.Errorf("add(%q) accepted an unsupported template", bad)
+		}
+	}
+}
+
 func TestAuthentication(t *testing.T) {
 	env := startServer(t)
 	tests := []struct {
@@ -126,6 +240,22 @@ func TestRESTResponsesAreCamelCaseWithoutZeroValues(t *testing.T) {
 	if got := m["consensus"].(map[string]any)["mode"]; got != "CONSENSUS_MODE_UNSPECIFIED" {
 		t.Errorf("consensus.mode = %v (optional enums with presence are emitted)", got)
 	}
+	t.Run("empty query parameters are no filter", func(t *testing.T) {
+		resp := env.doJSON("GET", "/v1/jobs?statusEq=&pageSize=", keyAlice, "")
+		body := readBody(t, resp)
+		if resp.StatusCode != 200 || resp.Header.Get(WarningHeader) != "" {
+			t.Fatalf("got %d %q %s", resp.StatusCode, resp.Header.Get(WarningHeader), body)
+		}
+		if jobs, _ := decodeObject(t, body)["jobs"].([]any); len(jobs) != 1 {
+			t.Errorf("jobs = %v, want alice's one job", jobs)
+		}
+	})
+	t.Run("an empty list still has its jobs array", func(t *testing.T) {
+		resp := env.doJSON("GET", "/v1/jobs", keyBob, "")
+		if body := strings.TrimSpace(readBody(t, resp)); resp.StatusCode != 200 || body != `{"jobs":[]}` {
+			t.Errorf("got %d %s, want 200 {\"jobs\":[]}", resp.StatusCode, body)
+		}
+	})
 }
 
 func TestErrorMapping(t *testing.T) {
@@ -164,10 +294,14 @@ func TestErrorMapping(t *testing.T) {
 			400, codes.InvalidArgument, "must be a JSON object", ""},
 		{"a wrong JSON type is 400 naming the field", "POST", "/v1/jobs", keyAlice, `{"sourceUrls":"https://a.test/x"}`,
 			400, codes.InvalidArgument, "sourceUrls: expected an array, got a string", ""},
-		{"an out-of-range number is 400 from the decoder, without its prefix", "POST", "/v1/jobs", keyAlice, `{"neural":{"chunkBudgetTokens":99999999999}}`,
-			400, codes.InvalidArgument, "invalid request body: ", "proto:"},
+		{"an out-of-range integer is 400 naming the field", "POST", "/v1/jobs", keyAlice, `{"neural":{"chunkBudgetTokens":99999999999}}`,
+			400, codes.InvalidArgument, "neural.chunkBudgetTokens: out of range", "int32"},
+		{"a word for an integer is 400 naming the field", "POST", "/v1/jobs", keyAlice, `{"neural":{"chunkBudgetTokens":"abc"}}`,
+			400, codes.InvalidArgument, "neural.chunkBudgetTokens: expected an integer, got a string", "int32"},
+		{"null in a list is 400 naming the element", "POST", "/v1/jobs", keyAlice, `{"sourceUrls":["https://a.test/x"],"prompts":[null]}`,
+			400, codes.InvalidArgument, "prompts[0]: expected a string, got null", "string field"},
 		{"a non-numeric page size is 400 naming the parameter", "GET", "/v1/jobs?pageSize=ten", keyAlice, "",
-			400, codes.InvalidArgument, "pageSize: invalid value", "strconv"},
+			400, codes.InvalidArgument, "pageSize: expected an integer", "int32"},
 		{"an unknown status filter is 400", "GET", "/v1/jobs?statusEq=JOB_STATUS_DONE", keyAlice, "",
 			400, codes.InvalidArgument, `unknown value "JOB_STATUS_DONE"`, ""},
 	}
@@ -257,6 +391,51 @@ func TestWarningHeaderOnREST(t *testing.T) {
 		resp := env.doJSON("GET", "/v1/jobs?pageSiz=5", keyAlice, "")
 		if resp.StatusCode != 200 || resp.Header.Get(WarningHeader) != "ignored: pageSiz" {
 			t.Errorf("got %d %q", resp.StatusCode, resp.Header.Get(WarningHeader))
+		}
+	})
+}
+
+func TestCreateBodiesTheServiceIgnoresPartsOf(t *testing.T) {
+	env := startServer(t)
+	const src = `"sourceUrls":["https://example.test/a.txt"]`
+	tests := []struct {
+		name       string
+		body       string
+		wantStatus int
+		wantHeader string // "" for none
+	}{
+		{"an unknown consensus mode number is named like an unknown name",
+			`{` + src + `,"responseSchema":"{}","consensus":{"mode":7}}`, 200, "ignored: consensus.mode=7"},
+		{"a known consensus mode number is not named",
+			`{` + src + `,"responseSchema":"{}","consensus":{"mode":2}}`, 200, ""},
+		{"a webhook secret without a webhook URL is named",
+			`{` + src + `,"webhookSecret":"s3cret"}`, 200, "ignored: webhookSecret"},
+		{"a webhook secret with an empty webhook URL is named",
+			`{` + src + `,"webhookUrl":"","webhookSecret":"s3cret"}`, 200, "ignored: webhookSecret"},
+		{"a webhook secret with a webhook URL is used",
+			`{` + src + `,"webhookUrl":"https://hooks.example.test/x","webhookSecret":"s3cret"}`, 200, ""},
+		{"an empty webhook secret is nothing to ignore", `{` + src + `,"webhookSecret":""}`, 200, ""},
+		{"the semantic and the unknown come in one header",
+			`{` + src + `,"tittle":"x","webhookSecret":"s3cret"}`, 200, "ignored: tittle, webhookSecret"},
+		{"a body starting with a byte order mark is read", "\ufeff" + validCreate, 200, ""},
+		{"only one byte order mark is skipped", "\ufeff\ufeff" + validCreate, 400, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := env.doJSON("POST", "/v1/jobs", keyAlice, tt.body)
+			body := readBody(t, resp)
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, body)
+			}
+			if got := resp.Header.Get(WarningHeader); got != tt.wantHeader {
+				t.Errorf("%s = %q, want %q", WarningHeader, got, tt.wantHeader)
+			}
+		})
+	}
+	t.Run("the body after a byte order mark reaches the service", func(t *testing.T) {
+		env.doJSON("POST", "/v1/jobs", keyAlice, "\ufeff"+`{`+src+`,"title":"bom"}`)
+		if got := env.svc.lastRequest().GetTitle(); got != "bom" {
+			t.Errorf("title = %q, want bom", got)
 		}
 	})
 }
