@@ -93,7 +93,7 @@ func TestWrongMethodOnAKnownPathIs405WithAllow(t *testing.T) {
 		{"PATCH on a job", "PATCH", "/v1/jobs/abc", "GET, DELETE", false},
 		{"POST on a result", "POST", "/v1/jobs/abc/result", "GET", false},
 		{"POST on events", "POST", "/v1/jobs/abc/events", "GET, HEAD", false},
-		{"DELETE on a file", "DELETE", "/v1/files/abc", "GET, HEAD", false},
+		{"PUT on a file", "PUT", "/v1/files/abc", "GET, HEAD, DELETE", false},
 		{"POST on healthz", "POST", "/healthz", "GET, HEAD", false},
 		{"POST on readyz", "POST", "/readyz", "GET, HEAD", false},
 		{"POST on metrics", "POST", "/metrics", "GET, HEAD", false},
