@@ -307,7 +307,7 @@ func (s *Service) DeleteJob(ctx context.Context, req *docjobsv1.DeleteJobRequest
 	// The job is gone whatever happens to its blobs: a blob that cannot be
 	// deleted now is logged for the operator rather than failing a request
 	// that a retry would answer with 404.
-	for _, err := range fetch.RemoveJobFiles(ctx, s.bucket, req.GetId(), keys) {
+	for _, err := range fetch.RemoveJobFiles(ctx, s.bucket, s.cfg.StorageDir, req.GetId(), keys) {
 		s.log.LogAttrs(ctx, slog.LevelError, "stored file of a deleted job not removed",
 			slog.String("job_id", req.GetId()), slog.String("account_id", acct), slog.String("error", err.Error()))
 	}

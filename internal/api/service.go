@@ -40,6 +40,9 @@ type Config struct {
 	// AllowPrivateURLs lets sourceUrls and webhookUrl name loopback, private
 	// and link-local addresses (DOCJOBS_ALLOW_PRIVATE_URLS).
 	AllowPrivateURLs bool
+	// StorageDir is the directory of a file:// bucket ("" for other
+	// storage): a deleted job's folder is removed from it.
+	StorageDir string
 }
 
 // Store is the part of store.Store the service uses.

@@ -96,7 +96,8 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		workers := river.NewWorkers()
 		wcfg := worker.Config{MaxFileBytes: cfg.FetchMaxBytes, FileTimeout: cfg.FileTimeout, JobDeadline: cfg.JobDeadline,
 			ModelWorkers: cfg.ModelWorkers, RecognizeWorkers: cfg.RecognizeWorkers,
-			WebhookRetrySchedule: cfg.WebhookRetrySchedule, PublicURL: cfg.PublicURL, Retention: cfg.Retention}
+			WebhookRetrySchedule: cfg.WebhookRetrySchedule, PublicURL: cfg.PublicURL, Retention: cfg.Retention,
+			StorageDir: fetch.BucketDir(cfg.StorageURL)}
 		// Webhooks go through the same SSRF guard as downloads, and a
 		// redirect is a failed attempt, never followed.
 		sender, err := webhook.NewSender(webhook.Config{Client: outbound.NewClient(outbound.Config{
@@ -166,6 +167,7 @@ func serveAPI(ctx context.Context, cfg config.Config, log *slog.Logger, st store
 ) error {
 	svc, err := api.New(api.Config{
 		PublicURL: cfg.PublicURL, UploadMaxBytes: cfg.UploadMaxBytes, AllowPrivateURLs: cfg.AllowPrivateURLs,
+		StorageDir: fetch.BucketDir(cfg.StorageURL),
 	}, api.Deps{Store: st, Sealer: sealer, Bucket: bucket, FirstStage: worker.FirstStage, Logger: log, NewID: newID})
 	if err != nil {
 		return err

@@ -13,11 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -484,7 +487,11 @@ func (f *Fetcher) Read(ctx context.Context, key string, max int64) ([]byte, erro
 // store) and anything else under the job's prefix, such as a copy whose
 // record was never written. It keeps going past failures and returns them
 // with their keys, for the caller to log: the job is gone either way.
-func RemoveJobFiles(ctx context.Context, bucket *blob.Bucket, jobID string, keys []string) []error {
+//
+// dir is the directory of a file:// bucket (BucketDir), "" for any other:
+// fileblob removes a job's files but not the folder they were in, which
+// would be left behind for every deleted job.
+func RemoveJobFiles(ctx context.Context, bucket *blob.Bucket, dir, jobID string, keys []string) []error {
 	var errs []error
 	it := bucket.List(&blob.ListOptions{Prefix: JobKeyPrefix(jobID)})
 	for {
@@ -504,5 +511,23 @@ func RemoveJobFiles(ctx context.Context, bucket *blob.Bucket, jobID string, keys
 			errs = append(errs, fmt.Errorf("delete stored file %s: %w", key, err))
 		}
 	}
+	if dir != "" && len(errs) == 0 && !strings.ContainsAny(jobID, `/\.`) {
+		// os.Remove takes only an empty directory: a file written since
+		// stays, and so does its folder.
+		folder := filepath.Join(dir, "jobs", jobID)
+		if err := os.Remove(folder); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove the folder of job %s: %w", jobID, err))
+		}
+	}
 	return errs
+}
+
+// BucketDir returns the directory a file:// storage URL names, "" for any
+// other storage.
+func BucketDir(storageURL string) string {
+	u, err := url.Parse(storageURL)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
+		return ""
+	}
+	return filepath.FromSlash(u.Path)
 }

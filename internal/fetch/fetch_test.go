@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -580,6 +583,48 @@ func TestFormatBytes(t *testing.T) {
 	for n, want := range map[int64]string{100 << 20: "100 MiB", 1 << 30: "1 GiB", 2048: "2 KiB", 1000: "1000-byte"} {
 		if got := formatBytes(n); got != want {
 			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestRemoveJobFilesLeavesNoFolderBehind(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	bucket, err := fileblob.OpenBucket(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bucket.Close() })
+	for _, key := range []string{"jobs/j1/0-a", "jobs/j1/1-b", "jobs/j2/0-c"} {
+		if err := bucket.WriteAll(ctx, key, []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if errs := RemoveJobFiles(ctx, bucket, dir, "j1", []string{"jobs/j1/0-a"}); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "jobs", "j1")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the deleted job's folder: %v, want it gone", err)
+	}
+	if ok, err := bucket.Exists(ctx, "jobs/j2/0-c"); !ok || err != nil {
+		t.Errorf("another job's file: exists %t, %v", ok, err)
+	}
+	// Removing again (a retried delete) finds nothing and is fine.
+	if errs := RemoveJobFiles(ctx, bucket, dir, "j1", nil); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+}
+
+func TestBucketDir(t *testing.T) {
+	for url, want := range map[string]string{
+		"file:///srv/dj/files?create_dir=true&metadata=skip": "/srv/dj/files",
+		"file://localhost/srv/files":                         "/srv/files",
+		"s3://bucket?region=eu-west-1":                       "",
+		"mem://":                                             "",
+		"file://otherhost/srv/files":                         "",
+	} {
+		if got := BucketDir(url); got != want {
+			t.Errorf("BucketDir(%q) = %q, want %q", url, got, want)
 		}
 	}
 }

@@ -60,7 +60,7 @@ func (w *retentionWorker) deleteJobs(ctx context.Context, cutoff time.Time) erro
 			return err
 		}
 		if w.deps.Bucket != nil {
-			for _, err := range fetch.RemoveJobFiles(ctx, w.deps.Bucket, id, keys) {
+			for _, err := range fetch.RemoveJobFiles(ctx, w.deps.Bucket, w.cfg.StorageDir, id, keys) {
 				w.deps.Logger.Error("stored file of an expired job not removed", "job_id", id, "err", err)
 			}
 		}

@@ -116,6 +116,9 @@ type Config struct {
 	// Retention deletes finished jobs this long after they ended, and
 	// uploads this long after they were uploaded; 0 keeps them.
 	Retention time.Duration
+	// StorageDir is the directory of a file:// bucket ("" for other
+	// storage): a deleted job's folder is removed from it.
+	StorageDir string
 }
 
 // LongestStageTimeout is what River's rescuer must wait beyond before it

@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"errors"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,6 +78,11 @@ func TestDeletingAnUploadLeavesTheJobsCopy(t *testing.T) {
 			s.mustDo(http.StatusOK, "DELETE", "/v1/jobs/"+id, keyA, nil)
 			if r := s.do("GET", copyPath, keyA, nil); r.status != http.StatusNotFound {
 				t.Errorf("the job's copy after the job was deleted: %d, want 404", r.status)
+			}
+			if b.name == "sqlite" {
+				if _, err := os.Stat(filepath.Join(s.dataDir, "files", "jobs", id)); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("the deleted job's folder: %v, want it gone", err)
+				}
 			}
 		})
 	}
