@@ -36,18 +36,17 @@ func (m resultMarshaler) Marshal(v any) ([]byte, error) {
 	}
 	switch res := v.(type) {
 	case *docjobsv1.ListJobsResponse:
+		if len(res.GetJobs()) > 0 {
+			return raw, nil
+		}
 		return withEmptyLists(raw, res.ProtoReflect().Descriptor(), "jobs")
 	case *docjobsv1.GetJobResultResponse:
-		start, end, ok, err := memberSpan(raw, "result")
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			inner, err := withEmptyLists(raw[start:end], (*docjobsv1.JobResult)(nil).ProtoReflect().Descriptor(), "ocr", "llm")
-			if err != nil {
+		// A result's rows can be megabytes: it is read again only when an
+		// array is missing from it.
+		if len(res.GetResult().GetOcr()) == 0 || len(res.GetResult().GetLlm()) == 0 {
+			if raw, err = withResultLists(raw); err != nil {
 				return nil, err
 			}
-			raw = slices.Concat(raw[:start], inner, raw[end:])
 		}
 		if res.GetResult().GetJob().GetConsensus().GetMode() == docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED {
 			return raw, nil
@@ -55,6 +54,20 @@ func (m resultMarshaler) Marshal(v any) ([]byte, error) {
 		return nullConsensus(raw)
 	}
 	return raw, nil
+}
+
+// withResultLists adds the result's missing row arrays to raw, the JSON of
+// a GetJobResultResponse.
+func withResultLists(raw []byte) ([]byte, error) {
+	start, end, ok, err := memberSpan(raw, "result")
+	if err != nil || !ok {
+		return raw, err
+	}
+	inner, err := withEmptyLists(raw[start:end], (*docjobsv1.JobResult)(nil).ProtoReflect().Descriptor(), "ocr", "llm")
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(raw[:start], inner, raw[end:]), nil
 }
 
 // withEmptyLists returns obj, the JSON object protojson wrote for a message
