@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
@@ -227,10 +230,7 @@ func (w *walker) value(fd protoreflect.FieldDescriptor, path string, tok json.To
 	case protoreflect.EnumKind:
 		switch v := tok.(type) {
 		case json.Number:
-			digits, neg, problem := integerText(string(v))
-			if problem == "" {
-				problem = checkRange(digits, neg, 32, true)
-			}
+			n, problem := readNumber(fd, tok)
 			switch problem {
 			case "":
 			case outOfRange:
@@ -238,9 +238,8 @@ func (w *walker) value(fd protoreflect.FieldDescriptor, path string, tok json.To
 			default:
 				return typeError(path, expected(fd), tok)
 			}
-			n, _ := strconv.ParseInt(signed(digits, neg), 10, 32)
-			if numbersIgnored[fd.FullName()] && fd.Enum().Values().ByNumber(protoreflect.EnumNumber(n)) == nil {
-				w.ignore(path + "=" + strconv.FormatInt(n, 10))
+			if numbersIgnored[fd.FullName()] && fd.Enum().Values().ByNumber(n.Enum()) == nil {
+				w.ignore(path + "=" + strconv.FormatInt(int64(n.Enum()), 10))
 			}
 		case string:
 			if fd.Enum().FullName() != "google.protobuf.NullValue" &&
@@ -259,7 +258,7 @@ func (w *walker) value(fd protoreflect.FieldDescriptor, path string, tok json.To
 			return typeError(path, "true or false", tok)
 		}
 	default: // numbers; protojson also takes them as strings ("123", "NaN")
-		if problem := checkNumber(fd.Kind(), tok); problem != "" {
+		if _, problem := readNumber(fd, tok); problem != "" {
 			if problem == outOfRange {
 				return fmt.Errorf("%s: %s", path, outOfRange)
 			}
@@ -297,165 +296,54 @@ func expected(fd protoreflect.FieldDescriptor) string {
 	return "an integer"
 }
 
-// The problems checkNumber and integerText report; the text of outOfRange
-// is the message, the others become a typeError.
+// The problems readNumber reports; the text of outOfRange is the message,
+// the other becomes a typeError.
 const (
-	outOfRange   = "out of range"
-	notANumber   = "not a number"
-	notAnInteger = "not an integer"
+	outOfRange = "out of range"
+	notANumber = "not a number"
 )
 
-// checkNumber says what protojson will refuse in tok as the value of a
-// number field of kind k: "" when it reads it, outOfRange, or another
-// problem. Numbers come as JSON numbers or as strings holding one; an
-// integer may have a fraction or an exponent when its value is whole.
-func checkNumber(k protoreflect.Kind, tok json.Token) string {
+// readNumber reads tok, a JSON number or a string holding one, as the value
+// of fd, a number or enum field: protojson itself reads it, alone in a
+// message of fd's type, so the walker accepts exactly what protojson
+// accepts. A value it refuses is outOfRange when it is a number that is
+// too large (or, for an integer field, a whole number that does not fit),
+// else notANumber.
+func readNumber(fd protoreflect.FieldDescriptor, tok json.Token) (protoreflect.Value, string) {
 	var text string
 	switch v := tok.(type) {
 	case json.Number:
 		text = string(v)
 	case string:
 		text = v
-		if (k == protoreflect.FloatKind || k == protoreflect.DoubleKind) &&
-			(v == "NaN" || v == "Infinity" || v == "-Infinity") {
-			return ""
-		}
 	default:
-		return notANumber
+		return protoreflect.Value{}, notANumber
 	}
-	bits, isSigned := 64, true
-	switch k {
-	case protoreflect.FloatKind, protoreflect.DoubleKind:
-		if _, _, problem := integerText(text); problem == notANumber {
-			return notANumber
-		}
-		if k == protoreflect.FloatKind {
-			bits = 32
-		}
-		if _, err := strconv.ParseFloat(text, bits); err != nil {
-			return outOfRange
-		}
-		return ""
-	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
-		bits = 32
-	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
-		bits, isSigned = 32, false
-	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		isSigned = false
-	}
-	digits, neg, problem := integerText(text)
-	if problem != "" {
-		return problem
-	}
-	return checkRange(digits, neg, bits, isSigned)
-}
-
-// integerText reads s as protojson reads an integer: s must be a JSON
-// number, and its value whole ("1e3" and "2.0" are, "1.5" is not). It
-// returns the value's decimal digits and sign, or a problem.
-func integerText(s string) (digits string, neg bool, problem string) {
-	isDigit := func(i int) bool { return i < len(s) && '0' <= s[i] && s[i] <= '9' }
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		neg = true
-		i++
-	}
-	start := i
-	if i < len(s) && s[i] == '0' {
-		i++
-	} else {
-		for isDigit(i) {
-			i++
-		}
-	}
-	if i == start {
-		return "", false, notANumber
-	}
-	intPart := strings.TrimLeft(s[start:i], "0")
-	var frac string
-	if i < len(s) && s[i] == '.' {
-		i++
-		fs := i
-		for isDigit(i) {
-			i++
-		}
-		if i == fs {
-			return "", false, notANumber
-		}
-		frac = strings.TrimRight(s[fs:i], "0")
-	}
-	expText := "0"
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		es := i
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		ds := i
-		for isDigit(i) {
-			i++
-		}
-		if i == ds {
-			return "", false, notANumber
-		}
-		expText = s[es:i]
-	}
-	if i != len(s) {
-		return "", false, notANumber
-	}
-	if intPart == "" && frac == "" {
-		return "0", neg, ""
-	}
-	exp, err := strconv.ParseInt(expText, 10, 32)
-	switch {
-	case err != nil && expText[0] == '-':
-		return "", false, notAnInteger
-	case err != nil:
-		return "", false, outOfRange
-	case exp >= 0:
-		if int64(len(frac)) > exp {
-			return "", false, notAnInteger
-		}
-		if int64(len(intPart))+exp > 20 { // uint64 has 20 digits
-			return "", false, outOfRange
-		}
-		digits = intPart + frac + strings.Repeat("0", int(exp)-len(frac))
-	default:
-		point := int64(len(intPart)) + exp
-		if len(frac) > 0 || point < 0 || strings.Trim(intPart[point:], "0") != "" {
-			return "", false, notAnInteger
-		}
-		digits = intPart[:point]
-	}
-	digits = strings.TrimLeft(digits, "0")
-	if digits == "" {
-		digits = "0"
-	}
-	return digits, neg, ""
-}
-
-// checkRange says whether the integer digits (with its sign) fits a bits-wide
-// integer: "" or outOfRange.
-func checkRange(digits string, neg bool, bits int, isSigned bool) string {
-	var err error
-	if isSigned {
-		_, err = strconv.ParseInt(signed(digits, neg), 10, bits)
-	} else if neg {
-		return outOfRange
-	} else {
-		_, err = strconv.ParseUint(digits, 10, bits)
-	}
+	raw, err := json.Marshal(tok)
 	if err != nil {
-		return outOfRange
+		return protoreflect.Value{}, notANumber
 	}
-	return ""
-}
-
-func signed(digits string, neg bool) string {
-	if neg {
-		return "-" + digits
+	if fd.IsList() {
+		raw = slices.Concat([]byte("["), raw, []byte("]"))
 	}
-	return digits
+	doc := slices.Concat([]byte(`{`+strconv.Quote(fd.JSONName())+`:`), raw, []byte("}"))
+	m := dynamicpb.NewMessage(fd.ContainingMessage())
+	if protojson.Unmarshal(doc, m) == nil {
+		v := m.Get(fd)
+		if fd.IsList() {
+			v = v.List().Get(0)
+		}
+		return v, ""
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	integer := fd.Kind() != protoreflect.FloatKind && fd.Kind() != protoreflect.DoubleKind
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return protoreflect.Value{}, outOfRange
+	case err == nil && (!integer || math.Abs(f) >= 1 && f == math.Trunc(f)):
+		return protoreflect.Value{}, outOfRange
+	}
+	return protoreflect.Value{}, notANumber
 }
 
 func typeError(path, want string, got json.Token) error {
