@@ -181,9 +181,6 @@ func requestHash(req *docjobsv1.CreateJobRequest) (string, error) {
 		m.Scope = orDefault(m.GetScope(), docjobsv1.MergeScope_MERGE_SCOPE_FILE)
 		m.ConflictPolicy = orDefault(m.GetConflictPolicy(), docjobsv1.MergeConflictPolicy_MERGE_CONFLICT_POLICY_FIRST_NON_NULL)
 		m.Format = orDefault(m.GetFormat(), docjobsv1.MergeFormat_MERGE_FORMAT_AUTO)
-		if len(m.GetDedupeBy()) == 0 {
-			m.DedupeBy = nil
-		}
 	} else {
 		c.Merge = nil
 	}
