@@ -25,7 +25,7 @@ type Config struct {
 	PublicURL     string // DOCJOBS_PUBLIC_URL, default "http://localhost:8080"
 	DataDir       string // DOCJOBS_DATA_DIR, default "./data"
 	DatabaseURL   string // DOCJOBS_DATABASE_URL, default "sqlite://$DATA_DIR/docjobs.db"
-	StorageURL    string // DOCJOBS_STORAGE_URL, default "file://$DATA_DIR/files"
+	StorageURL    string // DOCJOBS_STORAGE_URL, default "file://$DATA_DIR/files?…" (defaultStorageURL)
 	MasterKeyFile string // DOCJOBS_MASTER_KEY_FILE, default "$DATA_DIR/master.keyset"
 	// APIKeys is DOCJOBS_API_KEYS ("account:key,…"); never logged.
 	APIKeys          string
@@ -72,6 +72,16 @@ type Config struct {
 // long before (DOCJOBS_FILE_TIMEOUT plus 11 minutes).
 const MaxProviderTimeout = time.Hour
 
+// defaultStorageURL is the file:// bucket under dataDir. Content types live
+// in the database (metadata=skip). no_tmp_dir makes fileblob write each
+// object to a temporary file next to it rather than in os.TempDir: the
+// rename that puts it in place fails across filesystems (a tmpfs /tmp, as
+// Debian 13 mounts it, or a container volume), and a partial upload
+// must not sit readable by every local user in /tmp.
+func defaultStorageURL(dataDir string) string {
+	return "file://" + filepath.Join(dataDir, "files") + "?create_dir=true&metadata=skip&no_tmp_dir=true"
+}
+
 // Load reads the configuration through getenv (os.Getenv in production).
 func Load(getenv func(string) string) (Config, error) {
 	c := Config{
@@ -102,7 +112,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.DataDir = abs
 	c.DatabaseURL = or(getenv("DOCJOBS_DATABASE_URL"), "sqlite://"+filepath.Join(abs, "docjobs.db"))
-	c.StorageURL = or(getenv("DOCJOBS_STORAGE_URL"), "file://"+filepath.Join(abs, "files")+"?create_dir=true&metadata=skip")
+	c.StorageURL = or(getenv("DOCJOBS_STORAGE_URL"), defaultStorageURL(abs))
 	c.MasterKeyFile = or(getenv("DOCJOBS_MASTER_KEY_FILE"), filepath.Join(abs, "master.keyset"))
 	if c.NodeID == "" {
 		c.NodeID, _ = os.Hostname()

@@ -19,7 +19,7 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 		"Addr":          ":8080",
 		"PublicURL":     "http://localhost:8080",
 		"DatabaseURL":   "sqlite:///srv/dj/docjobs.db",
-		"StorageURL":    "file:///srv/dj/files?create_dir=true&metadata=skip",
+		"StorageURL":    "file:///srv/dj/files?create_dir=true&metadata=skip&no_tmp_dir=true",
 		"MasterKeyFile": "/srv/dj/master.keyset",
 		"Role":          RoleAll,
 	}

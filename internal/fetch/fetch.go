@@ -485,7 +485,8 @@ func (f *Fetcher) Read(ctx context.Context, key string, max int64) ([]byte, erro
 
 // RemoveJobFiles deletes a deleted job's stored files: keys (from the
 // store) and anything else under the job's prefix, such as a copy whose
-// record was never written. It keeps going past failures and returns them
+// record was never written or, on file:// storage (no_tmp_dir), the
+// temporary file of a write a crash cut off. It keeps going past failures and returns them
 // with their keys, for the caller to log: the job is gone either way.
 //
 // dir is the directory of a file:// bucket (BucketDir), "" for any other:

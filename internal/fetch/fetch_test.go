@@ -46,7 +46,10 @@ type env struct {
 
 func newEnv(t *testing.T, cfg Config, client *http.Client) *env {
 	t.Helper()
-	bucket, err := fileblob.OpenBucket(t.TempDir(), nil)
+	// NoTempDir as the default storage URL has it (no_tmp_dir=true): a
+	// write's temporary file sits next to its key, where keys() sees any
+	// that is left behind.
+	bucket, err := fileblob.OpenBucket(t.TempDir(), &fileblob.Options{NoTempDir: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,12 +593,14 @@ func TestFormatBytes(t *testing.T) {
 func TestRemoveJobFilesLeavesNoFolderBehind(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	bucket, err := fileblob.OpenBucket(dir, nil)
+	bucket, err := fileblob.OpenBucket(dir, &fileblob.Options{NoTempDir: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bucket.Close() })
-	for _, key := range []string{"jobs/j1/0-a", "jobs/j1/1-b", "jobs/j2/0-c"} {
+	// 1-b.18eacdae80739726.tmp is what a write cut off by a crash leaves
+	// with no_tmp_dir: a key under the job's prefix like any other.
+	for _, key := range []string{"jobs/j1/0-a", "jobs/j1/1-b", "jobs/j1/1-b.18eacdae80739726.tmp", "jobs/j2/0-c"} {
 		if err := bucket.WriteAll(ctx, key, []byte("x"), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -617,11 +622,11 @@ func TestRemoveJobFilesLeavesNoFolderBehind(t *testing.T) {
 
 func TestBucketDir(t *testing.T) {
 	for url, want := range map[string]string{
-		"file:///srv/dj/files?create_dir=true&metadata=skip": "/srv/dj/files",
-		"file://localhost/srv/files":                         "/srv/files",
-		"s3://bucket?region=eu-west-1":                       "",
-		"mem://":                                             "",
-		"file://otherhost/srv/files":                         "",
+		"file:///srv/dj/files?create_dir=true&metadata=skip&no_tmp_dir=true": "/srv/dj/files",
+		"file://localhost/srv/files":                                         "/srv/files",
+		"s3://bucket?region=eu-west-1":                                       "",
+		"mem://":                                                             "",
+		"file://otherhost/srv/files":                                         "",
 	} {
 		if got := BucketDir(url); got != want {
 			t.Errorf("BucketDir(%q) = %q, want %q", url, got, want)

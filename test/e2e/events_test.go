@@ -210,7 +210,7 @@ func TestEventsFromTheAPIWhileAWorkerWorks(t *testing.T) {
 	}
 	dbURL := freshSchema(t, pg)
 	apiNode := startServer(t, dbURL, "DOCJOBS_ROLE=api")
-	storage := "DOCJOBS_STORAGE_URL=file://" + filepath.Join(apiNode.dataDir, "files") + "?create_dir=true"
+	storage := "DOCJOBS_STORAGE_URL=file://" + filepath.Join(apiNode.dataDir, "files") + "?create_dir=true&no_tmp_dir=true"
 	keyset := "DOCJOBS_MASTER_KEY_FILE=" + filepath.Join(apiNode.dataDir, "master.keyset")
 	startWorker(t, dbURL, storage, keyset, "DOCJOBS_PUBLIC_URL="+apiNode.base)
 

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -110,4 +112,69 @@ func TestRetentionDeletesOldUploads(t *testing.T) {
 	if left, err := filepath.Glob(filepath.Join(s.dataDir, "files", "uploads", "*", "*")); err != nil || len(left) != 0 {
 		t.Errorf("upload storage after retention holds %v (%v)", left, err)
 	}
+}
+
+// TestStorageWorksWithTMPDIROnAnotherFilesystem runs the default file://
+// storage with TMPDIR on a filesystem other than the data directory's (a
+// tmpfs /tmp, as Debian 13 mounts it): uploads and downloaded sources are
+// stored, because fileblob stages each write next to its target
+// (no_tmp_dir) instead of in TMPDIR, whence the rename into place failed
+// with "invalid cross-device link". Nothing is left in TMPDIR either, so no
+// partial upload sits there readable by other users.
+func TestStorageWorksWithTMPDIROnAnotherFilesystem(t *testing.T) {
+	tmp := otherFilesystemDir(t, os.TempDir()) // t.TempDir, the data directory, is under os.TempDir
+	src := sources(t, map[string]string{"a.txt": txtDoc})
+	s := startServer(t, "", "TMPDIR="+tmp)
+
+	up := upload(t, s, keyA, "notes.txt", 1<<10)
+	if up.status != http.StatusOK {
+		t.Fatalf("upload: %d %s", up.status, up.body)
+	}
+	uploadURL := up.json(t)["url"].(string)
+	if r := s.do("GET", strings.TrimPrefix(uploadURL, s.base), keyA, nil); r.status != http.StatusOK || len(r.body) != 1<<10 {
+		t.Fatalf("download of the upload: %d, %d bytes", r.status, len(r.body))
+	}
+	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, createBody(uploadURL, src+"/a.txt"))["id"].(string)
+	j := s.waitTerminal(id, keyA, time.Minute)
+	res := s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id+"/result", keyA, nil)["result"].(map[string]any)
+	for _, row := range res["ocr"].([]any) {
+		if r := row.(map[string]any); r["status"] != "JOB_OCR_STATUS_DONE" {
+			t.Errorf("file %v: %v %v", r["file"], r["status"], r["error"])
+		}
+	}
+	if j["status"] != "JOB_STATUS_COMPLETE" {
+		t.Fatalf("job ended %v: %v", j["status"], j)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil || len(left) != 0 {
+		t.Errorf("TMPDIR holds %v (%v), want nothing", left, err)
+	}
+	temps, err := filepath.Glob(filepath.Join(s.dataDir, "files", "*", "*", "*.tmp"))
+	if err != nil || len(temps) != 0 {
+		t.Errorf("temporary files left next to stored files: %v (%v)", temps, err)
+	}
+}
+
+// otherFilesystemDir returns a fresh directory on a filesystem other than
+// the one holding dir, or skips the test when the machine has none.
+func otherFilesystemDir(t *testing.T, dir string) string {
+	t.Helper()
+	var ref syscall.Stat_t
+	if err := syscall.Stat(dir, &ref); err != nil {
+		t.Fatal(err)
+	}
+	for _, candidate := range []string{"/dev/shm", "/run/user/" + strconv.Itoa(os.Getuid()), "/run"} {
+		var st syscall.Stat_t
+		if syscall.Stat(candidate, &st) != nil || st.Dev == ref.Dev {
+			continue
+		}
+		d, err := os.MkdirTemp(candidate, "docjobs-e2e-tmpdir-")
+		if err != nil {
+			continue
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		return d
+	}
+	t.Skipf("no writable directory on a filesystem other than %s's (tried /dev/shm, /run/user/UID, /run)", dir)
+	return ""
 }
