@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,18 +15,35 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
-// withStore runs fn with the configured store open (and migrated).
+// withStore runs fn with the configured store open (and migrated), then
+// names on stderr the database it used. The default DOCJOBS_DATA_DIR is
+// ./data of the working directory, and opening a SQLite database creates
+// it: run from elsewhere, an admin command would otherwise make a key in a
+// new database the server never reads, and say nothing.
 func (e *environment) withStore(ctx context.Context, fn func(store.Store) error) error {
 	cfg, err := e.config(nil)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	created := false
+	if path, ok := cfg.SQLitePath(); ok {
+		_, err := os.Stat(path)
+		created = errors.Is(err, fs.ErrNotExist)
 	}
 	st, err := openStore(ctx, cfg, e.logger(cfg))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	return fn(st)
+	if err := fn(st); err != nil {
+		return err
+	}
+	if created {
+		fmt.Fprintf(e.stderr, "docjobs: database %s, created by this command: a server reads it only with the same DOCJOBS_DATA_DIR or DOCJOBS_DATABASE_URL\n", cfg.Database())
+	} else {
+		fmt.Fprintf(e.stderr, "docjobs: database %s\n", cfg.Database())
+	}
+	return nil
 }
 
 func migrateCommand(env *environment) *cobra.Command {

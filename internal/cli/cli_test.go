@@ -38,6 +38,40 @@ func TestAPIKeyCreateStoresOnlyTheHash(t *testing.T) {
 	}
 }
 
+// TestAdminCommandsNameTheirDatabase: run from another directory, an admin
+// command opens (and creates) another ./data; stderr says which database
+// it wrote to, and that it was new, so a key made for the wrong one shows.
+func TestAdminCommandsNameTheirDatabase(t *testing.T) {
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	db := "sqlite://" + filepath.Join(cwd, "data", "docjobs.db") // the default, ./data, made absolute
+	created := "docjobs: database " + db + ", created by this command: a server reads it only with the same DOCJOBS_DATA_DIR or DOCJOBS_DATABASE_URL\n"
+
+	code, out, stderr := run(t, map[string]string{}, "apikey", "create", "--account", "acme")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, created) {
+		t.Errorf("apikey create on a new database: stderr lacks %q:\n%s", created, stderr)
+	}
+	if strings.Contains(out, "database") {
+		t.Errorf("stdout carries more than the key: %q", out)
+	}
+	for _, args := range [][]string{
+		{"apikey", "create", "--account", "acme"},
+		{"account", "set", "--account", "acme", "--extraction-mode", "OCR_ALWAYS"},
+		{"migrate"},
+	} {
+		code, _, stderr := run(t, map[string]string{}, args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		if want := "docjobs: database " + db + "\n"; !strings.Contains(stderr, want) {
+			t.Errorf("%v on the existing database: stderr lacks %q:\n%s", args, want, stderr)
+		}
+	}
+}
+
 func TestUsageErrorsExitWithTwo(t *testing.T) {
 	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir()}
 	tests := []struct {

@@ -18,9 +18,10 @@ import (
 
 // openStore opens the database DOCJOBS_DATABASE_URL names and applies migrations.
 func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (store.Store, error) {
+	if path, ok := cfg.SQLitePath(); ok {
+		return sqlite.Open(ctx, sqlite.Config{Path: path, Logger: log})
+	}
 	switch u := cfg.DatabaseURL; {
-	case strings.HasPrefix(u, "sqlite://"):
-		return sqlite.Open(ctx, sqlite.Config{Path: strings.TrimPrefix(u, "sqlite://"), Logger: log})
 	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
 		return postgres.Open(ctx, postgres.Config{URL: u, Logger: log})
 	default:

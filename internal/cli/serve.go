@@ -218,7 +218,7 @@ func bootstrapKeys(ctx context.Context, env *environment, cfg config.Config, st 
 		fmt.Fprintf(env.stdout, "Created API key for account default (shown once, keep it):\n\n  %s\n\n", key)
 		fmt.Fprintf(env.stdout, "Try:\n  curl -H 'Authorization: Bearer %s' %s/v1/jobs\n\n", key, cfg.PublicURL)
 	} else {
-		fmt.Fprintf(env.stdout, "docjobs at %s; keys were printed when they were made (`docjobs apikey create --account NAME` makes another)\n", cfg.PublicURL)
+		fmt.Fprintf(env.stdout, "docjobs at %s; keys were printed when they were made (`docjobs apikey create --account NAME` makes another; give it this server's database, %s)\n", cfg.PublicURL, cfg.Database())
 	}
 	return lookup, nil
 }

@@ -224,6 +224,24 @@ func (c Config) String() string {
 		c.Addr, c.PublicURL, c.Role, redactURL(c.DatabaseURL), redactURL(c.StorageURL), c.MasterKeyFile, keys, c.NodeID)
 }
 
+// Database names the database DatabaseURL opens, for messages: a SQLite
+// file by its absolute path (a relative one depends on the working
+// directory), any other by its URL with the password hidden.
+func (c Config) Database() string {
+	if path, ok := c.SQLitePath(); ok {
+		if abs, err := filepath.Abs(path); err == nil {
+			return "sqlite://" + abs
+		}
+	}
+	return redactURL(c.DatabaseURL)
+}
+
+// SQLitePath is the file a sqlite:// DatabaseURL names; ok is false for
+// any other database.
+func (c Config) SQLitePath() (path string, ok bool) {
+	return strings.CutPrefix(c.DatabaseURL, "sqlite://")
+}
+
 // redactURL hides a password in a connection URL.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)

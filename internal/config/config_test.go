@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,26 @@ func TestStringRedactsSecrets(t *testing.T) {
 	s := c.String()
 	if strings.Contains(s, "topsecretkey") || strings.Contains(s, "hunter2") {
 		t.Fatalf("String() leaks a secret: %s", s)
+	}
+}
+
+func TestDatabaseIsNamedWithoutItsPassword(t *testing.T) {
+	t.Chdir(t.TempDir())
+	wd, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for url, want := range map[string]string{
+		"":                               "sqlite://" + filepath.Join(wd, "data", "docjobs.db"),
+		"sqlite://rel/dj.db":             "sqlite://" + filepath.Join(wd, "rel", "dj.db"),
+		"postgres://dj:s3cret@db:5432/x": "postgres://dj:xxxxx@db:5432/x",
+	} {
+		c, err := Load(env(map[string]string{"DOCJOBS_DATABASE_URL": url}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Database(); got != want {
+			t.Errorf("DOCJOBS_DATABASE_URL %q: Database() = %q, want %q", url, got, want)
+		}
 	}
 }
