@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"gocloud.dev/blob"
@@ -34,8 +35,8 @@ var ErrTooLarge = errors.New("file exceeds the upload limit")
 // account.
 var ErrNotFound = store.ErrNotFound
 
-// maxFileNameChars bounds an upload's name.
-const maxFileNameChars = 255
+// maxFileNameBytes bounds an upload's name; a longer one is cut, not refused.
+const maxFileNameBytes = 255
 
 // filesPath is the path, under PublicURL, of stored files.
 const filesPath = "/v1/files/"
@@ -69,7 +70,8 @@ func parseFileURL(pub *url.URL, raw string) (string, bool) {
 }
 
 // StoreUpload streams body to storage as a new file of the calling account
-// and records it. It never holds the whole body: bytes go from body to the
+// and records it under the client's name cleaned by UploadName, so that both
+// transports store the same name for the same bytes. It never holds the whole body: bytes go from body to the
 // bucket writer as they come. A body over the upload limit gives ErrTooLarge
 // and leaves nothing behind. The returned string is the file's URL, usable
 // in sourceUrls. Other errors are gRPC status errors.
@@ -78,15 +80,7 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 	if err != nil {
 		return job.File{}, "", err
 	}
-	if name == "" {
-		name = "upload"
-	}
-	if !utf8.ValidString(name) {
-		return job.File{}, "", invalid("name", "must be UTF-8")
-	}
-	if utf8.RuneCountInString(name) > maxFileNameChars {
-		return job.File{}, "", invalid("name", "at most %d characters", maxFileNameChars)
-	}
+	name = UploadName(name)
 
 	id := s.newID()
 	key := "uploads/" + url.PathEscape(acct) + "/" + id
@@ -141,6 +135,33 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "file uploaded", append(attrs, slog.Int64("bytes", n))...)
 	return f, FileURL(s.cfg.PublicURL, id), nil
+}
+
+// UploadName is the name a file is stored under, from the name its client
+// gave (a multipart filename or UploadFileRequest.name): the last path
+// element, without control characters, U+FFFD and bytes that are not UTF-8,
+// without surrounding white space, cut at 255 bytes on a character boundary.
+// An empty name, "." and ".." become "upload".
+func UploadName(name string) string {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	// strings.Map reads an invalid byte as U+FFFD, which is dropped too.
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return -1
+		}
+		return r
+	}, name)
+	name = strings.TrimSpace(name)
+	for len(name) > maxFileNameBytes {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = strings.TrimRightFunc(name[:len(name)-size], unicode.IsSpace)
+	}
+	if name == "" || name == "." || name == ".." {
+		return "upload"
+	}
+	return name
 }
 
 // uploadReadError reports a body that could not be read. The cause stays

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/riverqueue/river"
 	"gocloud.dev/blob"
@@ -953,14 +954,36 @@ func TestStoreUploadPassesABrokenBodyOnAndKeepsNothing(t *testing.T) {
 	}
 }
 
-func TestStoreUploadNames(t *testing.T) {
+func TestUploadNamesAreCleanedAlikeOverBothTransports(t *testing.T) {
 	h := newHarness(t, Config{})
-	f, _, err := h.svc.StoreUpload(as("acme"), "", strings.NewReader("x"))
-	if err != nil || f.Name != "upload" {
-		t.Fatalf("an unnamed upload is called %q (%v), want upload", f.Name, err)
+	tests := []struct{ name, sent, want string }{
+		{"a plain name is kept", "report.pdf", "report.pdf"},
+		{"no name is upload", "", "upload"},
+		{"a slash path keeps its last element", "../../etc/passwd", "passwd"},
+		{"a backslash path keeps its last element", `C:\Users\me\report.pdf`, "report.pdf"},
+		{"a folder name is upload", "dir/", "upload"},
+		{"dot-dot is upload", "..", "upload"},
+		{"control characters are dropped", "a\x00b\r\nX\tc.txt", "abXc.txt"},
+		{"surrounding spaces are trimmed", "  spaced.txt  ", "spaced.txt"},
+		{"256 ASCII bytes are cut to 255", strings.Repeat("x", 256), strings.Repeat("x", 255)},
+		{"a long name is cut on a character boundary", strings.Repeat("é", 200) + ".txt", strings.Repeat("é", 127)},
+		{"bytes that are not UTF-8 are dropped", "a\xffb.txt", "ab.txt"},
 	}
-	_, _, err = h.svc.StoreUpload(as("acme"), strings.Repeat("n", 256), strings.NewReader("x"))
-	wantStatus(t, err, codes.InvalidArgument, "name: at most 255 characters")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, _, err := h.svc.StoreUpload(as("acme"), tt.sent, strings.NewReader("x"))
+			if err != nil || f.Name != tt.want {
+				t.Errorf("StoreUpload stored %q (%v), want %q", f.Name, err, tt.want)
+			}
+			if !utf8.ValidString(tt.sent) {
+				return // a proto string field cannot carry it
+			}
+			up, err := upload(as("acme"), h.svc, &docjobsv1.UploadFileRequest{Name: tt.sent, Content: []byte("x")})
+			if err != nil || up.GetName() != tt.want {
+				t.Errorf("UploadFile stored %q (%v), want %q", up.GetName(), err, tt.want)
+			}
+		})
+	}
 }
 
 func TestUploadFileAndGetFileOverGRPC(t *testing.T) {

@@ -8,9 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/codes"
@@ -25,8 +23,9 @@ import (
 // answer job.ErrNotFound (or a NotFound status) for a file of another
 // account; StoreUpload answers api.ErrTooLarge above the limit.
 type Files interface {
-	// StoreUpload streams body to storage under name. It fails when body
-	// holds more than the upload limit; the returned string is the file's URL.
+	// StoreUpload streams body to storage under the client's name, which it
+	// cleans (api.UploadName). It fails when body holds more than the upload
+	// limit; the returned string is the file's URL.
 	StoreUpload(ctx context.Context, name string, body io.Reader) (job.File, string, error)
 	// OpenFile opens a stored file; the caller closes the reader.
 	OpenFile(ctx context.Context, id string) (job.File, io.ReadCloser, error)
@@ -97,7 +96,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		body := &uploadReader{r: &idleReader{r: part, idle: idle}, max: s.cfg.UploadMaxBytes}
-		f, url, err := s.deps.Files.StoreUpload(r.Context(), uploadName(part.FileName()), body)
+		f, url, err := s.deps.Files.StoreUpload(r.Context(), part.FileName(), body)
 		switch {
 		case body.exceeded, errors.Is(err, api.ErrTooLarge):
 			s.writeUploadError(w, r, s.tooLarge())
@@ -151,38 +150,6 @@ func (u *uploadReader) Read(p []byte) (int, error) {
 		u.err = err
 	}
 	return n, err
-}
-
-// uploadName keeps the last path element of a client-given file name,
-// without control characters, at most 255 bytes.
-func uploadName(name string) string {
-	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
-		name = name[i+1:]
-	}
-	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return -1
-		}
-		return r
-	}, name)
-	name = strings.TrimSpace(name)
-	for len(name) > 255 {
-		_, size := lastRune(name)
-		name = name[:len(name)-size]
-	}
-	if name == "" || name == "." || name == ".." {
-		return "upload"
-	}
-	return name
-}
-
-func lastRune(s string) (rune, int) {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] < 0x80 || s[i] >= 0xC0 {
-			return rune(s[i]), len(s) - i
-		}
-	}
-	return 0, 1
 }
 
 // download handles GET /v1/files/{id}: the file streams from storage with
