@@ -301,7 +301,9 @@ func (s *Service) UploadFile(stream grpc.ClientStreamingServer[docjobsv1.UploadF
 	}
 	f, u, err := s.StoreUpload(ctx, first.GetName(), &uploadStream{stream: stream, piece: first.GetContent()})
 	if errors.Is(err, ErrTooLarge) {
-		return invalid("content", "larger than the upload limit of %d bytes", s.cfg.UploadMaxBytes)
+		// REST's answer (413): RESOURCE_EXHAUSTED, as grpc-go also says of a
+		// message over its limit.
+		return status.Errorf(codes.ResourceExhausted, "file exceeds the upload limit of %d bytes", s.cfg.UploadMaxBytes)
 	}
 	if err != nil {
 		if _, ok := status.FromError(err); ok {

@@ -1015,16 +1015,33 @@ func TestUploadFileAndGetFileOverGRPC(t *testing.T) {
 	_, err = h.svc.GetFile(as("globex"), &docjobsv1.GetFileRequest{Id: id})
 	wantStatus(t, err, codes.NotFound, "file not found")
 
-	// Over the limit across pieces, though no piece is.
-	pieces := []*docjobsv1.UploadFileRequest{{Name: "big"}}
-	for range 3 {
-		pieces = append(pieces, &docjobsv1.UploadFileRequest{Content: make([]byte, 400)})
-	}
-	_, err = upload(ctx, h.svc, pieces...)
-	wantStatus(t, err, codes.InvalidArgument, "content: larger than the upload limit of 1024 bytes")
+}
 
-	_, err = upload(ctx, h.svc)
-	wantStatus(t, err, codes.InvalidArgument, "name: the upload stream sent no message")
+func TestUploadFileRefusals(t *testing.T) {
+	h := newHarness(t, Config{UploadMaxBytes: 1 << 10})
+	piece := &docjobsv1.UploadFileRequest{Content: make([]byte, 400)}
+	tests := []struct {
+		name     string
+		msgs     []*docjobsv1.UploadFileRequest
+		wantCode codes.Code
+		wantMsg  string
+	}{
+		// REST's code and words (413): the same condition, the same answer.
+		{"a file over the limit across pieces is RESOURCE_EXHAUSTED like over REST",
+			[]*docjobsv1.UploadFileRequest{{Name: "big"}, piece, piece, piece},
+			codes.ResourceExhausted, "file exceeds the upload limit of 1024 bytes"},
+		{"a file over the limit in its first message is RESOURCE_EXHAUSTED",
+			[]*docjobsv1.UploadFileRequest{{Name: "big", Content: make([]byte, 1025)}},
+			codes.ResourceExhausted, "file exceeds the upload limit of 1024 bytes"},
+		{"an empty stream is InvalidArgument", nil,
+			codes.InvalidArgument, "name: the upload stream sent no message"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := upload(as("acme"), h.svc, tt.msgs...)
+			wantStatus(t, err, tt.wantCode, tt.wantMsg)
+		})
+	}
 }
 
 // upload runs the gRPC upload over msgs as a client stream would send them.
