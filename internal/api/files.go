@@ -172,6 +172,11 @@ func uploadReadError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return status.FromContextError(err).Err()
 	}
+	// The transport's own answer (the edge cut an idle stream) as it is.
+	var st interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &st) {
+		return st.GRPCStatus().Err()
+	}
 	return fmt.Errorf("read upload body: %w", err)
 }
 

@@ -1019,27 +1019,40 @@ func TestUploadFileAndGetFileOverGRPC(t *testing.T) {
 
 func TestUploadFileRefusals(t *testing.T) {
 	h := newHarness(t, Config{UploadMaxBytes: 1 << 10})
+	idleCut := status.Error(codes.DeadlineExceeded, "the upload sent nothing for 1m0s")
 	piece := &docjobsv1.UploadFileRequest{Content: make([]byte, 400)}
 	tests := []struct {
 		name     string
 		msgs     []*docjobsv1.UploadFileRequest
+		end      error // what Recv returns after msgs; nil is io.EOF
 		wantCode codes.Code
 		wantMsg  string
 	}{
 		// REST's code and words (413): the same condition, the same answer.
 		{"a file over the limit across pieces is RESOURCE_EXHAUSTED like over REST",
-			[]*docjobsv1.UploadFileRequest{{Name: "big"}, piece, piece, piece},
+			[]*docjobsv1.UploadFileRequest{{Name: "big"}, piece, piece, piece}, nil,
 			codes.ResourceExhausted, "file exceeds the upload limit of 1024 bytes"},
 		{"a file over the limit in its first message is RESOURCE_EXHAUSTED",
-			[]*docjobsv1.UploadFileRequest{{Name: "big", Content: make([]byte, 1025)}},
+			[]*docjobsv1.UploadFileRequest{{Name: "big", Content: make([]byte, 1025)}}, nil,
 			codes.ResourceExhausted, "file exceeds the upload limit of 1024 bytes"},
-		{"an empty stream is InvalidArgument", nil,
+		{"an empty stream is InvalidArgument", nil, nil,
 			codes.InvalidArgument, "name: the upload stream sent no message"},
+		// The edge cuts a stream idle too long (internal/server); the
+		// partial file goes and the client gets the edge's status as it is.
+		{"a stream cut mid-file for idleness answers the cut's status",
+			[]*docjobsv1.UploadFileRequest{{Name: "slow"}, piece, piece}, idleCut,
+			codes.DeadlineExceeded, "the upload sent nothing for 1m0s"},
+		{"a stream cut before its first message answers the cut's status", nil, idleCut,
+			codes.DeadlineExceeded, "the upload sent nothing for 1m0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := upload(as("acme"), h.svc, tt.msgs...)
-			wantStatus(t, err, tt.wantCode, tt.wantMsg)
+			st := &uploadStreamFake{ctx: as("acme"), msgs: tt.msgs, end: tt.end}
+			wantStatus(t, h.svc.UploadFile(st), tt.wantCode, tt.wantMsg)
+			iter := h.bucket.List(&blob.ListOptions{Prefix: "uploads/"})
+			if obj, err := iter.Next(context.Background()); err != io.EOF {
+				t.Fatalf("bucket holds %v (%v) after a refused upload", obj, err)
+			}
 		})
 	}
 }
@@ -1057,6 +1070,7 @@ type uploadStreamFake struct {
 	grpc.ServerStream // only the methods below are called
 	ctx               context.Context
 	msgs              []*docjobsv1.UploadFileRequest
+	end               error // after msgs; nil is io.EOF
 	resp              *docjobsv1.UploadFileResponse
 }
 
@@ -1064,6 +1078,9 @@ func (f *uploadStreamFake) Context() context.Context { return f.ctx }
 
 func (f *uploadStreamFake) Recv() (*docjobsv1.UploadFileRequest, error) {
 	if len(f.msgs) == 0 {
+		if f.end != nil {
+			return nil, f.end
+		}
 		return nil, io.EOF
 	}
 	m := f.msgs[0]

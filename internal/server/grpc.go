@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -19,7 +20,7 @@ func (s *Server) newGRPC(svc docjobsv1.JobServiceServer) *grpc.Server {
 	gs := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(s.observeUnary, s.recoverUnary, s.authUnary, s.mapErrorsUnary),
 		// UploadFile, the one streaming method, gets the same treatment.
-		grpc.ChainStreamInterceptor(s.observeStream, s.recoverStream, s.authStream, s.mapErrorsStream),
+		grpc.ChainStreamInterceptor(s.observeStream, s.recoverStream, s.authStream, s.mapErrorsStream, s.idleStream),
 	)
 	docjobsv1.RegisterJobServiceServer(gs, svc)
 	return gs
@@ -75,6 +76,42 @@ func (s *Server) mapErrorsStream(srv any, ss grpc.ServerStream, _ *grpc.StreamSe
 		return s.clientStatus(ss.Context(), err).Err()
 	}
 	return nil
+}
+
+// idleStream gives the service's streams REST's idle rule: a receive that
+// waits more than IOIdleTimeout for the client's next message ends the
+// stream with DEADLINE_EXCEEDED (the service then removes what it stored of
+// a partial upload). A stream that keeps moving may take as long as it needs.
+func (s *Server) idleStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if !strings.HasPrefix(info.FullMethod, jobServicePrefix) {
+		return handler(srv, ss)
+	}
+	return handler(srv, &idleRecvStream{ServerStream: ss, timeout: s.cfg.IOIdleTimeout, idle: s.idleStatus()})
+}
+
+// jobServicePrefix starts the full method names of docjobs.v1.JobService.
+var jobServicePrefix = "/" + docjobsv1.JobService_ServiceDesc.ServiceName + "/"
+
+type idleRecvStream struct {
+	grpc.ServerStream
+	timeout time.Duration
+	idle    *status.Status
+}
+
+// RecvMsg waits for the next message at most timeout. A receive given up
+// on stays blocked until the handler returns and grpc ends the stream, and
+// then returns; only one receive is ever pending, as grpc requires.
+func (s *idleRecvStream) RecvMsg(m any) error {
+	done := make(chan error, 1)
+	go func() { done <- s.ServerStream.RecvMsg(m) }()
+	t := time.NewTimer(s.timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return s.idle.Err()
+	}
 }
 
 // ctxStream is a server stream whose handler sees ctx, as a unary handler

@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
@@ -149,4 +153,99 @@ func uploadOverGRPC(ctx context.Context, client docjobsv1.JobServiceClient, name
 		}
 	}
 	return stream.CloseAndRecv()
+}
+
+// grpcClient dials env over h2c; as returns a context that carries key.
+func grpcClient(t *testing.T, env *testEnv) (client docjobsv1.JobServiceClient, conn *grpc.ClientConn, as func(ctx context.Context, key string) context.Context) {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///"+env.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return docjobsv1.NewJobServiceClient(conn), conn, func(ctx context.Context, key string) context.Context {
+		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+key)
+	}
+}
+
+func TestAnUploadIdleForTheTimeoutIsCutOverBothTransports(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	env := startServer(t, func(c *Config, _ *Deps) { c.IOIdleTimeout = idle })
+	client, _, as := grpcClient(t, env)
+	const wantMsg = "the upload sent nothing for 300ms"
+
+	tests := []struct {
+		name string
+		// upload sends a name and some bytes, then, when stall, nothing
+		// more; it returns the answer's code, message and HTTP status (0
+		// over gRPC).
+		upload   func(ctx context.Context, stall bool) (codes.Code, string, int)
+		wantHTTP int
+	}{
+		{"REST", func(ctx context.Context, stall bool) (codes.Code, string, int) {
+			pr, pw := io.Pipe()
+			mw := multipart.NewWriter(pw)
+			go func() {
+				fw, _ := mw.CreateFormFile("file", "a.txt")
+				for range 6 {
+					_, _ = fw.Write(bytes.Repeat([]byte("x"), 1000))
+					time.Sleep(idle / 3)
+				}
+				if stall {
+					<-ctx.Done()
+					pw.CloseWithError(ctx.Err())
+					return
+				}
+				pw.CloseWithError(mw.Close())
+			}()
+			resp := env.do("POST", "/v1/jobs/upload", keyAlice, mw.FormDataContentType(), pr)
+			m := decodeObject(t, readBody(t, resp))
+			n, _ := m["code"].(json.Number) // absent on success
+			code, _ := n.Int64()
+			msg, _ := m["message"].(string)
+			return codes.Code(code), msg, resp.StatusCode
+		}, http.StatusRequestTimeout},
+		{"gRPC", func(ctx context.Context, stall bool) (codes.Code, string, int) {
+			stream, err := client.UploadFile(as(ctx, keyAlice))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = stream.Send(&docjobsv1.UploadFileRequest{Name: "a.txt"})
+			for range 6 {
+				_ = stream.Send(&docjobsv1.UploadFileRequest{Content: bytes.Repeat([]byte("x"), 1000)})
+				time.Sleep(idle / 3)
+			}
+			if !stall {
+				_, err := stream.CloseAndRecv()
+				st := status.Convert(err)
+				return st.Code(), st.Message(), 0
+			}
+			// Neither more content nor the end of the stream: only the
+			// server can end the call.
+			err = stream.RecvMsg(&docjobsv1.UploadFileResponse{})
+			st := status.Convert(err)
+			return st.Code(), st.Message(), 0
+		}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+": a stalled upload is cut with DEADLINE_EXCEEDED", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			code, msg, httpCode := tt.upload(ctx, true)
+			if code != codes.DeadlineExceeded || msg != wantMsg || httpCode != tt.wantHTTP {
+				t.Errorf("got %v %q (HTTP %d), want %v %q (HTTP %d)", code, msg, httpCode, codes.DeadlineExceeded, wantMsg, tt.wantHTTP)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("cut after %s, want soon after the %s idle timeout", d, idle)
+			}
+		})
+		t.Run(tt.name+": an upload that keeps moving is not cut however long it takes", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if code, msg, _ := tt.upload(ctx, false); code != codes.OK {
+				t.Errorf("got %v %q, want OK (the whole upload took longer than the idle timeout)", code, msg)
+			}
+		})
+	}
 }

@@ -35,6 +35,10 @@ type Config struct {
 	// MaxJSONBodyBytes bounds a REST request body; larger ones get 413.
 	// Default 1 MiB.
 	MaxJSONBodyBytes int64
+	// IOIdleTimeout cuts an upload or download that moves no byte for this
+	// long, REST and gRPC alike (a transfer that keeps moving may take as
+	// long as it needs). Default 1 minute.
+	IOIdleTimeout time.Duration
 	// ShutdownTimeout is how long Serve waits for in-flight requests once
 	// its context ends, before it closes the remaining connections.
 	// Default 30s.
@@ -48,6 +52,7 @@ const (
 	DefaultUploadMaxBytes   = 20 << 20
 	DefaultMaxJSONBodyBytes = 1 << 20
 	DefaultShutdownTimeout  = 30 * time.Second
+	DefaultIOIdleTimeout    = time.Minute
 )
 
 func (c Config) withDefaults() Config {
@@ -56,6 +61,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxJSONBodyBytes <= 0 {
 		c.MaxJSONBodyBytes = DefaultMaxJSONBodyBytes
+	}
+	if c.IOIdleTimeout <= 0 {
+		c.IOIdleTimeout = DefaultIOIdleTimeout
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
