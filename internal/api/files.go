@@ -338,33 +338,46 @@ func (u *uploadStream) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// GetFile is the gRPC download. The whole file goes into one message, so it
-// serves files up to the upload limit; larger job copies are downloaded over
-// HTTP, which streams.
-func (s *Service) GetFile(ctx context.Context, req *docjobsv1.GetFileRequest) (*httpbody.HttpBody, error) {
+// downloadPiece is the most content one GetFile message carries.
+const downloadPiece = 1 << 20
+
+// GetFile is the gRPC download. The file streams in pieces of at most
+// downloadPiece bytes, the first message carrying its content type, so no
+// message or buffer holds the whole file (the upload is streamed for the
+// same reason) and files of any size pass grpc's default 4 MiB message
+// limit. An empty file is one message with the content type only.
+func (s *Service) GetFile(req *docjobsv1.GetFileRequest, stream grpc.ServerStreamingServer[httpbody.HttpBody]) error {
+	ctx := stream.Context()
 	f, r, err := s.OpenFile(ctx, req.GetId())
 	if errors.Is(err, ErrNotFound) {
-		return nil, status.Error(codes.NotFound, "file not found")
+		return status.Error(codes.NotFound, "file not found")
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() { _ = r.Close() }()
-	if f.Size > s.cfg.UploadMaxBytes {
-		return nil, status.Errorf(codes.FailedPrecondition,
-			"file is larger than %d bytes; download it with GET %s", s.cfg.UploadMaxBytes, FileURL(s.cfg.PublicURL, f.ID))
-	}
-	data, err := io.ReadAll(io.LimitReader(r, s.cfg.UploadMaxBytes+1))
-	if err != nil {
-		return nil, s.internal(ctx, "GetFile", fmt.Errorf("read %s: %w", f.Key, err), slog.String("file_id", f.ID))
-	}
-	if int64(len(data)) > s.cfg.UploadMaxBytes {
-		return nil, s.internal(ctx, "GetFile", fmt.Errorf("stored %s holds more than its recorded %d bytes", f.Key, f.Size),
-			slog.String("file_id", f.ID))
-	}
 	ct := f.ContentType
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	return &httpbody.HttpBody{ContentType: ct, Data: data}, nil
+	for first := true; ; first = false {
+		// A new buffer each time: grpc may keep a sent message a while.
+		buf := make([]byte, downloadPiece)
+		n, err := io.ReadFull(r, buf)
+		if n > 0 || first {
+			msg := &httpbody.HttpBody{Data: buf[:n]}
+			if first {
+				msg.ContentType = ct
+			}
+			if err := stream.Send(msg); err != nil {
+				return err // the client went away; grpc has its status
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil
+		}
+		if err != nil {
+			return s.internal(ctx, "GetFile", fmt.Errorf("read %s: %w", f.Key, err), slog.String("file_id", f.ID))
+		}
+	}
 }

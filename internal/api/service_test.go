@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/riverqueue/river"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
+	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -567,7 +569,7 @@ func TestEveryMethodRequiresAnAccount(t *testing.T) {
 			_, err := upload(ctx, h.svc, &docjobsv1.UploadFileRequest{Name: "a", Content: []byte("x")})
 			return err
 		},
-		"GetFile":     func() error { _, err := h.svc.GetFile(ctx, &docjobsv1.GetFileRequest{Id: "x"}); return err },
+		"GetFile":     func() error { _, err := getFile(ctx, h.svc, "x"); return err },
 		"DeleteFile":  func() error { _, err := h.svc.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: "x"}); return err },
 		"StoreUpload": func() error { _, _, err := h.svc.StoreUpload(ctx, "a", strings.NewReader("x")); return err },
 		"OpenFile":    func() error { _, _, err := h.svc.OpenFile(ctx, "x"); return err },
@@ -855,7 +857,7 @@ func TestDeleteFileDeletesTheAccountsUpload(t *testing.T) {
 	if _, _, err := h.svc.OpenFile(ctx, f.ID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("OpenFile after delete = %v, want ErrNotFound", err)
 	}
-	_, err = h.svc.GetFile(ctx, &docjobsv1.GetFileRequest{Id: f.ID})
+	_, err = getFile(ctx, h.svc, f.ID)
 	wantStatus(t, err, codes.NotFound, "file not found")
 	_, err = h.svc.CreateJob(ctx, createRequest(u))
 	wantStatus(t, err, codes.InvalidArgument, "sourceUrls[0]: file not found")
@@ -1004,15 +1006,15 @@ func TestUploadFileAndGetFileOverGRPC(t *testing.T) {
 		t.Fatalf("upload = %v", up)
 	}
 
-	body, err := h.svc.GetFile(ctx, &docjobsv1.GetFileRequest{Id: id})
+	msgs, err := getFile(ctx, h.svc, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(body.GetData(), html) || !strings.HasPrefix(body.GetContentType(), "text/html") {
-		t.Fatalf("GetFile = %q (%s)", body.GetData(), body.GetContentType())
+	if len(msgs) != 1 || !bytes.Equal(msgs[0].GetData(), html) || !strings.HasPrefix(msgs[0].GetContentType(), "text/html") {
+		t.Fatalf("GetFile = %v", msgs)
 	}
 
-	_, err = h.svc.GetFile(as("globex"), &docjobsv1.GetFileRequest{Id: id})
+	_, err = getFile(as("globex"), h.svc, id)
 	wantStatus(t, err, codes.NotFound, "file not found")
 
 }
@@ -1055,6 +1057,71 @@ func TestUploadFileRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestGetFileStreamsTheFileInPieces(t *testing.T) {
+	h := newHarness(t, Config{UploadMaxBytes: 8 << 20})
+	ctx := as("acme")
+	// Above grpc's default 4 MiB message limit, so one message could not
+	// carry it to a default client.
+	content := bytes.Repeat([]byte("0123456789abcdef"), (5<<20)/16+1)
+	tests := []struct {
+		name       string
+		content    []byte
+		wantPieces []int // the length of each message's data
+	}{
+		{"a file above 4 MiB comes in 1 MiB pieces", content, []int{1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20, 16}},
+		{"a file of exactly one piece is one message", content[:1<<20], []int{1 << 20}},
+		{"a small file is one message", []byte("hello"), []int{5}},
+		{"an empty file is one message with its content type", nil, []int{0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, _, err := h.svc.StoreUpload(ctx, "a.txt", bytes.NewReader(tt.content))
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := getFile(ctx, h.svc, f.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			var pieces []int
+			for i, m := range msgs {
+				got = append(got, m.GetData()...)
+				pieces = append(pieces, len(m.GetData()))
+				if (i == 0) != (m.GetContentType() != "") {
+					t.Errorf("message %d has content type %q; want it on the first message only", i, m.GetContentType())
+				}
+			}
+			if !bytes.Equal(got, tt.content) || !slices.Equal(pieces, tt.wantPieces) {
+				t.Errorf("got %d bytes in pieces %v, want %d bytes in %v", len(got), pieces, len(tt.content), tt.wantPieces)
+			}
+			if msgs[0].GetContentType() != f.ContentType {
+				t.Errorf("content type %q, want the stored %q", msgs[0].GetContentType(), f.ContentType)
+			}
+		})
+	}
+}
+
+// getFile runs the gRPC download of id and returns the messages sent.
+func getFile(ctx context.Context, svc *Service, id string) ([]*httpbody.HttpBody, error) {
+	st := &downloadStreamFake{ctx: ctx}
+	err := svc.GetFile(&docjobsv1.GetFileRequest{Id: id}, st)
+	return st.msgs, err
+}
+
+type downloadStreamFake struct {
+	grpc.ServerStream // only the methods below are called
+	ctx               context.Context
+	msgs              []*httpbody.HttpBody
+}
+
+func (f *downloadStreamFake) Context() context.Context { return f.ctx }
+
+func (f *downloadStreamFake) Send(m *httpbody.HttpBody) error {
+	f.msgs = append(f.msgs, proto.Clone(m).(*httpbody.HttpBody))
+	return nil
 }
 
 // upload runs the gRPC upload over msgs as a client stream would send them.
