@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
@@ -18,7 +19,7 @@ import (
 // error mapping, so what observe counts is what the client got.
 func (s *Server) newGRPC(svc docjobsv1.JobServiceServer) *grpc.Server {
 	gs := grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.observeUnary, s.recoverUnary, s.authUnary, s.mapErrorsUnary),
+		grpc.ChainUnaryInterceptor(s.observeUnary, s.recoverUnary, s.authUnary, s.warnUnary, s.mapErrorsUnary),
 		// UploadFile, the one streaming method, gets the same treatment.
 		grpc.ChainStreamInterceptor(s.observeStream, s.recoverStream, s.authStream, s.mapErrorsStream, s.idleStream),
 	)
@@ -155,6 +156,23 @@ func (s *Server) authenticateGRPC(ctx context.Context) (context.Context, error) 
 		return nil, errUnauthenticated
 	}
 	return withAccount(ctx, account), nil
+}
+
+// GRPCWarningHeader is the response header (metadata) that names the
+// request fields the service ignored, as WarningHeader does over REST and
+// with the same value.
+const GRPCWarningHeader = "docjobs-warning"
+
+// warnUnary sets the docjobs-warning header for what the service is about
+// to ignore in the decoded request, before the handler runs, so that an
+// error answer carries it too, as over REST.
+func (s *Server) warnUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if msg, ok := req.(proto.Message); ok {
+		if names := ignoredInMessage(msg); len(names) > 0 {
+			_ = grpc.SetHeader(ctx, metadata.Pairs(GRPCWarningHeader, warningHeader(names, 0)))
+		}
+	}
+	return handler(ctx, req)
 }
 
 func (s *Server) mapErrorsUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {

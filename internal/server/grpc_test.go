@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
@@ -245,6 +247,63 @@ func TestAnUploadIdleForTheTimeoutIsCutOverBothTransports(t *testing.T) {
 			defer cancel()
 			if code, msg, _ := tt.upload(ctx, false); code != codes.OK {
 				t.Errorf("got %v %q, want OK (the whole upload took longer than the idle timeout)", code, msg)
+			}
+		})
+	}
+}
+
+func TestGRPCNamesIgnoredInputInTheDocjobsWarningHeaderAsRESTDoes(t *testing.T) {
+	env := startServer(t)
+	client, _, as := grpcClient(t, env)
+	withUnknown := func(m proto.Message, num protowire.Number) {
+		r := m.ProtoReflect()
+		r.SetUnknown(protowire.AppendVarint(protowire.AppendTag(r.GetUnknown(), num, protowire.VarintType), 1))
+	}
+	src := []string{"https://example.test/a.txt"}
+	tests := []struct {
+		name string
+		req  func() *docjobsv1.CreateJobRequest
+		rest string // the same request as JSON ("" for none: the binary form only)
+		want string // "" for no header
+	}{
+		{"a request with nothing ignored has no header",
+			func() *docjobsv1.CreateJobRequest { return &docjobsv1.CreateJobRequest{SourceUrls: src} },
+			`{"sourceUrls":["https://example.test/a.txt"]}`, ""},
+		{"an unknown consensus.mode number is named",
+			func() *docjobsv1.CreateJobRequest {
+				return &docjobsv1.CreateJobRequest{SourceUrls: src, Consensus: &docjobsv1.ConsensusOptions{Mode: docjobsv1.ConsensusMode(7).Enum()}}
+			},
+			`{"sourceUrls":["https://example.test/a.txt"],"consensus":{"mode":7}}`, "ignored: consensus.mode=7"},
+		{"a webhookSecret without a webhookUrl is named",
+			func() *docjobsv1.CreateJobRequest {
+				return &docjobsv1.CreateJobRequest{SourceUrls: src, WebhookSecret: "s3cret"}
+			},
+			`{"sourceUrls":["https://example.test/a.txt"],"webhookSecret":"s3cret"}`, "ignored: webhookSecret"},
+		{"unknown binary fields are named by number, nested ones by their path",
+			func() *docjobsv1.CreateJobRequest {
+				req := &docjobsv1.CreateJobRequest{SourceUrls: src, Merge: &docjobsv1.MergeOptions{}}
+				withUnknown(req, 99)
+				withUnknown(req, 99)
+				withUnknown(req.Merge, 98)
+				return req
+			}, "", "ignored: #99, merge.#98"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var header metadata.MD
+			if _, err := client.CreateJob(as(context.Background(), keyAlice), tt.req(), grpc.Header(&header)); err != nil {
+				t.Fatalf("CreateJob: %v", err)
+			}
+			if got := strings.Join(header.Get(GRPCWarningHeader), "|"); got != tt.want {
+				t.Errorf("gRPC %s = %q, want %q", GRPCWarningHeader, got, tt.want)
+			}
+			if tt.rest == "" {
+				return
+			}
+			resp := env.doJSON("POST", "/v1/jobs", keyAlice, tt.rest)
+			_ = readBody(t, resp)
+			if got := resp.Header.Get(WarningHeader); got != tt.want {
+				t.Errorf("REST %s = %q, want %q", WarningHeader, got, tt.want)
 			}
 		})
 	}
