@@ -33,7 +33,7 @@ type Config struct {
 	// Default 20 MiB.
 	UploadMaxBytes int64
 	// MaxJSONBodyBytes bounds a REST request body; larger ones get 413.
-	// Default 1 MiB.
+	// Default 4 MiB (DefaultMaxJSONBodyBytes).
 	MaxJSONBodyBytes int64
 	// IOIdleTimeout cuts an upload or download that moves no byte for this
 	// long, REST and gRPC alike (a transfer that keeps moving may take as
@@ -48,9 +48,20 @@ type Config struct {
 }
 
 // Defaults of Config.
+//
+// DefaultMaxJSONBodyBytes is grpc-go's default receive limit, so that both
+// transports take requests of the same size, and it is above the sum of the
+// per-field caps of a create request (internal/api/validate.go), so that a
+// request with every field at its cap is accepted: 100 sourceUrls × 2048 B
+// (200 KiB), 16 prompts × 64 KiB (1 MiB), responseSchema 128 KiB, 64
+// metadata pairs × (128 + 2048) B (136 KiB), title 1024 characters (up to 4
+// KiB), 32 dedupeBy names × 256 B (8 KiB), idempotencyKey 255 characters, two
+// model names × 256 B, three keys and secrets × 4096 B (12 KiB) and a webhookUrl
+// of 2048 B: 1,551,868 bytes of values, about 1.5 MiB, which JSON quoting and
+// escaping can more than double.
 const (
 	DefaultUploadMaxBytes   = 20 << 20
-	DefaultMaxJSONBodyBytes = 1 << 20
+	DefaultMaxJSONBodyBytes = 4 << 20
 	DefaultShutdownTimeout  = 30 * time.Second
 	DefaultIOIdleTimeout    = time.Minute
 )
