@@ -269,7 +269,7 @@ func (s *Service) DeleteFile(ctx context.Context, req *docjobsv1.DeleteFileReque
 	}
 	if f.JobID != "" {
 		return nil, status.Errorf(codes.FailedPrecondition,
-			"file is a stored copy of job %s and is deleted with the job (DELETE /v1/jobs/%s)", f.JobID, f.JobID)
+			"file is a stored copy of job %s and is deleted with its job", f.JobID)
 	}
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)

@@ -881,7 +881,7 @@ func TestDeleteFileRefusesAJobsCopy(t *testing.T) {
 
 	_, err := h.svc.DeleteFile(as("acme"), &docjobsv1.DeleteFileRequest{Id: cp.ID})
 	wantStatus(t, err, codes.FailedPrecondition,
-		"file is a stored copy of job "+j.GetId()+" and is deleted with the job (DELETE /v1/jobs/"+j.GetId()+")")
+		"file is a stored copy of job "+j.GetId()+" and is deleted with its job")
 	if _, r, err := h.svc.OpenFile(as("acme"), cp.ID); err != nil {
 		t.Errorf("the job's copy after a refused delete: %v", err)
 	} else {

@@ -557,10 +557,15 @@ func checkQueryValue(fd protoreflect.FieldDescriptor, v string) error {
 		if fd.Enum().Values().ByName(protoreflect.Name(v)) != nil {
 			return nil
 		}
-		if n, perr := strconv.ParseInt(v, 10, 32); perr == nil && fd.Enum().Values().ByNumber(protoreflect.EnumNumber(n)) != nil {
+		n, perr := strconv.ParseInt(v, 10, 32)
+		if perr != nil {
+			return fmt.Errorf("unknown value %q", v)
+		}
+		if fd.Enum().Values().ByNumber(protoreflect.EnumNumber(n)) != nil {
 			return nil
 		}
-		return fmt.Errorf("unknown value %q for %s", v, fd.Enum().Name())
+		// The service's words for the number over gRPC (api.checkEnum).
+		return fmt.Errorf("unknown value %d", n)
 	default:
 		return nil
 	}
