@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -24,7 +27,73 @@ func (s *Server) newGRPC(svc docjobsv1.JobServiceServer) *grpc.Server {
 		grpc.ChainStreamInterceptor(s.observeStream, s.recoverStream, s.authStream, s.mapErrorsStream, s.idleStream),
 	)
 	docjobsv1.RegisterJobServiceServer(gs, svc)
+	// The standard health service (for gRPC probes and load balancers) and
+	// server reflection (for grpcurl and the like); neither needs a key.
+	grpc_health_v1.RegisterHealthServer(gs, healthServer{s: s})
+	reflection.Register(gs)
 	return gs
+}
+
+// needsKey reports whether a method is one of the API's, which need an API
+// key; the health and reflection services do not.
+func needsKey(fullMethod string) bool {
+	return strings.HasPrefix(fullMethod, jobServicePrefix)
+}
+
+// healthWatchInterval is how often Health.Watch checks readiness.
+const healthWatchInterval = 5 * time.Second
+
+// healthServer answers grpc.health.v1.Health with the check /readyz makes:
+// SERVING when /readyz would answer ok. It knows the whole server ("") and
+// docjobs.v1.JobService.
+type healthServer struct {
+	grpc_health_v1.UnimplementedHealthServer
+	s *Server
+}
+
+func (h healthServer) known(service string) bool {
+	return service == "" || service == docjobsv1.JobService_ServiceDesc.ServiceName
+}
+
+func (h healthServer) status(ctx context.Context) grpc_health_v1.HealthCheckResponse_ServingStatus {
+	if h.s.checkReady(ctx) != nil {
+		return grpc_health_v1.HealthCheckResponse_NOT_SERVING
+	}
+	return grpc_health_v1.HealthCheckResponse_SERVING
+}
+
+func (h healthServer) Check(ctx context.Context, req *grpc_health_v1.HealthCheckRequest) (*grpc_health_v1.HealthCheckResponse, error) {
+	if !h.known(req.GetService()) {
+		return nil, status.Error(codes.NotFound, "unknown service")
+	}
+	return &grpc_health_v1.HealthCheckResponse{Status: h.status(ctx)}, nil
+}
+
+// Watch sends the status at once and then whenever it changes, checking
+// every healthWatchInterval; an unknown service is SERVICE_UNKNOWN, as the
+// health protocol asks.
+func (h healthServer) Watch(req *grpc_health_v1.HealthCheckRequest, stream grpc.ServerStreamingServer[grpc_health_v1.HealthCheckResponse]) error {
+	ctx := stream.Context()
+	last := grpc_health_v1.HealthCheckResponse_ServingStatus(-1)
+	tick := time.NewTicker(healthWatchInterval)
+	defer tick.Stop()
+	for {
+		st := grpc_health_v1.HealthCheckResponse_SERVICE_UNKNOWN
+		if h.known(req.GetService()) {
+			st = h.status(ctx)
+		}
+		if st != last {
+			if err := stream.Send(&grpc_health_v1.HealthCheckResponse{Status: st}); err != nil {
+				return err
+			}
+			last = st
+		}
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-tick.C:
+		}
+	}
 }
 
 func (s *Server) observeUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -64,7 +133,10 @@ func (s *Server) recoverStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServ
 	return handler(srv, ss)
 }
 
-func (s *Server) authStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if !needsKey(info.FullMethod) {
+		return handler(srv, ss)
+	}
 	ctx, err := s.authenticateGRPC(ss.Context())
 	if err != nil {
 		return err
@@ -135,7 +207,10 @@ func (s *Server) recoverUnary(ctx context.Context, req any, _ *grpc.UnaryServerI
 
 // authUnary reads the bearer key from the authorization metadata, as the
 // REST side reads the Authorization header.
-func (s *Server) authUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if !needsKey(info.FullMethod) {
+		return handler(ctx, req)
+	}
 	ctx, err := s.authenticateGRPC(ctx)
 	if err != nil {
 		return nil, err

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -307,4 +311,75 @@ func TestGRPCNamesIgnoredInputInTheDocjobsWarningHeaderAsRESTDoes(t *testing.T) 
 			}
 		})
 	}
+}
+
+func TestGRPCHealthAndReflectionAnswerWithoutAKey(t *testing.T) {
+	env := startServer(t)
+	_, conn, _ := grpcClient(t, env)
+	health := grpc_health_v1.NewHealthClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	check := func(service string) (grpc_health_v1.HealthCheckResponse_ServingStatus, codes.Code) {
+		resp, err := health.Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: service})
+		return resp.GetStatus(), status.Code(err)
+	}
+	tests := []struct {
+		name     string
+		notReady bool // the readiness check /readyz makes fails
+		service  string
+		want     grpc_health_v1.HealthCheckResponse_ServingStatus
+		wantCode codes.Code
+	}{
+		{"the server is SERVING when ready", false, "", grpc_health_v1.HealthCheckResponse_SERVING, codes.OK},
+		{"the job service is SERVING when ready", false, "docjobs.v1.JobService", grpc_health_v1.HealthCheckResponse_SERVING, codes.OK},
+		{"the server is NOT_SERVING when /readyz would fail", true, "", grpc_health_v1.HealthCheckResponse_NOT_SERVING, codes.OK},
+		{"the job service is NOT_SERVING when /readyz would fail", true, "docjobs.v1.JobService", grpc_health_v1.HealthCheckResponse_NOT_SERVING, codes.OK},
+		{"an unknown service is NOT_FOUND", false, "no.such.Service", grpc_health_v1.HealthCheckResponse_UNKNOWN, codes.NotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ready error
+			if tt.notReady {
+				ready = errors.New("store down")
+			}
+			env.setReady(ready)
+			defer env.setReady(nil)
+			if got, code := check(tt.service); got != tt.want || code != tt.wantCode {
+				t.Errorf("Check(%q) = %v, %v; want %v, %v", tt.service, got, code, tt.want, tt.wantCode)
+			}
+		})
+	}
+	t.Run("Watch sends the current status", func(t *testing.T) {
+		w, err := health.Watch(ctx, &grpc_health_v1.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := w.Recv(); err != nil || resp.GetStatus() != grpc_health_v1.HealthCheckResponse_SERVING {
+			t.Fatalf("first Watch answer = %v, %v; want SERVING", resp, err)
+		}
+	})
+	t.Run("reflection lists the services", func(t *testing.T) {
+		stream, err := grpc_reflection_v1.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stream.Send(&grpc_reflection_v1.ServerReflectionRequest{
+			MessageRequest: &grpc_reflection_v1.ServerReflectionRequest_ListServices{},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("reflection: %v", err)
+		}
+		var names []string
+		for _, s := range resp.GetListServicesResponse().GetService() {
+			names = append(names, s.GetName())
+		}
+		for _, want := range []string{"docjobs.v1.JobService", "grpc.health.v1.Health"} {
+			if !slices.Contains(names, want) {
+				t.Errorf("services %v lack %s", names, want)
+			}
+		}
+	})
 }

@@ -261,18 +261,27 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if s.deps.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		defer cancel()
-		if err := s.deps.Ready(ctx); err != nil {
-			// The cause may name hosts and paths: it goes to the log only.
-			s.log.LogAttrs(r.Context(), slog.LevelWarn, "not ready", slog.String("error", err.Error()))
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("not ready\n"))
-			return
-		}
+	if s.checkReady(r.Context()) != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("not ready\n"))
+		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
+}
+
+// checkReady is the readiness check of /readyz and the gRPC health
+// service. The cause may name hosts and paths: it goes to the log only.
+func (s *Server) checkReady(ctx context.Context) error {
+	if s.deps.Ready == nil {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	err := s.deps.Ready(rctx)
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "not ready", slog.String("error", err.Error()))
+	}
+	return err
 }
 
 func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
