@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"gocloud.dev/blob"
@@ -34,8 +35,8 @@ var ErrTooLarge = errors.New("file exceeds the upload limit")
 // account.
 var ErrNotFound = store.ErrNotFound
 
-// maxFileNameChars bounds an upload's name.
-const maxFileNameChars = 255
+// maxFileNameBytes bounds an upload's name; a longer one is cut, not refused.
+const maxFileNameBytes = 255
 
 // filesPath is the path, under PublicURL, of stored files.
 const filesPath = "/v1/files/"
@@ -69,7 +70,8 @@ func parseFileURL(pub *url.URL, raw string) (string, bool) {
 }
 
 // StoreUpload streams body to storage as a new file of the calling account
-// and records it. It never holds the whole body: bytes go from body to the
+// and records it under the client's name cleaned by UploadName, so that both
+// transports store the same name for the same bytes. It never holds the whole body: bytes go from body to the
 // bucket writer as they come. A body over the upload limit gives ErrTooLarge
 // and leaves nothing behind. The returned string is the file's URL, usable
 // in sourceUrls. Other errors are gRPC status errors.
@@ -78,15 +80,7 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 	if err != nil {
 		return job.File{}, "", err
 	}
-	if name == "" {
-		name = "upload"
-	}
-	if !utf8.ValidString(name) {
-		return job.File{}, "", invalid("name", "must be UTF-8")
-	}
-	if utf8.RuneCountInString(name) > maxFileNameChars {
-		return job.File{}, "", invalid("name", "at most %d characters", maxFileNameChars)
-	}
+	name = UploadName(name)
 
 	id := s.newID()
 	key := "uploads/" + url.PathEscape(acct) + "/" + id
@@ -143,6 +137,33 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 	return f, FileURL(s.cfg.PublicURL, id), nil
 }
 
+// UploadName is the name a file is stored under, from the name its client
+// gave (a multipart filename or UploadFileRequest.name): the last path
+// element, without control characters, U+FFFD and bytes that are not UTF-8,
+// without surrounding white space, cut at 255 bytes on a character boundary.
+// An empty name, "." and ".." become "upload".
+func UploadName(name string) string {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	// strings.Map reads an invalid byte as U+FFFD, which is dropped too.
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return -1
+		}
+		return r
+	}, name)
+	name = strings.TrimSpace(name)
+	for len(name) > maxFileNameBytes {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = strings.TrimRightFunc(name[:len(name)-size], unicode.IsSpace)
+	}
+	if name == "" || name == "." || name == ".." {
+		return "upload"
+	}
+	return name
+}
+
 // uploadReadError reports a body that could not be read. The cause stays
 // wrapped, so the HTTP layer can tell its own reader's errors (a broken or
 // oversized client body) from a storage failure; it is not logged here for
@@ -150,6 +171,11 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 func uploadReadError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return status.FromContextError(err).Err()
+	}
+	// The transport's own answer (the edge cut an idle stream) as it is.
+	var st interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &st) {
+		return st.GRPCStatus().Err()
 	}
 	return fmt.Errorf("read upload body: %w", err)
 }
@@ -243,7 +269,7 @@ func (s *Service) DeleteFile(ctx context.Context, req *docjobsv1.DeleteFileReque
 	}
 	if f.JobID != "" {
 		return nil, status.Errorf(codes.FailedPrecondition,
-			"file is a stored copy of job %s and is deleted with the job (DELETE /v1/jobs/%s)", f.JobID, f.JobID)
+			"file is a stored copy of job %s and is deleted with its job", f.JobID)
 	}
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
@@ -280,7 +306,9 @@ func (s *Service) UploadFile(stream grpc.ClientStreamingServer[docjobsv1.UploadF
 	}
 	f, u, err := s.StoreUpload(ctx, first.GetName(), &uploadStream{stream: stream, piece: first.GetContent()})
 	if errors.Is(err, ErrTooLarge) {
-		return invalid("content", "larger than the upload limit of %d bytes", s.cfg.UploadMaxBytes)
+		// REST's answer (413): RESOURCE_EXHAUSTED, as grpc-go also says of a
+		// message over its limit.
+		return status.Errorf(codes.ResourceExhausted, "file exceeds the upload limit of %d bytes", s.cfg.UploadMaxBytes)
 	}
 	if err != nil {
 		if _, ok := status.FromError(err); ok {
@@ -310,33 +338,46 @@ func (u *uploadStream) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// GetFile is the gRPC download. The whole file goes into one message, so it
-// serves files up to the upload limit; larger job copies are downloaded over
-// HTTP, which streams.
-func (s *Service) GetFile(ctx context.Context, req *docjobsv1.GetFileRequest) (*httpbody.HttpBody, error) {
+// downloadPiece is the most content one GetFile message carries.
+const downloadPiece = 1 << 20
+
+// GetFile is the gRPC download. The file streams in pieces of at most
+// downloadPiece bytes, the first message carrying its content type, so no
+// message or buffer holds the whole file (the upload is streamed for the
+// same reason) and files of any size pass grpc's default 4 MiB message
+// limit. An empty file is one message with the content type only.
+func (s *Service) GetFile(req *docjobsv1.GetFileRequest, stream grpc.ServerStreamingServer[httpbody.HttpBody]) error {
+	ctx := stream.Context()
 	f, r, err := s.OpenFile(ctx, req.GetId())
 	if errors.Is(err, ErrNotFound) {
-		return nil, status.Error(codes.NotFound, "file not found")
+		return status.Error(codes.NotFound, "file not found")
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() { _ = r.Close() }()
-	if f.Size > s.cfg.UploadMaxBytes {
-		return nil, status.Errorf(codes.FailedPrecondition,
-			"file is larger than %d bytes; download it with GET %s", s.cfg.UploadMaxBytes, FileURL(s.cfg.PublicURL, f.ID))
-	}
-	data, err := io.ReadAll(io.LimitReader(r, s.cfg.UploadMaxBytes+1))
-	if err != nil {
-		return nil, s.internal(ctx, "GetFile", fmt.Errorf("read %s: %w", f.Key, err), slog.String("file_id", f.ID))
-	}
-	if int64(len(data)) > s.cfg.UploadMaxBytes {
-		return nil, s.internal(ctx, "GetFile", fmt.Errorf("stored %s holds more than its recorded %d bytes", f.Key, f.Size),
-			slog.String("file_id", f.ID))
-	}
 	ct := f.ContentType
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	return &httpbody.HttpBody{ContentType: ct, Data: data}, nil
+	for first := true; ; first = false {
+		// A new buffer each time: grpc may keep a sent message a while.
+		buf := make([]byte, downloadPiece)
+		n, err := io.ReadFull(r, buf)
+		if n > 0 || first {
+			msg := &httpbody.HttpBody{Data: buf[:n]}
+			if first {
+				msg.ContentType = ct
+			}
+			if err := stream.Send(msg); err != nil {
+				return err // the client went away; grpc has its status
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil
+		}
+		if err != nil {
+			return s.internal(ctx, "GetFile", fmt.Errorf("read %s: %w", f.Key, err), slog.String("file_id", f.ID))
+		}
+	}
 }

@@ -9,13 +9,16 @@ import (
 	"log/slog"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/riverqueue/river"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
+	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -566,7 +569,7 @@ func TestEveryMethodRequiresAnAccount(t *testing.T) {
 			_, err := upload(ctx, h.svc, &docjobsv1.UploadFileRequest{Name: "a", Content: []byte("x")})
 			return err
 		},
-		"GetFile":     func() error { _, err := h.svc.GetFile(ctx, &docjobsv1.GetFileRequest{Id: "x"}); return err },
+		"GetFile":     func() error { _, err := getFile(ctx, h.svc, "x"); return err },
 		"DeleteFile":  func() error { _, err := h.svc.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: "x"}); return err },
 		"StoreUpload": func() error { _, _, err := h.svc.StoreUpload(ctx, "a", strings.NewReader("x")); return err },
 		"OpenFile":    func() error { _, _, err := h.svc.OpenFile(ctx, "x"); return err },
@@ -854,7 +857,7 @@ func TestDeleteFileDeletesTheAccountsUpload(t *testing.T) {
 	if _, _, err := h.svc.OpenFile(ctx, f.ID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("OpenFile after delete = %v, want ErrNotFound", err)
 	}
-	_, err = h.svc.GetFile(ctx, &docjobsv1.GetFileRequest{Id: f.ID})
+	_, err = getFile(ctx, h.svc, f.ID)
 	wantStatus(t, err, codes.NotFound, "file not found")
 	_, err = h.svc.CreateJob(ctx, createRequest(u))
 	wantStatus(t, err, codes.InvalidArgument, "sourceUrls[0]: file not found")
@@ -878,7 +881,7 @@ func TestDeleteFileRefusesAJobsCopy(t *testing.T) {
 
 	_, err := h.svc.DeleteFile(as("acme"), &docjobsv1.DeleteFileRequest{Id: cp.ID})
 	wantStatus(t, err, codes.FailedPrecondition,
-		"file is a stored copy of job "+j.GetId()+" and is deleted with the job (DELETE /v1/jobs/"+j.GetId()+")")
+		"file is a stored copy of job "+j.GetId()+" and is deleted with its job")
 	if _, r, err := h.svc.OpenFile(as("acme"), cp.ID); err != nil {
 		t.Errorf("the job's copy after a refused delete: %v", err)
 	} else {
@@ -953,14 +956,36 @@ func TestStoreUploadPassesABrokenBodyOnAndKeepsNothing(t *testing.T) {
 	}
 }
 
-func TestStoreUploadNames(t *testing.T) {
+func TestUploadNamesAreCleanedAlikeOverBothTransports(t *testing.T) {
 	h := newHarness(t, Config{})
-	f, _, err := h.svc.StoreUpload(as("acme"), "", strings.NewReader("x"))
-	if err != nil || f.Name != "upload" {
-		t.Fatalf("an unnamed upload is called %q (%v), want upload", f.Name, err)
+	tests := []struct{ name, sent, want string }{
+		{"a plain name is kept", "report.pdf", "report.pdf"},
+		{"no name is upload", "", "upload"},
+		{"a slash path keeps its last element", "../../etc/passwd", "passwd"},
+		{"a backslash path keeps its last element", `C:\Users\me\report.pdf`, "report.pdf"},
+		{"a folder name is upload", "dir/", "upload"},
+		{"dot-dot is upload", "..", "upload"},
+		{"control characters are dropped", "a\x00b\r\nX\tc.txt", "abXc.txt"},
+		{"surrounding spaces are trimmed", "  spaced.txt  ", "spaced.txt"},
+		{"256 ASCII bytes are cut to 255", strings.Repeat("x", 256), strings.Repeat("x", 255)},
+		{"a long name is cut on a character boundary", strings.Repeat("é", 200) + ".txt", strings.Repeat("é", 127)},
+		{"bytes that are not UTF-8 are dropped", "a\xffb.txt", "ab.txt"},
 	}
-	_, _, err = h.svc.StoreUpload(as("acme"), strings.Repeat("n", 256), strings.NewReader("x"))
-	wantStatus(t, err, codes.InvalidArgument, "name: at most 255 characters")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, _, err := h.svc.StoreUpload(as("acme"), tt.sent, strings.NewReader("x"))
+			if err != nil || f.Name != tt.want {
+				t.Errorf("StoreUpload stored %q (%v), want %q", f.Name, err, tt.want)
+			}
+			if !utf8.ValidString(tt.sent) {
+				return // a proto string field cannot carry it
+			}
+			up, err := upload(as("acme"), h.svc, &docjobsv1.UploadFileRequest{Name: tt.sent, Content: []byte("x")})
+			if err != nil || up.GetName() != tt.want {
+				t.Errorf("UploadFile stored %q (%v), want %q", up.GetName(), err, tt.want)
+			}
+		})
+	}
 }
 
 func TestUploadFileAndGetFileOverGRPC(t *testing.T) {
@@ -981,27 +1006,122 @@ func TestUploadFileAndGetFileOverGRPC(t *testing.T) {
 		t.Fatalf("upload = %v", up)
 	}
 
-	body, err := h.svc.GetFile(ctx, &docjobsv1.GetFileRequest{Id: id})
+	msgs, err := getFile(ctx, h.svc, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(body.GetData(), html) || !strings.HasPrefix(body.GetContentType(), "text/html") {
-		t.Fatalf("GetFile = %q (%s)", body.GetData(), body.GetContentType())
+	if len(msgs) != 1 || !bytes.Equal(msgs[0].GetData(), html) || !strings.HasPrefix(msgs[0].GetContentType(), "text/html") {
+		t.Fatalf("GetFile = %v", msgs)
 	}
 
-	_, err = h.svc.GetFile(as("globex"), &docjobsv1.GetFileRequest{Id: id})
+	_, err = getFile(as("globex"), h.svc, id)
 	wantStatus(t, err, codes.NotFound, "file not found")
 
-	// Over the limit across pieces, though no piece is.
-	pieces := []*docjobsv1.UploadFileRequest{{Name: "big"}}
-	for range 3 {
-		pieces = append(pieces, &docjobsv1.UploadFileRequest{Content: make([]byte, 400)})
-	}
-	_, err = upload(ctx, h.svc, pieces...)
-	wantStatus(t, err, codes.InvalidArgument, "content: larger than the upload limit of 1024 bytes")
+}
 
-	_, err = upload(ctx, h.svc)
-	wantStatus(t, err, codes.InvalidArgument, "name: the upload stream sent no message")
+func TestUploadFileRefusals(t *testing.T) {
+	h := newHarness(t, Config{UploadMaxBytes: 1 << 10})
+	idleCut := status.Error(codes.DeadlineExceeded, "the upload sent nothing for 1m0s")
+	piece := &docjobsv1.UploadFileRequest{Content: make([]byte, 400)}
+	tests := []struct {
+		name     string
+		msgs     []*docjobsv1.UploadFileRequest
+		end      error // what Recv returns after msgs; nil is io.EOF
+		wantCode codes.Code
+		wantMsg  string
+	}{
+		// REST's code and words (413): the same condition, the same answer.
+		{"a file over the limit across pieces is RESOURCE_EXHAUSTED like over REST",
+			[]*docjobsv1.UploadFileRequest{{Name: "big"}, piece, piece, piece}, nil,
+			codes.ResourceExhausted, "file exceeds the upload limit of 1024 bytes"},
+		{"a file over the limit in its first message is RESOURCE_EXHAUSTED",
+			[]*docjobsv1.UploadFileRequest{{Name: "big", Content: make([]byte, 1025)}}, nil,
+			codes.ResourceExhausted, "file exceeds the upload limit of 1024 bytes"},
+		{"an empty stream is InvalidArgument", nil, nil,
+			codes.InvalidArgument, "name: the upload stream sent no message"},
+		// The edge cuts a stream idle too long (internal/server); the
+		// partial file goes and the client gets the edge's status as it is.
+		{"a stream cut mid-file for idleness answers the cut's status",
+			[]*docjobsv1.UploadFileRequest{{Name: "slow"}, piece, piece}, idleCut,
+			codes.DeadlineExceeded, "the upload sent nothing for 1m0s"},
+		{"a stream cut before its first message answers the cut's status", nil, idleCut,
+			codes.DeadlineExceeded, "the upload sent nothing for 1m0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &uploadStreamFake{ctx: as("acme"), msgs: tt.msgs, end: tt.end}
+			wantStatus(t, h.svc.UploadFile(st), tt.wantCode, tt.wantMsg)
+			iter := h.bucket.List(&blob.ListOptions{Prefix: "uploads/"})
+			if obj, err := iter.Next(context.Background()); err != io.EOF {
+				t.Fatalf("bucket holds %v (%v) after a refused upload", obj, err)
+			}
+		})
+	}
+}
+
+func TestGetFileStreamsTheFileInPieces(t *testing.T) {
+	h := newHarness(t, Config{UploadMaxBytes: 8 << 20})
+	ctx := as("acme")
+	// Above grpc's default 4 MiB message limit, so one message could not
+	// carry it to a default client.
+	content := bytes.Repeat([]byte("0123456789abcdef"), (5<<20)/16+1)
+	tests := []struct {
+		name       string
+		content    []byte
+		wantPieces []int // the length of each message's data
+	}{
+		{"a file above 4 MiB comes in 1 MiB pieces", content, []int{1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20, 16}},
+		{"a file of exactly one piece is one message", content[:1<<20], []int{1 << 20}},
+		{"a small file is one message", []byte("hello"), []int{5}},
+		{"an empty file is one message with its content type", nil, []int{0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, _, err := h.svc.StoreUpload(ctx, "a.txt", bytes.NewReader(tt.content))
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := getFile(ctx, h.svc, f.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			var pieces []int
+			for i, m := range msgs {
+				got = append(got, m.GetData()...)
+				pieces = append(pieces, len(m.GetData()))
+				if (i == 0) != (m.GetContentType() != "") {
+					t.Errorf("message %d has content type %q; want it on the first message only", i, m.GetContentType())
+				}
+			}
+			if !bytes.Equal(got, tt.content) || !slices.Equal(pieces, tt.wantPieces) {
+				t.Errorf("got %d bytes in pieces %v, want %d bytes in %v", len(got), pieces, len(tt.content), tt.wantPieces)
+			}
+			if msgs[0].GetContentType() != f.ContentType {
+				t.Errorf("content type %q, want the stored %q", msgs[0].GetContentType(), f.ContentType)
+			}
+		})
+	}
+}
+
+// getFile runs the gRPC download of id and returns the messages sent.
+func getFile(ctx context.Context, svc *Service, id string) ([]*httpbody.HttpBody, error) {
+	st := &downloadStreamFake{ctx: ctx}
+	err := svc.GetFile(&docjobsv1.GetFileRequest{Id: id}, st)
+	return st.msgs, err
+}
+
+type downloadStreamFake struct {
+	grpc.ServerStream // only the methods below are called
+	ctx               context.Context
+	msgs              []*httpbody.HttpBody
+}
+
+func (f *downloadStreamFake) Context() context.Context { return f.ctx }
+
+func (f *downloadStreamFake) Send(m *httpbody.HttpBody) error {
+	f.msgs = append(f.msgs, proto.Clone(m).(*httpbody.HttpBody))
+	return nil
 }
 
 // upload runs the gRPC upload over msgs as a client stream would send them.
@@ -1017,6 +1137,7 @@ type uploadStreamFake struct {
 	grpc.ServerStream // only the methods below are called
 	ctx               context.Context
 	msgs              []*docjobsv1.UploadFileRequest
+	end               error // after msgs; nil is io.EOF
 	resp              *docjobsv1.UploadFileResponse
 }
 
@@ -1024,6 +1145,9 @@ func (f *uploadStreamFake) Context() context.Context { return f.ctx }
 
 func (f *uploadStreamFake) Recv() (*docjobsv1.UploadFileRequest, error) {
 	if len(f.msgs) == 0 {
+		if f.end != nil {
+			return nil, f.end
+		}
 		return nil, io.EOF
 	}
 	m := f.msgs[0]

@@ -7,10 +7,9 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/codes"
@@ -25,8 +24,9 @@ import (
 // answer job.ErrNotFound (or a NotFound status) for a file of another
 // account; StoreUpload answers api.ErrTooLarge above the limit.
 type Files interface {
-	// StoreUpload streams body to storage under name. It fails when body
-	// holds more than the upload limit; the returned string is the file's URL.
+	// StoreUpload streams body to storage under the client's name, which it
+	// cleans (api.UploadName). It fails when body holds more than the upload
+	// limit; the returned string is the file's URL.
 	StoreUpload(ctx context.Context, name string, body io.Reader) (job.File, string, error)
 	// OpenFile opens a stored file; the caller closes the reader.
 	OpenFile(ctx context.Context, id string) (job.File, io.ReadCloser, error)
@@ -36,9 +36,6 @@ const (
 	// multipartSlack is what the body may hold beyond the file: boundaries,
 	// part headers and small form fields.
 	multipartSlack = 1 << 20
-	// ioIdleTimeout cuts an upload or download that moves no byte for this
-	// long; a transfer that keeps moving may take as long as it needs.
-	ioIdleTimeout = time.Minute
 	// fileFormField is the multipart field that carries the upload.
 	fileFormField = "file"
 )
@@ -71,7 +68,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.UploadMaxBytes+multipartSlack)
-	idle := newIdleDeadline(http.NewResponseController(w).SetReadDeadline)
+	idle := newIdleDeadline(http.NewResponseController(w).SetReadDeadline, s.cfg.IOIdleTimeout)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		s.writeUploadError(w, r, status.Error(codes.InvalidArgument, "malformed multipart body"))
@@ -97,7 +94,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		body := &uploadReader{r: &idleReader{r: part, idle: idle}, max: s.cfg.UploadMaxBytes}
-		f, url, err := s.deps.Files.StoreUpload(r.Context(), uploadName(part.FileName()), body)
+		f, url, err := s.deps.Files.StoreUpload(r.Context(), part.FileName(), body)
 		switch {
 		case body.exceeded, errors.Is(err, api.ErrTooLarge):
 			s.writeUploadError(w, r, s.tooLarge())
@@ -116,11 +113,28 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// idleCut is the answer to an upload that sent nothing for IOIdleTimeout:
+// DEADLINE_EXCEEDED over both transports, HTTP 408 (the client was too
+// slow, not an upstream: not the 504 the code maps to elsewhere).
+func (s *Server) idleCut() error {
+	return &runtime.HTTPStatusError{
+		HTTPStatus: http.StatusRequestTimeout,
+		Err:        s.idleStatus().Err(),
+	}
+}
+
+func (s *Server) idleStatus() *status.Status {
+	return status.Newf(codes.DeadlineExceeded, "the upload sent nothing for %s", s.cfg.IOIdleTimeout)
+}
+
 // readError classifies an error reading the request body.
 func (s *Server) readError(err error) error {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return s.tooLarge()
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) { // the idle read deadline
+		return s.idleCut()
 	}
 	return status.Error(codes.InvalidArgument, "malformed or incomplete multipart body")
 }
@@ -151,38 +165,6 @@ func (u *uploadReader) Read(p []byte) (int, error) {
 		u.err = err
 	}
 	return n, err
-}
-
-// uploadName keeps the last path element of a client-given file name,
-// without control characters, at most 255 bytes.
-func uploadName(name string) string {
-	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
-		name = name[i+1:]
-	}
-	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return -1
-		}
-		return r
-	}, name)
-	name = strings.TrimSpace(name)
-	for len(name) > 255 {
-		_, size := lastRune(name)
-		name = name[:len(name)-size]
-	}
-	if name == "" || name == "." || name == ".." {
-		return "upload"
-	}
-	return name
-}
-
-func lastRune(s string) (rune, int) {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] < 0x80 || s[i] >= 0xC0 {
-			return rune(s[i]), len(s) - i
-		}
-	}
-	return 0, 1
 }
 
 // download handles GET /v1/files/{id}: the file streams from storage with
@@ -220,7 +202,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	idle := newIdleDeadline(http.NewResponseController(w).SetWriteDeadline)
+	idle := newIdleDeadline(http.NewResponseController(w).SetWriteDeadline, s.cfg.IOIdleTimeout)
 	n, err := io.Copy(&idleWriter{w: w, idle: idle}, body)
 	if err != nil {
 		// The status is sent; all we can do is log and let the short body
@@ -231,24 +213,25 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 }
 
 // idleDeadline moves a connection deadline forward while bytes move, at most
-// once a second so that a transfer of small reads does not pay a timer
-// update each time.
+// once a second (or half the timeout, if shorter) so that a transfer of
+// small reads does not pay a timer update each time.
 type idleDeadline struct {
-	set  func(time.Time) error
-	last time.Time
+	set          func(time.Time) error
+	timeout, gap time.Duration
+	last         time.Time
 }
 
-func newIdleDeadline(set func(time.Time) error) *idleDeadline {
-	return &idleDeadline{set: set}
+func newIdleDeadline(set func(time.Time) error, timeout time.Duration) *idleDeadline {
+	return &idleDeadline{set: set, timeout: timeout, gap: min(time.Second, timeout/2)}
 }
 
 func (d *idleDeadline) extend() {
 	now := time.Now()
-	if now.Sub(d.last) < time.Second {
+	if now.Sub(d.last) < d.gap {
 		return
 	}
 	d.last = now
-	_ = d.set(now.Add(ioIdleTimeout)) // ErrNotSupported: the server's own timeouts still apply
+	_ = d.set(now.Add(d.timeout)) // ErrNotSupported: the server's own timeouts still apply
 }
 
 type idleReader struct {

@@ -242,7 +242,8 @@ func (d *diskFiles) StoreUpload(ctx context.Context, name string, body io.Reader
 	if n > d.limit {
 		return job.File{}, "", fmt.Errorf("%w of %d bytes", api.ErrTooLarge, d.limit)
 	}
-	f := job.File{ID: id, AccountID: account, Name: name, Size: n, ContentType: "text/plain; charset=utf-8"}
+	// Named as the service names it: the REST handler passes the client's name on.
+	f := job.File{ID: id, AccountID: account, Name: api.UploadName(name), Size: n, ContentType: "text/plain; charset=utf-8"}
 	d.mu.Lock()
 	d.files[id] = f
 	d.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
@@ -423,6 +424,59 @@ func ignoredByMeaning(msg proto.Message) []string {
 	return nil
 }
 
+// ignoredInMessage names what the service will ignore in a request decoded
+// from protobuf (gRPC), in the words of the REST warning: fields the
+// message does not define, by their number (merge.#99; the binary form has
+// no names), the numbers of numbersIgnored the enum does not define
+// (consensus.mode=7), and ignoredByMeaning. Fields go in declaration order.
+func ignoredInMessage(msg proto.Message) []string {
+	var names []string
+	ignoredIn(msg.ProtoReflect(), "", &names)
+	return append(names, ignoredByMeaning(msg)...)
+}
+
+func ignoredIn(m protoreflect.Message, path string, names *[]string) {
+	seen := map[protowire.Number]bool{}
+	for b := m.GetUnknown(); len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			break
+		}
+		b = b[n:]
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			break
+		}
+		b = b[n:]
+		if !seen[num] {
+			seen[num] = true
+			*names = append(*names, join(path, "#"+strconv.Itoa(int(num))))
+		}
+	}
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if !m.Has(fd) {
+			continue
+		}
+		name := join(path, fd.JSONName())
+		switch {
+		case fd.IsMap():
+			// Requests have no map of messages; a string map has nothing to ignore.
+		case fd.IsList() && fd.Message() != nil:
+			l := m.Get(fd).List()
+			for j := range l.Len() {
+				ignoredIn(l.Get(j).Message(), name+"["+strconv.Itoa(j)+"]", names)
+			}
+		case fd.Message() != nil:
+			ignoredIn(m.Get(fd).Message(), name, names)
+		case fd.Enum() != nil && !fd.IsList() && numbersIgnored[fd.FullName()]:
+			if n := m.Get(fd).Enum(); fd.Enum().Values().ByNumber(n) == nil {
+				*names = append(*names, name+"="+strconv.Itoa(int(n)))
+			}
+		}
+	}
+}
+
 // queryFields checks URL query parameters against the request message the
 // way grpc-gateway binds them (dotted field paths, proto or JSON names). It
 // returns the unknown parameter names, which grpc-gateway ignores, and an
@@ -503,10 +557,15 @@ func checkQueryValue(fd protoreflect.FieldDescriptor, v string) error {
 		if fd.Enum().Values().ByName(protoreflect.Name(v)) != nil {
 			return nil
 		}
-		if n, perr := strconv.ParseInt(v, 10, 32); perr == nil && fd.Enum().Values().ByNumber(protoreflect.EnumNumber(n)) != nil {
+		n, perr := strconv.ParseInt(v, 10, 32)
+		if perr != nil {
+			return fmt.Errorf("unknown value %q", v)
+		}
+		if fd.Enum().Values().ByNumber(protoreflect.EnumNumber(n)) != nil {
 			return nil
 		}
-		return fmt.Errorf("unknown value %q for %s", v, fd.Enum().Name())
+		// The service's words for the number over gRPC (api.checkEnum).
+		return fmt.Errorf("unknown value %d", n)
 	default:
 		return nil
 	}

@@ -165,7 +165,8 @@ func TestQueryFields(t *testing.T) {
 		{"a non-integer page size is an error naming the parameter", "pageSize=ten", nil, `pageSize: expected an integer`},
 		{"a page size above int32 is out of range", "pageSize=99999999999", nil, `pageSize: out of range`},
 		{"empty values are no parameter at all", "statusEq=&pageSize=&pageToken=", nil, ""},
-		{"an unknown enum name is an error", "statusEq=JOB_STATUS_DONE", nil, `statusEq: unknown value "JOB_STATUS_DONE" for JobStatus`},
+		{"an unknown enum name is an error", "statusEq=JOB_STATUS_DONE", nil, `statusEq: unknown value "JOB_STATUS_DONE"`},
+		{"an unknown enum number is an error in the service's words", "statusEq=99", nil, `statusEq: unknown value 99`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,8 +33,12 @@ type Config struct {
 	// Default 20 MiB.
 	UploadMaxBytes int64
 	// MaxJSONBodyBytes bounds a REST request body; larger ones get 413.
-	// Default 1 MiB.
+	// Default 4 MiB (DefaultMaxJSONBodyBytes).
 	MaxJSONBodyBytes int64
+	// IOIdleTimeout cuts an upload or download that moves no byte for this
+	// long, REST and gRPC alike (a transfer that keeps moving may take as
+	// long as it needs). Default 1 minute.
+	IOIdleTimeout time.Duration
 	// ShutdownTimeout is how long Serve waits for in-flight requests once
 	// its context ends, before it closes the remaining connections.
 	// Default 30s.
@@ -44,10 +48,22 @@ type Config struct {
 }
 
 // Defaults of Config.
+//
+// DefaultMaxJSONBodyBytes is grpc-go's default receive limit, so that both
+// transports take requests of the same size, and it is above the sum of the
+// per-field caps of a create request (internal/api/validate.go), so that a
+// request with every field at its cap is accepted: 100 sourceUrls × 2048 B
+// (200 KiB), 16 prompts × 64 KiB (1 MiB), responseSchema 128 KiB, 64
+// metadata pairs × (128 + 2048) B (136 KiB), title 1024 characters (up to 4
+// KiB), 32 dedupeBy names × 256 B (8 KiB), idempotencyKey 255 characters, two
+// model names × 256 B, three keys and secrets × 4096 B (12 KiB) and a webhookUrl
+// of 2048 B: 1,551,868 bytes of values, about 1.5 MiB, which JSON quoting and
+// escaping can more than double.
 const (
 	DefaultUploadMaxBytes   = 20 << 20
-	DefaultMaxJSONBodyBytes = 1 << 20
+	DefaultMaxJSONBodyBytes = 4 << 20
 	DefaultShutdownTimeout  = 30 * time.Second
+	DefaultIOIdleTimeout    = time.Minute
 )
 
 func (c Config) withDefaults() Config {
@@ -56,6 +72,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxJSONBodyBytes <= 0 {
 		c.MaxJSONBodyBytes = DefaultMaxJSONBodyBytes
+	}
+	if c.IOIdleTimeout <= 0 {
+		c.IOIdleTimeout = DefaultIOIdleTimeout
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
@@ -242,18 +261,27 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if s.deps.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		defer cancel()
-		if err := s.deps.Ready(ctx); err != nil {
-			// The cause may name hosts and paths: it goes to the log only.
-			s.log.LogAttrs(r.Context(), slog.LevelWarn, "not ready", slog.String("error", err.Error()))
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("not ready\n"))
-			return
-		}
+	if s.checkReady(r.Context()) != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("not ready\n"))
+		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
+}
+
+// checkReady is the readiness check of /readyz and the gRPC health
+// service. The cause may name hosts and paths: it goes to the log only.
+func (s *Server) checkReady(ctx context.Context) error {
+	if s.deps.Ready == nil {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	err := s.deps.Ready(rctx)
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "not ready", slog.String("error", err.Error()))
+	}
+	return err
 }
 
 func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -354,10 +355,54 @@ func TestErrorMapping(t *testing.T) {
 	t.Run("a JSON body above the limit is 413", func(t *testing.T) {
 		big := `{"title":"` + strings.Repeat("x", DefaultMaxJSONBodyBytes) + `"}`
 		m := wantStatusBody(t, env.doJSON("POST", "/v1/jobs", keyAlice, big), 413, codes.ResourceExhausted, true)
-		if msg := m["message"].(string); !strings.Contains(msg, "1048576 bytes") {
+		if msg := m["message"].(string); !strings.Contains(msg, fmt.Sprint(DefaultMaxJSONBodyBytes)+" bytes") {
 			t.Errorf("message = %q", msg)
 		}
 	})
+}
+
+func TestRESTAcceptsACreateRequestWithEveryFieldAtItsCap(t *testing.T) {
+	env := startServer(t)
+	n := func(count int, f func(i int) string) []string {
+		out := make([]string, count)
+		for i := range out {
+			out[i] = f(i)
+		}
+		return out
+	}
+	pad := func(prefix string, size int) string { return prefix + strings.Repeat("x", size-len(prefix)) }
+	// The caps of docs/decisions.md ("Extra bounds on hostile input") and
+	// the spec's (responseSchema 128 KiB, 32 dedupeBy names, idempotencyKey
+	// 255 characters), each field at its largest.
+	metadata := map[string]string{}
+	for i := range 64 {
+		metadata[pad(fmt.Sprintf("k%02d", i), 128)] = strings.Repeat("v", 2048)
+	}
+	schema := `{"type":"object","description":"` + strings.Repeat("d", 128<<10-40) + `"}`
+	req := map[string]any{
+		"sourceUrls":     n(100, func(i int) string { return pad(fmt.Sprintf("https://example.test/%03d/", i), 2048) }),
+		"prompts":        n(16, func(int) string { return strings.Repeat("p", 64<<10) }),
+		"neural":         map[string]any{"type": "NEURAL_CLIENT_TYPE_PROVIDER_2", "model": strings.Repeat("m", 256), "apiKey": strings.Repeat("k", 4096)},
+		"ocr":            map[string]any{"provider": "NEURAL_CLIENT_TYPE_PROVIDER_1", "model": strings.Repeat("m", 256), "providerKey": strings.Repeat("k", 4096)},
+		"responseSchema": schema,
+		"merge":          map[string]any{"enabled": true, "dedupeBy": n(32, func(i int) string { return pad(fmt.Sprintf("f%02d", i), 256) })},
+		"title":          strings.Repeat("é", 1024),
+		"metadata":       metadata,
+		"webhookUrl":     pad("https://hooks.example.test/", 2048),
+		"webhookSecret":  strings.Repeat("s", 4096),
+		"idempotencyKey": strings.Repeat("é", 255),
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := env.doJSON("POST", "/v1/jobs", keyAlice, string(body))
+	if got := readBody(t, resp); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a %d-byte request of fields at their caps: %d %.200s", len(body), resp.StatusCode, got)
+	}
+	if got := env.svc.lastRequest(); len(got.GetPrompts()) != 16 || len(got.GetSourceUrls()) != 100 || len(got.GetMetadata()) != 64 {
+		t.Errorf("the service got %d prompts, %d sourceUrls, %d metadata pairs", len(got.GetPrompts()), len(got.GetSourceUrls()), len(got.GetMetadata()))
+	}
 }
 
 func TestWarningHeaderOnREST(t *testing.T) {

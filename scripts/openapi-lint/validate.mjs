@@ -15,6 +15,7 @@ const want = [
   ["get", "/v1/jobs/{id}/result"],
   ["post", "/v1/jobs/upload"],
   ["get", "/v1/files/{id}"],
+  ["delete", "/v1/files/{id}"],
   ["delete", "/v1/jobs/{id}"],
   ["post", "/v1/jobs/{id}:cancel"],
   ["get", "/v1/jobs/{id}/events"],

@@ -48,7 +48,7 @@ func TestDeletingAnUploadLeavesTheJobsCopy(t *testing.T) {
 			wantError("delete as another account", s.do("DELETE", uploadPath, keyB, nil), http.StatusNotFound, "file not found")
 			wantError("delete of an unknown file", s.do("DELETE", "/v1/files/no-such-file", keyA, nil), http.StatusNotFound, "file not found")
 			wantError("delete of the job's copy", s.do("DELETE", copyPath, keyA, nil), http.StatusConflict,
-				"file is a stored copy of job "+id+" and is deleted with the job (DELETE /v1/jobs/"+id+")")
+				"file is a stored copy of job "+id+" and is deleted with its job")
 			if r := s.do("DELETE", uploadPath, "", nil); r.status != http.StatusUnauthorized {
 				t.Errorf("delete without a key: %d, want 401", r.status)
 			}

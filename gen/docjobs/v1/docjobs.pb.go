@@ -10,6 +10,7 @@
 package docjobsv1
 
 import (
+	_ "github.com/google/gnostic/openapiv3"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	httpbody "google.golang.org/genproto/googleapis/api/httpbody"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -2602,7 +2603,7 @@ var File_docjobs_v1_docjobs_proto protoreflect.FileDescriptor
 const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\n" +
 	"\x18docjobs/v1/docjobs.proto\x12\n" +
-	"docjobs.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x99\x01\n" +
+	"docjobs.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bopenapiv3/annotations.proto\"\x99\x01\n" +
 	"\x06Neural\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.docjobs.v1.NeuralClientTypeR\x04type\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x17\n" +
@@ -2854,7 +2855,7 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\x1aCONSENSUS_MODE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17CONSENSUS_MODE_TWO_RUNS\x10\x01\x12\x1d\n" +
 	"\x19CONSENSUS_MODE_THREE_RUNS\x10\x02\x12\x1c\n" +
-	"\x18CONSENSUS_MODE_FIVE_RUNS\x10\x032\xac\x06\n" +
+	"\x18CONSENSUS_MODE_FIVE_RUNS\x10\x032\x96\x06\n" +
 	"\n" +
 	"JobService\x12O\n" +
 	"\tCreateJob\x12\x1c.docjobs.v1.CreateJobRequest\x1a\x0f.docjobs.v1.Job\"\x13\x82\xd3\xe4\x93\x02\r:\x01*\"\b/v1/jobs\x12K\n" +
@@ -2863,12 +2864,33 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\bListJobs\x12\x1b.docjobs.v1.ListJobsRequest\x1a\x1c.docjobs.v1.ListJobsResponse\"\x10\x82\xd3\xe4\x93\x02\n" +
 	"\x12\b/v1/jobs\x12M\n" +
 	"\n" +
-	"UploadFile\x12\x1d.docjobs.v1.UploadFileRequest\x1a\x1e.docjobs.v1.UploadFileResponse(\x01\x12S\n" +
-	"\aGetFile\x12\x1a.docjobs.v1.GetFileRequest\x1a\x14.google.api.HttpBody\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/v1/files/{id}\x12[\n" +
+	"UploadFile\x12\x1d.docjobs.v1.UploadFileRequest\x1a\x1e.docjobs.v1.UploadFileResponse(\x01\x12=\n" +
+	"\aGetFile\x12\x1a.docjobs.v1.GetFileRequest\x1a\x14.google.api.HttpBody0\x01\x12[\n" +
 	"\n" +
 	"DeleteFile\x12\x1d.docjobs.v1.DeleteFileRequest\x1a\x16.google.protobuf.Empty\"\x16\x82\xd3\xe4\x93\x02\x10*\x0e/v1/files/{id}\x12[\n" +
 	"\tCancelJob\x12\x1c.docjobs.v1.CancelJobRequest\x1a\x0f.docjobs.v1.Job\"\x1f\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/v1/jobs/{id}:cancel\x12X\n" +
-	"\tDeleteJob\x12\x1c.docjobs.v1.DeleteJobRequest\x1a\x16.google.protobuf.Empty\"\x15\x82\xd3\xe4\x93\x02\x0f*\r/v1/jobs/{id}B5Z3github.com/docjobs/docjobs/gen/docjobs/v1;docjobsv1b\x06proto3"
+	"\tDeleteJob\x12\x1c.docjobs.v1.DeleteJobRequest\x1a\x16.google.protobuf.Empty\"\x15\x82\xd3\xe4\x93\x02\x0f*\r/v1/jobs/{id}B\x9a\x04\xbaG\xe1\x03\"\xde\x03\n" +
+	"\xdb\x03\n" +
+	"\x0e/v1/files/{id}\x12\xc8\x03\"\xc5\x03\n" +
+	"\n" +
+	"JobService\x1a\xee\x01Downloads a stored file of the calling account: an upload, or a URL in job.files. The file streams with its Content-Type and Content-Length and a `Content-Disposition: attachment` naming it. Another account's file or an unknown id is 404.*\x12JobService_GetFile2\x1b\n" +
+	"\x19\n" +
+	"\x02id\x12\x04path \x01R\v\n" +
+	"\t\xca\x01\x06stringB\x94\x01\n" +
+	"S\n" +
+	"Q\n" +
+	"\x16Default error response\x1a7\n" +
+	"5\n" +
+	"\x10application/json\x12!\n" +
+	"\x1f\x12\x1d\n" +
+	"\x1b#/components/schemas/Status\x12=\n" +
+	"\x03200\x126\n" +
+	"4\n" +
+	"\x11The file's bytes.\x1a\x1f\n" +
+	"\x1d\n" +
+	"\x03*/*\x12\x16\n" +
+	"\x14\n" +
+	"\x12\xca\x01\x06string\x9a\x02\x06binaryZ3github.com/docjobs/docjobs/gen/docjobs/v1;docjobsv1b\x06proto3"
 
 var (
 	file_docjobs_v1_docjobs_proto_rawDescOnce sync.Once

@@ -54,8 +54,11 @@ type JobServiceClient interface {
 	// POST /v1/jobs/upload takes multipart/form-data (see openapi.proto): a plain HTTP handler
 	// streams it, so it has no HTTP binding here.
 	UploadFile(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadFileRequest, UploadFileResponse], error)
-	// Downloads a file uploaded by the calling account.
-	GetFile(ctx context.Context, in *GetFileRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error)
+	// Downloads a stored file of the calling account (an upload, or a URL in job.files) as a stream,
+	// so that no message holds the whole file: the first message carries content_type, and each
+	// message the next piece of the content, at most 1 MiB. Over REST, GET /v1/files/{id} streams the
+	// file (see openapi.proto): a plain HTTP handler, so it has no HTTP binding here.
+	GetFile(ctx context.Context, in *GetFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
 	// Deletes a file uploaded by the calling account: its stored bytes and its record. A job that
 	// has read the upload keeps its own copy. A job's stored copy (a URL in job.files) belongs to
 	// its job and goes with DELETE /v1/jobs/{id}; deleting it here is refused with
@@ -128,15 +131,24 @@ func (c *jobServiceClient) UploadFile(ctx context.Context, opts ...grpc.CallOpti
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type JobService_UploadFileClient = grpc.ClientStreamingClient[UploadFileRequest, UploadFileResponse]
 
-func (c *jobServiceClient) GetFile(ctx context.Context, in *GetFileRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error) {
+func (c *jobServiceClient) GetFile(ctx context.Context, in *GetFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(httpbody.HttpBody)
-	err := c.cc.Invoke(ctx, JobService_GetFile_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &JobService_ServiceDesc.Streams[1], JobService_GetFile_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &grpc.GenericClientStream[GetFileRequest, httpbody.HttpBody]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type JobService_GetFileClient = grpc.ServerStreamingClient[httpbody.HttpBody]
 
 func (c *jobServiceClient) DeleteFile(ctx context.Context, in *DeleteFileRequest, opts ...grpc.CallOption) (*emptypb.Empty, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -187,8 +199,11 @@ type JobServiceServer interface {
 	// POST /v1/jobs/upload takes multipart/form-data (see openapi.proto): a plain HTTP handler
 	// streams it, so it has no HTTP binding here.
 	UploadFile(grpc.ClientStreamingServer[UploadFileRequest, UploadFileResponse]) error
-	// Downloads a file uploaded by the calling account.
-	GetFile(context.Context, *GetFileRequest) (*httpbody.HttpBody, error)
+	// Downloads a stored file of the calling account (an upload, or a URL in job.files) as a stream,
+	// so that no message holds the whole file: the first message carries content_type, and each
+	// message the next piece of the content, at most 1 MiB. Over REST, GET /v1/files/{id} streams the
+	// file (see openapi.proto): a plain HTTP handler, so it has no HTTP binding here.
+	GetFile(*GetFileRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
 	// Deletes a file uploaded by the calling account: its stored bytes and its record. A job that
 	// has read the upload keeps its own copy. A job's stored copy (a URL in job.files) belongs to
 	// its job and goes with DELETE /v1/jobs/{id}; deleting it here is refused with
@@ -223,8 +238,8 @@ func (UnimplementedJobServiceServer) ListJobs(context.Context, *ListJobsRequest)
 func (UnimplementedJobServiceServer) UploadFile(grpc.ClientStreamingServer[UploadFileRequest, UploadFileResponse]) error {
 	return status.Errorf(codes.Unimplemented, "method UploadFile not implemented")
 }
-func (UnimplementedJobServiceServer) GetFile(context.Context, *GetFileRequest) (*httpbody.HttpBody, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method GetFile not implemented")
+func (UnimplementedJobServiceServer) GetFile(*GetFileRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error {
+	return status.Errorf(codes.Unimplemented, "method GetFile not implemented")
 }
 func (UnimplementedJobServiceServer) DeleteFile(context.Context, *DeleteFileRequest) (*emptypb.Empty, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DeleteFile not implemented")
@@ -335,23 +350,16 @@ func _JobService_UploadFile_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type JobService_UploadFileServer = grpc.ClientStreamingServer[UploadFileRequest, UploadFileResponse]
 
-func _JobService_GetFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(GetFileRequest)
-	if err := dec(in); err != nil {
-		return nil, err
+func _JobService_GetFile_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(GetFileRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
 	}
-	if interceptor == nil {
-		return srv.(JobServiceServer).GetFile(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: JobService_GetFile_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(JobServiceServer).GetFile(ctx, req.(*GetFileRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+	return srv.(JobServiceServer).GetFile(m, &grpc.GenericServerStream[GetFileRequest, httpbody.HttpBody]{ServerStream: stream})
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type JobService_GetFileServer = grpc.ServerStreamingServer[httpbody.HttpBody]
 
 func _JobService_DeleteFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeleteFileRequest)
@@ -431,10 +439,6 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _JobService_ListJobs_Handler,
 		},
 		{
-			MethodName: "GetFile",
-			Handler:    _JobService_GetFile_Handler,
-		},
-		{
 			MethodName: "DeleteFile",
 			Handler:    _JobService_DeleteFile_Handler,
 		},
@@ -452,6 +456,11 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "UploadFile",
 			Handler:       _JobService_UploadFile_Handler,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "GetFile",
+			Handler:       _JobService_GetFile_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "docjobs/v1/docjobs.proto",
