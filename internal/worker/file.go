@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/docjobs/docjobs/internal/fair"
 	"github.com/docjobs/docjobs/internal/job"
@@ -192,19 +194,14 @@ func lastAttemptError(riverCtx context.Context, cause error, attempt, attempts i
 	return msg
 }
 
-// process carries the file on from where an earlier attempt left it.
+// process carries the file on from where an earlier run left it.
 func (w *fileWorker) process(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, log *slog.Logger) error {
-	if rj.Attempt > 1 {
-		// Only a first attempt knows the file is still unrecognized.
-		recognized, pending, err := w.deps.Store.FileModelRows(ctx, j.ID, rj.Args.FileIndex)
-		if errors.Is(err, job.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("file %s[%d]: load rows: %w", j.ID, rj.Args.FileIndex, err)
-		}
-		if recognized {
-			return w.answerFile(ctx, rj, j, pending, nil, nil, log)
+	// Only the file's first run knows it is still unrecognized. A snooze
+	// (a rate-limited provider) spends no attempt, so the run after one has
+	// the attempt number of the run before it.
+	if rj.Attempt > 1 || snoozed(rj.JobRow) {
+		if recognized, err := w.resume(ctx, rj, j, log); recognized || err != nil {
+			return err
 		}
 	}
 	leave := w.starting.enter()
@@ -240,10 +237,41 @@ func (w *fileWorker) process(ctx context.Context, rj *river.Job[FileArgs], j *jo
 		cancel() // the answers would have nowhere to go
 	}
 	err = <-answered
+	if keepErr != nil {
+		return keepErr
+	}
 	if !kept.ok {
-		return keepErr // nil when the file was not this attempt's to record
+		// An earlier run recorded the file (or the job ended): its rows,
+		// chunked from that run's recognition, are the ones to ask.
+		_, err := w.resume(ctx, rj, j, log)
+		return err
 	}
 	return err
+}
+
+// snoozed reports whether River snoozed the job before (JobSnooze counts
+// its snoozes in the job's metadata).
+func snoozed(rj *rivertype.JobRow) bool {
+	var md struct {
+		Snoozes int `json:"snoozes"`
+	}
+	return json.Unmarshal(rj.Metadata, &md) == nil && md.Snoozes > 0
+}
+
+// resume asks the pending rows of a file an earlier run recorded, and says
+// whether there was one.
+func (w *fileWorker) resume(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, log *slog.Logger) (bool, error) {
+	recognized, pending, err := w.deps.Store.FileModelRows(ctx, j.ID, rj.Args.FileIndex)
+	if errors.Is(err, job.ErrNotFound) {
+		return true, nil // gone with its job
+	}
+	if err != nil {
+		return false, fmt.Errorf("file %s[%d]: load rows: %w", j.ID, rj.Args.FileIndex, err)
+	}
+	if !recognized {
+		return false, nil
+	}
+	return true, w.answerFile(ctx, rj, j, pending, nil, nil, log)
 }
 
 // keepWaitLimit bounds how long a file's recognition waits for other files'

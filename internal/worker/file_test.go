@@ -419,3 +419,77 @@ func TestTheStoredCopyOfAFileGoesUnlessItsRecognitionIsRecorded(t *testing.T) {
 		})
 	}
 }
+
+// River's snooze spends no attempt: the run after a rate limit has the
+// attempt number of the one before it, and must still know the file is
+// recognized and ask its rows, not recognize the file again and leave them.
+func TestAFileSnoozedByARateLimitAsksItsRowsWhenItResumes(t *testing.T) {
+	limited := atomic.Bool{}
+	limited.Store(true)
+	chat := &scriptedChat{fail: func(string, int) error {
+		if limited.Load() {
+			return &provider.Error{Category: provider.CategoryRateLimit, Status: 429, RetryAfter: time.Second}
+		}
+		return nil
+	}}
+	source := &savingFetcher{data: "one two three four five six"}
+	st := openStore(t)
+	j := &job.Job{ID: "job-1", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
+		Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", Created: time.Now()}
+	if _, _, err := st.CreateJob(context.Background(), store.CreateJobParams{Job: j}); err != nil {
+		t.Fatal(err)
+	}
+	w := newFileWorker(Config{JobCheck: 20 * time.Millisecond}.withDefaults(), Deps{
+		Store: st, Fetcher: source, Convert: convert.New(convert.Config{}).Convert,
+		Chunker: wordChunker{n: 2}, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler),
+	})
+
+	snooze := (*river.JobSnoozeError)(nil)
+	if err := workAttempt(w, j, 1); !errors.As(err, &snooze) {
+		t.Fatalf("first run: %v, want a snooze", err)
+	}
+	if calls := chat.total(); calls != 3 {
+		t.Fatalf("first run made %d calls, want one per row (3)", calls)
+	}
+	limited.Store(false)
+	err := w.Work(context.Background(), &river.Job[FileArgs]{
+		JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 5, Metadata: []byte(`{"snoozes":1}`)}, Args: FileArgs{JobID: j.ID}})
+	if err != nil {
+		t.Fatalf("run after the snooze: %v", err)
+	}
+	if got := llmStatuses(t, st, j.ID); !slices.Equal(got, []job.RowStatus{job.RowDone, job.RowDone, job.RowDone}) {
+		t.Fatalf("rows = %v, want every row answered after the snooze", got)
+	}
+	if calls := chat.total(); calls != 6 {
+		t.Errorf("%d calls in all, want each row asked once more (6)", calls)
+	}
+}
+
+// Should a run take a file for unrecognized that an earlier run recorded,
+// it asks the recorded rows rather than leave them pending.
+func TestAFirstRunOfARecordedFileAsksTheRecordedRows(t *testing.T) {
+	chat := &scriptedChat{}
+	st := openStore(t)
+	j := recognizedJob(t, st, "job-1", "a", 3)
+	w := newFileWorker(Config{JobCheck: 20 * time.Millisecond}.withDefaults(), Deps{
+		Store: st, Fetcher: &savingFetcher{data: "one two three four five six seven eight"}, Convert: convert.New(convert.Config{}).Convert,
+		Chunker: wordChunker{n: 2}, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err := workAttempt(w, j, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := llmStatuses(t, st, j.ID); !slices.Equal(got, []job.RowStatus{job.RowDone, job.RowDone, job.RowDone}) {
+		t.Fatalf("rows = %v, want the three recorded rows answered", got)
+	}
+	// The recorded rows were asked with their own chunks (this run's
+	// calls, out before it found the file recorded, were cancelled).
+	sent := strings.Join(chat.users, "\n")
+	for _, want := range []string{"chunk 0", "chunk 1", "chunk 2"} {
+		if !strings.Contains(sent, want) {
+			t.Errorf("no call carried %q: %q", want, sent)
+		}
+	}
+	if res := result(t, st, j.ID); res.Job.Status != job.StatusComplete {
+		t.Errorf("job %s, want COMPLETE with its rows answered", res.Job.Status)
+	}
+}

@@ -17,12 +17,14 @@ import (
 // chatVendor speaks OpenAI chat completions. It answers with the record ids
 // it sees in the user message as JSON, fails on request (a document
 // containing FAIL401 gets 401, TRUNCATE a cut-off answer, RATE429 a 429 on
-// its first request) and records every request.
+// its first request, LIMIT429X4 on its first four, which outlasts the
+// adapter's own retries) and records every request.
 type chatVendor struct {
 	srv      *httptest.Server
 	mu       sync.Mutex
 	requests []map[string]any
 	limited  bool // a RATE429 request was already refused
+	refused  int  // LIMIT429X4 requests refused so far
 }
 
 var recordID = regexp.MustCompile(`record (\d+):`)
@@ -39,6 +41,10 @@ func newChatVendor(t *testing.T) *chatVendor {
 		v.requests = append(v.requests, req)
 		limit := strings.Contains(user, "RATE429") && !v.limited
 		v.limited = v.limited || limit
+		if strings.Contains(user, "LIMIT429X4") && v.refused < 4 {
+			limit = true
+			v.refused++
+		}
 		v.mu.Unlock()
 		switch {
 		case limit:
@@ -242,6 +248,28 @@ func TestModelAnswersAreJudgedAndFailuresNamed(t *testing.T) {
 	}
 	if busy != 2 {
 		t.Errorf("the rate-limited chunk was sent %d times, want twice (429, then 200)", busy)
+	}
+}
+
+// A provider that stays rate limited through the adapter's own retries
+// puts the file to sleep (River's snooze); when it wakes, its row is asked
+// again and answered, and the job completes.
+func TestARowRateLimitedPastItsRetriesIsAnsweredAfterTheSnooze(t *testing.T) {
+	vendor := newChatVendor(t)
+	src := sources(t, map[string]string{"busy.txt": "LIMIT429X4 " + records(2)})
+	s := startServer(t, "", "DOCJOBS_PROVIDER_2_BASE_URL="+vendor.srv.URL+"/v1")
+	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, promptJob([]string{src + "/busy.txt"}, "List the record numbers."))["id"].(string)
+	if j := s.waitTerminal(id, keyA, time.Minute); j["status"] != "JOB_STATUS_COMPLETE" {
+		t.Fatalf("job ended %v: %v", j["status"], j["error"])
+	}
+	res := s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id+"/result", keyA, nil)["result"].(map[string]any)
+	if r := res["llm"].([]any)[0].(map[string]any); r["status"] != "JOB_LLM_STATUS_DONE" || r["content"] != `{"records":[1,2]}` {
+		t.Fatalf("row after the snooze: %v", r)
+	}
+	vendor.mu.Lock()
+	defer vendor.mu.Unlock()
+	if n := len(vendor.requests); n != 5 {
+		t.Errorf("the provider was asked %d times, want 5 (four 429s, then the answer)", n)
 	}
 }
 
