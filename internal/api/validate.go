@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/schema"
 	"github.com/docjobs/docjobs/internal/webhook"
 )
@@ -35,6 +36,10 @@ const (
 	maxIdempotencyKey  = 255
 	maxModelBytes      = 256
 	maxSecretBytes     = 4096
+	// minChunkBudget: below it a chunk holds a few words, and a document
+	// costs a model call for every few words of it (at 1, one per
+	// character), each carrying the whole prompt.
+	minChunkBudget = 100
 )
 
 // createRules are the deployment facts validation depends on.
@@ -176,8 +181,10 @@ func validateNeural(n *docjobsv1.Neural, hasPrompts bool) error {
 	if len(n.GetApiKey()) > maxSecretBytes {
 		return invalid("neural.apiKey", "at most %d bytes", maxSecretBytes)
 	}
-	if n.GetChunkBudgetTokens() < 0 {
+	if b := n.GetChunkBudgetTokens(); b < 0 {
 		return invalid("neural.chunkBudgetTokens", "must not be negative")
+	} else if b > 0 && b < minChunkBudget {
+		return invalid("neural.chunkBudgetTokens", "at least %d (0 means the default of %d)", minChunkBudget, job.DefaultChunkBudgetTokens)
 	}
 	return nil
 }

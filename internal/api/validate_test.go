@@ -178,6 +178,9 @@ func TestValidateCreate(t *testing.T) {
 			want: "neural.apiKey: at most 4096 bytes"},
 		{name: "a negative chunk budget is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.ChunkBudgetTokens = -1 },
 			want: "neural.chunkBudgetTokens: must not be negative"},
+		{name: "a chunk budget below 100 tokens is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.ChunkBudgetTokens = 99 },
+			want: "neural.chunkBudgetTokens: at least 100 (0 means the default of 4000)"},
+		{name: "a chunk budget of 100 tokens is accepted", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.ChunkBudgetTokens = 100 }},
 
 		// ocr.
 		{name: "a missing ocr is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr = nil }, want: "ocr: required"},
