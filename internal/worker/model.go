@@ -96,13 +96,24 @@ func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Ch
 	}
 	w.asking.Release()
 	sent() // also when the call failed before its request was written
-	if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() && !final {
+	if waitsForNextAttempt(err, final) {
 		return &rowError{chunk: row.ChunkIndex, err: err}
 	}
 	if err != nil && ctx.Err() != nil {
 		return &rowError{chunk: row.ChunkIndex, err: ctx.Err()}
 	}
 	return w.finishRow(ctx, j, row, start, err, kept, log)
+}
+
+// waitsForNextAttempt reports whether a call that failed with err is asked
+// again by the file's next attempt rather than failing its row: a provider
+// that could not answer (busy, down, slow), unless this is the last attempt
+// or the provider did answer. A 200 without a usable answer (no choices, no
+// tool call) was paid for, each of the adapter's tries, and would be as
+// unusable on the next attempt.
+func waitsForNextAttempt(err error, final bool) bool {
+	pe := (*provider.Error)(nil)
+	return !final && errors.As(err, &pe) && pe.Retryable() && pe.Status/100 != 2
 }
 
 // finishRow records row as answered, or as FAILED with failure, once the
@@ -204,7 +215,7 @@ func (w *fileWorker) vote(ctx context.Context, j *job.Job, chat provider.Chat, r
 			key := fmt.Sprintf("model/%d/%d/run/%d", row.PromptIndex, row.ChunkIndex, r)
 			outcomes[r], errs[r] = remembered(ctx, w.deps.Store, j.ID, row.FileIndex, key, func() (runOutcome, error) {
 				a, err := chat.Complete(ctx, chatRequest(j, *row))
-				if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() && !final {
+				if waitsForNextAttempt(err, final) {
 					return runOutcome{}, err
 				}
 				if err != nil {

@@ -155,6 +155,9 @@ func TestARowTheProviderCannotAnswerYetWaitsForTheNextAttempt(t *testing.T) {
 		{"a server error is retried", busy, 2, 0, false},
 		{"a rate limit snoozes for Retry-After", limited, 2, 20 * time.Second, false},
 		{"on the last attempt the row fails", busy, 5, 0, true},
+		// Answered, and paid for, but without a usable answer (no choices,
+		// no tool call): the adapter's own tries were all there is to it.
+		{"a 200 without a usable answer fails the row at once", &provider.Error{Category: provider.CategoryServer, Status: 200}, 2, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
