@@ -25,8 +25,10 @@ type ChatRequest struct {
 }
 
 // ChatAnswer is a model's complete answer to a ChatRequest. An answer cut
-// off by the token limit is never a ChatAnswer: it is an *Error of
-// CategoryTruncated.
+// off by the token limit is never a successful ChatAnswer: it is an *Error
+// of CategoryTruncated. A failed call's ChatAnswer still carries what the
+// call left (see FailedAnswer), for the row's debug fields and usage;
+// Content is then empty.
 type ChatAnswer struct {
 	// Content is the answer text; with a schema, the JSON value (for
 	// Anthropic the forced tool's input, as compact JSON).
@@ -45,6 +47,28 @@ type ChatAnswer struct {
 	RawData string
 }
 
+// FailedAnswer is what a chat call that failed after sending keeps for
+// its row: the request, which is the user's own data, and Model always;
+// the vendor's body only when it answered 2xx (an answer cut off by the
+// token limit, refused, or without a usable answer), which is billed and
+// is what a user needs to pick a budget or see what the model did. An
+// error body (4xx, 5xx, a redirect) is left out, as Error leaves it out:
+// vendors echo the input and parts of the key in their error text, and
+// redaction only catches the whole key. Both are redacted as a successful
+// call's are. The adapter adds the usage it could read from a 2xx body.
+// ex may be nil (nothing was sent).
+func (e *Exchange) FailedAnswer(model, key string) ChatAnswer {
+	a := ChatAnswer{Model: model}
+	if e == nil || e.Calls() == 0 {
+		return a
+	}
+	a.Request = e.Request(key)
+	if e.Status()/100 == 2 {
+		a.RawData = e.Response(key)
+	}
+	return a
+}
+
 // Chat answers model-stage requests through one vendor with one model and
 // one key.
 type Chat interface {
@@ -61,6 +85,8 @@ type retryingChat struct {
 	policy RetryPolicy
 }
 
+// Complete returns the last call's answer with its error when every call
+// failed: what a failed call left (FailedAnswer) is the row's record of it.
 func (r retryingChat) Complete(ctx context.Context, req ChatRequest) (ChatAnswer, error) {
 	return Retry(ctx, r.policy, func(ctx context.Context) (ChatAnswer, error) {
 		return r.next.Complete(ctx, req)

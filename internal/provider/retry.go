@@ -69,7 +69,9 @@ func (p RetryPolicy) Delay(retry int, err error) time.Duration {
 // Retry calls call until it succeeds, fails with an error that is not a
 // retryable *Error, MaxAttempts calls were made, or ctx ends. It does not
 // start a wait that would outlast ctx's deadline: the last error is
-// returned at once instead, so the caller can reschedule the work.
+// returned at once instead, so the caller can reschedule the work. The
+// value returned with an error is the last call's, which may say what the
+// failed call left (a chat call's request and answer).
 func Retry[T any](ctx context.Context, p RetryPolicy, call func(context.Context) (T, error)) (T, error) {
 	p = p.withDefaults()
 	for attempt := 1; ; attempt++ {

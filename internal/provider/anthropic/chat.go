@@ -73,19 +73,28 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 		return sdkErr
 	})
 	if err != nil {
-		return provider.ChatAnswer{}, refine(err, sdkErr)
+		return ex.FailedAnswer(c.cfg.Model, c.cfg.Key), refine(err, sdkErr)
 	}
 	status := ex.Status()
+	// failed keeps what a 200 without a usable answer left, usage included:
+	// it was billed.
+	failed := func(err error) (provider.ChatAnswer, error) {
+		a := ex.FailedAnswer(c.cfg.Model, c.cfg.Key)
+		if res != nil {
+			a.InputTokens, a.OutputTokens = inputTokens(res.Usage), res.Usage.OutputTokens
+		}
+		return a, err
+	}
 	if res == nil || res.Type != "message" {
-		return provider.ChatAnswer{}, provider.Malformed(status, "not a message")
+		return failed(provider.Malformed(status, "not a message"))
 	}
 	switch res.StopReason {
 	case an.StopReasonMaxTokens:
-		return provider.ChatAnswer{}, provider.Truncated(status, string(res.StopReason))
+		return failed(provider.Truncated(status, string(res.StopReason)))
 	case an.StopReasonRefusal:
-		return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryContentFilter, Status: status, Err: errors.New("stop_reason refusal")}
+		return failed(&provider.Error{Category: provider.CategoryContentFilter, Status: status, Err: errors.New("stop_reason refusal")})
 	case an.StopReasonModelContextWindowExceeded:
-		return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryContextLength, Status: status, Err: errors.New("stop_reason model_context_window_exceeded")}
+		return failed(&provider.Error{Category: provider.CategoryContextLength, Status: status, Err: errors.New("stop_reason model_context_window_exceeded")})
 	}
 	var content string
 	if req.Schema != "" {
@@ -97,7 +106,7 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 			}
 		}
 		if !found {
-			return provider.ChatAnswer{}, provider.Malformed(status, "no call of the answer tool")
+			return failed(provider.Malformed(status, "no call of the answer tool"))
 		}
 		if wrapped {
 			content = provider.UnwrapAnswer(content)
@@ -111,17 +120,21 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 		}
 		content = b.String()
 	}
-	u := res.Usage
 	return provider.ChatAnswer{
 		Content:      content,
 		FinishReason: string(res.StopReason),
-		// Cached prompt tokens are input too; they are counted apart.
-		InputTokens:  u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
-		OutputTokens: u.OutputTokens,
+		InputTokens:  inputTokens(res.Usage),
+		OutputTokens: res.Usage.OutputTokens,
 		Model:        c.cfg.Model,
 		Request:      ex.Request(c.cfg.Key),
 		RawData:      ex.Response(c.cfg.Key),
 	}, nil
+}
+
+// inputTokens is the prompt's usage: cached prompt tokens are input too,
+// but Anthropic counts them apart.
+func inputTokens(u an.Usage) int64 {
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
 }
 
 var _ provider.Chat = (*Chat)(nil)

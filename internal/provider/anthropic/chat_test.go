@@ -45,7 +45,10 @@ func TestChatProtocol(t *testing.T) {
 			// Spaced out, as models write it: the row gets it compact.
 			return chatMessage(toolUse(`{ "total": 42.5, "items": [ "a", "b" ] }`), "tool_use")
 		},
-		Truncated: chatMessage(toolUse(`{"total":4}`), "max_tokens"),
+		// A cut-off tool call has the input the model had written.
+		Truncated: func(p string) string {
+			return chatMessage(toolUse(`{"total":4,"note":`+providertest.JSONString(p)+`}`), "max_tokens")
+		},
 		Unauthorized: func(echo string) string {
 			return `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + echo + `"}}`
 		},

@@ -60,29 +60,38 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 		return sdkErr
 	})
 	if err != nil {
-		return provider.ChatAnswer{}, refine(err, sdkErr)
+		return ex.FailedAnswer(c.cfg.Model, c.cfg.Key), refine(err, sdkErr)
 	}
 	status := ex.Status()
+	// failed keeps what a 200 without a usable answer left, usage included:
+	// it was billed.
+	failed := func(err error) (provider.ChatAnswer, error) {
+		a := ex.FailedAnswer(c.cfg.Model, c.cfg.Key)
+		if res != nil {
+			a.InputTokens, a.OutputTokens = usage(res.UsageMetadata)
+		}
+		return a, err
+	}
 	if res == nil {
-		return provider.ChatAnswer{}, provider.Malformed(status, "no response")
+		return failed(provider.Malformed(status, "no response"))
 	}
 	if res.PromptFeedback != nil && res.PromptFeedback.BlockReason != "" {
-		return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryContentFilter, Status: status,
-			Err: fmt.Errorf("prompt blocked: %s", provider.Identifier(string(res.PromptFeedback.BlockReason)))}
+		return failed(&provider.Error{Category: provider.CategoryContentFilter, Status: status,
+			Err: fmt.Errorf("prompt blocked: %s", provider.Identifier(string(res.PromptFeedback.BlockReason)))})
 	}
 	if len(res.Candidates) == 0 || res.Candidates[0] == nil {
-		return provider.ChatAnswer{}, provider.Malformed(status, "no candidates")
+		return failed(provider.Malformed(status, "no candidates"))
 	}
 	cand := res.Candidates[0]
 	switch cand.FinishReason {
 	case genai.FinishReasonMaxTokens:
-		return provider.ChatAnswer{}, provider.Truncated(status, string(cand.FinishReason))
+		return failed(provider.Truncated(status, string(cand.FinishReason)))
 	case genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonBlocklist,
 		genai.FinishReasonProhibitedContent, genai.FinishReasonSPII:
-		return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryContentFilter, Status: status,
-			Err: fmt.Errorf("finishReason %s", provider.Identifier(string(cand.FinishReason)))}
+		return failed(&provider.Error{Category: provider.CategoryContentFilter, Status: status,
+			Err: fmt.Errorf("finishReason %s", provider.Identifier(string(cand.FinishReason)))})
 	case genai.FinishReasonMalformedFunctionCall:
-		return provider.ChatAnswer{}, provider.Malformed(status, "finishReason MALFORMED_FUNCTION_CALL")
+		return failed(provider.Malformed(status, "finishReason MALFORMED_FUNCTION_CALL"))
 	}
 	var b strings.Builder
 	if cand.Content != nil {
@@ -99,12 +108,17 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 		Request:      ex.Request(c.cfg.Key),
 		RawData:      ex.Response(c.cfg.Key),
 	}
-	if u := res.UsageMetadata; u != nil {
-		ans.InputTokens = int64(u.PromptTokenCount)
-		// Thinking tokens are billed as output.
-		ans.OutputTokens = int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount)
-	}
+	ans.InputTokens, ans.OutputTokens = usage(res.UsageMetadata)
 	return ans, nil
+}
+
+// usage reads the tokens of an answer; 0 when it has no usage metadata.
+// Thinking tokens are billed as output.
+func usage(u *genai.GenerateContentResponseUsageMetadata) (input, output int64) {
+	if u == nil {
+		return 0, 0
+	}
+	return int64(u.PromptTokenCount), int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount)
 }
 
 var _ provider.Chat = (*Chat)(nil)

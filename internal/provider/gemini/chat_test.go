@@ -34,7 +34,7 @@ func TestChatProtocol(t *testing.T) {
 		KeyFromHeader: func(h http.Header) string { return h.Get("X-Goog-Api-Key") },
 		Text:          func(c string) string { return answer(c, "STOP") },
 		Structured:    func(j string) string { return answer(j, "STOP") },
-		Truncated:     answer(`{"total":4`, "MAX_TOKENS"),
+		Truncated:     func(p string) string { return answer(`{"total":4, "note": "`+p, "MAX_TOKENS") },
 		Unauthorized: func(echo string) string {
 			return `{"error":{"code":401,"message":"Request had invalid authentication credentials ` + echo + `","status":"UNAUTHENTICATED"}}`
 		},

@@ -105,24 +105,31 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 		return c.ocr.post(ctx, c.url, data, &res)
 	})
 	if err != nil {
-		return provider.ChatAnswer{}, err
+		return ex.FailedAnswer(cfg.Model, cfg.Key), err
 	}
 	status := ex.Status()
+	// failed keeps what a 200 without a usable answer left, usage included:
+	// it was billed.
+	failed := func(err error) (provider.ChatAnswer, error) {
+		a := ex.FailedAnswer(cfg.Model, cfg.Key)
+		a.InputTokens, a.OutputTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+		return a, err
+	}
 	if len(res.Choices) == 0 {
-		return provider.ChatAnswer{}, provider.Malformed(status, "no choices")
+		return failed(provider.Malformed(status, "no choices"))
 	}
 	ch := res.Choices[0]
 	switch ch.FinishReason {
 	case "length", "model_length":
-		return provider.ChatAnswer{}, provider.Truncated(status, ch.FinishReason)
+		return failed(provider.Truncated(status, ch.FinishReason))
 	case "error":
-		return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryServer, Status: status, Err: errors.New("finish_reason error")}
+		return failed(&provider.Error{Category: provider.CategoryServer, Status: status, Err: errors.New("finish_reason error")})
 	case "tool_calls":
-		return provider.ChatAnswer{}, provider.Malformed(status, "a tool call instead of an answer")
+		return failed(provider.Malformed(status, "a tool call instead of an answer"))
 	}
 	content, ok := messageText(ch.Message.Content)
 	if !ok {
-		return provider.ChatAnswer{}, provider.Malformed(status, "no message content")
+		return failed(provider.Malformed(status, "no message content"))
 	}
 	if wrapped {
 		content = provider.UnwrapAnswer(content)

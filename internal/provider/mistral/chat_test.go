@@ -34,7 +34,7 @@ func TestChatProtocol(t *testing.T) {
 		KeyFromHeader: func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") },
 		Text:          func(c string) string { return completion(providertest.JSONString(c), "stop") },
 		Structured:    func(j string) string { return completion(providertest.JSONString(j), "stop") },
-		Truncated:     completion(`"{\"total\":4"`, "length"),
+		Truncated:     func(p string) string { return completion(providertest.JSONString(`{"total":4, "note": "`+p), "length") },
 		Unauthorized: func(echo string) string {
 			return `{"message":"Unauthorized ` + echo + `","request_id":"r1"}`
 		},

@@ -50,21 +50,30 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 	}
 	res, ex, err := complete(ctx, c.client, c.cfg.Config, body)
 	if err != nil {
-		return provider.ChatAnswer{}, err
+		return ex.FailedAnswer(c.cfg.Model, c.cfg.Key), err
 	}
 	status := ex.Status()
+	// failed keeps what a 200 without a usable answer left, usage included:
+	// it was billed.
+	failed := func(err error) (provider.ChatAnswer, error) {
+		a := ex.FailedAnswer(c.cfg.Model, c.cfg.Key)
+		if res != nil {
+			a.InputTokens, a.OutputTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+		}
+		return a, err
+	}
 	if res == nil || len(res.Choices) == 0 {
-		return provider.ChatAnswer{}, provider.Malformed(status, "no choices")
+		return failed(provider.Malformed(status, "no choices"))
 	}
 	ch := res.Choices[0]
 	switch {
 	case ch.FinishReason == "length":
-		return provider.ChatAnswer{}, provider.Truncated(status, ch.FinishReason)
+		return failed(provider.Truncated(status, ch.FinishReason))
 	case ch.Message.Refusal != "" || ch.FinishReason == "content_filter":
-		return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryContentFilter, Status: status,
-			Err: fmt.Errorf("finish_reason %q, refusal given: %t", provider.Identifier(ch.FinishReason), ch.Message.Refusal != "")}
+		return failed(&provider.Error{Category: provider.CategoryContentFilter, Status: status,
+			Err: fmt.Errorf("finish_reason %q, refusal given: %t", provider.Identifier(ch.FinishReason), ch.Message.Refusal != "")})
 	case ch.FinishReason == "tool_calls" || ch.FinishReason == "function_call":
-		return provider.ChatAnswer{}, provider.Malformed(status, "a tool call instead of an answer")
+		return failed(provider.Malformed(status, "a tool call instead of an answer"))
 	}
 	content := ch.Message.Content
 	if wrapped {

@@ -39,7 +39,7 @@ func chatVendor(legacy bool) providertest.ChatVendor {
 		KeyFromHeader: func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") },
 		Text:          func(c string) string { return chatCompletion(c, "stop") },
 		Structured:    func(j string) string { return chatCompletion(j, "stop") },
-		Truncated:     chatCompletion(`{"total":4`, "length"),
+		Truncated:     func(p string) string { return chatCompletion(`{"total":4, "note": "`+p, "length") },
 		Unauthorized: func(echo string) string {
 			return `{"error":{"message":"Incorrect API key provided: ` + echo + `","type":"invalid_request_error","code":"invalid_api_key"}}`
 		},
@@ -155,6 +155,10 @@ func TestChatRequests(t *testing.T) {
 func TestChatRefusalIsAContentFilter(t *testing.T) {
 	srv := providertest.NewServer(t, providertest.Reply(200,
 		`{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"no"},"finish_reason":"stop"}]}`))
-	_, err := openChat(t, srv.URL, time.Second, false).Complete(t.Context(), provider.ChatRequest{User: "u"})
+	ans, err := openChat(t, srv.URL, time.Second, false).Complete(t.Context(), provider.ChatRequest{User: "u"})
 	providertest.AssertCategory(t, err, provider.CategoryContentFilter, 200)
+	// The refusal is the vendor's answer, not an error body: the row keeps it.
+	if !strings.Contains(ans.Request, `"u"`) || !strings.Contains(ans.RawData, `"refusal":"no"`) {
+		t.Errorf("Request %q, RawData %q; want the exchange", ans.Request, ans.RawData)
+	}
 }

@@ -40,8 +40,10 @@ type ChatVendor struct {
 	// ChatOutputTokens as usage.
 	Text       func(content string) string
 	Structured func(json string) string
-	// Truncated is a 200 body of an answer cut off by the token limit.
-	Truncated string
+	// Truncated is a 200 body of an answer cut off by the token limit whose
+	// text holds partial, reporting ChatInputTokens and ChatOutputTokens as
+	// usage.
+	Truncated func(partial string) string
 	// Unauthorized is the vendor's 401 body around echo.
 	Unauthorized func(echo string) string
 	// Messages returns the system and user text found in a request.
@@ -135,13 +137,46 @@ func RunChat(t *testing.T, v ChatVendor) {
 		}
 	})
 
-	t.Run("an answer cut off by the token limit is truncated, not retried", func(t *testing.T) {
+	t.Run("an answer cut off by the token limit is truncated, not retried, and keeps the exchange and usage", func(t *testing.T) {
 		t.Parallel()
-		srv := NewServer(t, Reply(200, v.Truncated))
-		_, err := provider.WithChatRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(4)).Complete(t.Context(), req)
+		// The model echoed the key and a payload from its input: the row
+		// gets neither, as for a successful answer.
+		payload := strings.Repeat("QUJD", 64)
+		srv := NewServer(t, Reply(200, v.Truncated("PARTIAL-ANSWER "+v.Key+" "+payload)))
+		cut := req
+		cut.User += " " + v.Key + " " + payload
+		ans, err := provider.WithChatRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(4)).Complete(t.Context(), cut)
 		AssertCategory(t, err, provider.CategoryTruncated, 200)
 		if n := len(srv.Requests()); n != 1 {
 			t.Errorf("calls = %d, want 1", n)
+		}
+		AssertRedacted(t, "Request", ans.Request, v.Key)
+		AssertRedacted(t, "RawData", ans.RawData, v.Key)
+		if !strings.Contains(ans.Request, "Invoice 7") || !strings.Contains(ans.RawData, "PARTIAL-ANSWER") {
+			t.Errorf("Request/RawData do not hold the exchange: %.200s / %.200s", ans.Request, ans.RawData)
+		}
+		if ans.InputTokens != ChatInputTokens || ans.OutputTokens != ChatOutputTokens {
+			t.Errorf("tokens = %d in, %d out; want %d, %d: a truncated answer is billed", ans.InputTokens, ans.OutputTokens, ChatInputTokens, ChatOutputTokens)
+		}
+		if ans.Model == "" || ans.Content != "" {
+			t.Errorf("model %q, content %q: want the model and no content", ans.Model, ans.Content)
+		}
+	})
+
+	t.Run("a 500 keeps the request, not the vendor's body, through the retries", func(t *testing.T) {
+		t.Parallel()
+		srv := NewServer(t, Reply(500, `{"error":{"message":"ECHOED-INPUT `+v.Key+`","type":"server_error"}}`))
+		ans, err := provider.WithChatRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(2)).Complete(t.Context(), req)
+		AssertCategory(t, err, provider.CategoryServer, 500)
+		if n := len(srv.Requests()); n != 2 {
+			t.Errorf("calls = %d, want 2", n)
+		}
+		AssertRedacted(t, "Request", ans.Request, v.Key)
+		if !strings.Contains(ans.Request, "Invoice 7") {
+			t.Errorf("Request = %.200q, want the request sent", ans.Request)
+		}
+		if ans.RawData != "" || ans.InputTokens != 0 || ans.OutputTokens != 0 {
+			t.Errorf("RawData %.200q, tokens %d/%d: want none of an error body", ans.RawData, ans.InputTokens, ans.OutputTokens)
 		}
 	})
 
@@ -160,11 +195,14 @@ func RunChat(t *testing.T, v ChatVendor) {
 		}
 	})
 
-	t.Run("a malformed 200 body is a server error", func(t *testing.T) {
+	t.Run("a malformed 200 body is a server error and kept as the raw data", func(t *testing.T) {
 		t.Parallel()
 		srv := NewServer(t, Reply(200, `{"choices": [ {"mess`))
-		_, err := v.New(t, srv.URL, 5*time.Second).Complete(t.Context(), req)
+		ans, err := v.New(t, srv.URL, 5*time.Second).Complete(t.Context(), req)
 		AssertCategory(t, err, provider.CategoryServer, 200)
+		if !strings.Contains(ans.Request, "Invoice 7") || !strings.Contains(ans.RawData, `"mess`) {
+			t.Errorf("Request/RawData do not hold the exchange: %.200q / %.200q", ans.Request, ans.RawData)
+		}
 	})
 
 	t.Run("a schema that is not a JSON object is refused before any call", func(t *testing.T) {

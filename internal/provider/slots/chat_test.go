@@ -114,6 +114,35 @@ func TestChatRetriesAndAuth(t *testing.T) {
 			t.Errorf("observer saw %s, want %s", got, want)
 		}
 	})
+	// The retry and the slot's guard pass the failed call's answer on: the
+	// row keeps the request, the cut-off answer and its usage.
+	t.Run("a truncated answer comes through the wrappers with its exchange", func(t *testing.T) {
+		truncated := `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"{\"n\":"},"finish_reason":"length"}],"usage":{"prompt_tokens":30,"completion_tokens":8,"total_tokens":38}}`
+		srv := providertest.NewServer(t, providertest.Reply(200, truncated))
+		s := slots.New(slots.Config{BaseURLs: map[int]string{6: srv.URL + "/api/v1"}, RetryBaseDelay: time.Millisecond})
+		chat, _ := s.Chat(slot(6), "m1", key)
+		ans, err := chat.Complete(t.Context(), provider.ChatRequest{User: "chunk text", Schema: schema, MaxTokens: 8})
+		providertest.AssertCategory(t, err, provider.CategoryTruncated, 200)
+		if !strings.Contains(ans.Request, "chunk text") || !strings.Contains(ans.RawData, `"finish_reason":"length"`) ||
+			ans.InputTokens != 30 || ans.OutputTokens != 8 || ans.Model != "m1" {
+			t.Errorf("answer = %+v; want the request, the raw answer, 30/8 tokens and the model", ans)
+		}
+		providertest.AssertRedacted(t, "Request", ans.Request, key)
+		providertest.AssertRedacted(t, "RawData", ans.RawData, key)
+	})
+	t.Run("a 503 on every try leaves the last try's request", func(t *testing.T) {
+		srv := providertest.NewServer(t, providertest.Reply(503, `{"error":{"message":"down, echoing chunk text"}}`))
+		s := slots.New(slots.Config{BaseURLs: map[int]string{2: srv.URL + "/v1"}, RetryBaseDelay: time.Millisecond})
+		chat, _ := s.Chat(slot(2), "m1", key)
+		ans, err := chat.Complete(t.Context(), provider.ChatRequest{User: "chunk text"})
+		providertest.AssertCategory(t, err, provider.CategoryServer, 503)
+		if n := len(srv.Requests()); n != 4 {
+			t.Errorf("calls = %d, want 4", n)
+		}
+		if !strings.Contains(ans.Request, "chunk text") || ans.RawData != "" {
+			t.Errorf("Request %q, RawData %q; want the request and no error body", ans.Request, ans.RawData)
+		}
+	})
 	t.Run("401 fails at once", func(t *testing.T) {
 		srv := providertest.NewServer(t, providertest.Reply(401, unauthorizedAny))
 		s := slots.New(slots.Config{BaseURLs: map[int]string{3: srv.URL}, RetryBaseDelay: time.Millisecond})
