@@ -180,15 +180,18 @@ func retryWrite(ctx context.Context, write func(context.Context) (bool, error)) 
 
 // answer asks once and fills row with the answer and its verdict. The
 // caller records the row the moment this returns; that record is what keeps
-// a retried file from asking the row again.
+// a retried file from asking the row again. A failed call fills what it
+// left too (the request; a 2xx body and its usage): a FAILED row is where a
+// user looks for why an answer was cut off, and a truncated answer is
+// billed in full.
 func answer(ctx context.Context, j *job.Job, chat provider.Chat, row *job.LLMRow) error {
 	a, err := chat.Complete(ctx, chatRequest(j, *row))
+	row.Request, row.RawData = a.Request, a.RawData
+	row.InputTokens, row.OutputTokens = a.InputTokens, a.OutputTokens
 	if err != nil {
 		return err
 	}
 	row.Status, row.Content = job.RowDone, a.Content
-	row.Request, row.RawData = a.Request, a.RawData
-	row.InputTokens, row.OutputTokens = a.InputTokens, a.OutputTokens
 	if j.ResponseSchema != "" && row.ChunkTotal == 1 {
 		row.SchemaValid, row.SchemaErrors = verdict(j.ResponseSchema, a.Content)
 	}
@@ -196,7 +199,9 @@ func answer(ctx context.Context, j *job.Job, chat provider.Chat, row *job.LLMRow
 }
 
 // runOutcome is what one consensus run left: an answer, or why it cannot
-// vote. Both are kept, so a retried row asks only the runs that have neither.
+// vote with what the failed call left (its request; a 2xx body and its
+// usage). Both are kept, so a retried row asks only the runs that have
+// neither.
 type runOutcome struct {
 	Answer   provider.ChatAnswer `json:"answer"`
 	Unusable string              `json:"unusable,omitempty"`
@@ -219,7 +224,7 @@ func (w *fileWorker) vote(ctx context.Context, j *job.Job, chat provider.Chat, r
 					return runOutcome{}, err
 				}
 				if err != nil {
-					return runOutcome{Unusable: err.Error()}, nil
+					return runOutcome{Answer: a, Unusable: err.Error()}, nil
 				}
 				return runOutcome{Answer: a}, nil
 			})
@@ -236,12 +241,21 @@ func (w *fileWorker) vote(ctx context.Context, j *job.Job, chat provider.Chat, r
 		return fmt.Errorf("consensus runs: %w", err)
 	}
 
+	// Every run that reached the vendor is billed, so every run counts in
+	// the row's usage: truncated and refused ones as invalid-JSON ones do.
+	// The row shows the first usable run's exchange, else the first failed
+	// one's.
 	runs := make([]consensus.Run, k)
 	for r, o := range outcomes {
 		runs[r] = consensus.Run{Answer: o.Answer.Content, Unusable: o.Unusable}
 		row.InputTokens += o.Answer.InputTokens
 		row.OutputTokens += o.Answer.OutputTokens
 		if row.Request == "" && o.Unusable == "" {
+			row.Request, row.RawData = o.Answer.Request, o.Answer.RawData
+		}
+	}
+	for _, o := range outcomes {
+		if row.Request == "" && row.RawData == "" {
 			row.Request, row.RawData = o.Answer.Request, o.Answer.RawData
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/docjobs/docjobs/internal/consensus"
 	"github.com/docjobs/docjobs/internal/convert"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/provider"
@@ -366,6 +367,86 @@ func TestConsensusRunsThatAnsweredAreNotAskedAgain(t *testing.T) {
 			}
 			if row.InputTokens != int64(10*tc.wantVotable) {
 				t.Errorf("input tokens = %d, want the sum over the runs that answered", row.InputTokens)
+			}
+		})
+	}
+}
+
+// cutChat answers {"ok":true} with 10/2 tokens, except the calls cut says
+// to cut: those hit the token limit after 500 output tokens, and return
+// with the error what the adapter kept of the call.
+type cutChat struct {
+	calls atomic.Int64
+	cut   func(call int64) bool
+}
+
+func (c *cutChat) Complete(context.Context, provider.ChatRequest) (provider.ChatAnswer, error) {
+	n := c.calls.Add(1)
+	if c.cut(n) {
+		return provider.ChatAnswer{Model: "m", InputTokens: 30, OutputTokens: 500,
+				Request: `{"messages":"the chunk"}`, RawData: `{"finish_reason":"length","content":"{\"ok\":"}`},
+			provider.Truncated(200, "length")
+	}
+	return provider.ChatAnswer{Content: `{"ok":true}`, InputTokens: 10, OutputTokens: 2, Request: "req", RawData: "raw"}, nil
+}
+
+func TestATruncatedRowFailsWithItsRequestRawDataAndTokens(t *testing.T) {
+	chat := &cutChat{cut: func(int64) bool { return true }}
+	w, st, j := recognizedFile(t, 1, chat)
+	if err := workAttempt(w, j, 2); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.GetResult(context.Background(), "", j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.LLM[0]
+	if r.Status != job.RowFailed || !strings.Contains(r.Error, "category=truncated") {
+		t.Fatalf("row = %s %q, want FAILED truncated", r.Status, r.Error)
+	}
+	if r.Request != `{"messages":"the chunk"}` || !strings.Contains(r.RawData, `"finish_reason":"length"`) || r.Content != "" {
+		t.Errorf("request %q, rawData %q, content %q; want the call's exchange and no content", r.Request, r.RawData, r.Content)
+	}
+	if r.InputTokens != 30 || r.OutputTokens != 500 {
+		t.Errorf("tokens = %d/%d, want the truncated call's 30/500", r.InputTokens, r.OutputTokens)
+	}
+	if n := chat.calls.Load(); n != 1 {
+		t.Errorf("calls = %d, want 1", n)
+	}
+}
+
+func TestConsensusTokensCountTruncatedRuns(t *testing.T) {
+	tests := []struct {
+		name        string
+		cut         func(call int64) bool
+		wantIn      int64
+		wantOut     int64
+		wantFailed  bool
+		wantRequest string
+	}{
+		{"one run of three truncated", func(n int64) bool { return n == 2 }, 10 + 30 + 10, 2 + 500 + 2, false, "req"},
+		{"every run truncated", func(int64) bool { return true }, 3 * 30, 3 * 500, true, `{"messages":"the chunk"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t)
+			j := &job.Job{ID: "job-k", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
+				Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_THREE_RUNS", Created: time.Now()}
+			if _, _, err := st.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
+				t.Fatal(err)
+			}
+			w := newFileWorker(Config{}.withDefaults(), Deps{Store: st, Logger: slog.New(slog.DiscardHandler)})
+			row := job.LLMRow{JobID: j.ID, ChunkTotal: 1, Input: "chunk"}
+			err := w.vote(ctx, j, &cutChat{cut: tt.cut}, &row, 3, false)
+			if nv := (*consensus.NoVotableRunsError)(nil); tt.wantFailed != errors.As(err, &nv) || !tt.wantFailed && err != nil {
+				t.Fatalf("err = %v, want a failed vote: %t", err, tt.wantFailed)
+			}
+			if row.InputTokens != tt.wantIn || row.OutputTokens != tt.wantOut {
+				t.Errorf("tokens = %d/%d, want %d/%d: every run reached the vendor", row.InputTokens, row.OutputTokens, tt.wantIn, tt.wantOut)
+			}
+			if row.Request != tt.wantRequest || row.RawData == "" {
+				t.Errorf("request %q, rawData %q; want %q and its raw data", row.Request, row.RawData, tt.wantRequest)
 			}
 		})
 	}
