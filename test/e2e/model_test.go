@@ -217,11 +217,21 @@ func TestModelAnswersAreJudgedAndFailuresNamed(t *testing.T) {
 	if r := row(1); r["status"] != "JOB_LLM_STATUS_DONE" || r["schemaValid"] != false || len(r["schemaErrors"].([]any)) == 0 {
 		t.Errorf("non-conforming answer: %v", r)
 	}
-	if r := row(2); r["status"] != "JOB_LLM_STATUS_FAILED" || !strings.Contains(fmt.Sprint(r["error"]), "category=auth, status=401") {
+	// A failed row keeps the request; only a 200 body is kept as raw data
+	// (an error body may echo the input), and never the key.
+	if r := row(2); r["status"] != "JOB_LLM_STATUS_FAILED" || !strings.Contains(fmt.Sprint(r["error"]), "category=auth, status=401") ||
+		!strings.Contains(fmt.Sprint(r["request"]), "FAIL401") || r["rawData"] != nil {
 		t.Errorf("401: %v", r)
 	}
-	if r := row(3); r["status"] != "JOB_LLM_STATUS_FAILED" || !strings.Contains(fmt.Sprint(r["error"]), "category=truncated") {
+	if r := row(3); r["status"] != "JOB_LLM_STATUS_FAILED" || !strings.Contains(fmt.Sprint(r["error"]), "category=truncated") ||
+		!strings.Contains(fmt.Sprint(r["request"]), "TRUNCATE") || !strings.Contains(fmt.Sprint(r["rawData"]), `"finish_reason":"length"`) ||
+		r["inputTokens"] == nil || r["outputTokens"] == nil {
 		t.Errorf("truncated: %v", r)
+	}
+	for i := range rows {
+		if b, _ := json.Marshal(row(i)); strings.Contains(string(b), "sk-neural-MODEL-KEY-7") {
+			t.Errorf("row %d holds the model key", i)
+		}
 	}
 	if r := row(4); r["status"] != "JOB_LLM_STATUS_SKIPPED" || r["skipReason"] != "empty_ocr_content" {
 		t.Errorf("blank file: %v", r)
