@@ -128,16 +128,29 @@ func newFile(t *testing.T, chat *sendingChat) (*fileWorker, *keepingStore, *job.
 	t.Helper()
 	source := &savingFetcher{data: "one two three four five six"}
 	st := &keepingStore{Store: openStore(t), chat: chat, source: source}
+	return textFileWorker(st, source, chat), st, newTextFileJob(t, st)
+}
+
+// newTextFileJob stores a NEW job of one text file with a prompt.
+func newTextFileJob(t *testing.T, st interface {
+	CreateJob(context.Context, store.CreateJobParams) (*job.Job, bool, error)
+}) *job.Job {
+	t.Helper()
 	j := &job.Job{ID: "job-1", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
 		Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", Created: time.Now()}
 	if _, _, err := st.CreateJob(context.Background(), store.CreateJobParams{Job: j}); err != nil {
 		t.Fatal(err)
 	}
-	w := newFileWorker(Config{JobCheck: 20 * time.Millisecond}.withDefaults(), Deps{
+	return j
+}
+
+// textFileWorker fetches text through source, cuts it into chunks of two
+// words and asks chat.
+func textFileWorker(st Store, source Fetcher, chat provider.Chat) *fileWorker {
+	return newFileWorker(Config{JobCheck: 20 * time.Millisecond}.withDefaults(), Deps{
 		Store: st, Fetcher: source, Convert: convert.New(convert.Config{}).Convert,
 		Chunker: wordChunker{n: 2}, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler),
 	})
-	return w, st, j
 }
 
 func TestAFilesCallsGoOutBeforeItsRecognitionIsRecorded(t *testing.T) {
@@ -432,17 +445,9 @@ func TestAFileSnoozedByARateLimitAsksItsRowsWhenItResumes(t *testing.T) {
 		}
 		return nil
 	}}
-	source := &savingFetcher{data: "one two three four five six"}
 	st := openStore(t)
-	j := &job.Job{ID: "job-1", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
-		Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", Created: time.Now()}
-	if _, _, err := st.CreateJob(context.Background(), store.CreateJobParams{Job: j}); err != nil {
-		t.Fatal(err)
-	}
-	w := newFileWorker(Config{JobCheck: 20 * time.Millisecond}.withDefaults(), Deps{
-		Store: st, Fetcher: source, Convert: convert.New(convert.Config{}).Convert,
-		Chunker: wordChunker{n: 2}, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler),
-	})
+	j := newTextFileJob(t, st)
+	w := textFileWorker(st, &savingFetcher{data: "one two three four five six"}, chat)
 
 	snooze := (*river.JobSnoozeError)(nil)
 	if err := workAttempt(w, j, 1); !errors.As(err, &snooze) {
@@ -471,10 +476,7 @@ func TestAFirstRunOfARecordedFileAsksTheRecordedRows(t *testing.T) {
 	chat := &scriptedChat{}
 	st := openStore(t)
 	j := recognizedJob(t, st, "job-1", "a", 3)
-	w := newFileWorker(Config{JobCheck: 20 * time.Millisecond}.withDefaults(), Deps{
-		Store: st, Fetcher: &savingFetcher{data: "one two three four five six seven eight"}, Convert: convert.New(convert.Config{}).Convert,
-		Chunker: wordChunker{n: 2}, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler),
-	})
+	w := textFileWorker(st, &savingFetcher{data: "one two three four five six seven eight"}, chat)
 	if err := workAttempt(w, j, 1); err != nil {
 		t.Fatal(err)
 	}
