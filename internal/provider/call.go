@@ -52,6 +52,9 @@ func Classify(ctx, callCtx context.Context, err error, ex *Exchange, key string)
 	if ex != nil {
 		status = ex.Status()
 	}
+	if errors.Is(err, ErrResponseTooLarge) {
+		return &Error{Category: CategoryServer, Status: status, Err: ErrResponseTooLarge}
+	}
 	if status >= 300 { // 3xx: a redirect, which is not followed
 		return &Error{
 			Category:   CategoryForStatus(status),

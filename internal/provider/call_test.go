@@ -160,3 +160,43 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 		t.Fatalf("err = %v, requests to the redirect target %d; want an invalid request, status 307, no request elsewhere", err, elsewhere)
 	}
 }
+
+// A response past MaxResponseBytes fails its call after that much is read,
+// however much more the server would send.
+func TestAnOversizedResponseFailsItsCall(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(strings.Repeat("x", 1<<20))
+		for range provider.MaxResponseBytes>>20 + 8 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	client := provider.RecordingClient(nil)
+	read := 0
+	ex, err := provider.Call(context.Background(), 10*time.Second, "k", func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		n, err := io.Copy(io.Discard, resp.Body)
+		read = int(n)
+		return err
+	})
+	pe := (*provider.Error)(nil)
+	if !errors.As(err, &pe) || pe.Category != provider.CategoryServer || pe.Status != 200 || !errors.Is(err, provider.ErrResponseTooLarge) {
+		t.Fatalf("err = %v, want a server error for the oversized answer", err)
+	}
+	if read != provider.MaxResponseBytes {
+		t.Errorf("read %d bytes, want %d and no more", read, provider.MaxResponseBytes)
+	}
+	if ex.Status() != 200 {
+		t.Errorf("status %d", ex.Status())
+	}
+}

@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -17,6 +18,14 @@ const (
 	maxRequestCapture  = 64 << 20
 	maxResponseCapture = 4 << 20
 )
+
+// MaxResponseBytes bounds what is read of one vendor response: markdown for
+// a thousand pages fits many times over, and an answer that does not fit
+// (a runaway or hostile server) fails its call instead of the process.
+const MaxResponseBytes = 64 << 20
+
+// ErrResponseTooLarge is the read error of a response past MaxResponseBytes.
+var ErrResponseTooLarge = errors.New("the response is larger than 64 MiB")
 
 // Exchange records the HTTP traffic of one vendor call: the request body,
 // the response status, Retry-After and body. Headers are never kept: the
@@ -192,14 +201,23 @@ func requestBody(req *http.Request) ([]byte, *http.Request, error) {
 	return b, out, nil
 }
 
-// teeBody copies what the SDK reads of a response into the exchange.
+// teeBody copies what the SDK reads of a response into the exchange, and
+// stops reading past MaxResponseBytes.
 type teeBody struct {
-	rc io.ReadCloser
-	ex *Exchange
+	rc   io.ReadCloser
+	ex   *Exchange
+	read int64
 }
 
 func (b *teeBody) Read(p []byte) (int, error) {
+	if b.read >= MaxResponseBytes {
+		return 0, ErrResponseTooLarge
+	}
+	if room := MaxResponseBytes - b.read; int64(len(p)) > room {
+		p = p[:room]
+	}
 	n, err := b.rc.Read(p)
+	b.read += int64(n)
 	if n > 0 {
 		b.ex.writeResponse(p[:n])
 	}
