@@ -60,7 +60,12 @@ type Config struct {
 	// is spent waiting on fetches and OCR providers; local engines have
 	// their own per-CPU bounds.
 	RecognizeWorkers int
-	Role             string // --role, default "all"
+	// MaxConnections bounds the client connections the port holds open at
+	// once (DOCJOBS_MAX_CONNECTIONS, default 4096); further ones wait to be
+	// accepted, so idle or hostile clients cannot take every file
+	// descriptor the database and storage need.
+	MaxConnections int
+	Role           string // --role, default "all"
 	// NodeID is the stable River client id of this node (DOCJOBS_NODE_ID,
 	// default the host name), so a restarted node reclaims its own jobs.
 	NodeID   string
@@ -102,6 +107,7 @@ func Load(getenv func(string) string) (Config, error) {
 		ProviderTimeout:     120 * time.Second,
 		ModelWorkers:        32,
 		RecognizeWorkers:    16,
+		MaxConnections:      4096,
 		WebhookRetrySchedule: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute,
 			2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 		ProviderBaseURLs: map[int]string{},
@@ -154,6 +160,7 @@ func Load(getenv func(string) string) (Config, error) {
 		"DOCJOBS_PROVIDER_CONCURRENCY": &c.ProviderConcurrency,
 		"DOCJOBS_MODEL_WORKERS":        &c.ModelWorkers,
 		"DOCJOBS_RECOGNIZE_WORKERS":    &c.RecognizeWorkers,
+		"DOCJOBS_MAX_CONNECTIONS":      &c.MaxConnections,
 	} {
 		if v := getenv(name); v != "" {
 			n, err := strconv.Atoi(v)

@@ -32,7 +32,7 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 		}
 	}
 	if c.UploadMaxBytes != 20<<20 || c.AllowPrivateURLs || c.JobDeadline != 2*time.Hour || len(c.WebhookRetrySchedule) != 7 ||
-		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second {
+		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second || c.MaxConnections != 4096 {
 		t.Errorf("defaults: %+v", c)
 	}
 }
@@ -47,6 +47,7 @@ func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
 		"DOCJOBS_ROLE":                   "janitor",
 		"DOCJOBS_RETENTION":              "-1h",
 		"DOCJOBS_RECOGNIZE_WORKERS":      "0",
+		"DOCJOBS_MAX_CONNECTIONS":        "-5",
 		"DOCJOBS_PROVIDER_TIMEOUT":       "0s",
 	}
 	for name, value := range tests {

@@ -20,6 +20,7 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
@@ -45,6 +46,11 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Progress tunes the live progress streams (events.go).
 	Progress ProgressConfig
+	// MaxConnections bounds the connections held open at once; further
+	// ones wait in the listen queue until one closes. Every connection is a
+	// file descriptor, and the database and storage need theirs. Default
+	// 4096.
+	MaxConnections int
 }
 
 // Defaults of Config.
@@ -64,6 +70,7 @@ const (
 	DefaultMaxJSONBodyBytes = 4 << 20
 	DefaultShutdownTimeout  = 30 * time.Second
 	DefaultIOIdleTimeout    = time.Minute
+	DefaultMaxConnections   = 4096
 )
 
 func (c Config) withDefaults() Config {
@@ -78,6 +85,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultMaxConnections
 	}
 	c.Progress = c.Progress.withDefaults()
 	return c
@@ -233,6 +243,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	ln = netutil.LimitListener(ln, s.cfg.MaxConnections)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 
