@@ -102,20 +102,42 @@ type Config struct {
 	PDF    pdf.Config
 	Office office.Config
 	Image  image.Config
+	// ImageDecodes bounds the image files decoded at once across all the
+	// files being converted (default: the CPU count). Decoding is CPU
+	// work, and a page under the pixel cap may still take hundreds of
+	// megabytes decoded: sixteen at once would need gigabytes.
+	ImageDecodes int
 }
 
 // Converter recognizes files; it is safe for concurrent use.
 type Converter struct {
-	cfg Config
+	cfg      Config
+	decoding chan struct{} // a place per image file being decoded
 }
 
 // New returns a Converter. Unless cfg bounds them, its poppler processes
-// are bounded by the CPU count across all the files it converts at once.
+// and image decodes are bounded by the CPU count across all the files it
+// converts at once.
 func New(cfg Config) *Converter {
 	if cfg.PDF.Processes == nil {
 		cfg.PDF.Processes = pdf.NewProcesses(runtime.NumCPU())
 	}
-	return &Converter{cfg: cfg}
+	if cfg.ImageDecodes <= 0 {
+		cfg.ImageDecodes = runtime.NumCPU()
+	}
+	return &Converter{cfg: cfg, decoding: make(chan struct{}, cfg.ImageDecodes)}
+}
+
+// prepareImage decodes and prepares an image file's pages within the
+// Converter's decode places.
+func (c *Converter) prepareImage(ctx context.Context, data []byte) ([]provider.Document, error) {
+	select {
+	case c.decoding <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting to decode the image: %w", context.Cause(ctx))
+	}
+	defer func() { <-c.decoding }()
+	return image.Prepare(c.cfg.Image, data)
 }
 
 // Convert recognizes in. Errors are sentences fit for an OCR row; an
@@ -140,7 +162,7 @@ func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
 		return Output{Content: res.Content, Format: job.FormatHTML, Model: res.Model,
 			Request: res.Request, RawData: res.RawData, ProviderCalls: res.ProviderCalls}, nil
 	case kindImage:
-		pages, err := image.Prepare(c.cfg.Image, in.Data)
+		pages, err := c.prepareImage(ctx, in.Data)
 		if err != nil {
 			return Output{}, err
 		}

@@ -247,3 +247,25 @@ func TestAnImageRefusedByAProviderThatCouldNotSayIsSentAgainAsPNG(t *testing.T) 
 		t.Fatalf("sent %v, content %q; want the GIF refused, then a PNG read", sent, out.Content)
 	}
 }
+
+// Image files are decoded a few at a time across the Converter (a decoded
+// page may take hundreds of megabytes): a file waits for a place, and one
+// whose job ends while it waits is not decoded at all.
+func TestImageFilesWaitForADecodePlace(t *testing.T) {
+	conv := New(Config{ImageDecodes: 1})
+	conv.decoding <- struct{}{} // another file is being decoded
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	ocr := &pageOCR{}
+	_, err := conv.Convert(ctx, Input{Name: "fax.tif", Data: multiPageTIFF(t, 2, 40, 30), OCR: ocr})
+	if err == nil || !strings.Contains(err.Error(), "waiting to decode the image") || len(ocr.docs) != 0 {
+		t.Fatalf("err = %v after %d pages; want the file to wait for the place, then give up", err, len(ocr.docs))
+	}
+	<-conv.decoding // the other file is done
+	if _, err := conv.Convert(context.Background(), Input{Name: "fax.tif", Data: multiPageTIFF(t, 2, 40, 30), OCR: ocr}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ocr.docs) != 2 {
+		t.Errorf("%d pages read once the place was free, want 2", len(ocr.docs))
+	}
+}
