@@ -30,12 +30,26 @@ var ErrTerminal = job.ErrTerminal
 // ErrBadPageToken is returned by ListJobs for a corrupt or foreign page token.
 var ErrBadPageToken = errors.New("invalid page token")
 
+// ErrActiveJobsLimit is returned by CreateJob when the account already has
+// CreateJobParams.MaxActiveJobs jobs that have not ended.
+var ErrActiveJobsLimit = errors.New("account has the most active jobs allowed")
+
+// ErrUploadQuota is returned by CreateUpload when the account's uploads
+// would take more than the bytes allowed.
+var ErrUploadQuota = errors.New("account uploads would exceed the bytes allowed")
+
 // CreateJobParams is everything one create writes in one transaction.
 type CreateJobParams struct {
 	Job     *job.Job // ID, AccountID, Created set by the caller; Status NEW
 	Secrets []job.SealedSecret
 	// Enqueue is inserted into River in the same transaction (the first stage).
 	Enqueue []river.InsertManyParams
+	// MaxActiveJobs, when positive, refuses the create with
+	// ErrActiveJobsLimit if the account already has that many jobs that
+	// have not ended. It is checked in the create's transaction, under a
+	// lock per account, so concurrent creates never pass it together; an
+	// idempotent replay is not a new job and is never refused.
+	MaxActiveJobs int
 }
 
 // ListParams selects a page of an account's jobs, newest first.
@@ -203,6 +217,15 @@ type Store interface {
 
 	// Files (uploads and job copies).
 	CreateFile(ctx context.Context, f job.File) error
+	// CreateUpload records an upload (f.JobID "") unless the account's
+	// uploads with it would take more than maxBytes (0 = no limit), in which
+	// case it records nothing and returns ErrUploadQuota. The sum is taken
+	// in the insert's transaction under the same lock per account as
+	// CreateJob's limit, so concurrent uploads never pass it together.
+	CreateUpload(ctx context.Context, f job.File, maxBytes int64) error
+	// UploadBytes is the total size of the account's uploads (job copies
+	// not counted).
+	UploadBytes(ctx context.Context, accountID string) (int64, error)
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
 	// DeleteUpload removes the record of an upload (JobID "") of accountID;
 	// ErrNotFound for a missing file, another account's, or a job's copy,

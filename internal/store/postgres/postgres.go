@@ -128,6 +128,12 @@ func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			LastAttemptedBy:   `attempted_by[array_upper(attempted_by, 1)]`,
 			// Nodes starting together migrate one at a time (per schema).
 			MigrationLock: `SELECT pg_advisory_xact_lock(hashtext('docjobs_migrate.' || current_schema()))`,
+			// An advisory lock rather than a lock on the account's row:
+			// the store never requires an accounts row for a job's
+			// account, and the limit must hold all the same. A hash
+			// collision only makes two accounts wait for each other's
+			// creates, never lets one pass its limit.
+			AccountLock: `SELECT pg_advisory_xact_lock(hashtext('docjobs_account.' || current_schema() || '.' || ?::text))`,
 		},
 		Migrations: migrations,
 		Schema:     cfg.Schema,

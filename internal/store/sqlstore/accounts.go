@@ -21,6 +21,47 @@ func (s *Store[TTx]) CreateFile(ctx context.Context, f job.File) error {
 	return s.insertFile(ctx, s.backend.DB(), f)
 }
 
+// CreateUpload records an upload unless the account's uploads with it would
+// take more than maxBytes (0 = no limit); see store.Store.
+func (s *Store[TTx]) CreateUpload(ctx context.Context, f job.File, maxBytes int64) error {
+	if f.JobID != "" {
+		return fmt.Errorf("create upload %s: a job's copy is not an upload", f.ID)
+	}
+	if maxBytes <= 0 {
+		return s.CreateFile(ctx, f)
+	}
+	return s.inTx(ctx, func(_ TTx, q Querier) error {
+		if err := s.lockAccount(ctx, q, f.AccountID); err != nil {
+			return err
+		}
+		used, err := s.uploadBytes(ctx, q, f.AccountID)
+		if err != nil {
+			return err
+		}
+		if used+f.Size > maxBytes {
+			return store.ErrUploadQuota
+		}
+		return s.insertFile(ctx, q, f)
+	})
+}
+
+// UploadBytes is the total size of the account's uploads.
+func (s *Store[TTx]) UploadBytes(ctx context.Context, accountID string) (int64, error) {
+	return s.uploadBytes(ctx, s.backend.DB(), accountID)
+}
+
+// uploadBytes sums the account's uploads from files_uploads_account alone
+// (migration 9), without reading the table.
+func (s *Store[TTx]) uploadBytes(ctx context.Context, q Querier, accountID string) (int64, error) {
+	var used int64
+	err := s.queryRow(ctx, q, `SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM files WHERE account_id = ? AND job_id IS NULL`,
+		[]any{accountID}, &used)
+	if err != nil {
+		return 0, fmt.Errorf("upload bytes of %s: %w", accountID, err)
+	}
+	return used, nil
+}
+
 func (s *Store[TTx]) insertFile(ctx context.Context, q Querier, f job.File) error {
 	if f.ID == "" || f.AccountID == "" {
 		return errors.New("insert file: id and account id are required")

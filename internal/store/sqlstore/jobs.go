@@ -161,6 +161,16 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 	)
 	err = s.inTx(ctx, func(tx TTx, q Querier) error {
 		woken = nil
+		if p.MaxActiveJobs > 0 {
+			replay, err := s.checkActiveJobs(ctx, q, j.AccountID, j.IdempotencyKey, p.MaxActiveJobs)
+			if err != nil {
+				return err
+			}
+			if replay {
+				duplicate = true
+				return errReplay
+			}
+		}
 		_, err := s.exec(ctx, q, `INSERT INTO jobs (`+jobColumns+`) VALUES (`+placeholders(len(args))+`)`, args...)
 		if err != nil {
 			if j.IdempotencyKey != "" && s.dialect.IsUniqueViolation(err) {
@@ -192,8 +202,9 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 		return nil, false, fmt.Errorf("create job %s: %w", j.ID, err)
 	}
 
-	// The unique index on (account, idempotency key) decided: another create
-	// committed first. Its transaction is over, so the read sees it.
+	// The unique index on (account, idempotency key) decided, or the limit
+	// check found the key taken: another create committed first. Its
+	// transaction is over, so the read sees it.
 	existing, err := s.jobByIdempotencyKey(ctx, j.AccountID, j.IdempotencyKey)
 	if errors.Is(err, store.ErrNotFound) {
 		// The violation was of another unique constraint (the id).
@@ -206,6 +217,61 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 		return nil, false, store.ErrIdempotencyMismatch
 	}
 	return existing, true, nil
+}
+
+// errReplay ends a create transaction that found its idempotency key
+// taken; CreateJob then answers as for a unique violation.
+var errReplay = errors.New("idempotency key already used")
+
+// activeStatuses are the job statuses that count against an account's
+// limit of active jobs: every status that is not terminal.
+var activeStatuses = []any{string(job.StatusNew), string(job.StatusRunning)}
+
+// checkActiveJobs locks the account and returns ErrActiveJobsLimit when it
+// has limit jobs that have not ended, unless key already names one of its
+// jobs (replay=true): a replay creates nothing, so the limit does not
+// apply to it. It runs in the create's transaction, which on SQLite
+// already holds the write lock.
+func (s *Store[TTx]) checkActiveJobs(ctx context.Context, q Querier, accountID, key string, limit int) (replay bool, err error) {
+	if err := s.lockAccount(ctx, q, accountID); err != nil {
+		return false, err
+	}
+	// LIMIT bounds the work to the limit however many jobs are active;
+	// jobs_account_status_created answers it from the index.
+	var n int
+	err = s.queryRow(ctx, q, `SELECT COUNT(*) FROM (SELECT 1 FROM jobs
+		WHERE account_id = ? AND status IN (?, ?) LIMIT ?) active`,
+		[]any{accountID, activeStatuses[0], activeStatuses[1], limit}, &n)
+	if err != nil {
+		return false, fmt.Errorf("count active jobs: %w", err)
+	}
+	if n < limit {
+		return false, nil
+	}
+	if key != "" {
+		var one int
+		err := s.queryRow(ctx, q, `SELECT 1 FROM jobs WHERE account_id = ? AND idempotency_key = ?`,
+			[]any{accountID, key}, &one)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, errNoRows) {
+			return false, fmt.Errorf("look up idempotency key: %w", err)
+		}
+	}
+	return false, store.ErrActiveJobsLimit
+}
+
+// lockAccount takes the dialect's lock on one account until the
+// transaction ends.
+func (s *Store[TTx]) lockAccount(ctx context.Context, q Querier, accountID string) error {
+	if s.dialect.AccountLock == "" {
+		return nil
+	}
+	if _, err := s.exec(ctx, q, s.dialect.AccountLock, accountID); err != nil {
+		return fmt.Errorf("lock account %s: %w", accountID, err)
+	}
+	return nil
 }
 
 func (s *Store[TTx]) jobByIdempotencyKey(ctx context.Context, accountID, key string) (*job.Job, error) {

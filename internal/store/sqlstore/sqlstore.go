@@ -77,6 +77,12 @@ type Dialect struct {
 	// MigrationLock, when set, runs first in the migration transaction so
 	// that concurrent starts apply migrations once.
 	MigrationLock string
+	// AccountLock, when set, is a statement taking a lock on one account
+	// (its only argument) until the transaction ends, so that checks of an
+	// account's limits and the insert they allow serialize per account.
+	// Empty where a write transaction already holds the database lock
+	// (SQLite).
+	AccountLock string
 	// AfterErase runs after a transaction that deleted secrets committed, so
 	// that erased bytes do not linger (SQLite checkpoints its WAL).
 	AfterErase func(ctx context.Context) error
