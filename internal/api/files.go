@@ -86,6 +86,19 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 	key := "uploads/" + url.PathEscape(acct) + "/" + id
 	attrs := []slog.Attr{slog.String("account_id", acct), slog.String("file_id", id)}
 
+	// An account already at its quota is refused before a byte is read or
+	// stored; the quota is checked again, race-safe, when the upload is
+	// recorded below.
+	if limit := s.cfg.AccountMaxUploadBytes; limit > 0 {
+		used, err := s.store.UploadBytes(ctx, acct)
+		if err != nil {
+			return job.File{}, "", s.internal(ctx, "StoreUpload", fmt.Errorf("upload bytes: %w", err), attrs...)
+		}
+		if used >= limit {
+			return job.File{}, "", s.uploadQuota(ctx, attrs)
+		}
+	}
+
 	// The first bytes decide the content type; Peek reads no more than that.
 	src := &readErrs{r: body}
 	br := bufio.NewReaderSize(src, 512)
@@ -129,12 +142,31 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 		Key:         key,
 		Created:     time.Now().UTC(),
 	}
-	if err := s.store.CreateFile(ctx, f); err != nil {
+	if err := s.store.CreateUpload(ctx, f, s.cfg.AccountMaxUploadBytes); err != nil {
 		s.removePartial(ctx, key, attrs)
+		if errors.Is(err, store.ErrUploadQuota) {
+			return job.File{}, "", s.uploadQuota(ctx, append(attrs, slog.Int64("bytes", n)))
+		}
 		return job.File{}, "", s.internal(ctx, "StoreUpload", fmt.Errorf("record file: %w", err), attrs...)
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "file uploaded", append(attrs, slog.Int64("bytes", n))...)
 	return f, FileURL(s.cfg.PublicURL, id), nil
+}
+
+// uploadQuota is the answer to an upload past AccountMaxUploadBytes:
+// RESOURCE_EXHAUSTED, HTTP 429, not the 413 of a file over the upload
+// limit. The same file is accepted once the account deletes uploads (or
+// retention expires them), so it is the account's state that refuses it,
+// not the request; 413 would tell a client to give up on the file. It
+// carries no Retry-After: nothing frees room on a schedule the service can
+// name (with DOCJOBS_RETENTION 0, nothing ever does), and a client retrying
+// blindly would only be refused again.
+func (s *Service) uploadQuota(ctx context.Context, attrs []slog.Attr) error {
+	s.log.LogAttrs(ctx, slog.LevelWarn, "upload refused: account upload quota",
+		append(attrs, slog.Int64("limit", s.cfg.AccountMaxUploadBytes))...)
+	return status.Errorf(codes.ResourceExhausted,
+		"account uploads would exceed %d bytes, the most allowed (DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES); delete uploads no longer needed",
+		s.cfg.AccountMaxUploadBytes)
 }
 
 // UploadName is the name a file is stored under, from the name its client

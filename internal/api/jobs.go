@@ -11,9 +11,11 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
@@ -68,12 +70,18 @@ func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest
 	}
 
 	created, replayed, err := s.store.CreateJob(ctx, store.CreateJobParams{
-		Job:     j,
-		Secrets: secrets,
-		Enqueue: s.first(j.ID, len(j.SourceURLs)),
+		Job:           j,
+		Secrets:       secrets,
+		Enqueue:       s.first(j.ID, len(j.SourceURLs)),
+		MaxActiveJobs: s.cfg.AccountMaxActiveJobs,
 	})
 	if errors.Is(err, store.ErrIdempotencyMismatch) {
 		return nil, status.Error(codes.InvalidArgument, job.ErrIdempotencyMismatch.Error())
+	}
+	if errors.Is(err, store.ErrActiveJobsLimit) {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "job refused: active jobs limit",
+			slog.String("account_id", acct), slog.Int("limit", s.cfg.AccountMaxActiveJobs))
+		return nil, s.activeJobsLimit()
 	}
 	if err != nil {
 		return nil, s.jobError(ctx, "CreateJob", j.ID, err)
@@ -82,6 +90,26 @@ func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest
 		slog.String("job_id", created.ID), slog.String("account_id", acct),
 		slog.Int("files", len(created.SourceURLs)), slog.Bool("replayed", replayed))
 	return toJob(created), nil
+}
+
+// activeJobsRetryAfter is the Retry-After of a create refused for the
+// account's active jobs. When some of them end is unknown; most jobs take
+// seconds to minutes, so half a minute neither hammers the service nor
+// leaves a client idle long after a place is free.
+const activeJobsRetryAfter = 30 * time.Second
+
+// activeJobsLimit is the answer to a create past AccountMaxActiveJobs:
+// RESOURCE_EXHAUSTED (HTTP 429) with a RetryInfo, which REST turns into
+// Retry-After and gRPC clients read from the status details.
+func (s *Service) activeJobsLimit() error {
+	st := status.Newf(codes.ResourceExhausted,
+		"account has %d jobs in progress, the most allowed (DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS); retry when some finish",
+		s.cfg.AccountMaxActiveJobs)
+	withRetry, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(activeJobsRetryAfter)})
+	if err != nil {
+		return st.Err() // RetryInfo always marshals; the message is what matters
+	}
+	return withRetry.Err()
 }
 
 // newJob is the job a valid request describes, with effective defaults.

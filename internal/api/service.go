@@ -43,6 +43,14 @@ type Config struct {
 	// StorageDir is the directory of a file:// bucket ("" for other
 	// storage): a deleted job's folder is removed from it.
 	StorageDir string
+	// AccountMaxActiveJobs bounds the jobs of one account that have not
+	// ended (DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS); a create past it is
+	// RESOURCE_EXHAUSTED. 0 means no limit.
+	AccountMaxActiveJobs int
+	// AccountMaxUploadBytes bounds the bytes of one account's uploads
+	// (DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES); an upload past it is
+	// RESOURCE_EXHAUSTED. 0 means no limit.
+	AccountMaxUploadBytes int64
 }
 
 // Store is the part of store.Store the service uses.
@@ -53,7 +61,8 @@ type Store interface {
 	GetResult(ctx context.Context, accountID, id string) (*job.Result, error)
 	CancelJob(ctx context.Context, accountID, id string) (*job.Job, error)
 	DeleteJob(ctx context.Context, accountID, id string) (blobKeys []string, err error)
-	CreateFile(ctx context.Context, f job.File) error
+	CreateUpload(ctx context.Context, f job.File, maxBytes int64) error
+	UploadBytes(ctx context.Context, accountID string) (int64, error)
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
 	DeleteUpload(ctx context.Context, accountID, id string) error
 	AccountExtractionMode(ctx context.Context, accountID string) (string, error)
@@ -105,6 +114,10 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	if cfg.UploadMaxBytes == 0 {
 		cfg.UploadMaxBytes = DefaultUploadMaxBytes
+	}
+	if cfg.AccountMaxActiveJobs < 0 || cfg.AccountMaxUploadBytes < 0 {
+		return nil, fmt.Errorf("api: account limits must not be negative, got %d jobs and %d bytes",
+			cfg.AccountMaxActiveJobs, cfg.AccountMaxUploadBytes)
 	}
 	switch {
 	case deps.Store == nil:

@@ -31,6 +31,7 @@ import (
 	"github.com/docjobs/docjobs/internal/secret"
 	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/sqlite"
+	"github.com/docjobs/docjobs/internal/store/storetest"
 )
 
 // The secrets every create in these tests carries; no response and no log
@@ -50,10 +51,11 @@ type recognizeArgs struct {
 
 func (recognizeArgs) Kind() string { return "test_recognize" }
 
-// harness is a Service on a real SQLite store, sealer and file bucket.
+// harness is a Service on a real store (SQLite unless a test opens
+// another), sealer and file bucket.
 type harness struct {
 	svc    *Service
-	store  *sqlite.Store
+	store  storetest.Store
 	sealer *secret.Sealer
 	bucket *blob.Bucket
 	logs   *syncBuffer
@@ -79,17 +81,31 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// opener opens a fresh, migrated store for one test, logging to log.
+type opener func(t *testing.T, log *slog.Logger) storetest.Store
+
+func openSQLite(t *testing.T, log *slog.Logger) storetest.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "docjobs.db"), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
-	ctx := context.Background()
+	return newHarnessOn(t, cfg, openSQLite)
+}
+
+// newHarnessOn is newHarness on the store open returns.
+func newHarnessOn(t *testing.T, cfg Config, open opener) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "docjobs.db"), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := open(t, log)
 	t.Cleanup(func() { _ = st.Close() })
 	sealer, err := secret.Open(filepath.Join(dir, "master.keyset"))
 	if err != nil {
@@ -1173,6 +1189,8 @@ func TestNewRejectsAnIncompleteSetup(t *testing.T) {
 	}{
 		{"a relative public URL", Config{PublicURL: "localhost:8080"}, func(*Deps) {}, "PublicURL"},
 		{"a negative upload limit", Config{PublicURL: testPublicURL, UploadMaxBytes: -1}, func(*Deps) {}, "UploadMaxBytes"},
+		{"a negative active jobs limit", Config{PublicURL: testPublicURL, AccountMaxActiveJobs: -1}, func(*Deps) {}, "account limits"},
+		{"a negative upload quota", Config{PublicURL: testPublicURL, AccountMaxUploadBytes: -1}, func(*Deps) {}, "account limits"},
 		{"no store", Config{PublicURL: testPublicURL}, func(d *Deps) { d.Store = nil }, "Store"},
 		{"no sealer", Config{PublicURL: testPublicURL}, func(d *Deps) { d.Sealer = nil }, "Sealer"},
 		{"no bucket", Config{PublicURL: testPublicURL}, func(d *Deps) { d.Bucket = nil }, "Bucket"},

@@ -166,8 +166,12 @@ func serveAPI(ctx context.Context, cfg config.Config, log *slog.Logger, st store
 	sealer *secret.Sealer, keys auth.KeyLookup, registry *prometheus.Registry, newID func() string,
 ) error {
 	svc, err := api.New(api.Config{
-		PublicURL: cfg.PublicURL, UploadMaxBytes: cfg.UploadMaxBytes, AllowPrivateURLs: cfg.AllowPrivateURLs,
-		StorageDir: fetch.BucketDir(cfg.StorageURL),
+		PublicURL:             cfg.PublicURL,
+		UploadMaxBytes:        cfg.UploadMaxBytes,
+		AllowPrivateURLs:      cfg.AllowPrivateURLs,
+		StorageDir:            fetch.BucketDir(cfg.StorageURL),
+		AccountMaxActiveJobs:  cfg.AccountMaxActiveJobs,
+		AccountMaxUploadBytes: cfg.AccountMaxUploadBytes,
 	}, api.Deps{Store: st, Sealer: sealer, Bucket: bucket, FirstStage: worker.FirstStage, Logger: log, NewID: newID})
 	if err != nil {
 		return err

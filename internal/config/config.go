@@ -65,7 +65,13 @@ type Config struct {
 	// accepted, so idle or hostile clients cannot take every file
 	// descriptor the database and storage need.
 	MaxConnections int
-	Role           string // --role, default "all"
+	// AccountMaxActiveJobs bounds the jobs of one account that have not
+	// ended (DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS, default 1000, 0 = no limit).
+	AccountMaxActiveJobs int
+	// AccountMaxUploadBytes bounds the bytes of one account's uploads
+	// (DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES, default 1 GiB, 0 = no limit).
+	AccountMaxUploadBytes int64
+	Role                  string // --role, default "all"
 	// NodeID is the stable River client id of this node (DOCJOBS_NODE_ID,
 	// default the host name), so a restarted node reclaims its own jobs.
 	NodeID   string
@@ -108,6 +114,13 @@ func Load(getenv func(string) string) (Config, error) {
 		ModelWorkers:        32,
 		RecognizeWorkers:    16,
 		MaxConnections:      4096,
+		// A thousand jobs in progress is far more than one client's
+		// honest backlog and small enough that one account cannot fill
+		// the queue for all the others; 1 GiB of uploads is fifty files
+		// at the default upload limit, and uploads are kept until
+		// deleted unless DOCJOBS_RETENTION is set.
+		AccountMaxActiveJobs:  1000,
+		AccountMaxUploadBytes: 1 << 30,
 		WebhookRetrySchedule: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute,
 			2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 		ProviderBaseURLs: map[int]string{},
@@ -169,6 +182,22 @@ func Load(getenv func(string) string) (Config, error) {
 			}
 			*dst = n
 		}
+	}
+	// Account limits take 0 for "no limit", so they are read apart from
+	// the positive numbers above.
+	if v := getenv("DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS: want a number of jobs (0 for no limit), got %q", v)
+		}
+		c.AccountMaxActiveJobs = n
+	}
+	if v := getenv("DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES: want a number of bytes (0 for no limit), got %q", v)
+		}
+		c.AccountMaxUploadBytes = n
 	}
 	if v := getenv("DOCJOBS_ALLOW_PRIVATE_URLS"); v != "" {
 		b, err := strconv.ParseBool(v)

@@ -32,23 +32,26 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 		}
 	}
 	if c.UploadMaxBytes != 20<<20 || c.AllowPrivateURLs || c.JobDeadline != 2*time.Hour || len(c.WebhookRetrySchedule) != 7 ||
-		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second || c.MaxConnections != 4096 {
+		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second || c.MaxConnections != 4096 ||
+		c.AccountMaxActiveJobs != 1000 || c.AccountMaxUploadBytes != 1<<30 {
 		t.Errorf("defaults: %+v", c)
 	}
 }
 
 func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
 	tests := map[string]string{
-		"DOCJOBS_UPLOAD_MAX_BYTES":       "lots",
-		"DOCJOBS_ALLOW_PRIVATE_URLS":     "sometimes",
-		"DOCJOBS_WEBHOOK_RETRY_SCHEDULE": "5s,soon",
-		"DOCJOBS_PROVIDER_3_BASE_URL":    "api.anthropic.com",
-		"DOCJOBS_JOB_DEADLINE":           "-1h",
-		"DOCJOBS_ROLE":                   "janitor",
-		"DOCJOBS_RETENTION":              "-1h",
-		"DOCJOBS_RECOGNIZE_WORKERS":      "0",
-		"DOCJOBS_MAX_CONNECTIONS":        "-5",
-		"DOCJOBS_PROVIDER_TIMEOUT":       "0s",
+		"DOCJOBS_UPLOAD_MAX_BYTES":         "lots",
+		"DOCJOBS_ALLOW_PRIVATE_URLS":       "sometimes",
+		"DOCJOBS_WEBHOOK_RETRY_SCHEDULE":   "5s,soon",
+		"DOCJOBS_PROVIDER_3_BASE_URL":      "api.anthropic.com",
+		"DOCJOBS_JOB_DEADLINE":             "-1h",
+		"DOCJOBS_ROLE":                     "janitor",
+		"DOCJOBS_RETENTION":                "-1h",
+		"DOCJOBS_RECOGNIZE_WORKERS":        "0",
+		"DOCJOBS_MAX_CONNECTIONS":          "-5",
+		"DOCJOBS_PROVIDER_TIMEOUT":         "0s",
+		"DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS":  "-1",
+		"DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES": "1GiB",
 	}
 	for name, value := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -96,6 +99,17 @@ func TestTheProviderTimeoutIsPositiveAndAtMostAnHour(t *testing.T) {
 				t.Fatalf("timeout %v, err %v; want %v", c.ProviderTimeout, err, tt.want)
 			}
 		})
+	}
+}
+
+func TestAccountLimitsTakeZeroForNoLimit(t *testing.T) {
+	c, err := Load(env(map[string]string{"DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS": "0", "DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES": "0"}))
+	if err != nil || c.AccountMaxActiveJobs != 0 || c.AccountMaxUploadBytes != 0 {
+		t.Fatalf("limits %d and %d, err %v; want 0 and 0", c.AccountMaxActiveJobs, c.AccountMaxUploadBytes, err)
+	}
+	c, err = Load(env(map[string]string{"DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS": "25", "DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES": "5000000000"}))
+	if err != nil || c.AccountMaxActiveJobs != 25 || c.AccountMaxUploadBytes != 5_000_000_000 {
+		t.Fatalf("limits %d and %d, err %v; want 25 and 5000000000", c.AccountMaxActiveJobs, c.AccountMaxUploadBytes, err)
 	}
 }
 
