@@ -162,7 +162,7 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 // name (with DOCJOBS_RETENTION 0, nothing ever does), and a client retrying
 // blindly would only be refused again.
 func (s *Service) uploadQuota(ctx context.Context, attrs []slog.Attr) error {
-	s.log.LogAttrs(ctx, slog.LevelWarn, "upload refused: account upload quota",
+	s.log.LogAttrs(ctx, slog.LevelInfo, "upload refused: account upload quota",
 		append(attrs, slog.Int64("limit", s.cfg.AccountMaxUploadBytes))...)
 	return status.Errorf(codes.ResourceExhausted,
 		"account uploads would exceed %d bytes, the most allowed (DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES); delete uploads no longer needed",

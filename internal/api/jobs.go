@@ -79,7 +79,7 @@ func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest
 		return nil, status.Error(codes.InvalidArgument, job.ErrIdempotencyMismatch.Error())
 	}
 	if errors.Is(err, store.ErrActiveJobsLimit) {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "job refused: active jobs limit",
+		s.log.LogAttrs(ctx, slog.LevelInfo, "job refused: active jobs limit",
 			slog.String("account_id", acct), slog.Int("limit", s.cfg.AccountMaxActiveJobs))
 		return nil, s.activeJobsLimit()
 	}

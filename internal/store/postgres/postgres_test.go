@@ -21,7 +21,7 @@ import (
 var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 // testURL is the database the tests use; each test gets its own schema in it.
-func testURL(t *testing.T) string {
+func testURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("DOCJOBS_TEST_POSTGRES_URL")
 	if u == "" {
@@ -31,14 +31,14 @@ func testURL(t *testing.T) string {
 }
 
 // openSchema opens a store in a fresh schema that is dropped after the test.
-func openSchema(t *testing.T) *postgres.Store {
+func openSchema(t testing.TB) *postgres.Store {
 	t.Helper()
 	s, _ := openNamedSchema(t)
 	return s
 }
 
 // openNamedSchema is openSchema that also returns the schema's name.
-func openNamedSchema(t *testing.T) (*postgres.Store, string) {
+func openNamedSchema(t testing.TB) (*postgres.Store, string) {
 	t.Helper()
 	url := testURL(t)
 	b := make([]byte, 6)
@@ -67,6 +67,11 @@ func openNamedSchema(t *testing.T) (*postgres.Store, string) {
 func TestStore(t *testing.T) {
 	testURL(t)
 	storetest.Run(t, func(t *testing.T) store.Store { return openSchema(t) })
+}
+
+func BenchmarkCreateJob(b *testing.B) {
+	testURL(b)
+	storetest.BenchmarkCreateJob(b, func(b *testing.B) store.Store { return openSchema(b) })
 }
 
 func TestMigrateIsIdempotent(t *testing.T) {

@@ -37,6 +37,16 @@ func TestStore(t *testing.T) {
 	})
 }
 
+func BenchmarkCreateJob(b *testing.B) {
+	storetest.BenchmarkCreateJob(b, func(b *testing.B) store.Store {
+		s, err := sqlite.Open(b.Context(), sqlite.Config{Path: filepath.Join(b.TempDir(), "docjobs.db"), Logger: quiet})
+		if err != nil {
+			b.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
+
 func TestOpenTwiceMigratesOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "docjobs.db")
 	s := open(t, sqlite.Config{Path: path})
