@@ -8,8 +8,12 @@ import (
 	"errors"
 	"image"
 	"image/color"
+	"image/draw"
 	"runtime"
+	"slices"
 	"testing"
+
+	"golang.org/x/image/tiff"
 )
 
 func TestOpenRefusesPagesThatWouldDecodeOverTheByteLimit(t *testing.T) {
@@ -277,4 +281,137 @@ func pngHeaderOf(w, h uint32, depth, colorType byte) []byte {
 	binary.BigEndian.PutUint32(ihdr[4:], h)
 	ihdr[8], ihdr[9] = depth, colorType
 	return append([]byte("\x89PNG\r\n\x1a\n"), pngChunk("IHDR", ihdr)...)
+}
+
+func TestATIFFPageInStripsIsDecodedInBandsToTheSamePixels(t *testing.T) {
+	fill := func(img draw.Image) draw.Image {
+		b := img.Bounds()
+		for y := range b.Dy() {
+			for x := range b.Dx() {
+				v := uint16(x*0x0101 + y*0x3001)
+				img.Set(x, y, color.RGBA64{R: v, G: 0xffff - v, B: uint16(x * y), A: 0xffff})
+			}
+		}
+		return img
+	}
+	palette := color.Palette{color.Gray{Y: 0}, color.Gray{Y: 90}, color.Gray{Y: 255}}
+	tests := []struct {
+		name string
+		img  image.Image
+		rps  int
+	}{
+		{"8-bit grey", fill(image.NewGray(image.Rect(0, 0, 30, 20))), 3},
+		{"16-bit grey over several bands", fill(image.NewGray16(image.Rect(0, 0, 1024, 3000))), 16},
+		{"palette", fill(image.NewPaletted(image.Rect(0, 0, 30, 20), palette)), 7},
+		{"8-bit colour", fill(image.NewRGBA(image.Rect(0, 0, 30, 20))), 4},
+		{"16-bit colour", fill(image.NewRGBA64(image.Rect(0, 0, 30, 20))), 5},
+		{"16-bit colour, straight alpha", fill(image.NewNRGBA64(image.Rect(0, 0, 30, 20))), 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			oneStrip := encodeTIFFUncompressed(t, tt.img)
+			whole, err := Prepare(context.Background(), Config{}, oneStrip)
+			if err != nil {
+				t.Fatalf("one strip: %v", err)
+			}
+			banded, err := Prepare(context.Background(), Config{}, restrip(t, oneStrip, tt.rps))
+			if err != nil {
+				t.Fatalf("%d rows a strip: %v", tt.rps, err)
+			}
+			want, got := decodeDoc(t, whole[0]), decodeDoc(t, banded[0])
+			if got.Bounds() != want.Bounds() {
+				t.Fatalf("banded page is %v, want %v", got.Bounds(), want.Bounds())
+			}
+			for y := range want.Bounds().Dy() {
+				for x := range want.Bounds().Dx() {
+					if g, w := color.NRGBAModel.Convert(got.At(x, y)), color.NRGBAModel.Convert(want.At(x, y)); g != w {
+						t.Fatalf("pixel (%d,%d) = %v in bands, %v whole", x, y, g, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A 16-bit page in strips is decoded into its 8-bit form a band at a time,
+// so it counts 8-bit bytes against the limit; the same page in one strip
+// is decoded whole at 16 bits and counts those.
+func TestAPageInStripsCountsItsEightBitSize(t *testing.T) {
+	oneStrip := encodeTIFFUncompressed(t, image.NewRGBA64(image.Rect(0, 0, 40, 30)))
+	cfg := Config{MaxDecodedBytes: 40 * 30 * 4}
+	if _, err := Open(cfg, restrip(t, oneStrip, 8)); err != nil {
+		t.Errorf("page in strips: %v", err)
+	}
+	var tl *DecodedTooLargeError
+	if _, err := Open(cfg, oneStrip); !errors.As(err, &tl) {
+		t.Errorf("page in one strip: err %v, want a DecodedTooLargeError", err)
+	}
+}
+
+func encodeTIFFUncompressed(t testing.TB, img image.Image) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := tiff.Encode(&buf, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// restrip rewrites the IFD of a one-strip uncompressed little-endian TIFF
+// (what x/image/tiff writes) so that its rows are read in strips of rps.
+func restrip(t testing.TB, data []byte, rps int) []byte {
+	t.Helper()
+	le := binary.LittleEndian
+	ifd := int(le.Uint32(data[4:]))
+	n := int(le.Uint16(data[ifd:]))
+	var es []ifdEntry
+	var off, size, height uint32
+	for k := range n {
+		e := data[ifd+2+12*k:]
+		tag, typ, count := le.Uint16(e), le.Uint16(e[2:]), le.Uint32(e[4:])
+		v := le.Uint32(e[8:])
+		if typ == typeShort && count == 1 {
+			v = uint32(le.Uint16(e[8:]))
+		}
+		switch tag {
+		case tagImageLength:
+			height = v
+		case tagStripOffsets:
+			off = v
+			continue
+		case tagStripByteCounts:
+			size = v
+			continue
+		case tagRowsPerStrip:
+			continue
+		}
+		es = append(es, ifdEntry{tag, typ, count, v})
+	}
+	rowBytes := size / height
+	out := append([]byte(nil), data...)
+	var offsets, counts []byte
+	strips := 0
+	for y := uint32(0); y < height; y += uint32(rps) {
+		rows := min(uint32(rps), height-y)
+		offsets = le.AppendUint32(offsets, off+y*rowBytes)
+		counts = le.AppendUint32(counts, rows*rowBytes)
+		strips++
+	}
+	if len(out)%2 == 1 {
+		out = append(out, 0)
+	}
+	offAt := uint32(len(out))
+	out = append(out, offsets...)
+	countAt := uint32(len(out))
+	out = append(out, counts...)
+	es = append(es,
+		ifdEntry{tagStripOffsets, typeLong, uint32(strips), offAt},
+		ifdEntry{tagRowsPerStrip, typeLong, 1, uint32(rps)},
+		ifdEntry{tagStripByteCounts, typeLong, uint32(strips), countAt},
+	)
+	if strips == 1 {
+		t.Fatal("restrip: one strip")
+	}
+	slices.SortFunc(es, func(a, b ifdEntry) int { return int(a.tag) - int(b.tag) })
+	return appendIFD(out, es)
 }

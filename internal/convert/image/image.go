@@ -149,7 +149,10 @@ func byteSize(n int64) string {
 // checkDecoded refuses a page whose decoded pixels would take more than
 // limit bytes. Call it after checkPixels, which bounds w×h.
 func checkDecoded(w, h int64, m color.Model, limit int64, page int) error {
-	bpp := bytesPerPixel(m)
+	return checkDecodedBytes(w, h, bytesPerPixel(m), limit, page)
+}
+
+func checkDecodedBytes(w, h, bpp, limit int64, page int) error {
 	if w*h > limit/bpp {
 		return &DecodedTooLargeError{Width: w, Height: h, BytesPerPixel: bpp, Limit: limit, Page: page}
 	}

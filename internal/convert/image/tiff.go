@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"image"
 	"io"
 
 	"golang.org/x/image/tiff"
@@ -57,10 +58,16 @@ func openTIFF(cfg Config, data []byte) ([]tiffPage, error) {
 		if err := checkPixels(w, h, cfg.MaxPixels, n); err != nil {
 			return nil, err
 		}
-		if err := checkDecoded(w, h, c.ColorModel, cfg.MaxDecodedBytes, n); err != nil {
+		p.bytesPerPixel = bytesPerPixel(c.ColorModel)
+		// A page in several strips is decoded a band at a time into its
+		// 8-bit form (decodeBands), which is then what it costs.
+		bpp := p.bytesPerPixel
+		if _, _, _, ok := stripLayout(data, *p); ok && w == p.width && h == p.height {
+			bpp = eightBitBytes(bpp)
+		}
+		if err := checkDecodedBytes(w, h, bpp, cfg.MaxDecodedBytes, n); err != nil {
 			return nil, err
 		}
-		p.bytesPerPixel = bytesPerPixel(c.ColorModel)
 	}
 	return pages, nil
 }
@@ -83,7 +90,13 @@ func (p *Pages) tiffPage(ctx context.Context, i int) (provider.Document, error) 
 		}
 		return provider.Document{}, err
 	}
-	img, err := tiff.Decode(view)
+	var img image.Image
+	var err error
+	if rps, offsets, counts, ok := stripLayout(p.data, pg); ok {
+		img, err = decodeBands(ctx, p.data, pg, rps, offsets, counts)
+	} else {
+		img, err = tiff.Decode(view)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return provider.Document{}, context.Cause(ctx)
@@ -184,6 +197,10 @@ type tiffView struct {
 	data []byte
 	ifd  uint32
 	pos  int64
+	// extra, when set, is read at offset base past the end of the file
+	// (zeros between): an IFD written for one band of a page's strips.
+	extra []byte
+	base  int64
 }
 
 func (v *tiffView) ReadAt(p []byte, off int64) (int, error) {
@@ -193,10 +210,25 @@ func (v *tiffView) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errors.New("negative offset")
 	}
-	if off >= int64(len(v.data)) {
+	size := int64(len(v.data))
+	if v.extra != nil {
+		size = v.base + int64(len(v.extra))
+	}
+	if off >= size {
 		return 0, io.EOF
 	}
-	n := copy(p, v.data[off:])
+	n := 0
+	for n < len(p) && off+int64(n) < size {
+		switch at := off + int64(n); {
+		case at < int64(len(v.data)):
+			n += copy(p[n:], v.data[at:])
+		case at < v.base:
+			p[n] = 0
+			n++
+		default:
+			n += copy(p[n:], v.extra[at-v.base:])
+		}
+	}
 	// Overlay the first-IFD offset, bytes 4–7 of the header.
 	var hdr [4]byte
 	if v.data[0] == 'I' {
