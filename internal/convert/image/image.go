@@ -500,27 +500,27 @@ func bilevel(g *image.Gray) bool {
 // eightBit returns a 16-bit page as 8-bit: recognition reads no more than
 // 8 bits a channel, the PNG is half the size, and the JPEG encoder reads a
 // 16-bit page a pixel at a time through interfaces, several times slower.
-// The 8-bit copy is half the 16-bit page.
+// The page is rewritten in its own buffer (nothing else holds a page
+// being encoded), so the conversion takes no memory of its own.
 func eightBit(img image.Image) image.Image {
 	switch m := img.(type) {
 	case *image.Gray16:
-		d := image.NewGray(m.Rect)
-		highBytes(d.Pix, d.Stride, m.Pix, m.Stride, m.Rect.Dy(), m.Rect.Dx())
-		return d
+		highBytes(m.Pix, m.Stride/2, m.Pix, m.Stride, m.Rect.Dy(), m.Rect.Dx())
+		return &image.Gray{Pix: m.Pix[:len(m.Pix)/2], Stride: m.Stride / 2, Rect: m.Rect}
 	case *image.RGBA64:
-		d := image.NewRGBA(m.Rect)
-		highBytes(d.Pix, d.Stride, m.Pix, m.Stride, m.Rect.Dy(), 4*m.Rect.Dx())
-		return d
+		highBytes(m.Pix, m.Stride/2, m.Pix, m.Stride, m.Rect.Dy(), 4*m.Rect.Dx())
+		return &image.RGBA{Pix: m.Pix[:len(m.Pix)/2], Stride: m.Stride / 2, Rect: m.Rect}
 	case *image.NRGBA64:
-		d := image.NewNRGBA(m.Rect)
-		highBytes(d.Pix, d.Stride, m.Pix, m.Stride, m.Rect.Dy(), 4*m.Rect.Dx())
-		return d
+		highBytes(m.Pix, m.Stride/2, m.Pix, m.Stride, m.Rect.Dy(), 4*m.Rect.Dx())
+		return &image.NRGBA{Pix: m.Pix[:len(m.Pix)/2], Stride: m.Stride / 2, Rect: m.Rect}
 	}
 	return img
 }
 
 // highBytes keeps the high byte of each big-endian 16-bit sample, n
 // samples a row: the same rounding for premultiplied and straight alpha.
+// dst may be src itself with half its stride: each byte is written at or
+// before the sample it comes from, after that sample was read.
 func highBytes(dst []byte, dstStride int, src []byte, srcStride, rows, n int) {
 	for y := range rows {
 		d, s := dst[y*dstStride:y*dstStride+n], src[y*srcStride:]
