@@ -350,18 +350,40 @@ func (p *Pages) single(ctx context.Context) (provider.Document, error) {
 	case formatBMP:
 		reencode = true // no vendor takes BMP
 	}
+	if orientation == 1 && !reencode {
+		if err := p.checkIntact(ctx); err != nil {
+			return provider.Document{}, err
+		}
+		return provider.Document{Data: p.data, MIME: mime, Format: "markdown"}, nil
+	}
 	img, err := p.decodeSingle(ctx)
 	if err != nil {
 		return provider.Document{}, err
-	}
-	if orientation == 1 && !reencode {
-		return provider.Document{Data: p.data, MIME: mime, Format: "markdown"}, nil
 	}
 	out, outMIME, err := encode(ctx, orient(img, orientation), p.f == formatJPEG)
 	if err != nil {
 		return provider.Document{}, err
 	}
 	return provider.Document{Data: out, MIME: outMIME, Format: "markdown"}, nil
+}
+
+// checkIntact fails a file that goes out as it came but would not decode
+// (a truncated upload fails here, not at the vendor). A PNG is checked
+// without holding its pixels (checkPNG); the other formats have no such
+// check in the standard decoders and are decoded, within the decoded-byte
+// limit Open checked.
+func (p *Pages) checkIntact(ctx context.Context) error {
+	if p.f != formatPNG {
+		_, err := p.decodeSingle(ctx)
+		return err
+	}
+	if err := checkPNG(ctx, p.data); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return fmt.Errorf("the PNG image cannot be decoded: %w", err)
+	}
+	return nil
 }
 
 func (p *Pages) decodeSingle(ctx context.Context) (image.Image, error) {
