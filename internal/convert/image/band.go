@@ -13,10 +13,12 @@ import (
 // under (a band is at least one strip).
 const bandBytes = 4 << 20
 
-// stripLayout returns the strips of a page stored in several strips (rows
-// per strip, and each strip's offset and byte count), which can then be
-// decoded a band of strips at a time; ok is false for tiled pages, pages
-// in one strip and pages whose strip arrays are short.
+// stripLayout returns the strips of a page stored in several strips of at
+// most bandBytes decoded (rows per strip, and each strip's offset and byte
+// count), which can then be decoded a band of strips at a time; ok is
+// false for tiled pages, pages in one strip or in larger strips (a band
+// holding one at 16 bits would cost more than the 8-bit page saves), and
+// pages whose strip arrays are short. pg.bytesPerPixel must be set.
 func stripLayout(b []byte, pg tiffPage) (rps int64, offsets, counts []int64, ok bool) {
 	order, _ := tiffByteOrder(b)
 	if _, tiled := ifdShort(b, order, pg.ifd, tagTileWidth); tiled {
@@ -27,6 +29,9 @@ func stripLayout(b []byte, pg tiffPage) (rps int64, offsets, counts []int64, ok 
 		return 0, nil, nil, false
 	}
 	rps = int64(r)
+	if pg.width*rps*pg.bytesPerPixel > bandBytes {
+		return 0, nil, nil, false
+	}
 	strips := (pg.height + rps - 1) / rps
 	offsets = ifdArray(b, order, pg.ifd, tagStripOffsets)
 	counts = ifdArray(b, order, pg.ifd, tagStripByteCounts)

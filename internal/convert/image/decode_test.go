@@ -346,6 +346,17 @@ func TestAPageInStripsCountsItsEightBitSize(t *testing.T) {
 	if _, err := Open(cfg, oneStrip); !errors.As(err, &tl) {
 		t.Errorf("page in one strip: err %v, want a DecodedTooLargeError", err)
 	}
+
+	// Strips of 4.8 MB are decoded whole: a band of one of them would
+	// hold half the page at 16 bits.
+	tall := encodeTIFFUncompressed(t, image.NewRGBA64(image.Rect(0, 0, 40, 30000)))
+	cfg = Config{MaxDecodedBytes: 40 * 30000 * 4}
+	if _, err := Open(cfg, restrip(t, tall, 8)); err != nil {
+		t.Errorf("page in small strips: %v", err)
+	}
+	if _, err := Open(cfg, restrip(t, tall, 15000)); !errors.As(err, &tl) {
+		t.Errorf("page in two large strips: err %v, want a DecodedTooLargeError", err)
+	}
 }
 
 func encodeTIFFUncompressed(t testing.TB, img image.Image) []byte {
