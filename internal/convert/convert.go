@@ -102,17 +102,20 @@ type Config struct {
 	PDF    pdf.Config
 	Office office.Config
 	Image  image.Config
-	// ImageDecodes bounds the image files decoded at once across all the
+	// ImageDecodes bounds the image pages decoded at once across all the
 	// files being converted (default: the CPU count). Decoding is CPU
-	// work, and a page under the pixel cap may still take hundreds of
-	// megabytes decoded: sixteen at once would need gigabytes.
+	// work, and a page may take up to Image.MaxDecodedBytes (256 MiB)
+	// decoded: sixteen at once would need gigabytes.
 	ImageDecodes int
 }
 
 // Converter recognizes files; it is safe for concurrent use.
 type Converter struct {
 	cfg      Config
-	decoding chan struct{} // a place per image file being decoded
+	decoding chan struct{} // a place per image page being decoded
+	// pageDecoded, when set (by tests), is told of each image page
+	// decoded, by its 0-based index.
+	pageDecoded func(i int)
 }
 
 // New returns a Converter. Unless cfg bounds them, its poppler processes
@@ -128,16 +131,22 @@ func New(cfg Config) *Converter {
 	return &Converter{cfg: cfg, decoding: make(chan struct{}, cfg.ImageDecodes)}
 }
 
-// prepareImage decodes and prepares an image file's pages within the
-// Converter's decode places.
-func (c *Converter) prepareImage(ctx context.Context, data []byte) ([]provider.Document, error) {
+// decodePage decodes one page of an image file within the Converter's
+// decode places. A place is held for one page, not the file, so a
+// multi-page TIFF does not keep one while its pages are read by the
+// provider.
+func (c *Converter) decodePage(ctx context.Context, pages *image.Pages, i int) (provider.Document, error) {
 	select {
 	case c.decoding <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting to decode the image: %w", context.Cause(ctx))
+		return provider.Document{}, fmt.Errorf("waiting to decode the image: %w", context.Cause(ctx))
 	}
 	defer func() { <-c.decoding }()
-	return image.Prepare(c.cfg.Image, data)
+	doc, err := pages.Page(ctx, i)
+	if err == nil && c.pageDecoded != nil {
+		c.pageDecoded(i)
+	}
+	return doc, err
 }
 
 // Convert recognizes in. Errors are sentences fit for an OCR row; an
@@ -162,7 +171,7 @@ func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
 		return Output{Content: res.Content, Format: job.FormatHTML, Model: res.Model,
 			Request: res.Request, RawData: res.RawData, ProviderCalls: res.ProviderCalls}, nil
 	case kindImage:
-		pages, err := c.prepareImage(ctx, in.Data)
+		pages, err := image.Open(c.cfg.Image, in.Data)
 		if err != nil {
 			return Output{}, err
 		}
@@ -191,9 +200,13 @@ func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
 
 // recognizePages has the provider read the pages of an image file, as
 // many at once as PDF pages are (Config.PDF.PageConcurrency), and joins
-// their markdown in page order; a blank page contributes nothing. The
-// first failure stops the pages still waiting.
-func (c *Converter) recognizePages(ctx context.Context, ocr provider.OCR, pages []provider.Document) (Output, error) {
+// their markdown in page order; a blank page contributes nothing. Pages
+// are decoded one after another as the provider takes them, so at most
+// that many decoded pages wait at once, and the first failure stops the
+// pages not yet decoded. Open checked every page's header already; a page
+// whose data turns out damaged fails the file after the pages before it
+// were read.
+func (c *Converter) recognizePages(ctx context.Context, ocr provider.OCR, pages *image.Pages) (Output, error) {
 	if ocr == nil {
 		return Output{}, errors.New("images need an OCR provider and the job has none usable")
 	}
@@ -201,14 +214,24 @@ func (c *Converter) recognizePages(ctx context.Context, ocr provider.OCR, pages 
 	if limit <= 0 {
 		limit = pdf.DefaultPageConcurrency
 	}
-	recs := make([]provider.Recognition, len(pages))
+	recs := make([]provider.Recognition, pages.Len())
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(limit)
-	for i, p := range pages {
+	var decodeErr error
+	for i := range pages.Len() {
 		if gctx.Err() != nil {
 			break
 		}
+		p, err := c.decodePage(gctx, pages, i)
+		if err != nil {
+			decodeErr = err
+			break
+		}
 		g.Go(func() error {
+			// The place may have come free only because the file failed.
+			if err := gctx.Err(); err != nil {
+				return err
+			}
 			rec, err := c.recognizeImage(gctx, ocr, p)
 			if err != nil {
 				if p.Page > 0 {
@@ -220,13 +243,18 @@ func (c *Converter) recognizePages(ctx context.Context, ocr provider.OCR, pages 
 			return nil
 		})
 	}
+	// A provider failure cancels gctx, which then fails the page being
+	// decoded: the provider's error is the cause to report.
 	if err := g.Wait(); err != nil {
 		return Output{}, err
+	}
+	if decodeErr != nil {
+		return Output{}, decodeErr
 	}
 	if err := ctx.Err(); err != nil {
 		return Output{}, err
 	}
-	out := Output{Format: job.FormatMarkdown, ProviderCalls: len(pages)}
+	out := Output{Format: job.FormatMarkdown, ProviderCalls: pages.Len()}
 	var texts, requests, raws []string
 	for _, rec := range recs {
 		if t := strings.TrimSpace(rec.Text); t != "" {
@@ -248,14 +276,14 @@ func (c *Converter) recognizeImage(ctx context.Context, ocr provider.OCR, page p
 	reencoded := false
 	if ok, known := provider.Accepts(ctx, ocr, page.MIME); known && !ok {
 		var err error
-		if page, err = image.Reencode(c.cfg.Image, page); err != nil {
+		if page, err = image.Reencode(ctx, c.cfg.Image, page); err != nil {
 			return provider.Recognition{}, err
 		}
 		reencoded = true
 	}
 	rec, err := ocr.Recognize(ctx, page)
 	if errors.Is(err, provider.ErrUnsupportedInput) && !reencoded && page.MIME != image.MIMEPNG && page.MIME != image.MIMEJPEG {
-		if page, err = image.Reencode(c.cfg.Image, page); err != nil {
+		if page, err = image.Reencode(ctx, c.cfg.Image, page); err != nil {
 			return provider.Recognition{}, err
 		}
 		return ocr.Recognize(ctx, page)

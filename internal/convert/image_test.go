@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,5 +268,43 @@ func TestImageFilesWaitForADecodePlace(t *testing.T) {
 	}
 	if len(ocr.docs) != 2 {
 		t.Errorf("%d pages read once the place was free, want 2", len(ocr.docs))
+	}
+}
+
+// cancellingOCR cancels the job on its first call, as a job cancelled
+// while its first page is being read.
+type cancellingOCR struct {
+	cancel context.CancelFunc
+	calls  atomic.Int32
+}
+
+func (f *cancellingOCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
+	f.calls.Add(1)
+	f.cancel()
+	return provider.Recognition{}, ctx.Err()
+}
+
+// A multi-page TIFF is decoded a page at a time as the provider takes the
+// pages, so a job cancelled during its first page leaves the rest of the
+// file undecoded.
+func TestACancelledJobStopsDecodingTheTIFFsPages(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ocr := &cancellingOCR{cancel: cancel}
+	conv := New(Config{PDF: pdf.Config{PageConcurrency: 1}})
+	var decoded atomic.Int32
+	conv.pageDecoded = func(int) { decoded.Add(1) }
+
+	_, err := conv.Convert(ctx, Input{Name: "fax.tif", Data: multiPageTIFF(t, 6, 40, 30), OCR: ocr})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	// Page 2 may be decoded while page 1 is with the provider; with one
+	// page in flight, page 3 waits for page 1's answer and is never begun.
+	if n := decoded.Load(); n > 2 {
+		t.Errorf("%d of 6 pages decoded after the job was cancelled on page 1, want at most 2", n)
+	}
+	if n := ocr.calls.Load(); n != 1 {
+		t.Errorf("%d provider calls, want 1", n)
 	}
 }

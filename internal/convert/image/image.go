@@ -3,6 +3,11 @@
 // pages upright by their EXIF orientation, splits multi-page TIFFs, and
 // hands each page over in a format vendors accept.
 //
+// Open reads only headers: every page is checked against the pixel and
+// decoded-byte limits before any is decoded. Pages are then decoded one at
+// a time (Pages.Page), so a caller can send each to a provider before the
+// next is decoded, and a cancelled context stops a decode between reads.
+//
 // What leaves this package: JPEG, PNG, WebP and single-frame GIF files that
 // need no rotation go out as they came (after a full decode proves they are
 // intact). Everything that has to be re-encoded (rotated pages, TIFF and BMP
@@ -17,6 +22,7 @@ package image
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -25,6 +31,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
+	"math"
 	"strconv"
 
 	"golang.org/x/image/bmp"
@@ -37,17 +44,29 @@ import (
 const (
 	DefaultMaxPixels = 100_000_000
 	DefaultMaxPages  = 1000
+	// DefaultMaxDecodedBytes lets every 8-bit grey or palette page under
+	// the pixel cap through, colour pages up to 67 megapixels (an A4 scan
+	// at 600 dpi is 35) and 16-bit colour pages up to 33: a 16-bit page at
+	// the pixel cap decodes to 800 MB, and the decoder holds its
+	// uncompressed strip beside it.
+	DefaultMaxDecodedBytes = 256 << 20
 )
 
 // Config bounds the work on one file.
 type Config struct {
 	MaxPixels int64 // per page, default 100 megapixels
 	MaxPages  int   // TIFF pages, default 1000
+	// MaxDecodedBytes bounds the memory one decoded page takes, from its
+	// size and the pixel type its header declares; default 256 MiB.
+	MaxDecodedBytes int64
 }
 
 func (c Config) withDefaults() Config {
 	if c.MaxPixels <= 0 {
 		c.MaxPixels = DefaultMaxPixels
+	}
+	if c.MaxDecodedBytes <= 0 {
+		c.MaxDecodedBytes = DefaultMaxDecodedBytes
 	}
 	if c.MaxPages <= 0 {
 		c.MaxPages = DefaultMaxPages
@@ -96,25 +115,149 @@ func checkPixels(w, h, limit int64, page int) error {
 	return nil
 }
 
-// Prepare returns the pages of an image file, upright, each as a Document
-// with Format "markdown" and Page numbered from 1 (0 for a single image).
-// The format comes from the bytes, never from a name.
-func Prepare(cfg Config, data []byte) ([]provider.Document, error) {
+// DecodedTooLargeError refuses a page under the pixel limit whose pixel
+// type makes it decode to more bytes than the limit (a 16-bit colour page
+// takes 8 bytes a pixel); it is returned before any pixel is decoded.
+type DecodedTooLargeError struct {
+	Width, Height int64
+	BytesPerPixel int64
+	Limit         int64 // bytes
+	Page          int   // 1-based TIFF page; 0 for a single image
+}
+
+func (e *DecodedTooLargeError) Error() string {
+	what := "the image"
+	if e.Page > 0 {
+		what = fmt.Sprintf("page %d of the TIFF", e.Page)
+	}
+	unit := "bytes"
+	if e.BytesPerPixel == 1 {
+		unit = "byte"
+	}
+	return fmt.Sprintf("%s is %d×%d pixels at %d %s a pixel, %s decoded, over the %s decode limit",
+		what, e.Width, e.Height, e.BytesPerPixel, unit, byteSize(e.Width*e.Height*e.BytesPerPixel), byteSize(e.Limit))
+}
+
+// byteSize writes n in MiB to a tenth, or in bytes below a MiB.
+func byteSize(n int64) string {
+	if n < 1<<20 {
+		return strconv.FormatInt(n, 10) + " bytes"
+	}
+	return strconv.FormatFloat(math.Round(float64(n)/(1<<20)*10)/10, 'f', -1, 64) + " MiB"
+}
+
+// checkDecoded refuses a page whose decoded pixels would take more than
+// limit bytes. Call it after checkPixels, which bounds w×h.
+func checkDecoded(w, h int64, m color.Model, limit int64, page int) error {
+	return checkDecodedBytes(w, h, bytesPerPixel(m), limit, page)
+}
+
+func checkDecodedBytes(w, h, bpp, limit int64, page int) error {
+	if w*h > limit/bpp {
+		return &DecodedTooLargeError{Width: w, Height: h, BytesPerPixel: bpp, Limit: limit, Page: page}
+	}
+	return nil
+}
+
+// bytesPerPixel is what the standard decoders allocate a pixel for the
+// colour model their DecodeConfig reports. YCbCr counts 3 (4:4:4, the
+// largest subsampling); a model not listed counts 8, the largest of all.
+func bytesPerPixel(m color.Model) int64 {
+	switch m {
+	case color.GrayModel, color.AlphaModel:
+		return 1
+	case color.Gray16Model, color.Alpha16Model:
+		return 2
+	case color.YCbCrModel:
+		return 3
+	case color.RGBAModel, color.NRGBAModel, color.CMYKModel, color.NYCbCrAModel:
+		return 4
+	}
+	if _, ok := m.(color.Palette); ok {
+		return 1
+	}
+	return 8
+}
+
+// Pages is an image file whose pages have passed the header checks and
+// are decoded on demand, one at a time.
+type Pages struct {
+	cfg  Config
+	data []byte
+	f    format
+	tiff []tiffPage // TIFF pages; nil for the one-page formats
+}
+
+// Open checks data's pages from their headers alone: format, pixel count
+// and decoded size of every page, before any is decoded. The format comes
+// from the bytes, never from a name.
+func Open(cfg Config, data []byte) (*Pages, error) {
 	cfg = cfg.withDefaults()
-	f := sniff(data)
-	switch f {
+	p := &Pages{cfg: cfg, data: data, f: sniff(data)}
+	switch p.f {
 	case formatTIFF:
-		return prepareTIFF(cfg, data)
+		pages, err := openTIFF(cfg, data)
+		if err != nil {
+			return nil, err
+		}
+		p.tiff = pages
+		return p, nil
 	case formatBigTIFF:
 		return nil, fmt.Errorf("%w: BigTIFF files are not supported", ErrUnsupported)
 	case formatNone:
 		return nil, fmt.Errorf("%w: the bytes are not PNG, JPEG, TIFF, WebP, GIF or BMP", ErrUnsupported)
 	}
-	doc, err := prepareSingle(cfg, f, data)
+	codec := codecs[p.f]
+	c, err := codec.decodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("the %s header cannot be read: %w", p.f, err)
+	}
+	if err := checkPixels(int64(c.Width), int64(c.Height), cfg.MaxPixels, 0); err != nil {
+		return nil, err
+	}
+	if err := checkDecoded(int64(c.Width), int64(c.Height), c.ColorModel, cfg.MaxDecodedBytes, 0); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Len is the number of pages.
+func (p *Pages) Len() int {
+	if p.tiff != nil {
+		return len(p.tiff)
+	}
+	return 1
+}
+
+// Page decodes page i (0-based) and returns it upright as a Document with
+// Format "markdown" and Page numbered from 1 (0 for a single image). A
+// cancelled ctx stops the decode at its next read of the file and
+// returns ctx's error.
+func (p *Pages) Page(ctx context.Context, i int) (provider.Document, error) {
+	if err := ctx.Err(); err != nil {
+		return provider.Document{}, err
+	}
+	if p.tiff != nil {
+		return p.tiffPage(ctx, i)
+	}
+	return p.single(ctx)
+}
+
+// Prepare decodes every page of an image file: Open, then Page for each.
+func Prepare(ctx context.Context, cfg Config, data []byte) ([]provider.Document, error) {
+	p, err := Open(cfg, data)
 	if err != nil {
 		return nil, err
 	}
-	return []provider.Document{doc}, nil
+	docs := make([]provider.Document, 0, p.Len())
+	for i := range p.Len() {
+		d, err := p.Page(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
 }
 
 type format int
@@ -169,99 +312,147 @@ func sniff(b []byte) format {
 	return formatNone
 }
 
-// prepareSingle handles the one-page formats: header check, orientation,
-// a full decode (a truncated file fails here, not at the vendor), and
-// re-encoding only when the bytes cannot go out as they are.
-func prepareSingle(cfg Config, f format, data []byte) (provider.Document, error) {
+// codec is one of the one-page formats' standard decoder.
+type codec struct {
+	decodeConfig func(io.Reader) (image.Config, error)
+	decode       func(io.Reader) (image.Image, error)
+}
+
+// gif.Decode reads the first frame only, whatever follows.
+var codecs = map[format]codec{
+	formatPNG:  {png.DecodeConfig, png.Decode},
+	formatJPEG: {jpeg.DecodeConfig, jpeg.Decode},
+	formatWebP: {webp.DecodeConfig, webp.Decode},
+	formatGIF:  {gif.DecodeConfig, gif.Decode},
+	formatBMP:  {bmp.DecodeConfig, bmp.Decode},
+}
+
+// single handles the one-page formats, whose headers Open checked:
+// orientation, a full decode (a truncated file fails here, not at the
+// vendor), and re-encoding only when the bytes cannot go out as they are.
+func (p *Pages) single(ctx context.Context) (provider.Document, error) {
 	var (
-		decodeConfig func([]byte) (image.Config, error)
-		decode       func([]byte) (image.Image, error)
-		mime         string
-		orientation  = 1
-		reencode     bool
+		mime        string
+		orientation = 1
+		reencode    bool
 	)
-	switch f {
+	switch p.f {
 	case formatPNG:
-		decodeConfig = func(b []byte) (image.Config, error) { return png.DecodeConfig(bytes.NewReader(b)) }
-		decode = func(b []byte) (image.Image, error) { return png.Decode(bytes.NewReader(b)) }
-		mime, orientation = MIMEPNG, pngOrientation(data)
+		mime, orientation = MIMEPNG, pngOrientation(p.data)
 	case formatJPEG:
-		decodeConfig = func(b []byte) (image.Config, error) { return jpeg.DecodeConfig(bytes.NewReader(b)) }
-		decode = func(b []byte) (image.Image, error) { return jpeg.Decode(bytes.NewReader(b)) }
-		mime, orientation = MIMEJPEG, jpegOrientation(data)
+		mime, orientation = MIMEJPEG, jpegOrientation(p.data)
 	case formatWebP:
-		decodeConfig = func(b []byte) (image.Config, error) { return webp.DecodeConfig(bytes.NewReader(b)) }
-		decode = func(b []byte) (image.Image, error) { return webp.Decode(bytes.NewReader(b)) }
-		mime, orientation = MIMEWebP, webpOrientation(data)
+		mime, orientation = MIMEWebP, webpOrientation(p.data)
 	case formatGIF:
-		decodeConfig = func(b []byte) (image.Config, error) { return gif.DecodeConfig(bytes.NewReader(b)) }
-		// gif.Decode reads the first frame only, whatever follows.
-		decode = func(b []byte) (image.Image, error) { return gif.Decode(bytes.NewReader(b)) }
 		mime = MIMEGIF
 		// OpenAI refuses animated GIFs, and a document page is one frame.
-		reencode = gifFrames(data, 2) > 1
+		reencode = gifFrames(p.data, 2) > 1
 	case formatBMP:
-		decodeConfig = func(b []byte) (image.Config, error) { return bmp.DecodeConfig(bytes.NewReader(b)) }
-		decode = func(b []byte) (image.Image, error) { return bmp.Decode(bytes.NewReader(b)) }
 		reencode = true // no vendor takes BMP
 	}
-	c, err := decodeConfig(data)
-	if err != nil {
-		return provider.Document{}, fmt.Errorf("the %s header cannot be read: %w", f, err)
+	if orientation == 1 && !reencode {
+		if err := p.checkIntact(ctx); err != nil {
+			return provider.Document{}, err
+		}
+		return provider.Document{Data: p.data, MIME: mime, Format: "markdown"}, nil
 	}
-	if err := checkPixels(int64(c.Width), int64(c.Height), cfg.MaxPixels, 0); err != nil {
+	img, err := p.decodeSingle(ctx)
+	if err != nil {
 		return provider.Document{}, err
 	}
-	img, err := decode(data)
-	if err != nil {
-		return provider.Document{}, fmt.Errorf("the %s image cannot be decoded: %w", f, err)
-	}
-	if orientation == 1 && !reencode {
-		return provider.Document{Data: data, MIME: mime, Format: "markdown"}, nil
-	}
-	out, outMIME, err := encode(orient(img, orientation), f == formatJPEG)
+	out, outMIME, err := encode(ctx, orient(img, orientation), p.f == formatJPEG)
 	if err != nil {
 		return provider.Document{}, err
 	}
 	return provider.Document{Data: out, MIME: outMIME, Format: "markdown"}, nil
 }
 
+// checkIntact fails a file that goes out as it came but would not decode
+// (a truncated upload fails here, not at the vendor). A PNG is checked
+// without holding its pixels (checkPNG); the other formats have no such
+// check in the standard decoders and are decoded, within the decoded-byte
+// limit Open checked.
+func (p *Pages) checkIntact(ctx context.Context) error {
+	if p.f != formatPNG {
+		_, err := p.decodeSingle(ctx)
+		return err
+	}
+	if err := checkPNG(ctx, p.data); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return fmt.Errorf("the PNG image cannot be decoded: %w", err)
+	}
+	return nil
+}
+
+func (p *Pages) decodeSingle(ctx context.Context) (image.Image, error) {
+	img, err := codecs[p.f].decode(&ctxReader{ctx: ctx, r: bytes.NewReader(p.data)})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("the %s image cannot be decoded: %w", p.f, err)
+	}
+	return img, nil
+}
+
+// ctxReader fails its reads once ctx is done, which stops a decoder
+// between two reads of the file instead of after the whole page.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r *ctxReader) Read(b []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(b)
+}
+
+// ctxWriter fails its writes once ctx is done, which stops an encoder.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (w *ctxWriter) Write(b []byte) (int, error) {
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return w.w.Write(b)
+}
+
 // Reencode returns page in a type every vendor and Tesseract read: PNG
 // (JPEG when the PNG would pass the smallest vendor limit, as Prepare
 // does), for a consumer that does not read the type Prepare left it in.
 // PNG and JPEG pages come back as they are; so do Page and Format.
-func Reencode(cfg Config, page provider.Document) (provider.Document, error) {
+func Reencode(ctx context.Context, cfg Config, page provider.Document) (provider.Document, error) {
 	if page.MIME == MIMEPNG || page.MIME == MIMEJPEG {
 		return page, nil
 	}
 	cfg = cfg.withDefaults()
-	var (
-		decodeConfig func(io.Reader) (image.Config, error)
-		decode       func(io.Reader) (image.Image, error)
-	)
 	f := sniff(page.Data)
-	switch f {
-	case formatGIF:
-		decodeConfig, decode = gif.DecodeConfig, gif.Decode
-	case formatWebP:
-		decodeConfig, decode = webp.DecodeConfig, webp.Decode
-	case formatBMP:
-		decodeConfig, decode = bmp.DecodeConfig, bmp.Decode
-	default:
+	if f != formatGIF && f != formatWebP && f != formatBMP {
 		return provider.Document{}, fmt.Errorf("%w: a %s page cannot be re-encoded", ErrUnsupported, page.MIME)
 	}
-	c, err := decodeConfig(bytes.NewReader(page.Data))
+	c, err := codecs[f].decodeConfig(bytes.NewReader(page.Data))
 	if err != nil {
 		return provider.Document{}, fmt.Errorf("the %s header cannot be read: %w", f, err)
 	}
 	if err := checkPixels(int64(c.Width), int64(c.Height), cfg.MaxPixels, page.Page); err != nil {
 		return provider.Document{}, err
 	}
-	img, err := decode(bytes.NewReader(page.Data))
-	if err != nil {
-		return provider.Document{}, fmt.Errorf("the %s image cannot be decoded: %w", f, err)
+	if err := checkDecoded(int64(c.Width), int64(c.Height), c.ColorModel, cfg.MaxDecodedBytes, page.Page); err != nil {
+		return provider.Document{}, err
 	}
-	out, mime, err := encode(img, false)
+	p := &Pages{cfg: cfg, data: page.Data, f: f}
+	img, err := p.decodeSingle(ctx)
+	if err != nil {
+		return provider.Document{}, err
+	}
+	out, mime, err := encode(ctx, img, false)
 	if err != nil {
 		return provider.Document{}, err
 	}
@@ -275,10 +466,15 @@ const maxPNGBytes = 5 << 20
 
 // encode writes a re-encoded page: JPEG for photos, PNG otherwise (and
 // JPEG when the PNG would be too large for vendors to take).
-func encode(img image.Image, photo bool) ([]byte, string, error) {
+func encode(ctx context.Context, img image.Image, photo bool) ([]byte, string, error) {
+	img = eightBit(img)
 	var buf bytes.Buffer
+	w := &ctxWriter{ctx: ctx, w: &buf}
 	if !photo {
-		if err := encodePNG(&buf, img); err != nil {
+		if err := encodePNG(w, img); err != nil {
+			if ctx.Err() != nil {
+				return nil, "", context.Cause(ctx)
+			}
 			return nil, "", fmt.Errorf("encoding the page as PNG: %w", err)
 		}
 		if buf.Len() <= maxPNGBytes {
@@ -286,7 +482,10 @@ func encode(img image.Image, photo bool) ([]byte, string, error) {
 		}
 		buf.Reset()
 	}
-	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 90}); err != nil {
+	if err := jpeg.Encode(w, img, &jpeg.Options{Quality: 90}); err != nil {
+		if ctx.Err() != nil {
+			return nil, "", context.Cause(ctx)
+		}
 		return nil, "", fmt.Errorf("encoding the page as JPEG: %w", err)
 	}
 	return buf.Bytes(), MIMEJPEG, nil
@@ -295,7 +494,7 @@ func encode(img image.Image, photo bool) ([]byte, string, error) {
 // encodePNG writes img as PNG. A grey page that holds only black and white
 // (a fax or a bilevel scan) is written with a two-colour palette, which the
 // encoder packs at one bit per pixel: an eighth of the data to compress.
-func encodePNG(buf *bytes.Buffer, img image.Image) error {
+func encodePNG(w io.Writer, img image.Image) error {
 	if g, ok := img.(*image.Gray); ok && bilevel(g) {
 		// Palette index 0 is black, 1 is white. The page's own buffer is
 		// rewritten in place: nothing else holds it.
@@ -308,7 +507,7 @@ func encodePNG(buf *bytes.Buffer, img image.Image) error {
 		}
 	}
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	return enc.Encode(buf, img)
+	return enc.Encode(w, img)
 }
 
 func bilevel(g *image.Gray) bool {
@@ -318,4 +517,37 @@ func bilevel(g *image.Gray) bool {
 		}
 	}
 	return true
+}
+
+// eightBit returns a 16-bit page as 8-bit: recognition reads no more than
+// 8 bits a channel, the PNG is half the size, and the JPEG encoder reads a
+// 16-bit page a pixel at a time through interfaces, several times slower.
+// The page is rewritten in its own buffer (nothing else holds a page
+// being encoded), so the conversion takes no memory of its own.
+func eightBit(img image.Image) image.Image {
+	switch m := img.(type) {
+	case *image.Gray16:
+		highBytes(m.Pix, m.Stride/2, m.Pix, m.Stride, m.Rect.Dy(), m.Rect.Dx())
+		return &image.Gray{Pix: m.Pix[:len(m.Pix)/2], Stride: m.Stride / 2, Rect: m.Rect}
+	case *image.RGBA64:
+		highBytes(m.Pix, m.Stride/2, m.Pix, m.Stride, m.Rect.Dy(), 4*m.Rect.Dx())
+		return &image.RGBA{Pix: m.Pix[:len(m.Pix)/2], Stride: m.Stride / 2, Rect: m.Rect}
+	case *image.NRGBA64:
+		highBytes(m.Pix, m.Stride/2, m.Pix, m.Stride, m.Rect.Dy(), 4*m.Rect.Dx())
+		return &image.NRGBA{Pix: m.Pix[:len(m.Pix)/2], Stride: m.Stride / 2, Rect: m.Rect}
+	}
+	return img
+}
+
+// highBytes keeps the high byte of each big-endian 16-bit sample, n
+// samples a row: the same rounding for premultiplied and straight alpha.
+// dst may be src itself with half its stride: each byte is written at or
+// before the sample it comes from, after that sample was read.
+func highBytes(dst []byte, dstStride int, src []byte, srcStride, rows, n int) {
+	for y := range rows {
+		d, s := dst[y*dstStride:y*dstStride+n], src[y*srcStride:]
+		for i := range d {
+			d[i] = s[2*i]
+		}
+	}
 }

@@ -2,6 +2,7 @@ package image
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -46,7 +47,7 @@ func TestPrepareReadsEveryFormat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			docs, err := Prepare(Config{}, tt.data)
+			docs, err := Prepare(context.Background(), Config{}, tt.data)
 			if err != nil {
 				t.Fatalf("Prepare: %v", err)
 			}
@@ -70,7 +71,7 @@ func TestPrepareReadsEveryFormat(t *testing.T) {
 
 func TestPrepareWritesBilevelPagesAsOneBitPNG(t *testing.T) {
 	page := grid(t, 64, [][]uint8{{0, 255}, {255, 0}})
-	docs, err := Prepare(Config{}, encodeTIFFBytes(t, page))
+	docs, err := Prepare(context.Background(), Config{}, encodeTIFFBytes(t, page))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestPrepareTurnsJPEGUprightForEveryEXIFOrientation(t *testing.T) {
 		for _, order := range []binary.ByteOrder{binary.BigEndian, binary.LittleEndian} {
 			t.Run(strings.Join([]string{"orientation", string(rune('0' + tt.orientation)), order.String()}, " "), func(t *testing.T) {
 				data := withJPEGExif(t, encodeJPEGBytes(t, grid(t, 16, stored)), exifBlock(order, tt.orientation))
-				docs, err := Prepare(Config{}, data)
+				docs, err := Prepare(context.Background(), Config{}, data)
 				if err != nil {
 					t.Fatalf("Prepare: %v", err)
 				}
@@ -132,7 +133,7 @@ func TestPrepareHonoursOrientationInPNGAndWebP(t *testing.T) {
 	turnedCW := [][]uint8{{250, 0}, {150, 100}, {50, 200}} // orientation 6
 	t.Run("PNG eXIf chunk", func(t *testing.T) {
 		data := withPNGExif(t, encodePNGBytes(t, grid(t, 16, stored)), exifBlock(binary.BigEndian, 6))
-		docs, err := Prepare(Config{}, data)
+		docs, err := Prepare(context.Background(), Config{}, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +145,7 @@ func TestPrepareHonoursOrientationInPNGAndWebP(t *testing.T) {
 	t.Run("WebP EXIF chunk", func(t *testing.T) {
 		src := readTestdata(t, "gopher-doc.8bpp.lossless.webp")
 		data := withWebPExif(t, src, exifBlock(binary.LittleEndian, 6))
-		docs, err := Prepare(Config{}, data)
+		docs, err := Prepare(context.Background(), Config{}, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +178,7 @@ func TestPrepareSplitsMultiPageTIFF(t *testing.T) {
 		{img: grid(t, 4, [][]uint8{{1, 2, 3, 4}}), thumbnail: true},
 		{img: grid(t, 8, [][]uint8{{30}, {40}}), orientation: 1},
 	}
-	docs, err := Prepare(Config{}, buildTIFF(t, binary.LittleEndian, pages, false))
+	docs, err := Prepare(context.Background(), Config{}, buildTIFF(t, binary.LittleEndian, pages, false))
 	if err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
@@ -194,7 +195,7 @@ func TestPrepareSplitsMultiPageTIFF(t *testing.T) {
 	assertGrid(t, decodeDoc(t, docs[2]), 8, [][]uint8{{30}, {40}})
 
 	t.Run("big-endian files read the same", func(t *testing.T) {
-		docs, err := Prepare(Config{}, buildTIFF(t, binary.BigEndian, pages, false))
+		docs, err := Prepare(context.Background(), Config{}, buildTIFF(t, binary.BigEndian, pages, false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,13 +211,13 @@ func TestPrepareRefusesHostileTIFFs(t *testing.T) {
 		return []testTIFFPage{{img: grid(t, 2, [][]uint8{{0}})}, {img: grid(t, 2, [][]uint8{{0}})}, {img: grid(t, 2, [][]uint8{{0}})}}
 	}
 	t.Run("more pages than MaxPages", func(t *testing.T) {
-		_, err := Prepare(Config{MaxPages: 2}, buildTIFF(t, binary.LittleEndian, small(), false))
+		_, err := Prepare(context.Background(), Config{MaxPages: 2}, buildTIFF(t, binary.LittleEndian, small(), false))
 		if err == nil || !strings.Contains(err.Error(), "more than 2 pages") {
 			t.Fatalf("err = %v, want the page limit named", err)
 		}
 	})
 	t.Run("page chain that loops", func(t *testing.T) {
-		_, err := Prepare(Config{}, buildTIFF(t, binary.LittleEndian, small(), true))
+		_, err := Prepare(context.Background(), Config{}, buildTIFF(t, binary.LittleEndian, small(), true))
 		if err == nil || !strings.Contains(err.Error(), "loops") {
 			t.Fatalf("err = %v, want the loop named", err)
 		}
@@ -224,7 +225,7 @@ func TestPrepareRefusesHostileTIFFs(t *testing.T) {
 	t.Run("a late page over the pixel limit fails before any decoding", func(t *testing.T) {
 		pages := small()
 		pages[2].fakeWidth, pages[2].fakeHeight = 50000, 50000
-		_, err := Prepare(Config{}, buildTIFF(t, binary.BigEndian, pages, false))
+		_, err := Prepare(context.Background(), Config{}, buildTIFF(t, binary.BigEndian, pages, false))
 		var tl *TooLargeError
 		if !errors.As(err, &tl) || tl.Page != 3 {
 			t.Fatalf("err = %v, want a TooLargeError for page 3", err)
@@ -254,7 +255,7 @@ func TestPrepareRefusesDecompressionBombs(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			start := time.Now()
-			_, err := Prepare(Config{}, tt.data)
+			_, err := Prepare(context.Background(), Config{}, tt.data)
 			elapsed := time.Since(start)
 			runtime.ReadMemStats(&after)
 
@@ -279,10 +280,10 @@ func TestPrepareRefusesDecompressionBombs(t *testing.T) {
 
 func TestPrepareHonoursAConfiguredPixelLimit(t *testing.T) {
 	data := encodePNGBytes(t, grid(t, 100, [][]uint8{{0, 255}})) // 200×100
-	if _, err := Prepare(Config{MaxPixels: 20_000}, data); err != nil {
+	if _, err := Prepare(context.Background(), Config{MaxPixels: 20_000}, data); err != nil {
 		t.Errorf("a page exactly at the limit was refused: %v", err)
 	}
-	_, err := Prepare(Config{MaxPixels: 19_999}, data)
+	_, err := Prepare(context.Background(), Config{MaxPixels: 19_999}, data)
 	if want := "the image is 200×100 pixels, over the 0.019999-megapixel limit"; err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}
@@ -307,7 +308,7 @@ func TestPrepareRejectsWhatIsNotAnIntactImage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			docs, err := Prepare(Config{}, tt.data)
+			docs, err := Prepare(context.Background(), Config{}, tt.data)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Prepare = %d docs, err %v; want an error containing %q", len(docs), err, tt.want)
 			}
@@ -348,7 +349,7 @@ func FuzzPrepare(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// A small pixel limit keeps each input cheap; the guard itself is
 		// what is being exercised on hostile headers.
-		docs, err := Prepare(Config{MaxPixels: 1 << 16, MaxPages: 8}, data)
+		docs, err := Prepare(context.Background(), Config{MaxPixels: 1 << 16, MaxPages: 8}, data)
 		if err != nil {
 			if len(docs) != 0 {
 				t.Fatalf("documents returned with error %v", err)

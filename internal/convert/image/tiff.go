@@ -1,9 +1,11 @@
 package image
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"image"
 	"io"
 
 	"golang.org/x/image/tiff"
@@ -24,14 +26,15 @@ type tiffPage struct {
 	ifd           int64 // offset of its IFD in the file
 	width, height int64
 	orientation   int
+	bytesPerPixel int64 // of the decoded image
 }
 
-// prepareTIFF walks the IFD chain, checks every page's size before
-// decoding any, then decodes, turns and re-encodes the pages one at a
-// time. x/image/tiff decodes only the IFD the header points at, so each
-// page is decoded through a view of the file whose header points at that
-// page's IFD; the IFD's own offsets are absolute and stay valid.
-func prepareTIFF(cfg Config, data []byte) ([]provider.Document, error) {
+// openTIFF walks the IFD chain and checks every page's size and decoded
+// size before any is decoded. x/image/tiff reads only the IFD the header
+// points at, so each page is read through a view of the file whose header
+// points at that page's IFD; the IFD's own offsets are absolute and stay
+// valid.
+func openTIFF(cfg Config, data []byte) ([]tiffPage, error) {
 	pages, err := tiffPages(data, cfg.MaxPages)
 	if err != nil {
 		return nil, err
@@ -42,22 +45,69 @@ func prepareTIFF(cfg Config, data []byte) ([]provider.Document, error) {
 			return nil, err
 		}
 	}
-	docs := make([]provider.Document, 0, len(pages))
-	for i, p := range pages {
-		img, err := tiff.Decode(&tiffView{data: data, ifd: uint32(p.ifd)})
+	for i := range pages {
+		p := &pages[i]
+		n := pageNumber(multi, i)
+		c, err := tiff.DecodeConfig(&tiffView{ctx: context.Background(), data: data, ifd: uint32(p.ifd)})
 		if err != nil {
-			if n := pageNumber(multi, i); n > 0 {
-				return nil, fmt.Errorf("page %d of the TIFF cannot be decoded: %w", n, err)
-			}
-			return nil, fmt.Errorf("the TIFF image cannot be decoded: %w", err)
+			return nil, fmt.Errorf("%s cannot be read: %w", tiffPageName(n), err)
 		}
-		out, mime, err := encode(orient(img, p.orientation), false)
-		if err != nil {
+		// The decoder sizes the page from its own reading of the IFD;
+		// should it disagree with tiffPages, the larger size is checked.
+		w, h := max(p.width, int64(c.Width)), max(p.height, int64(c.Height))
+		if err := checkPixels(w, h, cfg.MaxPixels, n); err != nil {
 			return nil, err
 		}
-		docs = append(docs, provider.Document{Data: out, MIME: mime, Page: pageNumber(multi, i), Format: "markdown"})
+		p.bytesPerPixel = bytesPerPixel(c.ColorModel)
+		// A page in several strips is decoded a band at a time into its
+		// 8-bit form (decodeBands), which is then what it costs.
+		bpp := p.bytesPerPixel
+		if _, _, _, ok := stripLayout(data, *p); ok && w == p.width && h == p.height {
+			bpp = eightBitBytes(bpp)
+		}
+		if err := checkDecodedBytes(w, h, bpp, cfg.MaxDecodedBytes, n); err != nil {
+			return nil, err
+		}
 	}
-	return docs, nil
+	return pages, nil
+}
+
+func tiffPageName(n int) string {
+	if n > 0 {
+		return fmt.Sprintf("page %d of the TIFF", n)
+	}
+	return "the TIFF image"
+}
+
+// tiffPage decodes, turns and re-encodes page i.
+func (p *Pages) tiffPage(ctx context.Context, i int) (provider.Document, error) {
+	pg := p.tiff[i]
+	n := pageNumber(len(p.tiff) > 1, i)
+	view := &tiffView{ctx: ctx, data: p.data, ifd: uint32(pg.ifd)}
+	if err := checkBlocks(view, pg, n); err != nil {
+		if ctx.Err() != nil {
+			return provider.Document{}, context.Cause(ctx)
+		}
+		return provider.Document{}, err
+	}
+	var img image.Image
+	var err error
+	if rps, offsets, counts, ok := stripLayout(p.data, pg); ok {
+		img, err = decodeBands(ctx, p.data, pg, rps, offsets, counts)
+	} else {
+		img, err = tiff.Decode(view)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return provider.Document{}, context.Cause(ctx)
+		}
+		return provider.Document{}, fmt.Errorf("%s cannot be decoded: %w", tiffPageName(n), err)
+	}
+	out, mime, err := encode(ctx, orient(img, pg.orientation), false)
+	if err != nil {
+		return provider.Document{}, err
+	}
+	return provider.Document{Data: out, MIME: mime, Page: n, Format: "markdown"}, nil
 }
 
 func pageNumber(multi bool, i int) int {
@@ -139,20 +189,46 @@ func reducedResolution(b []byte, order binary.ByteOrder, off int64) bool {
 // tiffView reads a TIFF file as if its header pointed at the IFD at ifd.
 // It is an io.ReaderAt, which x/image/tiff uses directly instead of
 // buffering a copy of the file.
+//
+// Its reads fail once ctx is done: the decoder reads a strip a few
+// kilobytes at a time, so a cancel stops it within the page.
 type tiffView struct {
+	ctx  context.Context
 	data []byte
 	ifd  uint32
 	pos  int64
+	// extra, when set, is read at offset base past the end of the file
+	// (zeros between): an IFD written for one band of a page's strips.
+	extra []byte
+	base  int64
 }
 
 func (v *tiffView) ReadAt(p []byte, off int64) (int, error) {
+	if err := v.ctx.Err(); err != nil {
+		return 0, err
+	}
 	if off < 0 {
 		return 0, errors.New("negative offset")
 	}
-	if off >= int64(len(v.data)) {
+	size := int64(len(v.data))
+	if v.extra != nil {
+		size = v.base + int64(len(v.extra))
+	}
+	if off >= size {
 		return 0, io.EOF
 	}
-	n := copy(p, v.data[off:])
+	n := 0
+	for n < len(p) && off+int64(n) < size {
+		switch at := off + int64(n); {
+		case at < int64(len(v.data)):
+			n += copy(p[n:], v.data[at:])
+		case at < v.base:
+			p[n] = 0
+			n++
+		default:
+			n += copy(p[n:], v.extra[at-v.base:])
+		}
+	}
 	// Overlay the first-IFD offset, bytes 4–7 of the header.
 	var hdr [4]byte
 	if v.data[0] == 'I' {

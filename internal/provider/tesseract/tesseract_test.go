@@ -346,7 +346,7 @@ func newOCR(t *testing.T, cfg Config) *OCR {
 // prepared returns a testdata image as the image package hands it over.
 func prepared(t *testing.T, name string) provider.Document {
 	t.Helper()
-	docs, err := convimage.Prepare(convimage.Config{}, []byte(readTestdata(t, name)))
+	docs, err := convimage.Prepare(context.Background(), convimage.Config{}, []byte(readTestdata(t, name)))
 	if err != nil {
 		t.Fatal(err)
 	}
