@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
@@ -237,7 +236,8 @@ func TestPrepareRefusesHostileTIFFs(t *testing.T) {
 }
 
 // A header that promises 2.5 gigapixels must be refused from the header
-// alone: quickly and without allocating the pixels.
+// alone, without allocating the pixels (what it allocates shows that; how
+// long it takes is the benchmarks' business).
 func TestPrepareRefusesDecompressionBombs(t *testing.T) {
 	tests := []struct {
 		name string
@@ -254,9 +254,7 @@ func TestPrepareRefusesDecompressionBombs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			start := time.Now()
 			_, err := Prepare(context.Background(), Config{}, tt.data)
-			elapsed := time.Since(start)
 			runtime.ReadMemStats(&after)
 
 			var tl *TooLargeError
@@ -267,9 +265,6 @@ func TestPrepareRefusesDecompressionBombs(t *testing.T) {
 				if want := "the image is 50000×50000 pixels, over the 100-megapixel limit"; err.Error() != want {
 					t.Errorf("message = %q, want %q", err, want)
 				}
-			}
-			if elapsed > 250*time.Millisecond {
-				t.Errorf("refusal took %v, want milliseconds", elapsed)
 			}
 			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
 				t.Errorf("refusal allocated %d bytes, want well under a megabyte", alloc)
