@@ -32,7 +32,8 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 		}
 	}
 	if c.UploadMaxBytes != 20<<20 || c.AllowPrivateURLs || c.JobDeadline != 2*time.Hour || len(c.WebhookRetrySchedule) != 7 ||
-		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second || c.MaxConnections != 4096 {
+		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second || c.MaxConnections != 4096 ||
+		c.FetchWorkers != 16 || c.FetchTimeout != 2*time.Minute || c.FetchTotalTimeout != 10*time.Minute {
 		t.Errorf("defaults: %+v", c)
 	}
 }
@@ -49,6 +50,8 @@ func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
 		"DOCJOBS_RECOGNIZE_WORKERS":      "0",
 		"DOCJOBS_MAX_CONNECTIONS":        "-5",
 		"DOCJOBS_PROVIDER_TIMEOUT":       "0s",
+		"DOCJOBS_FETCH_WORKERS":          "none",
+		"DOCJOBS_FETCH_TOTAL_TIMEOUT":    "0",
 	}
 	for name, value := range tests {
 		t.Run(name, func(t *testing.T) {
