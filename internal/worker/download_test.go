@@ -72,10 +72,14 @@ func openPostgres(t *testing.T, url string) *postgres.Store {
 }
 
 // startWorkers runs the pipeline's workers under River over st, downloading
-// through realFetcher, until the test ends.
+// through realFetcher (an hour per attempt unless cfg.FetchTimeout says),
+// until the test ends.
 func startWorkers(t *testing.T, st store.Store, cfg Config) {
 	t.Helper()
-	fetcher, bucket := realFetcher(t, st)
+	if cfg.FetchTimeout == 0 {
+		cfg.FetchTimeout = time.Hour
+	}
+	fetcher, bucket := realFetcher(t, st, cfg.FetchTimeout)
 	sender, err := webhook.NewSender(webhook.Config{Client: outbound.NewClient(outbound.Config{AllowPrivate: true})})
 	if err != nil {
 		t.Fatal(err)
@@ -103,12 +107,12 @@ func startWorkers(t *testing.T, st store.Store, cfg Config) {
 	})
 }
 
-// createJob stores a job of one source without prompts, its file queued.
-func createJob(t *testing.T, st store.Store, id, account, source string) {
+// createJob stores a job of sources without prompts, its files queued.
+func createJob(t *testing.T, st store.Store, id, account string, sources ...string) {
 	t.Helper()
-	j := &job.Job{ID: id, AccountID: account, Status: job.StatusNew, SourceURLs: []string{source},
+	j := &job.Job{ID: id, AccountID: account, Status: job.StatusNew, SourceURLs: sources,
 		ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", Created: time.Now()}
-	if _, _, err := st.CreateJob(context.Background(), store.CreateJobParams{Job: j, Enqueue: FirstStage(id, 1)}); err != nil {
+	if _, _, err := st.CreateJob(context.Background(), store.CreateJobParams{Job: j, Enqueue: FirstStage(id, len(sources))}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -204,6 +208,38 @@ func TestAStalledSourceDoesNotHoldUpAnotherAccountsRecognition(t *testing.T) {
 	})
 }
 
+func TestOneAccountsStalledSourcesDoNotKeepAnotherAccountsFileFromTheQueue(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		stalled := newStallingSource(t)
+		ok := textSource(t, "hello from b")
+		// One place per stage, so River runs three files at once. Were
+		// acct-a's six files to wait in them for their downloads, acct-b's
+		// file would be handed out only once all six had been tried, each
+		// stalling 2s.
+		startWorkers(t, st, Config{FetchWorkers: 1, RecognizeWorkers: 1, ModelWorkers: 1, FetchTimeout: 2 * time.Second})
+		var sources []string
+		for i := range 6 {
+			sources = append(sources, fmt.Sprintf("%s/a%d.txt", stalled.URL, i))
+		}
+		createJob(t, st, "job-a", "acct-a", sources...)
+		select {
+		case <-stalled.hit:
+		case <-time.After(time.Minute):
+			t.Fatal("acct-a's sources were never asked for")
+		}
+		createJob(t, st, "job-b", "acct-b", ok.URL+"/b.txt")
+		b := endOf(t, st, "job-b")
+		if b.Job.Status != job.StatusComplete || b.OCR[0].Status != job.RowDone {
+			t.Fatalf("acct-b's job = %s, row %s (%s)", b.Job.Status, b.OCR[0].Status, b.OCR[0].Error)
+		}
+		// acct-b's download took the place after acct-a's first, second
+		// or third, by turns, not after all six.
+		if n := stalled.requests.Load(); n >= 6 {
+			t.Fatalf("acct-a's source was asked %d times before acct-b's file was done; want fewer than its six files", n)
+		}
+	})
+}
+
 func TestASourceThatKeepsFailingGivesUpWithinTheBoundOnItsDownloads(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		var requests atomic.Int64
@@ -282,15 +318,15 @@ func TestARetryAfterTheBoundOnDownloadsFailsWithoutAsking(t *testing.T) {
 // realFetcher, for a test that calls Work itself.
 func downloadingWorker(t *testing.T, st Store, cfg Config) *fileWorker {
 	t.Helper()
-	fetcher, _ := realFetcher(t, st)
+	fetcher, _ := realFetcher(t, st, time.Hour)
 	cfg.JobCheck = 20 * time.Millisecond
 	return newFileWorker(cfg.withDefaults(), Deps{Store: st, Fetcher: fetcher,
 		Convert: convert.New(convert.Config{}).Convert, Logger: slog.New(slog.DiscardHandler)})
 }
 
 // realFetcher downloads through the SSRF-safe client (private addresses
-// allowed, an hour per attempt) into a bucket of the test's.
-func realFetcher(t *testing.T, files fetch.FileGetter) (*fetch.Fetcher, *blob.Bucket) {
+// allowed, attempt long per attempt) into a bucket of the test's.
+func realFetcher(t *testing.T, files fetch.FileGetter, attempt time.Duration) (*fetch.Fetcher, *blob.Bucket) {
 	t.Helper()
 	bucket, err := fileblob.OpenBucket(t.TempDir(), &fileblob.Options{NoTempDir: true})
 	if err != nil {
@@ -298,8 +334,8 @@ func realFetcher(t *testing.T, files fetch.FileGetter) (*fetch.Fetcher, *blob.Bu
 	}
 	t.Cleanup(func() { bucket.Close() })
 	var ids atomic.Int64
-	fetcher, err := fetch.New(fetch.Config{PublicURL: "http://docjobs.test", Timeout: time.Hour}, fetch.Deps{
-		Client: outbound.NewClient(outbound.Config{AllowPrivate: true, Timeout: time.Hour}),
+	fetcher, err := fetch.New(fetch.Config{PublicURL: "http://docjobs.test", Timeout: attempt}, fetch.Deps{
+		Client: outbound.NewClient(outbound.Config{AllowPrivate: true, Timeout: attempt}),
 		Bucket: bucket, Files: files,
 		NewID: func() string { return "f" + strconv.FormatInt(ids.Add(1), 10) },
 	})

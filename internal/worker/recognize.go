@@ -50,6 +50,13 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 		}
 	}
 	row, source, err := w.recognize(ctx, j, i, downloadsBegan(rj.JobRow))
+	if errors.Is(err, errDownloadsQueued) {
+		// Neither an attempt spent nor a fault: River hands the slot
+		// this file would wait in to the next file, maybe another
+		// account's.
+		log.Debug("recognize: the account's downloads are queued already, stepping back", "for", downloadStepBack)
+		return nil, river.JobSnooze(downloadStepBack)
+	}
 	if dl := (*downloadError)(nil); errors.As(err, &dl) && ctx.Err() == nil {
 		if msg, over := w.downloadsOver(dl, rj.Attempt); over {
 			log.Warn("recognize: giving up on the source's downloads", "err", err)
@@ -193,8 +200,16 @@ func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int, began tim
 // zero; the wait for the place does not. A failure that may pass with time
 // comes back as a *downloadError.
 func (w *fileWorker) download(ctx context.Context, j *job.Job, i int, began time.Time) (fetch.Result, []byte, error) {
-	if err := w.fetching.Acquire(ctx, j.AccountID); err != nil {
+	// At most FetchWorkers files of an account wait for a place: the rest
+	// step back out of River's hands (errDownloadsQueued), or one account's
+	// sources, stalled, would fill the file queue and River would hand out
+	// no other account's file until they had all passed.
+	ok, err := w.fetching.AcquireQueued(ctx, j.AccountID, w.cfg.FetchWorkers)
+	if err != nil {
 		return fetch.Result{}, nil, err
+	}
+	if !ok {
+		return fetch.Result{}, nil, errDownloadsQueued
 	}
 	defer w.fetching.Release()
 	if began.IsZero() {
@@ -229,6 +244,15 @@ func (w *fileWorker) download(ctx context.Context, j *job.Job, i int, began time
 	}
 	return fetched, data, nil
 }
+
+// errDownloadsQueued stops a file whose account has FetchWorkers files
+// waiting for a download place already; the file steps back for
+// downloadStepBack.
+var errDownloadsQueued = errors.New("the account's downloads are queued already")
+
+// downloadStepBack is how long a file whose account's downloads are queued
+// already waits outside River's hands before it looks again.
+const downloadStepBack = 5 * time.Second
 
 // errDownloadsRanOut is the cause of a download cut off by
 // Config.FetchTotalTimeout.
