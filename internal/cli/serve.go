@@ -84,7 +84,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	metrics := server.NewMetrics(registry)
 	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
 	client := outbound.NewClient(outbound.Config{AllowPrivate: cfg.AllowPrivateURLs, Timeout: cfg.FetchTimeout,
-		IdleConnsPerHost: cfg.RecognizeWorkers})
+		IdleConnsPerHost: cfg.FetchWorkers})
 	fetcher, err := fetch.New(fetch.Config{PublicURL: cfg.PublicURL, MaxBytes: cfg.FetchMaxBytes, Timeout: cfg.FetchTimeout},
 		fetch.Deps{Client: client, Bucket: bucket, Files: st, NewID: newID})
 	if err != nil {
@@ -96,6 +96,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		workers := river.NewWorkers()
 		wcfg := worker.Config{MaxFileBytes: cfg.FetchMaxBytes, FileTimeout: cfg.FileTimeout, JobDeadline: cfg.JobDeadline,
 			ModelWorkers: cfg.ModelWorkers, RecognizeWorkers: cfg.RecognizeWorkers,
+			FetchWorkers: cfg.FetchWorkers, FetchTimeout: cfg.FetchTimeout, FetchTotalTimeout: cfg.FetchTotalTimeout,
 			WebhookRetrySchedule: cfg.WebhookRetrySchedule, PublicURL: cfg.PublicURL, Retention: cfg.Retention,
 			StorageDir: fetch.BucketDir(cfg.StorageURL)}
 		// Webhooks go through the same SSRF guard as downloads, and a

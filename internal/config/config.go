@@ -28,10 +28,18 @@ type Config struct {
 	StorageURL    string // DOCJOBS_STORAGE_URL, default "file://$DATA_DIR/files?…" (defaultStorageURL)
 	MasterKeyFile string // DOCJOBS_MASTER_KEY_FILE, default "$DATA_DIR/master.keyset"
 	// APIKeys is DOCJOBS_API_KEYS ("account:key,…"); never logged.
-	APIKeys          string
-	UploadMaxBytes   int64 // DOCJOBS_UPLOAD_MAX_BYTES, default 20 MiB
-	FetchMaxBytes    int64 // DOCJOBS_FETCH_MAX_BYTES, default 100 MiB
-	FetchTimeout     time.Duration
+	APIKeys        string
+	UploadMaxBytes int64 // DOCJOBS_UPLOAD_MAX_BYTES, default 20 MiB
+	FetchMaxBytes  int64 // DOCJOBS_FETCH_MAX_BYTES, default 100 MiB
+	// FetchTimeout bounds one download attempt, request to last byte
+	// (DOCJOBS_FETCH_TIMEOUT, default 2m).
+	FetchTimeout time.Duration
+	// FetchTotalTimeout bounds a file's downloads with their retries, from
+	// the start of the first (DOCJOBS_FETCH_TOTAL_TIMEOUT, default 10m).
+	FetchTotalTimeout time.Duration
+	// FetchWorkers is the number of sources one worker process downloads at
+	// once (DOCJOBS_FETCH_WORKERS, default 16), apart from RecognizeWorkers.
+	FetchWorkers     int
 	AllowPrivateURLs bool // DOCJOBS_ALLOW_PRIVATE_URLS, default false
 	// ProviderBaseURLs[n] overrides slot n's base URL (DOCJOBS_PROVIDER_<N>_BASE_URL).
 	ProviderBaseURLs     map[int]string
@@ -43,7 +51,8 @@ type Config struct {
 	JobDeadline time.Duration // DOCJOBS_JOB_DEADLINE, default 2h
 	// PDFMaxPages caps the pages of one PDF (DOCJOBS_PDF_MAX_PAGES, default 1000).
 	PDFMaxPages int
-	// FileTimeout bounds the recognition of one file (DOCJOBS_FILE_TIMEOUT, default 10m).
+	// FileTimeout bounds the recognition of one file once it is downloaded
+	// (DOCJOBS_FILE_TIMEOUT, default 10m).
 	FileTimeout time.Duration
 	// ProviderConcurrency is the number of calls in flight per provider slot
 	// in this process (DOCJOBS_PROVIDER_CONCURRENCY, default 8).
@@ -80,7 +89,8 @@ type Config struct {
 
 // MaxProviderTimeout bounds DOCJOBS_PROVIDER_TIMEOUT: a call that has not
 // answered in an hour is hung, and a file's River job would have ended it
-// long before (DOCJOBS_FILE_TIMEOUT plus 11 minutes).
+// long before (DOCJOBS_FETCH_TIMEOUT plus DOCJOBS_FILE_TIMEOUT plus 11
+// minutes).
 const MaxProviderTimeout = time.Hour
 
 // defaultStorageURL is the file:// bucket under dataDir. Content types live
@@ -106,6 +116,8 @@ func Load(getenv func(string) string) (Config, error) {
 		UploadMaxBytes:      20 << 20,
 		FetchMaxBytes:       100 << 20,
 		FetchTimeout:        2 * time.Minute,
+		FetchTotalTimeout:   10 * time.Minute,
+		FetchWorkers:        16,
 		JobDeadline:         2 * time.Hour,
 		PDFMaxPages:         1000,
 		FileTimeout:         10 * time.Minute,
@@ -150,9 +162,10 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	for name, dst := range map[string]*time.Duration{
-		"DOCJOBS_FETCH_TIMEOUT": &c.FetchTimeout,
-		"DOCJOBS_JOB_DEADLINE":  &c.JobDeadline,
-		"DOCJOBS_FILE_TIMEOUT":  &c.FileTimeout,
+		"DOCJOBS_FETCH_TIMEOUT":       &c.FetchTimeout,
+		"DOCJOBS_FETCH_TOTAL_TIMEOUT": &c.FetchTotalTimeout,
+		"DOCJOBS_JOB_DEADLINE":        &c.JobDeadline,
+		"DOCJOBS_FILE_TIMEOUT":        &c.FileTimeout,
 		// A vision model takes tens of seconds on a dense page, a reasoning
 		// model may take minutes: the operator knows which they use.
 		"DOCJOBS_PROVIDER_TIMEOUT": &c.ProviderTimeout,
@@ -173,6 +186,7 @@ func Load(getenv func(string) string) (Config, error) {
 		"DOCJOBS_PROVIDER_CONCURRENCY": &c.ProviderConcurrency,
 		"DOCJOBS_MODEL_WORKERS":        &c.ModelWorkers,
 		"DOCJOBS_RECOGNIZE_WORKERS":    &c.RecognizeWorkers,
+		"DOCJOBS_FETCH_WORKERS":        &c.FetchWorkers,
 		"DOCJOBS_MAX_CONNECTIONS":      &c.MaxConnections,
 	} {
 		if v := getenv(name); v != "" {

@@ -33,7 +33,8 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 	}
 	if c.UploadMaxBytes != 20<<20 || c.AllowPrivateURLs || c.JobDeadline != 2*time.Hour || len(c.WebhookRetrySchedule) != 7 ||
 		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second || c.MaxConnections != 4096 ||
-		c.AccountMaxActiveJobs != 1000 || c.AccountMaxUploadBytes != 1<<30 {
+		c.AccountMaxActiveJobs != 1000 || c.AccountMaxUploadBytes != 1<<30 ||
+		c.FetchWorkers != 16 || c.FetchTimeout != 2*time.Minute || c.FetchTotalTimeout != 10*time.Minute {
 		t.Errorf("defaults: %+v", c)
 	}
 }
@@ -52,6 +53,8 @@ func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
 		"DOCJOBS_PROVIDER_TIMEOUT":         "0s",
 		"DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS":  "-1",
 		"DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES": "1GiB",
+		"DOCJOBS_FETCH_WORKERS":            "none",
+		"DOCJOBS_FETCH_TOTAL_TIMEOUT":      "0",
 	}
 	for name, value := range tests {
 		t.Run(name, func(t *testing.T) {

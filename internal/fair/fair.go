@@ -33,11 +33,32 @@ func NewSem(n int) *Sem {
 
 // Acquire waits for a place for account, or for ctx to end.
 func (s *Sem) Acquire(ctx context.Context, account string) error {
+	_, err := s.acquire(ctx, account, -1)
+	return err
+}
+
+// AcquireQueued is Acquire unless account already has maxWaiting
+// acquirers waiting for a place: then it reports false at once, without a
+// place. A caller that holds something while it waits (a River job holds
+// its worker's slot) steps back instead, so that one account's backlog
+// cannot fill what other accounts' work must get through to reach the
+// queue at all.
+func (s *Sem) AcquireQueued(ctx context.Context, account string, maxWaiting int) (bool, error) {
+	return s.acquire(ctx, account, max(maxWaiting, 0))
+}
+
+// acquire waits for a place, unless maxWaiting >= 0 and account has that
+// many waiters already.
+func (s *Sem) acquire(ctx context.Context, account string, maxWaiting int) (bool, error) {
 	s.mu.Lock()
 	if s.free > 0 && len(s.ring) == 0 {
 		s.free--
 		s.mu.Unlock()
-		return nil
+		return true, nil
+	}
+	if maxWaiting >= 0 && len(s.queues[account]) >= maxWaiting {
+		s.mu.Unlock()
+		return false, nil
 	}
 	w := &waiter{ready: make(chan struct{})}
 	if len(s.queues[account]) == 0 {
@@ -48,7 +69,7 @@ func (s *Sem) Acquire(ctx context.Context, account string) error {
 
 	select {
 	case <-w.ready:
-		return nil
+		return true, nil
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
@@ -56,11 +77,11 @@ func (s *Sem) Acquire(ctx context.Context, account string) error {
 		// The place arrived as ctx ended: pass it on.
 		s.mu.Unlock()
 		s.Release()
-		return context.Cause(ctx)
+		return false, context.Cause(ctx)
 	}
 	s.remove(account, w)
 	s.mu.Unlock()
-	return context.Cause(ctx)
+	return false, context.Cause(ctx)
 }
 
 // Waiting is how many acquirers wait for a place.

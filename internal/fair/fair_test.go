@@ -102,3 +102,44 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestAnAccountWithEnoughWaitersStepsBack(t *testing.T) {
+	s := NewSem(1)
+	if ok, err := s.AcquireQueued(t.Context(), "A", 1); !ok || err != nil {
+		t.Fatalf("a free place: ok %v, err %v", ok, err)
+	}
+	granted := make(chan string, 2)
+	for _, account := range []string{"A", "B"} {
+		before := s.Waiting()
+		go func() {
+			if ok, err := s.AcquireQueued(t.Context(), account, 1); ok && err == nil {
+				granted <- account
+			}
+		}()
+		waitFor(t, func() bool { return s.Waiting() == before+1 })
+	}
+	// A and B have their one waiter each: another call of either does not
+	// queue, and does not wait.
+	for _, account := range []string{"A", "B"} {
+		if ok, err := s.AcquireQueued(t.Context(), account, 1); ok || err != nil {
+			t.Fatalf("%s: ok %v, err %v; want false at once", account, ok, err)
+		}
+	}
+	if s.Waiting() != 2 {
+		t.Fatalf("waiting = %d, want the two first waiters only", s.Waiting())
+	}
+	s.Release()
+	s.Release()
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case a := <-granted:
+			got[a] = true
+		case <-time.After(10 * time.Second):
+			t.Fatal("a waiter was not served")
+		}
+	}
+	if !got["A"] || !got["B"] {
+		t.Fatalf("served %v, want A's and B's waiters", got)
+	}
+}

@@ -48,6 +48,9 @@ const filesPath = "/v1/files/"
 // userAgent identifies our downloads to the servers we fetch from.
 const userAgent = "docjobs-fetcher/1"
 
+// errAttemptLimit is the cause of a download cut off by Config.Timeout.
+var errAttemptLimit = errors.New("the download attempt's time limit ran out")
+
 // sniffLen is what mimetype needs to recognize a type.
 const sniffLen = 3072
 
@@ -232,7 +235,7 @@ func (f *Fetcher) download(ctx context.Context, accountID, jobID string, index i
 	u, _ := url.Parse(sourceURL) // CheckURL parsed it
 	display := outbound.Redact(u)
 
-	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, f.cfg.Timeout, errAttemptLimit)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -336,12 +339,18 @@ func (f *Fetcher) requestError(ctx context.Context, display string, err error) *
 		return &Error{Msg: msg, Err: err}
 	case errors.Is(err, outbound.ErrTooManyRedirects), errors.Is(err, outbound.ErrBadRedirect):
 		return &Error{Msg: fmt.Sprintf("download of %s failed: %s", display, innermost(err)), Err: err}
-	case ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded):
-		// Our own deadline (the parent's would also land here, which is
-		// equally a timeout from the row's point of view).
-		return &Error{Msg: fmt.Sprintf("download of %s timed out after %s", display, f.cfg.Timeout), Retryable: true, Err: err}
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), errAttemptLimit):
+		return &Error{Msg: fmt.Sprintf("download of %s timed out after %s, the limit per download attempt", display, f.cfg.Timeout),
+			Retryable: true, Err: errors.Join(context.DeadlineExceeded, err)}
 	case ctx.Err() != nil:
-		return &Error{Msg: fmt.Sprintf("download of %s was cancelled", display), Retryable: true, Err: errors.Join(ctx.Err(), err)}
+		// The caller's context ended: its cause (a deadline of its own, a
+		// shutdown) is the caller's to name, so it is wrapped, and the
+		// attempt's limit, which was not what ran out, is not blamed.
+		msg := fmt.Sprintf("download of %s was cancelled", display)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			msg = fmt.Sprintf("download of %s timed out", display)
+		}
+		return &Error{Msg: msg, Retryable: true, Err: errors.Join(ctx.Err(), context.Cause(ctx), err)}
 	case errors.As(err, &dnsErr):
 		if dnsErr.IsNotFound {
 			return &Error{Msg: fmt.Sprintf("download of %s failed: host %s not found", display, dnsErr.Name), Err: err}

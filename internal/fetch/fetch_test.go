@@ -375,9 +375,26 @@ func TestFetchTimeout(t *testing.T) {
 	e := newEnv(t, Config{Timeout: 200 * time.Millisecond}, nil)
 	start := time.Now()
 	_, err := e.f.Fetch(context.Background(), "a", "j", 0, srv.URL+"/slow")
-	wantFetchError(t, err, "timed out after 200ms", true)
+	wantFetchError(t, err, "timed out after 200ms, the limit per download attempt", true)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Fetch took %v with a 200ms timeout", d)
+	}
+}
+
+func TestACallersDeadlineIsNotBlamedOnTheAttemptLimit(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	e := newEnv(t, Config{Timeout: time.Hour}, nil)
+	// The worker bounds a file's downloads, retries included, this way.
+	budget := errors.New("the file's downloads ran out of time")
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 100*time.Millisecond, budget)
+	defer cancel()
+	_, err := e.f.Fetch(ctx, "a", "j", 0, srv.URL+"/hang")
+	fe := wantFetchError(t, err, "timed out", true)
+	if strings.Contains(fe.Msg, "limit per download attempt") || strings.Contains(fe.Msg, "1h0m0s") {
+		t.Errorf("error = %q blames the hour-long attempt limit for the caller's deadline", fe.Msg)
+	}
+	if !errors.Is(err, budget) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %v does not wrap the caller's cause and the deadline", err)
 	}
 }
 

@@ -45,11 +45,13 @@ type fileWorker struct {
 	river.WorkerDefaults[FileArgs]
 	cfg  Config
 	deps Deps
-	// recognizing and asking bound, per process, the files being
-	// recognized (Config.RecognizeWorkers) and the model rows being asked
+	// fetching, recognizing and asking bound, per process, the sources
+	// being downloaded (Config.FetchWorkers), the files being recognized
+	// (Config.RecognizeWorkers) and the model rows being asked
 	// (Config.ModelWorkers), taking turns between accounts: River hands
 	// out files first come, first served, and one account's thousand
 	// chunks must not keep another's one chunk waiting for all of them.
+	fetching    *fair.Sem
 	recognizing *fair.Sem
 	asking      *fair.Sem
 	// starting holds the files on their way to their first calls.
@@ -57,7 +59,7 @@ type fileWorker struct {
 }
 
 func newFileWorker(cfg Config, deps Deps) *fileWorker {
-	return &fileWorker{cfg: cfg, deps: deps,
+	return &fileWorker{cfg: cfg, deps: deps, fetching: fair.NewSem(cfg.FetchWorkers),
 		recognizing: fair.NewSem(cfg.RecognizeWorkers), asking: fair.NewSem(cfg.ModelWorkers), starting: &startLane{}}
 }
 

@@ -277,7 +277,8 @@ func TestAFilesFailedLastAttemptFailsWhatIsLeftWithItsFault(t *testing.T) {
 			},
 			timeout: 200 * time.Millisecond,
 			wantJob: job.StatusComplete, wantOCR: job.RowDone, wantLLM: []job.RowStatus{job.RowFailed, job.RowFailed},
-			wantError: "the file's last attempt (5 of 5) failed: the file took longer than its 21m0s limit",
+			// A download attempt (5m), recognition (10m), the store (1m), the model stage (10m).
+			wantError: "the file's last attempt (5 of 5) failed: the file took longer than its 26m0s limit",
 		},
 		{
 			name: "a recognition that cannot be recorded",

@@ -2,16 +2,20 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/docjobs/docjobs/internal/convert"
 	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/outbound"
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/store"
 )
@@ -45,11 +49,25 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 			return nil, fmt.Errorf("file %s[%d]: mark running: %w", j.ID, i, err)
 		}
 	}
-	if err := w.recognizing.Acquire(ctx, j.AccountID); err != nil {
-		return nil, err
+	row, source, err := w.recognize(ctx, j, i, downloadsBegan(rj.JobRow))
+	if errors.Is(err, errDownloadsQueued) {
+		// Neither an attempt spent nor a fault: River hands the slot
+		// this file would wait in to the next file, maybe another
+		// account's.
+		log.Debug("recognize: the account's downloads are queued already, stepping back", "for", downloadStepBack)
+		return nil, river.JobSnooze(downloadStepBack)
 	}
-	row, source, err := w.recognize(ctx, j, i)
-	w.recognizing.Release()
+	if dl := (*downloadError)(nil); errors.As(err, &dl) && ctx.Err() == nil {
+		if msg, over := w.downloadsOver(dl, rj.Attempt); over {
+			log.Warn("recognize: giving up on the source's downloads", "err", err)
+			row.Status, row.Error, err = job.RowFailed, msg, nil
+		} else if rj.Attempt < rj.MaxAttempts {
+			// The next attempt counts from the same start. Outside River
+			// (tests) there is nowhere to keep it, and nothing to keep it
+			// for.
+			_ = river.MetadataSet(ctx, downloadsBeganKey, dl.began)
+		}
+	}
 	if err != nil {
 		// Only transient faults reach here. A rate-limited provider snoozes
 		// the file without spending an attempt; other faults are retried.
@@ -128,25 +146,29 @@ func (w *fileWorker) discardUnrecorded(ctx context.Context, source fetch.Result,
 // discardTimeout bounds discardUnrecorded, which outlives the file's context.
 const discardTimeout = 10 * time.Second
 
-// recognize fetches and converts one file. A returned error is transient
-// (retry); a bad input instead comes back as a FAILED or SKIPPED row.
-func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int) (job.OCRRow, fetch.Result, error) {
+// recognize fetches and converts one file, its downloads counted from
+// began (zero: from this attempt's). A returned error is transient
+// (retry), a *downloadError when getting the source failed; a bad input
+// instead comes back as a FAILED or SKIPPED row.
+//
+// The source is fetched under a download place and converted under a
+// recognition place, never both: a source server that stalls or fails
+// keeps only downloads waiting, not the recognition of files already here.
+func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int, began time.Time) (job.OCRRow, fetch.Result, error) {
 	row := job.OCRRow{JobID: j.ID, FileIndex: i, File: j.SourceURLs[i]}
-	fetched, err := w.deps.Fetcher.Fetch(ctx, j.AccountID, j.ID, i, j.SourceURLs[i])
+	fetched, data, err := w.download(ctx, j, i, began)
 	if err != nil {
-		return failOrRetry(row, fetch.Result{}, err)
+		return failOrRetry(row, fetched, err)
 	}
 	row.File = fetched.URL
 	if fetched.Size == 0 {
 		row.Status = job.RowSkipped
 		return row, fetched, nil
 	}
-	data := fetched.Data
-	if data == nil {
-		if data, err = w.deps.Fetcher.Read(ctx, fetched.Key, w.cfg.MaxFileBytes); err != nil {
-			return failOrRetry(row, fetched, err)
-		}
+	if err := w.recognizing.Acquire(ctx, j.AccountID); err != nil {
+		return row, fetched, err
 	}
+	defer w.recognizing.Release()
 	convertCtx, cancel := context.WithTimeout(ctx, w.cfg.FileTimeout)
 	defer cancel()
 	out, err := w.deps.Convert(convertCtx, convert.Input{
@@ -170,6 +192,122 @@ func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int) (job.OCRR
 	row.Content, row.OutputFormat, row.Model = out.Content, out.Format, out.Model
 	row.Request, row.RawData = out.Request, out.RawData
 	return row, fetched, nil
+}
+
+// download fetches file i of j and reads its bytes, under a download
+// place of the process taken in turn with other accounts. Its time counts
+// against Config.FetchTotalTimeout from began, or from now if began is
+// zero; the wait for the place does not. A failure that may pass with time
+// comes back as a *downloadError.
+func (w *fileWorker) download(ctx context.Context, j *job.Job, i int, began time.Time) (fetch.Result, []byte, error) {
+	// At most FetchWorkers files of an account wait for a place: the rest
+	// step back out of River's hands (errDownloadsQueued), or one account's
+	// sources, stalled, would fill the file queue and River would hand out
+	// no other account's file until they had all passed.
+	ok, err := w.fetching.AcquireQueued(ctx, j.AccountID, w.cfg.FetchWorkers)
+	if err != nil {
+		return fetch.Result{}, nil, err
+	}
+	if !ok {
+		return fetch.Result{}, nil, errDownloadsQueued
+	}
+	defer w.fetching.Release()
+	if began.IsZero() {
+		began = time.Now()
+	}
+	deadline := began.Add(w.cfg.FetchTotalTimeout)
+	fail := func(fetched fetch.Result, err error) (fetch.Result, []byte, error) {
+		if fe := (*fetch.Error)(nil); errors.As(err, &fe) && !fe.Retryable {
+			return fetched, nil, err
+		}
+		// Past the deadline, whatever the error says (a cut-off read, a
+		// timeout of the client's own), the bound is what ended it.
+		ranOut := ctx.Err() == nil && !time.Now().Before(deadline)
+		return fetched, nil, &downloadError{err: err, began: began, ranOut: ranOut}
+	}
+	if !time.Now().Before(deadline) {
+		return fail(fetch.Result{}, &fetch.Error{Msg: fmt.Sprintf("download of %s was not tried again", redacted(j.SourceURLs[i])),
+			Retryable: true, Err: errDownloadsRanOut})
+	}
+	dctx, cancel := context.WithDeadlineCause(ctx, deadline, errDownloadsRanOut)
+	defer cancel()
+	fetched, err := w.deps.Fetcher.Fetch(dctx, j.AccountID, j.ID, i, j.SourceURLs[i])
+	if err != nil {
+		return fail(fetch.Result{}, err)
+	}
+	data := fetched.Data
+	if data == nil && fetched.Size > 0 {
+		// A copy of a stored file: read back within the same bound.
+		if data, err = w.deps.Fetcher.Read(dctx, fetched.Key, w.cfg.MaxFileBytes); err != nil {
+			return fail(fetched, err)
+		}
+	}
+	return fetched, data, nil
+}
+
+// errDownloadsQueued stops a file whose account has FetchWorkers files
+// waiting for a download place already; the file steps back for
+// downloadStepBack.
+var errDownloadsQueued = errors.New("the account's downloads are queued already")
+
+// downloadStepBack is how long a file whose account's downloads are queued
+// already waits outside River's hands before it looks again.
+const downloadStepBack = 5 * time.Second
+
+// errDownloadsRanOut is the cause of a download cut off by
+// Config.FetchTotalTimeout.
+var errDownloadsRanOut = errors.New("the file's time for downloads ran out")
+
+// downloadsBeganKey is the River metadata under which a file's job keeps
+// when its downloads began, so that its retries count against one
+// Config.FetchTotalTimeout. River merges it into the job row when the
+// failed attempt ends; a download that succeeds at once writes nothing.
+const downloadsBeganKey = "docjobs_downloads_began"
+
+// downloadsBegan is when the downloads of the file whose River job is rj
+// began, zero before the first has failed.
+func downloadsBegan(rj *rivertype.JobRow) time.Time {
+	var md struct {
+		Began time.Time `json:"docjobs_downloads_began"`
+	}
+	if rj == nil || json.Unmarshal(rj.Metadata, &md) != nil {
+		return time.Time{}
+	}
+	return md.Began
+}
+
+// downloadError is a failure to get a file's source that may pass with
+// time.
+type downloadError struct {
+	err    error
+	began  time.Time // when the file's downloads began
+	ranOut bool      // cut off by Config.FetchTotalTimeout
+}
+
+func (e *downloadError) Error() string { return e.err.Error() }
+func (e *downloadError) Unwrap() error { return e.err }
+
+// downloadsOver reports whether a file whose download failed with dl in
+// attempt must give up now, and the row error saying why: the bound on its
+// downloads ran out, or would before the next attempt.
+func (w *fileWorker) downloadsOver(dl *downloadError, attempt int) (string, bool) {
+	limit := fmt.Sprintf("the %s limit on a file's downloads, retries included,", w.cfg.FetchTotalTimeout)
+	switch deadline := dl.began.Add(w.cfg.FetchTotalTimeout); {
+	case dl.ranOut:
+		return fmt.Sprintf("%s; gave up: %s ran out", dl.err, limit), true
+	case retryBackoff(attempt).After(deadline):
+		return fmt.Sprintf("%s; gave up: %s would run out before the next try", dl.err, limit), true
+	}
+	return "", false
+}
+
+// redacted is raw without its user info, for a row's error.
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "the source URL"
+	}
+	return outbound.Redact(u)
 }
 
 // providerBusyError is a provider failure that may pass with time.

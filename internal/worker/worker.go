@@ -99,7 +99,21 @@ type Config struct {
 	// (default 32). Model calls wait on the provider, whose per-slot limit
 	// is the real bound.
 	ModelWorkers int
-	// FileTimeout bounds the recognition of one file (default 10m).
+	// FetchWorkers is how many sources one process downloads at once
+	// (default 16). Downloads have their own limit, apart from
+	// RecognizeWorkers, so a source server that stalls holds no place of
+	// the recognition that other accounts' files wait for.
+	FetchWorkers int
+	// FetchTimeout is the fetcher's limit on one download attempt (default
+	// fetch.DefaultTimeout); here it only sizes a file's River timeout.
+	FetchTimeout time.Duration
+	// FetchTotalTimeout bounds a file's downloads with their retries and the
+	// waits between them, from the start of the first (default 10m): a
+	// source that keeps failing fails its row once it has run out, or once
+	// the next retry could only begin after it.
+	FetchTotalTimeout time.Duration
+	// FileTimeout bounds the recognition of one file once it is downloaded
+	// (default 10m).
 	FileTimeout time.Duration
 	// JobCheck is how often a file's River job checks that its job is still
 	// live, so a cancelled, deleted or expired job stops asking providers
@@ -127,9 +141,11 @@ func (c Config) LongestStageTimeout() time.Duration {
 	return c.withDefaults().fileTimeout()
 }
 
-// fileTimeout leaves the download and the store a minute beyond the
-// converter's own per-file limit, then the model stage's.
-func (c Config) fileTimeout() time.Duration { return c.FileTimeout + time.Minute + modelStageTimeout }
+// fileTimeout is one attempt's download, the converter's own per-file
+// limit, a minute for the store, then the model stage's limit.
+func (c Config) fileTimeout() time.Duration {
+	return c.FetchTimeout + c.FileTimeout + time.Minute + modelStageTimeout
+}
 
 func (c Config) withDefaults() Config {
 	if c.MaxFileBytes <= 0 {
@@ -137,6 +153,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RecognizeWorkers <= 0 {
 		c.RecognizeWorkers = 16
+	}
+	if c.FetchWorkers <= 0 {
+		c.FetchWorkers = 16
+	}
+	if c.FetchTimeout <= 0 {
+		c.FetchTimeout = fetch.DefaultTimeout
+	}
+	if c.FetchTotalTimeout <= 0 {
+		c.FetchTotalTimeout = 10 * time.Minute
 	}
 	if c.ModelWorkers <= 0 {
 		c.ModelWorkers = 32
@@ -211,10 +236,11 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 		return nil, err
 	}
 	return map[string]river.QueueConfig{
-		// A file holds its River slot through both stages; each stage
-		// has its own limit inside (fileWorker), so files waiting on
-		// model answers do not keep others from being recognized.
-		QueueFile:          {MaxWorkers: cfg.RecognizeWorkers + cfg.ModelWorkers},
+		// A file holds its River slot through download, recognition and
+		// its model rows; each has its own limit inside (fileWorker), so
+		// files waiting on a source server or on model answers do not keep
+		// others from being recognized.
+		QueueFile:          {MaxWorkers: cfg.FetchWorkers + cfg.RecognizeWorkers + cfg.ModelWorkers},
 		QueueFinalize:      {MaxWorkers: 4},
 		store.QueueWebhook: {MaxWorkers: 16},
 	}, nil
