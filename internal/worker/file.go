@@ -200,8 +200,10 @@ func lastAttemptError(riverCtx context.Context, cause error, attempt, attempts i
 func (w *fileWorker) process(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, log *slog.Logger) error {
 	// Only the file's first run knows it is still unrecognized. A snooze
 	// (a rate-limited provider) spends no attempt, so the run after one has
-	// the attempt number of the run before it.
-	if rj.Attempt > 1 || snoozed(rj.JobRow) {
+	// the attempt number of the run before it; nor does a run cut off by
+	// its client's shutdown (River gives the attempt back), but every run
+	// adds its client to AttemptedBy.
+	if rj.Attempt > 1 || snoozed(rj.JobRow) || len(rj.AttemptedBy) > 1 {
 		if recognized, err := w.resume(ctx, rj, j, log); recognized || err != nil {
 			return err
 		}

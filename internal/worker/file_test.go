@@ -496,3 +496,31 @@ func TestAFirstRunOfARecordedFileAsksTheRecordedRows(t *testing.T) {
 		t.Errorf("job %s, want COMPLETE with its rows answered", res.Job.Status)
 	}
 }
+
+// A worker stopping for good (a deploy) cancels its files after its grace
+// period, and River gives the interrupted run its attempt back: the next
+// run, on another worker, has attempt 1 again and must still find the
+// rows the interrupted run answered, not recognize the file afresh and
+// pay for every chunk before it learns the file was recorded.
+func TestARunAfterAnInterruptedOneAsksOnlyTheRowsStillPending(t *testing.T) {
+	chat := &scriptedChat{}
+	st := openStore(t)
+	j := recognizedJob(t, st, "job-1", "a", 3)
+	answered := job.LLMRow{JobID: j.ID, ChunkIndex: 1, ChunkTotal: 3, Status: job.RowDone, Content: `{"n":0}`}
+	if _, err := st.FinishLLM(context.Background(), store.LLMDone{Row: answered}); err != nil {
+		t.Fatal(err)
+	}
+	w := textFileWorker(st, &savingFetcher{data: "one two three four five six seven eight"}, chat)
+	err := w.Work(context.Background(), &river.Job[FileArgs]{
+		JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 5, AttemptedBy: []string{"worker-a", "worker-b"}},
+		Args:   FileArgs{JobID: j.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := llmStatuses(t, st, j.ID); !slices.Equal(got, []job.RowStatus{job.RowDone, job.RowDone, job.RowDone}) {
+		t.Fatalf("rows = %v, want every row done", got)
+	}
+	if sent := strings.Join(chat.users, "\n"); chat.total() != 2 || strings.Contains(sent, "chunk 1") {
+		t.Errorf("%d calls (%q), want chunks 0 and 2 asked once each and nothing else", chat.total(), sent)
+	}
+}
