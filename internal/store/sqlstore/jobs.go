@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -295,6 +296,60 @@ func (s *Store[TTx]) GetResult(ctx context.Context, accountID, id string) (*job.
 		res.Merged = []byte(merged)
 	}
 	return res, nil
+}
+
+// ResultRows reads the job of accountID ("" = any account) and returns
+// its result's rows one at a time; see store.Store. Each row is its own
+// keyset query on the rows' primary key rather than one cursor over all of
+// them: a cursor would hold a connection (one of SQLite's four readers, or
+// a PostgreSQL connection) and, on SQLite, a read snapshot that stops WAL
+// checkpoints, for as long as the slowest client takes to read a result of
+// gigabytes.
+func (s *Store[TTx]) ResultRows(ctx context.Context, accountID, id string) (*job.Job, iter.Seq2[store.ResultRow, error], error) {
+	db := s.backend.DB()
+	j, err := s.getJob(ctx, db, accountID, id, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	seq := func(yield func(store.ResultRow, error) bool) {
+		for after := -1; ; {
+			r, ok, err := s.nextOCRRow(ctx, db, id, after)
+			if err != nil {
+				yield(store.ResultRow{}, err)
+				return
+			}
+			if !ok {
+				break
+			}
+			after = r.FileIndex
+			if !yield(store.ResultRow{OCR: &r}, nil) {
+				return
+			}
+		}
+		for after := (llmKey{-1, -1, -1}); ; {
+			r, ok, err := s.nextLLMRow(ctx, db, id, after)
+			if err != nil {
+				yield(store.ResultRow{}, err)
+				return
+			}
+			if !ok {
+				break
+			}
+			after = llmKey{r.FileIndex, r.PromptIndex, r.ChunkIndex}
+			if !yield(store.ResultRow{LLM: &r}, nil) {
+				return
+			}
+		}
+		var merged string
+		if err := s.queryRow(ctx, db, `SELECT merged FROM jobs WHERE id = ?`, []any{id}, &merged); err != nil {
+			yield(store.ResultRow{}, fmt.Errorf("merged answers of job %s: %w", id, err))
+			return
+		}
+		if merged != "" {
+			yield(store.ResultRow{Merged: []byte(merged)}, nil)
+		}
+	}
+	return j, seq, nil
 }
 
 // ResultToFinish reads what ending job id needs: the job and its rows,

@@ -35,23 +35,32 @@ func (s *Store[TTx]) ocrRows(ctx context.Context, q Querier, jobID, columns stri
 	defer rows.Close()
 	var out []job.OCRRow
 	for rows.Next() {
-		var (
-			r      job.OCRRow
-			status string
-			dur    int64
-		)
-		err := rows.Scan(&r.JobID, &r.FileIndex, &r.File, &status, &r.Content, &r.OutputFormat, &r.Model,
-			&r.Request, &r.RawData, &r.Error, &dur, timeScan{&r.Created}, timeScan{&r.Updated})
+		r, err := scanOCRRow(rows)
 		if err != nil {
-			return nil, fmt.Errorf("scan ocr row: %w", err)
+			return nil, err
 		}
-		r.Status, r.Duration = job.RowStatus(status), time.Duration(dur)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ocr rows of %s: %w", jobID, err)
 	}
 	return out, nil
+}
+
+// scanOCRRow scans one row of ocrColumns or ocrColumnsLean.
+func scanOCRRow(rows Rows) (job.OCRRow, error) {
+	var (
+		r      job.OCRRow
+		status string
+		dur    int64
+	)
+	err := rows.Scan(&r.JobID, &r.FileIndex, &r.File, &status, &r.Content, &r.OutputFormat, &r.Model,
+		&r.Request, &r.RawData, &r.Error, &dur, timeScan{&r.Created}, timeScan{&r.Updated})
+	if err != nil {
+		return job.OCRRow{}, fmt.Errorf("scan ocr row: %w", err)
+	}
+	r.Status, r.Duration = job.RowStatus(status), time.Duration(dur)
+	return r, nil
 }
 
 const llmColumns = `job_id, file_index, prompt_index, chunk_index, chunk_total, file, status, skip_reason,
@@ -69,24 +78,9 @@ func (s *Store[TTx]) llmRows(ctx context.Context, q Querier, jobID, columns stri
 	defer rows.Close()
 	var out []job.LLMRow
 	for rows.Next() {
-		var (
-			r         job.LLMRow
-			status    string
-			dur       int64
-			valid     sql.NullBool
-			consensus sql.NullString
-		)
-		err := rows.Scan(&r.JobID, &r.FileIndex, &r.PromptIndex, &r.ChunkIndex, &r.ChunkTotal, &r.File,
-			&status, &r.SkipReason, &r.Content, &r.Model, &r.Request, &r.RawData, &r.Error, &dur,
-			&valid, jsonScan{&r.SchemaErrors}, &consensus, timeScan{&r.Created}, timeScan{&r.Updated},
-			&r.InputTokens, &r.OutputTokens, &r.Overlap)
+		r, err := scanLLMRow(rows)
 		if err != nil {
-			return nil, fmt.Errorf("scan model row: %w", err)
-		}
-		r.Status, r.Duration, r.SchemaValid = job.RowStatus(status), time.Duration(dur), boolPtr(valid)
-		r.SchemaErrors = emptyToNil(r.SchemaErrors)
-		if consensus.Valid {
-			r.Consensus = []byte(consensus.String)
+			return nil, err
 		}
 		out = append(out, r)
 	}
@@ -94,6 +88,78 @@ func (s *Store[TTx]) llmRows(ctx context.Context, q Querier, jobID, columns stri
 		return nil, fmt.Errorf("model rows of %s: %w", jobID, err)
 	}
 	return out, nil
+}
+
+// scanLLMRow scans one row of llmColumns or llmColumnsLean.
+func scanLLMRow(rows Rows) (job.LLMRow, error) {
+	var (
+		r         job.LLMRow
+		status    string
+		dur       int64
+		valid     sql.NullBool
+		consensus sql.NullString
+	)
+	err := rows.Scan(&r.JobID, &r.FileIndex, &r.PromptIndex, &r.ChunkIndex, &r.ChunkTotal, &r.File,
+		&status, &r.SkipReason, &r.Content, &r.Model, &r.Request, &r.RawData, &r.Error, &dur,
+		&valid, jsonScan{&r.SchemaErrors}, &consensus, timeScan{&r.Created}, timeScan{&r.Updated},
+		&r.InputTokens, &r.OutputTokens, &r.Overlap)
+	if err != nil {
+		return job.LLMRow{}, fmt.Errorf("scan model row: %w", err)
+	}
+	r.Status, r.Duration, r.SchemaValid = job.RowStatus(status), time.Duration(dur), boolPtr(valid)
+	r.SchemaErrors = emptyToNil(r.SchemaErrors)
+	if consensus.Valid {
+		r.Consensus = []byte(consensus.String)
+	}
+	return r, nil
+}
+
+// nextOCRRow reads the job's first OCR row after file index after (-1 for
+// the first row); ok=false when there is none.
+func (s *Store[TTx]) nextOCRRow(ctx context.Context, q Querier, jobID string, after int) (r job.OCRRow, ok bool, err error) {
+	rows, err := s.query(ctx, q, `SELECT `+ocrColumns+` FROM ocr_rows WHERE job_id = ? AND file_index > ?
+		ORDER BY file_index LIMIT 1`, jobID, after)
+	if err != nil {
+		return job.OCRRow{}, false, fmt.Errorf("ocr row of %s after file %d: %w", jobID, after, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return job.OCRRow{}, false, fmt.Errorf("ocr row of %s after file %d: %w", jobID, after, err)
+		}
+		return job.OCRRow{}, false, nil
+	}
+	if r, err = scanOCRRow(rows); err != nil {
+		return job.OCRRow{}, false, err
+	}
+	rows.Close()
+	return r, true, rows.Err()
+}
+
+// llmKey is a model row's place in a job's result order.
+type llmKey struct{ file, prompt, chunk int }
+
+// nextLLMRow reads the job's first model row after key (all -1 for the
+// first row) in result order; ok=false when there is none.
+func (s *Store[TTx]) nextLLMRow(ctx context.Context, q Querier, jobID string, after llmKey) (r job.LLMRow, ok bool, err error) {
+	rows, err := s.query(ctx, q, `SELECT `+llmColumns+` FROM llm_rows WHERE job_id = ?
+		AND (file_index, prompt_index, chunk_index) > (?, ?, ?)
+		ORDER BY file_index, prompt_index, chunk_index LIMIT 1`, jobID, after.file, after.prompt, after.chunk)
+	if err != nil {
+		return job.LLMRow{}, false, fmt.Errorf("model row of %s after %v: %w", jobID, after, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return job.LLMRow{}, false, fmt.Errorf("model row of %s after %v: %w", jobID, after, err)
+		}
+		return job.LLMRow{}, false, nil
+	}
+	if r, err = scanLLMRow(rows); err != nil {
+		return job.LLMRow{}, false, err
+	}
+	rows.Close()
+	return r, true, rows.Err()
 }
 
 // llmInsertBatch is how many model rows one INSERT writes: a file's chunks

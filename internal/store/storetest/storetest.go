@@ -81,6 +81,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FinishOCRManyChunks", testFinishOCRManyChunks},
 		{"FileModelRowsIsWhatARetriedFileHasLeft", testFileModelRows},
 		{"ResultToFinishLeavesOutTheTextAndTheExchanges", testResultToFinish},
+		{"ResultRowsIsGetResultOneRowAtATime", testResultRowsIsGetResultOneRowAtATime},
+		{"ResultRowsOfANewJob", testResultRowsOfANewJob},
 		{"ExpireJobFailsWhatIsLeftOnce", testExpireJobFailsWhatIsLeftOnce},
 		{"EndingAJobGivesFilesStillBeingRecognizedTheirOCRFailedRow", testEndingAJobGivesFilesStillBeingRecognizedTheirOCRFailedRow},
 		{"JobProgressCountsTerminalRowsOfTheAccountsJob", testJobProgressCountsTerminalRows},
