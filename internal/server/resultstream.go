@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -61,9 +62,13 @@ func (s *Server) streamResult(w http.ResponseWriter, r *http.Request, pathParams
 	// bindRequest set a fixed write deadline, made for answers of a few
 	// kilobytes; a result of gigabytes to a slow client takes longer, so it
 	// is cut only when no byte moves for IOIdleTimeout, as downloads are.
-	idle := newIdleDeadline(http.NewResponseController(w).SetWriteDeadline, s.cfg.IOIdleTimeout)
+	rc := http.NewResponseController(w)
+	idle := newIdleDeadline(rc.SetWriteDeadline, s.cfg.IOIdleTimeout)
 	w.Header().Set("Content-Type", s.json.ContentType(nil))
-	rw, err := s.newResultWriter(&idleWriter{w: w, idle: idle}, j)
+	// Rows are written in pieces of a few kilobytes each; buffered, they
+	// leave in large writes instead of a system call each.
+	bw := bufio.NewWriterSize(&idleWriter{w: w, idle: idle}, resultBufferBytes)
+	rw, err := s.newResultWriter(bw, j)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -77,6 +82,10 @@ func (s *Server) streamResult(w http.ResponseWriter, r *http.Request, pathParams
 			return
 		}
 		if err != nil {
+			// What was read goes out before the cut.
+			if bw.Flush() == nil {
+				_ = rc.Flush()
+			}
 			s.abortResult(ctx, id, rw, err)
 		}
 		if rw.writeErr != nil {
@@ -85,7 +94,13 @@ func (s *Server) streamResult(w http.ResponseWriter, r *http.Request, pathParams
 		}
 	}
 	rw.end()
+	if rw.writeErr == nil {
+		_ = bw.Flush() // an error here is the client's going away
+	}
 }
+
+// resultBufferBytes is the write buffer of a result stream.
+const resultBufferBytes = 64 << 10
 
 // abortResult logs why a result stream stops after its first byte and
 // drops the connection, so that the client cannot take the truncated body

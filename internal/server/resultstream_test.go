@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -33,9 +34,11 @@ type realService struct {
 	svc    *api.Service
 	store  *sqlite.Store
 	dbPath string
+	sealer *secret.Sealer
+	bucket *blob.Bucket
 }
 
-func newRealService(t testing.TB) *realService {
+func newRealService(t testing.TB, cfg api.Config) *realService {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "docjobs.db")
@@ -53,14 +56,23 @@ func newRealService(t testing.TB) *realService {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bucket.Close() })
-	svc, err := api.New(api.Config{PublicURL: "http://docjobs.test"}, api.Deps{
-		Store: st, Sealer: sealer, Bucket: bucket,
+	rs := &realService{store: st, dbPath: path, sealer: sealer, bucket: bucket}
+	rs.svc = rs.service(t, cfg)
+	return rs
+}
+
+// service is another API service over the same store.
+func (rs *realService) service(t testing.TB, cfg api.Config) *api.Service {
+	t.Helper()
+	cfg.PublicURL = "http://docjobs.test"
+	svc, err := api.New(cfg, api.Deps{
+		Store: rs.store, Sealer: rs.sealer, Bucket: rs.bucket,
 		FirstStage: func(string, int) []river.InsertManyParams { return nil },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &realService{svc: svc, store: st, dbPath: path}
+	return svc
 }
 
 // countingResults counts the rows the stream reads, so that a test knows
@@ -182,7 +194,7 @@ func (rs *realService) create(t *testing.T, account string, spec resultJob) stri
 }
 
 func TestTheStreamedResultIsByteForByteTheGatewaysResult(t *testing.T) {
-	rs := newRealService(t)
+	rs := newRealService(t, api.Config{})
 	counted := &countingResults{Results: rs.svc}
 	real := func(c *Config, d *Deps) { d.Service, d.Files = rs.svc, rs.svc }
 	streamed := startServer(t, real, func(_ *Config, d *Deps) { d.Results = counted })

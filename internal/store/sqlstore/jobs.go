@@ -299,10 +299,11 @@ func (s *Store[TTx]) GetResult(ctx context.Context, accountID, id string) (*job.
 }
 
 // ResultRows reads the job of accountID ("" = any account) and returns
-// its result's rows one at a time; see store.Store. Each row is its own
-// keyset query on the rows' primary key rather than one cursor over all of
-// them: a cursor would hold a connection (one of SQLite's four readers, or
-// a PostgreSQL connection) and, on SQLite, a read snapshot that stops WAL
+// its result's rows as the caller asks for them; see store.Store. The rows
+// are read in batches of about a megabyte (eachResultRow), each batch by a
+// query closed before its rows are yielded, rather than through one cursor:
+// a cursor would hold a connection (one of SQLite's four readers, or a
+// PostgreSQL connection) and, on SQLite, a read snapshot that stops WAL
 // checkpoints, for as long as the slowest client takes to read a result of
 // gigabytes.
 func (s *Store[TTx]) ResultRows(ctx context.Context, accountID, id string) (*job.Job, iter.Seq2[store.ResultRow, error], error) {
@@ -312,33 +313,25 @@ func (s *Store[TTx]) ResultRows(ctx context.Context, accountID, id string) (*job
 		return nil, nil, err
 	}
 	seq := func(yield func(store.ResultRow, error) bool) {
-		for after := -1; ; {
-			r, ok, err := s.nextOCRRow(ctx, db, id, after)
-			if err != nil {
-				yield(store.ResultRow{}, err)
-				return
-			}
-			if !ok {
-				break
-			}
-			after = r.FileIndex
-			if !yield(store.ResultRow{OCR: &r}, nil) {
-				return
-			}
+		stopped, err := eachResultRow(ctx, s, db, id, ocrResultTable, func(r *job.OCRRow) bool {
+			return yield(store.ResultRow{OCR: r}, nil)
+		})
+		if err != nil {
+			yield(store.ResultRow{}, err)
+			return
 		}
-		for after := (llmKey{-1, -1, -1}); ; {
-			r, ok, err := s.nextLLMRow(ctx, db, id, after)
-			if err != nil {
-				yield(store.ResultRow{}, err)
-				return
-			}
-			if !ok {
-				break
-			}
-			after = llmKey{r.FileIndex, r.PromptIndex, r.ChunkIndex}
-			if !yield(store.ResultRow{LLM: &r}, nil) {
-				return
-			}
+		if stopped {
+			return
+		}
+		stopped, err = eachResultRow(ctx, s, db, id, llmResultTable, func(r *job.LLMRow) bool {
+			return yield(store.ResultRow{LLM: r}, nil)
+		})
+		if err != nil {
+			yield(store.ResultRow{}, err)
+			return
+		}
+		if stopped {
+			return
 		}
 		var merged string
 		if err := s.queryRow(ctx, db, `SELECT merged FROM jobs WHERE id = ?`, []any{id}, &merged); err != nil {

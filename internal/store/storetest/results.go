@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/riverqueue/river"
@@ -125,5 +126,37 @@ func testResultRowsOfANewJob(t *testing.T, s Store) {
 	equal(t, "model rows", len(got.LLM), 0)
 	if got.Merged != nil {
 		t.Errorf("merged = %s, want none", got.Merged)
+	}
+}
+
+// testResultRowsReadsLargeAndManyRows reads rows past the sizes the SQL
+// store batches by (a megabyte of text, 512 rows a page): rows of 400 KiB,
+// one of 1.5 MiB, and 700 small ones.
+func testResultRowsReadsLargeAndManyRows(t *testing.T, s Store) {
+	j := newJob("acct", 2)
+	j.Prompts = []string{"p0"}
+	createJob(t, s, j, store.CreateJobParams{})
+	for i, n := range []int{6, 700} {
+		ocr := doneRow(j, i, strings.Repeat("t", 1500<<10*(1-i)))
+		var rows []job.LLMRow
+		for c := range n {
+			r := pendingChunk(j, ocr, c, n)
+			r.Status, r.Content = job.RowDone, fmt.Sprint(c)
+			if i == 0 {
+				r.Request = strings.Repeat(fmt.Sprint(c), 400<<10)
+			}
+			rows = append(rows, r)
+		}
+		_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: rows})
+		noErr(t, "FinishOCR", err)
+	}
+	want := getResult(t, s, j.ID)
+	got := collectResult(t, s, "acct", j.ID)
+	equal(t, "rows read", [2]int{len(got.OCR), len(got.LLM)}, [2]int{2, 706})
+	equal(t, "OCR rows", got.OCR, want.OCR)
+	if len(got.LLM) == len(want.LLM) {
+		for i := range got.LLM {
+			equal(t, fmt.Sprint("model row ", i), got.LLM[i], want.LLM[i])
+		}
 	}
 }

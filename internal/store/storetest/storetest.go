@@ -83,6 +83,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ResultToFinishLeavesOutTheTextAndTheExchanges", testResultToFinish},
 		{"ResultRowsIsGetResultOneRowAtATime", testResultRowsIsGetResultOneRowAtATime},
 		{"ResultRowsOfANewJob", testResultRowsOfANewJob},
+		{"ResultRowsReadsLargeAndManyRows", testResultRowsReadsLargeAndManyRows},
 		{"ExpireJobFailsWhatIsLeftOnce", testExpireJobFailsWhatIsLeftOnce},
 		{"EndingAJobGivesFilesStillBeingRecognizedTheirOCRFailedRow", testEndingAJobGivesFilesStillBeingRecognizedTheirOCRFailedRow},
 		{"JobProgressCountsTerminalRowsOfTheAccountsJob", testJobProgressCountsTerminalRows},
