@@ -20,8 +20,10 @@ import (
 
 // This file serves GET /v1/jobs/{id}/result as a stream. The gateway path
 // builds the whole result, and then its JSON, in memory: twenty 99 MiB
-// texts made gigabytes. Here each row is read from the store, converted and
-// written before the next is read, so a request holds one row at a time.
+// texts made gigabytes. Here rows are read from the store a few at a time
+// (about a megabyte of text, or one larger row) and each is converted and
+// written before the next, so a request holds one row, or one batch of
+// small ones, at a time.
 //
 // The body is byte for byte what the gateway path writes (resultMarshaler):
 // each row is the protojson of the same message, with the same marshal

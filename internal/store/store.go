@@ -139,11 +139,13 @@ type Store interface {
 	// ResultRows is GetResult one row at a time: it reads the job (so an
 	// unknown job or another account's is ErrNotFound before any row) and
 	// returns the job's rows in GetResult's order, OCR rows, then model
-	// rows, then the merged answers when the job has some. Each row is read
-	// as the sequence asks for it, by its own query, so that neither the
-	// rows nor a database connection are held while the caller writes one
-	// out; the rows are therefore not one snapshot (GetResult's are not
-	// either). The sequence reads with ctx and ends after yielding an error.
+	// rows, then the merged answers when the job has some. Rows are read as
+	// the sequence asks for them, a few at a time (about a megabyte of
+	// text, or one larger row), and no query stays open while the caller
+	// handles a row, so that neither the whole result nor a database
+	// connection is held while the caller writes rows out; the rows are
+	// therefore not one snapshot (GetResult's are not either). The sequence
+	// reads with ctx and ends after yielding an error.
 	ResultRows(ctx context.Context, accountID, id string) (*job.Job, iter.Seq2[ResultRow, error], error)
 	// ResultToFinish is GetResult of any account's job without what ending
 	// a job never reads: OCR rows come without content, request and raw
