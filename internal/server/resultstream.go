@@ -79,6 +79,9 @@ func (s *Server) streamResult(w http.ResponseWriter, r *http.Request, pathParams
 		if err == nil {
 			err = rw.row(row)
 		}
+		if err != nil && ctx.Err() != nil {
+			return // the client went away: nobody to answer or to warn
+		}
 		if err != nil && !rw.started {
 			s.writeError(w, r, err)
 			return

@@ -353,3 +353,33 @@ func TestAResultThatFailsBeforeItsFirstRowIsAnErrorAnswer(t *testing.T) {
 		t.Errorf("message = %v", m["message"])
 	}
 }
+
+// hangingResults yields one row, then waits for the request to end and
+// yields its error, as a store read cancelled with its request does.
+type hangingResults struct{ done chan struct{} }
+
+func (h hangingResults) JobResultRows(ctx context.Context, _ string) (*docjobsv1.Job, iter.Seq2[api.ResultRow, error], error) {
+	j := &docjobsv1.Job{Id: "job-1"}
+	return j, func(yield func(api.ResultRow, error) bool) {
+		defer close(h.done)
+		if !yield(api.ResultRow{OCR: &docjobsv1.OcrResult{Content: strings.Repeat("x", 64<<10)}}, nil) {
+			return
+		}
+		<-ctx.Done()
+		yield(api.ResultRow{}, status.Error(codes.Canceled, "request canceled"))
+	}, nil
+}
+
+func TestAClientLeavingAResultStreamIsNoError(t *testing.T) {
+	done := make(chan struct{})
+	env := startServer(t, func(_ *Config, d *Deps) { d.Results = hangingResults{done: done} })
+	resp := env.doJSON("GET", "/v1/jobs/job-1/result", keyAlice, "")
+	if _, err := resp.Body.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	<-done
+	if logs := env.logs.String(); strings.Contains(logs, "result stream aborted") {
+		t.Errorf("a client that left was logged as a failure: %s", logs)
+	}
+}
