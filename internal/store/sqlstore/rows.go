@@ -133,17 +133,14 @@ type resultTable[R any] struct {
 	nkeys   int
 	columns string
 	scan    func(Rows) (R, error)
-	key     func(*R) []any
 }
 
 var (
 	ocrResultTable = resultTable[job.OCRRow]{
 		table: "ocr_rows", keys: "file_index", nkeys: 1, columns: ocrColumns, scan: scanOCRRow,
-		key: func(r *job.OCRRow) []any { return []any{r.FileIndex} },
 	}
 	llmResultTable = resultTable[job.LLMRow]{
 		table: "llm_rows", keys: "file_index, prompt_index, chunk_index", nkeys: 3, columns: llmColumns, scan: scanLLMRow,
-		key: func(r *job.LLMRow) []any { return []any{r.FileIndex, r.PromptIndex, r.ChunkIndex} },
 	}
 )
 
