@@ -68,37 +68,24 @@ func toJob(j *job.Job) *docjobsv1.Job {
 	return out
 }
 
-// toResult is the wire form of a job's result; merged answers only when the
-// job set merge.enabled. It fails only when a stored consensus block or
-// merged answer does not decode.
-func toResult(r *job.Result) (*docjobsv1.JobResult, error) {
-	out := &docjobsv1.JobResult{
-		Job: toJob(r.Job),
-		Ocr: make([]*docjobsv1.OcrResult, len(r.OCR)),
-		Llm: make([]*docjobsv1.LlmResult, len(r.LLM)),
+// toMerged is the wire form of a job's stored merged answers (a JSON array
+// of protojson MergedAnswer objects): none unless the job set
+// merge.enabled. It fails only when they do not decode.
+func toMerged(j *job.Job, stored []byte) ([]*docjobsv1.MergedAnswer, error) {
+	if !j.Merge.Enabled || len(stored) == 0 {
+		return nil, nil
 	}
-	for i := range r.OCR {
-		out.Ocr[i] = toOCRResult(&r.OCR[i])
+	var answers []json.RawMessage
+	if err := json.Unmarshal(stored, &answers); err != nil {
+		return nil, fmt.Errorf("decode merged answers of job %s: %w", j.ID, err)
 	}
-	for i := range r.LLM {
-		row, err := toLLMResult(&r.LLM[i])
-		if err != nil {
-			return nil, err
+	out := make([]*docjobsv1.MergedAnswer, 0, len(answers))
+	for i, a := range answers {
+		var m docjobsv1.MergedAnswer
+		if err := protojson.Unmarshal(a, &m); err != nil {
+			return nil, fmt.Errorf("decode merged answer %d of job %s: %w", i, j.ID, err)
 		}
-		out.Llm[i] = row
-	}
-	if r.Job.Merge.Enabled && len(r.Merged) > 0 {
-		var answers []json.RawMessage
-		if err := json.Unmarshal(r.Merged, &answers); err != nil {
-			return nil, fmt.Errorf("decode merged answers of job %s: %w", r.Job.ID, err)
-		}
-		for i, a := range answers {
-			var m docjobsv1.MergedAnswer
-			if err := protojson.Unmarshal(a, &m); err != nil {
-				return nil, fmt.Errorf("decode merged answer %d of job %s: %w", i, r.Job.ID, err)
-			}
-			out.Merged = append(out.Merged, &m)
-		}
+		out = append(out, &m)
 	}
 	return out, nil
 }

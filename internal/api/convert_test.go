@@ -98,9 +98,16 @@ func TestToResultMapsRowStatuses(t *testing.T) {
 			{JobID: "j1", FileIndex: 3, Status: job.RowFailed},
 		},
 	}
-	out, err := toResult(res)
-	if err != nil {
-		t.Fatal(err)
+	out := &docjobsv1.JobResult{}
+	for i := range res.OCR {
+		out.Ocr = append(out.Ocr, toOCRResult(&res.OCR[i]))
+	}
+	for i := range res.LLM {
+		row, err := toLLMResult(&res.LLM[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Llm = append(out.Llm, row)
 	}
 	wantOCR := []docjobsv1.JobOcrStatus{
 		docjobsv1.JobOcrStatus_JOB_OCR_STATUS_PENDING, docjobsv1.JobOcrStatus_JOB_OCR_STATUS_SKIPPED,
@@ -189,7 +196,7 @@ func TestToLLMResultDecodesTheConsensusBlock(t *testing.T) {
 	}
 }
 
-func TestToResultCarriesMergedAnswersOnlyWhenMergeIsEnabled(t *testing.T) {
+func TestToMergedCarriesMergedAnswersOnlyWhenMergeIsEnabled(t *testing.T) {
 	stored := []byte(`[{"file":"","format":"json","content":"{\"ids\":[1,2]}","schemaValid":true,` +
 		`"conflicts":[{"field":"total","values":["1","2"],"sources":[{"file":"f","chunkIndex":0},{"file":"f","chunkIndex":1}]}],` +
 		`"dedupeRemovedTechnical":3,"mergeIncomplete":true,"incompleteChunks":[{"file":"f","chunkIndex":2}]}]`)
@@ -202,24 +209,24 @@ func TestToResultCarriesMergedAnswersOnlyWhenMergeIsEnabled(t *testing.T) {
 		{"disabled: stored answers are not returned", false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := toResult(&job.Result{Job: &job.Job{ID: "j1", Merge: job.Merge{Enabled: tc.enabled}}, Merged: stored})
+			merged, err := toMerged(&job.Job{ID: "j1", Merge: job.Merge{Enabled: tc.enabled}}, stored)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(out.GetMerged()) != tc.want {
-				t.Fatalf("merged = %v", out.GetMerged())
+			if len(merged) != tc.want {
+				t.Fatalf("merged = %v", merged)
 			}
 			if tc.want == 0 {
 				return
 			}
-			m := out.GetMerged()[0]
+			m := merged[0]
 			if m.GetFormat() != "json" || !m.GetSchemaValid() || m.GetDedupeRemovedTechnical() != 3 || !m.GetMergeIncomplete() ||
 				m.GetConflicts()[0].GetSources()[1].GetChunkIndex() != 1 || m.GetIncompleteChunks()[0].GetChunkIndex() != 2 {
 				t.Errorf("merged answer = %v", m)
 			}
 		})
 	}
-	if _, err := toResult(&job.Result{Job: &job.Job{ID: "j1", Merge: job.Merge{Enabled: true}}, Merged: []byte(`{`)}); err == nil {
+	if _, err := toMerged(&job.Job{ID: "j1", Merge: job.Merge{Enabled: true}}, []byte(`{`)); err == nil {
 		t.Error("a corrupt stored merge decoded without error")
 	}
 }

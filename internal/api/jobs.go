@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -250,21 +252,107 @@ func (s *Service) GetJob(ctx context.Context, req *docjobsv1.GetJobRequest) (*do
 	return toJob(j), nil
 }
 
-// GetJobResult returns the job with its recognition and model rows.
+// GetJobResult returns the job with its recognition and model rows. A
+// unary answer is built whole in memory, so it is bounded: a result that
+// would pass Config.MaxResultMessageBytes is RESOURCE_EXHAUSTED, found by
+// adding up the rows as they are read, before the rest are read. REST
+// streams the result instead (JobResultRows), whatever its size.
 func (s *Service) GetJobResult(ctx context.Context, req *docjobsv1.GetJobResultRequest) (*docjobsv1.GetJobResultResponse, error) {
-	acct, err := account(ctx)
+	j, rows, err := s.JobResultRows(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.store.GetResult(ctx, acct, req.GetId())
-	if err != nil {
-		return nil, s.jobError(ctx, "GetJobResult", req.GetId(), err)
-	}
-	out, err := toResult(res)
-	if err != nil {
-		return nil, s.internal(ctx, "GetJobResult", err, slog.String("job_id", req.GetId()))
+	out := &docjobsv1.JobResult{Job: j}
+	size := fieldSize(proto.Size(j))
+	for r, err := range rows {
+		if err != nil {
+			return nil, err
+		}
+		var n int
+		switch {
+		case r.OCR != nil:
+			out.Ocr, n = append(out.Ocr, r.OCR), proto.Size(r.OCR)
+		case r.LLM != nil:
+			out.Llm, n = append(out.Llm, r.LLM), proto.Size(r.LLM)
+		case r.Merged != nil:
+			out.Merged, n = append(out.Merged, r.Merged), proto.Size(r.Merged)
+		}
+		size += fieldSize(n)
+		// The response wraps the result in one more field.
+		if total := fieldSize(size); total > s.cfg.MaxResultMessageBytes {
+			return nil, status.Errorf(codes.ResourceExhausted,
+				"the result of job %s is larger than %d bytes, the most one gRPC answer carries here; "+
+					"read it from GET /v1/jobs/%s/result, which streams it", req.GetId(), s.cfg.MaxResultMessageBytes, req.GetId())
+		}
 	}
 	return &docjobsv1.GetJobResultResponse{Result: out}, nil
+}
+
+// fieldSize is the encoded size of a message field (of a one-byte tag, as
+// every field of a result is) whose message encodes to n bytes.
+func fieldSize(n int) int { return 1 + protowire.SizeBytes(n) }
+
+// ResultRow is one element of a job's result as JobResultRows yields it:
+// exactly one field is set.
+type ResultRow struct {
+	OCR    *docjobsv1.OcrResult
+	LLM    *docjobsv1.LlmResult
+	Merged *docjobsv1.MergedAnswer
+}
+
+// JobResultRows is GetJobResult one row at a time, for a caller that writes
+// the result out as it goes (the REST edge streams it). The job is read,
+// and the caller's access checked, before it returns, so its error is
+// GetJobResult's (NotFound for an unknown job or another account's); the
+// rows are read as the sequence is ranged over. An error in the sequence
+// is a status already logged; the sequence ends after it.
+func (s *Service) JobResultRows(ctx context.Context, id string) (*docjobsv1.Job, iter.Seq2[ResultRow, error], error) {
+	acct, err := account(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	j, rows, err := s.store.ResultRows(ctx, acct, id)
+	if err != nil {
+		return nil, nil, s.jobError(ctx, "GetJobResult", id, err)
+	}
+	seq := func(yield func(ResultRow, error) bool) {
+		fail := func(err error) {
+			yield(ResultRow{}, s.jobError(ctx, "GetJobResult", id, err))
+		}
+		for r, err := range rows {
+			if err != nil {
+				fail(err)
+				return
+			}
+			switch {
+			case r.OCR != nil:
+				if !yield(ResultRow{OCR: toOCRResult(r.OCR)}, nil) {
+					return
+				}
+			case r.LLM != nil:
+				row, err := toLLMResult(r.LLM)
+				if err != nil {
+					fail(err)
+					return
+				}
+				if !yield(ResultRow{LLM: row}, nil) {
+					return
+				}
+			case r.Merged != nil:
+				answers, err := toMerged(j, r.Merged)
+				if err != nil {
+					fail(err)
+					return
+				}
+				for _, a := range answers {
+					if !yield(ResultRow{Merged: a}, nil) {
+						return
+					}
+				}
+			}
+		}
+	}
+	return toJob(j), seq, nil
 }
 
 // ListJobs returns a page of the calling account's jobs, newest first.

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -28,6 +29,12 @@ import (
 
 // DefaultUploadMaxBytes is the upload limit when Config.UploadMaxBytes is 0.
 const DefaultUploadMaxBytes = 20 << 20
+
+// DefaultMaxResultMessageBytes bounds a unary result (gRPC GetJobResult)
+// when Config.MaxResultMessageBytes is 0: sixteen times what a gRPC client
+// receives by default (4 MiB), so clients that raised their limit keep
+// working, while one call holds at most this much plus one row.
+const DefaultMaxResultMessageBytes = 64 << 20
 
 // Config is what the service needs to know about its deployment.
 type Config struct {
@@ -51,6 +58,10 @@ type Config struct {
 	// (DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES); an upload past it is
 	// RESOURCE_EXHAUSTED. 0 means no limit.
 	AccountMaxUploadBytes int64
+	// MaxResultMessageBytes bounds the encoded size of a GetJobResult
+	// answer, which is built whole in memory; 0 means
+	// DefaultMaxResultMessageBytes. The REST result streams and has no bound.
+	MaxResultMessageBytes int
 }
 
 // Store is the part of store.Store the service uses.
@@ -58,7 +69,7 @@ type Store interface {
 	CreateJob(ctx context.Context, p store.CreateJobParams) (j *job.Job, replayed bool, err error)
 	GetJob(ctx context.Context, accountID, id string) (*job.Job, error)
 	ListJobs(ctx context.Context, p store.ListParams) (store.ListPage, error)
-	GetResult(ctx context.Context, accountID, id string) (*job.Result, error)
+	ResultRows(ctx context.Context, accountID, id string) (*job.Job, iter.Seq2[store.ResultRow, error], error)
 	CancelJob(ctx context.Context, accountID, id string) (*job.Job, error)
 	DeleteJob(ctx context.Context, accountID, id string) (blobKeys []string, err error)
 	CreateUpload(ctx context.Context, f job.File, maxBytes int64) error
@@ -118,6 +129,12 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if cfg.AccountMaxActiveJobs < 0 || cfg.AccountMaxUploadBytes < 0 {
 		return nil, fmt.Errorf("api: account limits must not be negative, got %d jobs and %d bytes",
 			cfg.AccountMaxActiveJobs, cfg.AccountMaxUploadBytes)
+	}
+	if cfg.MaxResultMessageBytes < 0 {
+		return nil, fmt.Errorf("api: MaxResultMessageBytes must not be negative, got %d", cfg.MaxResultMessageBytes)
+	}
+	if cfg.MaxResultMessageBytes == 0 {
+		cfg.MaxResultMessageBytes = DefaultMaxResultMessageBytes
 	}
 	switch {
 	case deps.Store == nil:

@@ -1215,3 +1215,55 @@ func TestNewRejectsAnIncompleteSetup(t *testing.T) {
 		}
 	})
 }
+
+func TestGetJobResultIsBoundedAndPointsToTheStreamedEndpoint(t *testing.T) {
+	h := newHarness(t, Config{})
+	j := h.create(t, "acme", createRequest("https://example.com/a", "https://example.com/b"))
+	for i, text := range []string{strings.Repeat("a", 3000), strings.Repeat("b", 5000)} {
+		ocr := job.OCRRow{JobID: j.GetId(), FileIndex: i, File: fmt.Sprint("f", i), Status: job.RowDone, Content: text}
+		if _, err := h.store.FinishOCR(context.Background(), store.OCRDone{Row: ocr,
+			LLM: []job.LLMRow{job.SkippedLLMRow(ocr, job.SkipNoPrompt, "")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The size of the whole answer, read without a tight bound.
+	req := &docjobsv1.GetJobResultRequest{Id: j.GetId()}
+	res, err := h.svc.GetJobResult(as("acme"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.GetResult().GetOcr()) != 2 || len(res.GetResult().GetLlm()) != 2 {
+		t.Fatalf("result has %d ocr and %d llm rows, want 2 and 2", len(res.GetResult().GetOcr()), len(res.GetResult().GetLlm()))
+	}
+	size := proto.Size(res)
+
+	for _, tc := range []struct {
+		name  string
+		limit int
+		want  codes.Code
+	}{
+		{"an answer of exactly the limit is sent", size, codes.OK},
+		{"an answer one byte over the limit is refused", size - 1, codes.ResourceExhausted},
+		{"the first large row is enough to refuse", 4000, codes.ResourceExhausted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, err := New(Config{PublicURL: testPublicURL, MaxResultMessageBytes: tc.limit}, Deps{
+				Store: h.store, Sealer: h.sealer, Bucket: h.bucket,
+				FirstStage: func(string, int) []river.InsertManyParams { return nil },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = svc.GetJobResult(as("acme"), req)
+			if got := status.Code(err); got != tc.want {
+				t.Fatalf("code = %v (%v), want %v", got, err, tc.want)
+			}
+			if tc.want == codes.OK {
+				return
+			}
+			if msg := status.Convert(err).Message(); !strings.Contains(msg, "GET /v1/jobs/"+j.GetId()+"/result") {
+				t.Errorf("message %q does not point to the REST endpoint", msg)
+			}
+		})
+	}
+}

@@ -179,7 +179,7 @@ func serveAPI(ctx context.Context, cfg config.Config, log *slog.Logger, st store
 	}
 	registry.MustRegister(jobsCollector(st, log))
 	srv, err := server.New(server.Config{UploadMaxBytes: cfg.UploadMaxBytes, MaxConnections: cfg.MaxConnections}, server.Deps{
-		Service: svc, Files: svc, Auth: auth.NewAuthenticator(keys), Ready: st.Ping, Registry: registry, Logger: log,
+		Service: svc, Files: svc, Results: svc, Auth: auth.NewAuthenticator(keys), Ready: st.Ping, Registry: registry, Logger: log,
 		Progress: st,
 	})
 	if err != nil {

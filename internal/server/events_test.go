@@ -118,7 +118,7 @@ type sseEvent struct {
 
 // eventStream is an open GET /v1/jobs/{id}/events.
 type eventStream struct {
-	t      *testing.T
+	t      testing.TB
 	resp   *http.Response
 	br     *bufio.Reader
 	cancel context.CancelFunc

@@ -47,11 +47,12 @@ func (s *Server) newGateway(svc docjobsv1.JobServiceServer) (*runtime.ServeMux, 
 		return nil, err
 	}
 	s.routes = routes
+	s.json = resultMarshaler{&runtime.JSONPb{
+		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: false, EmitUnpopulated: false},
+		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
+	}}
 	mux := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, resultMarshaler{&runtime.JSONPb{
-			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: false, EmitUnpopulated: false},
-			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
-		}}),
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, s.json),
 		runtime.WithErrorHandler(s.gatewayError),
 		runtime.WithRoutingErrorHandler(s.routingError),
 		// POST x-www-form-urlencoded falling back to a GET route, and
@@ -63,6 +64,13 @@ func (s *Server) newGateway(svc docjobsv1.JobServiceServer) (*runtime.ServeMux, 
 	// registration; handler-server mode does not use it.
 	if err := docjobsv1.RegisterJobServiceHandlerServer(context.Background(), mux, svc); err != nil {
 		return nil, fmt.Errorf("register REST handlers: %w", err)
+	}
+	// Registered after the generated handler of the same route, so tried
+	// before it (resultstream.go).
+	if s.deps.Results != nil {
+		if err := mux.HandlePath(http.MethodGet, resultRoute, s.streamResult); err != nil {
+			return nil, fmt.Errorf("register the result stream: %w", err)
+		}
 	}
 	return mux, nil
 }

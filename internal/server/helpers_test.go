@@ -220,7 +220,7 @@ var (
 	_ docjobsv1.JobServiceServer = (*api.Service)(nil)
 )
 
-func newDiskFiles(t *testing.T, limit int64) *diskFiles {
+func newDiskFiles(t testing.TB, limit int64) *diskFiles {
 	t.Helper()
 	return &diskFiles{dir: t.TempDir(), limit: limit, files: map[string]job.File{}}
 }
@@ -307,7 +307,7 @@ func (b *syncBuffer) String() string {
 
 // testEnv is a Server listening on loopback through Serve, as in production.
 type testEnv struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *Server
 	svc     *jobService
 	files   *diskFiles
@@ -321,7 +321,7 @@ type testEnv struct {
 
 type envOption func(*Config, *Deps)
 
-func startServer(t *testing.T, opts ...envOption) *testEnv {
+func startServer(t testing.TB, opts ...envOption) *testEnv {
 	t.Helper()
 	env := &testEnv{t: t, svc: newJobService(), logs: &syncBuffer{}}
 	cfg := Config{UploadMaxBytes: DefaultUploadMaxBytes, ShutdownTimeout: 5 * time.Second}

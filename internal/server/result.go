@@ -72,12 +72,33 @@ func withResultLists(raw []byte) ([]byte, error) {
 
 // withEmptyLists returns obj, the JSON object protojson wrote for a message
 // of type md, with "name": [] added for each of the named repeated fields it
-// left out, at the field's place in declaration order (the order protojson
-// writes fields in). Everything else is kept byte for byte.
+// left out (withMembers).
 func withEmptyLists(obj []byte, md protoreflect.MessageDescriptor, names ...protoreflect.Name) ([]byte, error) {
+	members := make([]missingMember, len(names))
+	for i, name := range names {
+		if fd := md.Fields().ByName(name); fd == nil || !fd.IsList() {
+			return nil, fmt.Errorf("empty lists: %s has no repeated field %s", md.Name(), name)
+		}
+		members[i] = missingMember{name: name, value: "[]"}
+	}
+	return withMembers(obj, md, members...)
+}
+
+// missingMember is a field protojson leaves out and the value to write for
+// it instead.
+type missingMember struct {
+	name  protoreflect.Name
+	value string // JSON
+}
+
+// withMembers returns obj, the JSON object protojson wrote for a message of
+// type md, with "name": value added for each member it left out, at the
+// field's place in declaration order (the order protojson writes fields
+// in), after a bare comma. Everything else is kept byte for byte.
+func withMembers(obj []byte, md protoreflect.MessageDescriptor, missing ...missingMember) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, fmt.Errorf("empty lists: %s is not a JSON object", md.Name())
+		return nil, fmt.Errorf("missing members: %s is not a JSON object", md.Name())
 	}
 	type member struct {
 		index int   // field index in md; -1 for a key md does not have
@@ -89,13 +110,13 @@ func withEmptyLists(obj []byte, md protoreflect.MessageDescriptor, names ...prot
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, fmt.Errorf("empty lists: %w", err)
+			return nil, fmt.Errorf("missing members: %w", err)
 		}
 		key, _ := tok.(string)
 		present[key] = true
 		var value json.RawMessage
 		if err := dec.Decode(&value); err != nil {
-			return nil, fmt.Errorf("empty lists: %w", err)
+			return nil, fmt.Errorf("missing members: %w", err)
 		}
 		index := -1
 		if fd := md.Fields().ByJSONName(key); fd != nil {
@@ -105,15 +126,15 @@ func withEmptyLists(obj []byte, md protoreflect.MessageDescriptor, names ...prot
 	}
 	var atOpen []string // insertions right after '{'
 	after := map[int64][]string{}
-	for _, name := range names {
-		fd := md.Fields().ByName(name)
-		if fd == nil || !fd.IsList() {
-			return nil, fmt.Errorf("empty lists: %s has no repeated field %s", md.Name(), name)
+	for _, m := range missing {
+		fd := md.Fields().ByName(m.name)
+		if fd == nil {
+			return nil, fmt.Errorf("missing members: %s has no field %s", md.Name(), m.name)
 		}
 		if present[fd.JSONName()] {
 			continue
 		}
-		item := strconv.Quote(fd.JSONName()) + ":[]"
+		item := strconv.Quote(fd.JSONName()) + ":" + m.value
 		at := int64(-1)
 		for _, m := range members {
 			if m.index >= 0 && m.index < fd.Index() {
@@ -177,51 +198,58 @@ func memberSpan(obj []byte, name string) (start, end int, ok bool, err error) {
 }
 
 // nullConsensus adds "consensus": null to every row of result.llm that has
-// no consensus key.
+// no consensus key, in the row where protojson would have written the field
+// (withNullConsensus); everything else is kept byte for byte.
 func nullConsensus(raw []byte) ([]byte, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return nil, fmt.Errorf("consensus nulls: %w", err)
+	start, end, ok, err := memberSpan(raw, "result")
+	if err != nil || !ok {
+		return raw, err
 	}
-	var result map[string]json.RawMessage
-	if err := json.Unmarshal(top["result"], &result); err != nil {
-		return nil, fmt.Errorf("consensus nulls: result: %w", err)
+	result := raw[start:end]
+	lstart, lend, ok, err := memberSpan(result, "llm")
+	if err != nil || !ok {
+		return raw, err
 	}
-	if len(result["llm"]) == 0 {
-		return raw, nil
+	rows := result[lstart:lend]
+	dec := json.NewDecoder(bytes.NewReader(rows))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, errors.New("consensus nulls: result.llm is not an array")
 	}
-	var rows []map[string]json.RawMessage
-	if err := json.Unmarshal(result["llm"], &rows); err != nil {
-		return nil, fmt.Errorf("consensus nulls: llm: %w", err)
-	}
-	changed := false
-	for _, r := range rows {
-		if _, ok := r["consensus"]; !ok {
-			r["consensus"] = json.RawMessage("null")
-			changed = true
+	var out []byte
+	last := 0
+	for dec.More() {
+		var row json.RawMessage
+		if err := dec.Decode(&row); err != nil {
+			return nil, fmt.Errorf("consensus nulls: %w", err)
 		}
+		rowEnd := int(dec.InputOffset())
+		fixed, err := withNullConsensus(row)
+		if err != nil {
+			return nil, err
+		}
+		if len(fixed) == len(row) {
+			continue
+		}
+		out = append(out, rows[last:rowEnd-len(row)]...)
+		out = append(out, fixed...)
+		last = rowEnd
 	}
-	if !changed {
+	if out == nil {
 		return raw, nil
 	}
-	var err error
-	if result["llm"], err = marshalRaw(rows); err != nil {
-		return nil, err
-	}
-	if top["result"], err = marshalRaw(result); err != nil {
-		return nil, err
-	}
-	return marshalRaw(top)
+	out = append(out, rows[last:]...)
+	at := start + lstart
+	return slices.Concat(raw[:at], out, raw[start+lend:]), nil
 }
 
-// marshalRaw encodes without HTML escaping, as protojson does, so that row
-// content keeps its form.
-func marshalRaw(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+// withNullConsensus adds "consensus": null to row, the protojson of one
+// LlmResult of a consensus job, when it has no consensus (the row had no
+// vote: skipped, failed or pending).
+func withNullConsensus(row []byte) ([]byte, error) {
+	out, err := withMembers(row, (*docjobsv1.LlmResult)(nil).ProtoReflect().Descriptor(),
+		missingMember{name: "consensus", value: "null"})
+	if err != nil {
 		return nil, fmt.Errorf("consensus nulls: %w", err)
 	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
+	return out, nil
 }

@@ -150,3 +150,39 @@ func objectKeys(t *testing.T, obj []byte) []string {
 	}
 	return keys
 }
+
+func TestConsensusNullsKeepProtojsonsOrder(t *testing.T) {
+	m := resultMarshaler{&runtime.JSONPb{MarshalOptions: protojson.MarshalOptions{}}}
+	mode := docjobsv1.ConsensusMode_CONSENSUS_MODE_THREE_RUNS
+	raw, err := m.Marshal(&docjobsv1.GetJobResultResponse{Result: &docjobsv1.JobResult{
+		Job: &docjobsv1.Job{Id: "j", Consensus: &docjobsv1.ConsensusOptions{Mode: &mode}},
+		Ocr: []*docjobsv1.OcrResult{{JobId: "j", Content: "text"}},
+		Llm: []*docjobsv1.LlmResult{
+			{JobId: "j", Status: docjobsv1.JobLlmStatus_JOB_LLM_STATUS_FAILED, Error: "e", InputTokens: 7},
+			{JobId: "j", Status: docjobsv1.JobLlmStatus_JOB_LLM_STATUS_SKIPPED},
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top struct{ Result json.RawMessage }
+	if err := json.Unmarshal(raw, &top); err != nil {
+		t.Fatal(err)
+	}
+	// Re-encoding through Go maps had sorted the keys (llm before ocr).
+	if got, want := objectKeys(t, top.Result), []string{"job", "ocr", "llm"}; !slices.Equal(got, want) {
+		t.Errorf("result keys = %q, want %q", got, want)
+	}
+	var result struct{ Llm []json.RawMessage }
+	if err := json.Unmarshal(top.Result, &result); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][]string{
+		{"jobId", "status", "error", "consensus", "inputTokens"},
+		{"jobId", "status", "consensus"},
+	} {
+		if got := objectKeys(t, result.Llm[i]); !slices.Equal(got, want) {
+			t.Errorf("row %d keys = %q, want %q", i, got, want)
+		}
+	}
+}

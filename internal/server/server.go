@@ -99,6 +99,10 @@ type Deps struct {
 	Service docjobsv1.JobServiceServer
 	// Files streams uploads to storage and downloads from it. Required.
 	Files Files
+	// Results streams GET /v1/jobs/{id}/result one row at a time
+	// (resultstream.go); *api.Service implements it. nil leaves the route
+	// to the gateway, which builds the whole result in memory.
+	Results Results
 	// Auth resolves bearer keys to accounts. Required.
 	Auth *auth.Authenticator
 	// Progress reads job progress from the database for
@@ -122,6 +126,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics *edgeMetrics
 	routes  map[string]restRoute
+	json    resultMarshaler // the gateway's, which the result stream shares
 	methods *methodTable
 	grpc    *grpc.Server
 	handler http.Handler

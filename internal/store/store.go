@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"errors"
+	"iter"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -64,6 +65,15 @@ type ListParams struct {
 type ListPage struct {
 	Jobs          []*job.Job
 	NextPageToken string // "" on the last page
+}
+
+// ResultRow is one row of a job's result as ResultRows yields it: exactly
+// one field is set.
+type ResultRow struct {
+	OCR *job.OCRRow
+	LLM *job.LLMRow
+	// Merged is the JSON array of the job's merged answers (job.Result.Merged).
+	Merged []byte
 }
 
 // OCRDone is the terminal outcome of one file's recognition.
@@ -140,6 +150,17 @@ type Store interface {
 	GetJob(ctx context.Context, accountID, id string) (*job.Job, error)
 	ListJobs(ctx context.Context, p ListParams) (ListPage, error)
 	GetResult(ctx context.Context, accountID, id string) (*job.Result, error)
+	// ResultRows is GetResult one row at a time: it reads the job (so an
+	// unknown job or another account's is ErrNotFound before any row) and
+	// returns the job's rows in GetResult's order, OCR rows, then model
+	// rows, then the merged answers when the job has some. Rows are read as
+	// the sequence asks for them, a few at a time (about a megabyte of
+	// text, or one larger row), and no query stays open while the caller
+	// handles a row, so that neither the whole result nor a database
+	// connection is held while the caller writes rows out; the rows are
+	// therefore not one snapshot (GetResult's are not either). The sequence
+	// reads with ctx and ends after yielding an error.
+	ResultRows(ctx context.Context, accountID, id string) (*job.Job, iter.Seq2[ResultRow, error], error)
 	// ResultToFinish is GetResult of any account's job without what ending
 	// a job never reads: OCR rows come without content, request and raw
 	// data, model rows without request and raw data, and there is no

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -361,6 +362,53 @@ func (s *Store[TTx]) GetResult(ctx context.Context, accountID, id string) (*job.
 		res.Merged = []byte(merged)
 	}
 	return res, nil
+}
+
+// ResultRows reads the job of accountID ("" = any account) and returns
+// its result's rows as the caller asks for them; see store.Store. The rows
+// are read in batches of about a megabyte (eachResultRow), each batch by a
+// query closed before its rows are yielded, rather than through one cursor:
+// a cursor would hold a connection (one of SQLite's four readers, or a
+// PostgreSQL connection) and, on SQLite, a read snapshot that stops WAL
+// checkpoints, for as long as the slowest client takes to read a result of
+// gigabytes.
+func (s *Store[TTx]) ResultRows(ctx context.Context, accountID, id string) (*job.Job, iter.Seq2[store.ResultRow, error], error) {
+	db := s.backend.DB()
+	j, err := s.getJob(ctx, db, accountID, id, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	seq := func(yield func(store.ResultRow, error) bool) {
+		stopped, err := eachResultRow(ctx, s, db, id, ocrResultTable, func(r *job.OCRRow) bool {
+			return yield(store.ResultRow{OCR: r}, nil)
+		})
+		if err != nil {
+			yield(store.ResultRow{}, err)
+			return
+		}
+		if stopped {
+			return
+		}
+		stopped, err = eachResultRow(ctx, s, db, id, llmResultTable, func(r *job.LLMRow) bool {
+			return yield(store.ResultRow{LLM: r}, nil)
+		})
+		if err != nil {
+			yield(store.ResultRow{}, err)
+			return
+		}
+		if stopped {
+			return
+		}
+		var merged string
+		if err := s.queryRow(ctx, db, `SELECT merged FROM jobs WHERE id = ?`, []any{id}, &merged); err != nil {
+			yield(store.ResultRow{}, fmt.Errorf("merged answers of job %s: %w", id, err))
+			return
+		}
+		if merged != "" {
+			yield(store.ResultRow{Merged: []byte(merged)}, nil)
+		}
+	}
+	return j, seq, nil
 }
 
 // ResultToFinish reads what ending job id needs: the job and its rows,
