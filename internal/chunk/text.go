@@ -36,7 +36,7 @@ var (
 // each in turn split by the finer levels. A span no level cuts (a single
 // character) becomes one unit whatever its size; pack reports it.
 func (s *splitter) pieces(start, end, prio int, levels []level, open, close string) {
-	if start >= end {
+	if start >= end || s.over {
 		return
 	}
 	limit := s.limit(open, close)
@@ -58,6 +58,9 @@ func (s *splitter) pieces(start, end, prio int, levels []level, open, close stri
 		from, p := start, prio
 		for _, c := range append(cuts, len(seg)) {
 			s.pieces(from, start+c, p, finer, open, close)
+			if s.over {
+				return
+			}
 			from, p = start+c, l.prio
 		}
 		s.collapse(first, start, end, prio, open, close, limit)
@@ -159,6 +162,9 @@ func isHeadingOnly(block string) bool {
 // plain splits paragraphs, then lines, then sentences and words.
 func (s *splitter) plain() {
 	for _, b := range blocks(s.text, false) {
+		if s.over {
+			return
+		}
 		s.pieces(b.start, b.end, b.prio, linesLevels, "", "")
 	}
 }
@@ -175,6 +181,9 @@ func closesFence(line, fence string) bool {
 // code block by lines with its fence re-opened.
 func (s *splitter) markdown() {
 	for _, b := range blocks(s.text, true) {
+		if s.over {
+			return
+		}
 		s.markdownBlock(b)
 	}
 }
@@ -260,9 +269,12 @@ func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 		}
 		k := len(s.units)
 		s.pieces(from, e, prio, rowLevels, open, close)
-		if close != "" && (len(s.units)-k > 1 || !strings.HasSuffix(s.text[from:e], "\n")) {
-			s.units = s.units[:k]
+		if close != "" && !s.over && (len(s.units)-k > 1 || !strings.HasSuffix(s.text[from:e], "\n")) {
+			s.drop(k)
 			s.pieces(from, e, prio, rowLevels, open, shutMidLine)
+		}
+		if s.over {
+			return
 		}
 		if i == 0 {
 			// The first unit holds the opening line itself. Its parts were
@@ -277,7 +289,7 @@ func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 		from, prio = e, prioSentence
 	}
 	s.collapse(first, b.start, rest, b.prio, "", "", s.budget)
-	if rest < b.end {
+	if rest < b.end && !s.over {
 		s.markdownBlock(span{rest, b.end, prioSentence})
 	}
 }
@@ -325,6 +337,9 @@ func (s *splitter) table(b span, lines []span, h int) {
 	}
 	from, ctx := lines[h].start, ""
 	for _, e := range ends {
+		if s.over {
+			return
+		}
 		s.pieces(from, e, prio, rowLevels, ctx, "")
 		from, ctx, prio = e, open, prioSentence
 	}
