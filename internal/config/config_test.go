@@ -32,7 +32,7 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 		}
 	}
 	if c.UploadMaxBytes != 20<<20 || c.AllowPrivateURLs || c.JobDeadline != 2*time.Hour || len(c.WebhookRetrySchedule) != 7 ||
-		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second || c.MaxConnections != 4096 {
+		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second || c.MaxConnections != 4096 || c.MaxChunksPerFile != 1000 {
 		t.Errorf("defaults: %+v", c)
 	}
 }
@@ -48,6 +48,7 @@ func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
 		"DOCJOBS_RETENTION":              "-1h",
 		"DOCJOBS_RECOGNIZE_WORKERS":      "0",
 		"DOCJOBS_MAX_CONNECTIONS":        "-5",
+		"DOCJOBS_MAX_CHUNKS_PER_FILE":    "0",
 		"DOCJOBS_PROVIDER_TIMEOUT":       "0s",
 	}
 	for name, value := range tests {
