@@ -76,6 +76,13 @@ func TestAWebhookRetryScheduleHasAtMostTwentyRetries(t *testing.T) {
 	}
 }
 
+func TestTheChunkCapPerFileIsRead(t *testing.T) {
+	c, err := Load(env(map[string]string{"DOCJOBS_MAX_CHUNKS_PER_FILE": "50"}))
+	if err != nil || c.MaxChunksPerFile != 50 {
+		t.Fatalf("cap %d, err %v; want 50", c.MaxChunksPerFile, err)
+	}
+}
+
 func TestTheProviderTimeoutIsPositiveAndAtMostAnHour(t *testing.T) {
 	tests := []struct {
 		value string
