@@ -131,7 +131,9 @@ func TestAFileLeavesTheStartLaneOnceTheRowsItCanAskAreOut(t *testing.T) {
 	out := newRowsOut(len(pending), func() { left.Store(true) })
 	rj := &river.Job[FileArgs]{JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 5}, Args: FileArgs{JobID: j.ID}}
 	answered := make(chan error, 1)
-	go func() { answered <- w.answerFile(context.Background(), rj, j, pending, nil, out, slog.New(slog.DiscardHandler)) }()
+	go func() {
+		answered <- w.answerFile(context.Background(), rj, j, pending, nil, out, slog.New(slog.DiscardHandler))
+	}()
 
 	// Two calls are written and held; the eight rows behind them wait for
 	// those to end, and other files' work must not wait for them too.
