@@ -56,7 +56,26 @@ var (
 	// ErrReassemble: chunks passed to Reassemble are not the contiguous
 	// output of one Split.
 	ErrReassemble = errors.New("chunk: chunks do not reassemble")
+	// ErrTooManyChunks: the text makes more chunks than SplitAtMost may
+	// return. The error is a *TooManyChunksError.
+	ErrTooManyChunks = errors.New("chunk: too many chunks")
 )
+
+// TooManyChunksError reports a text that makes more than Limit chunks of
+// at most Budget tokens. SplitAtMost stops as soon as that is certain, so
+// AtLeast is a lower bound on the chunks the whole text would make, not
+// their count.
+type TooManyChunksError struct {
+	AtLeast int // more than Limit
+	Limit   int
+	Budget  int // the effective budget
+}
+
+func (e *TooManyChunksError) Error() string {
+	return fmt.Sprintf("%v: at least %d chunks of at most %d tokens, more than the limit of %d", ErrTooManyChunks, e.AtLeast, e.Budget, e.Limit)
+}
+
+func (e *TooManyChunksError) Unwrap() error { return ErrTooManyChunks }
 
 // Chunk is one piece of a document, sized for one model call.
 //
@@ -101,9 +120,23 @@ func EffectiveBudget(requested int) int {
 // Markup that does not parse (XML that is not well-formed, HTML whose
 // tokens cannot be mapped back to the input) is split as plain text.
 func Split(text, format string, budget int, counter *Counter) ([]Chunk, error) {
+	return SplitAtMost(text, format, budget, 0, counter)
+}
+
+// SplitAtMost is Split that gives up with a *TooManyChunksError once the
+// text is certain to make more than maxChunks chunks (0: no limit). It
+// stops while still counting the text, before the text is cut into chunks
+// at all, when the tokens counted so far cannot fit maxChunks chunks,
+// and otherwise at chunk maxChunks+1, so a text far over the limit costs
+// little more than the limit's worth of work and memory. Under the limit
+// its chunks are Split's.
+func SplitAtMost(text, format string, budget, maxChunks int, counter *Counter) ([]Chunk, error) {
 	budget = EffectiveBudget(budget)
 	if budget < 0 {
 		return nil, fmt.Errorf("chunk: negative budget %d", budget)
+	}
+	if maxChunks < 0 {
+		return nil, fmt.Errorf("chunk: negative chunk limit %d", maxChunks)
 	}
 	if counter == nil {
 		return nil, errors.New("chunk: nil counter")
@@ -116,7 +149,7 @@ func Split(text, format string, budget int, counter *Counter) ([]Chunk, error) {
 	if text == "" {
 		return nil, nil
 	}
-	s := &splitter{text: text, budget: budget, counter: counter, ctxTokens: map[string]int{}}
+	s := &splitter{text: text, budget: budget, maxChunks: maxChunks, counter: counter, ctxTokens: map[string]int{}}
 	switch format {
 	case FormatMarkdown:
 		s.markdown()
@@ -138,6 +171,9 @@ func Split(text, format string, budget int, counter *Counter) ([]Chunk, error) {
 		}
 		s.markup = true
 		s.tree(root, 0, "", "")
+	}
+	if s.over {
+		return nil, s.tooMany(0)
 	}
 	return s.pack()
 }
@@ -197,10 +233,33 @@ const (
 type splitter struct {
 	text      string
 	budget    int
+	maxChunks int // 0: no limit
 	counter   *Counter
 	markup    bool // text pieces must not cut an entity reference
 	ctxTokens map[string]int
 	units     []unit
+	// tokens is the sum of the units' tokens, kept as units are added,
+	// grown and dropped. Every chunk carries at most budget of them and
+	// every unit is in a chunk, so the text makes at least tokens/budget
+	// chunks: over maxChunks of them, over is set and the splitting
+	// stops.
+	tokens int
+	over   bool
+}
+
+// tally adds n to the units' token sum (n < 0 for units dropped).
+func (s *splitter) tally(n int) {
+	s.tokens += n
+	if s.maxChunks > 0 && s.tokens > s.maxChunks*s.budget {
+		s.over = true
+	}
+}
+
+// tooMany is the error of a text found to make more than maxChunks
+// chunks, made is how many pack had made by then.
+func (s *splitter) tooMany(made int) error {
+	least := max(made, (s.tokens+s.budget-1)/s.budget)
+	return &TooManyChunksError{AtLeast: least, Limit: s.maxChunks, Budget: s.budget}
 }
 
 // ctx returns the token count of a context string, counted once per Split.
@@ -233,7 +292,16 @@ func (s *splitter) fits(start, end, limit int) (int, bool) {
 }
 
 func (s *splitter) add(start, end, tokens, prio int, open, close string) {
+	s.tally(tokens)
 	s.units = append(s.units, unit{start: start, end: end, tokens: tokens, prio: prio, open: open, close: close})
+}
+
+// drop removes the units from first on.
+func (s *splitter) drop(first int) {
+	for _, u := range s.units[first:] {
+		s.tally(-u.tokens)
+	}
+	s.units = s.units[:first]
 }
 
 // collapse replaces the units from first on with one unit for
@@ -346,6 +414,9 @@ func (s *splitter) pack() ([]Chunk, error) {
 			continue
 		}
 		chunks = append(chunks, c)
+		if s.maxChunks > 0 && len(chunks) > s.maxChunks {
+			return nil, s.tooMany(len(chunks))
+		}
 		last, next = e-1, e
 	}
 	return chunks, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -620,6 +621,22 @@ func FuzzSplit(f *testing.F) {
 				checkXML(t, chunks)
 			}
 		}
+		// The limit changes nothing up to the count, and one under it
+		// is refused with a true lower bound.
+		n := len(chunks)
+		if n == 0 {
+			return
+		}
+		if same, err := SplitAtMost(text, fm, b, n, c); err != nil || !slices.Equal(same, chunks) {
+			t.Fatalf("limit %d of %d chunks: err %v, or other chunks", n, n, err)
+		}
+		if n > 1 {
+			_, err := SplitAtMost(text, fm, b, n-1, c)
+			tooMany := (*TooManyChunksError)(nil)
+			if !errors.As(err, &tooMany) || tooMany.AtLeast != n {
+				t.Fatalf("limit %d of %d chunks: err %v, want at least %d", n-1, n, err, n)
+			}
+		}
 	})
 }
 
@@ -668,5 +685,130 @@ func BenchmarkCount1MB(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		c.Count(text)
+	}
+}
+
+func TestSplitAtMost(t *testing.T) {
+	c := counter(t)
+	rng := rand.New(rand.NewPCG(7, 2026))
+	texts := map[string]string{
+		FormatMarkdown: markdownDocument(40 << 10),
+		FormatPlain:    records(300, FormatPlain, "\n\n"),
+		FormatHTML:     generate(rng, FormatHTML),
+		FormatXML:      generate(rng, FormatXML),
+	}
+	for format, text := range texts {
+		budget := 200
+		all, err := Split(text, format, budget, c)
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		n := len(all)
+		if n < 3 {
+			t.Fatalf("%s: %d chunks, want a text of several", format, n)
+		}
+		tests := []struct {
+			name  string
+			limit int
+			over  bool
+		}{
+			{"no limit gives every chunk", 0, false},
+			{"a limit above the count gives every chunk", n + 1, false},
+			{"a limit of exactly the count gives every chunk", n, false},
+			{"one chunk over the limit is refused", n - 1, true},
+			{"far over the limit is refused", 1, true},
+		}
+		for _, tt := range tests {
+			t.Run(format+"/"+tt.name, func(t *testing.T) {
+				got, err := SplitAtMost(text, format, budget, tt.limit, c)
+				if !tt.over {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(got, all) {
+						t.Fatal("the chunks under the limit differ from Split's")
+					}
+					return
+				}
+				tooMany := (*TooManyChunksError)(nil)
+				if !errors.Is(err, ErrTooManyChunks) || !errors.As(err, &tooMany) || got != nil {
+					t.Fatalf("err = %v, %d chunks; want ErrTooManyChunks and none", err, len(got))
+				}
+				if tooMany.Limit != tt.limit || tooMany.Budget != budget || tooMany.AtLeast <= tt.limit || tooMany.AtLeast > n {
+					t.Fatalf("%+v: want limit %d, budget %d, and at least a count in (%d, %d]", *tooMany, tt.limit, budget, tt.limit, n)
+				}
+			})
+		}
+	}
+}
+
+func TestSplitAtMostNamesTheEffectiveBudget(t *testing.T) {
+	_, err := SplitAtMost(markdownDocument(200<<10), FormatMarkdown, 0, 2, counter(t))
+	tooMany := (*TooManyChunksError)(nil)
+	if !errors.As(err, &tooMany) || tooMany.Budget != DefaultBudget {
+		t.Fatalf("err = %v, want the default budget %d named", err, DefaultBudget)
+	}
+	for _, want := range []string{"at least", fmt.Sprint(DefaultBudget), "limit of 2"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+}
+
+// A text far over the limit is not counted to its end: the count it
+// reports is the limit's worth of tokens, not the whole text's.
+func TestSplitAtMostStopsCountingOnceTheLimitIsCertain(t *testing.T) {
+	c := counter(t)
+	for _, format := range []string{FormatMarkdown, FormatPlain, FormatHTML, FormatXML} {
+		t.Run(format, func(t *testing.T) {
+			var text string
+			switch format {
+			case FormatMarkdown, FormatPlain:
+				text = markdownDocument(2 << 20)
+			case FormatHTML:
+				text = "<html><body>" + strings.Repeat("<p>"+strings.Repeat("word ", 60)+"</p>\n", 20000) + "</body></html>"
+			case FormatXML:
+				text = "<doc>" + strings.Repeat("<rec>"+strings.Repeat("word ", 60)+"</rec>\n", 20000) + "</doc>"
+			}
+			whole := c.Count(text) / 500
+			_, err := SplitAtMost(text, format, 500, 3, c)
+			tooMany := (*TooManyChunksError)(nil)
+			if !errors.As(err, &tooMany) {
+				t.Fatalf("err = %v, want TooManyChunksError", err)
+			}
+			if tooMany.AtLeast > 5 {
+				t.Fatalf("at least %d chunks of the text's %d or more: it was counted past the limit", tooMany.AtLeast, whole)
+			}
+		})
+	}
+}
+
+func TestSplitAtMostRefusesANegativeLimit(t *testing.T) {
+	if _, err := SplitAtMost("text", FormatPlain, 0, -1, counter(t)); err == nil || errors.Is(err, ErrTooManyChunks) {
+		t.Fatalf("err = %v, want a negative limit refused", err)
+	}
+}
+
+func BenchmarkSplitAtMost8MBOverTheLimit(b *testing.B) {
+	c := counter(b)
+	text := markdownDocument(8 << 20)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := SplitAtMost(text, FormatMarkdown, DefaultBudget, 100, c); !errors.Is(err, ErrTooManyChunks) {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSplit8MB(b *testing.B) {
+	c := counter(b)
+	text := markdownDocument(8 << 20)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Split(text, FormatMarkdown, DefaultBudget, c); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

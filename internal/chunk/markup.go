@@ -35,6 +35,9 @@ type node struct {
 // first carrying its start tag and the last its end tag, with the element
 // re-opened (and its table header repeated) at every boundary in between.
 func (s *splitter) tree(n *node, prio int, open, close string) {
+	if s.over {
+		return
+	}
 	switch n.kind {
 	case kindText:
 		s.pieces(n.start, n.end, prio, markupLevels, open, close)
@@ -92,6 +95,7 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 				ws := s.counter.Count(s.text[c.start:c.end])
 				if s.glueFits(u, ws, u.open, u.close) {
 					extendEnd(u, c.end, ws, u.close)
+					s.tally(ws)
 				} else {
 					s.add(c.start, c.end, ws, prioBlock, openAt(c.start), innerClose)
 				}
@@ -102,6 +106,9 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 		}
 		k := len(s.units)
 		s.tree(c, prioBlock, openAt(c.start), innerClose)
+		if s.over {
+			return
+		}
 		if pending >= 0 && len(s.units) > k {
 			u := &s.units[k]
 			ws := s.counter.Count(s.text[pending:u.start])
@@ -110,27 +117,31 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 			} else {
 				s.units = slices.Insert(s.units, k, unit{start: pending, end: u.start, tokens: ws, prio: u.prio, open: openAt(pending), close: innerClose})
 			}
+			s.tally(ws)
 			pending = -1
 		}
 	}
 	if pending >= 0 { // only whitespace inside
 		s.pieces(pending, n.closeStart, prioBlock, markupLevels, openAt(pending), innerClose)
 	}
-	if len(s.units) == first {
+	if len(s.units) == first || s.over {
 		return
 	}
 	// The start tag joins the first unit and the end tag the last, unless
 	// that would overflow them: then each tag is a unit of its own (a
 	// chunk "<div></div>" is still well-formed).
 	f := &s.units[first]
-	if tag := s.counter.Count(s.text[n.start:f.start]); s.glueFits(f, tag, open, f.close) {
+	tag := s.counter.Count(s.text[n.start:f.start])
+	if s.glueFits(f, tag, open, f.close) {
 		extendStart(f, n.start, tag, open, prio)
 	} else {
 		s.units = slices.Insert(s.units, first, unit{start: n.start, end: f.start, tokens: tag, prio: prio, open: open, close: innerClose})
 	}
+	s.tally(tag)
 	l := &s.units[len(s.units)-1]
 	if tag := s.counter.Count(s.text[l.end:n.end]); s.glueFits(l, tag, l.open, endClose) {
 		extendEnd(l, n.end, tag, endClose)
+		s.tally(tag)
 	} else {
 		s.add(l.end, n.end, tag, prioBlock, openAt(l.end), endClose)
 	}

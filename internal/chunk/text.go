@@ -1,6 +1,7 @@
 package chunk
 
 import (
+	"iter"
 	"regexp"
 	"strings"
 	"unicode"
@@ -36,7 +37,7 @@ var (
 // each in turn split by the finer levels. A span no level cuts (a single
 // character) becomes one unit whatever its size; pack reports it.
 func (s *splitter) pieces(start, end, prio int, levels []level, open, close string) {
-	if start >= end {
+	if start >= end || s.over {
 		return
 	}
 	limit := s.limit(open, close)
@@ -58,6 +59,9 @@ func (s *splitter) pieces(start, end, prio int, levels []level, open, close stri
 		from, p := start, prio
 		for _, c := range append(cuts, len(seg)) {
 			s.pieces(from, start+c, p, finer, open, close)
+			if s.over {
+				return
+			}
 			from, p = start+c, l.prio
 		}
 		s.collapse(first, start, end, prio, open, close, limit)
@@ -94,61 +98,77 @@ var (
 	listItem   = regexp.MustCompile(`^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]`)
 )
 
-// blocks returns the blank-line blocks of text: each block runs from its
+// blocks yields the blank-line blocks of text: each block runs from its
 // first non-blank line through the blank lines after it (leading blank
 // lines belong to the first block). With markdown, a heading line starts a
-// block of its own strength, and fenced code keeps its blank lines.
-func blocks(text string, markdown bool) []span {
-	var out []span
-	prevBlank, inFence := false, false
-	fence := ""
-	for i, ln := range lineSpans(text, 0, len(text)) {
-		line := text[ln.start:ln.end]
-		blank := isBlank(line)
-		if i == 0 {
-			out = append(out, span{0, 0, prioBlock})
-		} else if !inFence && !blank {
-			heading := markdown && atxHeading.MatchString(line)
+// block of its own strength, and fenced code keeps its blank lines. The
+// blocks are found as they are consumed, so a split that stops early has
+// not walked the rest of the text.
+func blocks(text string, markdown bool) iter.Seq[span] {
+	return func(yield func(span) bool) {
+		// A heading alone is no block: it stays with the text it heads,
+		// so each block is held until the next one shows whether it is.
+		var held span
+		holding := false
+		emit := func(b span) bool {
 			switch {
-			case heading:
-				out = append(out, span{ln.start, 0, prioHeading})
-			case prevBlank:
-				out = append(out, span{ln.start, 0, prioBlock})
+			case !markdown:
+				return yield(b)
+			case !holding:
+				held, holding = b, true
+			case isHeadingOnly(text[held.start:held.end]):
+				held.end = b.end
+			default:
+				ok := yield(held)
+				held = b
+				return ok
 			}
+			return true
 		}
-		if markdown {
-			if m := fenceOpen.FindStringSubmatch(line); m != nil {
+		cur := span{0, 0, prioBlock}
+		prevBlank, inFence := false, false
+		fence := ""
+		for start := 0; start < len(text); {
+			end := len(text)
+			if j := strings.IndexByte(text[start:], '\n'); j >= 0 {
+				end = start + j + 1
+			}
+			line := text[start:end]
+			blank := isBlank(line)
+			if start > 0 && !inFence && !blank {
+				prio := -1
 				switch {
-				case !inFence:
-					inFence, fence = true, m[1]
-				case closesFence(line, fence):
-					inFence = false
+				case markdown && atxHeading.MatchString(line):
+					prio = prioHeading
+				case prevBlank:
+					prio = prioBlock
+				}
+				if prio >= 0 {
+					cur.end = start
+					if !emit(cur) {
+						return
+					}
+					cur = span{start, 0, prio}
 				}
 			}
+			if markdown {
+				if m := fenceOpen.FindStringSubmatch(line); m != nil {
+					switch {
+					case !inFence:
+						inFence, fence = true, m[1]
+					case closesFence(line, fence):
+						inFence = false
+					}
+				}
+			}
+			prevBlank = blank
+			start = end
 		}
-		prevBlank = blank
-	}
-	for i := range out {
-		if i+1 < len(out) {
-			out[i].end = out[i+1].start
-		} else {
-			out[i].end = len(text)
+		cur.end = len(text)
+		if emit(cur) && holding {
+			yield(held)
 		}
 	}
-	if !markdown {
-		return out
-	}
-	// A heading alone is no block: it stays with the text it heads.
-	merged := out[:0]
-	for i := 0; i < len(out); i++ {
-		b := out[i]
-		for i+1 < len(out) && isHeadingOnly(text[b.start:b.end]) {
-			b.end = out[i+1].end
-			i++
-		}
-		merged = append(merged, b)
-	}
-	return merged
 }
 
 func isHeadingOnly(block string) bool {
@@ -158,7 +178,10 @@ func isHeadingOnly(block string) bool {
 
 // plain splits paragraphs, then lines, then sentences and words.
 func (s *splitter) plain() {
-	for _, b := range blocks(s.text, false) {
+	for b := range blocks(s.text, false) {
+		if s.over {
+			return
+		}
 		s.pieces(b.start, b.end, b.prio, linesLevels, "", "")
 	}
 }
@@ -174,7 +197,10 @@ func closesFence(line, fence string) bool {
 // sentences, a list by lines, a table by rows with its header repeated, a
 // code block by lines with its fence re-opened.
 func (s *splitter) markdown() {
-	for _, b := range blocks(s.text, true) {
+	for b := range blocks(s.text, true) {
+		if s.over {
+			return
+		}
 		s.markdownBlock(b)
 	}
 }
@@ -260,9 +286,12 @@ func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 		}
 		k := len(s.units)
 		s.pieces(from, e, prio, rowLevels, open, close)
-		if close != "" && (len(s.units)-k > 1 || !strings.HasSuffix(s.text[from:e], "\n")) {
-			s.units = s.units[:k]
+		if close != "" && !s.over && (len(s.units)-k > 1 || !strings.HasSuffix(s.text[from:e], "\n")) {
+			s.drop(k)
 			s.pieces(from, e, prio, rowLevels, open, shutMidLine)
+		}
+		if s.over {
+			return
 		}
 		if i == 0 {
 			// The first unit holds the opening line itself. Its parts were
@@ -277,7 +306,7 @@ func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 		from, prio = e, prioSentence
 	}
 	s.collapse(first, b.start, rest, b.prio, "", "", s.budget)
-	if rest < b.end {
+	if rest < b.end && !s.over {
 		s.markdownBlock(span{rest, b.end, prioSentence})
 	}
 }
@@ -325,6 +354,9 @@ func (s *splitter) table(b span, lines []span, h int) {
 	}
 	from, ctx := lines[h].start, ""
 	for _, e := range ends {
+		if s.over {
+			return
+		}
 		s.pieces(from, e, prio, rowLevels, ctx, "")
 		from, ctx, prio = e, open, prioSentence
 	}

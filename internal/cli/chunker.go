@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+
 	"github.com/docjobs/docjobs/internal/chunk"
 	"github.com/docjobs/docjobs/internal/worker"
 )
@@ -9,12 +11,15 @@ import (
 // encoding behind them is loaded once per process by package chunk.
 type chunker struct{}
 
-func (chunker) Split(text, format string, budget int, model string) ([]worker.Chunk, error) {
+func (chunker) Split(text, format string, budget, maxChunks int, model string) ([]worker.Chunk, error) {
 	counter, err := chunk.NewCounter(model)
 	if err != nil {
 		return nil, err
 	}
-	chunks, err := chunk.Split(text, format, budget, counter)
+	chunks, err := chunk.SplitAtMost(text, format, budget, maxChunks, counter)
+	if tooMany := (*chunk.TooManyChunksError)(nil); errors.As(err, &tooMany) {
+		return nil, &worker.TooManyChunksError{AtLeast: tooMany.AtLeast, Limit: tooMany.Limit, Budget: tooMany.Budget}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -95,7 +95,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleWorker {
 		workers := river.NewWorkers()
 		wcfg := worker.Config{MaxFileBytes: cfg.FetchMaxBytes, FileTimeout: cfg.FileTimeout, JobDeadline: cfg.JobDeadline,
-			ModelWorkers: cfg.ModelWorkers, RecognizeWorkers: cfg.RecognizeWorkers,
+			ModelWorkers: cfg.ModelWorkers, MaxChunksPerFile: cfg.MaxChunksPerFile, RecognizeWorkers: cfg.RecognizeWorkers,
 			FetchWorkers: cfg.FetchWorkers, FetchTimeout: cfg.FetchTimeout, FetchTotalTimeout: cfg.FetchTotalTimeout,
 			WebhookRetrySchedule: cfg.WebhookRetrySchedule, PublicURL: cfg.PublicURL, Retention: cfg.Retention,
 			StorageDir: fetch.BucketDir(cfg.StorageURL)}

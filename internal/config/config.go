@@ -64,6 +64,10 @@ type Config struct {
 	// ModelWorkers is the number of model-stage calls one worker process
 	// runs at once (DOCJOBS_MODEL_WORKERS, default 32).
 	ModelWorkers int
+	// MaxChunksPerFile is the number of model rows one file may make
+	// (DOCJOBS_MAX_CHUNKS_PER_FILE, default 1000); a file whose text
+	// makes more gets one FAILED model row and no provider call.
+	MaxChunksPerFile int
 	// RecognizeWorkers is the number of files one worker process recognizes
 	// at once (DOCJOBS_RECOGNIZE_WORKERS, default 16). Most of a file's time
 	// is spent waiting on fetches and OCR providers; local engines have
@@ -124,6 +128,7 @@ func Load(getenv func(string) string) (Config, error) {
 		ProviderConcurrency: 8,
 		ProviderTimeout:     120 * time.Second,
 		ModelWorkers:        32,
+		MaxChunksPerFile:    1000,
 		RecognizeWorkers:    16,
 		MaxConnections:      4096,
 		// A thousand jobs in progress is far more than one client's
@@ -185,6 +190,7 @@ func Load(getenv func(string) string) (Config, error) {
 		"DOCJOBS_PDF_MAX_PAGES":        &c.PDFMaxPages,
 		"DOCJOBS_PROVIDER_CONCURRENCY": &c.ProviderConcurrency,
 		"DOCJOBS_MODEL_WORKERS":        &c.ModelWorkers,
+		"DOCJOBS_MAX_CHUNKS_PER_FILE":  &c.MaxChunksPerFile,
 		"DOCJOBS_RECOGNIZE_WORKERS":    &c.RecognizeWorkers,
 		"DOCJOBS_FETCH_WORKERS":        &c.FetchWorkers,
 		"DOCJOBS_MAX_CONNECTIONS":      &c.MaxConnections,

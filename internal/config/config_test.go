@@ -34,7 +34,7 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 	if c.UploadMaxBytes != 20<<20 || c.AllowPrivateURLs || c.JobDeadline != 2*time.Hour || len(c.WebhookRetrySchedule) != 7 ||
 		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second || c.MaxConnections != 4096 ||
 		c.AccountMaxActiveJobs != 1000 || c.AccountMaxUploadBytes != 1<<30 ||
-		c.FetchWorkers != 16 || c.FetchTimeout != 2*time.Minute || c.FetchTotalTimeout != 10*time.Minute {
+		c.FetchWorkers != 16 || c.FetchTimeout != 2*time.Minute || c.FetchTotalTimeout != 10*time.Minute || c.MaxChunksPerFile != 1000 {
 		t.Errorf("defaults: %+v", c)
 	}
 }
@@ -55,6 +55,7 @@ func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
 		"DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES": "1GiB",
 		"DOCJOBS_FETCH_WORKERS":            "none",
 		"DOCJOBS_FETCH_TOTAL_TIMEOUT":      "0",
+		"DOCJOBS_MAX_CHUNKS_PER_FILE":      "0",
 	}
 	for name, value := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -78,6 +79,13 @@ func TestAWebhookRetryScheduleHasAtMostTwentyRetries(t *testing.T) {
 	c, err := Load(env(map[string]string{"DOCJOBS_RETENTION": "720h"}))
 	if err != nil || c.Retention != 720*time.Hour {
 		t.Fatalf("retention: %v, %v", c.Retention, err)
+	}
+}
+
+func TestTheChunkCapPerFileIsRead(t *testing.T) {
+	c, err := Load(env(map[string]string{"DOCJOBS_MAX_CHUNKS_PER_FILE": "50"}))
+	if err != nil || c.MaxChunksPerFile != 50 {
+		t.Fatalf("cap %d, err %v; want 50", c.MaxChunksPerFile, err)
 	}
 }
 

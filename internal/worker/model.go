@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -34,6 +35,10 @@ type Chats interface {
 // retry asks only the rows still pending. A row the provider could not
 // answer yet (busy, down) stays pending and its error is returned, for
 // River to try the file again later; on the last attempt it fails instead.
+//
+// The rows are taken in order by at most Config.ModelWorkers goroutines,
+// as many as could be asking at once: a goroutine per row parked
+// thousands of them, with their calls' state, behind the process's limit.
 func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, rows []job.LLMRow, kept *keptGate, out *rowsOut, log *slog.Logger) error {
 	if len(j.Prompts) == 0 {
 		return nil
@@ -42,16 +47,33 @@ func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j 
 	final := rj.Attempt >= rj.MaxAttempts
 	chat, chatErr := w.chatFor(ctx, j)
 	errs := make([]error, len(rows))
-	var wg sync.WaitGroup
+	askers := max(1, min(len(rows), w.cfg.ModelWorkers))
+	sent := make([]func(), len(rows))
 	for i := range rows {
-		sent := out.row()
+		sent[i] = out.row()
+		if i >= askers {
+			// This row waits for one of the file's own calls to end, not
+			// on its way to a first call: other files' work need not wait
+			// for it (startLane).
+			sent[i]()
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range askers {
 		wg.Go(func() {
-			if chatErr != nil {
-				sent()
-				errs[i] = w.finishRow(ctx, j, &rows[i], time.Now(), chatErr, kept, log)
-				return
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(rows) {
+					return
+				}
+				if chatErr != nil {
+					sent[i]()
+					errs[i] = w.finishRow(ctx, j, &rows[i], time.Now(), chatErr, kept, log)
+					continue
+				}
+				errs[i] = w.answerRow(ctx, j, chat, &rows[i], final, kept, sent[i], log)
 			}
-			errs[i] = w.answerRow(ctx, j, chat, &rows[i], final, kept, sent, log)
 		})
 	}
 	wg.Wait()

@@ -240,34 +240,40 @@ func (c gatedChat) Complete(ctx context.Context, _ provider.ChatRequest) (provid
 func TestOneAccountsBacklogDoesNotKeepAnotherAccountWaiting(t *testing.T) {
 	chat := gatedChat{started: make(chan string, 8), gate: make(chan struct{})}
 	st := openStore(t)
-	a := recognizedJob(t, st, "job-a", "acct-a", 5)
+	a1 := recognizedJob(t, st, "job-a1", "acct-a", 2)
+	a2 := recognizedJob(t, st, "job-a2", "acct-a", 1)
+	a3 := recognizedJob(t, st, "job-a3", "acct-a", 1)
 	b := recognizedJob(t, st, "job-b", "acct-b", 1)
 	w := newFileWorker(Config{ModelWorkers: 1}.withDefaults(),
 		Deps{Store: st, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler)})
-	done := make(chan error, 2)
-	go func() { done <- workAttempt(w, a, 2) }()
+	done := make(chan error, 4)
+	go func() { done <- workAttempt(w, a1, 2) }()
 	if got := <-chat.started; got != "acct-a" {
 		t.Fatalf("first call for %q", got)
 	}
-	// acct-a's first row holds the process's only place and its four
-	// others wait; acct-b's one row joins them.
-	waitFor(t, func() bool { return w.asking.Waiting() == 4 })
+	// acct-a's first row holds the process's only place; its other files
+	// wait for it (a file's own rows wait in the file: it asks with no
+	// more goroutines than the process has places), and acct-b's file
+	// joins them.
+	go func() { done <- workAttempt(w, a2, 2) }()
+	go func() { done <- workAttempt(w, a3, 2) }()
+	waitFor(t, func() bool { return w.asking.Waiting() == 2 })
 	go func() { done <- workAttempt(w, b, 2) }()
-	waitFor(t, func() bool { return w.asking.Waiting() == 5 })
+	waitFor(t, func() bool { return w.asking.Waiting() == 3 })
 	var order []string
-	for range 5 {
+	for range 4 {
 		chat.gate <- struct{}{}
 		order = append(order, <-chat.started)
 	}
 	chat.gate <- struct{}{}
-	for range 2 {
+	for range 4 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Accounts take turns: acct-a's turn came first, then acct-b's; first
 	// come, first served would put acct-b after all of acct-a's backlog.
-	if want := []string{"acct-a", "acct-b", "acct-a", "acct-a", "acct-a"}; !slices.Equal(order, want) {
+	if want := []string{"acct-a", "acct-b", "acct-a", "acct-a"}; !slices.Equal(order, want) {
 		t.Fatalf("calls after the first = %v, want %v", order, want)
 	}
 }

@@ -341,7 +341,8 @@ func failOrRetry(row job.OCRRow, source fetch.Result, err error) (job.OCRRow, fe
 
 // modelRows are the file's model rows after recognition: one SKIPPED row
 // when the model does not run (DESIGN §4), else one PENDING row per chunk
-// of the recognized text.
+// of the recognized text, or one FAILED row when it cannot be chunked
+// (over Config.MaxChunksPerFile among others).
 func (w *fileWorker) modelRows(ocr job.OCRRow, j *job.Job) []job.LLMRow {
 	if reason := job.SkipReasonAfterOCR(ocr, j.Prompts); reason != "" {
 		return []job.LLMRow{job.SkippedLLMRow(ocr, reason, j.Neural.Model)}
@@ -354,7 +355,11 @@ func (w *fileWorker) modelRows(ocr job.OCRRow, j *job.Job) []job.LLMRow {
 	if w.deps.Chunker == nil {
 		return failed(errors.New("the model stage is not configured on this server"))
 	}
-	chunks, err := w.deps.Chunker.Split(ocr.Content, ocr.OutputFormat, int(j.Neural.ChunkBudgetTokens), j.Neural.Model)
+	chunks, err := w.deps.Chunker.Split(ocr.Content, ocr.OutputFormat, int(j.Neural.ChunkBudgetTokens), w.cfg.MaxChunksPerFile, j.Neural.Model)
+	if tooMany := (*TooManyChunksError)(nil); errors.As(err, &tooMany) {
+		// One row says why, rather than a thousand rows nobody asked.
+		return failed(tooMany)
+	}
 	if err != nil {
 		return failed(fmt.Errorf("chunking: %w", err))
 	}

@@ -106,10 +106,13 @@ func zipOf(t *testing.T, names ...string) []byte {
 // wordChunker splits text into chunks of n words.
 type wordChunker struct{ n int }
 
-func (c wordChunker) Split(text, _ string, _ int, _ string) ([]Chunk, error) {
+func (c wordChunker) Split(text, _ string, budget, maxChunks int, _ string) ([]Chunk, error) {
 	words := strings.Fields(text)
 	var out []Chunk
 	for len(words) > 0 {
+		if maxChunks > 0 && len(out) == maxChunks {
+			return nil, &TooManyChunksError{AtLeast: maxChunks + 1, Limit: maxChunks, Budget: budget}
+		}
 		k := min(c.n, len(words))
 		out = append(out, Chunk{Text: strings.Join(words[:k], " ")})
 		words = words[k:]

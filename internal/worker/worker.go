@@ -69,9 +69,21 @@ type Fetcher interface {
 }
 
 // Chunker splits recognized text into chunks within a token budget,
-// counting tokens as the model does.
+// counting tokens as the model does. A text that makes more than
+// maxChunks chunks gives a *TooManyChunksError; maxChunks 0 is no limit.
 type Chunker interface {
-	Split(text, format string, budget int, model string) ([]Chunk, error)
+	Split(text, format string, budget, maxChunks int, model string) ([]Chunk, error)
+}
+
+// TooManyChunksError is a text that makes more chunks than a file may
+// have: at least AtLeast chunks of at most Budget tokens, over Limit.
+type TooManyChunksError struct {
+	AtLeast, Limit, Budget int
+}
+
+func (e *TooManyChunksError) Error() string {
+	return fmt.Sprintf("too many chunks: the recognized text makes at least %d chunks of at most %d tokens (neural.chunkBudgetTokens), "+
+		"more than the limit of %d per file; raise neural.chunkBudgetTokens or split the file", e.AtLeast, e.Budget, e.Limit)
 }
 
 // Chunk is one piece of a file for the model: Text is sent; Overlap is the
@@ -97,8 +109,13 @@ type Config struct {
 	RecognizeWorkers int
 	// ModelWorkers is how many model rows one process asks at once
 	// (default 32). Model calls wait on the provider, whose per-slot limit
-	// is the real bound.
+	// is the real bound. A file asks its rows with at most this many
+	// goroutines, since no more of them could be asking.
 	ModelWorkers int
+	// MaxChunksPerFile is how many model rows one file may make (default
+	// 1000); a file whose text makes more gets one FAILED row saying so,
+	// and no provider is called for it.
+	MaxChunksPerFile int
 	// FetchWorkers is how many sources one process downloads at once
 	// (default 16). Downloads have their own limit, apart from
 	// RecognizeWorkers, so a source server that stalls holds no place of
@@ -166,6 +183,9 @@ func (c Config) withDefaults() Config {
 	if c.ModelWorkers <= 0 {
 		c.ModelWorkers = 32
 	}
+	if c.MaxChunksPerFile <= 0 {
+		c.MaxChunksPerFile = DefaultMaxChunksPerFile
+	}
 	if len(c.WebhookRetrySchedule) == 0 {
 		c.WebhookRetrySchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute,
 			2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
@@ -184,6 +204,11 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// DefaultMaxChunksPerFile is Config.MaxChunksPerFile's default: about
+// what one file's attempt answers at the default provider concurrency
+// within its model stage (docs/decisions.md).
+const DefaultMaxChunksPerFile = 1000
 
 // Deps are the workers' collaborators.
 type Deps struct {
