@@ -24,6 +24,11 @@ const nodeLockKey = `hashtextextended('docjobs_node.' || current_schema() || '.'
 // defaultNodeCheck is how often a held node id's connection is checked.
 const defaultNodeCheck = 5 * time.Second
 
+// nodeCheckTimeout bounds one check or retake. pgx closes a connection
+// whose query outlives its context, and closing the holding connection
+// frees the id, so a check on a busy server must not give up soon.
+const nodeCheckTimeout = 15 * time.Second
+
 // nodeHold holds a node id by a session-level advisory lock on a connection
 // of its own, taken out of the pool for the process's life: a pooled
 // connection would carry the lock to whoever used it next, and a session
@@ -88,7 +93,7 @@ func (h *nodeHold) watch() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), h.check)
+		ctx, cancel := context.WithTimeout(context.Background(), nodeCheckTimeout)
 		err := h.conn.Ping(ctx)
 		cancel()
 		if err == nil {
@@ -106,7 +111,7 @@ func (h *nodeHold) watch() {
 // lost or stopped.
 func (h *nodeHold) retake(tick <-chan time.Time) bool {
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), h.check)
+		ctx, cancel := context.WithTimeout(context.Background(), nodeCheckTimeout)
 		conn, err := lockNode(ctx, h.pool, h.id)
 		cancel()
 		switch {
