@@ -58,6 +58,8 @@ func serveCommand(env *environment) *cobra.Command {
 }
 
 func serve(ctx context.Context, env *environment, cfg config.Config) error {
+	ctx, stopProcess := context.WithCancelCause(ctx)
+	defer stopProcess(nil)
 	log := env.logger(cfg)
 	log.Info("starting docjobs", "config", cfg.String())
 
@@ -122,10 +124,15 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 			Queues:               queues,
 			PeriodicJobs:         worker.PeriodicJobs(wcfg),
 			ClientID:             cfg.NodeID,
+			DeriveClientID:       cfg.NodeIDFromHost,
+			OnNodeLost:           func(err error) { stopProcess(err) },
 			RescueStuckJobsAfter: wcfg.LongestStageTimeout() + time.Minute,
 			FetchPollInterval:    50 * time.Millisecond,
 			FetchCooldown:        2 * time.Millisecond,
 		})
+		if errors.Is(err, store.ErrNodeHeld) && !cfg.NodeIDFromHost {
+			return fmt.Errorf("DOCJOBS_NODE_ID %s is held by another running process; give each process its own", cfg.NodeID)
+		}
 		if err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
@@ -137,6 +144,11 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		serveErr = serveAPI(ctx, cfg, log, st, bucket, sealer, keys, registry, newID)
 	} else {
 		<-ctx.Done()
+	}
+	// A process that lost its node id exits with the reason, so that a
+	// supervisor restarts it.
+	if cause := context.Cause(ctx); errors.Is(cause, store.ErrNodeHeld) {
+		serveErr = errors.Join(serveErr, cause)
 	}
 
 	if stopWork != nil {

@@ -87,8 +87,13 @@ type Config struct {
 	Role                  string // --role, default "all"
 	// NodeID is the stable River client id of this node (DOCJOBS_NODE_ID,
 	// default the host name), so a restarted node reclaims its own jobs.
-	NodeID   string
-	LogLevel string // DOCJOBS_LOG_LEVEL, default "info"
+	// A live process holds it exclusively.
+	NodeID string
+	// NodeIDFromHost says NodeID is the host name, not DOCJOBS_NODE_ID:
+	// nobody chose it, so a second process on the host may work under a
+	// derived id rather than be refused.
+	NodeIDFromHost bool
+	LogLevel       string // DOCJOBS_LOG_LEVEL, default "info"
 }
 
 // MaxProviderTimeout bounds DOCJOBS_PROVIDER_TIMEOUT: a call that has not
@@ -152,6 +157,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.MasterKeyFile = or(getenv("DOCJOBS_MASTER_KEY_FILE"), filepath.Join(abs, "master.keyset"))
 	if c.NodeID == "" {
 		c.NodeID, _ = os.Hostname()
+		c.NodeIDFromHost = c.NodeID != ""
 	}
 
 	for name, dst := range map[string]*int64{

@@ -39,6 +39,11 @@ var ErrActiveJobsLimit = errors.New("account has the most active jobs allowed")
 // would take more than the bytes allowed.
 var ErrUploadQuota = errors.New("account uploads would exceed the bytes allowed")
 
+// ErrNodeHeld is returned by Work when another live process holds
+// WorkConfig.ClientID (and no derived id was allowed or free), and passed to
+// WorkConfig.OnNodeLost when another process took the id from this one.
+var ErrNodeHeld = errors.New("node id is held by another running process")
+
 // CreateJobParams is everything one create writes in one transaction.
 type CreateJobParams struct {
 	Job     *job.Job // ID, AccountID, Created set by the caller; Status NEW
@@ -120,14 +125,35 @@ type Finish struct {
 	Enqueue []river.InsertManyParams
 }
 
+// MaxDerivedClientIDs bounds the ids WorkConfig.DeriveClientID tries.
+const MaxDerivedClientIDs = 32
+
 // WorkConfig configures the River client that works jobs in this process.
 type WorkConfig struct {
 	Workers      *river.Workers
 	Queues       map[string]river.QueueConfig
 	PeriodicJobs []*river.PeriodicJob
 	// ClientID is stable across restarts of one node, so that a restarted
-	// node reclaims the River jobs its previous incarnation held.
+	// node reclaims the River jobs its previous incarnation held. Work holds
+	// it exclusively while the client runs (a session advisory lock on
+	// PostgreSQL, a file lock on SQLite) and reclaims only once it holds
+	// it: a live process's running jobs are never taken. "" runs without
+	// a node id (River picks one) and reclaims nothing.
 	ClientID string
+	// DeriveClientID lets Work, when a live process holds ClientID, work as
+	// the first free of ClientID-2, ClientID-3, … (up to MaxDerivedClientIDs)
+	// instead of failing with ErrNodeHeld. For a ClientID nobody chose (the
+	// host name), so that two processes on one host just work.
+	DeriveClientID bool
+	// OnNodeLost, when set, is called once, from another goroutine, if the
+	// process loses its hold on the node id while working (its database
+	// connection dropped and another process took the id before it could
+	// take it back). By then the River client has been stopped and its
+	// jobs cancelled; the process should exit.
+	OnNodeLost func(error)
+	// HardStopWait bounds how long stop waits for jobs it cancelled to
+	// return (default 10s); the node id is released after it.
+	HardStopWait time.Duration
 	// RescueStuckJobsAfter sits just above the longest stage timeout.
 	RescueStuckJobsAfter time.Duration
 	FetchPollInterval    time.Duration
@@ -266,10 +292,12 @@ type Store interface {
 
 	// Queue.
 	// Work starts a River client that works cfg.Workers in this process after
-	// returning to available the River jobs still marked running by an earlier
-	// incarnation with the same ClientID. The client runs until stop (ctx
-	// only scopes start-up): stop waits for running jobs until its ctx ends,
-	// then cancels them and returns the ctx's error.
+	// taking the node id cfg.ClientID for the process (ErrNodeHeld when a
+	// live process holds it) and returning to available the River jobs still
+	// marked running by an earlier incarnation with that id. The client runs
+	// until stop (ctx only scopes start-up): stop waits for running jobs
+	// until its ctx ends, then cancels them and returns the ctx's error; it
+	// releases the node id last.
 	Work(ctx context.Context, cfg WorkConfig) (stop func(context.Context) error, err error)
 	// JobCountsByStatus feeds the docjobs_jobs gauge.
 	JobCountsByStatus(ctx context.Context) (map[job.Status]int, error)

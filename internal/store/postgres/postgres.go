@@ -37,7 +37,10 @@ type Config struct {
 	// missing and put first on the search_path of each connection. Tests give
 	// each test its own.
 	Schema string
-	Logger *slog.Logger
+	// NodeCheck is how often the connection holding this process's node id
+	// is checked (default 5s); see Work.
+	NodeCheck time.Duration
+	Logger    *slog.Logger
 }
 
 // Store is store.Store on PostgreSQL.
@@ -138,7 +141,7 @@ func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		Migrations: migrations,
 		Schema:     cfg.Schema,
 		Logger:     cfg.Logger,
-	}, &backend{pool: pool}, riverpgxv5.New(pool))
+	}, newBackend(pool, cfg), riverpgxv5.New(pool))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
@@ -151,7 +154,22 @@ func isUniqueViolation(err error) bool {
 }
 
 // backend adapts pgx to sqlstore.Backend.
-type backend struct{ pool *pgxpool.Pool }
+type backend struct {
+	pool      *pgxpool.Pool
+	nodeCheck time.Duration
+	logger    *slog.Logger
+}
+
+func newBackend(pool *pgxpool.Pool, cfg Config) *backend {
+	b := &backend{pool: pool, nodeCheck: cfg.NodeCheck, logger: cfg.Logger}
+	if b.nodeCheck <= 0 {
+		b.nodeCheck = defaultNodeCheck
+	}
+	if b.logger == nil {
+		b.logger = slog.Default()
+	}
+	return b
+}
 
 func (b *backend) DB() sqlstore.Querier { return querier{b.pool} }
 

@@ -57,11 +57,18 @@ func openNamedSchema(t testing.TB) (*postgres.Store, string) {
 			t.Errorf("drop schema: %v", err)
 		}
 	})
-	s, err := postgres.Open(t.Context(), postgres.Config{URL: url, Schema: schema, Logger: quiet})
+	return openConfig(t, postgres.Config{URL: url, Schema: schema}), schema
+}
+
+// openConfig opens the store cfg describes, logging warnings only.
+func openConfig(t testing.TB, cfg postgres.Config) *postgres.Store {
+	t.Helper()
+	cfg.Logger = quiet
+	s, err := postgres.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	return s, schema
+	return s
 }
 
 func TestStore(t *testing.T) {

@@ -115,7 +115,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s, err := newStore(db, read, newFlusher(db, cfg.FlushDelay, cfg.Logger), cfg.Logger)
+	s, err := newStore(cfg.Path, db, read, newFlusher(db, cfg.FlushDelay, cfg.Logger), cfg.Logger)
 	if err != nil {
 		_ = db.Close()
 		_ = read.Close()
@@ -133,7 +133,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // behind the one writer connection (docs/benchmarks.md).
 const readConns = 4
 
-func newStore(db, read *sql.DB, flush *flusher, logger *slog.Logger) (*Store, error) {
+func newStore(path string, db, read *sql.DB, flush *flusher, logger *slog.Logger) (*Store, error) {
 	migrations, err := fs.Sub(migrationFS, "migrations")
 	if err != nil {
 		flush.close()
@@ -148,7 +148,7 @@ func newStore(db, read *sql.DB, flush *flusher, logger *slog.Logger) (*Store, er
 		},
 		Migrations: migrations,
 		Logger:     logger,
-	}, &backend{db: db, read: read, flush: flush}, pollOnlyDriver{Driver: riversqlite.New(db), read: read})
+	}, &backend{path: path, db: db, read: read, flush: flush}, pollOnlyDriver{Driver: riversqlite.New(db), read: read})
 	if err != nil {
 		flush.close()
 		return nil, fmt.Errorf("sqlite: %w", err)
@@ -187,8 +187,9 @@ func (pollOnlyDriver) SupportsListener() bool     { return false }
 func (pollOnlyDriver) SupportsListenNotify() bool { return false }
 
 // backend adapts database/sql to sqlstore.Backend: db is the one writer
-// connection, read the read-only pool.
+// connection, read the read-only pool, path the database file.
 type backend struct {
+	path     string
 	db, read *sql.DB
 	flush    *flusher
 }

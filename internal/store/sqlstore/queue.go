@@ -2,7 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -10,18 +13,83 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
-// Work starts a River client working cfg.Workers. Before it starts, the River
-// jobs still marked running by an earlier incarnation of cfg.ClientID (a
-// node killed mid-job) go back to available, so a restarted node resumes its
-// work at once instead of after RescueStuckJobsAfter.
+// Work starts a River client working cfg.Workers. It first takes the node
+// id cfg.ClientID for this process (or a derived one, see
+// store.WorkConfig.DeriveClientID); only then do the River jobs still marked
+// running by an earlier incarnation of that id (a node killed mid-job) go
+// back to available, so a restarted node resumes its work at once instead of
+// after RescueStuckJobsAfter, and a second live process with the same id is
+// refused instead of taking the first one's running jobs.
 //
 // The client runs until stop, not until ctx ends (ctx scopes start-up), so
 // that a shutdown signal does not cancel jobs mid-flight: stop waits for
 // running jobs until its own ctx ends, then cancels them (bounded by
-// hardStopWait) and returns that ctx's error.
+// HardStopWait) and returns that ctx's error. It releases the node id last.
 func (s *Store[TTx]) Work(ctx context.Context, cfg store.WorkConfig) (func(context.Context) error, error) {
-	if cfg.ClientID != "" {
-		if err := s.reclaim(ctx, cfg.ClientID); err != nil {
+	hold, clientID, err := s.holdNode(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	release := func() {
+		if hold == nil {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardStopWait)
+		defer cancel()
+		if err := hold.Release(rctx); err != nil {
+			s.logger.WarnContext(ctx, "store: releasing the node id failed", "client_id", clientID, "err", err)
+		}
+	}
+	stop, err := s.work(ctx, cfg, clientID, hold)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	var once sync.Once
+	return func(ctx context.Context) error {
+		err := stop(ctx)
+		once.Do(release)
+		return err
+	}, nil
+}
+
+// holdNode takes cfg.ClientID, or the first free derived id when allowed.
+// It returns a nil hold for an empty ClientID.
+func (s *Store[TTx]) holdNode(ctx context.Context, cfg store.WorkConfig) (NodeHold, string, error) {
+	if cfg.ClientID == "" {
+		return nil, "", nil
+	}
+	hold, err := s.backend.HoldNode(ctx, cfg.ClientID)
+	if err == nil {
+		return hold, cfg.ClientID, nil
+	}
+	if !errors.Is(err, store.ErrNodeHeld) || !cfg.DeriveClientID {
+		return nil, "", fmt.Errorf("hold node id %s: %w", cfg.ClientID, err)
+	}
+	// Derived ids are tried in order, so a process restarted after a crash
+	// usually finds its previous id again (the lowest free one) and
+	// reclaims its work at once.
+	for n := 2; n <= store.MaxDerivedClientIDs; n++ {
+		id := cfg.ClientID + "-" + strconv.Itoa(n)
+		hold, err := s.backend.HoldNode(ctx, id)
+		if errors.Is(err, store.ErrNodeHeld) {
+			continue
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("hold node id %s: %w", id, err)
+		}
+		s.logger.WarnContext(ctx, "store: node id held by another running process; working under a derived one",
+			"node_id", cfg.ClientID, "client_id", id)
+		return hold, id, nil
+	}
+	return nil, "", fmt.Errorf("hold node id %s or %s-2…%d: %w", cfg.ClientID, cfg.ClientID, store.MaxDerivedClientIDs, store.ErrNodeHeld)
+}
+
+// work reclaims clientID's jobs and starts the client; hold (nil for no
+// node id) is watched for loss until stop.
+func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID string, hold NodeHold) (func(context.Context) error, error) {
+	if clientID != "" {
+		if err := s.reclaim(ctx, clientID); err != nil {
 			return nil, err
 		}
 	}
@@ -32,7 +100,7 @@ func (s *Store[TTx]) Work(ctx context.Context, cfg store.WorkConfig) (func(conte
 		_ = river.AddWorkerSafely(cfg.Workers, wakeWorker{})
 	}
 	rc := &river.Config{
-		ID:                   cfg.ClientID,
+		ID:                   clientID,
 		Logger:               s.logger,
 		Schema:               s.schema,
 		Workers:              cfg.Workers,
@@ -57,28 +125,64 @@ func (s *Store[TTx]) Work(ctx context.Context, cfg store.WorkConfig) (func(conte
 	if !listens && len(cfg.Queues) > 0 {
 		s.waker.Store(&waker[TTx]{client: client, queues: cfg.Queues})
 	}
+	hardWait := cfg.HardStopWait
+	if hardWait <= 0 {
+		hardWait = hardStopWait
+	}
+	cancelAll := func(ctx context.Context) {
+		hardCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardWait)
+		defer cancel()
+		if err := client.StopAndCancel(hardCtx); err != nil {
+			s.logger.WarnContext(ctx, "store: river client did not stop", "client_id", clientID, "err", err)
+		}
+	}
+	stopped := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		var lost <-chan struct{}
+		if hold != nil {
+			lost = hold.Lost()
+		}
+		select {
+		case <-stopped:
+			close(watched)
+			return
+		case <-lost:
+		}
+		// Another process holds the id now and may have reclaimed this
+		// client's running jobs: working them on would ask their
+		// providers twice.
+		s.logger.ErrorContext(ctx, "store: node id taken by another process; stopping work", "client_id", clientID)
+		s.waker.Store(nil)
+		cancelAll(ctx)
+		close(watched) // before OnNodeLost, which may well call stop
+		if cfg.OnNodeLost != nil {
+			cfg.OnNodeLost(fmt.Errorf("node id %s: %w", clientID, store.ErrNodeHeld))
+		}
+	}()
+	var once sync.Once
 	stop := func(ctx context.Context) error {
+		once.Do(func() { close(stopped) })
+		<-watched
 		s.waker.Store(nil)
 		err := client.Stop(ctx)
 		if err == nil {
 			return nil
 		}
-		hardCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardStopWait)
-		defer cancel()
-		if hardErr := client.StopAndCancel(hardCtx); hardErr != nil {
-			s.logger.WarnContext(ctx, "store: river client did not stop", "client_id", cfg.ClientID, "err", hardErr)
-		}
+		cancelAll(ctx)
 		return fmt.Errorf("stop river client gracefully: %w", err)
 	}
 	return stop, nil
 }
 
-// hardStopWait bounds how long stop waits for cancelled jobs to return.
+// hardStopWait is the default bound on how long stop waits for cancelled
+// jobs to return.
 const hardStopWait = 10 * time.Second
 
 // reclaim returns to available the River jobs whose last attempt was made by
-// clientID and that are still running: that client is this node's previous
-// incarnation, so nothing is working them.
+// clientID and that are still running. The caller holds clientID, so the
+// client that made those attempts is this node's previous incarnation and
+// nothing is working them.
 func (s *Store[TTx]) reclaim(ctx context.Context, clientID string) error {
 	n, err := s.exec(ctx, s.backend.DB(), `UPDATE river_job SET state = 'available'
 		WHERE state = 'running' AND `+s.dialect.LastAttemptedBy+` = ?`, clientID)

@@ -55,8 +55,21 @@ type Backend[TTx any] interface {
 	// (river.JobCompleteTx with the engine's driver type); ctx is a River
 	// worker's context.
 	CompleteRiverJob(ctx context.Context, tx TTx, job *rivertype.JobRow) error
+	// HoldNode takes node id id for this process until the hold is
+	// released, store.ErrNodeHeld when a live process holds it.
+	HoldNode(ctx context.Context, id string) (NodeHold, error)
 	Ping(ctx context.Context) error
 	Close() error
+}
+
+// NodeHold is a process's exclusive hold on a node id.
+type NodeHold interface {
+	// Lost is closed if the hold ends without Release: the database
+	// session that held it ended and another process took the id before
+	// this one could take it back. Nil when the hold cannot be lost.
+	Lost() <-chan struct{}
+	// Release gives the id up. It is called once.
+	Release(ctx context.Context) error
 }
 
 // Dialect is how the SQL of one engine differs from the core's.

@@ -317,59 +317,6 @@ func testFinishJobPendingRows(t *testing.T, s Store) {
 	}
 }
 
-func testWorkReclaims(t *testing.T, s Store) {
-	// Incarnation 1 of node-a takes the job and hangs, as if killed: the job
-	// stays running with node-a as its last attempt.
-	h := newHarness(t, s, "node-a")
-	started := make(chan int, 4)
-	release := make(chan struct{})
-	h.on("hold", func(ctx context.Context, rj *river.Job[stepArgs]) error {
-		started <- rj.Attempt
-		if rj.Attempt == 1 {
-			<-release
-		}
-		return nil
-	})
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
-	createJob(t, s, newJob("acct", 1), store.CreateJobParams{Enqueue: []river.InsertManyParams{step("hold")}})
-	waitAttempt := func(want int) {
-		t.Helper()
-		select {
-		case got := <-started:
-			equal(t, "attempt", got, want)
-		case <-time.After(15 * time.Second):
-			t.Fatalf("attempt %d did not start", want)
-		}
-	}
-	waitAttempt(1)
-	id := stepJobIDs(t, s)[0]
-	equal(t, "River job", riverState(t, s, id), rivertype.JobStateRunning)
-
-	// Another node starting does not take node-a's job.
-	stopB := h.work("node-b")
-	row, err := s.RiverJob(ctx(t), id)
-	noErr(t, "RiverJob", err)
-	equal(t, "River job after node-b started", [2]string{string(row.State), row.AttemptedBy[len(row.AttemptedBy)-1]},
-		[2]string{string(rivertype.JobStateRunning), "node-a"})
-	stopB()
-
-	// node-a restarts: its job runs again at once, not after the rescue horizon.
-	h.work("node-a")
-	waitAttempt(2)
-	h.waitOne()
-	waitRiverState(t, s, id, rivertype.JobStateCompleted)
-
-	close(release)
-	h.waitOne()
-	equal(t, "River job after the hung attempt ended", riverState(t, s, id), rivertype.JobStateCompleted)
-}
-
 func testWorkStop(t *testing.T, s Store) {
 	h := &harness{t: t, s: s, steps: map[string]stepFunc{}, runs: make(chan stepRun, 10)}
 	entered := make(chan string, 2)

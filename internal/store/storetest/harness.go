@@ -115,14 +115,7 @@ func newHarness(t *testing.T, s Store, clientID string) *harness {
 // it stops with the test, or earlier through the returned func.
 func (h *harness) work(clientID string) (stop func()) {
 	h.t.Helper()
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &stepWorker{h: h})
-	stopRiver, err := h.s.Work(ctx(h.t), store.WorkConfig{
-		Workers:           workers,
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 8}},
-		ClientID:          clientID,
-		FetchPollInterval: 20 * time.Millisecond,
-	})
+	stopRiver, err := h.start(store.WorkConfig{ClientID: clientID})
 	noErr(h.t, "Work", err)
 	var once sync.Once
 	stop = func() {
@@ -136,6 +129,19 @@ func (h *harness) work(clientID string) (stop func()) {
 	}
 	h.t.Cleanup(stop)
 	return stop
+}
+
+// start calls Work with cfg over the harness's steps, on the default queue
+// unless cfg names queues, polling every 20ms. The caller stops the client.
+func (h *harness) start(cfg store.WorkConfig) (stop func(context.Context) error, err error) {
+	h.t.Helper()
+	cfg.Workers = river.NewWorkers()
+	river.AddWorker(cfg.Workers, &stepWorker{h: h})
+	if cfg.Queues == nil {
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 8}}
+	}
+	cfg.FetchPollInterval = 20 * time.Millisecond
+	return h.s.Work(ctx(h.t), cfg)
 }
 
 // on registers the function run for a step name.

@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FinishJobFailsRowsStillPending", testFinishJobPendingRows},
 		{"TheLastRowEndsAJobThatDoesNotMerge", testTheLastRowEndsAJobThatDoesNotMerge},
 		{"WorkReclaimsJobsOfThePreviousIncarnation", testWorkReclaims},
+		{"WorkDerivesANodeIDOnlyWhenAllowed", testWorkDerivesANodeIDOnlyWhenAllowed},
 		{"WorkStopWaitsForRunningJobs", testWorkStop},
 		{"CommittedHandOffsAreWorkedWithoutWaitingForThePoll", testHandOffsWakeTheQueue},
 		{"WebhookAttemptsAreRecordedAndEndWithTheSecret", testWebhookAttemptsAndRetention},

@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/docjobs/docjobs/internal/store"
+	"github.com/docjobs/docjobs/internal/store/postgres"
+	"github.com/docjobs/docjobs/internal/store/sqlite"
+)
+
+// nodeDatabase is a database a test's processes share: env points serve at
+// it, and open opens it as another process would.
+type nodeDatabase struct {
+	env  map[string]string
+	open func(t *testing.T) store.Store
+}
+
+func sqliteNodeDatabase(t *testing.T) nodeDatabase {
+	dir := t.TempDir()
+	return nodeDatabase{
+		env: map[string]string{"DOCJOBS_DATA_DIR": dir},
+		open: func(t *testing.T) store.Store {
+			s, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(dir, "docjobs.db"), Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+	}
+}
+
+// postgresNodeDatabase is a fresh schema of DOCJOBS_TEST_POSTGRES_URL, which
+// serve reaches through the URL's search_path.
+func postgresNodeDatabase(t *testing.T) nodeDatabase {
+	url := os.Getenv("DOCJOBS_TEST_POSTGRES_URL")
+	if url == "" {
+		t.Skip("DOCJOBS_TEST_POSTGRES_URL is not set")
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "docjobs_test_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			t.Errorf("drop schema: %v", err)
+			return
+		}
+		defer conn.Close(context.Background())
+		_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+	})
+	open := func(t *testing.T) store.Store {
+		s, err := postgres.Open(t.Context(), postgres.Config{URL: url, Schema: schema, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return nodeDatabase{
+		env:  map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_DATABASE_URL": url + sep + "search_path=" + schema},
+		open: open,
+	}
+}
+
+// quiet keeps the test stores' info logs out of test output.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type noopArgs struct{}
+
+func (noopArgs) Kind() string { return "cli_test_noop" }
+
+type noopWorker struct{ river.WorkerDefaults[noopArgs] }
+
+func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
+
+// workAs starts a River client on s as node id, on a queue nothing is sent to.
+func workAs(t *testing.T, s store.Store, id string) (func(context.Context) error, error) {
+	t.Helper()
+	workers := river.NewWorkers()
+	river.AddWorker(workers, noopWorker{})
+	return s.Work(t.Context(), store.WorkConfig{ClientID: id, Workers: workers,
+		Queues: map[string]river.QueueConfig{"cli_test_idle": {MaxWorkers: 1}}})
+}
+
+// holdNode makes another live process: a store on db working as id.
+func holdNode(t *testing.T, db nodeDatabase, id string) (release func()) {
+	t.Helper()
+	s := db.open(t)
+	stop, err := workAs(t, s, id)
+	if err != nil {
+		t.Fatalf("Work as %s: %v", id, err)
+	}
+	return func() {
+		if err := stop(context.Background()); err != nil {
+			t.Errorf("stop %s: %v", id, err)
+		}
+		_ = s.Close()
+	}
+}
+
+// syncBuffer is a bytes.Buffer a test may read while serve writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serveFor runs serve --role=worker with env until it returns or, once its
+// workers have started, runs while (if set) and stops it. It returns the
+// exit code and stderr.
+func serveFor(t *testing.T, env map[string]string, while func()) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out, errb syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"serve", "--role=worker"}, &out, &errb, func(k string) string { return env[k] })
+	}()
+	for {
+		select {
+		case c := <-code:
+			return c, errb.String()
+		case <-time.After(10 * time.Millisecond):
+		}
+		if strings.Contains(errb.String(), "workers started") {
+			if while != nil {
+				while()
+			}
+			cancel()
+			return <-code, errb.String()
+		}
+	}
+}
+
+// heldBy reports whether a live process holds id on db: another process
+// cannot work as it.
+func heldBy(t *testing.T, db nodeDatabase, id string) bool {
+	t.Helper()
+	s := db.open(t)
+	defer s.Close()
+	stop, err := workAs(t, s, id)
+	if err == nil {
+		_ = stop(context.Background())
+		return false
+	}
+	if !errors.Is(err, store.ErrNodeHeld) {
+		t.Fatalf("Work as %s: %v", id, err)
+	}
+	return true
+}
+
+func TestAConfiguredNodeIDHeldByALiveProcessIsRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		db   func(t *testing.T) nodeDatabase
+	}{
+		{"sqlite", sqliteNodeDatabase},
+		{"postgres", postgresNodeDatabase},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			db := tt.db(t)
+			db.env["DOCJOBS_NODE_ID"] = "w3"
+			release := holdNode(t, db, "w3")
+			code, stderr := serveFor(t, db.env, nil)
+			want := "DOCJOBS_NODE_ID w3 is held by another running process; give each process its own"
+			if code != ExitError || !strings.Contains(stderr, want) {
+				t.Fatalf("serve as a held w3: exit %d, stderr %q; want %d and %q", code, stderr, ExitError, want)
+			}
+
+			// Once the first process has gone, the id is free again.
+			release()
+			held := false
+			code, stderr = serveFor(t, db.env, func() { held = heldBy(t, db, "w3") })
+			if code != ExitOK || !held {
+				t.Fatalf("serve as w3 after the holder left: exit %d, held %v (%s); want it to run holding w3", code, held, stderr)
+			}
+		})
+	}
+}
+
+// The host name is nobody's choice: a second process on the host works
+// as host-2 rather than being refused.
+func TestASecondProcessWithTheHostNameWorksUnderADerivedID(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		t.Skip("no host name")
+	}
+	db := sqliteNodeDatabase(t)
+	defer holdNode(t, db, host)()
+	held := false
+	code, _ := serveFor(t, db.env, func() { held = heldBy(t, db, host+"-2") })
+	if code != ExitOK || !held {
+		t.Fatalf("serve beside a live %s: exit %d, %s-2 held %v; want it to run as %s-2", host, code, host, held, host)
+	}
+}

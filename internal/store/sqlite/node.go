@@ -1,0 +1,60 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/docjobs/docjobs/internal/store/sqlstore"
+)
+
+// nodeLockPath is the lock file of node id id for the database at dbPath.
+// It sits beside the database, not in DOCJOBS_DATA_DIR: the processes that
+// share a queue are those that share the database file, whatever data
+// directories they were given. The id is kept readable where it is a safe
+// file name, and hashed where it is not.
+func nodeLockPath(dbPath, id string) string {
+	safe := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, id)
+	if safe != id || len(safe) > 64 {
+		sum := sha256.Sum256([]byte(id))
+		safe = safe[:min(len(safe), 64)] + "-" + hex.EncodeToString(sum[:4])
+	}
+	return dbPath + ".node-" + safe + ".lock"
+}
+
+// fileHold holds a node id by an exclusive flock on its lock file. The
+// kernel drops the lock when the process ends, however it ends, so a
+// killed process frees its id at once; it cannot be lost while the
+// process lives.
+type fileHold struct{ f *os.File }
+
+func (b *backend) HoldNode(_ context.Context, id string) (sqlstore.NodeHold, error) {
+	path := nodeLockPath(b.path, id)
+	f, err := lockFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	// The holder's pid, for an operator wondering who holds the id; the
+	// file itself is left in place on release, since removing a lock file
+	// races with a process that has just opened it.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return fileHold{f: f}, nil
+}
+
+func (fileHold) Lost() <-chan struct{} { return nil }
+
+func (h fileHold) Release(context.Context) error {
+	return h.f.Close() // closing the only descriptor drops the flock
+}
