@@ -417,11 +417,12 @@ func (s *Service) DeleteJob(ctx context.Context, req *docjobsv1.DeleteJobRequest
 	if err != nil {
 		return nil, s.jobError(ctx, "DeleteJob", req.GetId(), err)
 	}
-	// The job is gone whatever happens to its blobs: a blob that cannot be
-	// deleted now is logged for the operator rather than failing a request
-	// that a retry would answer with 404.
-	for _, err := range fetch.RemoveJobFiles(ctx, s.bucket, s.cfg.StorageDir, req.GetId(), keys) {
-		s.log.LogAttrs(ctx, slog.LevelError, "stored file of a deleted job not removed",
+	// The job is gone whatever happens to its blobs, and the delete recorded
+	// them for removal: what cannot be deleted now (or is cut off by a crash)
+	// is left to the workers' sweep rather than failing a request that a
+	// retry would answer with 404.
+	for _, err := range fetch.RemoveDeletedJob(ctx, s.bucket, s.cfg.StorageDir, s.store, req.GetId(), keys) {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "stored file of a deleted job not removed yet; the sweep will retry",
 			slog.String("job_id", req.GetId()), slog.String("account_id", acct), slog.String("error", err.Error()))
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "job deleted", slog.String("job_id", req.GetId()),

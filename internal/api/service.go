@@ -72,6 +72,7 @@ type Store interface {
 	ResultRows(ctx context.Context, accountID, id string) (*job.Job, iter.Seq2[store.ResultRow, error], error)
 	CancelJob(ctx context.Context, accountID, id string) (*job.Job, error)
 	DeleteJob(ctx context.Context, accountID, id string) (blobKeys []string, err error)
+	FileRemovalDone(ctx context.Context, jobID string) error
 	CreateUpload(ctx context.Context, f job.File, maxBytes int64) error
 	UploadBytes(ctx context.Context, accountID string) (int64, error)
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)

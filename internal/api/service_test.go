@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/riverqueue/river"
@@ -58,7 +60,9 @@ type harness struct {
 	store  storetest.Store
 	sealer *secret.Sealer
 	bucket *blob.Bucket
-	logs   *syncBuffer
+	// bucketDir is the bucket's directory, the service's StorageDir.
+	bucketDir string
+	logs      *syncBuffer
 
 	mu     sync.Mutex
 	stages map[string]int // job id -> files passed to FirstStage
@@ -111,13 +115,17 @@ func newHarnessOn(t *testing.T, cfg Config, open opener) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bucket, err := fileblob.OpenBucket(t.TempDir(), nil)
+	bucketDir := t.TempDir()
+	bucket, err := fileblob.OpenBucket(bucketDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bucket.Close() })
+	if cfg.StorageDir == "" {
+		cfg.StorageDir = bucketDir // as serve gives a file:// bucket's
+	}
 
-	h := &harness{store: st, sealer: sealer, bucket: bucket, logs: logs, stages: map[string]int{}}
+	h := &harness{store: st, sealer: sealer, bucket: bucket, bucketDir: bucketDir, logs: logs, stages: map[string]int{}}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = testPublicURL
 	}
@@ -776,6 +784,52 @@ func TestDeleteJobRemovesTheJobAndItsStoredFiles(t *testing.T) {
 	wantStatus(t, err, codes.NotFound, "job not found")
 	if strings.Contains(h.logs.String(), "not removed") {
 		t.Fatalf("a missing blob was logged as a failure:\n%s", h.logs.String())
+	}
+}
+
+func TestDeleteJobClearsItsFileRemovalOnlyOnceNothingIsLeft(t *testing.T) {
+	tests := []struct {
+		name string
+		// arrange puts into the job's folder what the delete finds there.
+		arrange  func(t *testing.T, h *harness, id string)
+		folder   bool // left behind
+		recorded bool // removal still recorded for the sweep
+	}{
+		{"a job whose files all go leaves no folder and no record", func(t *testing.T, h *harness, id string) {
+			if err := h.bucket.WriteAll(context.Background(), "jobs/"+id+"/0-a", []byte("copy"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, false, false},
+		// A worker storing a copy for the job has made its folder and not yet
+		// finished the file, which the listing does not show yet.
+		{"a job whose folder cannot go yet stays recorded for the sweep", func(t *testing.T, h *harness, id string) {
+			if err := os.MkdirAll(filepath.Join(h.bucketDir, "jobs", id, "being-written"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			onEachStore(t, func(t *testing.T, open opener) {
+				h := newHarnessOn(t, Config{}, open)
+				id := h.create(t, "acme", createRequest("https://example.com/a")).GetId()
+				tt.arrange(t, h, id)
+				if _, err := h.svc.DeleteJob(as("acme"), &docjobsv1.DeleteJobRequest{Id: id}); err != nil {
+					t.Fatal(err)
+				}
+				_, err := os.Stat(filepath.Join(h.bucketDir, "jobs", id))
+				if left := err == nil; left != tt.folder {
+					t.Errorf("the job's folder left = %v (%v), want %v", left, err, tt.folder)
+				}
+				pending, err := h.store.PendingFileRemovals(context.Background(), time.Now().Add(time.Hour), 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if recorded := len(pending) == 1 && pending[0].JobID == id && pending[0].AccountID == "acme"; recorded != tt.recorded || len(pending) > 1 {
+					t.Errorf("removals recorded = %+v, want the job's = %v", pending, tt.recorded)
+				}
+			})
+		})
 	}
 }
 

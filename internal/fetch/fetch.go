@@ -532,6 +532,28 @@ func RemoveJobFiles(ctx context.Context, bucket *blob.Bucket, dir, jobID string,
 	return errs
 }
 
+// Removals is the record of deleted jobs whose stored files are still to
+// be removed (store.Store.FileRemovalDone).
+type Removals interface {
+	FileRemovalDone(ctx context.Context, jobID string) error
+}
+
+// RemoveDeletedJob removes the stored files of deleted job jobID as
+// RemoveJobFiles does and, once nothing of it is left, clears the job's
+// removal record. A failure keeps the record, for the sweep to try again:
+// the job's rows are gone, and the record is all that still names its
+// files.
+func RemoveDeletedJob(ctx context.Context, bucket *blob.Bucket, dir string, removals Removals, jobID string, keys []string) []error {
+	errs := RemoveJobFiles(ctx, bucket, dir, jobID, keys)
+	if len(errs) > 0 {
+		return errs
+	}
+	if err := removals.FileRemovalDone(ctx, jobID); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
 // BucketDir returns the directory a file:// storage URL names, "" for any
 // other storage.
 func BucketDir(storageURL string) string {

@@ -128,6 +128,16 @@ type Finish struct {
 // MaxDerivedClientIDs bounds the ids WorkConfig.DeriveClientID tries.
 const MaxDerivedClientIDs = 32
 
+// FileRemoval is a deleted job whose stored files may not all be removed
+// yet: the blob keys its file records named, and whatever else is under the
+// job's prefix (a copy stored after the delete read the records).
+type FileRemoval struct {
+	JobID     string
+	AccountID string
+	Keys      []string
+	Deleted   time.Time
+}
+
 // WorkConfig configures the River client that works jobs in this process.
 type WorkConfig struct {
 	Workers      *river.Workers
@@ -206,7 +216,16 @@ type Store interface {
 	CancelJob(ctx context.Context, accountID, id string) (*job.Job, error)
 	// DeleteJob removes the job, its rows, secrets and file records (JobID =
 	// id), and returns the blob keys of those files for the caller to delete.
+	// In the same transaction it records a FileRemoval for the job, which
+	// stays until FileRemovalDone: a caller that dies before the blobs are
+	// gone leaves it for the sweep (PendingFileRemovals).
 	DeleteJob(ctx context.Context, accountID, id string) (blobKeys []string, err error)
+	// PendingFileRemovals lists up to limit FileRemovals of jobs deleted
+	// before cutoff, oldest first.
+	PendingFileRemovals(ctx context.Context, cutoff time.Time, limit int) ([]FileRemoval, error)
+	// FileRemovalDone clears the FileRemoval of a job whose stored files are
+	// all removed; clearing one that is not there is no error.
+	FileRemovalDone(ctx context.Context, jobID string) error
 	JobSecrets(ctx context.Context, jobID string) ([]job.SealedSecret, error)
 
 	// Workers' fan-in. Each method runs in one transaction, so a crash

@@ -51,13 +51,19 @@ func (w *deadlineWorker) Work(ctx context.Context, _ *river.Job[DeadlineSweepArg
 
 // PeriodicJobs are the pipeline's periodic River jobs: the deadline sweep,
 // often enough that a job ends within a quarter of its deadline (at most a
-// minute) after it.
+// minute) after it; the sweep of deleted jobs' files, every minute; and the
+// retention sweep when retention is set.
 func PeriodicJobs(cfg Config) []*river.PeriodicJob {
 	cfg = cfg.withDefaults()
 	every := min(time.Minute, max(cfg.JobDeadline/4, time.Second))
 	jobs := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(every),
 			func() (river.JobArgs, *river.InsertOpts) { return DeadlineSweepArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}),
+		// Whatever the retention: a deleted job's files are removed by
+		// whoever deleted it, and by this sweep if that one died first.
+		river.NewPeriodicJob(river.PeriodicInterval(removalSweepEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return FileRemovalSweepArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true}),
 	}
 	if cfg.Retention > 0 {

@@ -71,7 +71,10 @@ func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 	args := rj.Args
 	j, err := w.deps.Store.GetJob(ctx, "", args.JobID)
 	if errors.Is(err, job.ErrNotFound) {
-		return nil // deleted while queued: nothing left to do
+		// Deleted while queued, or while an earlier attempt ran: nothing is
+		// left to do but remove what that attempt may have stored after the
+		// delete removed the job's files (it died before it could).
+		return w.removeLeftovers(ctx, args.JobID)
 	}
 	if err != nil {
 		return fmt.Errorf("file %s[%d]: load job: %w", args.JobID, args.FileIndex, err)

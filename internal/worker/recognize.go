@@ -124,7 +124,9 @@ func (w *fileWorker) keepRecognition(ctx context.Context, j *job.Job, rec *recog
 // store is asked first: a record that committed but reported an error is
 // tried again and then finds its row terminal, and its copy must stay. A copy
 // left behind (the check or the delete failed) goes with the job's prefix
-// when the job is deleted.
+// when the job is deleted. When the job is deleted already, its folder goes
+// too: the delete removed the job's files before (or while) this copy was
+// written, and the store writes a copy into a folder it makes for it.
 func (w *fileWorker) discardUnrecorded(ctx context.Context, source fetch.Result, log *slog.Logger) {
 	if source.File == nil {
 		return // nothing was stored for the job
@@ -140,6 +142,13 @@ func (w *fileWorker) discardUnrecorded(ctx context.Context, source fetch.Result,
 	}
 	if err := w.deps.Fetcher.Discard(ctx, source); err != nil {
 		log.Warn("recognize: could not discard an unrecorded copy", "key", source.Key, "err", err)
+		return
+	}
+	if _, err := w.deps.Store.GetJob(ctx, "", source.File.JobID); !errors.Is(err, job.ErrNotFound) {
+		return // the job lives on (cancelled, or recorded by another attempt), and so does its folder
+	}
+	if err := w.removeLeftovers(ctx, source.File.JobID); err != nil {
+		log.Warn("recognize: could not remove what is left of a deleted job", "err", err)
 	}
 }
 

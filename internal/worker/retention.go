@@ -59,9 +59,11 @@ func (w *retentionWorker) deleteJobs(ctx context.Context, cutoff time.Time) erro
 		if err != nil {
 			return err
 		}
+		// As DELETE /v1/jobs/{id}: the delete recorded the files for
+		// removal, and what cannot go now goes with the removal sweep.
 		if w.deps.Bucket != nil {
-			for _, err := range fetch.RemoveJobFiles(ctx, w.deps.Bucket, w.cfg.StorageDir, id, keys) {
-				w.deps.Logger.Error("stored file of an expired job not removed", "job_id", id, "err", err)
+			for _, err := range fetch.RemoveDeletedJob(ctx, w.deps.Bucket, w.cfg.StorageDir, w.deps.Store, id, keys) {
+				w.deps.Logger.Warn("stored file of an expired job not removed yet; the sweep will retry", "job_id", id, "err", err)
 			}
 		}
 		w.deps.Logger.Info("job deleted by retention", "job_id", id, "retention", w.cfg.Retention)

@@ -52,6 +52,8 @@ type Store interface {
 	RecordWebhookAttempt(ctx context.Context, a store.WebhookAttempt) (job.WebhookDelivery, error)
 	ExpiredJobs(ctx context.Context, cutoff time.Time, limit int) ([]string, error)
 	DeleteJob(ctx context.Context, accountID, id string) ([]string, error)
+	PendingFileRemovals(ctx context.Context, cutoff time.Time, limit int) ([]store.FileRemoval, error)
+	FileRemovalDone(ctx context.Context, jobID string) error
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
 	ExpiredUploads(ctx context.Context, cutoff time.Time, limit int) ([]job.File, error)
 	DeleteUpload(ctx context.Context, accountID, id string) error
@@ -150,6 +152,9 @@ type Config struct {
 	// StorageDir is the directory of a file:// bucket ("" for other
 	// storage): a deleted job's folder is removed from it.
 	StorageDir string
+	// RemovalGrace is how long the removal sweep leaves a deleted job's
+	// files to the request or retention run that deleted it (default 1m).
+	RemovalGrace time.Duration
 }
 
 // LongestStageTimeout is what River's rescuer must wait beyond before it
@@ -202,6 +207,9 @@ func (c Config) withDefaults() Config {
 	if c.JobCheck <= 0 {
 		c.JobCheck = 2 * time.Second
 	}
+	if c.RemovalGrace <= 0 {
+		c.RemovalGrace = time.Minute
+	}
 	return c
 }
 
@@ -252,6 +260,9 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 		return nil, err
 	}
 	if err := river.AddWorkerSafely(workers, &retentionWorker{cfg: cfg, deps: deps}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &removalWorker{cfg: cfg, deps: deps}); err != nil {
 		return nil, err
 	}
 	if deps.Webhooks == nil {

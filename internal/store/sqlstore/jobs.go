@@ -532,12 +532,14 @@ func (s *Store[TTx]) eraseProviderKeys(ctx context.Context, q Querier, jobID str
 	return n > 0, nil
 }
 
-// DeleteJob removes the job with its rows, secrets and file records and
-// returns the blob keys of those files.
+// DeleteJob removes the job with its rows, secrets and file records,
+// records that its stored files are to be removed, and returns the blob
+// keys of those files.
 func (s *Store[TTx]) DeleteJob(ctx context.Context, accountID, id string) ([]string, error) {
 	var keys []string
 	err := s.inTx(ctx, func(_ TTx, q Querier) error {
-		if _, err := s.getJob(ctx, q, accountID, id, true); err != nil {
+		j, err := s.getJob(ctx, q, accountID, id, true)
+		if err != nil {
 			return err
 		}
 		rows, err := s.query(ctx, q, `SELECT key FROM files WHERE job_id = ? ORDER BY id`, id)
@@ -564,7 +566,7 @@ func (s *Store[TTx]) DeleteJob(ctx context.Context, accountID, id string) ([]str
 		if _, err := s.exec(ctx, q, `DELETE FROM jobs WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("delete job: %w", err)
 		}
-		return nil
+		return s.recordFileRemoval(ctx, q, j.AccountID, id, keys)
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {

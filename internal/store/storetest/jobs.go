@@ -481,6 +481,55 @@ func testDeleteJob(t *testing.T, s Store) {
 	isErr(t, "deleting again", err, store.ErrNotFound)
 }
 
+func testDeleteJobRecordsFileRemoval(t *testing.T, s Store) {
+	j := newJob("acct", 1)
+	createJob(t, s, j, store.CreateJobParams{})
+	keep := newJob("acct", 1)
+	createJob(t, s, keep, store.CreateJobParams{})
+	noErr(t, "CreateFile", s.CreateFile(ctx(t), job.File{ID: newID("file"), AccountID: "acct", JobID: j.ID, Name: "a.txt", Key: "jobs/" + j.ID + "/0-a"}))
+	bare := newJob("acct", 1) // deleted before any file was stored
+	createJob(t, s, bare, store.CreateJobParams{})
+
+	before := time.Now().Add(-time.Minute)
+	_, err := s.DeleteJob(ctx(t), "bob", j.ID)
+	isErr(t, "DeleteJob of another account's job", err, store.ErrNotFound)
+	_, err = s.DeleteJob(ctx(t), "acct", j.ID)
+	noErr(t, "DeleteJob", err)
+	_, err = s.DeleteJob(ctx(t), "", bare.ID) // as retention deletes
+	noErr(t, "DeleteJob", err)
+
+	later := time.Now().Add(time.Hour)
+	pending, err := s.PendingFileRemovals(ctx(t), later, 10)
+	noErr(t, "PendingFileRemovals", err)
+	byJob := map[string]store.FileRemoval{}
+	for _, r := range pending {
+		if r.Deleted.Before(before) || r.Deleted.After(later) {
+			t.Errorf("removal of %s deleted at %v, want about now", r.JobID, r.Deleted)
+		}
+		r.Deleted = time.Time{}
+		byJob[r.JobID] = r
+	}
+	equal(t, "removals", byJob, map[string]store.FileRemoval{
+		j.ID:    {JobID: j.ID, AccountID: "acct", Keys: []string{"jobs/" + j.ID + "/0-a"}},
+		bare.ID: {JobID: bare.ID, AccountID: "acct"},
+	})
+	// The sweep leaves a fresh delete to the request that made it.
+	pending, err = s.PendingFileRemovals(ctx(t), before, 10)
+	noErr(t, "PendingFileRemovals before the deletes", err)
+	equal(t, "removals of jobs deleted before a minute ago", len(pending), 0)
+	pending, err = s.PendingFileRemovals(ctx(t), later, 1)
+	noErr(t, "PendingFileRemovals", err)
+	equal(t, "removals within a limit of 1", len(pending), 1)
+
+	noErr(t, "FileRemovalDone", s.FileRemovalDone(ctx(t), j.ID))
+	noErr(t, "FileRemovalDone again", s.FileRemovalDone(ctx(t), j.ID))
+	pending, err = s.PendingFileRemovals(ctx(t), later, 10)
+	noErr(t, "PendingFileRemovals", err)
+	if len(pending) != 1 || pending[0].JobID != bare.ID {
+		t.Errorf("removals after one is done = %+v, want only %s", pending, bare.ID)
+	}
+}
+
 func testMarkRunning(t *testing.T, s Store) {
 	j := newJob("acct", 1)
 	createJob(t, s, j, store.CreateJobParams{})

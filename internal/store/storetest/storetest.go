@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CancelJobEndsPendingWork", testCancelJob},
 		{"AFileNeverStoredNamesItsSourceURL", testAFileNeverStoredNamesItsSourceURL},
 		{"DeleteJobRemovesEverythingAndReturnsBlobKeys", testDeleteJob},
+		{"DeleteJobRecordsItsFilesForRemovalUntilDone", testDeleteJobRecordsFileRemoval},
 		{"MarkRunningMovesOnlyNewJobs", testMarkRunning},
 		{"FilesAreScopedToTheirAccount", testFiles},
 		{"DeleteUploadRemovesOnlyTheAccountsUpload", testDeleteUpload},
