@@ -13,8 +13,8 @@ import (
 // of the job, at the strength its later statements need, or at a weaker
 // one that it strengthens in the one way PostgreSQL lets a holder
 // strengthen without queueing behind waiters (from a KEY SHARE it holds to
-// NO KEY UPDATE). SQLite runs one write transaction
-// at a time, so there the order only matters on PostgreSQL.
+// NO KEY UPDATE). SQLite runs one write transaction at a time, so there
+// the order only matters on PostgreSQL.
 //
 //	transaction             first lock            then
 //	FinishOCR               KEY SHARE             inserts the file's rows (in parallel
