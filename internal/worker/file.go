@@ -95,6 +95,9 @@ func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 	workCtx, ended, stop := w.untilJobEnds(ctx, j.ID)
 	defer stop()
 	err = w.process(workCtx, rj, j, log)
+	if errors.Is(err, errJobGone) {
+		return nil
+	}
 	if err != nil && ended.Load() {
 		log.Info("file: the job ended while the file was in progress")
 		return nil

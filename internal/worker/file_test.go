@@ -524,3 +524,29 @@ func TestARunAfterAnInterruptedOneAsksOnlyTheRowsStillPending(t *testing.T) {
 		t.Errorf("%d calls (%q), want chunks 0 and 2 asked once each and nothing else", chat.total(), sent)
 	}
 }
+
+// deletingStore deletes the job right before MarkRunning, as an API process
+// does to a job whose file job has just loaded it.
+type deletingStore struct{ *sqlite.Store }
+
+func (s deletingStore) MarkRunning(ctx context.Context, jobID string) error {
+	if _, err := s.DeleteJob(ctx, "", jobID); err != nil {
+		return err
+	}
+	return s.Store.MarkRunning(ctx, jobID)
+}
+
+func TestAFileWhoseJobIsDeletedAsItStartsEndsWithoutAnError(t *testing.T) {
+	chat := &sendingChat{release: make(chan struct{})}
+	close(chat.release)
+	source := &savingFetcher{data: "one two three four five six"}
+	st := deletingStore{openStore(t)}
+	j := newTextFileJob(t, st)
+	w := textFileWorker(st, source, chat)
+	if err := workAttempt(w, j, 1); err != nil {
+		t.Fatalf("Work = %v, want nil so that River completes the file's job without an attempt spent", err)
+	}
+	if source.saved.Load() || chat.started.Load() != 0 {
+		t.Fatal("the deleted job's file was fetched or its rows asked")
+	}
+}

@@ -38,6 +38,10 @@ func (r *recognition) pending() []job.LLMRow {
 	return rows
 }
 
+// errJobGone ends a file whose job was deleted while the file started: Work
+// returns nil for it, so that River completes the file's job.
+var errJobGone = errors.New("the job is gone")
+
 // recognizeFile fetches and recognizes file rj.Args.FileIndex and splits it
 // into model rows; keepRecognition makes that durable. A returned error is
 // transient: River tries the file again (or, rate limited, snoozes it).
@@ -45,7 +49,14 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 	i := rj.Args.FileIndex
 	start := time.Now()
 	if j.Status == job.StatusNew {
-		if err := w.deps.Store.MarkRunning(ctx, j.ID); err != nil {
+		err := w.deps.Store.MarkRunning(ctx, j.ID)
+		if errors.Is(err, job.ErrNotFound) {
+			// Deleted since Work loaded it: as a job deleted while queued,
+			// nothing is left to do, and no attempt is spent on it.
+			log.Info("recognize: the job was deleted before its file started")
+			return nil, errJobGone
+		}
+		if err != nil {
 			return nil, fmt.Errorf("file %s[%d]: mark running: %w", j.ID, i, err)
 		}
 	}

@@ -121,11 +121,15 @@ func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	core, err := sqlstore.New(sqlstore.Config{
 		Dialect: sqlstore.Dialect{
 			NumberedParams: true,
-			// NO KEY UPDATE: the job row's key never changes, and unlike
-			// FOR UPDATE it does not wait on the KEY SHARE locks that a
-			// FinishOCR's inserts of rows referencing the job take before
-			// it locks the job (two such finishes would deadlock).
+			// The lock order of the transactions of a job is in
+			// sqlstore/locks.go. NO KEY UPDATE: the job row's key never
+			// changes, and unlike FOR UPDATE it does not wait on the KEY
+			// SHARE that a FinishOCR holds while it inserts its file's
+			// rows (the files of a job insert in parallel).
+			ForKeyShare:       ` FOR KEY SHARE`,
 			ForUpdate:         ` FOR NO KEY UPDATE`,
+			ForDelete:         ` FOR UPDATE`,
+			Retryable:         isRetryable,
 			IsUniqueViolation: isUniqueViolation,
 			Time:              func(t time.Time) any { return t },
 			LastAttemptedBy:   `attempted_by[array_upper(attempted_by, 1)]`,
@@ -146,6 +150,14 @@ func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	return &Store{Store: core, pool: pool}, nil
+}
+
+// isRetryable reports the errors after which PostgreSQL has aborted the
+// transaction and running it again may succeed: a serialization failure
+// (40001) or a deadlock it broke by choosing this transaction (40P01).
+func isRetryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
 func isUniqueViolation(err error) bool {

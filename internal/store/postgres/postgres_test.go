@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"os"
 	"testing"
@@ -132,5 +133,85 @@ func TestUpgradingFlagsTheJobsHoldingAWebhookSecret(t *testing.T) {
 		if j.WebhookSigned != want {
 			t.Errorf("%s: WebhookSigned = %v after the upgrade, want %v", id, j.WebhookSigned, want)
 		}
+	}
+}
+
+// TestATransactionPostgreSQLAbortsForADeadlockIsRunAgain deadlocks a
+// DeleteJob with another session on purpose, and has PostgreSQL choose the
+// DeleteJob as the victim: the store runs the transaction again once the
+// other session let go, and the delete succeeds.
+func TestATransactionPostgreSQLAbortsForADeadlockIsRunAgain(t *testing.T) {
+	s, schema := openNamedSchema(t)
+	defer s.Close()
+	ctx := t.Context()
+	j := &job.Job{ID: "job-deadlock", AccountID: "acct", Status: job.StatusNew, RequestHash: "h",
+		SourceURLs: []string{"https://example.com/a.txt"}, Created: time.Now()}
+	if _, _, err := s.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateFile(ctx, job.File{ID: "file-1", AccountID: "acct", JobID: j.ID, Key: "jobs/job-deadlock/0"}); err != nil {
+		t.Fatal(err)
+	}
+
+	other, err := pgx.Connect(ctx, testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(context.WithoutCancel(ctx))
+	// The other session checks for deadlocks long after the store's
+	// session (1 s), so that PostgreSQL aborts the store's transaction.
+	for _, q := range []string{"SET search_path TO " + pgx.Identifier{schema}.Sanitize(), "SET deadlock_timeout = '60s'"} {
+		if _, err := other.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var xid int64
+	if err := tx.QueryRow(ctx, `SELECT txid_current()`).Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM files WHERE job_id = $1 FOR UPDATE`, j.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := s.DeleteJob(ctx, "acct", j.ID)
+		deleted <- err
+	}()
+	// DeleteJob holds the job row and waits for the file row.
+	for {
+		var waiting bool
+		err := other.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'transactionid'
+			AND transactionid::text::bigint = $1 AND NOT granted)`, xid).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		select {
+		case err := <-deleted:
+			t.Fatalf("DeleteJob returned before waiting for the file row: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	// The other session now waits for the job row: a deadlock, which
+	// PostgreSQL breaks by aborting DeleteJob's first run.
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE`, j.ID); err != nil {
+		t.Fatalf("the other session was chosen as the victim: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatalf("DeleteJob = %v, want nil after running its transaction again", err)
+	}
+	if _, err := s.GetJob(ctx, "", j.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetJob after the delete: %v, want not found", err)
 	}
 }

@@ -41,7 +41,9 @@ func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError st
 	)
 	err := s.inTx(ctx, func(tx TTx, q Querier) error {
 		applied, erased, woken = false, false, nil
-		j, err := s.getJob(ctx, q, "", jobID, true)
+		// FOR UPDATE, as CancelJob: failPendingRows may insert the first
+		// row of a file a FinishOCR is inserting (the lock order, locks.go).
+		j, err := s.getJob(ctx, q, "", jobID, s.dialect.ForDelete)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}

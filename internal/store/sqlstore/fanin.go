@@ -14,11 +14,12 @@ import (
 
 // FinishOCR records a file's terminal recognition row and what follows from
 // it in one transaction. The file's new rows (its stored file and model
-// rows) are inserted before the job row is locked, so the files of a job
-// insert in parallel and hold the lock only to update; the lock then
-// serializes concurrent finishes: exactly one of them sees no pending row
-// left and inserts d.EnqueueWhenLast. If the job ended, or another attempt
-// finished the file, meanwhile, the transaction is rolled back.
+// rows) are inserted under the job row's KEY SHARE lock, before it is
+// strengthened to the fan-in's lock, so the files of a job insert in
+// parallel and serialize only to update; that lock makes exactly one of
+// concurrent finishes see no pending row left and insert d.EnqueueWhenLast.
+// If the job ended, or another attempt finished the file, meanwhile, the
+// transaction is rolled back.
 func (s *Store[TTx]) FinishOCR(ctx context.Context, d store.OCRDone) (bool, error) {
 	r := d.Row
 	if !r.Status.Terminal() {
@@ -31,13 +32,15 @@ func (s *Store[TTx]) FinishOCR(ctx context.Context, d store.OCRDone) (bool, erro
 	)
 	err := s.inTx(ctx, func(tx TTx, q Querier) error {
 		applied, end, woken = false, nil, nil // a retried transaction starts over
-		pending, err := s.ocrRowPending(ctx, q, r.JobID, r.FileIndex)
+		// The job row's KEY SHARE first, then the inserts, then NO KEY
+		// UPDATE (the lock order, locks.go).
+		pending, err := s.lockFileToFinish(ctx, q, r.JobID, r.FileIndex)
 		if err != nil {
 			return err
 		}
 		if !pending {
 			// Already terminal: a duplicate River job, or a retry racing
-			// the attempt that committed.
+			// the attempt that committed. Or the job ended or is gone.
 			return nil
 		}
 		now := s.nowUTC()
@@ -157,17 +160,6 @@ func (s *Store[TTx]) afterFanIn(ctx context.Context, end *jobEnd, woken []string
 // another attempt finished, while it inserted the file's rows.
 var errFileSettled = errors.New("file settled meanwhile")
 
-// ocrRowPending reports whether a file's OCR row is still PENDING.
-func (s *Store[TTx]) ocrRowPending(ctx context.Context, q Querier, jobID string, fileIndex int) (bool, error) {
-	var n int
-	err := s.queryRow(ctx, q, `SELECT COUNT(*) FROM ocr_rows WHERE job_id = ? AND file_index = ? AND `+isPending,
-		[]any{jobID, fileIndex}, &n)
-	if err != nil {
-		return false, fmt.Errorf("ocr row %s/%d: %w", jobID, fileIndex, err)
-	}
-	return n > 0, nil
-}
-
 // FinishJob ends a non-terminal job with f.Status and completes riverJob in
 // one transaction. Rows still pending (there should be none when finalize
 // runs) are failed with the job's error, so no terminal job has pending
@@ -265,7 +257,7 @@ func (s *Store[TTx]) lockIfLive(ctx context.Context, q Querier, jobID string) (b
 // lockJobIfLive locks the job row for the rest of the transaction and
 // returns the job, or nil when it was deleted or has ended.
 func (s *Store[TTx]) lockJobIfLive(ctx context.Context, q Querier, jobID string) (*job.Job, error) {
-	j, err := s.getJob(ctx, q, "", jobID, true)
+	j, err := s.getJob(ctx, q, "", jobID, s.dialect.ForUpdate)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, nil

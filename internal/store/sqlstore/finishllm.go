@@ -166,7 +166,7 @@ func (s *Store[TTx]) finishLLMTx(group []*llmFinish) error {
 		if group[i].done.EndWhenLast {
 			// Ending the job needs the whole of it (its webhook, its
 			// account); enqueueing only its id.
-			if j, err = s.getJob(ctx, q, "", first.JobID, false); err != nil { // locked above
+			if j, err = s.getJob(ctx, q, "", first.JobID, ""); err != nil { // locked above
 				return err
 			}
 		}

@@ -81,19 +81,18 @@ func scanJob(rows Rows) (*job.Job, error) {
 	return &j, nil
 }
 
-// getJob reads one job; accountID "" matches any account. lock takes the
-// row lock (FOR UPDATE where the dialect has one), which every transaction
-// that changes a job or its rows takes first, so they serialize per job.
-func (s *Store[TTx]) getJob(ctx context.Context, q Querier, accountID, id string, lock bool) (*job.Job, error) {
+// getJob reads one job; accountID "" matches any account. lock is the
+// dialect's clause that locks the row (Dialect.ForUpdate or ForDelete), ""
+// to read it unlocked: every transaction that changes a job or its rows
+// locks it first (the lock order, locks.go), so they serialize per job.
+func (s *Store[TTx]) getJob(ctx context.Context, q Querier, accountID, id string, lock string) (*job.Job, error) {
 	query := `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
 	args := []any{id}
 	if accountID != "" {
 		query += ` AND account_id = ?`
 		args = append(args, accountID)
 	}
-	if lock {
-		query += s.dialect.ForUpdate
-	}
+	query += lock
 	rows, err := s.query(ctx, q, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("get job %s: %w", id, err)
@@ -161,7 +160,7 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 		woken     []string
 	)
 	err = s.inTx(ctx, func(tx TTx, q Querier) error {
-		woken = nil
+		duplicate, woken = false, nil // a retried transaction starts over
 		if p.MaxActiveJobs > 0 {
 			replay, err := s.checkActiveJobs(ctx, q, j.AccountID, j.IdempotencyKey, p.MaxActiveJobs)
 			if err != nil {
@@ -293,7 +292,7 @@ func (s *Store[TTx]) jobByIdempotencyKey(ctx context.Context, accountID, key str
 
 // GetJob returns a job of accountID ("" = any account).
 func (s *Store[TTx]) GetJob(ctx context.Context, accountID, id string) (*job.Job, error) {
-	return s.getJob(ctx, s.backend.DB(), accountID, id, false)
+	return s.getJob(ctx, s.backend.DB(), accountID, id, "")
 }
 
 // ListJobs returns a page of an account's jobs, newest first, by keyset
@@ -374,7 +373,7 @@ func (s *Store[TTx]) GetResult(ctx context.Context, accountID, id string) (*job.
 // gigabytes.
 func (s *Store[TTx]) ResultRows(ctx context.Context, accountID, id string) (*job.Job, iter.Seq2[store.ResultRow, error], error) {
 	db := s.backend.DB()
-	j, err := s.getJob(ctx, db, accountID, id, false)
+	j, err := s.getJob(ctx, db, accountID, id, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -420,7 +419,7 @@ func (s *Store[TTx]) ResultToFinish(ctx context.Context, id string) (*job.Result
 // result reads the job and its rows with the given column lists.
 func (s *Store[TTx]) result(ctx context.Context, accountID, id, ocrCols, llmCols string) (*job.Result, error) {
 	db := s.backend.DB()
-	j, err := s.getJob(ctx, db, accountID, id, false)
+	j, err := s.getJob(ctx, db, accountID, id, "")
 	if err != nil {
 		return nil, err
 	}
@@ -446,8 +445,11 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 	)
 	err := s.inTx(ctx, func(tx TTx, q Querier) error {
 		var err error
-		woken = nil
-		j, err = s.getJob(ctx, q, accountID, id, true)
+		erased, woken = false, nil // a retried transaction starts over
+		// FOR UPDATE, not the fan-in's NO KEY UPDATE: it waits for a
+		// FinishOCR that is inserting a file's rows, whose first row
+		// failPendingRows would otherwise insert too (the lock order, locks.go).
+		j, err = s.getJob(ctx, q, accountID, id, s.dialect.ForDelete)
 		if err != nil {
 			return err
 		}
@@ -538,7 +540,12 @@ func (s *Store[TTx]) eraseProviderKeys(ctx context.Context, q Querier, jobID str
 func (s *Store[TTx]) DeleteJob(ctx context.Context, accountID, id string) ([]string, error) {
 	var keys []string
 	err := s.inTx(ctx, func(_ TTx, q Querier) error {
-		j, err := s.getJob(ctx, q, accountID, id, true)
+		keys = nil // a retried transaction starts over
+		// FOR UPDATE from the start: deleting the job row needs it, and
+		// taking it last, over a weaker lock, waited for the KEY SHARE of
+		// a FinishOCR inserting rows that itself waited for this lock (the
+		// lock order, locks.go).
+		j, err := s.getJob(ctx, q, accountID, id, s.dialect.ForDelete)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -76,9 +77,24 @@ type NodeHold interface {
 type Dialect struct {
 	// NumberedParams rewrites ? placeholders to $1, $2, … (PostgreSQL).
 	NumberedParams bool
-	// ForUpdate is appended to the SELECT that locks a job row; empty where
-	// a write transaction already holds the database lock (SQLite).
+	// ForKeyShare, ForUpdate and ForDelete are appended to the SELECT that
+	// locks a job row, from the weakest to the strongest; empty where a
+	// write transaction already holds the database lock (SQLite). Which
+	// transaction takes which, and why, is told with the lock order in locks.go.
+	//
+	// ForKeyShare keeps the row from being deleted, and nothing else: what
+	// inserting a row that references it takes anyway.
+	ForKeyShare string
+	// ForUpdate serializes the transactions that change the job or its rows
+	// but never its key.
 	ForUpdate string
+	// ForDelete excludes every other lock on the row, ForKeyShare's
+	// included.
+	ForDelete string
+	// Retryable reports an error after which the whole transaction may be
+	// run again and succeed: a deadlock or serialization failure the
+	// database resolved by aborting this transaction. Nil: none is.
+	Retryable func(error) bool
 	// IsUniqueViolation reports a unique-constraint error.
 	IsUniqueViolation func(error) bool
 	// Time encodes a UTC timestamp (already truncated to microseconds) as a
@@ -248,7 +264,44 @@ func (s *Store[TTx]) queryRow(ctx context.Context, qr Querier, query string, arg
 // inTx runs fn in a transaction, committing when it returns nil. fn must use
 // only q: on SQLite the writer pool has one connection, which the transaction
 // holds.
+//
+// fn may run more than once: when the database aborts the transaction for a
+// deadlock or a serialization failure (Dialect.Retryable), the whole of it
+// is run again, up to txAttempts times. So fn must start from nothing each
+// time (reset what it reports to its caller at its top) and do nothing
+// outside the transaction; what must follow the commit goes after inTx
+// returns. Every caller in this package is written so.
 func (s *Store[TTx]) inTx(ctx context.Context, fn func(tx TTx, q Querier) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.runTx(ctx, fn)
+		if err == nil || attempt == txAttempts || s.dialect.Retryable == nil || !s.dialect.Retryable(err) {
+			return err
+		}
+		s.logger.WarnContext(ctx, "store: transaction aborted by the database, running it again", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(txRetryPause(attempt)):
+		}
+	}
+}
+
+// txAttempts is how many times inTx runs a transaction the database keeps
+// aborting. Once the job row is locked in one order (locks.go) a deadlock
+// needs a path that order missed; a retry then lets the surviving side
+// finish first, and the rerun almost surely passes.
+const txAttempts = 4
+
+// txRetryPause is the wait before running a transaction again: a few
+// milliseconds, growing and jittered, so that two transactions aborted
+// together do not meet again at once.
+func txRetryPause(attempt int) time.Duration {
+	base := time.Duration(attempt) * 5 * time.Millisecond
+	return base + rand.N(base)
+}
+
+// runTx runs fn in one transaction.
+func (s *Store[TTx]) runTx(ctx context.Context, fn func(tx TTx, q Querier) error) error {
 	tx, err := s.backend.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

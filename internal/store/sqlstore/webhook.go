@@ -35,7 +35,7 @@ func (s *Store[TTx]) RecordWebhookAttempt(ctx context.Context, a store.WebhookAt
 	)
 	err := s.inTx(ctx, func(_ TTx, q Querier) error {
 		erased = false
-		j, err := s.getJob(ctx, q, "", a.JobID, true)
+		j, err := s.getJob(ctx, q, "", a.JobID, s.dialect.ForUpdate)
 		if err != nil {
 			return err
 		}

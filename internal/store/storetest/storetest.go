@@ -95,6 +95,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EndingAJobGivesFilesStillBeingRecognizedTheirOCRFailedRow", testEndingAJobGivesFilesStillBeingRecognizedTheirOCRFailedRow},
 		{"JobProgressCountsTerminalRowsOfTheAccountsJob", testJobProgressCountsTerminalRows},
 		{"WatchEndSignalsEveryEndInThisProcess", testWatchEndSignalsEveryEndInThisProcess},
+		{"DeleteAndCancelRaceTheFinishes", testDeleteAndCancelRaceTheFinishes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
