@@ -113,6 +113,19 @@ func TestTheProviderTimeoutReachesTheSlots(t *testing.T) {
 	}
 }
 
+func TestTheAccountRateReachesTheServer(t *testing.T) {
+	e := &environment{getenv: func(k string) string {
+		return map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_ACCOUNT_RATE": "7.5", "DOCJOBS_ACCOUNT_BURST": "9"}[k]
+	}}
+	cfg, err := e.config(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := serverConfig(cfg); got.AccountRate != 7.5 || got.AccountBurst != 9 {
+		t.Errorf("server rate %v burst %d, want DOCJOBS_ACCOUNT_RATE's 7.5 and DOCJOBS_ACCOUNT_BURST's 9", got.AccountRate, got.AccountBurst)
+	}
+}
+
 func TestAccountSetChangesTheDefaultExtractionMode(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"DOCJOBS_DATA_DIR": dir}

@@ -190,7 +190,7 @@ func serveAPI(ctx context.Context, cfg config.Config, log *slog.Logger, st store
 		return err
 	}
 	registry.MustRegister(jobsCollector(st, log))
-	srv, err := server.New(server.Config{UploadMaxBytes: cfg.UploadMaxBytes, MaxConnections: cfg.MaxConnections}, server.Deps{
+	srv, err := server.New(serverConfig(cfg), server.Deps{
 		Service: svc, Files: svc, Results: svc, Auth: auth.NewAuthenticator(keys), Ready: st.Ping, Registry: registry, Logger: log,
 		Progress: st,
 	})
@@ -206,6 +206,16 @@ func serveAPI(ctx context.Context, cfg config.Config, log *slog.Logger, st store
 		return err
 	}
 	return nil
+}
+
+// serverConfig is the edge's part of cfg.
+func serverConfig(cfg config.Config) server.Config {
+	return server.Config{
+		UploadMaxBytes: cfg.UploadMaxBytes,
+		MaxConnections: cfg.MaxConnections,
+		AccountRate:    cfg.AccountRate,
+		AccountBurst:   cfg.AccountBurst,
+	}
 }
 
 // bootstrapKeys makes sure some key opens the API: static keys from

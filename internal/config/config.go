@@ -4,6 +4,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -84,7 +85,14 @@ type Config struct {
 	// AccountMaxUploadBytes bounds the bytes of one account's uploads
 	// (DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES, default 1 GiB, 0 = no limit).
 	AccountMaxUploadBytes int64
-	Role                  string // --role, default "all"
+	// AccountRate is the requests a second one account may make to one
+	// process (DOCJOBS_ACCOUNT_RATE, default 50, 0 = no limit); each api
+	// process counts on its own.
+	AccountRate float64
+	// AccountBurst is how many requests an account may make at once above
+	// AccountRate (DOCJOBS_ACCOUNT_BURST, default 100).
+	AccountBurst int
+	Role         string // --role, default "all"
 	// NodeID is the stable River client id of this node (DOCJOBS_NODE_ID,
 	// default the host name), so a restarted node reclaims its own jobs.
 	// A live process holds it exclusively.
@@ -143,6 +151,12 @@ func Load(getenv func(string) string) (Config, error) {
 		// deleted unless DOCJOBS_RETENTION is set.
 		AccountMaxActiveJobs:  1000,
 		AccountMaxUploadBytes: 1 << 30,
+		// An honest client polls a few jobs a second; fifty a second with
+		// a hundred at once lets a script list, upload and create in bursts
+		// and still keeps one account to a small share of what the port
+		// answers (a bare handler here takes ~97,000 requests a second).
+		AccountRate:  50,
+		AccountBurst: 100,
 		WebhookRetrySchedule: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute,
 			2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 		ProviderBaseURLs: map[int]string{},
@@ -200,6 +214,7 @@ func Load(getenv func(string) string) (Config, error) {
 		"DOCJOBS_RECOGNIZE_WORKERS":    &c.RecognizeWorkers,
 		"DOCJOBS_FETCH_WORKERS":        &c.FetchWorkers,
 		"DOCJOBS_MAX_CONNECTIONS":      &c.MaxConnections,
+		"DOCJOBS_ACCOUNT_BURST":        &c.AccountBurst,
 	} {
 		if v := getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -224,6 +239,13 @@ func Load(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES: want a number of bytes (0 for no limit), got %q", v)
 		}
 		c.AccountMaxUploadBytes = n
+	}
+	if v := getenv("DOCJOBS_ACCOUNT_RATE"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r < 0 || math.IsInf(r, 0) || math.IsNaN(r) {
+			return c, fmt.Errorf("DOCJOBS_ACCOUNT_RATE: want requests a second like 50 or 0.5 (0 for no limit), got %q", v)
+		}
+		c.AccountRate = r
 	}
 	if v := getenv("DOCJOBS_ALLOW_PRIVATE_URLS"); v != "" {
 		b, err := strconv.ParseBool(v)

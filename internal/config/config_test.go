@@ -33,7 +33,7 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 	}
 	if c.UploadMaxBytes != 20<<20 || c.AllowPrivateURLs || c.JobDeadline != 2*time.Hour || len(c.WebhookRetrySchedule) != 7 ||
 		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second || c.MaxConnections != 4096 ||
-		c.AccountMaxActiveJobs != 1000 || c.AccountMaxUploadBytes != 1<<30 ||
+		c.AccountMaxActiveJobs != 1000 || c.AccountMaxUploadBytes != 1<<30 || c.AccountRate != 50 || c.AccountBurst != 100 ||
 		c.FetchWorkers != 16 || c.FetchTimeout != 2*time.Minute || c.FetchTotalTimeout != 10*time.Minute || c.MaxChunksPerFile != 1000 {
 		t.Errorf("defaults: %+v", c)
 	}
@@ -56,6 +56,8 @@ func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
 		"DOCJOBS_FETCH_WORKERS":            "none",
 		"DOCJOBS_FETCH_TOTAL_TIMEOUT":      "0",
 		"DOCJOBS_MAX_CHUNKS_PER_FILE":      "0",
+		"DOCJOBS_ACCOUNT_RATE":             "-1",
+		"DOCJOBS_ACCOUNT_BURST":            "0",
 	}
 	for name, value := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -121,6 +123,34 @@ func TestAccountLimitsTakeZeroForNoLimit(t *testing.T) {
 	c, err = Load(env(map[string]string{"DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS": "25", "DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES": "5000000000"}))
 	if err != nil || c.AccountMaxActiveJobs != 25 || c.AccountMaxUploadBytes != 5_000_000_000 {
 		t.Fatalf("limits %d and %d, err %v; want 25 and 5000000000", c.AccountMaxActiveJobs, c.AccountMaxUploadBytes, err)
+	}
+}
+
+func TestTheAccountRateTakesFractionsAndZeroForNoLimit(t *testing.T) {
+	tests := []struct {
+		rate, burst string
+		wantRate    float64 // -1: refused
+		wantBurst   int
+	}{
+		{"0", "", 0, 100},
+		{"0.5", "3", 0.5, 3},
+		{"200", "400", 200, 400},
+		{"fast", "", -1, 0},
+		{"Inf", "", -1, 0},
+		{"NaN", "", -1, 0},
+		{"10", "-3", -1, 0},
+		{"10", "1.5", -1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rate+"/"+tt.burst, func(t *testing.T) {
+			c, err := Load(env(map[string]string{"DOCJOBS_ACCOUNT_RATE": tt.rate, "DOCJOBS_ACCOUNT_BURST": tt.burst}))
+			switch {
+			case tt.wantRate < 0 && (err == nil || !strings.Contains(err.Error(), "DOCJOBS_ACCOUNT_")):
+				t.Fatalf("err = %v, want it refused naming the variable", err)
+			case tt.wantRate >= 0 && (err != nil || c.AccountRate != tt.wantRate || c.AccountBurst != tt.wantBurst):
+				t.Fatalf("rate %v burst %d, err %v; want %v and %d", c.AccountRate, c.AccountBurst, err, tt.wantRate, tt.wantBurst)
+			}
+		})
 	}
 }
 

@@ -134,7 +134,8 @@ func routeLabel(ctx context.Context) string {
 
 // bindRequest runs for every matched REST route before grpc-gateway decodes
 // the request. It records the route, authenticates the caller (so that a 401
-// is counted under its route), bounds and checks the body, turns
+// is counted under its route) and counts it against its account's request
+// rate (429 above it), bounds and checks the body, turns
 // protojson's decode errors into messages a client can act on, and sets the
 // Docjobs-Warning header for what the decoder is about to ignore.
 func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
@@ -147,6 +148,10 @@ func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
 			return
 		}
 		r = r.WithContext(withAccount(r.Context(), account))
+		if err := s.limitAccount(account); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		rt, ok := s.routes[r.Method+" "+label]
 		if !ok {
 			next(w, r, pathParams)

@@ -218,7 +218,9 @@ func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 	return handler(ctx, req)
 }
 
-// authenticateGRPC returns ctx with the account of the call's bearer key.
+// authenticateGRPC returns ctx with the account of the call's bearer key,
+// after counting the call against the account's request rate (a stream
+// counts once, when opened).
 func (s *Server) authenticateGRPC(ctx context.Context) (context.Context, error) {
 	var header string
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
@@ -230,7 +232,11 @@ func (s *Server) authenticateGRPC(ctx context.Context) (context.Context, error) 
 	if err != nil {
 		return nil, errUnauthenticated
 	}
-	return withAccount(ctx, account), nil
+	ctx = withAccount(ctx, account)
+	if err := s.limitAccount(account); err != nil {
+		return nil, err
+	}
+	return ctx, nil
 }
 
 // GRPCWarningHeader is the response header (metadata) that names the

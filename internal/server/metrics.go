@@ -73,6 +73,9 @@ type edgeMetrics struct {
 	httpDuration *prometheus.HistogramVec
 	grpcRequests *prometheus.CounterVec
 	grpcDuration *prometheus.HistogramVec
+	// rateLimited counts requests refused by the account rate limit,
+	// which the code labels above cannot tell from other 429s.
+	rateLimited prometheus.Counter
 }
 
 // requestBuckets extend the default buckets because uploads and downloads
@@ -99,8 +102,12 @@ func newEdgeMetrics(reg prometheus.Registerer) (*edgeMetrics, error) {
 			Help:    "gRPC request duration by full method name.",
 			Buckets: requestBuckets,
 		}, []string{"method"}),
+		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "docjobs_account_rate_limited_total",
+			Help: "Requests refused because their account exceeded DOCJOBS_ACCOUNT_RATE, REST and gRPC.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.grpcRequests, m.grpcDuration} {
+	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.grpcRequests, m.grpcDuration, m.rateLimited} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {

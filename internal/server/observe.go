@@ -153,7 +153,8 @@ func withAccount(ctx context.Context, account string) context.Context {
 }
 
 // authenticate puts the account of the bearer key into the request context,
-// or answers 401 through answer.
+// or answers 401 through answer; an account over its request rate gets 429
+// through answer. A request without a valid key counts against no account.
 func (s *Server) authenticate(next http.Handler, answer func(http.ResponseWriter, *http.Request, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		account, err := s.deps.Auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
@@ -161,7 +162,12 @@ func (s *Server) authenticate(next http.Handler, answer func(http.ResponseWriter
 			answer(w, r, errUnauthenticated)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(withAccount(r.Context(), account)))
+		r = r.WithContext(withAccount(r.Context(), account))
+		if err := s.limitAccount(account); err != nil {
+			answer(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

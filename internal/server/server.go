@@ -51,6 +51,14 @@ type Config struct {
 	// file descriptor, and the database and storage need theirs. Default
 	// 4096.
 	MaxConnections int
+	// AccountRate is the requests a second one account may make to this
+	// process, after authentication (DOCJOBS_ACCOUNT_RATE); an upload,
+	// download or event stream counts once, when opened. Zero means no
+	// limit (the config package sets the service's default).
+	AccountRate float64
+	// AccountBurst is how many requests an account may make at once above
+	// AccountRate (DOCJOBS_ACCOUNT_BURST). Default DefaultAccountBurst.
+	AccountBurst int
 }
 
 // Defaults of Config.
@@ -71,6 +79,7 @@ const (
 	DefaultShutdownTimeout  = 30 * time.Second
 	DefaultIOIdleTimeout    = time.Minute
 	DefaultMaxConnections   = 4096
+	DefaultAccountBurst     = 100
 )
 
 func (c Config) withDefaults() Config {
@@ -88,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.AccountBurst <= 0 {
+		c.AccountBurst = DefaultAccountBurst
 	}
 	c.Progress = c.Progress.withDefaults()
 	return c
@@ -117,6 +129,8 @@ type Deps struct {
 	// Logger receives one line per request and every internal error; nil
 	// discards.
 	Logger *slog.Logger
+	// Now is the clock of the account rate limit; nil means time.Now.
+	Now func() time.Time
 }
 
 // Server serves docjobs on one listener.
@@ -128,6 +142,7 @@ type Server struct {
 	routes  map[string]restRoute
 	json    resultMarshaler // the gateway's, which the result stream shares
 	methods *methodTable
+	rate    *accountLimiter // nil: no rate limit
 	grpc    *grpc.Server
 	handler http.Handler
 }
@@ -152,7 +167,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
 	s := &Server{cfg: cfg.withDefaults(), deps: deps, log: deps.Logger}
+	s.rate = newAccountLimiter(s.cfg.AccountRate, s.cfg.AccountBurst, deps.Now)
 	metrics, err := newEdgeMetrics(deps.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
