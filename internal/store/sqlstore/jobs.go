@@ -516,7 +516,7 @@ func (s *Store[TTx]) DeleteJob(ctx context.Context, accountID, id string) ([]str
 		if _, err := s.exec(ctx, q, `DELETE FROM jobs WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("delete job: %w", err)
 		}
-		return nil
+		return s.notifyEnd(ctx, q, id)
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
