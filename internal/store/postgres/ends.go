@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,6 +55,9 @@ type endListener struct {
 	logger  *slog.Logger
 	cancel  context.CancelFunc
 	done    chan struct{}
+	// pid is the listening connection's server process (0 while none),
+	// for tests that cut it.
+	pid atomic.Uint32
 }
 
 // startEndListener listens before it returns, unless the first connection
@@ -104,7 +108,9 @@ func (l *endListener) run(ctx context.Context, conn *pgx.Conn, schema string) {
 	wait := time.Duration(0)
 	for {
 		if conn != nil {
+			l.pid.Store(conn.PgConn().PID())
 			err := l.receive(ctx, conn, schema)
+			l.pid.Store(0)
 			closeCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			conn.Close(closeCtx)
 			stop()
