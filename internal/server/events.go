@@ -22,9 +22,9 @@ import (
 // This file serves live progress, GET /v1/jobs/{id}/events, as Server-Sent
 // Events. The stream polls the database, never process memory: with
 // --role=api and --role=worker split, the API process that holds the stream
-// is not the one working the job. When this process ends the job itself,
-// the store signals it (WatchEnd) and the stream reads the end at once
-// instead of at its next poll.
+// is not the one working the job. When the store signals the job's end
+// (WatchEnd: this process's ends, and on PostgreSQL every process's), the
+// stream reads the end at once instead of at its next poll.
 //
 // Wire format, one event per change of what the client can see:
 //
@@ -41,9 +41,10 @@ import (
 
 // ProgressSource reads a job's progress for an account; store.Store
 // implements it. It answers job.ErrNotFound for an unknown job and for
-// another account's. WatchEnd signals a job that this process ends, so
-// that its stream sends the terminal event at once instead of at the next
-// poll; a job ended elsewhere is seen by the poll.
+// another account's. WatchEnd signals a job's end (this process's, and on
+// PostgreSQL any process's), so that its stream sends the terminal event
+// at once instead of at the next poll; an end no signal brings is seen by
+// the poll.
 type ProgressSource interface {
 	JobProgress(ctx context.Context, accountID, id string) (job.Progress, error)
 	WatchEnd(jobID string) (ended <-chan struct{}, stop func())

@@ -206,9 +206,11 @@ type Store interface {
 	// and model rows in one cheap read, for live progress polled by the API
 	// process; ErrNotFound for an unknown job or another account's.
 	JobProgress(ctx context.Context, accountID, id string) (job.Progress, error)
-	// WatchEnd returns a channel closed once this process makes the job
-	// terminal or deletes it, and a stop to call when no longer waiting.
-	// Another process's end is not signalled; read JobProgress to see it.
+	// WatchEnd returns a channel closed once the job is made terminal or
+	// deleted, and a stop to call when no longer waiting. Ends committed by
+	// this process are signalled, and on PostgreSQL those of every process
+	// (LISTEN/NOTIFY); on SQLite another process's end is not: read the job
+	// to see it.
 	WatchEnd(jobID string) (ended <-chan struct{}, stop func())
 	// CancelJob marks a non-terminal job CANCELLED and its pending rows FAILED
 	// with error "job cancelled"; ErrTerminal when it already ended. The job's

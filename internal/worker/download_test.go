@@ -49,6 +49,13 @@ func openPostgres(t *testing.T, url string) *postgres.Store {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	schema := "docjobs_test_" + hex.EncodeToString(b)
+	dropSchema(t, url, schema)
+	return openPostgresSchema(t, url, schema)
+}
+
+// dropSchema drops schema after the test.
+func dropSchema(t *testing.T, url, schema string) {
+	t.Helper()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -62,6 +69,11 @@ func openPostgres(t *testing.T, url string) *postgres.Store {
 			t.Errorf("drop schema: %v", err)
 		}
 	})
+}
+
+// openPostgresSchema opens a store, with its own pool, on schema.
+func openPostgresSchema(t *testing.T, url, schema string) *postgres.Store {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st, err := postgres.Open(t.Context(), postgres.Config{URL: url, Schema: schema, Logger: quiet})
 	if err != nil {

@@ -69,6 +69,9 @@ func (w *fileWorker) NextRetry(j *river.Job[FileArgs]) time.Time { return retryB
 
 func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 	args := rj.Args
+	// Watch before the first read, so an end between the two is not missed.
+	workCtx, ended, stop := w.untilJobEnds(ctx, args.JobID)
+	defer stop()
 	j, err := w.deps.Store.GetJob(ctx, "", args.JobID)
 	if errors.Is(err, job.ErrNotFound) {
 		// Deleted while queued, or while an earlier attempt ran: nothing is
@@ -92,8 +95,6 @@ func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 		return nil
 	}
 
-	workCtx, ended, stop := w.untilJobEnds(ctx, j.ID)
-	defer stop()
 	err = w.process(workCtx, rj, j, log)
 	if errors.Is(err, errJobGone) {
 		return nil
@@ -309,12 +310,16 @@ func (g *keptGate) wait() bool {
 var errNotKept = errors.New("the file's recognition was not recorded")
 
 // untilJobEnds returns a context cancelled once the job has ended or is
-// gone, checked every Config.JobCheck: a cancelled, deleted or expired job
-// stops its provider calls. ended tells a cancellation for that reason
-// from River's own (timeout, shutdown).
+// gone, so that a cancelled, deleted or expired job stops its provider
+// calls and starts no more. The store signals an end the moment it commits,
+// in this process or, on PostgreSQL, in any (WatchEnd); the job is also
+// read every Config.JobCheck, for ends no signal brings (another process
+// on SQLite, a listener reconnecting). ended tells a cancellation for that
+// reason from River's own (timeout, shutdown).
 func (w *fileWorker) untilJobEnds(ctx context.Context, jobID string) (context.Context, *atomic.Bool, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	ended := &atomic.Bool{}
+	signal, unwatch := w.deps.Store.WatchEnd(jobID)
 	done := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(w.cfg.JobCheck)
@@ -324,6 +329,10 @@ func (w *fileWorker) untilJobEnds(ctx context.Context, jobID string) (context.Co
 			case <-done:
 				return
 			case <-ctx.Done():
+				return
+			case <-signal:
+				ended.Store(true)
+				cancel()
 				return
 			case <-tick.C:
 			}
@@ -335,5 +344,5 @@ func (w *fileWorker) untilJobEnds(ctx context.Context, jobID string) (context.Co
 			}
 		}
 	}()
-	return ctx, ended, func() { close(done); cancel() }
+	return ctx, ended, func() { close(done); cancel(); unwatch() }
 }

@@ -109,6 +109,12 @@ func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Ch
 	if err := w.asking.Acquire(ctx, j.AccountID); err != nil {
 		return err
 	}
+	// A place can be handed over as the job ends: then the call must not
+	// start (the key it would carry is already erased).
+	if err := ctx.Err(); err != nil {
+		w.asking.Release()
+		return err
+	}
 	start := time.Now()
 	var err error
 	if k > 1 {

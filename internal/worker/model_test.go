@@ -83,7 +83,10 @@ func recognizedFile(t *testing.T, chunks int, chat provider.Chat) (*fileWorker, 
 
 // recognizedJob stores job id of account with one recognized file of
 // chunks PENDING model rows.
-func recognizedJob(t *testing.T, st *sqlite.Store, id, account string, chunks int) *job.Job {
+func recognizedJob(t *testing.T, st interface {
+	CreateJob(context.Context, store.CreateJobParams) (*job.Job, bool, error)
+	FinishOCR(context.Context, store.OCRDone) (bool, error)
+}, id, account string, chunks int) *job.Job {
 	t.Helper()
 	ctx := context.Background()
 	j := &job.Job{ID: id, AccountID: account, Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},

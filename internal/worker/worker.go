@@ -40,6 +40,8 @@ const modelStageTimeout = 10 * time.Minute
 // Store is what the workers need from persistence.
 type Store interface {
 	GetJob(ctx context.Context, accountID, id string) (*job.Job, error)
+	// WatchEnd signals a job's end (store.Store.WatchEnd).
+	WatchEnd(jobID string) (ended <-chan struct{}, stop func())
 	ResultToFinish(ctx context.Context, id string) (*job.Result, error)
 	MarkRunning(ctx context.Context, jobID string) error
 	FinishOCR(ctx context.Context, d store.OCRDone) (bool, error)
@@ -134,9 +136,10 @@ type Config struct {
 	// FileTimeout bounds the recognition of one file once it is downloaded
 	// (default 10m).
 	FileTimeout time.Duration
-	// JobCheck is how often a file's River job checks that its job is still
-	// live, so a cancelled, deleted or expired job stops asking providers
-	// (default 2s).
+	// JobCheck is how often a file's River job reads that its job is still
+	// live (default 2s). An end committed in this process, or on PostgreSQL
+	// in any, stops the file's provider calls at once; the read is for the
+	// ends no signal brings.
 	JobCheck time.Duration
 	// JobDeadline ends a job that is not terminal this long after it was
 	// created: its pending rows fail with category timeout (default 2h).

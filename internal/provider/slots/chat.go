@@ -74,6 +74,9 @@ func (g guardedChat) Complete(ctx context.Context, req provider.ChatRequest) (pr
 	if err := g.sem.Acquire(ctx, provider.AccountOf(ctx)); err != nil {
 		return provider.ChatAnswer{}, fmt.Errorf("waiting for a free %s slot: %w", g.slot, err)
 	}
+	if err := startable(ctx, g.sem, g.slot); err != nil {
+		return provider.ChatAnswer{}, err
+	}
 	ans, err := g.next.Complete(ctx, req)
 	g.sem.Release()
 	if g.obs != nil {

@@ -262,12 +262,27 @@ func (g guarded) Recognize(ctx context.Context, doc provider.Document) (provider
 	if err := g.sem.Acquire(ctx, provider.AccountOf(ctx)); err != nil {
 		return provider.Recognition{}, fmt.Errorf("waiting for a free %s slot: %w", g.slot, err)
 	}
+	if err := startable(ctx, g.sem, g.slot); err != nil {
+		return provider.Recognition{}, err
+	}
 	rec, err := g.next.Recognize(ctx, doc)
 	g.sem.Release()
 	if g.obs != nil {
 		g.obs.ProviderCall(g.slot, Outcome(err))
 	}
 	return rec, err
+}
+
+// startable releases the place just taken and says why when ctx ended
+// meanwhile: a free place is taken without looking at ctx, and a job that
+// ended (a cancel, a delete) must start no call, whose key is already
+// erased from the database.
+func startable(ctx context.Context, sem *fair.Sem, slot string) error {
+	if err := ctx.Err(); err != nil {
+		sem.Release()
+		return fmt.Errorf("waiting for a free %s slot: %w", slot, context.Cause(ctx))
+	}
+	return nil
 }
 
 // Accepts asks the adapter; it takes no room in the slot.

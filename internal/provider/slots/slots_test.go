@@ -382,3 +382,35 @@ func TestBurstsOfCallsReuseConnections(t *testing.T) {
 		t.Errorf("three bursts of %d calls opened %d connections, want at most %d", perSlot, n, perSlot)
 	}
 }
+
+// A job that ends (a cancel, a delete) cancels its calls' context, and its
+// key is already erased: a call given a free place after that starts
+// nothing, neither a request nor a count in the metrics.
+func TestACallWhoseContextEndedStartsNothing(t *testing.T) {
+	srv := providertest.NewServer(t, providertest.Reply(200, chatAnswer))
+	obs := &recorder{}
+	s := slots.New(slots.Config{BaseURLs: map[int]string{2: srv.URL + "/v1"}, Observer: obs})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	chat, err := s.Chat(slot(2), "gpt-4.1", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chat.Complete(ctx, provider.ChatRequest{User: "u"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("chat err = %v, want the context's", err)
+	}
+	ocr, err := s.OCR(slot(2), "gpt-4o", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ocr.Recognize(ctx, providertest.TestImage()); !errors.Is(err, context.Canceled) {
+		t.Errorf("ocr err = %v, want the context's", err)
+	}
+	if calls, reqs := obs.got(), srv.Requests(); len(calls) != 0 || len(reqs) != 0 {
+		t.Errorf("calls %v, requests %d; want none", calls, len(reqs))
+	}
+	// The places were given back: a live call still goes out.
+	if _, err := chat.Complete(t.Context(), provider.ChatRequest{User: "u"}); err != nil {
+		t.Errorf("a later call: %v", err)
+	}
+}

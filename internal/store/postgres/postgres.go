@@ -47,6 +47,9 @@ type Config struct {
 type Store struct {
 	*sqlstore.Store[pgx.Tx]
 	pool *pgxpool.Pool
+	// ends is the connection listening for the ends of jobs (ends.go);
+	// nil until Open starts it.
+	ends *endListener
 }
 
 // Open connects and migrates.
@@ -74,7 +77,25 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: migrate: %w", err)
 	}
+	// One connection beside the pool: a listening connection is held for
+	// the life of the process, and must not take a place queries wait for.
+	s.ends = startEndListener(ctx, pc.ConnConfig.Copy(), s.JobEnded, s.RecheckWatched, logger(cfg))
 	return s, nil
+}
+
+// Close stops listening for job ends and closes the pool.
+func (s *Store) Close() error {
+	if s.ends != nil {
+		s.ends.close()
+	}
+	return s.Store.Close()
+}
+
+func logger(cfg Config) *slog.Logger {
+	if cfg.Logger != nil {
+		return cfg.Logger
+	}
+	return slog.Default()
 }
 
 // poolConfig parses url and sizes the pool as url says, else by poolSize.
@@ -133,6 +154,8 @@ func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			IsUniqueViolation: isUniqueViolation,
 			Time:              func(t time.Time) any { return t },
 			LastAttemptedBy:   `attempted_by[array_upper(attempted_by, 1)]`,
+			// Every process hears of every end at once (ends.go).
+			NotifyEnd: notifyEnd,
 			// Nodes starting together migrate one at a time (per schema).
 			MigrationLock: `SELECT pg_advisory_xact_lock(hashtext('docjobs_migrate.' || current_schema()))`,
 			// An advisory lock rather than a lock on the account's row:

@@ -573,7 +573,10 @@ func (s *Store[TTx]) DeleteJob(ctx context.Context, accountID, id string) ([]str
 		if _, err := s.exec(ctx, q, `DELETE FROM jobs WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("delete job: %w", err)
 		}
-		return s.recordFileRemoval(ctx, q, j.AccountID, id, keys)
+		if err := s.recordFileRemoval(ctx, q, j.AccountID, id, keys); err != nil {
+			return err
+		}
+		return s.notifyEnd(ctx, q, id)
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {

@@ -112,6 +112,14 @@ type Dialect struct {
 	// Empty where a write transaction already holds the database lock
 	// (SQLite).
 	AccountLock string
+	// NotifyEnd, when set, runs in every transaction that ends or deletes
+	// a job (its only argument is the job id) and announces the end to the
+	// other processes on the database once the transaction commits
+	// (PostgreSQL's pg_notify); their backend passes it on to JobEnded.
+	// Empty where one process normally holds the database (SQLite): ends
+	// are signalled in process, and other processes see them at their
+	// next poll.
+	NotifyEnd string
 	// AfterErase runs after a transaction that deleted secrets committed, so
 	// that erased bytes do not linger (SQLite checkpoints its WAL).
 	AfterErase func(ctx context.Context) error

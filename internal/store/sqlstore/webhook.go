@@ -11,10 +11,14 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
-// onTerminal runs in every transaction that makes j terminal: it enqueues
-// the webhook delivery when j has a webhook URL, and otherwise erases the
-// webhook secret, which nothing will need. erased reports a deletion.
+// onTerminal runs in every transaction that makes j terminal: it announces
+// the end to other processes (notifyEnd), enqueues the webhook delivery
+// when j has a webhook URL, and otherwise erases the webhook secret, which
+// nothing will need. erased reports a deletion.
 func (s *Store[TTx]) onTerminal(ctx context.Context, tx TTx, q Querier, j *job.Job, woken *[]string) (erased bool, err error) {
+	if err := s.notifyEnd(ctx, q, j.ID); err != nil {
+		return false, err
+	}
 	if j.WebhookURL == "" {
 		n, err := s.exec(ctx, q, `DELETE FROM job_secrets WHERE job_id = ? AND field = ?`, j.ID, job.SecretWebhookSecret)
 		if err != nil {
