@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -67,7 +69,15 @@ func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest
 	if err != nil {
 		return nil, s.internal(ctx, "CreateJob", err, slog.String("job_id", j.ID))
 	}
-	if j.RequestHash, err = requestHash(req); err != nil {
+	key, err := s.requestHashKey(ctx)
+	if err != nil {
+		return nil, s.internal(ctx, "CreateJob", err, slog.String("job_id", j.ID))
+	}
+	if j.RequestHash, err = requestHash(req, keyedDigest(key)); err != nil {
+		return nil, s.internal(ctx, "CreateJob", err, slog.String("job_id", j.ID))
+	}
+	legacy, err := requestHash(req, sha256Hex)
+	if err != nil {
 		return nil, s.internal(ctx, "CreateJob", err, slog.String("job_id", j.ID))
 	}
 
@@ -76,6 +86,8 @@ func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest
 		Secrets:       secrets,
 		Enqueue:       s.first(j.ID, len(j.SourceURLs)),
 		MaxActiveJobs: s.cfg.AccountMaxActiveJobs,
+		// Jobs created before secrets were keyed into the hash.
+		LegacyRequestHash: legacy,
 	})
 	if errors.Is(err, store.ErrIdempotencyMismatch) {
 		return nil, status.Error(codes.InvalidArgument, job.ErrIdempotencyMismatch.Error())
@@ -197,12 +209,15 @@ func webhookSecretInEffect(req *docjobsv1.CreateJobRequest) string {
 }
 
 // requestHash is the hex SHA-256 of the request's deterministic protobuf
-// encoding, with each secret replaced by its own SHA-256, so that the stored
-// hash tells requests apart without holding a secret. Spellings of one
-// request hash alike: a default given explicitly or left out, merge options
-// while merge is off, a consensus object without a mode in effect, a
-// webhook secret without a webhook URL.
-func requestHash(req *docjobsv1.CreateJobRequest) (string, error) {
+// encoding, with each secret replaced by digest(secret), so that the stored
+// hash tells requests apart without holding a secret. The service's digest
+// is keyedDigest: a plain SHA-256 of a guessable webhook secret could be
+// tested offline against a copy of the database; sha256Hex only recomputes
+// the hashes of jobs created before (CreateJobParams.LegacyRequestHash).
+// Spellings of one request hash alike: a default given explicitly or left
+// out, merge options while merge is off, a consensus object without a mode
+// in effect, a webhook secret without a webhook URL.
+func requestHash(req *docjobsv1.CreateJobRequest, digest func(string) string) (string, error) {
 	c := proto.CloneOf(req)
 	if n := c.GetNeural(); n != nil && n.GetChunkBudgetTokens() == 0 {
 		n.ChunkBudgetTokens = job.DefaultChunkBudgetTokens
@@ -218,20 +233,60 @@ func requestHash(req *docjobsv1.CreateJobRequest) (string, error) {
 		c.Consensus = nil
 	}
 	if n := c.GetNeural(); n.GetApiKey() != "" {
-		n.ApiKey = sha256Hex(n.GetApiKey())
+		n.ApiKey = digest(n.GetApiKey())
 	}
 	if o := c.GetOcr(); o.GetProviderKey() != "" {
-		o.ProviderKey = sha256Hex(o.GetProviderKey())
+		o.ProviderKey = digest(o.GetProviderKey())
 	}
 	c.WebhookSecret = webhookSecretInEffect(c)
 	if c.GetWebhookSecret() != "" {
-		c.WebhookSecret = sha256Hex(c.GetWebhookSecret())
+		c.WebhookSecret = digest(c.GetWebhookSecret())
 	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
 	if err != nil {
 		return "", fmt.Errorf("encode request for hashing: %w", err)
 	}
 	return sha256Hex(string(b)), nil
+}
+
+// requestHashKeyName names the request hash's key among the service keys.
+const requestHashKeyName = "request-hash"
+
+// requestHashKey returns the key secrets enter the request hash under. The
+// first process to need it makes it and stores it sealed (Store.ServiceKey),
+// so every API process keys alike and replays work across them. It is
+// loaded once; a failure is not remembered.
+func (s *Service) requestHashKey(ctx context.Context) ([]byte, error) {
+	s.hashKeyMu.Lock()
+	defer s.hashKeyMu.Unlock()
+	if s.hashKey != nil {
+		return s.hashKey, nil
+	}
+	fresh := make([]byte, 32)
+	_, _ = rand.Read(fresh) // never fails (crypto/rand)
+	sealed, err := s.sealer.Seal(fresh, "", "", requestHashKeyName)
+	if err != nil {
+		return nil, fmt.Errorf("request hash key: %w", err)
+	}
+	stored, err := s.store.ServiceKey(ctx, requestHashKeyName, sealed)
+	if err != nil {
+		return nil, fmt.Errorf("request hash key: %w", err)
+	}
+	key, err := s.sealer.Open(stored, "", "", requestHashKeyName)
+	if err != nil {
+		return nil, fmt.Errorf("request hash key: %w", err)
+	}
+	s.hashKey = key
+	return key, nil
+}
+
+// keyedDigest is the hex HMAC-SHA256 of a secret under key.
+func keyedDigest(key []byte) func(string) string {
+	return func(secret string) string {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(secret))
+		return "hmac:" + hex.EncodeToString(m.Sum(nil))
+	}
 }
 
 func sha256Hex(s string) string {

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
@@ -78,11 +79,14 @@ type Store interface {
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
 	DeleteUpload(ctx context.Context, accountID, id string) error
 	AccountExtractionMode(ctx context.Context, accountID string) (string, error)
+	ServiceKey(ctx context.Context, name string, sealed []byte) ([]byte, error)
 }
 
-// Sealer encrypts a secret for one account, job and field (internal/secret).
+// Sealer encrypts a secret for one account, job and field, and opens it
+// again (internal/secret).
 type Sealer interface {
 	Seal(plaintext []byte, account, jobID, field string) ([]byte, error)
+	Open(ciphertext []byte, account, jobID, field string) ([]byte, error)
 }
 
 // Deps are the service's collaborators.
@@ -110,6 +114,9 @@ type Service struct {
 	first     func(jobID string, files int) []river.InsertManyParams
 	log       *slog.Logger
 	newID     func() string
+
+	hashKeyMu sync.Mutex
+	hashKey   []byte // the request hash's key, once loaded (requestHashKey)
 }
 
 var _ docjobsv1.JobServiceServer = (*Service)(nil)

@@ -56,6 +56,9 @@ type CreateJobParams struct {
 	// lock per account, so concurrent creates never pass it together; an
 	// idempotent replay is not a new job and is never refused.
 	MaxActiveJobs int
+	// LegacyRequestHash is the request's hash as it was computed before
+	// secrets entered it keyed: a replay of a job created then matches it.
+	LegacyRequestHash string
 }
 
 // ListParams selects a page of an account's jobs, newest first.
@@ -294,6 +297,10 @@ type Store interface {
 	// UploadBytes is the total size of the account's uploads (job copies
 	// not counted).
 	UploadBytes(ctx context.Context, accountID string) (int64, error)
+	// ServiceKey returns the sealed key stored under name, storing sealed
+	// first when there is none: whichever process stores first, every
+	// process gets the same key.
+	ServiceKey(ctx context.Context, name string, sealed []byte) ([]byte, error)
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
 	// DeleteUpload removes the record of an upload (JobID "") of accountID;
 	// ErrNotFound for a missing file, another account's, or a job's copy,

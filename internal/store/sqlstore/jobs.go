@@ -213,7 +213,7 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 	if err != nil {
 		return nil, false, err
 	}
-	if existing.RequestHash != j.RequestHash {
+	if existing.RequestHash != j.RequestHash && (p.LegacyRequestHash == "" || existing.RequestHash != p.LegacyRequestHash) {
 		return nil, false, store.ErrIdempotencyMismatch
 	}
 	return existing, true, nil

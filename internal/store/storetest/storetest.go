@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CreateUploadPastTheQuotaIsRefused", testUploadQuota},
 		{"ConcurrentUploadsNeverPassTheQuota", testConcurrentUploadsAtTheQuota},
 		{"APIKeysMapHashesToAccounts", testAPIKeys},
+		{"ServiceKeyKeepsTheFirstKeyStored", testServiceKey},
 		{"AccountExtractionModeDefaultsToHybrid", testExtractionMode},
 		{"JobCountsByStatusCountsEveryStatus", testJobCounts},
 		{"FinishOCRRecordsTheRowAndWhatFollows", testFinishOCR},

@@ -1,0 +1,116 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
+)
+
+// storedJob reads a job as the store keeps it.
+func (h *harness) storedJob(t *testing.T, id string) *job.Job {
+	t.Helper()
+	j, err := h.store.GetJob(context.Background(), "", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// A copy of the database must not let anyone test guesses of a job's
+// secrets: they enter the stored request hash only through HMAC under a
+// key the database holds sealed.
+func TestTheStoredRequestHashKeysItsSecrets(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest()
+	req.IdempotencyKey = "keyed"
+	created := h.create(t, "acme", req)
+	stored := h.storedJob(t, created.GetId()).RequestHash
+
+	plain, err := requestHash(req, sha256Hex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored == plain {
+		t.Fatal("the stored hash is the one plain SHA-256 digests of the secrets give")
+	}
+	sealed, err := h.store.ServiceKey(context.Background(), requestHashKeyName, []byte("not used: a key is stored"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := h.sealer.Open(sealed, "", "", requestHashKeyName)
+	if err != nil {
+		t.Fatalf("the stored key does not open with the master keyset: %v", err)
+	}
+	if keyed, _ := requestHash(req, keyedDigest(key)); stored != keyed {
+		t.Errorf("stored hash %s, want the one keyed by the stored key %s", stored, keyed)
+	}
+	if strings.Contains(string(sealed), string(key)) {
+		t.Error("the stored key holds the key in the clear")
+	}
+}
+
+// Every API process that shares the database keys alike, so a replay
+// reaching another process still finds its job.
+func TestAReplayThroughAnotherServiceOnTheSameDatabaseReturnsTheJob(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest()
+	req.IdempotencyKey = "two-processes"
+	first := h.create(t, "acme", req)
+
+	other, err := New(Config{PublicURL: testPublicURL}, Deps{
+		Store: h.store, Sealer: h.sealer, Bucket: h.bucket,
+		FirstStage: func(string, int) []river.InsertManyParams { return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := other.CreateJob(as("acme"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetId() != first.GetId() {
+		t.Fatalf("the other service made job %s, want the replay of %s", again.GetId(), first.GetId())
+	}
+	changed := createRequest()
+	changed.IdempotencyKey = req.IdempotencyKey
+	changed.WebhookSecret = "another secret"
+	_, err = other.CreateJob(as("acme"), changed)
+	wantStatus(t, err, codes.InvalidArgument, "idempotency key reused with different request parameters")
+}
+
+// Jobs created before secrets were keyed into the hash hold the plain
+// one; replaying them must still return them.
+func TestAReplayOfAJobHashedBeforeKeyingReturnsTheJob(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest()
+	req.IdempotencyKey = "from-before"
+	legacy, err := requestHash(req, sha256Hex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &job.Job{ID: "job-before", AccountID: "acme", Status: job.StatusNew, SourceURLs: req.GetSourceUrls(),
+		ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", IdempotencyKey: req.GetIdempotencyKey(), RequestHash: legacy,
+		Created: time.Now().UTC()}
+	if _, _, err := h.store.CreateJob(context.Background(), store.CreateJobParams{Job: old}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := h.svc.CreateJob(as("acme"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetId() != old.ID {
+		t.Fatalf("replay made job %s, want %s", again.GetId(), old.ID)
+	}
+	changed := proto.CloneOf(req)
+	changed.Title = "changed"
+	_, err = h.svc.CreateJob(as("acme"), changed)
+	wantStatus(t, err, codes.InvalidArgument, "idempotency key reused with different request parameters")
+}
