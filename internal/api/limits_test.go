@@ -2,24 +2,20 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 	"github.com/docjobs/docjobs/internal/store/postgres"
+	"github.com/docjobs/docjobs/internal/store/postgres/pgtest"
 	"github.com/docjobs/docjobs/internal/store/storetest"
 )
 
@@ -27,26 +23,7 @@ import (
 // dropped after the test; the test is skipped when the variable is unset.
 func openPostgres(t *testing.T, log *slog.Logger) storetest.Store {
 	t.Helper()
-	url := os.Getenv("DOCJOBS_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Skip("DOCJOBS_TEST_POSTGRES_URL is not set")
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "docjobs_api_test_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("drop schema: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
+	url, schema := pgtest.Schema(t)
 	st, err := postgres.Open(t.Context(), postgres.Config{URL: url, Schema: schema, Logger: log})
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/postgres"
+	"github.com/docjobs/docjobs/internal/store/postgres/pgtest"
 	"github.com/docjobs/docjobs/internal/store/sqlite"
 )
 
@@ -47,22 +45,7 @@ func sqliteNodeDatabase(t *testing.T) nodeDatabase {
 // postgresNodeDatabase is a fresh schema of DOCJOBS_TEST_POSTGRES_URL, which
 // serve reaches through the URL's search_path.
 func postgresNodeDatabase(t *testing.T) nodeDatabase {
-	url := os.Getenv("DOCJOBS_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Skip("DOCJOBS_TEST_POSTGRES_URL is not set")
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "docjobs_test_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), url)
-		if err != nil {
-			t.Errorf("drop schema: %v", err)
-			return
-		}
-		defer conn.Close(context.Background())
-		_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-	})
+	url, schema := pgtest.Schema(t)
 	open := func(t *testing.T) store.Store {
 		s, err := postgres.Open(t.Context(), postgres.Config{URL: url, Schema: schema, Logger: quiet})
 		if err != nil {

@@ -2,8 +2,6 @@ package worker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"gocloud.dev/blob"
@@ -27,6 +24,7 @@ import (
 	"github.com/docjobs/docjobs/internal/outbound"
 	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/postgres"
+	"github.com/docjobs/docjobs/internal/store/postgres/pgtest"
 	"github.com/docjobs/docjobs/internal/webhook"
 )
 
@@ -35,39 +33,8 @@ import (
 func forEachStore(t *testing.T, test func(t *testing.T, st store.Store)) {
 	t.Run("sqlite", func(t *testing.T) { test(t, openStore(t)) })
 	t.Run("postgres", func(t *testing.T) {
-		url := os.Getenv("DOCJOBS_TEST_POSTGRES_URL")
-		if url == "" {
-			t.Skip("DOCJOBS_TEST_POSTGRES_URL is not set")
-		}
-		test(t, openPostgres(t, url))
-	})
-}
-
-// openPostgres opens a store in a fresh schema, dropped after the test.
-func openPostgres(t *testing.T, url string) *postgres.Store {
-	t.Helper()
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "docjobs_test_" + hex.EncodeToString(b)
-	dropSchema(t, url, schema)
-	return openPostgresSchema(t, url, schema)
-}
-
-// dropSchema drops schema after the test.
-func dropSchema(t *testing.T, url, schema string) {
-	t.Helper()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("drop schema: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
+		url, schema := pgtest.Schema(t)
+		test(t, openPostgresSchema(t, url, schema))
 	})
 }
 

@@ -2,10 +2,7 @@ package worker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +10,7 @@ import (
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/store"
+	"github.com/docjobs/docjobs/internal/store/postgres/pgtest"
 )
 
 // forEachStorePair runs test with the store a worker process uses and the
@@ -25,14 +23,7 @@ func forEachStorePair(t *testing.T, test func(t *testing.T, worker, api store.St
 		test(t, st, st)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		url := os.Getenv("DOCJOBS_TEST_POSTGRES_URL")
-		if url == "" {
-			t.Skip("DOCJOBS_TEST_POSTGRES_URL is not set")
-		}
-		b := make([]byte, 6)
-		_, _ = rand.Read(b)
-		schema := "docjobs_test_" + hex.EncodeToString(b)
-		dropSchema(t, url, schema)
+		url, schema := pgtest.Schema(t)
 		test(t, openPostgresSchema(t, url, schema), openPostgresSchema(t, url, schema))
 	})
 }

@@ -9,13 +9,14 @@ import (
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/postgres"
+	"github.com/docjobs/docjobs/internal/store/postgres/pgtest"
 )
 
 // openOn opens one more store, with its own pool and listener, on schema:
 // another process of the same deployment.
 func openOn(t *testing.T, schema string) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(t.Context(), postgres.Config{URL: testURL(t), Schema: schema, Logger: quiet})
+	s, err := postgres.Open(t.Context(), postgres.Config{URL: pgtest.URL(t), Schema: schema, Logger: quiet})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -154,7 +155,7 @@ func TestEndsReachWatchersAcrossALostListeningConnection(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("the store is not listening")
 	}
-	conn, err := pgx.Connect(t.Context(), testURL(t))
+	conn, err := pgx.Connect(t.Context(), pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

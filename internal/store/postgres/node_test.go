@@ -13,6 +13,7 @@ import (
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/postgres"
+	"github.com/docjobs/docjobs/internal/store/postgres/pgtest"
 )
 
 // nodeKey is the advisory lock key of node id $2 in schema $1, as the
@@ -51,7 +52,7 @@ func (w *blockWorker) Work(ctx context.Context, _ *river.Job[blockArgs]) error {
 
 func connect(t *testing.T) *pgx.Conn {
 	t.Helper()
-	conn, err := pgx.Connect(t.Context(), testURL(t))
+	conn, err := pgx.Connect(t.Context(), pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // wants the id, so the process takes it again on a new connection and
 // goes on working, and a second process is still refused.
 func TestADroppedNodeLockConnectionTakesTheIDAgain(t *testing.T) {
-	url := testURL(t)
+	url := pgtest.URL(t)
 	s, schema := openNamedSchema(t)
 	s.Close()
 	s = openConfig(t, postgres.Config{URL: url, Schema: schema, NodeCheck: 20 * time.Millisecond})
@@ -124,7 +125,7 @@ func TestADroppedNodeLockConnectionTakesTheIDAgain(t *testing.T) {
 // its jobs (the new holder reclaims them): its running jobs are cancelled
 // and OnNodeLost says why.
 func TestANodeWhoseIDIsTakenWhileItsConnectionIsDownStopsWorking(t *testing.T) {
-	url := testURL(t)
+	url := pgtest.URL(t)
 	s, schema := openNamedSchema(t)
 	s.Close()
 	s = openConfig(t, postgres.Config{URL: url, Schema: schema, NodeCheck: 500 * time.Millisecond})

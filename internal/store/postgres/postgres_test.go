@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"os"
@@ -15,21 +13,12 @@ import (
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/postgres"
+	"github.com/docjobs/docjobs/internal/store/postgres/pgtest"
 	"github.com/docjobs/docjobs/internal/store/storetest"
 )
 
 // quiet keeps River's info logs out of test output.
 var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-
-// testURL is the database the tests use; each test gets its own schema in it.
-func testURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("DOCJOBS_TEST_POSTGRES_URL")
-	if u == "" {
-		t.Skip("DOCJOBS_TEST_POSTGRES_URL is not set")
-	}
-	return u
-}
 
 // openSchema opens a store in a fresh schema that is dropped after the test.
 func openSchema(t testing.TB) *postgres.Store {
@@ -41,23 +30,7 @@ func openSchema(t testing.TB) *postgres.Store {
 // openNamedSchema is openSchema that also returns the schema's name.
 func openNamedSchema(t testing.TB) (*postgres.Store, string) {
 	t.Helper()
-	url := testURL(t)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "docjobs_test_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("drop schema: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
+	url, schema := pgtest.Schema(t)
 	return openConfig(t, postgres.Config{URL: url, Schema: schema}), schema
 }
 
@@ -73,12 +46,12 @@ func openConfig(t testing.TB, cfg postgres.Config) *postgres.Store {
 }
 
 func TestStore(t *testing.T) {
-	testURL(t)
+	pgtest.URL(t)
 	storetest.Run(t, func(t *testing.T) store.Store { return openSchema(t) })
 }
 
 func BenchmarkCreateJob(b *testing.B) {
-	testURL(b)
+	pgtest.URL(b)
 	storetest.BenchmarkCreateJob(b, func(b *testing.B) store.Store { return openSchema(b) })
 }
 
@@ -110,7 +83,7 @@ func TestUpgradingFlagsTheJobsHoldingAWebhookSecret(t *testing.T) {
 		}
 	}
 	// Back to the schema before migration 6, the jobs kept.
-	conn, err := pgx.Connect(ctx, testURL(t))
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +126,7 @@ func TestATransactionPostgreSQLAbortsForADeadlockIsRunAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	other, err := pgx.Connect(ctx, testURL(t))
+	other, err := pgx.Connect(ctx, pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
