@@ -1,45 +1,19 @@
 package server
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/riverqueue/river"
-	"gocloud.dev/blob/fileblob"
 	"google.golang.org/grpc/codes"
 
 	"github.com/docjobs/docjobs/internal/api"
-	"github.com/docjobs/docjobs/internal/secret"
-	"github.com/docjobs/docjobs/internal/store/sqlite"
 )
 
 // withService serves the real api.Service with cfg on a SQLite store, for
 // answers whose words and details the service itself decides.
 func withService(t *testing.T, cfg api.Config) envOption {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(dir, "docjobs.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	sealer, err := secret.Open(filepath.Join(dir, "master.keyset"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bucket, err := fileblob.OpenBucket(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bucket.Close() })
-	cfg.PublicURL = "http://docjobs.test"
-	svc, err := api.New(cfg, api.Deps{Store: st, Sealer: sealer, Bucket: bucket,
-		FirstStage: func(string, int) []river.InsertManyParams { return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := newRealService(t, cfg).svc
 	return func(_ *Config, d *Deps) {
 		d.Service, d.Files = svc, svc
 	}
