@@ -58,9 +58,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	starting, err := lockStart(ctx, pc.ConnConfig, cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	defer starting.Close(context.WithoutCancel(ctx))
 	if cfg.Schema != "" {
-		if err := createSchema(ctx, pc.ConnConfig, cfg.Schema); err != nil {
-			return nil, err
+		if _, err := starting.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{cfg.Schema}.Sanitize()); err != nil {
+			return nil, fmt.Errorf("postgres: create schema %s: %w", cfg.Schema, err)
 		}
 		pc.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{cfg.Schema}.Sanitize()
 	}
@@ -122,16 +127,29 @@ func poolSize(cpus int) int32 {
 	return int32(max(8, 2*cpus))
 }
 
-func createSchema(ctx context.Context, cc *pgx.ConnConfig, schema string) error {
+// lockStart returns a connection holding the session lock under which
+// processes sharing a schema start: creating the schema, River's migrations
+// and docjobs' own. River migrates each version in its own transaction
+// (some cannot share one), outside the lock docjobs' migration transaction
+// takes, so processes started together on a new database ran River's
+// migrations beside each other, collided on its tables and types, and all
+// but one exited. Closing the connection releases the lock.
+func lockStart(ctx context.Context, cc *pgx.ConnConfig, schema string) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
-		return fmt.Errorf("postgres: connect: %w", err)
+		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil {
-		return fmt.Errorf("postgres: create schema %s: %w", schema, err)
+	if schema == "" {
+		if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("postgres: current schema: %w", err)
+		}
 	}
-	return nil
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('docjobs_start.' || $1::text))`, schema); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("postgres: wait for other processes starting: %w", err)
+	}
+	return conn, nil
 }
 
 func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,5 +187,30 @@ func TestATransactionPostgreSQLAbortsForADeadlockIsRunAgain(t *testing.T) {
 	}
 	if _, err := s.GetJob(ctx, "", j.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetJob after the delete: %v, want not found", err)
+	}
+}
+
+// Processes started together on a new database (replicas deployed at once)
+// must all come up: they create the schema and migrate it one at a time,
+// River's migrations included.
+func TestStoresOpeningTogetherOnANewSchemaAllStart(t *testing.T) {
+	url, schema := pgtest.Schema(t)
+	const processes = 4
+	errs := make([]error, processes)
+	var wg sync.WaitGroup
+	for i := range processes {
+		wg.Go(func() {
+			s, err := postgres.Open(t.Context(), postgres.Config{URL: url, Schema: schema, Logger: quiet})
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("process %d: %v", i, err)
+		}
 	}
 }

@@ -121,7 +121,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = read.Close()
 		return nil, err
 	}
-	if err := s.Migrate(ctx); err != nil {
+	// Processes opening a new file together migrate it one at a time:
+	// River migrates each version in a transaction of its own, outside
+	// docjobs' migration transaction, and two of them side by side
+	// collided on its tables.
+	lock, err := waitLockFile(cfg.Path + ".migrate.lock")
+	if err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("sqlite: migrate %s: lock: %w", cfg.Path, err)
+	}
+	err = s.Migrate(ctx)
+	_ = lock.Close()
+	if err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", cfg.Path, err)
 	}

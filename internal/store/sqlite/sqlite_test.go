@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -224,4 +225,28 @@ func walSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// Processes started together on a new database file must all come up:
+// they migrate it one at a time, River's migrations included.
+func TestStoresOpeningTogetherOnANewFileAllStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "docjobs.db")
+	const processes = 4
+	errs := make([]error, processes)
+	var wg sync.WaitGroup
+	for i := range processes {
+		wg.Go(func() {
+			s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Logger: slog.New(slog.DiscardHandler)})
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("process %d: %v", i, err)
+		}
+	}
 }
