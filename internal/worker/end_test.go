@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,8 +69,9 @@ func TestAJobEndedByAnotherProcessStartsNoMoreProviderCalls(t *testing.T) {
 				const chunks, places = 12, 2
 				chat := &holdingChat{}
 				j := recognizedJob(t, worker, "job-1", "a", chunks)
+				warns := &warnings{}
 				w := newFileWorker(Config{JobCheck: time.Hour, ModelWorkers: places}.withDefaults(),
-					Deps{Store: worker, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler)})
+					Deps{Store: worker, Chats: fixedChats{chat}, Logger: slog.New(warns)})
 				done := make(chan error, 1)
 				go func() { done <- workAttempt(w, j, 2) }()
 				waitFor(t, func() bool { return chat.started.Load() == places })
@@ -89,7 +92,35 @@ func TestAJobEndedByAnotherProcessStartsNoMoreProviderCalls(t *testing.T) {
 					t.Fatalf("calls started = %d, %d of them once the end had committed; want the %d in flight only",
 						got, got-startedAtEnd, places)
 				}
+				// A job ending is no fault of the file's: nothing to warn of.
+				if got := warns.all(); len(got) != 0 {
+					t.Errorf("warnings logged: %q", got)
+				}
 			})
 		})
 	}
+}
+
+// warnings is a slog handler that keeps the messages logged at WARN or
+// above.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler           { return w }
+func (w *warnings) WithGroup(string) slog.Handler                { return w }
+
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, r.Message)
+	return nil
+}
+
+func (w *warnings) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.msgs)
 }

@@ -86,6 +86,13 @@ func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j 
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		if ctx.Err() != nil {
+			// Stopped from outside: the job ended, the file's recognition
+			// was another attempt's to record, or the worker is stopping.
+			// Work decides what follows; nothing here needs a warning.
+			log.Debug("model: rows stopped", "attempt", rj.Attempt, "err", err)
+			return err
+		}
 		log.Warn("model: rows left for a later attempt", "attempt", rj.Attempt, "err", err)
 		return err
 	}
