@@ -158,7 +158,7 @@ func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
 			return
 		}
 		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(jsonReadTimeout)) // ErrNotSupported only in tests' recorders
+		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.JSONReadTimeout)) // ErrNotSupported only in tests' recorders
 		_ = rc.SetWriteDeadline(time.Now().Add(jsonWriteTimeout))
 
 		query := r.URL.Query()

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -64,7 +65,11 @@ func (s *Server) streamResult(w http.ResponseWriter, r *http.Request, pathParams
 	// bindRequest set a fixed write deadline, made for answers of a few
 	// kilobytes; a result of gigabytes to a slow client takes longer, so it
 	// is cut only when no byte moves for IOIdleTimeout, as downloads are.
+	// Nor may its read deadline end it: once it passes, the server cancels
+	// the request's context, and the stream stopped after whatever rows had
+	// gone out in the first 30 s.
 	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
 	idle := newIdleDeadline(rc.SetWriteDeadline, s.cfg.IOIdleTimeout)
 	w.Header().Set("Content-Type", s.json.ContentType(nil))
 	// Rows are written in pieces of a few kilobytes each; buffered, they
@@ -80,7 +85,13 @@ func (s *Server) streamResult(w http.ResponseWriter, r *http.Request, pathParams
 			err = rw.row(row)
 		}
 		if err != nil && ctx.Err() != nil {
-			return // the client went away: nobody to answer or to warn
+			// The request ended (the client went away, the server is
+			// stopping): nobody to answer or warn, but a body begun must
+			// not end as if it were whole.
+			if rw.started {
+				panic(http.ErrAbortHandler)
+			}
+			return
 		}
 		if err != nil && !rw.started {
 			s.writeError(w, r, err)

@@ -383,3 +383,53 @@ func TestAClientLeavingAResultStreamIsNoError(t *testing.T) {
 		t.Errorf("a client that left was logged as a failure: %s", logs)
 	}
 }
+
+// slowResults yields n rows, each after a pause, as a result of many large
+// rows does to a slow client; a request that ends stops it.
+type slowResults struct {
+	n     int
+	pause time.Duration
+}
+
+func (s slowResults) JobResultRows(ctx context.Context, _ string) (*docjobsv1.Job, iter.Seq2[api.ResultRow, error], error) {
+	j := &docjobsv1.Job{Id: "job-1"}
+	return j, func(yield func(api.ResultRow, error) bool) {
+		for i := range s.n {
+			select {
+			case <-ctx.Done():
+				yield(api.ResultRow{}, status.Error(codes.Canceled, "request canceled"))
+				return
+			case <-time.After(s.pause):
+			}
+			if !yield(api.ResultRow{OCR: &docjobsv1.OcrResult{JobId: "job-1", File: fmt.Sprint("file-", i)}}, nil) {
+				return
+			}
+		}
+	}, nil
+}
+
+// A result may take longer than a request's read deadline to send; the
+// deadline must not end it after the rows sent so far, as a complete body.
+func TestAResultSlowerThanTheReadDeadlineIsSentWhole(t *testing.T) {
+	const rows = 4
+	env := startServer(t, func(c *Config, d *Deps) {
+		c.JSONReadTimeout = 100 * time.Millisecond
+		d.Results = slowResults{n: rows, pause: 60 * time.Millisecond}
+	})
+	resp := env.doJSON("GET", "/v1/jobs/job-1/result", keyAlice, "")
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the body: %v (%d bytes)", err, len(body))
+	}
+	var got struct {
+		Result struct {
+			OCR []json.RawMessage `json:"ocr"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("body is not a whole result: %v: %s", err, body)
+	}
+	if len(got.Result.OCR) != rows {
+		t.Errorf("%d rows, want %d", len(got.Result.OCR), rows)
+	}
+}

@@ -40,6 +40,9 @@ type Config struct {
 	// long, REST and gRPC alike (a transfer that keeps moving may take as
 	// long as it needs). Default 1 minute.
 	IOIdleTimeout time.Duration
+	// JSONReadTimeout bounds reading a REST request, body included.
+	// Default 30s.
+	JSONReadTimeout time.Duration
 	// ShutdownTimeout is how long Serve waits for in-flight requests once
 	// its context ends, before it closes the remaining connections.
 	// Default 30s.
@@ -94,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.JSONReadTimeout <= 0 {
+		c.JSONReadTimeout = jsonReadTimeout
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = DefaultMaxConnections
