@@ -52,7 +52,7 @@ func TestAFileOverTheChunkLimitGetsOneFailedRowAndNoCalls(t *testing.T) {
 	if row.Status != job.RowFailed || row.ChunkIndex != 0 || row.ChunkTotal != 1 {
 		t.Fatalf("model row %+v, want FAILED chunk 0 of 1", row)
 	}
-	for _, want := range []string{"at least 3 chunks", "1500 tokens", "limit of 2", "raise neural.chunkBudgetTokens", "split the file"} {
+	for _, want := range []string{"at least 3 chunks", "1500 tokens", "limit of 2 per file (DOCJOBS_MAX_CHUNKS_PER_FILE)", "raise neural.chunkBudgetTokens", "split the file"} {
 		if !strings.Contains(row.Error, want) {
 			t.Errorf("row error %q does not say %q", row.Error, want)
 		}

@@ -87,7 +87,7 @@ type TooManyChunksError struct {
 
 func (e *TooManyChunksError) Error() string {
 	return fmt.Sprintf("too many chunks: the recognized text makes at least %d chunks of at most %d tokens (neural.chunkBudgetTokens), "+
-		"more than the limit of %d per file; raise neural.chunkBudgetTokens or split the file", e.AtLeast, e.Budget, e.Limit)
+		"more than the limit of %d per file (DOCJOBS_MAX_CHUNKS_PER_FILE); raise neural.chunkBudgetTokens or split the file", e.AtLeast, e.Budget, e.Limit)
 }
 
 // Chunk is one piece of a file for the model: Text is sent; Overlap is the
