@@ -79,6 +79,11 @@ func lockNode(ctx context.Context, pool *pgxpool.Pool, id string) (*pgx.Conn, er
 
 func (h *nodeHold) Lost() <-chan struct{} { return h.lost }
 
+// Settle gives a previous holder whose connection dropped two checks to
+// notice and cancel its jobs: it checks every h.check, and a dropped
+// connection fails its check at once.
+func (h *nodeHold) Settle() time.Duration { return 2 * h.check }
+
 // watch checks the connection every h.check. When it has dropped, the
 // session and its lock are gone: it takes the id again on a new
 // connection, retrying while the database cannot be reached, and reports

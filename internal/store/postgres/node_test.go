@@ -178,3 +178,65 @@ func TestANodeWhoseIDIsTakenWhileItsConnectionIsDownStopsWorking(t *testing.T) {
 		t.Error("the running job was not cancelled before OnNodeLost")
 	}
 }
+
+// TestANewcomerWaitsBeforeReclaimingALiveHoldersJobs: a process started
+// with an id whose holder's connection has just dropped gets the id, but
+// the holder lives and works its job until its next check notices. The
+// newcomer must not run that job meanwhile: it reclaims only after the
+// holder has had the time to notice and cancel it.
+func TestANewcomerWaitsBeforeReclaimingALiveHoldersJobs(t *testing.T) {
+	url := pgtest.URL(t)
+	s, schema := openNamedSchema(t)
+	s.Close()
+	const check = 2 * time.Second
+	s = openConfig(t, postgres.Config{URL: url, Schema: schema, NodeCheck: check})
+	defer s.Close()
+	conn := connect(t)
+	first := &blockWorker{started: make(chan struct{}), cancelled: make(chan struct{})}
+	stop, err := work(t, s, "node-r", first, func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		c, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond) // its job blocks: cancel it soon
+		defer cancel()
+		_ = stop(c)
+	}()
+	_, _, err = s.CreateJob(t.Context(), store.CreateJobParams{
+		Job:     &job.Job{ID: "job_r", AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"}},
+		Enqueue: []river.InsertManyParams{{Args: blockArgs{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-first.started
+
+	other := openConfig(t, postgres.Config{URL: url, Schema: schema, NodeCheck: check})
+	defer other.Close()
+	second := &blockWorker{started: make(chan struct{}), cancelled: make(chan struct{})}
+	holder := nodeHolder(t, conn, schema, "node-r")
+	if _, err := conn.Exec(t.Context(), `SELECT pg_terminate_backend($1, 5000)`, holder); err != nil {
+		t.Fatal(err)
+	}
+	stopOther, err := work(t, other, "node-r", second, nil)
+	if errors.Is(err, store.ErrNodeHeld) {
+		t.Skip("the first process took its id back before the newcomer asked; nothing to test this run")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		c, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond) // its job blocks: cancel it soon
+		defer cancel()
+		_ = stopOther(c)
+	}()
+	select {
+	case <-second.started:
+		select {
+		case <-first.cancelled:
+		default:
+			t.Fatal("the newcomer ran the job while the first process was still running it")
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the newcomer never ran the job the first process gave up")
+	}
+}

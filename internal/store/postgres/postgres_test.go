@@ -32,7 +32,9 @@ func openSchema(t testing.TB) *postgres.Store {
 func openNamedSchema(t testing.TB) (*postgres.Store, string) {
 	t.Helper()
 	url, schema := pgtest.Schema(t)
-	return openConfig(t, postgres.Config{URL: url, Schema: schema}), schema
+	// A node id's check every 100 ms: a restarted node reclaims its jobs
+	// two checks after it takes its id.
+	return openConfig(t, postgres.Config{URL: url, Schema: schema, NodeCheck: 100 * time.Millisecond}), schema
 }
 
 // openConfig opens the store cfg describes, logging warnings only.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/docjobs/docjobs/internal/store/sqlstore"
 )
@@ -54,6 +55,9 @@ func (b *backend) HoldNode(_ context.Context, id string) (sqlstore.NodeHold, err
 }
 
 func (fileHold) Lost() <-chan struct{} { return nil }
+
+// Settle is 0: the kernel frees a flock only when its process ends.
+func (fileHold) Settle() time.Duration { return 0 }
 
 func (h fileHold) Release(context.Context) error {
 	return h.f.Close() // closing the only descriptor drops the flock

@@ -88,7 +88,11 @@ func (s *Store[TTx]) holdNode(ctx context.Context, cfg store.WorkConfig) (NodeHo
 // work reclaims clientID's jobs and starts the client; hold (nil for no
 // node id) is watched for loss until stop.
 func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID string, hold NodeHold) (func(context.Context) error, error) {
-	if clientID != "" {
+	var settle time.Duration
+	if hold != nil {
+		settle = hold.Settle()
+	}
+	if clientID != "" && settle == 0 {
 		if err := s.reclaim(ctx, clientID); err != nil {
 			return nil, err
 		}
@@ -138,6 +142,12 @@ func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID st
 	}
 	stopped := make(chan struct{})
 	watched := make(chan struct{})
+	if clientID != "" && settle > 0 {
+		// The id was free, but its previous holder may be alive with a
+		// dropped connection, still working the jobs it has running until
+		// its next check: taking them at once asked their providers twice.
+		go s.reclaimAfter(ctx, clientID, settle, stopped, hold.Lost())
+	}
 	go func() {
 		var lost <-chan struct{}
 		if hold != nil {
@@ -173,6 +183,23 @@ func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID st
 		return fmt.Errorf("stop river client gracefully: %w", err)
 	}
 	return stop, nil
+}
+
+// reclaimAfter reclaims clientID's jobs once settle has passed, unless the
+// client stopped or lost the id meanwhile.
+func (s *Store[TTx]) reclaimAfter(ctx context.Context, clientID string, settle time.Duration, stopped <-chan struct{}, lost <-chan struct{}) {
+	t := time.NewTimer(settle)
+	defer t.Stop()
+	select {
+	case <-stopped:
+		return
+	case <-lost:
+		return
+	case <-t.C:
+	}
+	if err := s.reclaim(context.WithoutCancel(ctx), clientID); err != nil {
+		s.logger.WarnContext(ctx, "store: reclaiming the jobs of a previous run failed; River's rescuer will", "client_id", clientID, "err", err)
+	}
 }
 
 // hardStopWait is the default bound on how long stop waits for cancelled

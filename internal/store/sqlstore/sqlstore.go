@@ -69,6 +69,12 @@ type NodeHold interface {
 	// session that held it ended and another process took the id before
 	// this one could take it back. Nil when the hold cannot be lost.
 	Lost() <-chan struct{}
+	// Settle is how long a process that held the id before this one may
+	// still be working its jobs without knowing it lost the id (its
+	// connection dropped and it has not checked since); the jobs it left
+	// running are reclaimed only after that. 0 when a hold cannot be lost
+	// while its process lives.
+	Settle() time.Duration
 	// Release gives the id up. It is called once.
 	Release(ctx context.Context) error
 }
