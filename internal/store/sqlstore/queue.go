@@ -92,8 +92,17 @@ func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID st
 	if hold != nil {
 		settle = hold.Settle()
 	}
-	if clientID != "" && settle == 0 {
+	var left []leftJob
+	switch {
+	case clientID != "" && settle == 0:
 		if err := s.reclaim(ctx, clientID); err != nil {
+			return nil, err
+		}
+	case clientID != "":
+		// Noted before this client starts: its own jobs, running under
+		// the same id, are not the previous holder's to reclaim.
+		var err error
+		if left, err = s.leftRunning(ctx, clientID); err != nil {
 			return nil, err
 		}
 	}
@@ -146,7 +155,7 @@ func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID st
 		// The id was free, but its previous holder may be alive with a
 		// dropped connection, still working the jobs it has running until
 		// its next check: taking them at once asked their providers twice.
-		go s.reclaimAfter(ctx, clientID, settle, stopped, hold.Lost())
+		go s.reclaimAfter(ctx, clientID, left, settle, stopped, hold.Lost())
 	}
 	go func() {
 		var lost <-chan struct{}
@@ -185,9 +194,41 @@ func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID st
 	return stop, nil
 }
 
-// reclaimAfter reclaims clientID's jobs once settle has passed, unless the
-// client stopped or lost the id meanwhile.
-func (s *Store[TTx]) reclaimAfter(ctx context.Context, clientID string, settle time.Duration, stopped <-chan struct{}, lost <-chan struct{}) {
+// leftJob is a River job a previous holder of a node id left running, at
+// the attempt it was at.
+type leftJob struct {
+	id      int64
+	attempt int
+}
+
+// leftRunning lists the River jobs whose last attempt clientID made and
+// that are still running.
+func (s *Store[TTx]) leftRunning(ctx context.Context, clientID string) ([]leftJob, error) {
+	rows, err := s.query(ctx, s.backend.DB(), `SELECT id, attempt FROM river_job
+		WHERE state = 'running' AND `+s.dialect.LastAttemptedBy+` = ?`, clientID)
+	if err != nil {
+		return nil, fmt.Errorf("river jobs left running by %s: %w", clientID, err)
+	}
+	defer rows.Close()
+	var left []leftJob
+	for rows.Next() {
+		var j leftJob
+		if err := rows.Scan(&j.id, &j.attempt); err != nil {
+			return nil, fmt.Errorf("river jobs left running by %s: %w", clientID, err)
+		}
+		left = append(left, j)
+	}
+	return left, rows.Err()
+}
+
+// reclaimAfter returns to available, once settle has passed, those of left
+// still running at the same attempt under clientID (the previous holder
+// did not hand them back itself), unless the client stopped or lost the id
+// meanwhile.
+func (s *Store[TTx]) reclaimAfter(ctx context.Context, clientID string, left []leftJob, settle time.Duration, stopped <-chan struct{}, lost <-chan struct{}) {
+	if len(left) == 0 {
+		return
+	}
 	t := time.NewTimer(settle)
 	defer t.Stop()
 	select {
@@ -197,8 +238,19 @@ func (s *Store[TTx]) reclaimAfter(ctx context.Context, clientID string, settle t
 		return
 	case <-t.C:
 	}
-	if err := s.reclaim(context.WithoutCancel(ctx), clientID); err != nil {
-		s.logger.WarnContext(ctx, "store: reclaiming the jobs of a previous run failed; River's rescuer will", "client_id", clientID, "err", err)
+	ctx = context.WithoutCancel(ctx)
+	var n int64
+	for _, j := range left {
+		k, err := s.exec(ctx, s.backend.DB(), `UPDATE river_job SET state = 'available'
+			WHERE id = ? AND state = 'running' AND attempt = ? AND `+s.dialect.LastAttemptedBy+` = ?`, j.id, j.attempt, clientID)
+		if err != nil {
+			s.logger.WarnContext(ctx, "store: reclaiming a job of a previous run failed; River's rescuer will", "client_id", clientID, "err", err)
+			return
+		}
+		n += k
+	}
+	if n > 0 {
+		s.logger.InfoContext(ctx, "store: reclaimed river jobs of a previous run", "client_id", clientID, "jobs", n)
 	}
 }
 
