@@ -76,17 +76,20 @@ func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest
 	if j.RequestHash, err = requestHash(req, keyedDigest(key)); err != nil {
 		return nil, s.internal(ctx, "CreateJob", err, slog.String("job_id", j.ID))
 	}
-	legacy, err := requestHash(req, sha256Hex)
-	if err != nil {
-		return nil, s.internal(ctx, "CreateJob", err, slog.String("job_id", j.ID))
+	// Jobs created before secrets were keyed into the hash hold the plain
+	// one; only a create with an idempotency key can replay one.
+	var legacy string
+	if j.IdempotencyKey != "" {
+		if legacy, err = requestHash(req, sha256Hex); err != nil {
+			return nil, s.internal(ctx, "CreateJob", err, slog.String("job_id", j.ID))
+		}
 	}
 
 	created, replayed, err := s.store.CreateJob(ctx, store.CreateJobParams{
-		Job:           j,
-		Secrets:       secrets,
-		Enqueue:       s.first(j.ID, len(j.SourceURLs)),
-		MaxActiveJobs: s.cfg.AccountMaxActiveJobs,
-		// Jobs created before secrets were keyed into the hash.
+		Job:               j,
+		Secrets:           secrets,
+		Enqueue:           s.first(j.ID, len(j.SourceURLs)),
+		MaxActiveJobs:     s.cfg.AccountMaxActiveJobs,
 		LegacyRequestHash: legacy,
 	})
 	if errors.Is(err, store.ErrIdempotencyMismatch) {
