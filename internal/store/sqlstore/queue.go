@@ -93,17 +93,18 @@ func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID st
 		settle = hold.Settle()
 	}
 	var left []leftJob
-	switch {
-	case clientID != "" && settle == 0:
-		if err := s.reclaim(ctx, clientID); err != nil {
-			return nil, err
-		}
-	case clientID != "":
+	if clientID != "" {
 		// Noted before this client starts: its own jobs, running under
 		// the same id, are not the previous holder's to reclaim.
 		var err error
 		if left, err = s.leftRunning(ctx, clientID); err != nil {
 			return nil, err
+		}
+		if settle == 0 {
+			if err := s.reclaim(ctx, clientID, left); err != nil {
+				return nil, err
+			}
+			left = nil
 		}
 	}
 	listens := s.driver.SupportsListener()
@@ -238,19 +239,8 @@ func (s *Store[TTx]) reclaimAfter(ctx context.Context, clientID string, left []l
 		return
 	case <-t.C:
 	}
-	ctx = context.WithoutCancel(ctx)
-	var n int64
-	for _, j := range left {
-		k, err := s.exec(ctx, s.backend.DB(), `UPDATE river_job SET state = 'available'
-			WHERE id = ? AND state = 'running' AND attempt = ? AND `+s.dialect.LastAttemptedBy+` = ?`, j.id, j.attempt, clientID)
-		if err != nil {
-			s.logger.WarnContext(ctx, "store: reclaiming a job of a previous run failed; River's rescuer will", "client_id", clientID, "err", err)
-			return
-		}
-		n += k
-	}
-	if n > 0 {
-		s.logger.InfoContext(ctx, "store: reclaimed river jobs of a previous run", "client_id", clientID, "jobs", n)
+	if err := s.reclaim(context.WithoutCancel(ctx), clientID, left); err != nil {
+		s.logger.WarnContext(ctx, "store: reclaiming the jobs of a previous run failed; River's rescuer will", "client_id", clientID, "err", err)
 	}
 }
 
@@ -258,15 +248,19 @@ func (s *Store[TTx]) reclaimAfter(ctx context.Context, clientID string, left []l
 // jobs to return.
 const hardStopWait = 10 * time.Second
 
-// reclaim returns to available the River jobs whose last attempt was made by
-// clientID and that are still running. The caller holds clientID, so the
-// client that made those attempts is this node's previous incarnation and
-// nothing is working them.
-func (s *Store[TTx]) reclaim(ctx context.Context, clientID string) error {
-	n, err := s.exec(ctx, s.backend.DB(), `UPDATE river_job SET state = 'available'
-		WHERE state = 'running' AND `+s.dialect.LastAttemptedBy+` = ?`, clientID)
-	if err != nil {
-		return fmt.Errorf("reclaim river jobs of %s: %w", clientID, err)
+// reclaim returns to available those of left still running at the same
+// attempt under clientID: the caller holds clientID, so whoever made those
+// attempts is this node's previous incarnation, and nothing is working
+// them (or, after a settle, no longer is).
+func (s *Store[TTx]) reclaim(ctx context.Context, clientID string, left []leftJob) error {
+	var n int64
+	for _, j := range left {
+		k, err := s.exec(ctx, s.backend.DB(), `UPDATE river_job SET state = 'available'
+			WHERE id = ? AND state = 'running' AND attempt = ? AND `+s.dialect.LastAttemptedBy+` = ?`, j.id, j.attempt, clientID)
+		if err != nil {
+			return fmt.Errorf("reclaim river jobs of %s: %w", clientID, err)
+		}
+		n += k
 	}
 	if n > 0 {
 		s.logger.InfoContext(ctx, "store: reclaimed river jobs of a previous run", "client_id", clientID, "jobs", n)
