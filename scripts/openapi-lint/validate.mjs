@@ -43,6 +43,12 @@ if (!uploadError?.properties?.code || uploadError.properties.details) {
 if (!api.paths["/v1/jobs/{id}/events"].get.responses["200"]?.content?.["text/event-stream"]) {
   problems.push("events: the answer is not text/event-stream");
 }
+// Skipped and failed rows of a consensus job carry `consensus: null` (spec,
+// "Model answer row"): the schema every row's consensus refers to admits it.
+const consensus = api.components.schemas.ConsensusResult;
+if (consensus?.nullable !== true || consensus?.type !== "object") {
+  problems.push("ConsensusResult is not a nullable object: rows with consensus null would not validate");
+}
 if (problems.length) {
   console.error(`${file}: ${problems.join("; ")}`);
   process.exit(1);

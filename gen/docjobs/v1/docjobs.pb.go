@@ -1574,6 +1574,8 @@ func (x *ConsensusDisagreement) GetVariantsDropped() int32 {
 	return 0
 }
 
+// The vote of a consensus row. Skipped and failed rows of a consensus job
+// carry it as null.
 type ConsensusResult struct {
 	state                protoimpl.MessageState   `protogen:"open.v1"`
 	K                    int32                    `protobuf:"varint,1,opt,name=k,proto3" json:"k,omitempty"`
@@ -2705,7 +2707,7 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\n" +
 	"field_path\x18\x01 \x01(\tR\tfieldPath\x128\n" +
 	"\bvariants\x18\x02 \x03(\v2\x1c.docjobs.v1.ConsensusVariantR\bvariants\x12)\n" +
-	"\x10variants_dropped\x18\x03 \x01(\x05R\x0fvariantsDropped\"\x85\x02\n" +
+	"\x10variants_dropped\x18\x03 \x01(\x05R\x0fvariantsDropped\"\x8c\x02\n" +
 	"\x0fConsensusResult\x12\f\n" +
 	"\x01k\x18\x01 \x01(\x05R\x01k\x12!\n" +
 	"\fruns_votable\x18\x02 \x01(\x05R\vrunsVotable\x12#\n" +
@@ -2714,7 +2716,7 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"incomplete\x18\x04 \x01(\bR\n" +
 	"incomplete\x12G\n" +
 	"\rdisagreements\x18\x05 \x03(\v2!.docjobs.v1.ConsensusDisagreementR\rdisagreements\x123\n" +
-	"\x15disagreements_dropped\x18\x06 \x01(\x05R\x14disagreementsDropped\"\xe4\x05\n" +
+	"\x15disagreements_dropped\x18\x06 \x01(\x05R\x14disagreementsDropped:\x05\xbaG\x02\b\x01\"\xe4\x05\n" +
 	"\tLlmResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\x12!\n" +
