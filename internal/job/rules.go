@@ -4,16 +4,19 @@ import "strings"
 
 // SkipReasonAfterOCR says whether a file's model rows are skipped after
 // recognition, and why (DESIGN §4). An empty reason means the model runs.
+// A failed or skipped recognition names itself first; after a successful
+// one, missing prompts come before blank content (spec, POST /v1/jobs
+// rule 1: every row of a job without prompts is no_prompt).
 func SkipReasonAfterOCR(ocr OCRRow, prompts []string) string {
 	switch {
 	case ocr.Status == RowFailed:
 		return SkipOCRFailed
 	case ocr.Status == RowSkipped:
 		return SkipNoOCRContent
-	case strings.TrimSpace(ocr.Content) == "":
-		return SkipEmptyOCRContent
 	case len(prompts) == 0:
 		return SkipNoPrompt
+	case strings.TrimSpace(ocr.Content) == "":
+		return SkipEmptyOCRContent
 	}
 	return ""
 }

@@ -14,6 +14,8 @@ func TestSkipReasonAfterOCR(t *testing.T) {
 		{"skipped recognition", OCRRow{Status: RowSkipped}, []string{"p"}, SkipNoOCRContent},
 		{"whitespace only", OCRRow{Status: RowDone, Content: " \n\t"}, []string{"p"}, SkipEmptyOCRContent},
 		{"no prompts", OCRRow{Status: RowDone, Content: "text"}, nil, SkipNoPrompt},
+		{"whitespace only without prompts is no_prompt", OCRRow{Status: RowDone, Content: " \n\t"}, nil, SkipNoPrompt},
+		{"skipped recognition without prompts", OCRRow{Status: RowSkipped}, nil, SkipNoOCRContent},
 		{"model runs", OCRRow{Status: RowDone, Content: "text"}, []string{"p"}, ""},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,7 @@
 package schema
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -277,8 +279,7 @@ func compileDetail(err error) string {
 	var sve *jsonschema.SchemaValidationError
 	var ve *jsonschema.ValidationError
 	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
-		var leaves []string
-		collectLeaves(ve, &leaves)
+		leaves := sortedLeaves(ve)
 		if len(leaves) > maxCompileDetails {
 			leaves = append(leaves[:maxCompileDetails], fmt.Sprintf("and %d more", len(leaves)-maxCompileDetails))
 		}
@@ -292,17 +293,93 @@ func compileDetail(err error) string {
 
 var printer = message.NewPrinter(language.English)
 
+// leaf is one innermost validation error: where, under which keyword, what.
+type leaf struct {
+	at      []string // instance location, unescaped tokens
+	keyword string
+	msg     string
+}
+
+func (l leaf) String() string {
+	return "at /" + strings.Join(escapeAll(l.at), "/") + ": " + l.msg
+}
+
+// sortedLeaves renders the innermost errors of ve in a stable order: by
+// instance path, then keyword, then message. The validator builds Causes
+// by ranging over Go maps (an object's properties), so their order, and
+// with it which violations survive a cut to a few, would change from run
+// to run for the same answer.
+func sortedLeaves(ve *jsonschema.ValidationError) []string {
+	var ls []leaf
+	collectLeaves(ve, &ls)
+	slices.SortStableFunc(ls, func(a, b leaf) int {
+		if c := slices.CompareFunc(a.at, b.at, compareToken); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.keyword, b.keyword); c != 0 {
+			return c
+		}
+		return strings.Compare(a.msg, b.msg)
+	})
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.String()
+	}
+	return out
+}
+
 // collectLeaves gathers the innermost errors: they say what is wrong, their
 // parents only say that a combinator failed.
-func collectLeaves(ve *jsonschema.ValidationError, out *[]string) {
+func collectLeaves(ve *jsonschema.ValidationError, out *[]leaf) {
 	if len(ve.Causes) == 0 {
-		at := "/" + strings.Join(escapeAll(ve.InstanceLocation), "/")
-		*out = append(*out, "at "+at+": "+ve.ErrorKind.LocalizedString(printer))
+		// The names of disallowed properties come in map order too.
+		if k, ok := ve.ErrorKind.(*kind.AdditionalProperties); ok {
+			slices.Sort(k.Properties)
+		}
+		*out = append(*out, leaf{
+			at:      ve.InstanceLocation,
+			keyword: strings.Join(ve.ErrorKind.KeywordPath(), "/"),
+			msg:     ve.ErrorKind.LocalizedString(printer),
+		})
 		return
 	}
 	for _, c := range ve.Causes {
 		collectLeaves(c, out)
 	}
+}
+
+// compareToken orders two instance path tokens: array indices (all
+// digits) numerically, so /items/2 comes before /items/10, and before any
+// other token, which compare bytewise. Putting all digit tokens first keeps
+// the order total (bytewise "10" < "1a" < "9" would otherwise cycle).
+func compareToken(a, b string) int {
+	da, db := allDigits(a), allDigits(b)
+	switch {
+	case da && db:
+		// Without leading zeros, a longer number is larger; "02" and "2"
+		// (object keys, not indices) still get a fixed order.
+		if c := cmp.Compare(len(a), len(b)); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	case da:
+		return -1
+	case db:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func escapeAll(tokens []string) []string {

@@ -18,7 +18,11 @@ const (
 // Verdict judges a model answer against a compiled schema: whether it
 // conforms, and when not, at most MaxErrors violations of at most
 // MaxErrorBytes each, each naming the instance path ("at /items/3/price:
-// …"). An answer that is not JSON is one violation saying so.
+// …"), sorted by that path so the same answer always gets the same list.
+// When there are more, the first MaxErrors-1 are kept and the last entry
+// says how many were left out ("and 5 more violations"), so a caller can
+// tell a cut list from a complete one. An answer that is not JSON is one
+// violation saying so.
 func Verdict(s *jsonschema.Schema, answer string) (bool, []string) {
 	v, err := jsonschema.UnmarshalJSON(strings.NewReader(answer))
 	if err != nil {
@@ -32,8 +36,7 @@ func Verdict(s *jsonschema.Schema, answer string) (bool, []string) {
 	if !errors.As(err, &ve) {
 		return false, []string{clip("at /: " + firstLine(err.Error()))}
 	}
-	var leaves []string
-	collectLeaves(ve, &leaves)
+	leaves := sortedLeaves(ve)
 	if len(leaves) == 0 {
 		leaves = []string{"at /: " + ve.ErrorKind.LocalizedString(printer)}
 	}

@@ -1,9 +1,13 @@
 package schema
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 func TestVerdict(t *testing.T) {
@@ -50,5 +54,84 @@ func TestVerdictErrorsAreCutOnACharacterBoundary(t *testing.T) {
 	}
 	if got := clip(strings.Repeat("€", 200)); len(got) > MaxErrorBytes || !utf8.ValidString(got) || len(got) != 510 {
 		t.Fatalf("clip gave %d bytes", len(got))
+	}
+}
+
+// fourteenViolations compiles a schema of 14 integer properties p00..p13
+// and an answer breaking every one of them.
+func fourteenViolations(t *testing.T) (*jsonschema.Schema, string) {
+	t.Helper()
+	var props, answer []string
+	for i := range 14 {
+		props = append(props, fmt.Sprintf(`"p%02d":{"type":"integer"}`, i))
+		answer = append(answer, fmt.Sprintf(`"p%02d":"x"`, i))
+	}
+	s, err := Compile(`{"type":"object","properties":{` + strings.Join(props, ",") + `}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, "{" + strings.Join(answer, ",") + "}"
+}
+
+func TestVerdictKeepsTheSameViolationsInTheSameOrder(t *testing.T) {
+	s, answer := fourteenViolations(t)
+	var want []string
+	for i := range MaxErrors - 1 {
+		want = append(want, fmt.Sprintf("at /p%02d: got string, want integer", i))
+	}
+	want = append(want, "and 5 more violations")
+	// The validator's causes come in Go map order: one run could match
+	// by luck, fifty in a row cannot.
+	for run := range 50 {
+		if _, errs := Verdict(s, answer); !slices.Equal(errs, want) {
+			t.Fatalf("run %d: errors %q, want %q", run, errs, want)
+		}
+	}
+}
+
+func TestVerdictOrdersViolationsByInstancePath(t *testing.T) {
+	s, err := Compile(`{"type":"object","properties":{` +
+		`"items":{"type":"array","items":{"type":"integer"}},` +
+		`"a/b":{"type":"integer"},"c~d":{"type":"integer"},"z":{"type":"integer"}},` +
+		`"additionalProperties":false}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := `{"z":"x","zz":1,"yy":1,"items":[1,1,"x",1,1,1,1,1,1,1,"x"],"c~d":"x","a/b":"x","xx":1}`
+	want := []string{
+		`at /: additional properties 'xx', 'yy', 'zz' not allowed`,
+		`at /a~1b: got string, want integer`,
+		`at /c~0d: got string, want integer`,
+		`at /items/2: got string, want integer`,
+		`at /items/10: got string, want integer`,
+		`at /z: got string, want integer`,
+	}
+	for run := range 50 {
+		if _, errs := Verdict(s, answer); !slices.Equal(errs, want) {
+			t.Fatalf("run %d: errors\n%q\nwant\n%q", run, errs, want)
+		}
+	}
+}
+
+func TestCompareToken(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+		want int
+	}{
+		{"indices compare as numbers", "2", "10", -1},
+		{"equal indices", "7", "7", 0},
+		{"an index comes before a name", "9", "1a", -1},
+		{"a name comes after an index", "a", "10", 1},
+		{"names compare bytewise", "p10", "p9", -1},
+		{"a zero-padded key after its number", "2", "02", -1},
+		{"the empty key is a name", "", "0", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := compareToken(tt.a, tt.b); got != tt.want {
+				t.Fatalf("compareToken(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+			}
+		})
 	}
 }

@@ -426,13 +426,9 @@ func (c *conversion) ocrPage(ctx context.Context, p int) error {
 	if err != nil {
 		return onPage(p, err)
 	}
-	text := rec.Text
-	if strings.TrimSpace(text) == "" && len(rec.Pages) > 0 {
-		text = strings.Join(rec.Pages, "\n\n")
-	}
-	text = strings.TrimSpace(text)
+	text, format := pageText(rec)
 	content := text
-	if c.format == "html" && text != "" && rec.Format != "html" {
+	if c.format == "html" && text != "" && format != "html" {
 		if content, err = markdownToHTML(text); err != nil {
 			return onPage(p, fmt.Errorf("converting the provider's markdown: %w", err))
 		}

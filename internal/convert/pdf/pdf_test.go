@@ -250,6 +250,59 @@ func TestProviderHTMLIsKeptAsIs(t *testing.T) {
 	}
 }
 
+// TestAProviderAnswerBecomesThePageHTML covers what a vision model asked
+// for an HTML fragment may write instead: its HTML is kept, anything else
+// (markdown, plain text, a fence around either) becomes HTML.
+func TestAProviderAnswerBecomesThePageHTML(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		format string // Recognition.Format
+		answer string
+		want   string // page 2's section body
+	}{
+		{"an HTML answer is kept", "html",
+			"<h1>Invoice 7</h1>\n<p>scanned <b>text</b></p>",
+			"<h1>Invoice 7</h1>\n<p>scanned <b>text</b></p>\n"},
+		{"an HTML answer without block tags is kept", "html",
+			"Total: <b>12</b><br>Due: 1 May",
+			"Total: <b>12</b><br>Due: 1 May\n"},
+		{"a markdown answer asked as HTML is converted", "html",
+			"# Page title\n\nSome recognized text.",
+			"<h1>Page title</h1>\n<p>Some recognized text.</p>\n"},
+		{"markdown with an inline tag is still markdown", "html",
+			"Invoice 7\n\n| a | b |\n|---|---|\n| 1<br>2 | 3 |",
+			"<p>Invoice 7</p>\n<table>\n<thead>\n<tr>\n<th>a</th>\n<th>b</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td>1<br>2</td>\n<td>3</td>\n</tr>\n</tbody>\n</table>\n"},
+		{"a plain text answer keeps its paragraphs", "html",
+			"First line\nsecond line\n\nSecond paragraph, a < b > c.",
+			"<p>First line\nsecond line</p>\n<p>Second paragraph, a &lt; b &gt; c.</p>\n"},
+		{"a fenced HTML answer is unwrapped", "html",
+			"```html\n<h2>Terms</h2>\n<ul><li>one</li></ul>\n```",
+			"<h2>Terms</h2>\n<ul><li>one</li></ul>\n"},
+		{"a fenced markdown answer is unwrapped and converted", "html",
+			"```markdown\n## Terms\n\n- one\n```",
+			"<h2>Terms</h2>\n<ul>\n<li>one</li>\n</ul>\n"},
+		{"the blank-page answer is an empty page", "html", provider.BlankAnswer, ""},
+		{"a markdown recognition is converted", "markdown",
+			"# Scanned\n\nText.",
+			"<h1>Scanned</h1>\n<p>Text.</p>\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ocr := &recordingOCR{format: tt.format, text: map[int]string{2: tt.answer}}
+			res, err := Convert(context.Background(), Config{}, readFile(t, "scan-page2.pdf"), Options{Format: "html"}, ocr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "<section data-page=\"2\">\n" + tt.want + "</section>\n"
+			if !strings.Contains(res.Content, want) {
+				t.Errorf("page 2 is not\n%q\nin\n%q", want, res.Content)
+			}
+		})
+	}
+}
+
 func TestAProviderErrorFailsTheFileNamingThePage(t *testing.T) {
 	t.Parallel()
 	perr := &provider.Error{Category: provider.CategoryAuth, Status: 401}
