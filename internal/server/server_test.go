@@ -153,6 +153,58 @@ func TestWrongMethodOnAKnownPathIs405WithAllow(t *testing.T) {
 	})
 }
 
+func TestNonCanonicalPathsAreTheJSON404OfUnknownPaths(t *testing.T) {
+	env := startServer(t)
+	paths := []struct{ name, path string }{
+		{"the job collection with a trailing slash", "/v1/jobs/"},
+		{"the file collection with a trailing slash", "/v1/files/"},
+		{"a job with a trailing slash", "/v1/jobs/abc/"},
+		{"the upload path with a trailing slash", "/v1/jobs/upload/"},
+		{"a leading double slash", "//v1/jobs"},
+		{"a double slash after v1", "/v1//jobs"},
+		{"a double slash that would retarget at job \"result\"", "/v1/jobs//result"},
+		{"the API root without its slash", "/v1"},
+		{"the API root", "/v1/"},
+		{"a dot segment", "/v1/jobs/./abc"},
+		{"a dot-dot segment", "/v1/jobs/../files/abc"},
+		{"an operational route with a trailing slash", "/healthz/"},
+	}
+	for _, p := range paths {
+		for _, method := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} {
+			t.Run(p.name+"/"+method, func(t *testing.T) {
+				resp := env.do(method, p.path, keyAlice, "application/json", strings.NewReader("{}"))
+				if loc := resp.Header.Get("Location"); loc != "" {
+					t.Errorf("Location = %q: redirected", loc)
+				}
+				if allow := resp.Header.Get("Allow"); allow != "" {
+					t.Errorf("Allow = %q on an unknown path", allow)
+				}
+				if method == "HEAD" {
+					if resp.StatusCode != http.StatusNotFound {
+						t.Errorf("status = %d, want 404", resp.StatusCode)
+					}
+					return
+				}
+				m := wantStatusBody(t, resp, http.StatusNotFound, codes.NotFound, true)
+				if want := "no route for " + method + " " + p.path; m["message"] != want {
+					t.Errorf("message = %q, want %q", m["message"], want)
+				}
+			})
+		}
+	}
+	t.Run("canonical paths still reach their routes", func(t *testing.T) {
+		if resp := env.do("GET", "/healthz", "", "", nil); resp.StatusCode != 200 {
+			t.Errorf("GET /healthz: %d", resp.StatusCode)
+		}
+		if m := wantStatusBody(t, env.do("GET", "/v1/jobs/abc", keyAlice, "", nil), 404, codes.NotFound, true); strings.HasPrefix(fmt.Sprint(m["message"]), "no route") {
+			t.Errorf("GET /v1/jobs/abc: message %q, want the service's answer", m["message"])
+		}
+		if resp := env.do("GET", "/v1/jobs", keyAlice, "", nil); resp.StatusCode != 200 {
+			t.Errorf("GET /v1/jobs: %d", resp.StatusCode)
+		}
+	})
+}
+
 func TestMethodTableMatchesTheMostSpecificTemplate(t *testing.T) {
 	var table methodTable
 	for _, r := range []struct{ method, template string }{
