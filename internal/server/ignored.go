@@ -485,7 +485,14 @@ func ignoredIn(m protoreflect.Message, path string, names *[]string) {
 // known parameter means the parameter is absent (clients build URLs from
 // optional filters: ?statusEq= is no filter): queryFields deletes it from q
 // and reports that q changed.
+//
+// A singular field given more than one value (?pageSize=1&pageSize=2, or
+// in both spellings, ?pageSize=1&page_size=2) is an error naming the
+// parameter as sent: grpc-gateway refuses the first with a message naming
+// the proto field (page_size) and binds the second in map order, so either
+// value could win.
 func queryFields(q url.Values, md protoreflect.MessageDescriptor, pathParams map[string]string) (names []string, changed bool, err error) {
+	singular := map[protoreflect.FullName]string{} // field -> the key that gave it
 	for _, key := range slices.Sorted(maps.Keys(q)) {
 		values := q[key]
 		if _, bound := pathParams[key]; bound {
@@ -504,6 +511,15 @@ func queryFields(q url.Values, md protoreflect.MessageDescriptor, pathParams map
 			} else {
 				q[key] = kept
 			}
+		}
+		if len(kept) > 0 && !fd.IsList() {
+			if len(kept) > 1 {
+				return nil, false, fmt.Errorf("%s: expected one value, got %d", key, len(kept))
+			}
+			if other, ok := singular[fd.FullName()]; ok {
+				return nil, false, fmt.Errorf("%s: expected one value, also given as %s", key, other)
+			}
+			singular[fd.FullName()] = key
 		}
 		for _, v := range kept {
 			if err := checkQueryValue(fd, v); err != nil {

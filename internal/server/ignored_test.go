@@ -167,6 +167,10 @@ func TestQueryFields(t *testing.T) {
 		{"empty values are no parameter at all", "statusEq=&pageSize=&pageToken=", nil, ""},
 		{"an unknown enum name is an error", "statusEq=JOB_STATUS_DONE", nil, `statusEq: unknown value "JOB_STATUS_DONE"`},
 		{"an unknown enum number is an error in the service's words", "statusEq=99", nil, `statusEq: unknown value 99`},
+		{"a repeated singular parameter is an error naming it as sent", "pageSize=1&pageSize=2", nil, `pageSize: expected one value, got 2`},
+		{"a repeated parameter in proto spelling is named as sent", "page_size=1&page_size=2", nil, `page_size: expected one value, got 2`},
+		{"one field in both spellings is an error naming both", "pageSize=1&page_size=2", nil, `page_size: expected one value, also given as pageSize`},
+		{"an empty repeat is no second value", "pageSize=1&pageSize=", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

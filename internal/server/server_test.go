@@ -700,3 +700,11 @@ func TestConnectionsPastTheLimitWaitForOneToClose(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+func TestARepeatedQueryParameterIsNamedAsSent(t *testing.T) {
+	env := startServer(t)
+	m := wantStatusBody(t, env.do("GET", "/v1/jobs?pageSize=1&pageSize=2", keyAlice, "", nil), 400, codes.InvalidArgument, true)
+	if want := "pageSize: expected one value, got 2"; m["message"] != want {
+		t.Errorf("message = %q, want %q", m["message"], want)
+	}
+}
