@@ -708,3 +708,29 @@ func TestARepeatedQueryParameterIsNamedAsSent(t *testing.T) {
 		t.Errorf("message = %q, want %q", m["message"], want)
 	}
 }
+
+func TestALoneSurrogateEscapeNamesTheField(t *testing.T) {
+	env := startServer(t)
+	tests := []struct {
+		name, title, wantMessage string
+	}{
+		{"a lone high surrogate is 400 naming the field", `\ud800`, "title: invalid UTF-16 surrogate in string"},
+		{"a lone low surrogate is 400 naming the field", `x\udc00`, "title: invalid UTF-16 surrogate in string"},
+		{"a surrogate pair is a character", `\ud83d\ude00`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := env.doJSON("POST", "/v1/jobs", keyAlice, `{"sourceUrls":["https://a.test/x.txt"],"title":"`+tt.title+`"}`)
+			if tt.wantMessage == "" {
+				if body := readBody(t, resp); resp.StatusCode != 200 || !strings.Contains(body, `"title":"😀"`) {
+					t.Errorf("status %d: %s", resp.StatusCode, body)
+				}
+				return
+			}
+			m := wantStatusBody(t, resp, 400, codes.InvalidArgument, true)
+			if m["message"] != tt.wantMessage {
+				t.Errorf("message = %q, want %q", m["message"], tt.wantMessage)
+			}
+		})
+	}
+}
