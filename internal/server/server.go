@@ -150,6 +150,7 @@ type Server struct {
 	methods *methodTable
 	rate    *accountLimiter // nil: no rate limit
 	grpc    *grpc.Server
+	codec   *requestCodec // the gRPC server's (codec.go)
 	handler http.Handler
 }
 
