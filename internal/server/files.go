@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 	"github.com/docjobs/docjobs/internal/api"
 	"github.com/docjobs/docjobs/internal/job"
 )
@@ -60,6 +62,13 @@ func (s *Server) tooLarge() error {
 // upload handles POST /v1/jobs/upload. The body is read as a stream with
 // mime/multipart.Reader (never ParseMultipartForm, which would buffer the
 // file in memory or on disk) and the file part goes straight to storage.
+//
+// The form holds exactly one file. The answer waits for the end of the body:
+// a second "file" part is 400, and the file stored from the first is deleted
+// (it cannot be known before it is read); other parts are skipped and named
+// in the Docjobs-Warning header, as ignored JSON fields are. A body that
+// breaks off after the file also deletes it: the client never learns its
+// id, so nothing else could.
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "multipart/form-data" || params["boundary"] == "" {
@@ -74,42 +83,105 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.writeUploadError(w, r, status.Error(codes.InvalidArgument, "malformed multipart body"))
 		return
 	}
+	u := &uploadForm{}
+	fail := func(err error) {
+		s.discardUpload(r, u.stored)
+		u.warn(w)
+		s.writeUploadError(w, r, err)
+	}
 	for {
 		idle.extend()
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
-			s.writeUploadError(w, r, status.Error(codes.InvalidArgument, `multipart form field "file" is missing`))
-			return
+			break
 		}
 		if err != nil {
-			s.writeUploadError(w, r, s.readError(err))
+			fail(s.readError(err))
 			return
 		}
 		if part.FormName() != fileFormField {
-			// Other fields are skipped; MaxBytesReader bounds what they cost.
+			// Skipped, and named in the warning; MaxBytesReader bounds what
+			// they cost.
+			u.ignore(part.FormName())
 			if _, err := io.Copy(io.Discard, &idleReader{r: part, idle: idle}); err != nil {
-				s.writeUploadError(w, r, s.readError(err))
+				fail(s.readError(err))
 				return
 			}
 			continue
+		}
+		if u.stored != nil {
+			fail(status.Error(codes.InvalidArgument, "file: exactly one file per upload"))
+			return
 		}
 		body := &uploadReader{r: &idleReader{r: part, idle: idle}, max: s.cfg.UploadMaxBytes}
 		f, url, err := s.deps.Files.StoreUpload(r.Context(), part.FileName(), body)
 		switch {
 		case body.exceeded, errors.Is(err, api.ErrTooLarge):
-			s.writeUploadError(w, r, s.tooLarge())
+			fail(s.tooLarge())
 			return
 		case err != nil && body.err != nil:
 			// The client's body broke off or was malformed; storage only
 			// passed that on.
-			s.writeUploadError(w, r, s.readError(body.err))
+			fail(s.readError(body.err))
 			return
 		case err != nil:
-			s.writeUploadError(w, r, err)
+			fail(err)
 			return
 		}
-		writeJSON(w, http.StatusOK, uploadResponse{URL: url, Name: f.Name, SizeBytes: f.Size})
+		u.stored = &storedUpload{file: f, url: url}
+	}
+	if u.stored == nil {
+		fail(status.Error(codes.InvalidArgument, `multipart form field "file" is missing`))
 		return
+	}
+	u.warn(w)
+	writeJSON(w, http.StatusOK, uploadResponse{URL: u.stored.url, Name: u.stored.file.Name, SizeBytes: u.stored.file.Size})
+}
+
+// uploadForm is what an upload's form held so far.
+type uploadForm struct {
+	stored  *storedUpload // the file part, once stored
+	ignored []string      // names of the other parts, each once, at most maxIgnored
+	more    int           // further other parts past maxIgnored
+}
+
+type storedUpload struct {
+	file job.File
+	url  string
+}
+
+func (u *uploadForm) ignore(name string) {
+	if name == "" {
+		name = `""` // a part without a name still says it was there
+	}
+	switch {
+	case slices.Contains(u.ignored, name):
+	case len(u.ignored) < maxIgnored:
+		u.ignored = append(u.ignored, name)
+	default:
+		u.more++
+	}
+}
+
+// warn sets the Docjobs-Warning header naming the skipped parts.
+func (u *uploadForm) warn(w http.ResponseWriter) {
+	if len(u.ignored) > 0 {
+		w.Header().Set(WarningHeader, warningHeader(u.ignored, u.more))
+	}
+}
+
+// discardUpload deletes a stored upload whose request is answered with an
+// error, so that it does not count against the account's quota unseen. It
+// runs even if the client went away; a failure is logged, the client's
+// answer stays the error that caused it.
+func (s *Server) discardUpload(r *http.Request, stored *storedUpload) {
+	if stored == nil {
+		return
+	}
+	ctx := context.WithoutCancel(r.Context())
+	if _, err := s.deps.Service.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: stored.file.ID}); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelError, "deleting a refused upload failed",
+			append(requestAttrs(ctx), slog.String("file_id", stored.file.ID), slog.String("error", err.Error()))...)
 	}
 }
 

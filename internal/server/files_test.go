@@ -287,3 +287,105 @@ func TestDownload(t *testing.T) {
 		})
 	}
 }
+
+// formPart is one part of a multipart body built by multipartParts.
+type formPart struct {
+	field, fileName, content string // fileName "" makes a plain form field
+}
+
+// multipartParts builds a multipart body of parts in order; unclosed leaves
+// out the closing boundary, as a body cut off after its last part.
+func multipartParts(t *testing.T, unclosed bool, parts ...formPart) (string, *bytes.Buffer) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for _, p := range parts {
+		var w io.Writer
+		var err error
+		if p.fileName != "" {
+			w, err = mw.CreateFormFile(p.field, p.fileName)
+		} else {
+			w, err = mw.CreateFormField(p.field)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write([]byte(p.content))
+	}
+	if !unclosed {
+		if err := mw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return mw.FormDataContentType(), &buf
+}
+
+func TestUploadTakesExactlyOneFileAndNamesWhatItSkips(t *testing.T) {
+	tests := []struct {
+		name        string
+		parts       []formPart
+		unclosed    bool
+		wantStatus  int
+		wantMessage string // for an error answer
+		wantWarning string
+		wantStored  int
+	}{
+		{
+			name:        "a second file part is 400 and the first file is not kept",
+			parts:       []formPart{{"file", "a.txt", "first"}, {"file", "b.html", "<p>second</p>"}},
+			wantStatus:  400,
+			wantMessage: "file: exactly one file per upload",
+		},
+		{
+			name:        "a second file part after other fields is 400 naming those fields too",
+			parts:       []formPart{{"file", "a.txt", "first"}, {"extra", "", "1"}, {"file", "b.txt", "second"}},
+			wantStatus:  400,
+			wantMessage: "file: exactly one file per upload",
+			wantWarning: "ignored: extra",
+		},
+		{
+			name:        "other fields before and after the file are named once each, in order",
+			parts:       []formPart{{"note", "", "x"}, {"file", "a.txt", "content"}, {"extra", "", "1"}, {"note", "", "y"}, {"document", "d.txt", "z"}},
+			wantStatus:  200,
+			wantWarning: "ignored: note, extra, document",
+			wantStored:  1,
+		},
+		{
+			name:       "a file alone has no warning",
+			parts:      []formPart{{"file", "a.txt", "content"}},
+			wantStatus: 200,
+			wantStored: 1,
+		},
+		{
+			name:        "a body cut off after the file is 400 and the file is not kept",
+			parts:       []formPart{{"file", "a.txt", "content"}, {"extra", "", "half a field"}},
+			unclosed:    true,
+			wantStatus:  400,
+			wantMessage: "malformed or incomplete multipart body",
+			wantWarning: "ignored: extra",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := startServer(t)
+			ct, body := multipartParts(t, tt.unclosed, tt.parts...)
+			resp := env.do("POST", "/v1/jobs/upload", keyAlice, ct, body)
+			if got := resp.Header.Get(WarningHeader); got != tt.wantWarning {
+				t.Errorf("%s = %q, want %q", WarningHeader, got, tt.wantWarning)
+			}
+			if tt.wantStatus == 200 {
+				if raw := readBody(t, resp); resp.StatusCode != 200 {
+					t.Fatalf("status %d: %s", resp.StatusCode, raw)
+				}
+			} else {
+				m := wantStatusBody(t, resp, tt.wantStatus, codes.InvalidArgument, false)
+				if m["message"] != tt.wantMessage {
+					t.Errorf("message = %q, want %q", m["message"], tt.wantMessage)
+				}
+			}
+			if got := env.files.stored(t); len(got) != tt.wantStored {
+				t.Errorf("stored files %q, want %d", got, tt.wantStored)
+			}
+		})
+	}
+}

@@ -18,13 +18,16 @@ import (
 )
 
 // newGRPC builds the gRPC server. Interceptors run outermost first: observe
-// (logs, metrics), recover (a panic becomes Internal with an id), auth, and
-// error mapping, so what observe counts is what the client got.
+// (logs, metrics), recover (a panic becomes Internal with an id), auth, the
+// answer to a request message that did not decode (codec.go), and error
+// mapping, so what observe counts is what the client got.
 func (s *Server) newGRPC(svc docjobsv1.JobServiceServer) *grpc.Server {
+	s.codec = newRequestCodec()
 	gs := grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.observeUnary, s.recoverUnary, s.authUnary, s.warnUnary, s.mapErrorsUnary),
+		grpc.ForceServerCodecV2(s.codec),
+		grpc.ChainUnaryInterceptor(s.observeUnary, s.recoverUnary, s.authUnary, s.decodedUnary, s.warnUnary, s.mapErrorsUnary),
 		// UploadFile, the one streaming method, gets the same treatment.
-		grpc.ChainStreamInterceptor(s.observeStream, s.recoverStream, s.authStream, s.mapErrorsStream, s.idleStream),
+		grpc.ChainStreamInterceptor(s.observeStream, s.recoverStream, s.authStream, s.mapErrorsStream, s.decodedStream, s.idleStream),
 	)
 	docjobsv1.RegisterJobServiceServer(gs, svc)
 	// The standard health service (for gRPC probes and load balancers) and

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -66,6 +67,7 @@ type jobService struct {
 	lastReq  *docjobsv1.CreateJobRequest
 	blockGet chan struct{} // when set, the next GetJob waits for it to close
 	started  chan struct{} // closed when that GetJob has started
+	files    *diskFiles    // what DeleteFile deletes from
 }
 
 func newJobService() *jobService {
@@ -196,6 +198,23 @@ func (s *jobService) CancelJob(_ context.Context, _ *docjobsv1.CancelJobRequest)
 	return nil, job.ErrTerminal
 }
 
+// DeleteFile deletes an upload of the calling account from its diskFiles.
+func (s *jobService) DeleteFile(ctx context.Context, req *docjobsv1.DeleteFileRequest) (*emptypb.Empty, error) {
+	account, _ := auth.Account(ctx)
+	d := s.files
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f, ok := d.files[req.GetId()]
+	if !ok || f.AccountID != account {
+		return nil, status.Error(codes.NotFound, "file not found")
+	}
+	delete(d.files, f.ID)
+	if err := os.Remove(filepath.Join(d.dir, f.ID)); err != nil {
+		return nil, fmt.Errorf("delete file: %w", err)
+	}
+	return &emptypb.Empty{}, nil
+}
+
 func (s *jobService) DeleteJob(_ context.Context, _ *docjobsv1.DeleteJobRequest) (*emptypb.Empty, error) {
 	return &emptypb.Empty{}, nil
 }
@@ -248,6 +267,22 @@ func (d *diskFiles) StoreUpload(ctx context.Context, name string, body io.Reader
 	d.files[id] = f
 	d.mu.Unlock()
 	return f, "http://docjobs.test/v1/files/" + id, nil
+}
+
+// stored lists the ids of the files stored now, and whether each is on disk.
+func (d *diskFiles) stored(t *testing.T) []string {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var ids []string
+	for id := range d.files {
+		if _, err := os.Stat(filepath.Join(d.dir, id)); err != nil {
+			t.Errorf("file %s is recorded but not on disk: %v", id, err)
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func (d *diskFiles) OpenFile(ctx context.Context, id string) (job.File, io.ReadCloser, error) {
@@ -326,6 +361,7 @@ func startServer(t testing.TB, opts ...envOption) *testEnv {
 	env := &testEnv{t: t, svc: newJobService(), logs: &syncBuffer{}}
 	cfg := Config{UploadMaxBytes: DefaultUploadMaxBytes, ShutdownTimeout: 5 * time.Second}
 	env.files = newDiskFiles(t, cfg.UploadMaxBytes)
+	env.svc.files = env.files
 	deps := Deps{
 		Service: env.svc,
 		Files:   env.files,

@@ -44,7 +44,7 @@ var errNotObject = errors.New("request body must be a JSON object")
 // It fails on malformed JSON, naming the offset, and on a value of the wrong
 // JSON type for its field, naming the field.
 func ignoredFields(body []byte, md protoreflect.MessageDescriptor) (names []string, more int, err error) {
-	w := &walker{dec: json.NewDecoder(bytes.NewReader(body))}
+	w := &walker{body: body, dec: json.NewDecoder(bytes.NewReader(body))}
 	w.dec.UseNumber()
 	tok, err := w.token()
 	if err != nil {
@@ -63,6 +63,7 @@ func ignoredFields(body []byte, md protoreflect.MessageDescriptor) (names []stri
 }
 
 type walker struct {
+	body  []byte // what dec reads, to look at a string token as sent
 	dec   *json.Decoder
 	names []string
 	more  int
@@ -79,9 +80,13 @@ func (w *walker) ignore(name string) {
 // token reads the next token, turning decoder errors into messages that say
 // where the body went wrong.
 func (w *walker) token() (json.Token, error) {
+	start := w.dec.InputOffset()
 	tok, err := w.dec.Token()
 	switch {
 	case err == nil:
+		if _, ok := tok.(string); ok && loneSurrogate(w.body[start:w.dec.InputOffset()]) {
+			return nil, &surrogateError{offset: start}
+		}
 		return tok, nil
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return nil, errors.New("invalid JSON: unexpected end of body")
@@ -93,12 +98,92 @@ func (w *walker) token() (json.Token, error) {
 	return nil, fmt.Errorf("invalid JSON at offset %d: %s", w.dec.InputOffset(), err.Error())
 }
 
+// surrogateError is a string token holding a \u escape of half a UTF-16
+// surrogate pair ("\ud800" alone). encoding/json turns it into U+FFFD;
+// protojson refuses the body with a bare "unexpected EOF", which names
+// neither the field nor the problem. The callers that know the path name it
+// (keyAt, valueAt).
+type surrogateError struct{ offset int64 }
+
+func (e *surrogateError) Error() string {
+	return fmt.Sprintf("invalid JSON at offset %d: invalid UTF-16 surrogate in string", e.offset)
+}
+
+// valueAt names path as the field whose value holds the lone surrogate
+// err reports, unless a deeper caller already did.
+func valueAt(path string, err error) error {
+	var se *surrogateError
+	if errors.As(err, &se) {
+		return fmt.Errorf("%s: invalid UTF-16 surrogate in string", path)
+	}
+	return err
+}
+
+// keyAt names the object at path as holding a member name with a lone
+// surrogate.
+func keyAt(path string, err error) error {
+	var se *surrogateError
+	switch {
+	case !errors.As(err, &se):
+		return err
+	case path == "":
+		return fmt.Errorf("invalid JSON at offset %d: invalid UTF-16 surrogate in a member name", se.offset)
+	}
+	return fmt.Errorf("%s: invalid UTF-16 surrogate in a member name", path)
+}
+
+// loneSurrogate reports whether the JSON string in raw, which may start
+// with the separators before its opening quote, has a \u escape of a UTF-16
+// surrogate other than a high one followed at once by an escaped low one:
+// what protojson refuses. raw is valid JSON: the decoder read it.
+func loneSurrogate(raw []byte) bool {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return false
+	}
+	s := raw[bytes.IndexByte(raw, '"')+1:]
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character; an escaped backslash is skipped whole
+		r, ok := escapedRune(s, i)
+		if !ok {
+			continue
+		}
+		i += 4
+		switch {
+		case r < 0xd800 || r > 0xdfff:
+		case r >= 0xdc00: // a low surrogate without its high one
+			return true
+		default:
+			low, ok := rune(0), i+2 < len(s) && s[i+1] == '\\'
+			if ok {
+				low, ok = escapedRune(s, i+2)
+			}
+			if !ok || low < 0xdc00 || low > 0xdfff {
+				return true
+			}
+			i += 6
+		}
+	}
+	return false
+}
+
+// escapedRune reads the code unit of a \u escape whose 'u' is s[i].
+func escapedRune(s []byte, i int) (rune, bool) {
+	if i+5 > len(s) || s[i] != 'u' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(s[i+1:i+5]), 16, 16)
+	return rune(n), err == nil
+}
+
 // message walks the members of an object whose '{' was already read.
 func (w *walker) message(md protoreflect.MessageDescriptor, path string) error {
 	for w.dec.More() {
 		tok, err := w.token()
 		if err != nil {
-			return err
+			return keyAt(path, err)
 		}
 		key, _ := tok.(string) // the decoder guarantees object keys are strings
 		p := join(path, key)
@@ -106,12 +191,12 @@ func (w *walker) message(md protoreflect.MessageDescriptor, path string) error {
 		if fd == nil {
 			w.ignore(p)
 			if err := w.skip(); err != nil {
-				return err
+				return valueAt(p, err)
 			}
 			continue
 		}
 		if err := w.field(fd, p); err != nil {
-			return err
+			return valueAt(p, err)
 		}
 	}
 	_, err := w.token() // '}'
@@ -164,7 +249,7 @@ func (w *walker) mapValue(fd protoreflect.FieldDescriptor, path string) error {
 	for w.dec.More() {
 		tok, err := w.token()
 		if err != nil {
-			return err
+			return keyAt(path, err)
 		}
 		key, _ := tok.(string)
 		if err := w.element(fd.MapValue(), join(path, key)); err != nil {
@@ -181,7 +266,7 @@ func (w *walker) mapValue(fd protoreflect.FieldDescriptor, path string) error {
 func (w *walker) element(fd protoreflect.FieldDescriptor, path string) error {
 	tok, err := w.token()
 	if err != nil {
-		return err
+		return valueAt(path, err)
 	}
 	if tok == nil && !nullable(fd) {
 		return typeError(path, expected(fd), nil)
@@ -485,7 +570,14 @@ func ignoredIn(m protoreflect.Message, path string, names *[]string) {
 // known parameter means the parameter is absent (clients build URLs from
 // optional filters: ?statusEq= is no filter): queryFields deletes it from q
 // and reports that q changed.
+//
+// A singular field given more than one value (?pageSize=1&pageSize=2, or
+// in both spellings, ?pageSize=1&page_size=2) is an error naming the
+// parameter as sent: grpc-gateway refuses the first with a message naming
+// the proto field (page_size) and binds the second in map order, so either
+// value could win.
 func queryFields(q url.Values, md protoreflect.MessageDescriptor, pathParams map[string]string) (names []string, changed bool, err error) {
+	singular := map[protoreflect.FullName]string{} // field -> the key that gave it
 	for _, key := range slices.Sorted(maps.Keys(q)) {
 		values := q[key]
 		if _, bound := pathParams[key]; bound {
@@ -504,6 +596,15 @@ func queryFields(q url.Values, md protoreflect.MessageDescriptor, pathParams map
 			} else {
 				q[key] = kept
 			}
+		}
+		if len(kept) > 0 && !fd.IsList() {
+			if len(kept) > 1 {
+				return nil, false, fmt.Errorf("%s: expected one value, got %d", key, len(kept))
+			}
+			if other, ok := singular[fd.FullName()]; ok {
+				return nil, false, fmt.Errorf("%s: expected one value, also given as %s", key, other)
+			}
+			singular[fd.FullName()] = key
 		}
 		for _, v := range kept {
 			if err := checkQueryValue(fd, v); err != nil {

@@ -45,6 +45,9 @@ func TestIgnoredFields(t *testing.T) {
 		{"a whole number may have a fraction or an exponent", `{"neural":{"chunkBudgetTokens":4e3},"merge":{"scope":1.0}}`, nil},
 		{"the extreme integers are in range", `{"neural":{"chunkBudgetTokens":-2147483648},"extractionMode":2147483647}`, nil},
 		{"an empty object ignores nothing", `{}`, nil},
+		{"a surrogate pair is a character", `{"title":"\ud83d\ude00 \uD83D\uDE00","metadata":{"\ud83d\ude00":"x"}}`, nil},
+		{"an escaped backslash before u is no escape", `{"title":"\\ud800"}`, nil},
+		{"escapes that are not surrogates", `{"title":"\u0041\n\"\ud7ff\ue000"}`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,6 +143,17 @@ func TestIgnoredFieldsRejectsMalformedBodies(t *testing.T) {
 		{"a boolean for an enum", `{"extractionMode":true}`, "extractionMode: expected an enum value name, got a boolean"},
 		{"a list for a map", `{"metadata":["a"]}`, "metadata: expected an object, got an array"},
 		{"a number as a map value", `{"metadata":{"a":1}}`, "metadata.a: expected a string, got a number"},
+		{"a lone high surrogate names the field", `{"title":"\ud800"}`, "title: invalid UTF-16 surrogate in string"},
+		{"a lone low surrogate", `{"title":"a\uDC00b"}`, "title: invalid UTF-16 surrogate in string"},
+		{"a high surrogate followed by a letter escape", `{"title":"\ud800\u0041"}`, "title: invalid UTF-16 surrogate in string"},
+		{"two high surrogates", `{"title":"\ud800\ud800"}`, "title: invalid UTF-16 surrogate in string"},
+		{"a high surrogate at the end after an escaped backslash", `{"title":"\\\ud800"}`, "title: invalid UTF-16 surrogate in string"},
+		{"a lone surrogate in a list names the element", `{"prompts":["a","\ud800"]}`, "prompts[1]: invalid UTF-16 surrogate in string"},
+		{"a lone surrogate in a map value", `{"metadata":{"k":"\ud800"}}`, "metadata.k: invalid UTF-16 surrogate in string"},
+		{"a lone surrogate in a map key", `{"metadata":{"\ud800":"v"}}`, "metadata: invalid UTF-16 surrogate in a member name"},
+		{"a lone surrogate in a member name", `{"ti\ud800tle":"x"}`, "invalid JSON at offset 1: invalid UTF-16 surrogate in a member name"},
+		{"a lone surrogate in an unknown field", `{"zzz":{"a":["\ud800"]}}`, "zzz: invalid UTF-16 surrogate in string"},
+		{"a lone surrogate in a nested field", `{"merge":{"format":"\udfff"}}`, "merge.format: invalid UTF-16 surrogate in string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,6 +181,10 @@ func TestQueryFields(t *testing.T) {
 		{"empty values are no parameter at all", "statusEq=&pageSize=&pageToken=", nil, ""},
 		{"an unknown enum name is an error", "statusEq=JOB_STATUS_DONE", nil, `statusEq: unknown value "JOB_STATUS_DONE"`},
 		{"an unknown enum number is an error in the service's words", "statusEq=99", nil, `statusEq: unknown value 99`},
+		{"a repeated singular parameter is an error naming it as sent", "pageSize=1&pageSize=2", nil, `pageSize: expected one value, got 2`},
+		{"a repeated parameter in proto spelling is named as sent", "page_size=1&page_size=2", nil, `page_size: expected one value, got 2`},
+		{"one field in both spellings is an error naming both", "pageSize=1&page_size=2", nil, `page_size: expected one value, also given as pageSize`},
+		{"an empty repeat is no second value", "pageSize=1&pageSize=", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

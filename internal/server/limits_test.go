@@ -58,3 +58,18 @@ func TestAnUploadPastTheAccountQuotaIs429(t *testing.T) {
 		t.Errorf("Retry-After = %q, want none: nothing frees the quota on a schedule", got)
 	}
 }
+
+func TestARefusedUploadFormLeavesNothingAgainstTheQuota(t *testing.T) {
+	env := startServer(t, withService(t, api.Config{AccountMaxUploadBytes: 10}))
+	ct, body := multipartParts(t, false, formPart{"file", "a.txt", "0123456789"}, formPart{"file", "b.txt", "x"})
+	m := wantStatusBody(t, env.do("POST", "/v1/jobs/upload", keyAlice, ct, body), 400, codes.InvalidArgument, false)
+	if m["message"] != "file: exactly one file per upload" {
+		t.Errorf("message = %q", m["message"])
+	}
+	// The first file was stored before the second part was seen; had it been
+	// kept, this upload would pass the quota.
+	ct, body = multipartBody(t, nil, "file", "a.txt", "0123456789")
+	if resp := env.do("POST", "/v1/jobs/upload", keyAlice, ct, body); resp.StatusCode != 200 {
+		t.Fatalf("upload up to the quota after the refused form: %d %s", resp.StatusCode, readBody(t, resp))
+	}
+}

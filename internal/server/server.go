@@ -150,6 +150,7 @@ type Server struct {
 	methods *methodTable
 	rate    *accountLimiter // nil: no rate limit
 	grpc    *grpc.Server
+	codec   *requestCodec // the gRPC server's (codec.go)
 	handler http.Handler
 }
 
@@ -225,6 +226,9 @@ func (s *Server) routeTable(gateway *runtime.ServeMux) (http.Handler, error) {
 	// precise route label once a REST route matched. Its routes serve
 	// exactly their method (no HEAD).
 	mux.Handle("/v1/", routed(routeUnmatched, gateway))
+	// Without it ServeMux redirects /v1 to the /v1/ subtree (an HTML 307)
+	// instead of answering the JSON 404 of every unknown path.
+	mux.Handle("/v1", http.HandlerFunc(s.notFound))
 	for _, key := range slices.Sorted(maps.Keys(s.routes)) {
 		method, path, _ := strings.Cut(key, " ")
 		err = errors.Join(err, methods.add(method, path, s.writeError))
@@ -234,7 +238,42 @@ func (s *Server) routeTable(gateway *runtime.ServeMux) (http.Handler, error) {
 		return nil, err
 	}
 	s.methods = &methods
-	return s.observe(methods.check(mux)), nil
+	return s.observe(s.canonicalOnly(methods.check(mux))), nil
+}
+
+// canonicalOnly answers the JSON 404 of an unknown path for a path with an
+// empty, "." or ".." segment (//v1/jobs, /v1/jobs/, /v1/jobs/./x). No route
+// has such a path, and letting them through would be worse than a 404:
+// ServeMux answers an HTML 307 to the cleaned path, which can name another
+// resource (/v1/jobs//result becomes job "result"), and the gateway binds
+// an empty segment as an empty id.
+func (s *Server) canonicalOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !canonicalPath(r.URL.Path) {
+			s.notFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// canonicalPath reports whether path is "/" or "/" followed by non-empty
+// segments none of which is "." or "..": the paths ServeMux serves as they
+// are rather than redirecting.
+func canonicalPath(path string) bool {
+	if path == "/" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "/")
+	if !ok {
+		return false
+	}
+	for seg := range strings.SplitSeq(rest, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // Handler returns the HTTP handler of the whole service, gRPC included

@@ -153,6 +153,58 @@ func TestWrongMethodOnAKnownPathIs405WithAllow(t *testing.T) {
 	})
 }
 
+func TestNonCanonicalPathsAreTheJSON404OfUnknownPaths(t *testing.T) {
+	env := startServer(t)
+	paths := []struct{ name, path string }{
+		{"the job collection with a trailing slash", "/v1/jobs/"},
+		{"the file collection with a trailing slash", "/v1/files/"},
+		{"a job with a trailing slash", "/v1/jobs/abc/"},
+		{"the upload path with a trailing slash", "/v1/jobs/upload/"},
+		{"a leading double slash", "//v1/jobs"},
+		{"a double slash after v1", "/v1//jobs"},
+		{"a double slash that would retarget at job \"result\"", "/v1/jobs//result"},
+		{"the API root without its slash", "/v1"},
+		{"the API root", "/v1/"},
+		{"a dot segment", "/v1/jobs/./abc"},
+		{"a dot-dot segment", "/v1/jobs/../files/abc"},
+		{"an operational route with a trailing slash", "/healthz/"},
+	}
+	for _, p := range paths {
+		for _, method := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} {
+			t.Run(p.name+"/"+method, func(t *testing.T) {
+				resp := env.do(method, p.path, keyAlice, "application/json", strings.NewReader("{}"))
+				if loc := resp.Header.Get("Location"); loc != "" {
+					t.Errorf("Location = %q: redirected", loc)
+				}
+				if allow := resp.Header.Get("Allow"); allow != "" {
+					t.Errorf("Allow = %q on an unknown path", allow)
+				}
+				if method == "HEAD" {
+					if resp.StatusCode != http.StatusNotFound {
+						t.Errorf("status = %d, want 404", resp.StatusCode)
+					}
+					return
+				}
+				m := wantStatusBody(t, resp, http.StatusNotFound, codes.NotFound, true)
+				if want := "no route for " + method + " " + p.path; m["message"] != want {
+					t.Errorf("message = %q, want %q", m["message"], want)
+				}
+			})
+		}
+	}
+	t.Run("canonical paths still reach their routes", func(t *testing.T) {
+		if resp := env.do("GET", "/healthz", "", "", nil); resp.StatusCode != 200 {
+			t.Errorf("GET /healthz: %d", resp.StatusCode)
+		}
+		if m := wantStatusBody(t, env.do("GET", "/v1/jobs/abc", keyAlice, "", nil), 404, codes.NotFound, true); strings.HasPrefix(fmt.Sprint(m["message"]), "no route") {
+			t.Errorf("GET /v1/jobs/abc: message %q, want the service's answer", m["message"])
+		}
+		if resp := env.do("GET", "/v1/jobs", keyAlice, "", nil); resp.StatusCode != 200 {
+			t.Errorf("GET /v1/jobs: %d", resp.StatusCode)
+		}
+	})
+}
+
 func TestMethodTableMatchesTheMostSpecificTemplate(t *testing.T) {
 	var table methodTable
 	for _, r := range []struct{ method, template string }{
@@ -647,4 +699,38 @@ func TestConnectionsPastTheLimitWaitForOneToClose(t *testing.T) {
 		t.Fatalf("the waiting connection after one closed: %v", err)
 	}
 	resp.Body.Close()
+}
+
+func TestARepeatedQueryParameterIsNamedAsSent(t *testing.T) {
+	env := startServer(t)
+	m := wantStatusBody(t, env.do("GET", "/v1/jobs?pageSize=1&pageSize=2", keyAlice, "", nil), 400, codes.InvalidArgument, true)
+	if want := "pageSize: expected one value, got 2"; m["message"] != want {
+		t.Errorf("message = %q, want %q", m["message"], want)
+	}
+}
+
+func TestALoneSurrogateEscapeNamesTheField(t *testing.T) {
+	env := startServer(t)
+	tests := []struct {
+		name, title, wantMessage string
+	}{
+		{"a lone high surrogate is 400 naming the field", `\ud800`, "title: invalid UTF-16 surrogate in string"},
+		{"a lone low surrogate is 400 naming the field", `x\udc00`, "title: invalid UTF-16 surrogate in string"},
+		{"a surrogate pair is a character", `\ud83d\ude00`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := env.doJSON("POST", "/v1/jobs", keyAlice, `{"sourceUrls":["https://a.test/x.txt"],"title":"`+tt.title+`"}`)
+			if tt.wantMessage == "" {
+				if body := readBody(t, resp); resp.StatusCode != 200 || !strings.Contains(body, `"title":"😀"`) {
+					t.Errorf("status %d: %s", resp.StatusCode, body)
+				}
+				return
+			}
+			m := wantStatusBody(t, resp, 400, codes.InvalidArgument, true)
+			if m["message"] != tt.wantMessage {
+				t.Errorf("message = %q, want %q", m["message"], tt.wantMessage)
+			}
+		})
+	}
 }
