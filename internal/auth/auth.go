@@ -31,17 +31,29 @@ func HashKey(key string) []byte {
 	return h[:]
 }
 
-// ParseStatic parses DOCJOBS_API_KEYS: "account:key,account:key".
+// ParseStatic parses DOCJOBS_API_KEYS: "account:key,account:key". A key
+// listed for two accounts is refused: one of them would silently get the
+// other's jobs. Errors name the entry by position, never the key.
 func ParseStatic(s string) (map[string]string, error) {
 	keys := map[string]string{} // key -> account
+	first := map[string]int{}   // key -> position of its first entry
+	entry := 0
 	for part := range strings.SplitSeq(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
 			continue
 		}
+		entry++
 		account, key, ok := strings.Cut(part, ":")
 		if !ok || account == "" || key == "" {
-			return nil, fmt.Errorf("DOCJOBS_API_KEYS: entry %d is not account:key", len(keys)+1)
+			return nil, fmt.Errorf("DOCJOBS_API_KEYS: entry %d is not account:key", entry)
+		}
+		if prev, seen := keys[key]; seen && prev != account {
+			return nil, fmt.Errorf("DOCJOBS_API_KEYS: entry %d gives account %q the key entry %d gives account %q; a key opens one account",
+				entry, account, first[key], prev)
+		}
+		if _, seen := first[key]; !seen {
+			first[key] = entry
 		}
 		keys[key] = account
 	}

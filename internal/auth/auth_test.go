@@ -67,3 +67,31 @@ func TestParseStaticNamesTheBadEntry(t *testing.T) {
 		}
 	}
 }
+
+func TestParseStaticRefusesAKeyListedForTwoAccounts(t *testing.T) {
+	tests := []struct {
+		name, keys, wantErr string // wantErr "" accepts
+	}{
+		{"same key, two accounts", "a:SAMEKEY123,b:SAMEKEY123", "entry 2 gives account \"b\" the key entry 1 gives"},
+		{"positions count entries, not blanks", "a:k0, ,c:SAMEKEY123,b:k2,a:SAMEKEY123", "entry 4 gives account \"a\" the key entry 2 gives"},
+		{"the same entry twice is harmless", "a:SAMEKEY123,a:SAMEKEY123", ""},
+		{"two keys for one account", "a:k1,a:k2", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keys, err := ParseStatic(tt.keys)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("ParseStatic(%q) = %v", tt.keys, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("ParseStatic(%q) = %v, %v; want an error containing %s", tt.keys, keys, err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "SAMEKEY123") {
+				t.Fatalf("the error names the key: %v", err)
+			}
+		})
+	}
+}

@@ -326,13 +326,48 @@ func (c Config) SQLitePath() (path string, ok bool) {
 	return strings.CutPrefix(c.DatabaseURL, "sqlite://")
 }
 
-// redactURL hides a password in a connection URL.
+// redactURL hides the secrets of a connection or bucket URL: the userinfo
+// password and every query parameter whose name says it carries one. pgx
+// takes the password as ?password= (and ?sslpassword=) as readily as in the
+// userinfo, and a bucket URL may one day name a token; a URL that does not
+// parse is shown by its scheme alone, since where its secret sits is
+// unknown.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
+	if err != nil {
+		if scheme, _, ok := strings.Cut(raw, "://"); ok {
+			return scheme + "://…"
+		}
+		return "…"
+	}
+	if u.RawQuery != "" {
+		params := strings.Split(u.RawQuery, "&")
+		for i, p := range params {
+			name, _, _ := strings.Cut(p, "=")
+			if n, err := url.QueryUnescape(name); err == nil {
+				name = n
+			}
+			if secretParam(name) {
+				params[i] = url.QueryEscape(name) + "=xxxxx"
+			}
+		}
+		u.RawQuery = strings.Join(params, "&")
 	}
 	return u.Redacted()
+}
+
+// secretParam says whether a URL query parameter of this name may carry a
+// secret. It matches by part of the name so that spellings a driver adds
+// later (sslpassword, access_token, …) are hidden too; hiding a parameter
+// that only names a key file costs a log line some detail, nothing more.
+func secretParam(name string) bool {
+	name = strings.ToLower(name)
+	for _, part := range []string{"pass", "secret", "token", "key", "signature", "credential"} {
+		if strings.Contains(name, part) {
+			return true
+		}
+	}
+	return false
 }
 
 func or(v, def string) string {

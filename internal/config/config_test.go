@@ -168,6 +168,47 @@ func TestStringRedactsSecrets(t *testing.T) {
 	}
 }
 
+func TestConfiguredURLsAreLoggedWithoutTheirSecrets(t *testing.T) {
+	tests := []struct {
+		name, db, storage string
+		want              []string // pieces the String() and Database() show
+	}{
+		{"password in the userinfo", "postgres://dj:SECRET1@db:5432/x", "",
+			[]string{"postgres://dj:xxxxx@db:5432/x"}},
+		{"password as a query parameter", "postgres://dj@db/x?sslmode=disable&password=SECRET1", "",
+			[]string{"postgres://dj@db/x?sslmode=disable&password=xxxxx"}},
+		{"ssl key password as a query parameter", "postgres://dj@db/x?sslpassword=SECRET1&sslmode=verify-full", "",
+			[]string{"?sslpassword=xxxxx&sslmode=verify-full"}},
+		{"both spellings at once", "postgresql://dj:SECRET1@db/x?password=SECRET1", "",
+			[]string{"postgresql://dj:xxxxx@db/x?password=xxxxx"}},
+		{"percent-encoded parameter name", "postgres://db/x?pass%77ord=SECRET1", "",
+			[]string{"?password=xxxxx"}},
+		{"parameter names that say secret, token or key", "postgres://db/x",
+			"s3://bucket?region=eu-west-1&access_token=SECRET1&Secret=SECRET1&api_key=SECRET1",
+			[]string{"s3://bucket?region=eu-west-1&access_token=xxxxx&Secret=xxxxx&api_key=xxxxx"}},
+		{"a URL that does not parse", "postgres://dj:SECRET1%zz@db:5432/x", "",
+			[]string{"database=postgres://…"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(env(map[string]string{"DOCJOBS_DATABASE_URL": tt.db, "DOCJOBS_STORAGE_URL": tt.storage}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, shown := range []string{c.String(), c.Database()} {
+				if strings.Contains(shown, "SECRET1") {
+					t.Fatalf("leaks the secret: %s", shown)
+				}
+			}
+			for _, w := range tt.want {
+				if s := c.String(); !strings.Contains(s, w) {
+					t.Errorf("String() = %s, want it to contain %s", s, w)
+				}
+			}
+		})
+	}
+}
+
 func TestDatabaseIsNamedWithoutItsPassword(t *testing.T) {
 	t.Chdir(t.TempDir())
 	wd, err := filepath.Abs(".")

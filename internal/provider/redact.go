@@ -1,8 +1,6 @@
 package provider
 
 import (
-	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -20,47 +18,56 @@ const keyMarker = "[key elided]"
 // rawData field: base64 payloads are elided (data URLs keep their media
 // type: "data:image/jpeg;base64,<elided 123456 bytes>"; bare runs of
 // MinBase64Run or more base64 characters become "<elided N bytes>", N the
-// decoded size) and every secret is removed, in its plain and its
-// JSON-escaped spelling. The result never contains a secret nor a base64
-// run of MinBase64Run characters.
+// decoded size) and every secret is removed, in each spelling NewSecrets
+// lists. The result never contains a secret nor a base64 run of
+// MinBase64Run characters.
 func Redact(text string, secrets ...string) string {
-	secrets = redactable(secrets)
+	return NewSecrets(secrets...).Redact(text)
+}
+
+// Redact is the package's Redact with the set's secrets.
+func (s Secrets) Redact(text string) string {
 	// Secrets go first: a key next to a payload would otherwise be cut in
 	// two by the elision and only partly found. Eliding can in theory
 	// produce what a secret spells (and removing a secret can join two
 	// base64 runs), so both repeat until neither finds anything; realistic
 	// input settles in one round.
 	for range 4 {
-		next := elideBase64(removeSecrets(text, secrets))
+		next := elideBase64(removeSecrets(text, s.all))
 		if next == text {
 			return text
 		}
 		text = next
 	}
-	if containsAny(text, secrets) || longestBase64Run(text) >= MinBase64Run {
+	if containsAny(text, s.all) || longestBase64Run(text) >= MinBase64Run {
 		return "[withheld: the text could not be redacted]"
 	}
 	return text
 }
 
-// redactable returns the non-empty secrets with their JSON-escaped
-// spellings, longest first so that a secret containing another is
-// replaced whole.
-func redactable(secrets []string) []string {
-	var out []string
-	for _, s := range secrets {
-		if s == "" {
-			continue
+// Elide removes the set's secrets from text a vendor answered (recognized
+// text, a model's answer) and changes nothing else: base64 there is the
+// document's or the answer's own. Secrets shorter than MinElidedSecret are
+// left, since eliding them would cut ordinary words out of the text.
+func (s Secrets) Elide(text string) string {
+	for range 4 {
+		next := removeSecrets(text, s.long)
+		if next == text {
+			return text
 		}
-		out = append(out, s)
-		if b, err := json.Marshal(s); err == nil {
-			if esc := string(b[1 : len(b)-1]); esc != s {
-				out = append(out, esc)
+		text = next
+	}
+	// Removing one secret made another, over and over (only a crafted set
+	// of keys does): remove them outright, which only shortens the text.
+	for changed := true; changed; {
+		changed = false
+		for _, sp := range s.long {
+			if strings.Contains(text, sp) {
+				text, changed = strings.ReplaceAll(text, sp, ""), true
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return out
+	return text
 }
 
 func removeSecrets(text string, secrets []string) string {

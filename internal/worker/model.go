@@ -335,7 +335,11 @@ func (w *fileWorker) chatFor(ctx context.Context, j *job.Job) (provider.Chat, er
 	if err != nil {
 		return nil, fmt.Errorf("neural: %w", err)
 	}
-	return chat, nil
+	secrets, err := jobSecrets(ctx, w.deps, j)
+	if err != nil {
+		return nil, err
+	}
+	return provider.RedactChat(chat, secrets), nil
 }
 
 // chatRequest is the first prompt as the system message and the chunk, with

@@ -3,15 +3,18 @@ package worker
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/provider"
+	"github.com/docjobs/docjobs/internal/webhook"
 )
 
 // Providers opens a vendor adapter for a slot, model and key.
@@ -40,7 +43,12 @@ func (w *fileWorker) ocrFor(j *job.Job, i int) provider.OCR {
 		if err != nil {
 			return nil, fmt.Errorf("ocr.provider: %w", err)
 		}
-		return ocr, nil
+		secrets, err := jobSecrets(ctx, w.deps, j)
+		if err != nil {
+			return nil, err
+		}
+		// Inside the page cache, so that what it keeps is redacted too.
+		return provider.RedactOCR(ocr, secrets), nil
 	}}}
 }
 
@@ -103,6 +111,35 @@ func openSecret(ctx context.Context, deps Deps, j *job.Job, field string) (strin
 		return string(key), nil
 	}
 	return "", errNoSecret
+}
+
+// jobSecrets is every secret the job holds (both provider keys and the
+// webhook secret), for the redaction of both stages' answers: a vendor may
+// echo any key it was given, and the OCR answer is the model vendor's input.
+// A Standard Webhooks secret is listed with its decoded key too, whose own
+// spellings (hex, base64 at other alignments) differ from the secret's.
+func jobSecrets(ctx context.Context, deps Deps, j *job.Job) (provider.Secrets, error) {
+	sealed, err := deps.Store.JobSecrets(ctx, j.ID)
+	if err != nil {
+		return provider.Secrets{}, fmt.Errorf("load the job's secrets: %w", err)
+	}
+	var plain []string
+	for _, s := range sealed {
+		if deps.Secrets == nil {
+			return provider.Secrets{}, unopenedSecret(s.Field + " cannot be opened on this server")
+		}
+		secret, err := deps.Secrets.Open(s.Ciphertext, j.AccountID, j.ID, s.Field)
+		if err != nil {
+			return provider.Secrets{}, unopenedSecret(s.Field + " cannot be opened (was the master key changed?)")
+		}
+		plain = append(plain, string(secret))
+		if rest, ok := strings.CutPrefix(string(secret), webhook.SecretPrefix); ok && s.Field == job.SecretWebhookSecret {
+			if key, err := base64.StdEncoding.DecodeString(rest); err == nil {
+				plain = append(plain, string(key))
+			}
+		}
+	}
+	return provider.NewSecrets(plain...), nil
 }
 
 // PageCache keeps provider answers per page of a job's file.

@@ -163,3 +163,29 @@ func TestNewNeedsAKey(t *testing.T) {
 		t.Fatal("New without a key succeeded")
 	}
 }
+
+// TestAnEchoedKeyLeavesNoPageNorDebugField: wrapped with the job's
+// secrets, a 200 answer whose pages quote this key, another key of the job
+// and their encodings keeps none of them in the pages, the text or rawData.
+func TestAnEchoedKeyLeavesNoPageNorDebugField(t *testing.T) {
+	const other = "sk-model-key-of-the-same-job-42"
+	echo := func(s string) string {
+		return s + " " + base64.StdEncoding.EncodeToString([]byte(s)) + " " + strconv.Quote(s)
+	}
+	srv := providertest.NewServer(t, providertest.Reply(200, pages("page one "+echo(key), "page two "+echo(other))))
+	ocr := provider.RedactOCR(open(t, srv.URL, time.Second), provider.NewSecrets(key, other))
+	rec, err := ocr.Recognize(t.Context(), provider.Document{Data: []byte("%PDF-1.7"), MIME: "application/pdf", Format: "html"})
+	if err != nil {
+		t.Fatalf("Recognize: %v", err)
+	}
+	for field, text := range map[string]string{"pages": strings.Join(rec.Pages, "|"), "text": rec.Text, "rawData": rec.RawData} {
+		for _, s := range []string{key, other, base64.StdEncoding.EncodeToString([]byte(key)), base64.StdEncoding.EncodeToString([]byte(other))} {
+			if strings.Contains(text, s) {
+				t.Errorf("%s keeps %q: %s", field, s, text)
+			}
+		}
+	}
+	if len(rec.Pages) != 2 || !strings.HasPrefix(rec.Pages[1], "page two [key elided]") {
+		t.Errorf("pages = %q, want the pages with the keys elided", rec.Pages)
+	}
+}
