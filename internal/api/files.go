@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 )
@@ -57,16 +58,10 @@ func ParseFileURL(publicURL, raw string) (id string, ok bool) {
 	return parseFileURL(pub, raw)
 }
 
+// parseFileURL is the worker's parser (fetch.OwnFileURLID), so that the
+// API takes as an upload exactly the sources the worker reads from storage.
 func parseFileURL(pub *url.URL, raw string) (string, bool) {
-	u, err := url.Parse(raw)
-	if err != nil || !strings.EqualFold(u.Scheme, pub.Scheme) || !strings.EqualFold(u.Host, pub.Host) {
-		return "", false
-	}
-	id, ok := strings.CutPrefix(u.Path, strings.TrimRight(pub.Path, "/")+filesPath)
-	if !ok || id == "" || strings.Contains(id, "/") {
-		return "", false
-	}
-	return id, true
+	return fetch.OwnFileURLID(pub, raw)
 }
 
 // StoreUpload streams body to storage as a new file of the calling account
@@ -253,6 +248,9 @@ func (s *Service) OpenFile(ctx context.Context, id string) (job.File, io.ReadClo
 	if err != nil {
 		return job.File{}, nil, err
 	}
+	if !PossibleID(id) {
+		return job.File{}, nil, ErrNotFound
+	}
 	f, err := s.store.GetFile(ctx, acct, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return job.File{}, nil, ErrNotFound
@@ -291,6 +289,9 @@ func (s *Service) DeleteFile(ctx context.Context, req *docjobsv1.DeleteFileReque
 		return nil, err
 	}
 	id := req.GetId()
+	if !PossibleID(id) {
+		return nil, status.Error(codes.NotFound, "file not found")
+	}
 	fileAttr := slog.String("file_id", id)
 	f, err := s.store.GetFile(ctx, acct, id)
 	if errors.Is(err, store.ErrNotFound) {

@@ -46,14 +46,15 @@ func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest
 	if err != nil {
 		return nil, err
 	}
-	// A job may use only its own account's stored files.
-	for _, u := range uploads {
-		if _, err := s.store.GetFile(ctx, acct, u.id); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return nil, invalid(fmt.Sprintf("sourceUrls[%d]", u.index), "file not found")
-			}
-			return nil, s.internal(ctx, "CreateJob", fmt.Errorf("look up upload %s: %w", u.id, err))
-		}
+	// A job may use only its own account's stored files. A missing one
+	// refuses the create, unless the request replays a job created while
+	// it existed (the client may delete an upload once its job read it).
+	missing, err := s.missingUpload(ctx, acct, uploads)
+	if err != nil {
+		return nil, err
+	}
+	if missing != nil && req.GetIdempotencyKey() == "" {
+		return nil, missing
 	}
 
 	mode := req.GetExtractionMode().String()
@@ -91,7 +92,11 @@ func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest
 		Enqueue:           s.first(j.ID, len(j.SourceURLs)),
 		MaxActiveJobs:     s.cfg.AccountMaxActiveJobs,
 		LegacyRequestHash: legacy,
+		ReplayOnly:        missing != nil,
 	})
+	if missing != nil && errors.Is(err, store.ErrNotFound) {
+		return nil, missing // not a replay: the upload is what is wrong
+	}
 	if errors.Is(err, store.ErrIdempotencyMismatch) {
 		return nil, status.Error(codes.InvalidArgument, job.ErrIdempotencyMismatch.Error())
 	}
@@ -107,6 +112,25 @@ func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest
 		slog.String("job_id", created.ID), slog.String("account_id", acct),
 		slog.Int("files", len(created.SourceURLs)), slog.Bool("replayed", replayed))
 	return toJob(created), nil
+}
+
+// missingUpload returns the InvalidArgument naming the first source among
+// uploads that is not a stored file of acct, or nil when all are. An id
+// the service cannot have made is not looked up.
+func (s *Service) missingUpload(ctx context.Context, acct string, uploads []uploadRef) (missing, err error) {
+	for _, u := range uploads {
+		notFound := invalid(fmt.Sprintf("sourceUrls[%d]", u.index), "file not found")
+		if !PossibleID(u.id) {
+			return notFound, nil
+		}
+		if _, err := s.store.GetFile(ctx, acct, u.id); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return notFound, nil
+			}
+			return nil, s.internal(ctx, "CreateJob", fmt.Errorf("look up upload %s: %w", u.id, err))
+		}
+	}
+	return nil, nil
 }
 
 // activeJobsRetryAfter is the Retry-After of a create refused for the
@@ -303,6 +327,9 @@ func (s *Service) GetJob(ctx context.Context, req *docjobsv1.GetJobRequest) (*do
 	if err != nil {
 		return nil, err
 	}
+	if !PossibleID(req.GetId()) {
+		return nil, errJobNotFound
+	}
 	j, err := s.store.GetJob(ctx, acct, req.GetId())
 	if err != nil {
 		return nil, s.jobError(ctx, "GetJob", req.GetId(), err)
@@ -368,6 +395,9 @@ func (s *Service) JobResultRows(ctx context.Context, id string) (*docjobsv1.Job,
 	acct, err := account(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !PossibleID(id) {
+		return nil, nil, errJobNotFound
 	}
 	j, rows, err := s.store.ResultRows(ctx, acct, id)
 	if err != nil {
@@ -457,6 +487,9 @@ func (s *Service) CancelJob(ctx context.Context, req *docjobsv1.CancelJobRequest
 	if err != nil {
 		return nil, err
 	}
+	if !PossibleID(req.GetId()) {
+		return nil, errJobNotFound
+	}
 	j, err := s.store.CancelJob(ctx, acct, req.GetId())
 	if err != nil {
 		return nil, s.jobError(ctx, "CancelJob", req.GetId(), err)
@@ -470,6 +503,9 @@ func (s *Service) DeleteJob(ctx context.Context, req *docjobsv1.DeleteJobRequest
 	acct, err := account(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if !PossibleID(req.GetId()) {
+		return nil, errJobNotFound
 	}
 	keys, err := s.store.DeleteJob(ctx, acct, req.GetId())
 	if err != nil {

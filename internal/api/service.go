@@ -97,8 +97,10 @@ type Deps struct {
 	// FirstStage returns the River jobs that start a new job with the given
 	// number of files; they are inserted in the create transaction. Required.
 	FirstStage func(jobID string, files int) []river.InsertManyParams
-	Logger     *slog.Logger  // default slog.Default()
-	NewID      func() string // job and file ids; default a UUIDv7 string
+	Logger     *slog.Logger // default slog.Default()
+	// NewID makes job and file ids; default a UUIDv7 string. An id it
+	// makes must pass PossibleID, or it is never found again.
+	NewID func() string
 }
 
 // Service implements docjobsv1.JobServiceServer, and the upload and
@@ -193,11 +195,15 @@ func (s *Service) internal(ctx context.Context, op string, err error, attrs ...s
 	return status.Error(codes.Internal, "internal error (id="+id+")")
 }
 
+// errJobNotFound answers for a job that does not exist or is another
+// account's.
+var errJobNotFound = status.Error(codes.NotFound, "job not found")
+
 // jobError maps a store error about one job to the client's status.
 func (s *Service) jobError(ctx context.Context, op, jobID string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return status.Error(codes.NotFound, "job not found")
+		return errJobNotFound
 	case errors.Is(err, store.ErrTerminal):
 		return status.Error(codes.FailedPrecondition, "job already ended")
 	case errors.Is(err, context.Canceled):

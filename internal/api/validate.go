@@ -97,6 +97,9 @@ func validateCreate(req *docjobsv1.CreateJobRequest, rules createRules) ([]uploa
 	if n := utf8.RuneCountInString(req.GetTitle()); n > maxTitleChars {
 		return nil, invalid("title", "at most %d characters", maxTitleChars)
 	}
+	if err := checkText("title", req.GetTitle()); err != nil {
+		return nil, err
+	}
 	if err := validateMetadata(req.GetMetadata()); err != nil {
 		return nil, err
 	}
@@ -115,6 +118,9 @@ func validateCreate(req *docjobsv1.CreateJobRequest, rules createRules) ([]uploa
 	}
 	if n := utf8.RuneCountInString(req.GetIdempotencyKey()); n > maxIdempotencyKey {
 		return nil, invalid("idempotencyKey", "at most %d characters", maxIdempotencyKey)
+	}
+	if err := checkText("idempotencyKey", req.GetIdempotencyKey()); err != nil {
+		return nil, err
 	}
 	return uploads, nil
 }
@@ -175,11 +181,17 @@ func validateNeural(n *docjobsv1.Neural, hasPrompts bool) error {
 	if len(n.GetModel()) > maxModelBytes {
 		return invalid("neural.model", "at most %d bytes", maxModelBytes)
 	}
+	if err := checkText("neural.model", n.GetModel()); err != nil {
+		return err
+	}
 	if hasPrompts && strings.TrimSpace(n.GetModel()) == "" {
 		return invalid("neural.model", "required when prompts are given")
 	}
 	if len(n.GetApiKey()) > maxSecretBytes {
 		return invalid("neural.apiKey", "at most %d bytes", maxSecretBytes)
+	}
+	if err := checkHeaderValue("neural.apiKey", n.GetApiKey()); err != nil {
+		return err
 	}
 	if b := n.GetChunkBudgetTokens(); b < 0 {
 		return invalid("neural.chunkBudgetTokens", "must not be negative")
@@ -205,11 +217,17 @@ func validateOCR(o *docjobsv1.Ocr) error {
 	if len(o.GetModel()) > maxModelBytes {
 		return invalid("ocr.model", "at most %d bytes", maxModelBytes)
 	}
+	if err := checkText("ocr.model", o.GetModel()); err != nil {
+		return err
+	}
 	if o.GetProviderKey() == "" {
 		return invalid("ocr.providerKey", "required")
 	}
 	if len(o.GetProviderKey()) > maxSecretBytes {
 		return invalid("ocr.providerKey", "at most %d bytes", maxSecretBytes)
+	}
+	if err := checkHeaderValue("ocr.providerKey", o.GetProviderKey()); err != nil {
+		return err
 	}
 	return nil
 }
@@ -266,6 +284,36 @@ func validateMetadata(md map[string]string) error {
 		}
 		if len(md[k]) > maxMetadataValue {
 			return invalid("metadata["+strconv.Quote(k)+"]", "at most %d bytes", maxMetadataValue)
+		}
+	}
+	return nil
+}
+
+// checkText refuses, in a request field stored as plain text, what
+// PostgreSQL cannot store in a TEXT column: NUL, and bytes that are not
+// UTF-8 (the JSON decoder and gRPC's codec refuse those before; the check
+// keeps the rule whole for any other caller). Stored, the store would
+// replace them (sqlstore.storable), and the job would not echo what the
+// client sent; refused, both databases answer alike.
+func checkText(field, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return invalid(field, "must not contain NUL characters")
+	}
+	if !utf8.ValidString(s) {
+		return invalid(field, "must be valid UTF-8")
+	}
+	return nil
+}
+
+// checkHeaderValue refuses a provider key that cannot be sent in an HTTP
+// header, where every provider takes it: RFC 9110's field-value holds
+// visible characters, SP, HTAB and bytes from 0x80 (obs-text), so any other
+// control character (CR, LF, NUL, DEL, …) is refused. Stored, such a key
+// fails every call before it leaves the process. The key is not echoed.
+func checkHeaderValue(field, s string) error {
+	for i := range len(s) {
+		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return invalid(field, "must not contain control characters")
 		}
 	}
 	return nil

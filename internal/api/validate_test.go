@@ -291,6 +291,50 @@ func TestValidateCreate(t *testing.T) {
 		{name: "an idempotency key of 256 characters is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
 			r.IdempotencyKey = strings.Repeat("k", 256)
 		}, want: "idempotencyKey: at most 255 characters"},
+
+		// Text stored as it is: NUL (PostgreSQL refuses it) and invalid
+		// UTF-8 are refused on every database.
+		{name: "a title with NUL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Title = "a\x00b" },
+			want: "title: must not contain NUL characters"},
+		{name: "a title that is not UTF-8 is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Title = "a\xffb" },
+			want: "title: must be valid UTF-8"},
+		{name: "a title with tabs and new lines is accepted", mutate: func(r *docjobsv1.CreateJobRequest) { r.Title = "a\tb\nc" }},
+		{name: "an idempotency key with NUL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.IdempotencyKey = "k\x00" },
+			want: "idempotencyKey: must not contain NUL characters"},
+		{name: "an idempotency key that is not UTF-8 is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.IdempotencyKey = "\xc3" },
+			want: "idempotencyKey: must be valid UTF-8"},
+		{name: "a neural model with NUL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.Model = "g\x00pt" },
+			want: "neural.model: must not contain NUL characters"},
+		{name: "a neural model with NUL is rejected without prompts too", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Prompts, r.Neural.Model = nil, "\x00"
+		}, want: "neural.model: must not contain NUL characters"},
+		{name: "an ocr model with NUL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Model = "m\x00" },
+			want: "ocr.model: must not contain NUL characters"},
+		{name: "an ocr model that is not UTF-8 is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Model = "m\xff" },
+			want: "ocr.model: must be valid UTF-8"},
+
+		// Provider keys go into an HTTP header: RFC 9110 field-value.
+		{name: "a provider key with SP, HTAB and obs-text is accepted", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Neural.ApiKey, r.Ocr.ProviderKey = "sk a\tb", "k\x80\xff~!"
+		}},
+		{name: "an api key with a new line is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.ApiKey = "sk-1\n" },
+			want: "neural.apiKey: must not contain control characters"},
+		{name: "an api key with CR LF is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.ApiKey = "sk-1\r\nX-Evil: 1" },
+			want: "neural.apiKey: must not contain control characters"},
+		{name: "an api key with NUL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.ApiKey = "sk\x00" },
+			want: "neural.apiKey: must not contain control characters"},
+		{name: "a provider key with DEL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.ProviderKey = "k\x7f" },
+			want: "ocr.providerKey: must not contain control characters"},
+		{name: "a provider key with an escape is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.ProviderKey = "k\x1b[0m" },
+			want: "ocr.providerKey: must not contain control characters"},
+
+		// Our own upload URLs follow the rules of every URL.
+		{name: "our upload URL with credentials is rejected like any URL", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"http://u:pw@localhost:8080/v1/files/abc"}
+		}, want: "sourceUrls[0]: must not contain credentials (user:password@)"},
+		{name: "our upload URL with a user only is rejected like any URL", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"http://u@localhost:8080/v1/files/abc"}
+		}, want: "sourceUrls[0]: must not contain credentials (user:password@)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -346,6 +390,7 @@ func TestParseFileURL(t *testing.T) {
 		{"an empty id is not a file", "http://localhost:8080", "http://localhost:8080/v1/files/", ""},
 		{"a nested path is not a file", "http://localhost:8080", "http://localhost:8080/v1/files/a/b", ""},
 		{"garbage is not a file", "http://localhost:8080", "%zz", ""},
+		{"a URL with credentials is not ours to read", "http://localhost:8080", "http://u:pw@localhost:8080/v1/files/abc", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

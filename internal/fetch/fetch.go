@@ -164,14 +164,24 @@ func (f *Fetcher) FileURL(id string) string {
 // OwnFileID reports whether raw is one of our stored-file URLs
 // ({PublicURL}/v1/files/{id}, query ignored) and returns the id.
 func (f *Fetcher) OwnFileID(raw string) (string, bool) {
+	return OwnFileURLID(f.public, raw)
+}
+
+// OwnFileURLID reports whether raw is a stored-file URL of the service at
+// public ({public}/v1/files/{id}, scheme and host without case, query
+// ignored) and returns the id. A URL with user information is not: the API
+// refuses it as it refuses credentials in any URL, and the worker would
+// download it. The API and the worker share this one parser, so that a
+// source the API accepted as an upload is one the worker reads as such.
+func OwnFileURLID(public *url.URL, raw string) (string, bool) {
 	u, err := url.Parse(raw)
 	if err != nil || u.User != nil {
 		return "", false
 	}
-	if !strings.EqualFold(u.Scheme, f.public.Scheme) || !strings.EqualFold(u.Host, f.public.Host) {
+	if !strings.EqualFold(u.Scheme, public.Scheme) || !strings.EqualFold(u.Host, public.Host) {
 		return "", false
 	}
-	rest, ok := strings.CutPrefix(u.Path, f.public.Path+filesPath)
+	rest, ok := strings.CutPrefix(u.Path, strings.TrimRight(public.Path, "/")+filesPath)
 	if !ok || rest == "" || strings.Contains(rest, "/") {
 		return "", false
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -70,6 +71,12 @@ func Classify(ctx, callCtx context.Context, err error, ex *Exchange, key string)
 	if errors.As(err, &ne) && ne.Timeout() {
 		return &Error{Category: CategoryTimeout, Status: status, Err: errors.New(Redact(ne.Error(), key))}
 	}
+	if invalidHeader(err) {
+		// The transport refused to send a header value (it names the field,
+		// never the value): a key stored with a control character. Every
+		// try fails alike, so it is not a network failure to retry.
+		return &Error{Category: CategoryInvalidRequest, Status: status, Err: errors.New(Redact(err.Error(), key))}
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) || errors.As(err, &ne) {
 		return &Error{Category: CategoryNetwork, Status: status, Err: errors.New(Redact(err.Error(), key))}
@@ -82,6 +89,14 @@ func Classify(ctx, callCtx context.Context, err error, ex *Exchange, key string)
 	}
 	// Nothing was sent: the SDK refused to build the request.
 	return &Error{Category: CategoryInvalidRequest, Status: status, Err: fmt.Errorf("request not sent: %T", err)}
+}
+
+// invalidHeader reports net/http's refusal to send a request whose header
+// field name or value HTTP does not allow ("net/http: invalid header field
+// value for \"Authorization\"", and its HTTP/2 twin). net/http exports no
+// error value for it, so its words are what can be matched.
+func invalidHeader(err error) bool {
+	return strings.Contains(err.Error(), "invalid header field ")
 }
 
 // Malformed is the error of a 2xx answer that decodes but lacks what an

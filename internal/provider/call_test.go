@@ -124,6 +124,35 @@ func TestClassify(t *testing.T) {
 	})
 }
 
+// A key stored with a control character makes net/http refuse to send the
+// request. That was classified a network failure and retried for ~85 s;
+// every try fails alike, so it is an invalid request, not retried.
+func TestAKeyHTTPCannotCarryIsAnInvalidRequest(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("a request with an invalid header was sent")
+	}))
+	defer srv.Close()
+	for _, key := range []string{"sk-1\n", "sk-1\r\nX: y", "sk\x00", "sk\x7f"} {
+		_, err := provider.Call(t.Context(), time.Second, key, func(ctx context.Context) error {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("{}"))
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := provider.RecordingClient(nil).Do(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			return nil
+		})
+		pe := (*provider.Error)(nil)
+		if !errors.As(err, &pe) || pe.Category != provider.CategoryInvalidRequest || pe.Retryable() {
+			t.Fatalf("key %q: err = %v, want an invalid request not retried", key, err)
+		}
+		if strings.Contains(pe.Err.Error(), strings.TrimSpace(key)) {
+			t.Errorf("key %q: the cause holds the key: %v", key, pe.Err)
+		}
+	}
+}
+
 func TestIdentifier(t *testing.T) {
 	for in, want := range map[string]string{
 		"invalid_api_key":                  "invalid_api_key",

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/docjobs/docjobs/internal/api"
 	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/job"
 )
@@ -187,6 +188,11 @@ func (e *eventStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
+	if !api.PossibleID(id) {
+		// No such job can exist; the store is not asked (api.PossibleID).
+		e.s.writeError(w, r, errJobNotFound)
+		return
+	}
 	// Watch before the first read, so an end between the two is not missed.
 	ended, stopWatch := src.WatchEnd(id)
 	defer stopWatch()

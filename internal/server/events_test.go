@@ -314,6 +314,22 @@ func TestEventsAnswerLikeTheRestOfTheAPIBeforeStreaming(t *testing.T) {
 	}
 }
 
+// An id with NUL or a byte that is not UTF-8 answered 500 on PostgreSQL,
+// which refuses such text: no such job can exist, so the store is not asked.
+func TestEventsOfAnIDTheServiceCannotHaveMadeAreNotFoundWithoutARead(t *testing.T) {
+	src := newProgressJobs()
+	env := startServer(t, withProgress(src, nil))
+	for _, id := range []string{"%00", "%FF", "a%00b"} {
+		resp := env.do("GET", "/v1/jobs/"+id+"/events", keyAlice, "", nil)
+		if m := wantStatusBody(t, resp, 404, codes.NotFound, true); m["message"] != "job not found" {
+			t.Errorf("%s: message = %q, want job not found", id, m["message"])
+		}
+	}
+	if n := src.readCount(); n != 0 {
+		t.Fatalf("%d progress reads, want none", n)
+	}
+}
+
 func TestEventsHeadAnswersHeadersOnly(t *testing.T) {
 	src := newProgressJobs()
 	src.set("alice", "job-1", progress(job.StatusRunning, 0, 1, 0, 0))

@@ -59,6 +59,12 @@ type CreateJobParams struct {
 	// LegacyRequestHash is the request's hash as it was computed before
 	// secrets entered it keyed: a replay of a job created then matches it.
 	LegacyRequestHash string
+	// ReplayOnly creates nothing: CreateJob returns the job the idempotency
+	// key already names (replayed), ErrIdempotencyMismatch when that job
+	// was made by other parameters, or ErrNotFound when the key names no
+	// job. For a request that can no longer create its job (an upload it
+	// names was deleted since) but may be the replay of one that did.
+	ReplayOnly bool
 }
 
 // ListParams selects a page of an account's jobs, newest first.

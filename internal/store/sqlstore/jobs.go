@@ -155,6 +155,13 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 		return nil, false, fmt.Errorf("create job %s: %w", j.ID, err)
 	}
 
+	if p.ReplayOnly {
+		if j.IdempotencyKey == "" {
+			return nil, false, store.ErrNotFound
+		}
+		return s.replay(ctx, &j, p.LegacyRequestHash)
+	}
+
 	var (
 		duplicate bool
 		woken     []string
@@ -205,15 +212,23 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 	// The unique index on (account, idempotency key) decided, or the limit
 	// check found the key taken: another create committed first. Its
 	// transaction is over, so the read sees it.
-	existing, err := s.jobByIdempotencyKey(ctx, j.AccountID, j.IdempotencyKey)
+	existing, replayed, err := s.replay(ctx, &j, p.LegacyRequestHash)
 	if errors.Is(err, store.ErrNotFound) {
 		// The violation was of another unique constraint (the id).
 		return nil, false, fmt.Errorf("create job %s: duplicate job id", j.ID)
 	}
+	return existing, replayed, err
+}
+
+// replay returns the job of j's idempotency key when j's request hash (or
+// the legacy one) is the job's: ErrIdempotencyMismatch when it is not,
+// ErrNotFound when the key names no job.
+func (s *Store[TTx]) replay(ctx context.Context, j *job.Job, legacyHash string) (*job.Job, bool, error) {
+	existing, err := s.jobByIdempotencyKey(ctx, j.AccountID, j.IdempotencyKey)
 	if err != nil {
 		return nil, false, err
 	}
-	if existing.RequestHash != j.RequestHash && (p.LegacyRequestHash == "" || existing.RequestHash != p.LegacyRequestHash) {
+	if existing.RequestHash != j.RequestHash && (legacyHash == "" || existing.RequestHash != legacyHash) {
 		return nil, false, store.ErrIdempotencyMismatch
 	}
 	return existing, true, nil

@@ -243,13 +243,14 @@ func (s *Store[TTx]) q(query string) string {
 	return b.String()
 }
 
-// exec and query rebind and run on qr.
+// exec and query rebind and run on qr, with every text argument made
+// storable (storableArgs).
 func (s *Store[TTx]) exec(ctx context.Context, qr Querier, query string, args ...any) (int64, error) {
-	return qr.Exec(ctx, s.q(query), args...)
+	return qr.Exec(ctx, s.q(query), storableArgs(args)...)
 }
 
 func (s *Store[TTx]) query(ctx context.Context, qr Querier, query string, args ...any) (Rows, error) {
-	return qr.Query(ctx, s.q(query), args...)
+	return qr.Query(ctx, s.q(query), storableArgs(args)...)
 }
 
 // errNoRows is returned by queryRow when the query matched nothing.

@@ -131,6 +131,42 @@ func testIdempotency(t *testing.T, s Store) {
 		createJob(t, s, newJob("acct", 1), store.CreateJobParams{})
 		createJob(t, s, newJob("acct", 1), store.CreateJobParams{})
 	})
+	t.Run("replay only returns the job of the same request", func(t *testing.T) {
+		again := newJob("acct", 1)
+		again.IdempotencyKey = "k"
+		got, replayed, err := s.CreateJob(ctx(t), store.CreateJobParams{Job: again, ReplayOnly: true,
+			Enqueue: []river.InsertManyParams{parked("replay only")}})
+		noErr(t, "CreateJob", err)
+		if !replayed || got.ID != first.ID {
+			t.Errorf("replayed = %v, id = %s; want true, %s", replayed, got.ID, first.ID)
+		}
+	})
+	t.Run("replay only of a legacy hash returns the job", func(t *testing.T) {
+		again := newJob("acct", 1)
+		again.IdempotencyKey, again.RequestHash = "k", "keyed"
+		got, replayed, err := s.CreateJob(ctx(t), store.CreateJobParams{Job: again, ReplayOnly: true, LegacyRequestHash: first.RequestHash})
+		noErr(t, "CreateJob", err)
+		if !replayed || got.ID != first.ID {
+			t.Errorf("replayed = %v, id = %s; want true, %s", replayed, got.ID, first.ID)
+		}
+	})
+	t.Run("replay only of a different request is refused", func(t *testing.T) {
+		other := newJob("acct", 1)
+		other.IdempotencyKey, other.RequestHash = "k", "hash-2"
+		_, _, err := s.CreateJob(ctx(t), store.CreateJobParams{Job: other, ReplayOnly: true})
+		isErr(t, "CreateJob", err, store.ErrIdempotencyMismatch)
+	})
+	t.Run("replay only creates nothing", func(t *testing.T) {
+		for _, key := range []string{"unused", ""} {
+			j := newJob("acct", 1)
+			j.IdempotencyKey = key
+			_, _, err := s.CreateJob(ctx(t), store.CreateJobParams{Job: j, ReplayOnly: true,
+				Enqueue: []river.InsertManyParams{parked("replay only, new key")}})
+			isErr(t, "CreateJob with key "+key, err, store.ErrNotFound)
+			_, err = s.GetJob(ctx(t), "", j.ID)
+			isErr(t, "the job of key "+key, err, store.ErrNotFound)
+		}
+	})
 	equal(t, "River jobs (replays insert none)", parkedNotes(t, s), []string{"first"})
 }
 

@@ -97,6 +97,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"JobProgressCountsTerminalRowsOfTheAccountsJob", testJobProgressCountsTerminalRows},
 		{"WatchEndSignalsEveryEndInThisProcess", testWatchEndSignalsEveryEndInThisProcess},
 		{"DeleteAndCancelRaceTheFinishes", testDeleteAndCancelRaceTheFinishes},
+		{"TextWithNULOrInvalidUTF8IsStoredAlike", testTextWithNULOrInvalidUTF8IsStoredAlike},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
