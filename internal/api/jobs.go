@@ -42,7 +42,7 @@ func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest
 	if err != nil {
 		return nil, err
 	}
-	uploads, err := validateCreate(req, createRules{publicURL: s.publicURL, allowPrivate: s.cfg.AllowPrivateURLs})
+	uploads, err := validateCreate(req, createRules{publicURL: s.publicURL, allowPrivate: s.cfg.AllowPrivateURLs, keyRequired: s.cfg.KeyRequired})
 	if err != nil {
 		return nil, err
 	}

@@ -63,6 +63,11 @@ type Config struct {
 	// answer, which is built whole in memory; 0 means
 	// DefaultMaxResultMessageBytes. The REST result streams and has no bound.
 	MaxResultMessageBytes int
+	// KeyRequired reports whether the provider slot named slot
+	// (NEURAL_CLIENT_TYPE_PROVIDER_N) refuses calls without a key. A job
+	// with prompts on such a slot and no neural.apiKey is refused at
+	// create: every one of its model rows would fail. Nil checks none.
+	KeyRequired func(slot string) bool
 }
 
 // Store is the part of store.Store the service uses.

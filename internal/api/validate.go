@@ -46,6 +46,9 @@ const (
 type createRules struct {
 	publicURL    *url.URL // recognizes our own upload URLs
 	allowPrivate bool     // DOCJOBS_ALLOW_PRIVATE_URLS
+	// keyRequired says which provider slots need a key (Config.KeyRequired);
+	// nil checks none.
+	keyRequired func(slot string) bool
 }
 
 // uploadRef is a source URL that names a file stored by this service; the
@@ -72,7 +75,7 @@ func validateCreate(req *docjobsv1.CreateJobRequest, rules createRules) ([]uploa
 	if err := validatePrompts(req.GetPrompts()); err != nil {
 		return nil, err
 	}
-	if err := validateNeural(req.GetNeural(), len(req.GetPrompts()) > 0); err != nil {
+	if err := validateNeural(req.GetNeural(), len(req.GetPrompts()) > 0, rules.keyRequired); err != nil {
 		return nil, err
 	}
 	if err := validateOCR(req.GetOcr()); err != nil {
@@ -168,7 +171,7 @@ func validatePrompts(prompts []string) error {
 
 // validateNeural requires the object always (spec: required even when
 // prompts is empty) and the provider and model only when the model will run.
-func validateNeural(n *docjobsv1.Neural, hasPrompts bool) error {
+func validateNeural(n *docjobsv1.Neural, hasPrompts bool, keyRequired func(slot string) bool) error {
 	if n == nil {
 		return invalid("neural", "required")
 	}
@@ -192,6 +195,9 @@ func validateNeural(n *docjobsv1.Neural, hasPrompts bool) error {
 	}
 	if err := checkHeaderValue("neural.apiKey", n.GetApiKey()); err != nil {
 		return err
+	}
+	if t := n.GetType().String(); hasPrompts && n.GetApiKey() == "" && keyRequired != nil && keyRequired(t) {
+		return invalid("neural.apiKey", "required when prompts are given for %s", t)
 	}
 	if b := n.GetChunkBudgetTokens(); b < 0 {
 		return invalid("neural.chunkBudgetTokens", "must not be negative")

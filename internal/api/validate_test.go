@@ -41,7 +41,13 @@ func testRules(t *testing.T, allowPrivate bool) createRules {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return createRules{publicURL: pub, allowPrivate: allowPrivate}
+	return createRules{publicURL: pub, allowPrivate: allowPrivate, keyRequired: keyRequiredButSelfHosted}
+}
+
+// keyRequiredButSelfHosted is the slot table's rule: every slot but the
+// self-hosted one needs a key.
+func keyRequiredButSelfHosted(slot string) bool {
+	return slot != docjobsv1.NeuralClientType_NEURAL_CLIENT_TYPE_PROVIDER_8.String()
 }
 
 func repeatN(s string, n int) []string {
@@ -327,6 +333,18 @@ func TestValidateCreate(t *testing.T) {
 			want: "ocr.providerKey: must not contain control characters"},
 		{name: "a provider key with an escape is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.ProviderKey = "k\x1b[0m" },
 			want: "ocr.providerKey: must not contain control characters"},
+
+		// neural.apiKey.
+		{name: "with prompts a slot that needs a key requires neural.apiKey", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Prompts = []string{"Extract the totals."}
+			r.Neural.ApiKey = ""
+		}, want: "neural.apiKey: required when prompts are given for NEURAL_CLIENT_TYPE_PROVIDER_2"},
+		{name: "with prompts the self-hosted slot needs no key", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Prompts = []string{"Extract the totals."}
+			r.Neural.Type = docjobsv1.NeuralClientType_NEURAL_CLIENT_TYPE_PROVIDER_8
+			r.Neural.ApiKey = ""
+		}},
+		{name: "without prompts no key is needed", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.ApiKey = "" }},
 
 		// Our own upload URLs follow the rules of every URL.
 		{name: "our upload URL with credentials is rejected like any URL", mutate: func(r *docjobsv1.CreateJobRequest) {

@@ -185,6 +185,10 @@ func serveAPI(ctx context.Context, cfg config.Config, log *slog.Logger, st store
 		StorageDir:            fetch.BucketDir(cfg.StorageURL),
 		AccountMaxActiveJobs:  cfg.AccountMaxActiveJobs,
 		AccountMaxUploadBytes: cfg.AccountMaxUploadBytes,
+		KeyRequired: func(slot string) bool {
+			sl, ok := slots.Lookup(slot)
+			return ok && sl.KeyRequired
+		},
 	}, api.Deps{Store: st, Sealer: sealer, Bucket: bucket, FirstStage: worker.FirstStage, Logger: log, NewID: newID})
 	if err != nil {
 		return err
