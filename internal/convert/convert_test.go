@@ -249,7 +249,7 @@ func TestHTML(t *testing.T) {
 		{"selected option kept", `<p>Country <select><option>France</option><optgroup label="D"><option selected>Germany</option></optgroup></select></p>`, "<p>Country Germany</p>"},
 		{"option label attribute read", `<p>Size <select><option>S<option label="Large" selected>L</select></p>`, "<p>Size Large</p>"},
 		{"drop-down without a selection shows its first option", `<p>Country <select><option>France</option><option>Germany</option></select></p>`, "<p>Country France</p>"},
-		{"multiple selection keeps every selected option", `<p>Tags <select multiple><option selected>a</option><option>b</option><option selected>c</option></select> <select multiple><option>none</option></select></p>`, "<p>Tags a, c</p>"},
+		{"multiple selection keeps every selected option", `<p>Tags <select multiple><option selected>a</option><option>b</option><option selected>c</option></select> <select multiple><option>none</option></select> <select size="3"><option>none</option></select></p>`, "<p>Tags a, c</p>"},
 		{"hidden fields, passwords and buttons show nothing", `<p>Login <input type="hidden" value="tok"><input type="password" value="hunter2"><input type="submit" value="Go"><button>Send</button></p>`, "<p>Login</p>"},
 		{"output kept", `<p>Total: <output>99.50 EUR</output></p>`, "<p>Total: 99.50 EUR</p>"},
 		{"open dialog kept, closed dialog dropped", `<dialog open>Visible text</dialog><dialog>Closed text</dialog>`, "<div>Visible text</div>"},

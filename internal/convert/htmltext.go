@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -149,7 +150,7 @@ func controlText(c *html.Node) string {
 
 // selectedOptions is the text a <select> shows: its selected options,
 // or, for a drop-down with none selected, the first one (which a browser
-// shows as chosen).
+// shows as chosen; a list box, multiple or with a size, shows none chosen).
 func selectedOptions(sel *html.Node) string {
 	var options []*html.Node
 	var collect func(n *html.Node)
@@ -171,7 +172,8 @@ func selectedOptions(sel *html.Node) string {
 			chosen = append(chosen, optionText(o))
 		}
 	}
-	if len(chosen) == 0 && len(options) > 0 && !hasAttr(sel, "multiple") {
+	size, _ := strconv.Atoi(strings.TrimSpace(attr(sel, "size")))
+	if len(chosen) == 0 && len(options) > 0 && !hasAttr(sel, "multiple") && size <= 1 {
 		chosen = append(chosen, optionText(options[0]))
 	}
 	return strings.Join(chosen, ", ")
