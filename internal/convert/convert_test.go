@@ -241,8 +241,24 @@ func TestHTML(t *testing.T) {
 		{"divs with text kept", `<div>a <b>b</b></div>`, `<div>a <b>b</b></div>`},
 		{"whitespace collapsed outside pre", "<p>  a \n\n b  </p><pre> x\n  y </pre>", "<p>a b</p>\n<pre> x\n  y </pre>"},
 		{"custom elements unwrapped", `<my-card><p>a</p></my-card>`, `<p>a</p>`},
-		{"form unwrapped, controls and their labels removed", `<form><p>Intro</p><label>Name <input name="n"></label><button>Send</button></form>`, `<p>Intro</p>`},
-		{"svg removed", `<p>a</p><svg><text>b</text></svg>`, `<p>a</p>`},
+		{"form unwrapped, empty controls and buttons removed", `<form><p>Intro</p><p><label>Name <input name="n"></label><button>Send</button></p></form>`, "<p>Intro</p>\n<p>Name</p>"},
+		{"labels and input values kept as text", `<p><label for="n">Name:</label> <input id="n" value="Jane Doe"> </p><p><label>Born <input type="date" value="1980-02-03"></label></p>`, "<p>Name: Jane Doe</p>\n<p>Born 1980-02-03</p>"},
+		{"checkbox and radio states kept", `<p><input type="checkbox" checked><label>Married</label> <input type="CHECKBOX"> Divorced</p><p>Paid <input type="radio" name="p" checked="checked">yes <input type="radio" name="p">no</p>`, "<p>☒ Married ☐ Divorced</p>\n<p>Paid ☒ yes ☐ no</p>"},
+		{"task list boxes from provider markdown kept", "<ul>\n<li><input checked=\"\" disabled=\"\" type=\"checkbox\"> Married</li>\n<li><input disabled=\"\" type=\"checkbox\"> Divorced</li>\n</ul>", "<ul>\n<li>☒ Married</li>\n<li>☐ Divorced</li></ul>"},
+		{"textarea text kept with its lines", "<p><label>Notes</label><textarea>Deliver to back door,\ncode 4711</textarea></p>", "<p>Notes Deliver to back door,<br/>code 4711</p>"},
+		{"selected option kept", `<p>Country <select><option>France</option><optgroup label="D"><option selected>Germany</option></optgroup></select></p>`, "<p>Country Germany</p>"},
+		{"option label attribute read", `<p>Size <select><option>S<option label="Large" selected>L</select></p>`, "<p>Size Large</p>"},
+		{"drop-down without a selection shows its first option", `<p>Country <select><option>France</option><option>Germany</option></select></p>`, "<p>Country France</p>"},
+		{"multiple selection keeps every selected option", `<p>Tags <select multiple><option selected>a</option><option>b</option><option selected>c</option></select> <select multiple><option>none</option></select> <select size="3"><option>none</option></select></p>`, "<p>Tags a, c</p>"},
+		{"hidden fields, passwords and buttons show nothing", `<p>Login <input type="hidden" value="tok"><input type="password" value="hunter2"><input type="submit" value="Go"><button>Send</button></p>`, "<p>Login</p>"},
+		{"output kept", `<p>Total: <output>99.50 EUR</output></p>`, "<p>Total: 99.50 EUR</p>"},
+		{"open dialog kept, closed dialog dropped", `<dialog open>Visible text</dialog><dialog>Closed text</dialog>`, "<div>Visible text</div>"},
+		{"svg chart text kept as a paragraph", `<figure><svg><title>Revenue</title><desc>by quarter</desc><style>text{}</style><rect width="5"/><g><text x="1">Q1: <tspan>1.2M</tspan></text><text>Two<tspan x="0" dy="1em">lines</tspan></text></g></svg><figcaption>Figure 1</figcaption></figure>`, "<figure>\n<p>Revenue by quarter Q1: 1.2M Two lines</p>\n<figcaption>Figure 1</figcaption></figure>"},
+		{"svg text inside a paragraph stays inline", `<p>See <a href="/"><svg><title>Home</title><path d="M0 0"/></svg></a> now</p>`, `<p>See <a href="/">Home</a> now</p>`},
+		{"svg drawing without text removed", `<p>a</p><svg><path d="M0 0"/></svg>`, `<p>a</p>`},
+		{"aria-hidden svg icon removed", `<p><svg aria-hidden="true"><title>search</title></svg>Search</p>`, `<p>Search</p>`},
+		{"hidden and display:none removed", `<div hidden>A</div><div style="color:red; DISPLAY : none !important">B</div><p>C</p>`, `<p>C</p>`},
+		{"until-found, visibility:hidden and aria-hidden kept", `<p hidden="until-found">A</p><p style="visibility:hidden">B</p><p aria-hidden="true">C</p>`, "<p>A</p>\n<p>B</p>\n<p>C</p>"},
 		{"right-to-left direction kept", `<html dir="rtl" lang="ar"><body><p>مرحبا</p></body></html>`, "<div dir=\"rtl\" lang=\"ar\">\n<p>مرحبا</p>\n</div>"},
 		{"entities decoded and re-escaped", `<p>a &lt;b&gt; &amp; &copy;</p>`, `<p>a &lt;b&gt; &amp; ©</p>`},
 		{"no body content", `<html><head><title>t</title></head></html>`, ``},
@@ -268,6 +284,20 @@ func TestHTMLDeepNesting(t *testing.T) {
 		}
 		if n := strings.Count(out.Content, "<blockquote>"); n > maxHTMLDepth {
 			t.Errorf("output nests %d blockquotes, want at most %d", n, maxHTMLDepth)
+		}
+	})
+	t.Run("control values and svg text kept when flattened", func(t *testing.T) {
+		doc := strings.Repeat("<blockquote>", 400) + `Name <input value="Jane"> <svg><text>Q1</text></svg> <div hidden>gone</div>` + strings.Repeat("</blockquote>", 400)
+		out := convert(t, Input{Name: "deep.html", Data: []byte(doc)})
+		if !strings.Contains(out.Content, "Name Jane Q1") || strings.Contains(out.Content, "gone") {
+			t.Fatalf("flattened text = %q, want Name Jane Q1 and no hidden text", out.Content)
+		}
+	})
+	t.Run("textarea and svg text kept beyond the parser's limit", func(t *testing.T) {
+		doc := strings.Repeat("<font>", 5000) + "Notes <textarea>back door</textarea><p><svg><text>Q1</text></svg>"
+		out := convert(t, Input{Name: "deep.html", Data: []byte(doc)})
+		if want := "<p>Notes back door</p>\n<p>Q1</p>"; out.Content != want {
+			t.Fatalf("Content = %q, want %q", out.Content, want)
 		}
 	})
 	t.Run("text kept beyond the parser's limit", func(t *testing.T) {
@@ -580,5 +610,47 @@ func TestProviderHTMLForPDFPagesIsCleanedLikeHTMLSources(t *testing.T) {
 	}
 	if !strings.Contains(out.Content, "Total 42") || !strings.Contains(out.Content, `data-page="2"`) {
 		t.Fatalf("cleaning lost the page or its text: %s", out.Content)
+	}
+}
+
+// answeringOCR answers every page with the same text in the same format.
+type answeringOCR struct{ text, format string }
+
+func (o answeringOCR) Recognize(context.Context, provider.Document) (provider.Recognition, error) {
+	return provider.Recognition{Text: o.text, Format: o.format, Model: "vision"}, nil
+}
+
+// TestProviderAnswersForFormPagesKeepTheirFields: a vision model writes a
+// scanned form as HTML controls or as a markdown task list; the fields and
+// which boxes are ticked must reach the row.
+func TestProviderAnswersForFormPagesKeepTheirFields(t *testing.T) {
+	data, err := os.ReadFile("pdf/testdata/scan-page2.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		answer answeringOCR
+		want   []string
+	}{
+		{"html form", answeringOCR{`<h2>Application form</h2><p><label>Name:</label> <input value="Jane Doe"> </p><p><label>Date of birth: 1980-02-03</label></p><p><input type="checkbox" checked> <label>Married</label></p><p><label for=a>IBAN</label> DE89370400440532013000</p>`, "html"},
+			[]string{"<p>Name: Jane Doe</p>", "<p>Date of birth: 1980-02-03</p>", "<p>☒ Married</p>", "<p>IBAN DE89370400440532013000</p>"}},
+		{"markdown task list", answeringOCR{"## Form\n\n- [x] Married\n- [ ] Divorced", "markdown"},
+			[]string{"<li>☒ Married</li>", "<li>☐ Divorced</li>"}},
+		{"markdown subscript", answeringOCR{"We find H~2~O, ~~not this~~", "markdown"},
+			[]string{"<p>We find H~2~O, <del>not this</del></p>"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := New(Config{}).Convert(context.Background(), Input{Name: "a.pdf", Data: data, OCR: tt.answer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out.Content, w) {
+					t.Errorf("%q missing from\n%s", w, out.Content)
+				}
+			}
+		})
 	}
 }

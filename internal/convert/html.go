@@ -15,27 +15,28 @@ import (
 const maxHTMLDepth = 256
 
 // dropped elements go with everything inside them: code, styling, embedded
-// objects, form controls and media whose content is fallback noise.
+// objects, buttons and media whose content is fallback noise. Form
+// controls and inline SVG are not dropped but replaced by the text a reader
+// sees of them (controlText, svgText).
 var dropped = map[atom.Atom]bool{
 	atom.Script: true, atom.Style: true, atom.Noscript: true, atom.Template: true,
 	atom.Iframe: true, atom.Object: true, atom.Embed: true, atom.Applet: true,
 	atom.Frame: true, atom.Frameset: true, atom.Noframes: true,
-	atom.Svg: true, atom.Canvas: true, atom.Audio: true, atom.Video: true,
+	atom.Canvas: true, atom.Audio: true, atom.Video: true,
 	atom.Source: true, atom.Track: true, atom.Map: true, atom.Area: true,
 	atom.Link: true, atom.Meta: true, atom.Base: true, atom.Title: true, atom.Head: true,
-	atom.Input: true, atom.Button: true, atom.Select: true, atom.Option: true,
-	atom.Optgroup: true, atom.Textarea: true, atom.Datalist: true, atom.Output: true,
-	atom.Wbr: true, atom.Param: true, atom.Dialog: true, atom.Slot: true,
-	atom.Label: true, // the label of a control that is gone
+	atom.Button: true, atom.Datalist: true,
+	atom.Wbr: true, atom.Param: true, atom.Slot: true,
 }
 
 // unwrapped elements carry no structure once their attributes are gone:
 // their content stays, the tag goes. (<form> may wrap a whole page, as
-// ASP.NET pages do.)
+// ASP.NET pages do; a <label> or <output> is text next to its control.)
 var unwrapped = map[atom.Atom]bool{
 	atom.Span: true, atom.Font: true, atom.Center: true, atom.Form: true,
 	atom.Nobr: true, atom.Big: true, atom.Fieldset: true,
 	atom.Picture: true, atom.Html: true, atom.Body: true,
+	atom.Label: true, atom.Output: true, atom.Option: true, atom.Optgroup: true,
 }
 
 // keptEmpty elements stay even without content: table cells and rows hold
@@ -184,9 +185,21 @@ func clean(n *html.Node, depth int) {
 }
 
 func cleanElement(parent, c *html.Node, depth int) {
-	if dropped[c.DataAtom] || (c.Namespace == "svg") {
+	if dropped[c.DataAtom] || hidden(c) {
 		parent.RemoveChild(c)
 		return
+	}
+	switch {
+	case c.Namespace == "svg":
+		replaceSVG(parent, c)
+		return
+	case c.DataAtom == atom.Input || c.DataAtom == atom.Textarea || c.DataAtom == atom.Select:
+		replaceControl(parent, c)
+		return
+	case c.DataAtom == atom.Dialog:
+		// An open dialog is on screen, a box like a <div>; hidden()
+		// dropped the closed ones.
+		c.Data, c.DataAtom = "div", atom.Div
 	}
 	if depth > maxHTMLDepth {
 		parent.InsertBefore(&html.Node{Type: html.TextNode, Data: textOf(c)}, c)
@@ -315,7 +328,11 @@ func textOf(n *html.Node) string {
 			sb.WriteString(c.Data)
 			continue
 		}
-		if (c.Type != html.ElementNode && c.Type != html.DocumentNode) || dropped[c.DataAtom] {
+		if (c.Type != html.ElementNode && c.Type != html.DocumentNode) || dropped[c.DataAtom] || hidden(c) {
+			continue
+		}
+		if t, ok := replacedText(c); ok {
+			sb.WriteString(" " + t + " ")
 			continue
 		}
 		if blocks[c.DataAtom] || c.DataAtom == atom.Br {
@@ -342,7 +359,7 @@ func tidy(n *html.Node, inPre bool) {
 				tidyText(n, c)
 			}
 		case html.ElementNode:
-			tidy(c, inPre || c.DataAtom == atom.Pre || c.DataAtom == atom.Textarea)
+			tidy(c, inPre || c.DataAtom == atom.Pre)
 			if blocks[c.DataAtom] && !inPre {
 				newlineBefore(n, c)
 			}
@@ -485,6 +502,5 @@ func flatHTML(text string) string {
 // so a missing end tag cannot swallow the rest of the document.
 var flatSkipped = map[atom.Atom]bool{
 	atom.Script: true, atom.Style: true, atom.Noscript: true, atom.Template: true,
-	atom.Textarea: true, atom.Title: true, atom.Iframe: true, atom.Noframes: true,
-	atom.Svg: true, atom.Select: true,
+	atom.Title: true, atom.Iframe: true, atom.Noframes: true, atom.Select: true,
 }

@@ -7,8 +7,13 @@ import (
 	"strings"
 
 	"github.com/yuin/goldmark"
+	gmast "github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/renderer"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 )
 
 // renderHTML writes a page's elements as HTML. All text is escaped.
@@ -98,12 +103,51 @@ func itemText(e element, it listItem) string {
 // markdownToHTML converts a provider's page markdown (GitHub flavoured:
 // tables are common in OCR output). Raw HTML in it is kept, as the
 // provider's HTML answers are: vision models put <br> and whole tables
-// into markdown.
+// into markdown. Task list boxes come out as checkbox inputs, which the
+// HTML cleaner turns into ☒/☐.
 func markdownToHTML(md string) (string, error) {
-	gm := goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(gmhtml.WithUnsafe()))
+	// extension.GFM without its Strikethrough, which also strikes single
+	// tildes: vision models write subscripts as H~2~O and "about" as ~5.
+	gm := goldmark.New(
+		goldmark.WithExtensions(extension.Linkify, extension.Table, doubleTildeStrikethrough{}, extension.TaskList),
+		goldmark.WithRendererOptions(gmhtml.WithUnsafe()))
 	var buf bytes.Buffer
 	if err := gm.Convert([]byte(md), &buf); err != nil {
 		return "", err
 	}
 	return buf.String(), nil
+}
+
+// doubleTildeStrikethrough is goldmark's Strikethrough for ~~text~~ only;
+// a single tilde stays a literal character. goldmark has no option for
+// this, so its parser is wrapped.
+type doubleTildeStrikethrough struct{}
+
+func (doubleTildeStrikethrough) Extend(m goldmark.Markdown) {
+	m.Parser().AddOptions(parser.WithInlineParsers(
+		util.Prioritized(doubleTildeParser{extension.NewStrikethroughParser()}, 500),
+	))
+	m.Renderer().AddOptions(renderer.WithNodeRenderers(
+		util.Prioritized(extension.NewStrikethroughHTMLRenderer(), 500),
+	))
+}
+
+type doubleTildeParser struct {
+	parser.InlineParser
+}
+
+// Parse lets the wrapped parser see runs of exactly two tildes. A run of
+// one (or three and more, which goldmark refuses anyway) is left as text:
+// goldmark then reads its first tilde as a literal and, for longer runs,
+// the wrapped parser refuses the rest because a tilde precedes them.
+func (p doubleTildeParser) Parse(parent gmast.Node, block text.Reader, pc parser.Context) gmast.Node {
+	line, _ := block.PeekLine()
+	run := 0
+	for run < len(line) && line[run] == '~' {
+		run++
+	}
+	if run != 2 {
+		return nil
+	}
+	return p.InlineParser.Parse(parent, block, pc)
 }
