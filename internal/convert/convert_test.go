@@ -168,6 +168,9 @@ func TestText(t *testing.T) {
 		{"controls dropped, tab kept, form feed a line break", Input{Name: "a.txt", Data: []byte("a\tb\x1bc\x0cd")}, "a\tbc\nd"},
 		{"declared charset used for non-UTF-8", Input{Name: "a.txt", ContentType: "text/plain; charset=koi8-r", Data: []byte{0xf0, 0xd2, 0xc9, 0xd7, 0xc5, 0xd4}}, "Привет"},
 		{"windows-1252 smart quotes", Input{Name: "a.txt", Data: []byte("a \x93quoted\x94 word")}, "a “quoted” word"},
+		{"C1 code points read as windows-1252", Input{Name: "a.txt", Data: []byte("(2\u009766 MHz) it\u0092s POWER\u0099")}, "(2—66 MHz) it’s POWER™"},
+		{"C1 code points windows-1252 leaves undefined become a space", Input{Name: "a.txt", Data: []byte("a\u0081b\u009dc")}, "a b c"},
+		{"NEL stays a line break", Input{Name: "a.txt", Data: []byte("a\u0085b")}, "a\nb"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -464,6 +467,23 @@ func TestCorpusXML(t *testing.T) {
 }
 
 // TestCorpusTXT checks the charsets Apache Tika's tests expect.
+// TestEBCDICKeepsWindows1252Punctuation: the cp500 sample's text was
+// windows-1252 before it became EBCDIC; its dashes, apostrophes and
+// trademarks survive as C1 code points and must not vanish, joining a
+// range "2–66 MHz" into "266 MHz".
+func TestEBCDICKeepsWindows1252Punctuation(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "in", "tika-english.cp500.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := convert(t, Input{Name: "english.cp500.txt", Data: data})
+	for _, want := range []string{"(2—66 MHz (64-bit);", "2—133 MHz", "it’s an easy install", "devices—SpaceBall", "POWER™"} {
+		if !strings.Contains(out.Content, want) {
+			t.Errorf("content lacks %q", want)
+		}
+	}
+}
+
 func TestCorpusTXT(t *testing.T) {
 	dir := corpusDir(t, "txt")
 	raw, err := os.ReadFile(filepath.Join(dir, "expectations.json"))
