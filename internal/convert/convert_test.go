@@ -198,6 +198,7 @@ func TestTextThatIsNotTXTIsMarkdown(t *testing.T) {
 		{"CSV as a table", Input{Name: "a.csv", Data: []byte("name,total\r\n\"Smith, J\",12\r\nx|y,\"two\nlines\"\r\n")},
 			"| name | total |\n| --- | --- |\n| Smith, J | 12 |\n| x\\|y | two<br>lines |"},
 		{"ragged CSV rows padded", Input{Name: "a.csv", Data: []byte("a,b,c\n1\n")}, "| a | b | c |\n| --- | --- | --- |\n| 1 |  |  |"},
+		{"semicolon CSV split at semicolons, decimal commas kept", Input{Name: "a.csv", Data: []byte("Name;Betrag\nMüller;1.234,56\n")}, "| Name | Betrag |\n| --- | --- |\n| Müller | 1.234,56 |"},
 		{"TSV as a table", Input{Name: "a.tsv", Data: []byte("a\tb\n1\t2\n")}, "| a | b |\n| --- | --- |\n| 1 | 2 |"},
 		{"CSV cells escaped for markdown", Input{Name: "a.csv", Data: []byte("h\n*not bold*\n")}, "| h |\n| --- |\n| \\*not bold\\* |"},
 	}
