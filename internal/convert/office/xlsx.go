@@ -88,7 +88,7 @@ func (x *xlsxWriter) sheet(name string) (string, error) {
 		head += " (hidden)"
 	}
 	x.bytes += int64(len(head))
-	formulas, err := uncachedFormulas(x.a, x.parts[name], x.maxCells)
+	formulas, err := uncachedFormulas(x.a, x.parts[name], x.maxRows, x.maxCells)
 	if err != nil {
 		return "", err
 	}
@@ -263,8 +263,9 @@ func relAttrRaw(se xml.StartElement, local string) string {
 // generators that do not calculate (openpyxl, many exporters) have only
 // the formula, which excelize reads as an empty cell; the formula text
 // ("=B8*10") says more than nothing. Shared-formula cells that hold no
-// text of their own stay empty. At most limit formulas are kept.
-func uncachedFormulas(a *archive, part string, limit int) (map[int]map[int]string, error) {
+// text of their own stay empty. Like the table, the pass ends after
+// maxRows rows with content, and it keeps at most maxFormulas formulas.
+func uncachedFormulas(a *archive, part string, maxRows, maxFormulas int) (map[int]map[int]string, error) {
 	found := map[int]map[int]string{}
 	if part == "" {
 		return found, nil
@@ -277,12 +278,14 @@ func uncachedFormulas(a *archive, part string, limit int) (map[int]map[int]strin
 	dec := newXMLDecoder(rc)
 	var (
 		row, col, n   int
+		rowsWithText  int
 		in            string // the cell child being read: "f", "v", "is" or ""
 		formula       strings.Builder
 		hasValue      bool
 		inCell, inRow bool
+		rowHasText    bool
 	)
-	for n < limit {
+	for n < maxFormulas && rowsWithText <= maxRows {
 		tok, err := dec.RawToken()
 		if err == io.EOF {
 			break
@@ -294,7 +297,7 @@ func uncachedFormulas(a *archive, part string, limit int) (map[int]map[int]strin
 		case xml.StartElement:
 			switch t.Name.Local {
 			case "row":
-				row, col, inRow = row+1, 0, true
+				row, col, inRow, rowHasText = row+1, 0, true, false
 				if r, err := strconv.Atoi(attr(t, "r")); err == nil && r > 0 {
 					row = r
 				}
@@ -323,7 +326,7 @@ func uncachedFormulas(a *archive, part string, limit int) (map[int]map[int]strin
 				}
 			case "v", "is":
 				if len(bytes.TrimSpace(t)) > 0 {
-					hasValue = true
+					hasValue, rowHasText = true, true
 				}
 			}
 		case xml.EndElement:
@@ -338,11 +341,15 @@ func uncachedFormulas(a *archive, part string, limit int) (map[int]map[int]strin
 						}
 						found[row][col] = f
 						n++
+						rowHasText = true
 					}
 				}
 				inCell = false
 			case "row":
 				inRow = false
+				if rowHasText {
+					rowsWithText++
+				}
 			case "sheetData":
 				return found, nil
 			}

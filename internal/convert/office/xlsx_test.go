@@ -91,6 +91,19 @@ func TestXLSX(t *testing.T) {
 			want: "## Sheet: Sheet1\n\n| n | total |  |  |\n| --- | --- | --- | --- |\n| 4 | =A2\\*10 |  |  |\n|  |  |  | =SUM(B2:B2) |\n",
 		},
 		{
+			name: "an uncached formula in the last row kept under MaxRows is shown",
+			cfg:  Config{MaxRows: 3},
+			fill: func(t *testing.T, f *excelize.File, s string) {
+				set(t, f, s, "A1", 1)
+				set(t, f, s, "A2", 2)
+				if err := f.SetCellFormula(s, "A3", "A1+A2"); err != nil {
+					t.Fatal(err)
+				}
+				set(t, f, s, "A4", 4)
+			},
+			want: "## Sheet: Sheet1\n\n| 1 |\n| --- |\n| 2 |\n| =A1+A2 |\n\n… 1 more rows omitted\n",
+		},
+		{
 			name: "hidden and very hidden sheets are marked",
 			fill: func(t *testing.T, f *excelize.File, s string) {
 				set(t, f, s, "A1", "shown")
