@@ -320,9 +320,9 @@ func (c *Converter) convertText(ctx context.Context, in Input, k kind, detected 
 		case kindJSON:
 			out.Content = fenced(text, "json")
 		case kindCSV, kindTSV:
-			comma := ','
-			if k == kindTSV {
-				comma = '\t'
+			comma := '\t'
+			if k == kindCSV {
+				comma = office.SniffDelimiter(text)
 			}
 			table, err := office.CSVMarkdown(ctx, c.cfg.Office, text, comma)
 			if err != nil {

@@ -168,6 +168,9 @@ func TestText(t *testing.T) {
 		{"controls dropped, tab kept, form feed a line break", Input{Name: "a.txt", Data: []byte("a\tb\x1bc\x0cd")}, "a\tbc\nd"},
 		{"declared charset used for non-UTF-8", Input{Name: "a.txt", ContentType: "text/plain; charset=koi8-r", Data: []byte{0xf0, 0xd2, 0xc9, 0xd7, 0xc5, 0xd4}}, "Привет"},
 		{"windows-1252 smart quotes", Input{Name: "a.txt", Data: []byte("a \x93quoted\x94 word")}, "a “quoted” word"},
+		{"C1 code points read as windows-1252", Input{Name: "a.txt", Data: []byte("(2\u009766 MHz) it\u0092s POWER\u0099")}, "(2—66 MHz) it’s POWER™"},
+		{"C1 code points windows-1252 leaves undefined become a space", Input{Name: "a.txt", Data: []byte("a\u0081b\u009dc")}, "a b c"},
+		{"NEL stays a line break", Input{Name: "a.txt", Data: []byte("a\u0085b")}, "a\nb"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,6 +198,7 @@ func TestTextThatIsNotTXTIsMarkdown(t *testing.T) {
 		{"CSV as a table", Input{Name: "a.csv", Data: []byte("name,total\r\n\"Smith, J\",12\r\nx|y,\"two\nlines\"\r\n")},
 			"| name | total |\n| --- | --- |\n| Smith, J | 12 |\n| x\\|y | two<br>lines |"},
 		{"ragged CSV rows padded", Input{Name: "a.csv", Data: []byte("a,b,c\n1\n")}, "| a | b | c |\n| --- | --- | --- |\n| 1 |  |  |"},
+		{"semicolon CSV split at semicolons, decimal commas kept", Input{Name: "a.csv", Data: []byte("Name;Betrag\nMüller;1.234,56\n")}, "| Name | Betrag |\n| --- | --- |\n| Müller | 1.234,56 |"},
 		{"TSV as a table", Input{Name: "a.tsv", Data: []byte("a\tb\n1\t2\n")}, "| a | b |\n| --- | --- |\n| 1 | 2 |"},
 		{"CSV cells escaped for markdown", Input{Name: "a.csv", Data: []byte("h\n*not bold*\n")}, "| h |\n| --- |\n| \\*not bold\\* |"},
 	}
@@ -326,7 +330,10 @@ func TestXML(t *testing.T) {
 		{name: "no root", in: `<?xml version="1.0"?>`, wantErr: "no root element"},
 		{name: "entity declarations refused", in: `<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;">]><lolz>&lol2;</lolz>`, wantErr: "XML documents that declare entities are not accepted"},
 		{name: "external entity refused", in: `<!DOCTYPE foo [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><foo>&xxe;</foo>`, wantErr: "declare entities"},
-		{name: "undefined entity", in: `<a>&nbsp;</a>`, wantErr: "the XML is not well-formed"},
+		{name: "HTML named entities of an external DTD accepted", in: "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE article PUBLIC \"-//NLM//DTD JATS (Z39.96) Journal Publishing DTD v1.1 20151215//EN\" \"http://jats.nlm.nih.gov/publishing/1.1/JATS-journalpublishing1.dtd\">\n<article><title>Caf&eacute; &amp; na&iuml;ve &mdash; test</title><p>a&nbsp;b</p></article>\n"},
+		{name: "unknown entity kept as its literal text", in: `<a>&foo; and &x.y-z;</a>`},
+		{name: "bare ampersand refused", in: `<a>fish & chips</a>`, wantErr: "the XML is not well-formed"},
+		{name: "unterminated entity refused", in: `<a>&eacute</a>`, wantErr: "the XML is not well-formed"},
 		{name: "too deep", in: strings.Repeat("<a>", maxXMLDepth+1) + strings.Repeat("</a>", maxXMLDepth+1), wantErr: "deeper than 256 levels"},
 		{name: "exactly at the depth limit", in: strings.Repeat("<a>", maxXMLDepth) + strings.Repeat("</a>", maxXMLDepth)},
 		{name: "declared encoding rewritten to UTF-8", in: "<?xml version=\"1.0\" encoding=\"windows-1252\"?><a>\x93q\x94</a>", want: "<?xml version=\"1.0\" encoding=\"UTF-8\"?><a>“q”</a>"},
@@ -491,6 +498,23 @@ func TestCorpusXML(t *testing.T) {
 }
 
 // TestCorpusTXT checks the charsets Apache Tika's tests expect.
+// TestEBCDICKeepsWindows1252Punctuation: the cp500 sample's text was
+// windows-1252 before it became EBCDIC; its dashes, apostrophes and
+// trademarks survive as C1 code points and must not vanish, joining a
+// range "2–66 MHz" into "266 MHz".
+func TestEBCDICKeepsWindows1252Punctuation(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "in", "tika-english.cp500.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := convert(t, Input{Name: "english.cp500.txt", Data: data})
+	for _, want := range []string{"(2—66 MHz (64-bit);", "2—133 MHz", "it’s an easy install", "devices—SpaceBall", "POWER™"} {
+		if !strings.Contains(out.Content, want) {
+			t.Errorf("content lacks %q", want)
+		}
+	}
+}
+
 func TestCorpusTXT(t *testing.T) {
 	dir := corpusDir(t, "txt")
 	raw, err := os.ReadFile(filepath.Join(dir, "expectations.json"))

@@ -21,12 +21,16 @@ const (
 var (
 	xmlDecl     = regexp.MustCompile(`^<\?xml\s[^>]*\?>`)
 	xmlEncoding = regexp.MustCompile(`(\sencoding\s*=\s*)("[^"]*"|'[^']*')`)
+	// entityRef matches a named entity reference as the decoder reads one.
+	entityRef = regexp.MustCompile(`&([\p{L}_:][\p{L}\p{N}_:.\-\x{B7}]*);`)
 )
 
 // convertXML checks that data is one well-formed XML document and returns
 // it as given, transcoded to UTF-8 (its declaration then says so).
 // Entities are never expanded: Go's decoder fetches nothing, and documents
 // declaring entities are refused outright, which rules out entity bombs.
+// References to entities an external DTD declares (&eacute; in JATS,
+// DocBook, XHTML) are accepted without reading the DTD: see checkXML.
 func convertXML(ctx context.Context, data []byte, declared string) (string, string, error) {
 	if enc := declaredXMLEncoding(data); enc != "" {
 		declared = enc
@@ -63,6 +67,7 @@ func declaredXMLEncoding(data []byte) string {
 func checkXML(ctx context.Context, text string) error {
 	d := xml.NewDecoder(strings.NewReader(text))
 	d.Strict = true
+	d.Entity = knownEntities(text)
 	// The text is UTF-8 already and its declaration says so; a decoder
 	// asking for another charset means the declaration was not rewritten.
 	d.CharsetReader = func(label string, r io.Reader) (io.Reader, error) {
@@ -114,6 +119,27 @@ func checkXML(ctx context.Context, text string) error {
 		return errors.New("the XML is not well-formed: no root element")
 	}
 	return nil
+}
+
+// knownEntities is what checkXML lets the decoder resolve: the HTML/XHTML
+// named entities (the ISO sets JATS, DocBook and TEI declare in their
+// DTDs), and every other name text references, kept as its literal
+// "&name;". A reference to an entity of the external DTD the document
+// names is well-formed (the DTD is never fetched: no network, no XXE), so
+// an unknown name must not cost the whole document. The values are never
+// expanded further, and internal declarations are refused, so no
+// reference can grow the text.
+func knownEntities(text string) map[string]string {
+	m := make(map[string]string, len(xml.HTMLEntity))
+	for name, v := range xml.HTMLEntity {
+		m[name] = v
+	}
+	for _, sm := range entityRef.FindAllStringSubmatch(text, -1) {
+		if _, ok := m[sm[1]]; !ok {
+			m[sm[1]] = sm[0]
+		}
+	}
+	return m
 }
 
 func notWellFormed(err error) error {

@@ -525,10 +525,18 @@ func (r *docxReader) run(dec *xml.Decoder, p *para, link string, after *[]block)
 			add(span{text: box})
 			return err
 		case "drawing", "pict", "object":
-			return r.textBoxes(dec, after)
+			var alts []string
+			err := r.textBoxes(dec, after, &alts)
+			for _, alt := range alts {
+				add(span{text: imageMarkdown(alt), raw: true})
+			}
+			return err
+		case "sym":
+			add(span{text: symbolGlyph(attr(t, "font"), attr(t, "char"))})
 		}
-		// Skipped: w:delText and w:instrText (not shown), w:sym
-		// (symbol-font glyphs), w:softHyphen, w:lastRenderedPageBreak, …
+		// Skipped: w:delText and w:instrText (not shown), w:sym glyphs
+		// other than check marks and boxes (symbolGlyph), w:softHyphen,
+		// w:lastRenderedPageBreak, …
 		return dec.Skip()
 	}
 	return eachChild(dec, content)
@@ -608,8 +616,12 @@ func checkbox(dec *xml.Decoder) (string, error) {
 	return "☐", nil
 }
 
-// textBoxes finds the text boxes in a drawing and reads their content.
-func (r *docxReader) textBoxes(dec *xml.Decoder, after *[]block) error {
+// textBoxes finds the text boxes in a drawing and reads their content,
+// and collects the alternative text of its pictures and shapes into alts:
+// wp:docPr descr (DrawingML) and v:shape alt (VML). Alt text is often all
+// a picture says to a text reader (a logo's company name, a chart's
+// figures), and the HTML reader keeps <img alt> too.
+func (r *docxReader) textBoxes(dec *xml.Decoder, after *[]block, alts *[]string) error {
 	if err := r.enter(); err != nil {
 		return err
 	}
@@ -621,11 +633,50 @@ func (r *docxReader) textBoxes(dec *xml.Decoder, after *[]block) error {
 			*after = append(*after, bs...)
 			return err
 		case isAlternate(t):
-			return readAlternate(dec, func() error { return r.textBoxes(dec, after) })
+			return readAlternate(dec, func() error { return r.textBoxes(dec, after, alts) })
+		case t.Name.Space == nsWP && t.Name.Local == "docPr", t.Name.Space == nsV && t.Name.Local == "shape":
+			alt := attr(t, "descr")
+			if t.Name.Space == nsV {
+				alt = attr(t, "alt")
+			}
+			if strings.TrimSpace(alt) != "" {
+				*alts = append(*alts, alt)
+			}
+			return r.textBoxes(dec, after, alts)
 		default:
-			return r.textBoxes(dec, after)
+			return r.textBoxes(dec, after, alts)
 		}
 	})
+}
+
+// symbolGlyphs are the symbol-font characters of forms, by font and
+// w:char code (the font's private-use code point, F0xx, or its low byte):
+// check marks and ballot boxes. Other symbol glyphs stay dropped: a
+// private-use code point is no character, and mapping whole fonts would
+// guess at pictures.
+var symbolGlyphs = map[string]map[uint16]string{
+	"wingdings": {
+		0xFC: "✓", 0xFB: "✗", 0xFD: "☒", 0xFE: "☑", 0xA8: "☐", 0x6F: "☐", 0x71: "☐", 0x78: "☒",
+	},
+	"wingdings 2": {
+		0x50: "✓", 0x4F: "✗", 0x52: "☑", 0x53: "☒", 0xA3: "☐", 0x54: "☒",
+	},
+	"symbol": {
+		0xD6: "√",
+	},
+}
+
+// symbolGlyph is the character a w:sym shows, or "" when it is not one of
+// symbolGlyphs.
+func symbolGlyph(font, char string) string {
+	code, err := strconv.ParseUint(char, 16, 16)
+	if err != nil {
+		return ""
+	}
+	if code >= 0xF000 {
+		code -= 0xF000
+	}
+	return symbolGlyphs[strings.ToLower(strings.TrimSpace(font))][uint16(code)]
 }
 
 // mathText reads the text of an Office Math zone.

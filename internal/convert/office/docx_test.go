@@ -179,6 +179,23 @@ func TestDOCX(t *testing.T) {
 			want: "Name:\n",
 		},
 		{
+			name: "picture alt text becomes an image without a destination, in place",
+			d: docxParts{body: `<w:p><w:r><w:t xml:space="preserve">Logo: </w:t></w:r><w:r><w:drawing><wp:inline><wp:extent cx="1" cy="1"/>` +
+				`<wp:docPr id="1" name="Picture 1" descr="Company logo [ACME] with&#10;IBAN DE89"/><a:graphic><a:graphicData/></a:graphic></wp:inline></w:drawing></w:r></w:p>` +
+				`<w:p><w:r><w:drawing><wp:anchor><wp:docPr id="2" name="Picture 2"/></wp:anchor></w:drawing></w:r></w:p>` +
+				`<w:p><w:r><w:pict><v:shape alt="Old VML chart"/></w:pict></w:r></w:p>`},
+			want: "Logo: ![Company logo \\[ACME\\] with IBAN DE89]()\n\n![Old VML chart]()\n",
+		},
+		{
+			name: "symbol-font check marks and boxes are kept, other symbol glyphs dropped",
+			d: docxParts{body: `<w:p><w:r><w:sym w:font="Wingdings" w:char="F0FC"/><w:t xml:space="preserve"> done </w:t>` +
+				`<w:sym w:font="Wingdings" w:char="F0FE"/><w:t xml:space="preserve"> yes </w:t><w:sym w:font="Wingdings" w:char="F0A8"/>` +
+				`<w:t xml:space="preserve"> no </w:t><w:sym w:font="Wingdings" w:char="F078"/><w:t xml:space="preserve"> x </w:t>` +
+				`<w:sym w:font="Wingdings 2" w:char="0050"/><w:t xml:space="preserve"> w2 </w:t><w:sym w:font="Wingdings" w:char="F04A"/>` +
+				`<w:sym w:font="Symbol" w:char="F0D6"/></w:r></w:p>`},
+			want: "✓ done ☑ yes ☐ no ☒ x ✓ w2 √\n",
+		},
+		{
 			name: "an empty document is empty",
 			d:    docxParts{body: p("", "") + `<w:sectPr/>`},
 			want: "",

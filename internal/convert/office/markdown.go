@@ -313,6 +313,23 @@ func (r *renderer) cellText(bs []block) string {
 	return strings.Join(parts, "<br>")
 }
 
+// maxAltLen bounds the alternative text kept of one picture.
+const maxAltLen = 1024
+
+// imageMarkdown is a picture's alternative text as a markdown image
+// without a destination, ![Company logo](): the markdown of the
+// <img alt="Company logo"> the HTML reader keeps, with no URL since the
+// picture is inside the file. Line breaks become spaces and the brackets
+// that would end the text are escaped.
+func imageMarkdown(alt string) string {
+	alt = collapseSpaces(alt)
+	if len(alt) > maxAltLen {
+		alt = strings.ToValidUTF8(alt[:maxAltLen], "") + "…"
+	}
+	alt = strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`).Replace(alt)
+	return "![" + alt + "]()"
+}
+
 func escapePipes(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // headingText is a heading's text: one line, no emphasis.

@@ -223,10 +223,36 @@ func (r *pptxReader) shapes(dec *xml.Decoder) error {
 			return r.shapes(dec)
 		case isP(t.Name) && t.Name.Local == "graphicFrame" && !r.notes:
 			return r.graphicFrame(dec)
+		case isP(t.Name) && t.Name.Local == "pic" && !r.notes:
+			return r.picture(dec)
 		}
-		// Pictures, connectors, group properties, …
+		// Connectors, group properties, …
 		return dec.Skip()
 	})
+}
+
+// picture reads a p:pic: its alternative text (p:cNvPr descr), which is
+// often all a picture says to a text reader, becomes an image line as in
+// DOCX. A picture without one says nothing.
+func (r *pptxReader) picture(dec *xml.Decoder) error {
+	alt := ""
+	var read func(t xml.StartElement) error
+	read = func(t xml.StartElement) error {
+		switch {
+		case isP(t.Name) && t.Name.Local == "nvPicPr":
+			return eachChild(dec, read)
+		case isP(t.Name) && t.Name.Local == "cNvPr":
+			alt = attr(t, "descr")
+		}
+		return dec.Skip()
+	}
+	if err := eachChild(dec, read); err != nil {
+		return err
+	}
+	if strings.TrimSpace(alt) != "" {
+		r.blocks = append(r.blocks, &para{spans: []span{{text: imageMarkdown(alt), raw: true}}})
+	}
+	return nil
 }
 
 // shape reads a p:sp: its placeholder kind and its text.

@@ -129,6 +129,15 @@ func TestPPTX(t *testing.T) {
 			want: "## Slide 1\n\nin group\n\nchoice\n",
 		},
 		{
+			name: "picture alt text becomes an image line; a picture without one says nothing",
+			slides: []string{
+				shape(`<p:ph type="title"/>`, aPara("", "Sales")) +
+					`<p:pic><p:nvPicPr><p:cNvPr id="4" name="Chart" descr="bar chart showing sales 2023 = 5M"/><p:cNvPicPr/><p:nvPr/></p:nvPicPr><p:blipFill/><p:spPr/></p:pic>` +
+					`<p:pic><p:nvPicPr><p:cNvPr id="5" name="Decoration"/><p:cNvPicPr/><p:nvPr/></p:nvPicPr></p:pic>`,
+			},
+			want: "## Slide 1: Sales\n\n![bar chart showing sales 2023 = 5M]()\n",
+		},
+		{
 			name:   "speaker notes follow the slide; the notes page's slide number does not",
 			slides: []string{shape(`<p:ph type="title"/>`, aPara("", "Talk"))},
 			notes:  map[int]string{0: "Say hello"},

@@ -3,8 +3,11 @@ package office
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/xuri/excelize/v2"
@@ -20,7 +23,8 @@ func xlsxMarkdown(ctx context.Context, cfg Config, data []byte) (md string, err 
 	// excelize trusts the sizes the zip headers declare; archive/zip
 	// refuses to inflate past them, so checking the declarations against
 	// our limits first bounds what excelize can inflate.
-	if _, err := openArchive(data, "XLSX", cfg); err != nil {
+	a, err := openArchive(data, "XLSX", cfg)
+	if err != nil {
 		return "", err
 	}
 	defer func() {
@@ -34,13 +38,18 @@ func xlsxMarkdown(ctx context.Context, cfg Config, data []byte) (md string, err 
 		UnzipSizeLimit:    cfg.MaxInflatedBytes,
 		UnzipXMLSizeLimit: min(cfg.MaxInflatedBytes, xmlPartInMemory),
 		TmpDir:            os.TempDir(),
+		// Built-in formats 14 and 22 are "the system's short date": the
+		// file says mm-dd-yy, which reads 01-02-24 (which day? which
+		// century?). ISO dates are unambiguous to people and models.
+		ShortDatePattern: "yyyy-mm-dd",
 	})
 	if err != nil {
 		return "", invalidError("XLSX", err, "the workbook cannot be opened")
 	}
 	defer f.Close()
 
-	x := &xlsxWriter{ctx: ctx, f: f, maxRows: cfg.MaxRows, maxCells: cfg.MaxCells, maxBytes: cfg.MaxOutputBytes}
+	x := &xlsxWriter{ctx: ctx, f: f, a: a, maxRows: cfg.MaxRows, maxCells: cfg.MaxCells, maxBytes: cfg.MaxOutputBytes}
+	x.parts = sheetParts(a)
 	var sections []string
 	for _, name := range f.GetSheetList() {
 		if x.bytes >= x.maxBytes {
@@ -59,6 +68,8 @@ func xlsxMarkdown(ctx context.Context, cfg Config, data []byte) (md string, err 
 type xlsxWriter struct {
 	ctx      context.Context
 	f        *excelize.File
+	a        *archive
+	parts    map[string]string // sheet name → worksheet part
 	maxRows  int
 	maxCells int
 	cells    int // cells written, all sheets
@@ -70,7 +81,17 @@ type xlsxWriter struct {
 // in every row to the left trimmed, so the first non-empty row is the header.
 func (x *xlsxWriter) sheet(name string) (string, error) {
 	head := "## Sheet: " + escapeText(collapseSpaces(name))
+	// A hidden (or veryHidden) sheet is output like the others, since its
+	// cells are part of the file; the mark lets a reader tell what Excel
+	// would not have shown.
+	if visible, err := x.f.GetSheetVisible(name); err == nil && !visible {
+		head += " (hidden)"
+	}
 	x.bytes += int64(len(head))
+	formulas, err := uncachedFormulas(x.a, x.parts[name], x.maxRows, x.maxCells)
+	if err != nil {
+		return "", err
+	}
 	rows, err := x.f.Rows(name)
 	if err != nil {
 		// Chart sheets and dialog sheets have no cells.
@@ -94,6 +115,14 @@ func (x *xlsxWriter) sheet(name string) (string, error) {
 		cols, err := rows.Columns()
 		if err != nil {
 			return "", invalidError("XLSX", err, "sheet %q cannot be read", name)
+		}
+		for col, formula := range formulas[rowNo] {
+			for len(cols) < col {
+				cols = append(cols, "")
+			}
+			if cols[col-1] == "" {
+				cols[col-1] = "=" + formula
+			}
 		}
 		if rowEmpty(cols) {
 			continue
@@ -182,3 +211,153 @@ func cellValue(v string) string {
 	}
 	return strings.Join(lines, "<br>")
 }
+
+// sheetParts maps each sheet name of the workbook to its worksheet part,
+// from workbook.xml and its relationships. It is best effort: excelize has
+// read the same parts already, and a sheet missing here only loses its
+// uncached formulas.
+func sheetParts(a *archive) map[string]string {
+	parts := map[string]string{}
+	main, err := a.mainPart()
+	if err != nil {
+		return parts
+	}
+	rels, _, err := a.rels(main)
+	if err != nil {
+		return parts
+	}
+	rc, err := a.open(main)
+	if err != nil {
+		return parts
+	}
+	defer rc.Close()
+	dec := newXMLDecoder(rc)
+	for {
+		tok, err := dec.RawToken()
+		if err != nil {
+			return parts
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok || se.Name.Local != "sheet" {
+			continue
+		}
+		if rl, ok := rels[relAttrRaw(se, "id")]; ok && !rl.External {
+			parts[attr(se, "name")] = rl.Target
+		}
+	}
+}
+
+// relAttrRaw is relAttr for a token read with RawToken, whose attribute
+// names keep their prefix (r:id) instead of a namespace URL.
+func relAttrRaw(se xml.StartElement, local string) string {
+	for _, a := range se.Attr {
+		if a.Name.Local == local && a.Name.Space != "" {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+// uncachedFormulas finds the formula cells of a worksheet part that carry
+// no cached value, by row and then column (1-based). Files written by
+// generators that do not calculate (openpyxl, many exporters) have only
+// the formula, which excelize reads as an empty cell; the formula text
+// ("=B8*10") says more than nothing. Shared-formula cells that hold no
+// text of their own stay empty. Like the table, the pass ends after
+// maxRows rows with content, and it keeps at most maxFormulas formulas.
+func uncachedFormulas(a *archive, part string, maxRows, maxFormulas int) (map[int]map[int]string, error) {
+	found := map[int]map[int]string{}
+	if part == "" {
+		return found, nil
+	}
+	rc, err := a.open(part)
+	if err != nil {
+		return found, nil // excelize has read the sheet; nothing to add
+	}
+	defer rc.Close()
+	dec := newXMLDecoder(rc)
+	var (
+		row, col, n   int
+		rowsWithText  int
+		in            string // the cell child being read: "f", "v", "is" or ""
+		formula       strings.Builder
+		hasValue      bool
+		inCell, inRow bool
+		rowHasText    bool
+	)
+	for n < maxFormulas && rowsWithText <= maxRows {
+		tok, err := dec.RawToken()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, a.readErr(part, err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			switch t.Name.Local {
+			case "row":
+				row, col, inRow, rowHasText = row+1, 0, true, false
+				if r, err := strconv.Atoi(attr(t, "r")); err == nil && r > 0 {
+					row = r
+				}
+			case "c":
+				if !inRow {
+					continue
+				}
+				inCell, hasValue, in = true, false, ""
+				formula.Reset()
+				col++
+				if ref := attr(t, "r"); ref != "" {
+					if c, r, err := excelize.CellNameToCoordinates(ref); err == nil {
+						col, row = c, r
+					}
+				}
+			case "f", "v", "is":
+				if inCell {
+					in = t.Name.Local
+				}
+			}
+		case xml.CharData:
+			switch in {
+			case "f":
+				if formula.Len() < maxFormulaLen {
+					formula.Write(t)
+				}
+			case "v", "is":
+				if len(bytes.TrimSpace(t)) > 0 {
+					hasValue, rowHasText = true, true
+				}
+			}
+		case xml.EndElement:
+			switch t.Name.Local {
+			case "f", "v", "is":
+				in = ""
+			case "c":
+				if inCell && !hasValue {
+					if f := strings.TrimSpace(formula.String()); f != "" {
+						if found[row] == nil {
+							found[row] = map[int]string{}
+						}
+						found[row][col] = f
+						n++
+						rowHasText = true
+					}
+				}
+				inCell = false
+			case "row":
+				inRow = false
+				if rowHasText {
+					rowsWithText++
+				}
+			case "sheetData":
+				return found, nil
+			}
+		}
+	}
+	return found, nil
+}
+
+// maxFormulaLen bounds the text kept of one formula; Excel's own limit is
+// 8192 characters.
+const maxFormulaLen = 8192

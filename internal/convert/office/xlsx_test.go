@@ -57,7 +57,68 @@ func TestXLSX(t *testing.T) {
 				set(t, f, s, "A6", "boolean")
 				set(t, f, s, "B6", true)
 			},
-			want: "## Sheet: Sheet1\n\n| Item | Value |\n| --- | --- |\n| integer | 196 |\n| fraction | 1.5 |\n| percent | 25% |\n| date | 03-01-24 |\n| boolean | TRUE |\n",
+			want: "## Sheet: Sheet1\n\n| Item | Value |\n| --- | --- |\n| integer | 196 |\n| fraction | 1.5 |\n| percent | 25% |\n| date | 2024-03-01 |\n| boolean | TRUE |\n",
+		},
+		{
+			name: "the system short date formats 14 and 22 read as ISO dates",
+			fill: func(t *testing.T, f *excelize.File, s string) {
+				set(t, f, s, "A1", time.Date(2024, 1, 15, 0, 0, 0, 0, time.UTC))
+				set(t, f, s, "B1", time.Date(2024, 1, 15, 18, 0, 0, 0, time.UTC))
+				set(t, f, s, "C1", time.Date(2024, 2, 15, 0, 0, 0, 0, time.UTC))
+				day, _ := f.NewStyle(&excelize.Style{NumFmt: 14})
+				dayTime, _ := f.NewStyle(&excelize.Style{NumFmt: 22})
+				custom := "dd/mm/yyyy"
+				own, _ := f.NewStyle(&excelize.Style{CustomNumFmt: &custom})
+				_ = f.SetCellStyle(s, "A1", "A1", day)
+				_ = f.SetCellStyle(s, "B1", "B1", dayTime)
+				_ = f.SetCellStyle(s, "C1", "C1", own)
+			},
+			want: "## Sheet: Sheet1\n\n| 2024-01-15 | 2024-01-15 18:00 | 15/02/2024 |\n| --- | --- | --- |\n",
+		},
+		{
+			name: "a formula without a cached value shows as its formula",
+			fill: func(t *testing.T, f *excelize.File, s string) {
+				set(t, f, s, "A1", "n")
+				set(t, f, s, "B1", "total")
+				set(t, f, s, "A2", 4)
+				if err := f.SetCellFormula(s, "B2", "A2*10"); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.SetCellFormula(s, "D3", "SUM(B2:B2)"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: "## Sheet: Sheet1\n\n| n | total |  |  |\n| --- | --- | --- | --- |\n| 4 | =A2\\*10 |  |  |\n|  |  |  | =SUM(B2:B2) |\n",
+		},
+		{
+			name: "an uncached formula in the last row kept under MaxRows is shown",
+			cfg:  Config{MaxRows: 3},
+			fill: func(t *testing.T, f *excelize.File, s string) {
+				set(t, f, s, "A1", 1)
+				set(t, f, s, "A2", 2)
+				if err := f.SetCellFormula(s, "A3", "A1+A2"); err != nil {
+					t.Fatal(err)
+				}
+				set(t, f, s, "A4", 4)
+			},
+			want: "## Sheet: Sheet1\n\n| 1 |\n| --- |\n| 2 |\n| =A1+A2 |\n\n… 1 more rows omitted\n",
+		},
+		{
+			name: "hidden and very hidden sheets are marked",
+			fill: func(t *testing.T, f *excelize.File, s string) {
+				set(t, f, s, "A1", "shown")
+				_, _ = f.NewSheet("Secret")
+				set(t, f, "Secret", "A1", "hidden")
+				_, _ = f.NewSheet("Deep")
+				set(t, f, "Deep", "A1", "very hidden")
+				if err := f.SetSheetVisible("Secret", false); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.SetSheetVisible("Deep", false, true); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: "## Sheet: Sheet1\n\n| shown |\n| --- |\n\n## Sheet: Secret (hidden)\n\n| hidden |\n| --- |\n\n## Sheet: Deep (hidden)\n\n| very hidden |\n| --- |\n",
 		},
 		{
 			name: "empty rows are dropped and empty columns trimmed; pipes and line breaks escaped",

@@ -26,6 +26,8 @@ const (
 	nsMStrict = "http://purl.oclc.org/ooxml/officeDocument/math"
 	nsMC      = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 	nsW14     = "http://schemas.microsoft.com/office/word/2010/wordml"
+	nsWP      = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
+	nsV       = "urn:schemas-microsoft-com:vml"
 )
 
 func isW(n xml.Name) bool  { return n.Space == nsW || n.Space == nsWStrict }
