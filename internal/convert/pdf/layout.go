@@ -19,7 +19,9 @@ import (
 //     of the row under it is split between them); runs of two or more rows
 //     with two or more cells whose columns stay aligned, about a line apart
 //     or at the table's own regular pitch, become a table, unless the cells
-//     read like prose (two text columns side by side).
+//     read like prose (two text columns side by side). A bold header row
+//     keeps the rows that fit its columns up to three lines below it, and
+//     the last row keeps the wrapped lines under it as the rows above did.
 //  3. A label and a value set apart on one row outside the tables, each a
 //     block of its own, become one line.
 //  4. The remaining lines keep poppler's blocks; blocks and tables are
