@@ -75,6 +75,26 @@ func TestLayout(t *testing.T) {
 			want: "<h3>Scope</h3>\n<p>This document covers the recognition stage of the service and nothing else; the extraction stage has a document of its own.</p>\n",
 		},
 		{
+			name: "a bold line among like one-line entries is an entry, not a heading",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "Courier: the quick fox"),
+				ln(1, 72, 124, 10, "Times: the quick brown fox jumps"),
+				bold(2, 72, 148, 10, "Arial Black: the quick brown fox jumps"),
+				ln(3, 72, 172, 10, "Verdana: the quick fox"),
+			},
+			want: "<p>Courier: the quick fox</p>\n<p>Times: the quick brown fox jumps</p>\n" +
+				"<p>Arial Black: the quick brown fox jumps</p>\n<p>Verdana: the quick fox</p>\n",
+		},
+		{
+			name: "a bold line set closer to the line under it than to the line above is a heading",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "The first part ends with this line."),
+				bold(1, 72, 136, 10, "The second part begins"),
+				ln(2, 72, 152, 10, "And this is what it says in a line."),
+			},
+			want: "<p>The first part ends with this line.</p>\n<h3>The second part begins</h3>\n<p>And this is what it says in a line.</p>\n",
+		},
+		{
 			name: "page numbers are not headings",
 			lines: []textLine{
 				ln(0, 72, 100, 10, "Some body text that is long enough to set the body size of the page."),

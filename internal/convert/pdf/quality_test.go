@@ -77,6 +77,10 @@ func TestTextLayerKeepsStructure(t *testing.T) {
 		{"the CWEB manual has headings", "cweb.pdf", []string{
 			`<h1>`,
 		}},
+		{"the font sample sheet's Arial Black line is an entry like the others, not a heading", "sample_fonts_solidconvertor.pdf", []string{
+			`<p>Arial: Toto je pokusný text s češtinou – ěščřžýáíé</p>`,
+			`<p>Arial Black: Toto je pokusný text s češtinou – ěščřžýáíé</p>`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
