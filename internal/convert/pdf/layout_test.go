@@ -310,7 +310,7 @@ func TestHeaderLineSpanningTwoColumnsIsSplitIntoItsCells(t *testing.T) {
 	lines := append(header, row(110, "E103184", "Maintenance kit", "49,99", "21 %", "1 PCS", "49,99")...)
 	lines = append(lines, row(120, "E103560", "Flyer", "0,00", "21 %", "1 PCS", "0,00")...)
 	got := layoutHTML(lines...)
-	want := "<table>\n<tr><td>Item</td><td>Description</td><td>Price</td><td>VAT</td><td>Quantity</td><td>Amount</td></tr>\n" +
+	want := "<table>\n<tr><th>Item</th><th>Description</th><th>Price</th><th>VAT</th><th>Quantity</th><th>Amount</th></tr>\n" +
 		"<tr><td>E103184</td><td>Maintenance kit</td><td>49,99</td><td>21 %</td><td>1 PCS</td><td>49,99</td></tr>\n" +
 		"<tr><td>E103560</td><td>Flyer</td><td>0,00</td><td>21 %</td><td>1 PCS</td><td>0,00</td></tr>\n</table>\n"
 	if got != want {
@@ -423,7 +423,7 @@ func TestBoldHeaderSetApartFromItsItemsIsTheirTableHeader(t *testing.T) {
 		add(ln(0, 408, y, 8, it.price))
 	}
 	got := layoutHTML(lines...)
-	want := "<table>\n<tr><td>Pos.</td><td>Qty</td><td>Description</td><td>Discount %</td><td>Price</td><td>Amount</td></tr>\n" +
+	want := "<table>\n<tr><th>Pos.</th><th>Qty</th><th>Description</th><th>Discount %</th><th>Price</th><th>Amount</th></tr>\n" +
 		"<tr><td></td><td></td><td>Contract No. C-1</td><td></td><td></td><td></td></tr>\n" +
 		"<tr><td>1</td><td>1</td><td>Mailbox Standard</td><td></td><td>3,89</td><td>3,89</td></tr>\n" +
 		"<tr><td>2</td><td>1</td><td>Mailbox Quality</td><td></td><td>5,39</td><td>5,39</td></tr>\n</table>\n"
@@ -478,9 +478,37 @@ func TestHeaderLineIsSplitWhereALabelStartsBesideItsValues(t *testing.T) {
 		lines = append(lines, ln(2+3*k, 40, y, 8, it.item), ln(3+3*k, 300, y, 8, "21%"), p)
 	}
 	got := layoutHTML(lines...)
-	want := "<table>\n<tr><td>Item</td><td>VAT</td><td>Price incl. VAT</td></tr>\n" +
+	want := "<table>\n<tr><th>Item</th><th>VAT</th><th>Price incl. VAT</th></tr>\n" +
 		"<tr><td>Laptop</td><td>21%</td><td>€ 399,00</td></tr>\n<tr><td>Mouse</td><td>21%</td><td>€ 19,00</td></tr>\n</table>\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestBoldLeadingRowsOfATableAreItsHeader(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		header func(block int, x, y, size float64, text string) textLine
+		body   func(block int, x, y, size float64, text string) textLine
+		want   string
+	}{
+		{"a bold row over plain rows is the header", bold, ln,
+			"<table>\n<tr><th>Name</th><th>Amount</th></tr>\n<tr><td>Rent</td><td>400</td></tr>\n<tr><td>Power</td><td>60</td></tr>\n</table>\n"},
+		{"a table all in bold has no header", bold, bold,
+			"<table>\n<tr><td>Name</td><td>Amount</td></tr>\n<tr><td>Rent</td><td>400</td></tr>\n<tr><td>Power</td><td>60</td></tr>\n</table>\n"},
+		{"a table all plain has no header", ln, ln,
+			"<table>\n<tr><td>Name</td><td>Amount</td></tr>\n<tr><td>Rent</td><td>400</td></tr>\n<tr><td>Power</td><td>60</td></tr>\n</table>\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			lines := []textLine{tt.header(0, 72, 100, 10, "Name"), tt.header(1, 300, 100, 10, "Amount"),
+				tt.body(2, 72, 114, 10, "Rent"), tt.body(3, 300, 114, 10, "400"),
+				tt.body(4, 72, 128, 10, "Power"), tt.body(5, 300, 128, 10, "60")}
+			if got := layoutHTML(lines...); got != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+		})
 	}
 }

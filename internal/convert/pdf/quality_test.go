@@ -108,8 +108,8 @@ func TestInvoiceTablesKeepTheirHeaderRow(t *testing.T) {
 	}{
 		{"QualityHosting page 1: header, contract line and every item's lines are one six-column table", "QualityHosting.pdf", 1,
 			"<table>\n" +
-				"<tr><td>Pos.</td><td>Menge</td><td>Beschreibung</td><td>Rabatt %</td><td>VK-Preis</td><td>Zeilenbetrag</td></tr>\n" +
-				"<tr><td></td><td></td><td></td><td></td><td>Ohne MwSt.</td><td>Ohne MwSt.</td></tr>\n" +
+				"<tr><th>Pos.</th><th>Menge</th><th>Beschreibung</th><th>Rabatt %</th><th>VK-Preis</th><th>Zeilenbetrag</th></tr>\n" +
+				"<tr><th></th><th></th><th></th><th></th><th>Ohne MwSt.</th><th>Ohne MwSt.</th></tr>\n" +
 				"<tr><td></td><td></td><td>Contract No. CON02858</td><td></td><td></td><td></td></tr>\n" +
 				"<tr><td>1</td><td>1</td><td>Small Business StandardExchange 2010</td><td></td><td>3,89</td><td>3,89</td></tr>\n" +
 				"<tr><td></td><td></td><td>Grundgebühr pro Einheit</td><td></td><td></td><td></td></tr>\n" +
@@ -120,7 +120,7 @@ func TestInvoiceTablesKeepTheirHeaderRow(t *testing.T) {
 				"</table>\n"},
 		{"coolblue1: the bold header row heads the items' table", "coolblue1.pdf", 1,
 			"<table>\n" +
-				"<tr><td>Artikel</td><td>Aantal</td><td>Prijs per stuk</td><td>BTW</td><td>Prijs incl. BTW</td></tr>\n" +
+				"<tr><th>Artikel</th><th>Aantal</th><th>Prijs per stuk</th><th>BTW</th><th>Prijs incl. BTW</th></tr>\n" +
 				"<tr><td>Apple iPad Air Wifi 16 GB Zilver</td><td>1</td><td>€ 399,00</td><td>21%</td><td>€ 399,00</td></tr>\n" +
 				"<tr><td>Incl. Thuiskopieheffing: Thuiskopie €3.50 Serienummer: SDMPP373MPP15</td><td>1</td><td></td><td>21%</td><td>€ 4,24</td></tr>\n" +
 				"<tr><td>Decoded Leather Slim Cover Apple iPad Air 2 Zwart</td><td>1</td><td>€ 69,99</td><td>21%</td><td>€ 69,99</td></tr>\n" +

@@ -41,6 +41,28 @@ func (t *table) text(ls []line) [][]string {
 	return out
 }
 
+// headerRows returns how many leading rows of the table are its header:
+// rows whose every line is bold, above a row that has text not in bold. A
+// table set all in bold (or all plain) has none.
+func (t *table) headerRows(ls []line) int {
+	allBold := func(r [][]int) bool {
+		for _, c := range r {
+			for _, i := range c {
+				if ls[i].boldFrac < 0.9 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for n, r := range t.grid {
+		if !allBold(r) {
+			return n
+		}
+	}
+	return 0
+}
+
 // Limits that keep hostile pages (100 000 lines) linear: a longer table
 // continues as a new one, and a page of more blocks keeps poppler's order.
 const (
