@@ -100,6 +100,9 @@ func (b *builder) headingPrefix(lines []int) int {
 		if _, _, _, _, ok := listMarker(first); ok {
 			return 0
 		}
+		if len(lines) == 1 && b.amongLikeLines(lines[0]) {
+			return 0
+		}
 		style = bold
 	default:
 		return 0
@@ -134,6 +137,38 @@ func (b *builder) headingPrefix(lines []int) int {
 		return 0 // page numbers, figures
 	}
 	return n
+}
+
+// amongLikeLines reports whether line i, a block of its own, is one of a
+// run of such one-line blocks set alike: the lines before and after it
+// (poppler's order) share its size and left edge, are about as long, and
+// sit as far above it as below. A line in a heavier font there is an
+// entry shown in that font (a font sample sheet's "Arial Black: …" among
+// "Arial: …" and "Verdana: …"), not a heading: a heading is shorter than
+// the text it heads, or set closer to it than to the text before.
+func (b *builder) amongLikeLines(i int) bool {
+	if i == 0 || i+1 >= len(b.ls) || !b.oneLineBlock(i) {
+		return false
+	}
+	l, prev, next := &b.ls[i], &b.ls[i-1], &b.ls[i+1]
+	for _, n := range []*line{prev, next} {
+		if n.vertical || math.Abs(n.size-l.size) > 0.1*l.size || math.Abs(n.x0-l.x0) > 0.5*l.size ||
+			2*n.chars < l.chars || n.chars > 2*l.chars {
+			return false
+		}
+	}
+	if !b.oneLineBlock(i-1) || !b.oneLineBlock(i+1) {
+		return false
+	}
+	above, below := l.y0-prev.y1, next.y0-l.y1
+	return above >= 0 && below >= 0 && math.Abs(above-below) <= 0.3*l.height()
+}
+
+// oneLineBlock reports whether line i is the only line of its block
+// (a block's lines are consecutive in poppler's order).
+func (b *builder) oneLineBlock(i int) bool {
+	blk := b.ls[i].block
+	return (i == 0 || b.ls[i-1].block != blk) && (i+1 >= len(b.ls) || b.ls[i+1].block != blk)
 }
 
 func (b *builder) addHeading(lines []int) {

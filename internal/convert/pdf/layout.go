@@ -19,7 +19,10 @@ import (
 //     of the row under it is split between them); runs of two or more rows
 //     with two or more cells whose columns stay aligned, about a line apart
 //     or at the table's own regular pitch, become a table, unless the cells
-//     read like prose (two text columns side by side).
+//     read like prose (two text columns side by side). A bold header row
+//     keeps the rows that fit its columns up to three lines below it, and
+//     the last row keeps the wrapped lines under it as the rows above did.
+//     Leading rows all in bold over rows that are not are the header (<th>).
 //  3. A label and a value set apart on one row outside the tables, each a
 //     block of its own, become one line.
 //  4. The remaining lines keep poppler's blocks; blocks and tables are
@@ -60,6 +63,7 @@ type element struct {
 	parts   []string // paragraph and heading lines
 	items   []listItem
 	rows    [][]string // tables
+	head    int        // tables: how many leading rows are header rows
 
 	// Where the paragraph ends, for continuing it in the next block, and
 	// how many lines that block had.
@@ -96,7 +100,7 @@ func layoutPage(tp *textPage) []element {
 	for _, u := range units {
 		if u.table != nil {
 			b.flush()
-			b.out = append(b.out, element{kind: elemTable, rows: u.table.text(ls)})
+			b.out = append(b.out, element{kind: elemTable, rows: u.table.text(ls), head: u.table.headerRows(ls)})
 			continue
 		}
 		b.addUnit(u)

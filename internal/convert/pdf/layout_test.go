@@ -75,6 +75,26 @@ func TestLayout(t *testing.T) {
 			want: "<h3>Scope</h3>\n<p>This document covers the recognition stage of the service and nothing else; the extraction stage has a document of its own.</p>\n",
 		},
 		{
+			name: "a bold line among like one-line entries is an entry, not a heading",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "Courier: the quick fox"),
+				ln(1, 72, 124, 10, "Times: the quick brown fox jumps"),
+				bold(2, 72, 148, 10, "Arial Black: the quick brown fox jumps"),
+				ln(3, 72, 172, 10, "Verdana: the quick fox"),
+			},
+			want: "<p>Courier: the quick fox</p>\n<p>Times: the quick brown fox jumps</p>\n" +
+				"<p>Arial Black: the quick brown fox jumps</p>\n<p>Verdana: the quick fox</p>\n",
+		},
+		{
+			name: "a bold line set closer to the line under it than to the line above is a heading",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "The first part ends with this line."),
+				bold(1, 72, 136, 10, "The second part begins"),
+				ln(2, 72, 152, 10, "And this is what it says in a line."),
+			},
+			want: "<p>The first part ends with this line.</p>\n<h3>The second part begins</h3>\n<p>And this is what it says in a line.</p>\n",
+		},
+		{
 			name: "page numbers are not headings",
 			lines: []textLine{
 				ln(0, 72, 100, 10, "Some body text that is long enough to set the body size of the page."),
@@ -290,7 +310,7 @@ func TestHeaderLineSpanningTwoColumnsIsSplitIntoItsCells(t *testing.T) {
 	lines := append(header, row(110, "E103184", "Maintenance kit", "49,99", "21 %", "1 PCS", "49,99")...)
 	lines = append(lines, row(120, "E103560", "Flyer", "0,00", "21 %", "1 PCS", "0,00")...)
 	got := layoutHTML(lines...)
-	want := "<table>\n<tr><td>Item</td><td>Description</td><td>Price</td><td>VAT</td><td>Quantity</td><td>Amount</td></tr>\n" +
+	want := "<table>\n<tr><th>Item</th><th>Description</th><th>Price</th><th>VAT</th><th>Quantity</th><th>Amount</th></tr>\n" +
 		"<tr><td>E103184</td><td>Maintenance kit</td><td>49,99</td><td>21 %</td><td>1 PCS</td><td>49,99</td></tr>\n" +
 		"<tr><td>E103560</td><td>Flyer</td><td>0,00</td><td>21 %</td><td>1 PCS</td><td>0,00</td></tr>\n</table>\n"
 	if got != want {
@@ -376,5 +396,119 @@ func TestHeadingsOfTwoColumnsOnOneRowAreNotPaired(t *testing.T) {
 		"<p>Results of 2010</p>\n<p>The right column ends the story with the last words of the whole page right here.</p>\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestBoldHeaderSetApartFromItsItemsIsTheirTableHeader(t *testing.T) {
+	t.Parallel()
+	// An invoice's bold column header, a contract line, then the items two
+	// and a half lines lower: one table, the items under the header's
+	// columns with an empty "Discount %" cell, not a header table and an
+	// items table whose amounts shift left under the wrong labels.
+	var lines []textLine
+	add := func(l textLine) { l.block = len(lines); lines = append(lines, l) }
+	for _, h := range []struct {
+		x    float64
+		text string
+	}{{40, "Pos."}, {70, "Qty"}, {100, "Description"}, {300, "Discount %"}, {360, "Price"}, {400, "Amount"}} {
+		add(bold(0, h.x, 100, 8, h.text))
+	}
+	add(ln(0, 100, 118, 8, "Contract No. C-1"))
+	for k, it := range []struct{ pos, desc, price string }{{"1", "Mailbox Standard", "3,89"}, {"2", "Mailbox Quality", "5,39"}} {
+		y := 146 + 12*float64(k)
+		add(ln(0, 52, y, 8, it.pos))
+		add(ln(0, 78, y, 8, "1"))
+		add(ln(0, 100, y, 8, it.desc))
+		add(ln(0, 364, y, 8, it.price))
+		add(ln(0, 408, y, 8, it.price))
+	}
+	got := layoutHTML(lines...)
+	want := "<table>\n<tr><th>Pos.</th><th>Qty</th><th>Description</th><th>Discount %</th><th>Price</th><th>Amount</th></tr>\n" +
+		"<tr><td></td><td></td><td>Contract No. C-1</td><td></td><td></td><td></td></tr>\n" +
+		"<tr><td>1</td><td>1</td><td>Mailbox Standard</td><td></td><td>3,89</td><td>3,89</td></tr>\n" +
+		"<tr><td>2</td><td>1</td><td>Mailbox Quality</td><td></td><td>5,39</td><td>5,39</td></tr>\n</table>\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestLastItemKeepsItsWrappedLinesInTheTable(t *testing.T) {
+	t.Parallel()
+	// Every item's description goes on for two lines under it; the last
+	// item's do too, and stay in the table as the others' do. The
+	// paragraph further down is not part of it.
+	var lines []textLine
+	add := func(l textLine) { l.block = len(lines); lines = append(lines, l) }
+	for k, it := range []struct{ pos, desc, amount, service string }{
+		{"1", "Mailbox Standard", "3,89", "Service: alpha"}, {"2", "Mailbox Quality", "5,39", "Service: beta"}} {
+		y := 100 + 48*float64(k)
+		add(ln(0, 40, y, 8, it.pos))
+		add(ln(0, 100, y, 8, it.desc))
+		add(ln(0, 300, y, 8, it.amount))
+		add(ln(0, 100, y+16, 8, "Base fee"))
+		add(ln(0, 100, y+32, 8, it.service))
+	}
+	add(ln(0, 40, 240, 8, "Payable within 14 days."))
+	got := layoutHTML(lines...)
+	want := "<table>\n<tr><td>1</td><td>Mailbox Standard</td><td>3,89</td></tr>\n" +
+		"<tr><td></td><td>Base fee</td><td></td></tr>\n<tr><td></td><td>Service: alpha</td><td></td></tr>\n" +
+		"<tr><td>2</td><td>Mailbox Quality</td><td>5,39</td></tr>\n" +
+		"<tr><td></td><td>Base fee</td><td></td></tr>\n<tr><td></td><td>Service: beta</td><td></td></tr>\n</table>\n" +
+		"<p>Payable within 14 days.</p>\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestHeaderLineIsSplitWhereALabelStartsBesideItsValues(t *testing.T) {
+	t.Parallel()
+	// "VAT" over "21%" and the right-aligned "Price incl. VAT" over the
+	// prices are one line to poppler, and "Price" lies over neither
+	// column. The cut goes before the one word that can start a label
+	// ("incl." cannot): a header row of the table, not headings.
+	lines := []textLine{bold(0, 40, 100, 8, "Item"), bold(1, 300, 100, 8, "VAT Price incl. VAT")}
+	for k, it := range []struct{ item, price string }{{"Laptop", "€ 399,00"}, {"Mouse", "€ 19,00"}} {
+		y := 112 + 12*float64(k)
+		p := ln(4+3*k, 0, y, 8, it.price)
+		d := 372 - p.x1 // right-aligned at 372
+		p.x0, p.x1 = p.x0+d, p.x1+d
+		for i := range p.words {
+			p.words[i].x0, p.words[i].x1 = p.words[i].x0+d, p.words[i].x1+d
+		}
+		lines = append(lines, ln(2+3*k, 40, y, 8, it.item), ln(3+3*k, 300, y, 8, "21%"), p)
+	}
+	got := layoutHTML(lines...)
+	want := "<table>\n<tr><th>Item</th><th>VAT</th><th>Price incl. VAT</th></tr>\n" +
+		"<tr><td>Laptop</td><td>21%</td><td>€ 399,00</td></tr>\n<tr><td>Mouse</td><td>21%</td><td>€ 19,00</td></tr>\n</table>\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestBoldLeadingRowsOfATableAreItsHeader(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		header func(block int, x, y, size float64, text string) textLine
+		body   func(block int, x, y, size float64, text string) textLine
+		want   string
+	}{
+		{"a bold row over plain rows is the header", bold, ln,
+			"<table>\n<tr><th>Name</th><th>Amount</th></tr>\n<tr><td>Rent</td><td>400</td></tr>\n<tr><td>Power</td><td>60</td></tr>\n</table>\n"},
+		{"a table all in bold has no header", bold, bold,
+			"<table>\n<tr><td>Name</td><td>Amount</td></tr>\n<tr><td>Rent</td><td>400</td></tr>\n<tr><td>Power</td><td>60</td></tr>\n</table>\n"},
+		{"a table all plain has no header", ln, ln,
+			"<table>\n<tr><td>Name</td><td>Amount</td></tr>\n<tr><td>Rent</td><td>400</td></tr>\n<tr><td>Power</td><td>60</td></tr>\n</table>\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			lines := []textLine{tt.header(0, 72, 100, 10, "Name"), tt.header(1, 300, 100, 10, "Amount"),
+				tt.body(2, 72, 114, 10, "Rent"), tt.body(3, 300, 114, 10, "400"),
+				tt.body(4, 72, 128, 10, "Power"), tt.body(5, 300, 128, 10, "60")}
+			if got := layoutHTML(lines...); got != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package pdf
 
 import (
 	"context"
+	"fmt"
 	"html"
 	"os"
 	"os/exec"
@@ -76,6 +77,10 @@ func TestTextLayerKeepsStructure(t *testing.T) {
 		{"the CWEB manual has headings", "cweb.pdf", []string{
 			`<h1>`,
 		}},
+		{"the font sample sheet's Arial Black line is an entry like the others, not a heading", "sample_fonts_solidconvertor.pdf", []string{
+			`<p>Arial: Toto je pokusný text s češtinou – ěščřžýáíé</p>`,
+			`<p>Arial Black: Toto je pokusný text s češtinou – ěščřžýáíé</p>`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,6 +96,75 @@ func TestTextLayerKeepsStructure(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestInvoiceTablesKeepTheirHeaderRow(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		doc  string
+		page int
+		want string // the page's item table, whole
+	}{
+		{"QualityHosting page 1: header, contract line and every item's lines are one six-column table", "QualityHosting.pdf", 1,
+			"<table>\n" +
+				"<tr><th>Pos.</th><th>Menge</th><th>Beschreibung</th><th>Rabatt %</th><th>VK-Preis</th><th>Zeilenbetrag</th></tr>\n" +
+				"<tr><th></th><th></th><th></th><th></th><th>Ohne MwSt.</th><th>Ohne MwSt.</th></tr>\n" +
+				"<tr><td></td><td></td><td>Contract No. CON02858</td><td></td><td></td><td></td></tr>\n" +
+				"<tr><td>1</td><td>1</td><td>Small Business StandardExchange 2010</td><td></td><td>3,89</td><td>3,89</td></tr>\n" +
+				"<tr><td></td><td></td><td>Grundgebühr pro Einheit</td><td></td><td></td><td></td></tr>\n" +
+				"<tr><td></td><td></td><td>Dienst: OUDJQ_strukan</td><td></td><td></td><td></td></tr>\n" +
+				"<tr><td></td><td></td><td>01.05.14-31.05.14</td><td></td><td></td><td></td></tr>\n" +
+				invoiceItem("2", "schneider") + invoiceItem("3", "minar") + invoiceItem("4", "mayr") +
+				invoiceItem("5", "jenewein") + invoiceItem("6", "jauernik") +
+				"</table>\n"},
+		{"coolblue1: the bold header row heads the items' table", "coolblue1.pdf", 1,
+			"<table>\n" +
+				"<tr><th>Artikel</th><th>Aantal</th><th>Prijs per stuk</th><th>BTW</th><th>Prijs incl. BTW</th></tr>\n" +
+				"<tr><td>Apple iPad Air Wifi 16 GB Zilver</td><td>1</td><td>€ 399,00</td><td>21%</td><td>€ 399,00</td></tr>\n" +
+				"<tr><td>Incl. Thuiskopieheffing: Thuiskopie €3.50 Serienummer: SDMPP373MPP15</td><td>1</td><td></td><td>21%</td><td>€ 4,24</td></tr>\n" +
+				"<tr><td>Decoded Leather Slim Cover Apple iPad Air 2 Zwart</td><td>1</td><td>€ 69,99</td><td>21%</td><td>€ 69,99</td></tr>\n" +
+				"<tr><td>Nintendo 3DS XL Wit + Blauw</td><td>1</td><td>€ 189,00</td><td>21%</td><td>€ 189,00</td></tr>\n" +
+				"<tr><td>Nintendo AC-adapter</td><td>1</td><td>€ 14,99</td><td>21%</td><td>€ 14,99</td></tr>\n" +
+				"<tr><td>Mario Kart 7 3DS</td><td>1</td><td>€ 44,99</td><td>21%</td><td>€ 44,99</td></tr>\n" +
+				"</table>\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res := convertFile(t, filepath.Join("testdata", "invoice2data", tt.doc), Options{Format: "html"})
+			page := pageHTML(t, res.Content, tt.page)
+			if !strings.Contains(page, tt.want) {
+				t.Errorf("page %d lacks the table\n%s\npage:\n%s", tt.page, tt.want, page)
+			}
+			if strings.Contains(page, "<h3>") {
+				t.Errorf("page %d has bold body-size headings (header labels?):\n%s", tt.page, page)
+			}
+		})
+	}
+}
+
+// invoiceItem is a QualityHosting item row with its three description
+// lines, each a row of the Beschreibung column.
+func invoiceItem(pos, user string) string {
+	return "<tr><td>" + pos + "</td><td>1</td><td>Small Business QualityExchange 2010</td><td></td><td>5,39</td><td>5,39</td></tr>\n" +
+		"<tr><td></td><td></td><td>Grundgebühr pro Einheit</td><td></td><td></td><td></td></tr>\n" +
+		"<tr><td></td><td></td><td>Dienst: OUDJQ_" + user + "</td><td></td><td></td><td></td></tr>\n" +
+		"<tr><td></td><td></td><td>01.05.14-31.05.14</td><td></td><td></td><td></td></tr>\n"
+}
+
+// pageHTML is the section of one page of a converted document.
+func pageHTML(t *testing.T, doc string, page int) string {
+	t.Helper()
+	start := strings.Index(doc, fmt.Sprintf(`<section data-page="%d">`, page))
+	if start < 0 {
+		t.Fatalf("no page %d in\n%s", page, doc)
+	}
+	end := strings.Index(doc[start:], "</section>")
+	if end < 0 {
+		t.Fatalf("page %d has no end", page)
+	}
+	return doc[start : start+end]
 }
 
 // convertFile converts a corpus file with no OCR provider.

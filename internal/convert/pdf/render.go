@@ -43,12 +43,16 @@ func renderHTML(sb *strings.Builder, els []element) {
 			sb.WriteString("</" + tag + ">\n")
 		case elemTable:
 			sb.WriteString("<table>\n")
-			for _, r := range e.rows {
+			for k, r := range e.rows {
+				cell := "td"
+				if k < e.head {
+					cell = "th"
+				}
 				sb.WriteString("<tr>")
 				for _, c := range r {
-					sb.WriteString("<td>")
+					sb.WriteString("<" + cell + ">")
 					sb.WriteString(html.EscapeString(c))
-					sb.WriteString("</td>")
+					sb.WriteString("</" + cell + ">")
 				}
 				sb.WriteString("</tr>\n")
 			}

@@ -41,6 +41,28 @@ func (t *table) text(ls []line) [][]string {
 	return out
 }
 
+// headerRows returns how many leading rows of the table are its header:
+// rows whose every line is bold, above a row that has text not in bold. A
+// table set all in bold (or all plain) has none.
+func (t *table) headerRows(ls []line) int {
+	allBold := func(r [][]int) bool {
+		for _, c := range r {
+			for _, i := range c {
+				if ls[i].boldFrac < 0.9 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for n, r := range t.grid {
+		if !allBold(r) {
+			return n
+		}
+	}
+	return 0
+}
+
 // Limits that keep hostile pages (100 000 lines) linear: a longer table
 // continues as a new one, and a page of more blocks keeps poppler's order.
 const (
@@ -75,12 +97,12 @@ func findTables(ls []line, inTable []bool) ([]*table, []row) {
 				pending = nil
 				continue
 			}
-			f.close(run, cols)
+			f.close(f.tail(run, cols, pending), cols)
 		}
 		run, cols, pending = []int{k}, f.cells(k), nil
 	}
 	if len(run) > 0 {
-		f.close(run, cols)
+		f.close(f.tail(run, cols, pending), cols)
 	}
 	return f.tables, rows
 }
@@ -196,9 +218,13 @@ func (f *tableFinder) extend(run []int, cols []interval, pending []int, k int) (
 	// Consecutive rows must be close: about a line apart, or at the
 	// table's own pitch.
 	prev := run[len(run)-1]
+	underHeader := false // k is further down than rowsFollow allows, under a header
 	for _, r := range append(slices.Clone(pending), k) {
 		if !rowsFollow(f.rows, f.multi, prev, r) {
-			return nil, false
+			if !f.headerGap(run, prev, r, k) {
+				return nil, false
+			}
+			underHeader = true
 		}
 		prev = r
 	}
@@ -233,8 +259,11 @@ func (f *tableFinder) extend(run []int, cols []interval, pending []int, k int) (
 	if !shared {
 		return nil, false
 	}
+	if underHeader && len(nc) != len(cols) {
+		return nil, false // under a header, the body must fit its columns
+	}
 	check := []int{k}
-	if len(nc) != len(cols) {
+	if len(nc) != len(cols) || underHeader {
 		check = append(check, run...) // a merge may have joined two columns
 	}
 	for _, r := range check {
@@ -258,6 +287,80 @@ func (f *tableFinder) extend(run []int, cols []interval, pending []int, k int) (
 		}
 	}
 	return nc, true
+}
+
+// headerGap reports whether row b, the row after row a, may continue a run
+// that is a table's header although it is further below a than rowsFollow
+// allows: the run is all bold, row k (the next row of cells) is not, and b
+// is at most maxRowGap line heights under a (extend then requires k to fit
+// the header's columns). Invoices set their bold column header apart from
+// the items, sometimes with a line between ("Contract No. …"); without this
+// the header and the items are two tables, and the items' cells lose the
+// header's columns (no "Rabatt %" column: amounts shift under wrong labels).
+func (f *tableFinder) headerGap(run []int, a, b, k int) bool {
+	ra, rb := &f.rows[a], &f.rows[b]
+	if rb.y0-ra.y1 > maxRowGap*max(ra.y1-ra.y0, rb.y1-rb.y0) {
+		return false
+	}
+	for _, r := range run {
+		for _, i := range f.rows[r].lines {
+			if f.ls[i].boldFrac < 0.9 {
+				return false
+			}
+		}
+	}
+	for _, i := range f.rows[k].lines {
+		if f.ls[i].boldFrac >= 0.5 {
+			return false
+		}
+	}
+	return true
+}
+
+// tail returns the run with the single rows pending after its last row of
+// cells that continue it as the rows before continued theirs: an item's
+// wrapped description under the last item. Each must lie in one column
+// that has such lines higher up in the table, follow the row above as a
+// table's rows do, and there may be no more of them than the longest
+// stretch of single rows inside the table; a paragraph under the table
+// shares none of that.
+func (f *tableFinder) tail(run []int, cols []interval, pending []int) []int {
+	wrapped := make([]bool, len(cols)) // columns with single-row lines in the run
+	stretch, longest := 0, 0
+	for _, r := range run {
+		if f.multi[r] {
+			stretch = 0
+			continue
+		}
+		stretch++
+		longest = max(longest, stretch)
+		for _, i := range f.rows[r].lines {
+			if c := column(cols, f.ls[i].x0, f.ls[i].x1); c >= 0 {
+				wrapped[c] = true
+			}
+		}
+	}
+	if len(pending) > longest {
+		pending = pending[:longest]
+	}
+	prev := run[len(run)-1]
+	n := 0
+	for _, r := range pending {
+		if !rowsFollow(f.rows, f.multi, prev, r) {
+			break
+		}
+		fits := true
+		for _, i := range f.rows[r].lines {
+			c := column(cols, f.ls[i].x0, f.ls[i].x1)
+			fits = fits && c >= 0 && wrapped[c]
+		}
+		if !fits {
+			break
+		}
+		prev = r
+		n++
+	}
+	return append(run, pending[:n]...)
 }
 
 // close turns a run into a table when it is one.
@@ -480,7 +583,8 @@ func (f *tableFinder) absorbBelow(t *table, lastRow int) {
 // would span two columns, which keeps the header row out of the table, and
 // its labels would read as headings away from their values. A word over
 // two cells, or a row under it that is not a row of cells a line apart,
-// keeps the line whole, and so does a word over none of the row's cells.
+// keeps the line whole, and so does a word over none of the row's cells
+// unless it is clear which cell it labels (see cellParts).
 // Only the first row of cells is split, where a header sits: a row under
 // other cells is a table's body, whose columns the table finder already
 // takes from the rows around it.
@@ -567,30 +671,71 @@ func rowsFollow(rows []row, cells []bool, a, b int) bool {
 }
 
 // cellParts groups the words of line i by the line of below each lies
-// over. It returns nil unless every word lies over exactly one: a word
-// over none or over two is no evidence of where the cells part.
+// over. It returns nil when a word lies over two (no evidence of where the
+// cells part) or when it cannot tell where words over none belong. Those
+// at the line's ends go with the part beside them; those between two parts
+// go where exactly one of the possible cuts starts a label, a word that
+// does not begin in lowercase: a right-aligned "Prijs incl. BTW" starts
+// left of its values, and in "BTW Prijs incl. BTW" over "21%" and
+// "€ 399,00" the cut is before "Prijs", not before "incl.".
 func cellParts(ls []line, i int, below []int) [][]word {
-	var parts [][]word
-	cur := -1 // the line of below the current part lies over
-	for _, w := range ls[i].words {
-		c := -1
+	ws := ls[i].words
+	over := make([]int, len(ws)) // the line of below each word lies over, -1 for none
+	for k, w := range ws {
+		over[k] = -1
 		for _, j := range below {
 			if w.x0 < ls[j].x1 && w.x1 > ls[j].x0 {
-				if c >= 0 {
+				if over[k] >= 0 {
 					return nil
 				}
-				c = j
+				over[k] = j
 			}
 		}
-		switch {
-		case c < 0:
-			return nil
-		case c != cur:
-			parts = append(parts, []word{w})
-			cur = c
-		default:
-			parts[len(parts)-1] = append(parts[len(parts)-1], w)
+	}
+	// cuts[k]: a part starts at word k.
+	cuts := make([]bool, len(ws))
+	prev := -1 // index of the last word over a line of below
+	for k := range ws {
+		if over[k] < 0 {
+			continue
 		}
+		if prev >= 0 && over[k] != over[prev] {
+			cut := k // adjacent words over two lines: the cut is between them
+			if prev+1 < k {
+				start := labelStart(ws[prev+1 : k+1])
+				if start < 0 {
+					return nil
+				}
+				cut = prev + 1 + start
+			}
+			cuts[cut] = true
+		}
+		prev = k
+	}
+	if prev < 0 {
+		return nil
+	}
+	var parts [][]word
+	for k, w := range ws {
+		if k == 0 || cuts[k] {
+			parts = append(parts, nil)
+		}
+		parts[len(parts)-1] = append(parts[len(parts)-1], w)
 	}
 	return parts
+}
+
+// labelStart returns the index of the one word of ws that does not begin in
+// lowercase, or -1 when none or several do.
+func labelStart(ws []word) int {
+	found := -1
+	for k, w := range ws {
+		if !startsLower(w.text) {
+			if found >= 0 {
+				return -1
+			}
+			found = k
+		}
+	}
+	return found
 }
