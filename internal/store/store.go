@@ -44,6 +44,11 @@ var ErrUploadQuota = errors.New("account uploads would exceed the bytes allowed"
 // WorkConfig.OnNodeLost when another process took the id from this one.
 var ErrNodeHeld = errors.New("node id is held by another running process")
 
+// ErrNewerSchema is returned by Open when the database holds migrations this
+// binary does not know: a newer docjobs migrated it, and this one would
+// write its tables by older rules beside it.
+var ErrNewerSchema = errors.New("database was migrated by a newer docjobs")
+
 // CreateJobParams is everything one create writes in one transaction.
 type CreateJobParams struct {
 	Job     *job.Job // ID, AccountID, Created set by the caller; Status NEW
