@@ -330,8 +330,11 @@ func (c *client) follow(ctx context.Context, id string, onProgress func(progress
 				return progress{}, err
 			}
 		default:
+			// The server ended the stream (an hour passed, or it shut
+			// down): open it again, a little later, lest a proxy that cuts
+			// every stream at once make this a busy loop.
 			failures = 0
-			wait = 0
+			wait = followBackoff / 5
 		}
 		select {
 		case <-ctx.Done():

@@ -223,19 +223,24 @@ func TestSubmitWaitExitsWithTheJobsFailure(t *testing.T) {
 // notifyWriter is a stderr that tests may read while a command writes it,
 // and that says when a string first appears.
 type notifyWriter struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	want string
-	seen chan struct{}
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	want   string
+	seen   chan struct{} // closed when want is first written
+	closed bool
+}
+
+func newNotifyWriter(want string) *notifyWriter {
+	return &notifyWriter{want: want, seen: make(chan struct{})}
 }
 
 func (w *notifyWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n, err := w.buf.Write(p)
-	if w.seen != nil && strings.Contains(w.buf.String(), w.want) {
+	if !w.closed && strings.Contains(w.buf.String(), w.want) {
 		close(w.seen)
-		w.seen = nil
+		w.closed = true
 	}
 	return n, err
 }
@@ -262,7 +267,7 @@ func TestAnInterruptedWaitLeavesTheJobRunning(t *testing.T) {
 
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
-	stderr := &notifyWriter{want: ": RUNNING, files recognized 0/1", seen: make(chan struct{})}
+	stderr := newNotifyWriter(": RUNNING, files recognized 0/1")
 	var out bytes.Buffer
 	done := make(chan int, 1)
 	env := s.env()
