@@ -441,3 +441,58 @@ func TestJobsFollowsPagesUpToTheLimit(t *testing.T) {
 		t.Errorf("pages asked %v, want %v", asked, want)
 	}
 }
+
+func TestWaitOpensTheStreamAgainUntilDone(t *testing.T) {
+	var mu sync.Mutex
+	streams := 0
+	env, _ := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/jobs":
+			_, _ = io.WriteString(w, `{"id":"job-1","status":"JOB_STATUS_NEW"}`)
+		case "/v1/jobs/job-1/events":
+			mu.Lock()
+			streams++
+			n := streams
+			mu.Unlock()
+			switch n {
+			case 1: // the server ends a stream without done (an hour passed)
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "event: progress\ndata: {\"status\":\"JOB_STATUS_RUNNING\",\"ocrTotal\":1}\n\n")
+			case 2: // too many streams open: come back later
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+				_, _ = io.WriteString(w, `{"code":8,"message":"too many open progress streams","details":[]}`)
+			default:
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, ": keep-alive\n\n"+
+					"event: progress\ndata: {\"status\":\"JOB_STATUS_RUNNING\",\"ocrTotal\":1}\n\n"+
+					"event: progress\ndata: {\"status\":\"JOB_STATUS_CANCELLED\",\"ocrDone\":1,\"ocrTotal\":1,\"error\":\"cancelled by the caller\"}\n\n"+
+					"event: done\ndata: {\"status\":\"JOB_STATUS_CANCELLED\",\"ocrDone\":1,\"ocrTotal\":1,\"error\":\"cancelled by the caller\"}\n\n")
+			}
+		case "/v1/jobs/job-1/result":
+			_, _ = io.WriteString(w, `{"result":{"job":{"id":"job-1","status":"JOB_STATUS_CANCELLED"}}}`)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	code, out, stderr := run(t, env, "submit", "https://example.com/a.txt", "--wait")
+	if code != ExitJobCancelled {
+		t.Fatalf("exit %d, want %d: %s", code, ExitJobCancelled, stderr)
+	}
+	if want := `{"result":{"job":{"id":"job-1","status":"JOB_STATUS_CANCELLED"}}}` + "\n"; out != want {
+		t.Errorf("stdout %q, want the result as sent and a newline", out)
+	}
+	// The state a reconnect repeats is shown once.
+	want := "job job-1 created\n" +
+		"job job-1: RUNNING, files recognized 0/1, model rows done 0/0\n" +
+		"job job-1: CANCELLED, files recognized 1/1, model rows done 0/0, error: cancelled by the caller\n" +
+		"docjobs: job job-1 ended JOB_STATUS_CANCELLED: cancelled by the caller\n"
+	if stderr != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if streams != 3 {
+		t.Errorf("%d streams opened, want 3", streams)
+	}
+}
