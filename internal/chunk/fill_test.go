@@ -3,6 +3,7 @@ package chunk
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -122,6 +123,25 @@ func TestSplitCutsUnbrokenMarkupOutsideEntities(t *testing.T) {
 				t.Errorf("chunk %d ends inside an entity: %q", ch.Index, body[max(0, len(body)-12):])
 			}
 		}
+	}
+}
+
+// A piece that fills a chunk alone still fits once the chunk re-opens
+// and closes its elements around it, though tokens merge across those
+// edges (">" starts a token with the letters after it).
+func TestSplitFillsUnbrokenMarkupWithinTheBudget(t *testing.T) {
+	alphabet := []string{"a", "b", "X", "Z", "0", "9", "_", "-", ">", ".", "'", "\"", "é", "漢", "👍🏽", "&lt;"}
+	rng := rand.New(rand.NewPCG(11, 2026))
+	for i := range 60 {
+		var b strings.Builder
+		for range 600 + rng.IntN(600) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		budget := 60 + i%50
+		t.Run(fmt.Sprintf("text %d at budget %d", i, budget), func(t *testing.T) {
+			checkXML(t, split(t, `<r><p a="x">`+b.String()+"</p></r>", FormatXML, budget))
+			checkHTML(t, split(t, `<div><p class="x">`+b.String()+"</p></div>", FormatHTML, budget))
+		})
 	}
 }
 

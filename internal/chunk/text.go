@@ -477,7 +477,20 @@ func wordCuts(s string) []int {
 // chunks and provider calls, and a false too-many-chunks refusal.
 func (s *splitter) fill(start, end, prio int, markup bool, open, close string, limit int) {
 	for start < end && !s.over {
-		cut, n := s.longestPrefix(s.text[start:end], limit, markup)
+		seg := s.text[start:end]
+		cut, n := s.longestPrefix(seg, limit, markup)
+		// A piece that fills a chunk alone goes out between its contexts,
+		// and tokens can merge across their edges ("<p>" then ">x…"): the
+		// sum of the counts is not the count, so confirm it and aim lower
+		// by the excess.
+		for l := limit; (open != "" || close != "") && cut > firstCut(seg, markup); {
+			over := s.counter.Count(open+seg[:cut]+close) - s.budget
+			if over <= 0 {
+				break
+			}
+			l -= over
+			cut, n = s.longestPrefix(seg, l, markup)
+		}
 		s.add(start, start+cut, n, prio, open, close)
 		start, prio = start+cut, prioRune
 	}
