@@ -497,8 +497,8 @@ func (s *splitter) fill(start, end, prio int, markup bool, open, close string, l
 }
 
 // longestPrefix returns the longest prefix of seg found to count at most
-// limit tokens, within limit/128 tokens of the longest there is, and its
-// count. Its end is a cut cutBefore allows and, unless a single grapheme
+// limit tokens (the search stops once one counts within limit/128 of
+// limit), and its count. Its end is a cut cutBefore allows and, unless a single grapheme
 // cluster is longer than the prefix, a grapheme cluster boundary, so a
 // flag, an emoji with its skin tone or ZWJ sequence, or a letter with its
 // accents stays in one chunk. When no prefix fits, the shortest allowed
