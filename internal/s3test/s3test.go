@@ -22,6 +22,7 @@ import (
 	"github.com/versity/versitygw/backend/meta"
 	"github.com/versity/versitygw/backend/posix"
 	"github.com/versity/versitygw/embedgw"
+	_ "gocloud.dev/blob/s3blob" // the s3:// driver serve registers (internal/cli/open.go), for the URLs Bucket gives
 )
 
 // The root account of every test server. The AWS SDK that gocloud.dev's

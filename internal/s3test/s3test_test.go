@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/s3blob"
 
 	"github.com/docjobs/docjobs/internal/s3test"
 )
