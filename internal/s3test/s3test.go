@@ -91,8 +91,10 @@ func Start(t *testing.T) *Server {
 func run(t *testing.T, root, addr string) (*Server, error) {
 	t.Helper()
 	// The xattr store is versitygw's default; NoMeta would drop content
-	// types and ETags, which s3blob reads back.
-	be, err := posix.New(root, meta.XattrMeta{}, posix.PosixOpts{Concurrency: 64})
+	// types and ETags, which s3blob reads back. CopyObjectThreshold is the
+	// S3 limit of 5 GiB that versitygw's command line sets: left zero, every
+	// CopyObject (an upload copied for a job) is refused as too large.
+	be, err := posix.New(root, meta.XattrMeta{}, posix.PosixOpts{Concurrency: 64, CopyObjectThreshold: 5 << 30})
 	if err != nil {
 		return nil, fmt.Errorf("posix backend over %s: %w", root, err)
 	}
