@@ -103,17 +103,28 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 	}
 	contentType := http.DetectContentType(head)
 
-	// Cancelling wctx before Close aborts the write: the bucket keeps nothing.
+	// Cancelling wctx before Close aborts the write: the bucket keeps nothing
+	// (an s3:// multipart upload once mpu.abort has run).
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: contentType, BeforeWrite: fetch.PrivateFile})
+	var mpu s3Upload
+	beforeWrite := func(as func(any) bool) error {
+		if err := fetch.PrivateFile(as); err != nil {
+			return err
+		}
+		return mpu.capture(as)
+	}
+	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: contentType, BeforeWrite: beforeWrite})
 	if err != nil {
 		return job.File{}, "", s.internal(ctx, "StoreUpload", fmt.Errorf("open writer: %w", err), attrs...)
 	}
 	n, copyErr := io.Copy(w, io.LimitReader(br, s.cfg.UploadMaxBytes+1))
 	if copyErr != nil || n > s.cfg.UploadMaxBytes {
 		cancel()
-		_ = w.Close()
+		if err := mpu.abort(ctx, s.bucket, w.Close()); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "partial upload not removed",
+				append(attrs, slog.String("key", key), slog.String("error", err.Error()))...)
+		}
 		s.removePartial(ctx, key, attrs)
 		if src.err != nil {
 			return job.File{}, "", uploadReadError(src.err)

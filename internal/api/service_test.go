@@ -30,6 +30,7 @@ import (
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/s3test"
 	"github.com/docjobs/docjobs/internal/secret"
 	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/sqlite"
@@ -60,9 +61,14 @@ type harness struct {
 	store  storetest.Store
 	sealer *secret.Sealer
 	bucket *blob.Bucket
-	// bucketDir is the bucket's directory, the service's StorageDir.
+	// bucketDir is the bucket's directory, the service's StorageDir ("" for
+	// an s3:// bucket).
 	bucketDir string
-	logs      *syncBuffer
+	// s3 is the S3 server of an s3:// bucket (nil for file://) and
+	// s3Bucket the bucket's name on it.
+	s3       *s3test.Server
+	s3Bucket string
+	logs     *syncBuffer
 
 	mu     sync.Mutex
 	stages map[string]int // job id -> files passed to FirstStage
@@ -102,8 +108,32 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	return newHarnessOn(t, cfg, openSQLite)
 }
 
+// storage is the file storage of a harness: file:// or s3://.
+type storage string
+
+const (
+	fileStorage storage = "file"
+	s3Storage   storage = "s3"
+)
+
+// onEachStorage runs fn on a file:// bucket and on an s3:// one, a real S3
+// server (versitygw, internal/s3test) opened by its URL as serve opens
+// DOCJOBS_STORAGE_URL.
+func onEachStorage(t *testing.T, fn func(t *testing.T, stor storage)) {
+	t.Helper()
+	for _, stor := range []storage{fileStorage, s3Storage} {
+		t.Run(string(stor), func(t *testing.T) { fn(t, stor) })
+	}
+}
+
 // newHarnessOn is newHarness on the store open returns.
 func newHarnessOn(t *testing.T, cfg Config, open opener) *harness {
+	t.Helper()
+	return newHarnessWith(t, cfg, open, fileStorage)
+}
+
+// newHarnessWith is newHarnessOn on the file storage stor.
+func newHarnessWith(t *testing.T, cfg Config, open opener, stor storage) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	logs := &syncBuffer{}
@@ -115,17 +145,26 @@ func newHarnessOn(t *testing.T, cfg Config, open opener) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bucketDir := t.TempDir()
-	bucket, err := fileblob.OpenBucket(bucketDir, nil)
-	if err != nil {
-		t.Fatal(err)
+	h := &harness{store: st, sealer: sealer, logs: logs, stages: map[string]int{}}
+	switch stor {
+	case s3Storage:
+		h.s3, h.s3Bucket = s3test.Start(t), "docjobs"
+		u := h.s3.Bucket(t, h.s3Bucket)
+		if h.bucket, err = blob.OpenBucket(context.Background(), u); err != nil {
+			t.Fatalf("open %s: %v", u, err)
+		}
+	default:
+		h.bucketDir = t.TempDir()
+		if h.bucket, err = fileblob.OpenBucket(h.bucketDir, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
+	bucket := h.bucket
 	t.Cleanup(func() { _ = bucket.Close() })
 	if cfg.StorageDir == "" {
-		cfg.StorageDir = bucketDir // as serve gives a file:// bucket's
+		cfg.StorageDir = h.bucketDir // as serve gives a file:// bucket's, "" for s3://
 	}
 
-	h := &harness{store: st, sealer: sealer, bucket: bucket, bucketDir: bucketDir, logs: logs, stages: map[string]int{}}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = testPublicURL
 	}
@@ -751,40 +790,42 @@ func TestCancelJob(t *testing.T) {
 }
 
 func TestDeleteJobRemovesTheJobAndItsStoredFiles(t *testing.T) {
-	h := newHarness(t, Config{})
-	ctx := context.Background()
-	id := h.create(t, "acme", createRequest("https://example.com/a", "https://example.com/b")).GetId()
+	onEachStorage(t, func(t *testing.T, stor storage) {
+		h := newHarnessWith(t, Config{}, openSQLite, stor)
+		ctx := context.Background()
+		id := h.create(t, "acme", createRequest("https://example.com/a", "https://example.com/b")).GetId()
 
-	// Two stored copies: one in the bucket, one whose blob is already gone.
-	for i, key := range []string{"jobs/" + id + "/0", "jobs/" + id + "/1"} {
-		if i == 0 {
-			if err := h.bucket.WriteAll(ctx, key, []byte("copy"), nil); err != nil {
+		// Two stored copies: one in the bucket, one whose blob is already gone.
+		for i, key := range []string{"jobs/" + id + "/0", "jobs/" + id + "/1"} {
+			if i == 0 {
+				if err := h.bucket.WriteAll(ctx, key, []byte("copy"), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f := job.File{ID: fmt.Sprintf("%s-f%d", id, i), AccountID: "acme", JobID: id, Name: "a", Size: 4, Key: key}
+			if err := h.store.CreateFile(ctx, f); err != nil {
 				t.Fatal(err)
 			}
 		}
-		f := job.File{ID: fmt.Sprintf("%s-f%d", id, i), AccountID: "acme", JobID: id, Name: "a", Size: 4, Key: key}
-		if err := h.store.CreateFile(ctx, f); err != nil {
+
+		if _, err := h.svc.DeleteJob(as("acme"), &docjobsv1.DeleteJobRequest{Id: id}); err != nil {
 			t.Fatal(err)
 		}
-	}
-
-	if _, err := h.svc.DeleteJob(as("acme"), &docjobsv1.DeleteJobRequest{Id: id}); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := h.bucket.Exists(ctx, "jobs/"+id+"/0"); err != nil || ok {
-		t.Fatalf("stored copy exists = %v (%v), want deleted", ok, err)
-	}
-	_, err := h.svc.GetJob(as("acme"), &docjobsv1.GetJobRequest{Id: id})
-	wantStatus(t, err, codes.NotFound, "job not found")
-	secrets, err := h.store.JobSecrets(ctx, id)
-	if err != nil || len(secrets) != 0 {
-		t.Fatalf("secrets after delete = %d (%v), want none", len(secrets), err)
-	}
-	_, err = h.svc.DeleteJob(as("acme"), &docjobsv1.DeleteJobRequest{Id: id})
-	wantStatus(t, err, codes.NotFound, "job not found")
-	if strings.Contains(h.logs.String(), "not removed") {
-		t.Fatalf("a missing blob was logged as a failure:\n%s", h.logs.String())
-	}
+		if ok, err := h.bucket.Exists(ctx, "jobs/"+id+"/0"); err != nil || ok {
+			t.Fatalf("stored copy exists = %v (%v), want deleted", ok, err)
+		}
+		_, err := h.svc.GetJob(as("acme"), &docjobsv1.GetJobRequest{Id: id})
+		wantStatus(t, err, codes.NotFound, "job not found")
+		secrets, err := h.store.JobSecrets(ctx, id)
+		if err != nil || len(secrets) != 0 {
+			t.Fatalf("secrets after delete = %d (%v), want none", len(secrets), err)
+		}
+		_, err = h.svc.DeleteJob(as("acme"), &docjobsv1.DeleteJobRequest{Id: id})
+		wantStatus(t, err, codes.NotFound, "job not found")
+		if strings.Contains(h.logs.String(), "not removed") {
+			t.Fatalf("a missing blob was logged as a failure:\n%s", h.logs.String())
+		}
+	})
 }
 
 func TestDeleteJobClearsItsFileRemovalOnlyOnceNothingIsLeft(t *testing.T) {
@@ -859,83 +900,87 @@ func TestInternalErrorsHideTheCauseBehindAnID(t *testing.T) {
 }
 
 func TestStoreUploadAndOpenFile(t *testing.T) {
-	h := newHarness(t, Config{UploadMaxBytes: 1 << 10})
-	ctx := as("acme")
-	content := "Quarterly report\n\nRevenue grew.\n"
+	onEachStorage(t, func(t *testing.T, stor storage) {
+		h := newHarnessWith(t, Config{UploadMaxBytes: 1 << 10}, openSQLite, stor)
+		ctx := as("acme")
+		content := "Quarterly report\n\nRevenue grew.\n"
 
-	f, u, err := h.svc.StoreUpload(ctx, "report.txt", strings.NewReader(content))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u != testPublicURL+"/v1/files/"+f.ID || f.Name != "report.txt" || f.Size != int64(len(content)) || f.AccountID != "acme" {
-		t.Fatalf("file %+v at %s", f, u)
-	}
-	if !strings.HasPrefix(f.ContentType, "text/plain") {
-		t.Errorf("content type %q, want text/plain sniffed from the bytes", f.ContentType)
-	}
-	if f.Key != "uploads/acme/"+f.ID {
-		t.Errorf("key %q, want uploads/acme/%s", f.Key, f.ID)
-	}
+		f, u, err := h.svc.StoreUpload(ctx, "report.txt", strings.NewReader(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u != testPublicURL+"/v1/files/"+f.ID || f.Name != "report.txt" || f.Size != int64(len(content)) || f.AccountID != "acme" {
+			t.Fatalf("file %+v at %s", f, u)
+		}
+		if !strings.HasPrefix(f.ContentType, "text/plain") {
+			t.Errorf("content type %q, want text/plain sniffed from the bytes", f.ContentType)
+		}
+		if f.Key != "uploads/acme/"+f.ID {
+			t.Errorf("key %q, want uploads/acme/%s", f.Key, f.ID)
+		}
 
-	got, r, err := h.svc.OpenFile(ctx, f.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(r)
-	_ = r.Close()
-	if err != nil || string(b) != content || got.ID != f.ID {
-		t.Fatalf("OpenFile read %q, %v", b, err)
-	}
+		got, r, err := h.svc.OpenFile(ctx, f.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		_ = r.Close()
+		if err != nil || string(b) != content || got.ID != f.ID {
+			t.Fatalf("OpenFile read %q, %v", b, err)
+		}
 
-	if _, _, err := h.svc.OpenFile(as("globex"), f.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("another account opened the file: %v", err)
-	}
-	if _, _, err := h.svc.OpenFile(ctx, "no-such-file"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("OpenFile of a missing file = %v, want ErrNotFound", err)
-	}
+		if _, _, err := h.svc.OpenFile(as("globex"), f.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("another account opened the file: %v", err)
+		}
+		if _, _, err := h.svc.OpenFile(ctx, "no-such-file"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("OpenFile of a missing file = %v, want ErrNotFound", err)
+		}
+	})
 }
 
 func TestDeleteFileDeletesTheAccountsUpload(t *testing.T) {
-	h := newHarness(t, Config{})
-	ctx := as("acme")
-	f, u, err := h.svc.StoreUpload(ctx, "contract.txt", strings.NewReader("confidential"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A job created before the delete keeps its source; its own copy is
-	// made when it reads the file (internal/fetch).
-	before := h.create(t, "acme", createRequest(u))
+	onEachStorage(t, func(t *testing.T, stor storage) {
+		h := newHarnessWith(t, Config{}, openSQLite, stor)
+		ctx := as("acme")
+		f, u, err := h.svc.StoreUpload(ctx, "contract.txt", strings.NewReader("confidential"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A job created before the delete keeps its source; its own copy is
+		// made when it reads the file (internal/fetch).
+		before := h.create(t, "acme", createRequest(u))
 
-	t.Run("another account's upload is not found and stays", func(t *testing.T) {
-		_, err := h.svc.DeleteFile(as("globex"), &docjobsv1.DeleteFileRequest{Id: f.ID})
+		t.Run("another account's upload is not found and stays", func(t *testing.T) {
+			_, err := h.svc.DeleteFile(as("globex"), &docjobsv1.DeleteFileRequest{Id: f.ID})
+			wantStatus(t, err, codes.NotFound, "file not found")
+			if ok, err := h.bucket.Exists(context.Background(), f.Key); !ok || err != nil {
+				t.Fatalf("the upload's bytes after another account's delete: %v, %v", ok, err)
+			}
+		})
+		t.Run("an unknown id is not found", func(t *testing.T) {
+			_, err := h.svc.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: "no-such-file"})
+			wantStatus(t, err, codes.NotFound, "file not found")
+		})
+
+		if _, err := h.svc.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: f.ID}); err != nil {
+			t.Fatalf("DeleteFile by its owner: %v", err)
+		}
+		if ok, err := h.bucket.Exists(context.Background(), f.Key); ok || err != nil {
+			t.Errorf("the upload's bytes after delete: exists %v (%v)", ok, err)
+		}
+		if _, _, err := h.svc.OpenFile(ctx, f.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("OpenFile after delete = %v, want ErrNotFound", err)
+		}
+		_, err = getFile(ctx, h.svc, f.ID)
 		wantStatus(t, err, codes.NotFound, "file not found")
-		if ok, err := h.bucket.Exists(context.Background(), f.Key); !ok || err != nil {
-			t.Fatalf("the upload's bytes after another account's delete: %v, %v", ok, err)
+		_, err = h.svc.CreateJob(ctx, createRequest(u))
+		wantStatus(t, err, codes.InvalidArgument, "sourceUrls[0]: file not found")
+		_, err = h.svc.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: f.ID})
+		wantStatus(t, err, codes.NotFound, "file not found")
+		if _, err := h.svc.GetJob(ctx, &docjobsv1.GetJobRequest{Id: before.GetId()}); err != nil {
+			t.Errorf("the job created before the delete: %v", err)
 		}
 	})
-	t.Run("an unknown id is not found", func(t *testing.T) {
-		_, err := h.svc.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: "no-such-file"})
-		wantStatus(t, err, codes.NotFound, "file not found")
-	})
-
-	if _, err := h.svc.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: f.ID}); err != nil {
-		t.Fatalf("DeleteFile by its owner: %v", err)
-	}
-	if ok, err := h.bucket.Exists(context.Background(), f.Key); ok || err != nil {
-		t.Errorf("the upload's bytes after delete: exists %v (%v)", ok, err)
-	}
-	if _, _, err := h.svc.OpenFile(ctx, f.ID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("OpenFile after delete = %v, want ErrNotFound", err)
-	}
-	_, err = getFile(ctx, h.svc, f.ID)
-	wantStatus(t, err, codes.NotFound, "file not found")
-	_, err = h.svc.CreateJob(ctx, createRequest(u))
-	wantStatus(t, err, codes.InvalidArgument, "sourceUrls[0]: file not found")
-	_, err = h.svc.DeleteFile(ctx, &docjobsv1.DeleteFileRequest{Id: f.ID})
-	wantStatus(t, err, codes.NotFound, "file not found")
-	if _, err := h.svc.GetJob(ctx, &docjobsv1.GetJobRequest{Id: before.GetId()}); err != nil {
-		t.Errorf("the job created before the delete: %v", err)
-	}
 }
 
 func TestDeleteFileRefusesAJobsCopy(t *testing.T) {
@@ -980,21 +1025,59 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 func TestStoreUploadOverTheLimitKeepsNothing(t *testing.T) {
-	const limit = 64 << 10
-	h := newHarness(t, Config{UploadMaxBytes: limit})
-	body := &countingReader{}
-	_, _, err := h.svc.StoreUpload(as("acme"), "big.bin", body)
-	if !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("StoreUpload = %v, want ErrTooLarge", err)
+	onEachStorage(t, func(t *testing.T, stor storage) {
+		const limit = 64 << 10
+		h := newHarnessWith(t, Config{UploadMaxBytes: limit}, openSQLite, stor)
+		body := &countingReader{}
+		_, _, err := h.svc.StoreUpload(as("acme"), "big.bin", body)
+		if !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("StoreUpload = %v, want ErrTooLarge", err)
+		}
+		// The body is streamed: reading stops right after the limit instead of
+		// draining (or holding) the whole body.
+		if body.n > limit+64<<10 {
+			t.Fatalf("read %d bytes of an endless body, want to stop near the %d limit", body.n, limit)
+		}
+		iter := h.bucket.List(&blob.ListOptions{Prefix: "uploads/"})
+		if obj, err := iter.Next(context.Background()); err != io.EOF {
+			t.Fatalf("bucket holds %v (%v) after a refused upload", obj, err)
+		}
+	})
+}
+
+// TestStoreUploadOfMultipartSizeOnS3 takes uploads past the size at which
+// s3blob's writer turns to a multipart upload (16 MiB): one within the
+// limit is stored whole; one over it, and one whose client goes away, are
+// aborted and leave neither an object nor an unfinished multipart upload, whose parts S3 would keep (and
+// bill) until a lifecycle rule expired them.
+func TestStoreUploadOfMultipartSizeOnS3(t *testing.T) {
+	const limit = 20 << 20
+	h := newHarnessWith(t, Config{UploadMaxBytes: limit}, openSQLite, s3Storage)
+	content := bytes.Repeat([]byte("0123456789abcdef"), limit/16)
+
+	f, _, err := h.svc.StoreUpload(as("acme"), "big.txt", bytes.NewReader(content))
+	if err != nil {
+		t.Fatalf("StoreUpload of %d bytes: %v", len(content), err)
 	}
-	// The body is streamed: reading stops right after the limit instead of
-	// draining (or holding) the whole body.
-	if body.n > limit+64<<10 {
-		t.Fatalf("read %d bytes of an endless body, want to stop near the %d limit", body.n, limit)
+	_, r, err := h.svc.OpenFile(as("acme"), f.ID)
+	if err != nil {
+		t.Fatal(err)
 	}
-	iter := h.bucket.List(&blob.ListOptions{Prefix: "uploads/"})
-	if obj, err := iter.Next(context.Background()); err != io.EOF {
-		t.Fatalf("bucket holds %v (%v) after a refused upload", obj, err)
+	got, err := io.ReadAll(r)
+	_ = r.Close()
+	if err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("OpenFile read %d bytes (%v), want the %d uploaded", len(got), err, len(content))
+	}
+
+	if _, _, err := h.svc.StoreUpload(as("acme"), "endless.bin", &countingReader{}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("StoreUpload of an endless body = %v, want ErrTooLarge", err)
+	}
+	broken := errors.New("client went away")
+	if _, _, err := h.svc.StoreUpload(as("acme"), "cut.bin", &failingReader{left: 18 << 20, err: broken}); !errors.Is(err, broken) {
+		t.Fatalf("StoreUpload of a body broken after 18 MiB = %v, want its error", err)
+	}
+	if keys := h.s3.Keys(t, h.s3Bucket); !slices.Equal(keys, []string{f.Key}) {
+		t.Errorf("bucket holds %q, want only the stored upload %s", keys, f.Key)
 	}
 }
 
@@ -1014,16 +1097,18 @@ func (f *failingReader) Read(p []byte) (int, error) {
 }
 
 func TestStoreUploadPassesABrokenBodyOnAndKeepsNothing(t *testing.T) {
-	h := newHarness(t, Config{})
-	broken := errors.New("client went away")
-	_, _, err := h.svc.StoreUpload(as("acme"), "a.bin", &failingReader{left: 10 << 10, err: broken})
-	if !errors.Is(err, broken) {
-		t.Fatalf("StoreUpload = %v, want the body's error wrapped", err)
-	}
-	iter := h.bucket.List(&blob.ListOptions{Prefix: "uploads/"})
-	if obj, err := iter.Next(context.Background()); err != io.EOF {
-		t.Fatalf("bucket holds %v (%v) after a broken upload", obj, err)
-	}
+	onEachStorage(t, func(t *testing.T, stor storage) {
+		h := newHarnessWith(t, Config{}, openSQLite, stor)
+		broken := errors.New("client went away")
+		_, _, err := h.svc.StoreUpload(as("acme"), "a.bin", &failingReader{left: 10 << 10, err: broken})
+		if !errors.Is(err, broken) {
+			t.Fatalf("StoreUpload = %v, want the body's error wrapped", err)
+		}
+		iter := h.bucket.List(&blob.ListOptions{Prefix: "uploads/"})
+		if obj, err := iter.Next(context.Background()); err != io.EOF {
+			t.Fatalf("bucket holds %v (%v) after a broken upload", obj, err)
+		}
+	})
 }
 
 func TestUploadNamesAreCleanedAlikeOverBothTransports(t *testing.T) {
@@ -1130,48 +1215,50 @@ func TestUploadFileRefusals(t *testing.T) {
 }
 
 func TestGetFileStreamsTheFileInPieces(t *testing.T) {
-	h := newHarness(t, Config{UploadMaxBytes: 8 << 20})
-	ctx := as("acme")
-	// Above grpc's default 4 MiB message limit, so one message could not
-	// carry it to a default client.
-	content := bytes.Repeat([]byte("0123456789abcdef"), (5<<20)/16+1)
-	tests := []struct {
-		name       string
-		content    []byte
-		wantPieces []int // the length of each message's data
-	}{
-		{"a file above 4 MiB comes in 1 MiB pieces", content, []int{1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20, 16}},
-		{"a file of exactly one piece is one message", content[:1<<20], []int{1 << 20}},
-		{"a small file is one message", []byte("hello"), []int{5}},
-		{"an empty file is one message with its content type", nil, []int{0}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f, _, err := h.svc.StoreUpload(ctx, "a.txt", bytes.NewReader(tt.content))
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs, err := getFile(ctx, h.svc, f.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []byte
-			var pieces []int
-			for i, m := range msgs {
-				got = append(got, m.GetData()...)
-				pieces = append(pieces, len(m.GetData()))
-				if (i == 0) != (m.GetContentType() != "") {
-					t.Errorf("message %d has content type %q; want it on the first message only", i, m.GetContentType())
+	onEachStorage(t, func(t *testing.T, stor storage) {
+		h := newHarnessWith(t, Config{UploadMaxBytes: 8 << 20}, openSQLite, stor)
+		ctx := as("acme")
+		// Above grpc's default 4 MiB message limit, so one message could not
+		// carry it to a default client.
+		content := bytes.Repeat([]byte("0123456789abcdef"), (5<<20)/16+1)
+		tests := []struct {
+			name       string
+			content    []byte
+			wantPieces []int // the length of each message's data
+		}{
+			{"a file above 4 MiB comes in 1 MiB pieces", content, []int{1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20, 16}},
+			{"a file of exactly one piece is one message", content[:1<<20], []int{1 << 20}},
+			{"a small file is one message", []byte("hello"), []int{5}},
+			{"an empty file is one message with its content type", nil, []int{0}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				f, _, err := h.svc.StoreUpload(ctx, "a.txt", bytes.NewReader(tt.content))
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if !bytes.Equal(got, tt.content) || !slices.Equal(pieces, tt.wantPieces) {
-				t.Errorf("got %d bytes in pieces %v, want %d bytes in %v", len(got), pieces, len(tt.content), tt.wantPieces)
-			}
-			if msgs[0].GetContentType() != f.ContentType {
-				t.Errorf("content type %q, want the stored %q", msgs[0].GetContentType(), f.ContentType)
-			}
-		})
-	}
+				msgs, err := getFile(ctx, h.svc, f.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []byte
+				var pieces []int
+				for i, m := range msgs {
+					got = append(got, m.GetData()...)
+					pieces = append(pieces, len(m.GetData()))
+					if (i == 0) != (m.GetContentType() != "") {
+						t.Errorf("message %d has content type %q; want it on the first message only", i, m.GetContentType())
+					}
+				}
+				if !bytes.Equal(got, tt.content) || !slices.Equal(pieces, tt.wantPieces) {
+					t.Errorf("got %d bytes in pieces %v, want %d bytes in %v", len(got), pieces, len(tt.content), tt.wantPieces)
+				}
+				if msgs[0].GetContentType() != f.ContentType {
+					t.Errorf("content type %q, want the stored %q", msgs[0].GetContentType(), f.ContentType)
+				}
+			})
+		}
+	})
 }
 
 // getFile runs the gRPC download of id and returns the messages sent.

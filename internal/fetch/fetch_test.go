@@ -22,6 +22,7 @@ import (
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/outbound"
+	"github.com/docjobs/docjobs/internal/s3test"
 )
 
 const publicURL = "http://docjobs.test:8080"
@@ -44,16 +45,51 @@ type env struct {
 	files  fileRecords
 }
 
-func newEnv(t *testing.T, cfg Config, client *http.Client) *env {
+// openBucket opens an empty bucket for one test.
+type openBucket func(t *testing.T) *blob.Bucket
+
+// fileBucket is a file:// bucket, NoTempDir as the default storage URL has
+// it (no_tmp_dir=true): a write's temporary file sits next to its key, where
+// keys() sees any that is left behind.
+func fileBucket(t *testing.T) *blob.Bucket {
 	t.Helper()
-	// NoTempDir as the default storage URL has it (no_tmp_dir=true): a
-	// write's temporary file sits next to its key, where keys() sees any
-	// that is left behind.
 	bucket, err := fileblob.OpenBucket(t.TempDir(), &fileblob.Options{NoTempDir: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bucket.Close() })
+	return bucket
+}
+
+// s3Bucket is a bucket of a real S3 server (versitygw, internal/s3test)
+// opened by its s3:// URL, as serve opens DOCJOBS_STORAGE_URL.
+func s3Bucket(t *testing.T) *blob.Bucket {
+	t.Helper()
+	u := s3test.Start(t).Bucket(t, "docjobs")
+	bucket, err := blob.OpenBucket(context.Background(), u)
+	if err != nil {
+		t.Fatalf("open %s: %v", u, err)
+	}
+	t.Cleanup(func() { bucket.Close() })
+	return bucket
+}
+
+// forEachBucket runs test on a file:// bucket and on an s3:// one.
+func forEachBucket(t *testing.T, test func(t *testing.T, open openBucket)) {
+	t.Helper()
+	t.Run("file", func(t *testing.T) { test(t, fileBucket) })
+	t.Run("s3", func(t *testing.T) { test(t, s3Bucket) })
+}
+
+func newEnv(t *testing.T, cfg Config, client *http.Client) *env {
+	t.Helper()
+	return newEnvOn(t, fileBucket, cfg, client)
+}
+
+// newEnvOn is newEnv on the bucket open gives.
+func newEnvOn(t *testing.T, open openBucket, cfg Config, client *http.Client) *env {
+	t.Helper()
+	bucket := open(t)
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = publicURL
 	}
@@ -114,109 +150,115 @@ func wantFetchError(t *testing.T, err error, wantMsg string, wantRetryable bool)
 }
 
 func TestFetchDownloadsAndSaveStores(t *testing.T) {
-	body := "Invoice 42\nTotal: 17.00 EUR\n"
-	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("User-Agent") != userAgent {
-			t.Errorf("User-Agent = %q", r.Header.Get("User-Agent"))
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=windows-1252")
-		w.Header().Set("Content-Disposition", `attachment; filename="invoice 42.txt"`)
-		io.WriteString(w, body)
-	})
-	e := newEnv(t, Config{}, nil)
+	forEachBucket(t, func(t *testing.T, open openBucket) {
+		body := "Invoice 42\nTotal: 17.00 EUR\n"
+		srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("User-Agent") != userAgent {
+				t.Errorf("User-Agent = %q", r.Header.Get("User-Agent"))
+			}
+			w.Header().Set("Content-Type", "text/plain; charset=windows-1252")
+			w.Header().Set("Content-Disposition", `attachment; filename="invoice 42.txt"`)
+			io.WriteString(w, body)
+		})
+		e := newEnvOn(t, open, Config{}, nil)
 
-	res, err := e.f.Fetch(context.Background(), "acct", "job1", 2, srv.URL+"/download?id=42")
-	if err != nil {
-		t.Fatalf("Fetch: %v", err)
-	}
-	if res.URL != publicURL+"/v1/files/f1" {
-		t.Errorf("URL = %q", res.URL)
-	}
-	if res.Key != "jobs/job1/2-f1" || res.Name != "invoice 42.txt" || res.Size != int64(len(body)) ||
-		res.ContentType != "text/plain; charset=windows-1252" {
-		t.Errorf("Result = %+v", res)
-	}
-	want := job.File{ID: "f1", AccountID: "acct", JobID: "job1", Name: "invoice 42.txt", Size: int64(len(body)),
-		ContentType: "text/plain; charset=windows-1252", Key: "jobs/job1/2-f1"}
-	if res.File == nil {
-		t.Fatal("File = nil, want the new record")
-	}
-	got := *res.File
-	if got.Created.IsZero() {
-		t.Error("File.Created is zero")
-	}
-	got.Created = time.Time{}
-	if got != want {
-		t.Errorf("File = %+v, want %+v", got, want)
-	}
-	if string(res.Data) != body {
-		t.Errorf("Data = %q, want the download", res.Data)
-	}
-	if keys := e.keys(t); len(keys) != 0 {
-		t.Errorf("bucket holds %v before Save", keys)
-	}
-	if err := e.f.Save(context.Background(), res); err != nil {
-		t.Fatalf("Save: %v", err)
-	}
-	data, err := e.f.Read(context.Background(), res.Key, 0)
-	if err != nil || string(data) != body {
-		t.Fatalf("Read after Save = %q, %v", data, err)
-	}
+		res, err := e.f.Fetch(context.Background(), "acct", "job1", 2, srv.URL+"/download?id=42")
+		if err != nil {
+			t.Fatalf("Fetch: %v", err)
+		}
+		if res.URL != publicURL+"/v1/files/f1" {
+			t.Errorf("URL = %q", res.URL)
+		}
+		if res.Key != "jobs/job1/2-f1" || res.Name != "invoice 42.txt" || res.Size != int64(len(body)) ||
+			res.ContentType != "text/plain; charset=windows-1252" {
+			t.Errorf("Result = %+v", res)
+		}
+		want := job.File{ID: "f1", AccountID: "acct", JobID: "job1", Name: "invoice 42.txt", Size: int64(len(body)),
+			ContentType: "text/plain; charset=windows-1252", Key: "jobs/job1/2-f1"}
+		if res.File == nil {
+			t.Fatal("File = nil, want the new record")
+		}
+		got := *res.File
+		if got.Created.IsZero() {
+			t.Error("File.Created is zero")
+		}
+		got.Created = time.Time{}
+		if got != want {
+			t.Errorf("File = %+v, want %+v", got, want)
+		}
+		if string(res.Data) != body {
+			t.Errorf("Data = %q, want the download", res.Data)
+		}
+		if keys := e.keys(t); len(keys) != 0 {
+			t.Errorf("bucket holds %v before Save", keys)
+		}
+		if err := e.f.Save(context.Background(), res); err != nil {
+			t.Fatalf("Save: %v", err)
+		}
+		data, err := e.f.Read(context.Background(), res.Key, 0)
+		if err != nil || string(data) != body {
+			t.Fatalf("Read after Save = %q, %v", data, err)
+		}
+	})
 }
 
 func TestSaveStoresAnEmptyDownloadAndLeavesStoredFilesAlone(t *testing.T) {
-	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {})
-	e := newEnv(t, Config{}, nil)
-	res, err := e.f.Fetch(context.Background(), "a", "j", 0, srv.URL+"/empty")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Data == nil || res.Size != 0 {
-		t.Fatalf("Result = %+v, want empty but non-nil Data", res)
-	}
-	if err := e.f.Save(context.Background(), res); err != nil {
-		t.Fatalf("Save: %v", err)
-	}
-	if data, err := e.f.Read(context.Background(), res.Key, 0); err != nil || len(data) != 0 {
-		t.Fatalf("Read = %q, %v; want an empty stored file", data, err)
-	}
-	if err := e.f.Save(context.Background(), Result{Key: "uploads/u1"}); err != nil {
-		t.Fatalf("Save of a stored file: %v", err)
-	}
-	if keys := e.keys(t); len(keys) != 1 {
-		t.Errorf("bucket holds %v, want only the saved download", keys)
-	}
+	forEachBucket(t, func(t *testing.T, open openBucket) {
+		srv := serve(t, func(w http.ResponseWriter, r *http.Request) {})
+		e := newEnvOn(t, open, Config{}, nil)
+		res, err := e.f.Fetch(context.Background(), "a", "j", 0, srv.URL+"/empty")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Data == nil || res.Size != 0 {
+			t.Fatalf("Result = %+v, want empty but non-nil Data", res)
+		}
+		if err := e.f.Save(context.Background(), res); err != nil {
+			t.Fatalf("Save: %v", err)
+		}
+		if data, err := e.f.Read(context.Background(), res.Key, 0); err != nil || len(data) != 0 {
+			t.Fatalf("Read = %q, %v; want an empty stored file", data, err)
+		}
+		if err := e.f.Save(context.Background(), Result{Key: "uploads/u1"}); err != nil {
+			t.Fatalf("Save of a stored file: %v", err)
+		}
+		if keys := e.keys(t); len(keys) != 1 {
+			t.Errorf("bucket holds %v, want only the saved download", keys)
+		}
+	})
 }
 
 func TestDiscardDeletesTheJobsCopyAndNeverAnUpload(t *testing.T) {
-	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") })
-	e := newEnv(t, Config{}, nil)
-	ctx := context.Background()
-	up := job.File{ID: "up1", AccountID: "acct", Name: "scan.txt", Size: 5, Key: "uploads/up1"}
-	e.files[up.ID] = up
-	if err := e.bucket.WriteAll(ctx, up.Key, []byte("scan!"), nil); err != nil {
-		t.Fatal(err)
-	}
-	copied, err := e.f.Fetch(ctx, "acct", "job1", 0, srv.URL+"/a.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.f.Save(ctx, copied); err != nil {
-		t.Fatal(err)
-	}
-	upload, err := e.f.Fetch(ctx, "acct", "job1", 1, publicURL+"/v1/files/up1")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	for _, r := range []Result{copied, upload, copied, {}} { // a second discard finds nothing and is fine
-		if err := e.f.Discard(ctx, r); err != nil {
-			t.Fatalf("Discard(%s): %v", r.Key, err)
+	forEachBucket(t, func(t *testing.T, open openBucket) {
+		srv := serve(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") })
+		e := newEnvOn(t, open, Config{}, nil)
+		ctx := context.Background()
+		up := job.File{ID: "up1", AccountID: "acct", Name: "scan.txt", Size: 5, Key: "uploads/up1"}
+		e.files[up.ID] = up
+		if err := e.bucket.WriteAll(ctx, up.Key, []byte("scan!"), nil); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if keys := e.keys(t); !reflect.DeepEqual(keys, []string{up.Key}) {
-		t.Errorf("bucket holds %v, want only the upload", keys)
-	}
+		copied, err := e.f.Fetch(ctx, "acct", "job1", 0, srv.URL+"/a.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.f.Save(ctx, copied); err != nil {
+			t.Fatal(err)
+		}
+		upload, err := e.f.Fetch(ctx, "acct", "job1", 1, publicURL+"/v1/files/up1")
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for _, r := range []Result{copied, upload, copied, {}} { // a second discard finds nothing and is fine
+			if err := e.f.Discard(ctx, r); err != nil {
+				t.Fatalf("Discard(%s): %v", r.Key, err)
+			}
+		}
+		if keys := e.keys(t); !reflect.DeepEqual(keys, []string{up.Key}) {
+			t.Errorf("bucket holds %v, want only the upload", keys)
+		}
+	})
 }
 
 func TestSaveFailureIsARetryableStorageError(t *testing.T) {
@@ -454,46 +496,50 @@ func TestFetchUnknownHost(t *testing.T) {
 }
 
 func TestFetchOwnUploadIsCopiedForTheJob(t *testing.T) {
-	e := newEnv(t, Config{}, nil) // PublicURL's host does not resolve: any HTTP to ourselves would fail
-	ctx := context.Background()
-	up := job.File{ID: "up1", AccountID: "acct", Name: "scan.txt", Size: 5, ContentType: "text/plain", Key: "uploads/acct/up1"}
-	e.files[up.ID] = up
-	if err := e.bucket.WriteAll(ctx, up.Key, []byte("scan!"), nil); err != nil {
-		t.Fatal(err)
-	}
+	forEachBucket(t, func(t *testing.T, open openBucket) {
+		e := newEnvOn(t, open, Config{}, nil) // PublicURL's host does not resolve: any HTTP to ourselves would fail
+		ctx := context.Background()
+		up := job.File{ID: "up1", AccountID: "acct", Name: "scan.txt", Size: 5, ContentType: "text/plain", Key: "uploads/acct/up1"}
+		e.files[up.ID] = up
+		if err := e.bucket.WriteAll(ctx, up.Key, []byte("scan!"), nil); err != nil {
+			t.Fatal(err)
+		}
 
-	res, err := e.f.Fetch(ctx, "acct", "job1", 0, publicURL+"/v1/files/up1")
-	if err != nil {
-		t.Fatalf("Fetch: %v", err)
-	}
-	// The job's own copy, so that deleting or expiring the upload leaves
-	// the job's file in place.
-	wantFile := &job.File{ID: "f1", AccountID: "acct", JobID: "job1", Name: "scan.txt", Size: 5,
-		ContentType: "text/plain", Key: "jobs/job1/0-f1", Created: res.File.Created}
-	want := Result{URL: publicURL + "/v1/files/f1", File: wantFile, Key: "jobs/job1/0-f1", Name: "scan.txt", ContentType: "text/plain", Size: 5}
-	if !reflect.DeepEqual(res, want) { // Data nil: the copy is in storage
-		t.Errorf("Result = %+v (File %+v), want %+v (File %+v)", res, res.File, want, want.File)
-	}
-	if err := e.bucket.Delete(ctx, up.Key); err != nil {
-		t.Fatal(err)
-	}
-	if data, err := e.f.Read(ctx, res.Key, 0); err != nil || string(data) != "scan!" {
-		t.Errorf("Read of the copy after the upload was deleted = %q, %v", data, err)
-	}
+		res, err := e.f.Fetch(ctx, "acct", "job1", 0, publicURL+"/v1/files/up1")
+		if err != nil {
+			t.Fatalf("Fetch: %v", err)
+		}
+		// The job's own copy, so that deleting or expiring the upload leaves
+		// the job's file in place.
+		wantFile := &job.File{ID: "f1", AccountID: "acct", JobID: "job1", Name: "scan.txt", Size: 5,
+			ContentType: "text/plain", Key: "jobs/job1/0-f1", Created: res.File.Created}
+		want := Result{URL: publicURL + "/v1/files/f1", File: wantFile, Key: "jobs/job1/0-f1", Name: "scan.txt", ContentType: "text/plain", Size: 5}
+		if !reflect.DeepEqual(res, want) { // Data nil: the copy is in storage
+			t.Errorf("Result = %+v (File %+v), want %+v (File %+v)", res, res.File, want, want.File)
+		}
+		if err := e.bucket.Delete(ctx, up.Key); err != nil {
+			t.Fatal(err)
+		}
+		if data, err := e.f.Read(ctx, res.Key, 0); err != nil || string(data) != "scan!" {
+			t.Errorf("Read of the copy after the upload was deleted = %q, %v", data, err)
+		}
+	})
 }
 
 func TestFetchOfAnUploadDeletedFromStorageIsNotFound(t *testing.T) {
-	e := newEnv(t, Config{}, nil)
-	// Recorded, but its bytes are gone: deleted while the job waited.
-	e.files["up1"] = job.File{ID: "up1", AccountID: "acct", Key: "uploads/acct/up1"}
-	_, err := e.f.Fetch(context.Background(), "acct", "job1", 0, publicURL+"/v1/files/up1")
-	wantFetchError(t, err, "source file "+publicURL+"/v1/files/up1 not found", false)
-	if !errors.Is(err, job.ErrNotFound) {
-		t.Errorf("error does not wrap job.ErrNotFound")
-	}
-	if keys := e.keys(t); len(keys) != 0 {
-		t.Errorf("bucket holds %v, want nothing", keys)
-	}
+	forEachBucket(t, func(t *testing.T, open openBucket) {
+		e := newEnvOn(t, open, Config{}, nil)
+		// Recorded, but its bytes are gone: deleted while the job waited.
+		e.files["up1"] = job.File{ID: "up1", AccountID: "acct", Key: "uploads/acct/up1"}
+		_, err := e.f.Fetch(context.Background(), "acct", "job1", 0, publicURL+"/v1/files/up1")
+		wantFetchError(t, err, "source file "+publicURL+"/v1/files/up1 not found", false)
+		if !errors.Is(err, job.ErrNotFound) {
+			t.Errorf("error does not wrap job.ErrNotFound")
+		}
+		if keys := e.keys(t); len(keys) != 0 {
+			t.Errorf("bucket holds %v, want nothing", keys)
+		}
+	})
 }
 
 func TestFetchAnotherAccountsUploadIsNotFound(t *testing.T) {
@@ -507,24 +553,26 @@ func TestFetchAnotherAccountsUploadIsNotFound(t *testing.T) {
 }
 
 func TestFetchOwnJobCopyIsCopied(t *testing.T) {
-	e := newEnv(t, Config{}, nil)
-	ctx := context.Background()
-	if err := e.bucket.WriteAll(ctx, "jobs/old/0-c1", []byte("hello"), nil); err != nil {
-		t.Fatal(err)
-	}
-	e.files["c1"] = job.File{ID: "c1", AccountID: "acct", JobID: "old", Name: "a.txt", Size: 5, ContentType: "text/plain", Key: "jobs/old/0-c1"}
+	forEachBucket(t, func(t *testing.T, open openBucket) {
+		e := newEnvOn(t, open, Config{}, nil)
+		ctx := context.Background()
+		if err := e.bucket.WriteAll(ctx, "jobs/old/0-c1", []byte("hello"), nil); err != nil {
+			t.Fatal(err)
+		}
+		e.files["c1"] = job.File{ID: "c1", AccountID: "acct", JobID: "old", Name: "a.txt", Size: 5, ContentType: "text/plain", Key: "jobs/old/0-c1"}
 
-	res, err := e.f.Fetch(ctx, "acct", "new", 3, publicURL+"/v1/files/c1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.File == nil || res.File.JobID != "new" || res.Key != "jobs/new/3-f1" || res.URL != publicURL+"/v1/files/f1" {
-		t.Fatalf("Result = %+v, File %+v", res, res.File)
-	}
-	data, err := e.f.Read(ctx, res.Key, 0)
-	if err != nil || string(data) != "hello" {
-		t.Fatalf("Read copy = %q, %v", data, err)
-	}
+		res, err := e.f.Fetch(ctx, "acct", "new", 3, publicURL+"/v1/files/c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.File == nil || res.File.JobID != "new" || res.Key != "jobs/new/3-f1" || res.URL != publicURL+"/v1/files/f1" {
+			t.Fatalf("Result = %+v, File %+v", res, res.File)
+		}
+		data, err := e.f.Read(ctx, res.Key, 0)
+		if err != nil || string(data) != "hello" {
+			t.Fatalf("Read copy = %q, %v", data, err)
+		}
+	})
 }
 
 func TestOwnFileID(t *testing.T) {
@@ -557,20 +605,22 @@ func TestOwnFileID(t *testing.T) {
 }
 
 func TestRead(t *testing.T) {
-	e := newEnv(t, Config{}, nil)
-	ctx := context.Background()
-	if err := e.bucket.WriteAll(ctx, "k", []byte("0123456789"), nil); err != nil {
-		t.Fatal(err)
-	}
-	if data, err := e.f.Read(ctx, "k", 10); err != nil || string(data) != "0123456789" {
-		t.Errorf("Read(max 10) = %q, %v", data, err)
-	}
-	if _, err := e.f.Read(ctx, "k", 9); err == nil || !strings.Contains(err.Error(), "larger than the 9-byte limit") {
-		t.Errorf("Read(max 9) = %v, want a size error", err)
-	}
-	if _, err := e.f.Read(ctx, "missing", 0); !errors.Is(err, job.ErrNotFound) {
-		t.Errorf("Read(missing) = %v, want job.ErrNotFound", err)
-	}
+	forEachBucket(t, func(t *testing.T, open openBucket) {
+		e := newEnvOn(t, open, Config{}, nil)
+		ctx := context.Background()
+		if err := e.bucket.WriteAll(ctx, "k", []byte("0123456789"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if data, err := e.f.Read(ctx, "k", 10); err != nil || string(data) != "0123456789" {
+			t.Errorf("Read(max 10) = %q, %v", data, err)
+		}
+		if _, err := e.f.Read(ctx, "k", 9); err == nil || !strings.Contains(err.Error(), "larger than the 9-byte limit") {
+			t.Errorf("Read(max 9) = %v, want a size error", err)
+		}
+		if _, err := e.f.Read(ctx, "missing", 0); !errors.Is(err, job.ErrNotFound) {
+			t.Errorf("Read(missing) = %v, want job.ErrNotFound", err)
+		}
+	})
 }
 
 func TestNewValidates(t *testing.T) {
@@ -635,6 +685,28 @@ func TestRemoveJobFilesLeavesNoFolderBehind(t *testing.T) {
 	if errs := RemoveJobFiles(ctx, bucket, dir, "j1", nil); len(errs) != 0 {
 		t.Fatal(errs)
 	}
+}
+
+func TestRemoveJobFilesRemovesEveryKeyOfTheJobAndNoOther(t *testing.T) {
+	forEachBucket(t, func(t *testing.T, open openBucket) {
+		ctx := context.Background()
+		bucket := open(t)
+		// jobs/j10/ shares the prefix "jobs/j1" without the slash.
+		for _, key := range []string{"jobs/j1/0-a", "jobs/j1/1-b", "jobs/j10/0-c", "uploads/acct/u1"} {
+			if err := bucket.WriteAll(ctx, key, []byte("x"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// dir "": the listing alone finds the job's keys, as for any bucket
+		// but file://.
+		if errs := RemoveJobFiles(ctx, bucket, "", "j1", []string{"jobs/j1/0-a", "jobs/j1/9-gone"}); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+		e := &env{bucket: bucket}
+		if keys := e.keys(t); !reflect.DeepEqual(keys, []string{"jobs/j10/0-c", "uploads/acct/u1"}) {
+			t.Errorf("bucket holds %v, want the other job's and the upload", keys)
+		}
+	})
 }
 
 func TestBucketDir(t *testing.T) {

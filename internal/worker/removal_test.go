@@ -19,6 +19,7 @@ import (
 	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/outbound"
+	"github.com/docjobs/docjobs/internal/s3test"
 	"github.com/docjobs/docjobs/internal/store"
 )
 
@@ -33,6 +34,35 @@ func fileBucket(t *testing.T) (*blob.Bucket, string) {
 	}
 	t.Cleanup(func() { bucket.Close() })
 	return bucket, dir
+}
+
+// s3Bucket opens a bucket of a real S3 server (versitygw, internal/s3test)
+// by its s3:// URL, as serve does; an s3:// bucket has no directory.
+func s3Bucket(t *testing.T) (*blob.Bucket, string) {
+	t.Helper()
+	u := s3test.Start(t).Bucket(t, "docjobs")
+	bucket, err := blob.OpenBucket(context.Background(), u)
+	if err != nil {
+		t.Fatalf("open %s: %v", u, err)
+	}
+	t.Cleanup(func() { bucket.Close() })
+	return bucket, ""
+}
+
+// forEachBucket runs test on a file:// bucket and on an s3:// one: removal
+// lists and deletes by key prefix, and a file:// bucket's folders are its
+// own concern on top.
+func forEachBucket(t *testing.T, test func(t *testing.T, bucket *blob.Bucket, dir string)) {
+	t.Helper()
+	for _, b := range []struct {
+		name string
+		open func(t *testing.T) (*blob.Bucket, string)
+	}{{"file", fileBucket}, {"s3", s3Bucket}} {
+		t.Run(b.name, func(t *testing.T) {
+			bucket, dir := b.open(t)
+			test(t, bucket, dir)
+		})
+	}
 }
 
 // storedKeys lists every key in the bucket.
@@ -53,14 +83,16 @@ func storedKeys(t *testing.T, bucket *blob.Bucket) []string {
 }
 
 // wantNothingLeftOf fails unless job id has no stored file, no folder in
-// dir and no removal record.
+// dir (a file:// bucket's; "" for s3://) and no removal record.
 func wantNothingLeftOf(t *testing.T, st Store, bucket *blob.Bucket, dir, id string) {
 	t.Helper()
 	if keys := storedKeys(t, bucket); len(keys) != 0 {
 		t.Errorf("stored files left: %q", keys)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "jobs", id)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the job's folder: %v, want it gone", err)
+	if dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "jobs", id)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the job's folder: %v, want it gone", err)
+		}
 	}
 	pending, err := st.PendingFileRemovals(context.Background(), time.Now().Add(time.Hour), 10)
 	if err != nil {
@@ -89,64 +121,69 @@ func storeJobFiles(t *testing.T, st store.Store, bucket *blob.Bucket, id string)
 
 func TestTheSweepRemovesTheFilesOfADeleteThatDiedBeforeRemovingThem(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
-		ctx := context.Background()
-		bucket, dir := fileBucket(t)
-		storeJobFiles(t, st, bucket, "job-1")
-		// The delete commits and its process dies before removing a file.
-		if _, err := st.DeleteJob(ctx, "acme", "job-1"); err != nil {
-			t.Fatal(err)
-		}
-		sweep := func(grace time.Duration) {
-			t.Helper()
-			w := &removalWorker{cfg: Config{StorageDir: dir, RemovalGrace: grace}.withDefaults(),
-				deps: Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)}}
-			if err := w.Work(ctx, nil); err != nil {
-				t.Fatalf("sweep: %v", err)
+		forEachBucket(t, func(t *testing.T, bucket *blob.Bucket, dir string) {
+			ctx := context.Background()
+			storeJobFiles(t, st, bucket, "job-1")
+			// The delete commits and its process dies before removing a file.
+			if _, err := st.DeleteJob(ctx, "acme", "job-1"); err != nil {
+				t.Fatal(err)
 			}
-		}
+			sweep := func(grace time.Duration) {
+				t.Helper()
+				w := &removalWorker{cfg: Config{StorageDir: dir, RemovalGrace: grace}.withDefaults(),
+					deps: Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)}}
+				if err := w.Work(ctx, nil); err != nil {
+					t.Fatalf("sweep: %v", err)
+				}
+			}
 
-		sweep(time.Hour) // a fresh delete is its request's to finish
-		if keys := storedKeys(t, bucket); len(keys) != 2 {
-			t.Fatalf("a sweep within the grace removed files: %q left", keys)
-		}
+			sweep(time.Hour) // a fresh delete is its request's to finish
+			if keys := storedKeys(t, bucket); len(keys) != 2 {
+				t.Fatalf("a sweep within the grace removed files: %q left", keys)
+			}
 
-		// Something the listing does not show (a folder being written into)
-		// keeps the job's folder: the record stays for the next sweep.
-		blocker := filepath.Join(dir, "jobs", "job-1", "being-written")
-		if err := os.MkdirAll(blocker, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		sweep(time.Nanosecond)
-		if pending, err := st.PendingFileRemovals(ctx, time.Now().Add(time.Hour), 10); err != nil || len(pending) != 1 {
-			t.Fatalf("removals after a sweep that could not finish = %+v (%v), want the job's kept", pending, err)
-		}
-		if err := os.Remove(blocker); err != nil {
-			t.Fatal(err)
-		}
+			// Something the listing does not show (a folder being written into)
+			// keeps the job's folder: the record stays for the next sweep. An
+			// s3:// bucket has no folders.
+			if dir != "" {
+				blocker := filepath.Join(dir, "jobs", "job-1", "being-written")
+				if err := os.MkdirAll(blocker, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				sweep(time.Nanosecond)
+				if pending, err := st.PendingFileRemovals(ctx, time.Now().Add(time.Hour), 10); err != nil || len(pending) != 1 {
+					t.Fatalf("removals after a sweep that could not finish = %+v (%v), want the job's kept", pending, err)
+				}
+				if err := os.Remove(blocker); err != nil {
+					t.Fatal(err)
+				}
+			}
 
-		sweep(time.Nanosecond)
-		wantNothingLeftOf(t, st, bucket, dir, "job-1")
+			sweep(time.Nanosecond)
+			wantNothingLeftOf(t, st, bucket, dir, "job-1")
+		})
 	})
 }
 
 func TestRetentionRemovesAnExpiredJobsFilesAndItsRecord(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
-		ctx := context.Background()
-		bucket, dir := fileBucket(t)
-		storeJobFiles(t, st, bucket, "job-1")
-		if _, err := st.CancelJob(ctx, "acme", "job-1"); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Millisecond) // ended before the cutoff
-		w := &retentionWorker{cfg: Config{Retention: time.Nanosecond, StorageDir: dir},
-			deps: Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)}}
-		if err := w.Work(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.GetJob(ctx, "", "job-1"); !errors.Is(err, job.ErrNotFound) {
-			t.Fatalf("the expired job: %v, want it deleted", err)
-		}
-		wantNothingLeftOf(t, st, bucket, dir, "job-1")
+		forEachBucket(t, func(t *testing.T, bucket *blob.Bucket, dir string) {
+			ctx := context.Background()
+			storeJobFiles(t, st, bucket, "job-1")
+			if _, err := st.CancelJob(ctx, "acme", "job-1"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Millisecond) // ended before the cutoff
+			w := &retentionWorker{cfg: Config{Retention: time.Nanosecond, StorageDir: dir},
+				deps: Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)}}
+			if err := w.Work(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.GetJob(ctx, "", "job-1"); !errors.Is(err, job.ErrNotFound) {
+				t.Fatalf("the expired job: %v, want it deleted", err)
+			}
+			wantNothingLeftOf(t, st, bucket, dir, "job-1")
+		})
 	})
 }
 
@@ -189,44 +226,45 @@ func TestADeleteRacingTheStoreOfAFileLeavesNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			forEachStore(t, func(t *testing.T, st store.Store) {
-				ctx := context.Background()
-				src := textSource(t, "a confidential text")
-				bucket, dir := fileBucket(t)
-				var ids atomic.Int64
-				direct, err := fetch.New(fetch.Config{PublicURL: "http://docjobs.test"}, fetch.Deps{
-					Client: outbound.NewClient(outbound.Config{AllowPrivate: true}), Bucket: bucket, Files: st,
-					NewID: func() string { return "f" + strconv.FormatInt(ids.Add(1), 10) },
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				fetcher := &racingFetcher{Fetcher: direct}
-				createJob(t, st, "job-1", "acme", src.URL+"/a.txt")
-				j, err := st.GetJob(ctx, "", "job-1")
-				if err != nil {
-					t.Fatal(err)
-				}
-				tt.race(fetcher, func(fastPath bool) {
-					keys, err := st.DeleteJob(ctx, "acme", "job-1")
+				forEachBucket(t, func(t *testing.T, bucket *blob.Bucket, dir string) {
+					ctx := context.Background()
+					src := textSource(t, "a confidential text")
+					var ids atomic.Int64
+					direct, err := fetch.New(fetch.Config{PublicURL: "http://docjobs.test"}, fetch.Deps{
+						Client: outbound.NewClient(outbound.Config{AllowPrivate: true}), Bucket: bucket, Files: st,
+						NewID: func() string { return "f" + strconv.FormatInt(ids.Add(1), 10) },
+					})
 					if err != nil {
-						t.Error(err)
-						return
+						t.Fatal(err)
 					}
-					if fastPath { // as DELETE /v1/jobs/{id} does
-						if errs := fetch.RemoveDeletedJob(ctx, bucket, dir, st, "job-1", keys); len(errs) != 0 {
-							t.Error(errs)
+					fetcher := &racingFetcher{Fetcher: direct}
+					createJob(t, st, "job-1", "acme", src.URL+"/a.txt")
+					j, err := st.GetJob(ctx, "", "job-1")
+					if err != nil {
+						t.Fatal(err)
+					}
+					tt.race(fetcher, func(fastPath bool) {
+						keys, err := st.DeleteJob(ctx, "acme", "job-1")
+						if err != nil {
+							t.Error(err)
+							return
 						}
+						if fastPath { // as DELETE /v1/jobs/{id} does
+							if errs := fetch.RemoveDeletedJob(ctx, bucket, dir, st, "job-1", keys); len(errs) != 0 {
+								t.Error(errs)
+							}
+						}
+					})
+					w := newFileWorker(Config{StorageDir: dir}.withDefaults(), Deps{Store: st, Fetcher: fetcher, Bucket: bucket,
+						Convert: convert.New(convert.Config{}).Convert, Logger: slog.New(slog.DiscardHandler)})
+					if err := workAttempt(w, j, 1); err != nil {
+						t.Fatal(err)
 					}
+					if saved := fetcher.savedErr.Load(); saved == nil || *saved != nil {
+						t.Fatalf("the copy was not written (%v): the race was not run", saved)
+					}
+					wantNothingLeftOf(t, st, bucket, dir, "job-1")
 				})
-				w := newFileWorker(Config{StorageDir: dir}.withDefaults(), Deps{Store: st, Fetcher: fetcher, Bucket: bucket,
-					Convert: convert.New(convert.Config{}).Convert, Logger: slog.New(slog.DiscardHandler)})
-				if err := workAttempt(w, j, 1); err != nil {
-					t.Fatal(err)
-				}
-				if saved := fetcher.savedErr.Load(); saved == nil || *saved != nil {
-					t.Fatalf("the copy was not written (%v): the race was not run", saved)
-				}
-				wantNothingLeftOf(t, st, bucket, dir, "job-1")
 			})
 		})
 	}
@@ -234,20 +272,21 @@ func TestADeleteRacingTheStoreOfAFileLeavesNothing(t *testing.T) {
 
 func TestAFileOfADeletedJobRemovesWhatAnEarlierAttemptStored(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
-		ctx := context.Background()
-		bucket, dir := fileBucket(t)
-		createJob(t, st, "job-1", "acme", "https://example.com/a.txt")
-		if _, err := st.DeleteJob(ctx, "acme", "job-1"); err != nil {
-			t.Fatal(err)
-		}
-		// An attempt stored its copy after the delete, then its process died.
-		if err := bucket.WriteAll(ctx, "jobs/job-1/0-f9", []byte("confidential"), nil); err != nil {
-			t.Fatal(err)
-		}
-		w := newFileWorker(Config{StorageDir: dir}.withDefaults(), Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)})
-		if err := workAttempt(w, &job.Job{ID: "job-1"}, 2); err != nil {
-			t.Fatal(err)
-		}
-		wantNothingLeftOf(t, st, bucket, dir, "job-1")
+		forEachBucket(t, func(t *testing.T, bucket *blob.Bucket, dir string) {
+			ctx := context.Background()
+			createJob(t, st, "job-1", "acme", "https://example.com/a.txt")
+			if _, err := st.DeleteJob(ctx, "acme", "job-1"); err != nil {
+				t.Fatal(err)
+			}
+			// An attempt stored its copy after the delete, then its process died.
+			if err := bucket.WriteAll(ctx, "jobs/job-1/0-f9", []byte("confidential"), nil); err != nil {
+				t.Fatal(err)
+			}
+			w := newFileWorker(Config{StorageDir: dir}.withDefaults(), Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)})
+			if err := workAttempt(w, &job.Job{ID: "job-1"}, 2); err != nil {
+				t.Fatal(err)
+			}
+			wantNothingLeftOf(t, st, bucket, dir, "job-1")
+		})
 	})
 }

@@ -7,20 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"gocloud.dev/blob/fileblob"
+	"gocloud.dev/blob"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 )
 
 func TestRetentionDeletesExpiredUploadsAndLeavesJobCopies(t *testing.T) {
+	forEachBucket(t, func(t *testing.T, bucket *blob.Bucket, _ string) { retentionOfUploads(t, bucket) })
+}
+
+func retentionOfUploads(t *testing.T, bucket *blob.Bucket) {
+	t.Helper()
 	ctx := context.Background()
 	st := openStore(t)
-	bucket, err := fileblob.OpenBucket(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bucket.Close() })
 
 	now := time.Now().UTC()
 	put := func(f job.File) job.File {
