@@ -152,6 +152,7 @@ func SplitAtMost(text, format string, budget, maxChunks int, counter *Counter) (
 	s := &splitter{text: text, budget: budget, maxChunks: maxChunks, counter: counter, ctxTokens: map[string]int{}}
 	switch format {
 	case FormatMarkdown:
+		s.mdHeadings = true
 		s.markdown()
 	case FormatPlain:
 		s.plain()
@@ -219,6 +220,9 @@ type unit struct {
 	open       string // context re-opened when a chunk starts at this unit
 	close      string // closing tags when a chunk ends at this unit
 	parts      []unit // the units a collapsed span was counted as
+	// keep: the unit belongs with what follows it (an HTML heading, an
+	// XML declaration or doctype), so a chunk does not end with it.
+	keep bool
 }
 
 // Boundary strengths.
@@ -236,6 +240,9 @@ type splitter struct {
 	maxChunks int // 0: no limit
 	counter   *Counter
 	markup    bool // text pieces must not cut an entity reference
+	// mdHeadings: a unit that is only a markdown heading belongs with
+	// the section it heads, so a chunk does not end with it.
+	mdHeadings bool
 	ctxTokens map[string]int
 	units     []unit
 	// tokens is the sum of the units' tokens, kept as units are added,
@@ -350,6 +357,60 @@ func (s *splitter) pack() ([]Chunk, error) {
 		}
 		return s.units[e].prio
 	}
+	// A chunk must carry document content, not only whitespace, an XML
+	// declaration or a heading whose section is in the next chunk: each
+	// would cost a model call answering nothing. So a chunk ends neither
+	// after a unit that belongs with the next (keep) nor before a tail
+	// of the document without content, and its new units hold content.
+	keep := func(i int) bool {
+		u := s.units[i]
+		return u.keep || s.mdHeadings && u.prio == prioHeading && isHeadingOnly(s.text[u.start:u.end])
+	}
+	content := func(i int) bool { return !isBlank(s.text[s.units[i].start:s.units[i].end]) && !keep(i) }
+	lastContent := -1
+	findLast := func() {
+		lastContent = len(s.units) - 1
+		for lastContent >= 0 && !content(lastContent) {
+			lastContent--
+		}
+	}
+	findLast()
+	endsWell := func(c int) bool {
+		return c == len(s.units) || !keep(c-1) && c <= lastContent
+	}
+	// pick returns the furthest end emax that fits a chunk from a, and
+	// the end e to take, -1 when no end up to emax ends well: among ends
+	// that end well and keep the chunk at least half full, the strongest
+	// boundary (the latest one on ties).
+	pick := func(a, next int) (emax, e int) {
+		emax = fit(a, next)
+		first := next // the first new unit with content
+		for first < emax && !content(first) {
+			first++
+		}
+		e = -1
+		for c := emax; c > first; c-- {
+			if endsWell(c) {
+				e = c
+				break
+			}
+		}
+		if e < 0 {
+			return emax, -1
+		}
+		bestPrio := boundary(e)
+		for c := e - 1; c > first && cost(a, c) >= s.budget/2; c-- {
+			if p := boundary(c); p > bestPrio && endsWell(c) {
+				e, bestPrio = c, p
+			}
+		}
+		return emax, e
+	}
+	resplit := func(i int) {
+		s.splice(i)
+		prefix()
+		findLast()
+	}
 
 	var chunks []Chunk
 	next, last := 0, -1
@@ -358,14 +419,13 @@ func (s *splitter) pack() ([]Chunk, error) {
 		if last >= 0 {
 			a = last // overlap: the previous chunk's last unit comes again
 		}
-		emax := fit(a, next)
-		if emax == next && a != next {
+		emax, e := pick(a, next)
+		if e < 0 && a != next {
 			a = next
-			emax = fit(a, next)
+			emax, e = pick(a, next)
 		}
 		if emax == next && len(s.units[next].parts) > 0 {
-			s.splice(next)
-			prefix()
+			resplit(next)
 			continue
 		}
 		if emax == next {
@@ -373,13 +433,20 @@ func (s *splitter) pack() ([]Chunk, error) {
 			return nil, fmt.Errorf("%w: %d tokens at byte %d with %d tokens of re-opened context and closing tags (budget %d)",
 				ErrBudgetTooSmall, u.tokens, u.start, s.ctx(u.open)+s.ctx(u.close), s.budget)
 		}
-		// Among ends that keep the chunk at least half full, take the
-		// strongest boundary (the latest one on ties).
-		e, bestPrio := emax, boundary(emax)
-		for c := emax - 1; c > next && cost(a, c) >= s.budget/2; c-- {
-			if p := boundary(c); p > bestPrio {
-				e, bestPrio = c, p
+		if e < 0 {
+			// The units about the reach are too large to end well
+			// together: split the one after it, else the last in it, so
+			// that a heading takes the start of its section along; with
+			// nothing left to split, end where it fits.
+			switch {
+			case emax < len(s.units) && len(s.units[emax].parts) > 0:
+				resplit(emax)
+				continue
+			case len(s.units[emax-1].parts) > 0:
+				resplit(emax - 1)
+				continue
 			}
+			e = emax
 		}
 		var c Chunk
 		for {
@@ -409,8 +476,7 @@ func (s *splitter) pack() ([]Chunk, error) {
 			if len(parts) == 0 {
 				return nil, fmt.Errorf("%w: %d tokens at byte %d (budget %d)", ErrBudgetTooSmall, c.Tokens, s.units[next].start, s.budget)
 			}
-			s.splice(next)
-			prefix()
+			resplit(next)
 			continue
 		}
 		chunks = append(chunks, c)

@@ -52,6 +52,9 @@ func checkInvariants(t testing.TB, c *Counter, text string, budget int, chunks [
 		if ch.New() == "" {
 			t.Fatalf("chunk %d adds no text", i)
 		}
+		if len(chunks) > 1 && isBlank(ch.New()) {
+			t.Fatalf("chunk %d adds only whitespace: %q", i, ch.New())
+		}
 	}
 	got, err := Reassemble(chunks)
 	if err != nil {
@@ -431,8 +434,7 @@ func TestSplitErrors(t *testing.T) {
 		want               error
 	}{
 		{"unknown format", "x", "pdf", 0, ErrFormat},
-		{"ancestors larger than the budget", `<div class="` + strings.Repeat("a ", 100) + `"><p>x</p><p>y</p></div>`, FormatHTML, 20, ErrBudgetTooSmall},
-		{"comment larger than the budget", "<!--" + strings.Repeat(" word", 50) + "-->", FormatHTML, 10, ErrBudgetTooSmall},
+		{"a character larger than the budget", "🦒", FormatPlain, 1, ErrBudgetTooSmall},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
