@@ -243,8 +243,8 @@ type splitter struct {
 	// mdHeadings: a unit that is only a markdown heading belongs with
 	// the section it heads, so a chunk does not end with it.
 	mdHeadings bool
-	ctxTokens map[string]int
-	units     []unit
+	ctxTokens  map[string]int
+	units      []unit
 	// tokens is the sum of the units' tokens, kept as units are added,
 	// grown and dropped. Every chunk carries at most budget of them and
 	// every unit is in a chunk, so the text makes at least tokens/budget
