@@ -240,11 +240,8 @@ type splitter struct {
 	maxChunks int // 0: no limit
 	counter   *Counter
 	markup    bool // text pieces must not cut an entity reference
-	// mdHeadings: a unit that is only a markdown heading belongs with
-	// the section it heads, so a chunk does not end with it.
-	mdHeadings bool
-	ctxTokens  map[string]int
-	units      []unit
+	ctxTokens map[string]int
+	units     []unit
 	// tokens is the sum of the units' tokens, kept as units are added,
 	// grown and dropped. Every chunk carries at most budget of them and
 	// every unit is in a chunk, so the text makes at least tokens/budget
@@ -252,6 +249,10 @@ type splitter struct {
 	// stops.
 	tokens int
 	over   bool
+
+	// mdHeadings: a unit that is only a markdown heading belongs with
+	// the section it heads, so a chunk does not end with it.
+	mdHeadings bool
 }
 
 // tally adds n to the units' token sum (n < 0 for units dropped).
