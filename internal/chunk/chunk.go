@@ -8,12 +8,20 @@
 // element boundaries, and every chunk is well-formed: when a split falls
 // inside an element, the chunk before it closes the element's open
 // ancestors and the chunk after re-opens them (start tags copied with their
-// attributes). A table split across chunks repeats its header (the header
+// attributes). A comment or CDATA section larger than a chunk is cut into
+// adjacent ones. Structure never makes a document fail: an element whose
+// re-opened ancestors would leave less than a quarter of the budget, or a
+// single tag larger than it, is split as text, and those chunks are not
+// well-formed. A table split across chunks repeats its header (the header
 // and separator lines of a markdown pipe table, the <thead> or first <tr>
-// of an HTML table), and a markdown code block split across chunks is
-// re-opened with its fence line and closed in each. Consecutive chunks overlap by one block — the last
+// of an HTML table) when the header fits with the row, and a markdown
+// code block split across chunks is re-opened with its fence line and
+// closed in each. Consecutive chunks overlap by one block — the last
 // block of chunk i is the first of chunk i+1 — so a record on a boundary is
-// seen whole by one model call.
+// seen whole by one model call. Every chunk carries content of its own: a
+// heading (markdown or HTML), a table's header or the XML declaration
+// does not end a chunk while what it belongs to follows, and no chunk
+// adds only whitespace.
 //
 // Token counts are exact for the model family (see Counter). Each block is
 // counted once while packing and each finished chunk once to confirm it;
@@ -47,9 +55,10 @@ const (
 
 // Errors callers branch on.
 var (
-	// ErrBudgetTooSmall: some indivisible piece (a single character, an
-	// HTML/XML tag or comment, or the ancestors an element split must
-	// re-open) does not fit the budget.
+	// ErrBudgetTooSmall: some indivisible piece, a single character (or
+	// entity reference in markup), does not fit the budget. Tags,
+	// comments and re-opened ancestors never cause it: they are split as
+	// text.
 	ErrBudgetTooSmall = errors.New("chunk: budget too small for the document's structure")
 	// ErrFormat: the format is not one of markdown, html, xml, plain.
 	ErrFormat = errors.New("chunk: unknown format")

@@ -176,7 +176,9 @@ var headings = set("h1", "h2", "h3", "h4", "h5", "h6")
 // attribute value) at words and characters.
 func (s *splitter) leaf(n *node, prio int, open, close string) {
 	text := s.text[n.start:n.end]
-	if tokens, ok := s.fits(n.start, n.end, s.limit(open, close)); ok {
+	// Counted whole, not by fits: a tag is a few times more bytes than
+	// tokens, and one that fits must stay whole.
+	if tokens := s.counter.Count(text); tokens <= s.limit(open, close) {
 		s.add(n.start, n.end, tokens, prio, open, close)
 		// The XML declaration or doctype alone is no content: it goes
 		// with what follows.
