@@ -300,3 +300,22 @@ func TestSplitTableRows(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitKeepsTheDoctypeWithTheDocument: a doctype many more bytes
+// than the budget's tokens, but fewer tokens, is still known for one and
+// goes with what follows.
+func TestSplitKeepsTheDoctypeWithTheDocument(t *testing.T) {
+	text := `<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">` +
+		"\n<html><body>\n"
+	for i := range 10 {
+		text += fmt.Sprintf("<p>%s</p>\n", words(40+i))
+	}
+	text += "</body></html>\n"
+	for _, budget := range []int{100, 150} {
+		for _, ch := range split(t, text, FormatHTML, budget) {
+			if isPrologueOnly(ch.New()) {
+				t.Fatalf("at %d chunk %d carries only %q", budget, ch.Index, ch.New())
+			}
+		}
+	}
+}
