@@ -106,7 +106,7 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 	// Cancelling wctx before Close aborts the write: the bucket keeps nothing.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: contentType})
+	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: contentType, BeforeWrite: fetch.PrivateFile})
 	if err != nil {
 		return job.File{}, "", s.internal(ctx, "StoreUpload", fmt.Errorf("open writer: %w", err), attrs...)
 	}

@@ -279,31 +279,49 @@ func requestHash(req *docjobsv1.CreateJobRequest, digest func(string) string) (s
 // requestHashKeyName names the request hash's key among the service keys.
 const requestHashKeyName = "request-hash"
 
-// requestHashKey returns the key secrets enter the request hash under. The
-// first process to need it makes it and stores it sealed (Store.ServiceKey),
-// so every API process keys alike and replays work across them. It is
-// loaded once; a failure is not remembered.
+// requestHashKey returns the key secrets enter the request hash under
+// (RequestHashKey). It is loaded once; a failure is not remembered.
 func (s *Service) requestHashKey(ctx context.Context) ([]byte, error) {
 	s.hashKeyMu.Lock()
 	defer s.hashKeyMu.Unlock()
 	if s.hashKey != nil {
 		return s.hashKey, nil
 	}
-	fresh := make([]byte, 32)
-	_, _ = rand.Read(fresh) // never fails (crypto/rand)
-	sealed, err := s.sealer.Seal(fresh, "", "", requestHashKeyName)
+	key, err := RequestHashKey(ctx, s.store, s.sealer)
 	if err != nil {
-		return nil, fmt.Errorf("request hash key: %w", err)
-	}
-	stored, err := s.store.ServiceKey(ctx, requestHashKeyName, sealed)
-	if err != nil {
-		return nil, fmt.Errorf("request hash key: %w", err)
-	}
-	key, err := s.sealer.Open(stored, "", "", requestHashKeyName)
-	if err != nil {
-		return nil, fmt.Errorf("request hash key: %w", err)
+		return nil, err
 	}
 	s.hashKey = key
+	return key, nil
+}
+
+// ServiceKeys is the part of the store that keeps the service's own keys.
+type ServiceKeys interface {
+	ServiceKey(ctx context.Context, name string, sealed []byte) ([]byte, error)
+}
+
+// RequestHashKey returns the key secrets enter the request hash under. The
+// first process to need it makes it and stores it sealed (Store.ServiceKey),
+// so every API process keys alike and replays work across them. serve calls
+// it at start in every role: the stored key opens only with the keyset that
+// sealed it, so a process given another keyset than the rest (whose sealed
+// provider keys it could not open either) finds out before taking work. An
+// error wraps secret.ErrOpen when the keyset is the wrong one.
+func RequestHashKey(ctx context.Context, keys ServiceKeys, sealer Sealer) ([]byte, error) {
+	fresh := make([]byte, 32)
+	_, _ = rand.Read(fresh) // never fails (crypto/rand)
+	sealed, err := sealer.Seal(fresh, "", "", requestHashKeyName)
+	if err != nil {
+		return nil, fmt.Errorf("request hash key: %w", err)
+	}
+	stored, err := keys.ServiceKey(ctx, requestHashKeyName, sealed)
+	if err != nil {
+		return nil, fmt.Errorf("request hash key: %w", err)
+	}
+	key, err := sealer.Open(stored, "", "", requestHashKeyName)
+	if err != nil {
+		return nil, fmt.Errorf("request hash key: %w", err)
+	}
 	return key, nil
 }
 

@@ -4,7 +4,7 @@
 //
 // Splits prefer, in order: markdown headings, then paragraphs (blank-line
 // blocks), lines, sentences and words, and only as a last resort the middle
-// of a word; plain text the same without headings; HTML and XML split at
+// of a word (between grapheme clusters where one is shorter than a chunk); plain text the same without headings; HTML and XML split at
 // element boundaries, and every chunk is well-formed: when a split falls
 // inside an element, the chunk before it closes the element's open
 // ancestors and the chunk after re-opens them (start tags copied with their
@@ -299,7 +299,10 @@ func (s *splitter) limit(open, close string) int {
 
 // fits counts text[start:end] when it may fit limit. A token is at least
 // one byte, so longer spans are split without counting them whole: each
-// byte is then counted once, at the level where it fits.
+// byte is then counted once, at the level where it fits, and the parts'
+// counts summed (collapse). The last resort, text no boundary divides,
+// counts prefixes of about a chunk instead (fill), since parts of at most
+// limit bytes would hold far fewer than limit tokens.
 func (s *splitter) fits(start, end, limit int) (int, bool) {
 	if end-start > limit {
 		return 0, false

@@ -16,8 +16,9 @@ const (
 	EncodingP50K   = "p50k_base"
 )
 
-// encodingFamilies maps model-name prefixes (lower case, vendor path
-// stripped) to their encoding. The first matching prefix wins, so the
+// encodingFamilies maps model-name prefixes (lower case, vendor path and
+// fine-tuning "ft:" stripped) to their encoding, as tiktoken's
+// encoding_for_model does. The first matching prefix wins, so the
 // o200k families that share the "gpt-4" prefix come before it. Models of
 // other vendors (Claude, Gemini, Mistral, …) have tokenizers tiktoken does
 // not ship; they count with o200k_base, the closest modern proxy.
@@ -28,6 +29,9 @@ var encodingFamilies = []struct{ prefix, encoding string }{
 	{"chatgpt-4o", EncodingO200K},
 	{"gpt-4", EncodingCL100K}, // gpt-4, gpt-4-turbo, gpt-4-32k, gpt-4-0613
 	{"gpt-3.5", EncodingCL100K},
+	{"gpt-35", EncodingCL100K}, // Azure OpenAI's name for gpt-3.5-turbo
+	{"davinci-002", EncodingCL100K},
+	{"babbage-002", EncodingCL100K},
 	{"text-embedding-3", EncodingCL100K},
 	{"text-embedding-ada-002", EncodingCL100K},
 	{"text-davinci-002", EncodingP50K},
@@ -40,12 +44,14 @@ var encodingFamilies = []struct{ prefix, encoding string }{
 // cl100k_base for gpt-3.5 and gpt-4 (not gpt-4o, gpt-4.1 or gpt-4.5),
 // p50k_base for the legacy davinci/codex models and o200k_base for
 // everything else, including the empty model and other vendors' models.
-// A vendor path ("openai/gpt-4") is ignored.
+// A vendor path ("openai/gpt-4") is ignored, and a fine-tuned model
+// ("ft:gpt-3.5-turbo-0613:org::id") counts as its base model.
 func EncodingForModel(model string) string {
 	m := strings.ToLower(strings.TrimSpace(model))
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {
 		m = m[i+1:]
 	}
+	m = strings.TrimPrefix(m, "ft:")
 	for _, f := range encodingFamilies {
 		if strings.HasPrefix(m, f.prefix) {
 			return f.encoding

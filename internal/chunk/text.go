@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/rivo/uniseg"
 )
 
 // A level cuts a span at one kind of boundary. cuts returns the interior
@@ -14,17 +16,20 @@ import (
 // the word after it, a newline with the text before it) so summed piece
 // counts match the whole span's count closely.
 type level struct {
-	cuts   func(s string) []int
-	prio   int
-	repeat bool // the parts may be cut again at this level (halving)
+	cuts func(s string) []int
+	prio int
+	// fill marks the last resort, for text no boundary above divides: it
+	// is cut into the longest prefixes that fit (see splitter.fill), and
+	// markup keeps those cuts out of entity references.
+	fill, markup bool
 }
 
 var (
 	levelLines     = level{cuts: lineCuts, prio: prioSentence}
 	levelSentences = level{cuts: sentenceCuts, prio: prioSentence}
 	levelWords     = level{cuts: wordCuts, prio: prioWord}
-	levelRunes     = level{cuts: func(s string) []int { return halve(s, false) }, prio: prioRune, repeat: true}
-	levelRunesSafe = level{cuts: func(s string) []int { return halve(s, true) }, prio: prioRune, repeat: true}
+	levelRunes     = level{prio: prioRune, fill: true}
+	levelRunesSafe = level{prio: prioRune, fill: true, markup: true}
 
 	proseLevels  = []level{levelSentences, levelLines, levelWords, levelRunes}
 	linesLevels  = []level{levelLines, levelSentences, levelWords, levelRunes}
@@ -34,8 +39,9 @@ var (
 
 // pieces appends units covering [start,end): one unit when the span fits
 // between its contexts, else the parts of the first level that cuts it,
-// each in turn split by the finer levels. A span no level cuts (a single
-// character) becomes one unit whatever its size; pack reports it.
+// each in turn split by the finer levels. The last level cuts what is left
+// into the longest prefixes that fit (fill); a single character over the
+// limit becomes one unit whatever its size, and pack reports it.
 func (s *splitter) pieces(start, end, prio int, levels []level, open, close string) {
 	if start >= end || s.over {
 		return
@@ -47,14 +53,15 @@ func (s *splitter) pieces(start, end, prio int, levels []level, open, close stri
 	}
 	seg := s.text[start:end]
 	for i, l := range levels {
+		if l.fill {
+			s.fill(start, end, prio, l.markup, open, close, limit)
+			return
+		}
 		cuts := l.cuts(seg)
 		if len(cuts) == 0 {
 			continue
 		}
 		finer := levels[i+1:]
-		if l.repeat {
-			finer = levels[i:]
-		}
 		first := len(s.units)
 		from, p := start, prio
 		for _, c := range append(cuts, len(seg)) {
@@ -508,30 +515,162 @@ func wordCuts(s string) []int {
 	return cuts
 }
 
-// halve cuts s once near its middle on a character boundary; with
-// markup, never inside an entity reference such as "&amp;".
-func halve(s string, markup bool) []int {
-	if utf8.RuneCountInString(s) < 2 {
-		return nil
+// fill cuts text[start:end], which no boundary above a character
+// divides (base64, CJK without punctuation, a long run of letters), into
+// the longest prefixes that fit limit, each counted while it is found.
+// Halving such a span until each part was at most limit bytes (a token is
+// at least one byte) left parts of about half the budget for text of
+// 1.3–1.6 bytes a token, and two such parts never fit one chunk: twice the
+// chunks and provider calls, and a false too-many-chunks refusal.
+func (s *splitter) fill(start, end, prio int, markup bool, open, close string, limit int) {
+	for start < end && !s.over {
+		seg := s.text[start:end]
+		cut, n := s.longestPrefix(seg, limit, markup)
+		// A piece that fills a chunk alone goes out between its contexts,
+		// and tokens can merge across their edges ("<p>" then ">x…"): the
+		// sum of the counts is not the count, so confirm it and aim lower
+		// by the excess.
+		for l := limit; (open != "" || close != "") && cut > firstCut(seg, markup); {
+			over := s.counter.Count(open+seg[:cut]+close) - s.budget
+			if over <= 0 {
+				break
+			}
+			l -= over
+			cut, n = s.longestPrefix(seg, l, markup)
+		}
+		s.add(start, start+cut, n, prio, open, close)
+		start, prio = start+cut, prioRune
 	}
-	mid := len(s) / 2
-	for mid > 0 && !utf8.RuneStart(s[mid]) {
-		mid--
+}
+
+// longestPrefix returns the longest prefix of seg found to count at most
+// limit tokens (the search stops once one counts within limit/128 of
+// limit), and its count. Its end is a cut cutBefore allows and, unless a single grapheme
+// cluster is longer than the prefix, a grapheme cluster boundary, so a
+// flag, an emoji with its skin tone or ZWJ sequence, or a letter with its
+// accents stays in one chunk. When no prefix fits, the shortest allowed
+// one comes back, over limit, for pack to report.
+//
+// Cost: the count of a prefix grows nearly linearly with its length, so
+// guesses interpolated from the counts so far land close; each count is
+// of at most about one chunk's text, a few per chunk, never the rest of
+// the span.
+func (s *splitter) longestPrefix(seg string, limit int, markup bool) (int, int) {
+	if limit <= 0 {
+		cut := firstCut(seg, markup)
+		return cut, s.counter.Count(seg[:cut])
 	}
-	if markup {
-		if amp := strings.LastIndexByte(s[:mid], '&'); amp >= 0 && !strings.Contains(s[amp:mid], ";") {
-			mid = amp
-			if mid == 0 {
-				semi := strings.IndexByte(s, ';')
-				if semi < 0 || semi+1 >= len(s) {
-					return nil
-				}
-				mid = semi + 1
+	lo, nlo := 0, 0          // longest prefix known to fit, and its count
+	hi, nhi := len(seg)+1, 0 // shortest known not to fit (len+1: none yet)
+	// limit bytes hold at most limit tokens.
+	g := cutBefore(seg, min(limit, len(seg)), markup)
+	for range 48 {
+		if g <= lo || g >= hi {
+			g = cutBefore(seg, lo+(min(hi, len(seg)+1)-lo)/2, markup)
+			if g <= lo {
+				break
+			}
+		}
+		n := s.counter.Count(seg[:g])
+		if n <= limit {
+			lo, nlo = g, n
+			if g == len(seg) || n >= limit-limit/128 {
+				break
+			}
+		} else {
+			hi, nhi = g, n
+		}
+		// Aim slightly short of the limit by the rate seen so far.
+		switch {
+		case hi > len(seg) && nlo > 0:
+			g = lo + int(float64(lo)*(float64(limit)/float64(nlo)-1)*0.995)
+			g = cutBefore(seg, min(g, len(seg)), markup)
+		case hi <= len(seg) && nhi > nlo:
+			g = cutBefore(seg, lo+int(float64(hi-lo)*float64(limit-nlo)/float64(nhi-nlo)), markup)
+		}
+	}
+	if lo == 0 {
+		cut := firstCut(seg, markup)
+		return cut, s.counter.Count(seg[:cut])
+	}
+	if g := graphemeCutBefore(seg, lo, markup); g > 0 && g < lo {
+		if n := s.counter.Count(seg[:g]); n <= limit {
+			return g, n
+		}
+	}
+	return lo, nlo
+}
+
+// cutBefore returns the last allowed cut of seg at or before i: on a
+// character boundary and, with markup, not inside an entity reference
+// such as "&amp;" (a cut there would leave neither half well-formed). 0
+// means none.
+func cutBefore(seg string, i int, markup bool) int {
+	if i >= len(seg) {
+		return len(seg)
+	}
+	for i > 0 && !utf8.RuneStart(seg[i]) {
+		i--
+	}
+	if markup && i > 0 {
+		if amp := strings.LastIndexByte(seg[max(0, i-maxEntity):i], '&'); amp >= 0 {
+			amp += max(0, i-maxEntity)
+			if isEntityName(seg[amp+1 : i]) {
+				i = amp
 			}
 		}
 	}
-	if mid <= 0 || mid >= len(s) {
-		return nil
+	return i
+}
+
+// maxEntity bounds the length of an entity reference looked back for; the
+// longest HTML name is 32 bytes with its '&'.
+const maxEntity = 40
+
+// isEntityName reports whether s can be the inside of an entity reference
+// cut short: name or number characters only, no ';' yet.
+func isEntityName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '#' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
 	}
-	return []int{mid}
+	return true
+}
+
+// firstCut returns the shortest allowed prefix of seg: its first
+// character, or with markup a whole entity reference at its start.
+func firstCut(seg string, markup bool) int {
+	if markup && strings.HasPrefix(seg, "&") {
+		i := 1
+		for i < len(seg) && i < maxEntity && isEntityName(seg[i:i+1]) {
+			i++
+		}
+		if i < len(seg) && seg[i] == ';' {
+			i++
+		}
+		return i
+	}
+	_, n := utf8.DecodeRuneInString(seg)
+	return n
+}
+
+// graphemeCutBefore returns the last grapheme cluster boundary of seg at
+// or before i (segmenting from seg's start, which the caller cut at a
+// boundary) that cutBefore allows, or 0.
+func graphemeCutBefore(seg string, i int, markup bool) int {
+	at, rest, state := 0, seg, -1
+	for {
+		var cluster string
+		cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
+		if cluster == "" || at+len(cluster) > i {
+			break
+		}
+		at += len(cluster)
+	}
+	if c := cutBefore(seg, at, markup); c == at {
+		return at
+	}
+	return 0
 }

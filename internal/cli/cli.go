@@ -1,5 +1,6 @@
 // Package cli is the one place docjobs is wired together: configuration,
-// the serve, migrate, apikey and account commands, signals and exit codes.
+// the serve, migrate, apikey and account commands, the REST client
+// commands submit, jobs and get, signals and exit codes.
 package cli
 
 import (
@@ -15,12 +16,29 @@ import (
 	"github.com/docjobs/docjobs/internal/config"
 )
 
-// Exit codes.
+// Exit codes. The client's `submit --wait` adds the job's outcome, so that
+// a script can tell a job that failed from a command that did.
 const (
 	ExitOK    = 0
 	ExitError = 1
 	ExitUsage = 2
+	// ExitJobFailed and ExitJobCancelled: submit --wait saw the job end
+	// JOB_STATUS_FAILED or JOB_STATUS_CANCELLED (its result is printed).
+	ExitJobFailed    = 3
+	ExitJobCancelled = 4
+	// ExitInterrupted: the wait was interrupted (Ctrl-C, SIGTERM); the job
+	// goes on. 128 + SIGINT, as shells report it.
+	ExitInterrupted = 130
 )
+
+// exitError ends the command with its own exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
 
 var errUsage = errors.New("usage")
 
@@ -37,17 +55,33 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	root.SetErr(stderr)
 	root.SetContext(ctx)
 	env := &environment{stdout: stdout, stderr: stderr, getenv: getenv}
-	root.AddCommand(serveCommand(env), migrateCommand(env), apikeyCommand(env), accountCommand(env), benchCommand(env))
+	root.AddCommand(serveCommand(env), migrateCommand(env), apikeyCommand(env), accountCommand(env), benchCommand(env),
+		submitCommand(env), jobsCommand(env), getCommand(env))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
 
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(stderr, "docjobs:", err)
+		var exit *exitError
+		if errors.As(err, &exit) {
+			return exit.code
+		}
 		if errors.Is(err, errUsage) || strings.HasPrefix(err.Error(), "unknown command") {
 			return ExitUsage
 		}
 		return ExitError
 	}
 	return ExitOK
+}
+
+// usageArgs makes a wrong number of arguments a usage error, as an
+// unknown flag is.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+		return nil
+	}
 }
 
 // environment is what every command reads: the process streams and env.

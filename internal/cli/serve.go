@@ -77,6 +77,9 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
+	if err := checkKeyset(ctx, cfg, st, sealer); err != nil {
+		return err
+	}
 	keys, err := bootstrapKeys(ctx, env, cfg, st)
 	if err != nil {
 		return err

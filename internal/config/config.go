@@ -115,9 +115,11 @@ const MaxProviderTimeout = time.Hour
 // object to a temporary file next to it rather than in os.TempDir: the
 // rename that puts it in place fails across filesystems (a tmpfs /tmp, as
 // Debian 13 mounts it, or a container volume), and a partial upload
-// must not sit readable by every local user in /tmp.
+// must not sit readable by every local user in /tmp. dir_file_mode keeps
+// the folders it creates to the service's user whatever the umask, as the
+// files are (fetch.PrivateFile): they hold documents.
 func defaultStorageURL(dataDir string) string {
-	return "file://" + filepath.Join(dataDir, "files") + "?create_dir=true&metadata=skip&no_tmp_dir=true"
+	return "file://" + filepath.Join(dataDir, "files") + "?create_dir=true&dir_file_mode=0700&metadata=skip&no_tmp_dir=true"
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).

@@ -20,7 +20,7 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 		"Addr":          ":8080",
 		"PublicURL":     "http://localhost:8080",
 		"DatabaseURL":   "sqlite:///srv/dj/docjobs.db",
-		"StorageURL":    "file:///srv/dj/files?create_dir=true&metadata=skip&no_tmp_dir=true",
+		"StorageURL":    "file:///srv/dj/files?create_dir=true&dir_file_mode=0700&metadata=skip&no_tmp_dir=true",
 		"MasterKeyFile": "/srv/dj/master.keyset",
 		"Role":          RoleAll,
 	}

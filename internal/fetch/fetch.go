@@ -214,7 +214,7 @@ func (f *Fetcher) own(ctx context.Context, accountID, jobID string, index int, i
 	// must outlive both.
 	newID := f.deps.NewID()
 	key := objectKey(jobID, index, newID)
-	if err := f.deps.Bucket.Copy(ctx, key, file.Key, nil); err != nil {
+	if err := f.deps.Bucket.Copy(ctx, key, file.Key, &blob.CopyOptions{BeforeCopy: PrivateFile}); err != nil {
 		if gcerrors.Code(err) == gcerrors.NotFound {
 			return Result{}, &Error{Msg: fmt.Sprintf("source file %s not found", display), Err: errors.Join(job.ErrNotFound, err)}
 		}
@@ -308,7 +308,7 @@ func (f *Fetcher) Save(ctx context.Context, r Result) error {
 	if r.Data == nil {
 		return nil
 	}
-	if err := f.deps.Bucket.WriteAll(ctx, r.Key, r.Data, &blob.WriterOptions{ContentType: r.ContentType}); err != nil {
+	if err := f.deps.Bucket.WriteAll(ctx, r.Key, r.Data, &blob.WriterOptions{ContentType: r.ContentType, BeforeWrite: PrivateFile}); err != nil {
 		return storageError(err)
 	}
 	return nil

@@ -44,6 +44,11 @@ var ErrUploadQuota = errors.New("account uploads would exceed the bytes allowed"
 // WorkConfig.OnNodeLost when another process took the id from this one.
 var ErrNodeHeld = errors.New("node id is held by another running process")
 
+// ErrNewerSchema is returned by Open when the database holds migrations this
+// binary does not know: a newer docjobs migrated it, and this one would
+// write its tables by older rules beside it.
+var ErrNewerSchema = errors.New("database was migrated by a newer docjobs")
+
 // CreateJobParams is everything one create writes in one transaction.
 type CreateJobParams struct {
 	Job     *job.Job // ID, AccountID, Created set by the caller; Status NEW
@@ -266,6 +271,11 @@ type Store interface {
 	// job's provider keys (the webhook secret stays for the webhook);
 	// applied=false when it was already terminal or deleted.
 	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f Finish) (applied bool, err error)
+	// HandOff inserts enqueue and completes riverJob in one transaction: a
+	// River job that passes its work on to others (a retired kind's job
+	// handing its file to today's). A unique job among enqueue that exists
+	// already is skipped, as River's inserts skip it.
+	HandOff(ctx context.Context, riverJob *rivertype.JobRow, enqueue []river.InsertManyParams) error
 	// OverdueJobs lists up to limit non-terminal jobs created before cutoff.
 	OverdueJobs(ctx context.Context, cutoff time.Time, limit int) ([]string, error)
 	// ExpireJob ends a job past its deadline: pending rows FAIL with

@@ -52,8 +52,14 @@ func openPostgresSchema(t *testing.T, url, schema string) *postgres.Store {
 
 // startWorkers runs the pipeline's workers under River over st, downloading
 // through realFetcher (an hour per attempt unless cfg.FetchTimeout says),
-// until the test ends.
+// until the test ends. No model stage is configured.
 func startWorkers(t *testing.T, st store.Store, cfg Config) {
+	t.Helper()
+	startPipeline(t, st, cfg, nil, nil)
+}
+
+// startPipeline is startWorkers with a model stage of chats and chunker.
+func startPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunker Chunker) {
 	t.Helper()
 	if cfg.FetchTimeout == 0 {
 		cfg.FetchTimeout = time.Hour
@@ -67,7 +73,7 @@ func startWorkers(t *testing.T, st store.Store, cfg Config) {
 	workers := river.NewWorkers()
 	queues, err := Register(workers, cfg, Deps{
 		Store: st, Fetcher: fetcher, Convert: convert.New(convert.Config{}).Convert, Webhooks: sender,
-		Bucket: bucket, Logger: slog.New(slog.DiscardHandler),
+		Bucket: bucket, Chats: chats, Chunker: chunker, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,11 @@ import (
 type FileArgs struct {
 	JobID     string `json:"job_id"`
 	FileIndex int    `json:"file_index"`
+	// Resume is set on the file job that carries on a River job of a
+	// retired kind (retired.go): an older binary may have recognized the
+	// file already, which a file job's first run does not otherwise look
+	// for.
+	Resume bool `json:"resume,omitempty"`
 }
 
 // Kind is the River job kind.
@@ -209,8 +214,9 @@ func (w *fileWorker) process(ctx context.Context, rj *river.Job[FileArgs], j *jo
 	// (a rate-limited provider) spends no attempt, so the run after one has
 	// the attempt number of the run before it; nor does a run cut off by
 	// its client's shutdown (River gives the attempt back), but every run
-	// adds its client to AttemptedBy.
-	if rj.Attempt > 1 || snoozed(rj.JobRow) || len(rj.AttemptedBy) > 1 {
+	// adds its client to AttemptedBy. A file handed on by a retired kind's
+	// job may have been recognized by an older binary.
+	if rj.Attempt > 1 || snoozed(rj.JobRow) || len(rj.AttemptedBy) > 1 || rj.Args.Resume {
 		if recognized, err := w.resume(ctx, rj, j, log); recognized || err != nil {
 			return err
 		}

@@ -46,6 +46,7 @@ type Store interface {
 	MarkRunning(ctx context.Context, jobID string) error
 	FinishOCR(ctx context.Context, d store.OCRDone) (bool, error)
 	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f store.Finish) (bool, error)
+	HandOff(ctx context.Context, riverJob *rivertype.JobRow, enqueue []river.InsertManyParams) error
 	JobSecrets(ctx context.Context, jobID string) ([]job.SealedSecret, error)
 	FileModelRows(ctx context.Context, jobID string, fileIndex int) (bool, []job.LLMRow, error)
 	FinishLLM(ctx context.Context, d store.LLMDone) (bool, error)
@@ -259,6 +260,13 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 	if err := river.AddWorkerSafely(workers, &finalizeWorker{deps: deps}); err != nil {
 		return nil, err
 	}
+	// Kinds of earlier releases, for their jobs queued before an upgrade.
+	if err := river.AddWorkerSafely(workers, &retiredRecognizeWorker{deps: deps}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &retiredModelWorker{deps: deps}); err != nil {
+		return nil, err
+	}
 	if err := river.AddWorkerSafely(workers, &deadlineWorker{cfg: cfg, deps: deps}); err != nil {
 		return nil, err
 	}
@@ -282,6 +290,10 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 		QueueFile:          {MaxWorkers: cfg.FetchWorkers + cfg.RecognizeWorkers + cfg.ModelWorkers},
 		QueueFinalize:      {MaxWorkers: 4},
 		store.QueueWebhook: {MaxWorkers: 16},
+		// The retired kinds' queues: each of their jobs is one short
+		// transaction handing its file on.
+		QueueRetiredRecognize: {MaxWorkers: 1},
+		QueueRetiredModel:     {MaxWorkers: 1},
 	}, nil
 }
 

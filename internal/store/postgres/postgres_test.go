@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +66,35 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		if err := s.Migrate(t.Context()); err != nil {
 			t.Fatalf("Migrate again: %v", err)
 		}
+	}
+}
+
+// A database a newer binary migrated is refused, not written by older rules.
+func TestADatabaseWithMigrationsThisBinaryDoesNotKnowIsRefused(t *testing.T) {
+	url, schema := pgtest.Schema(t)
+	cfg := postgres.Config{URL: url, Schema: schema}
+	if err := openConfig(t, cfg).Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	q := `INSERT INTO ` + pgx.Identifier{schema}.Sanitize() + `.docjobs_migrations (version, name, applied) VALUES (999, 'from_the_future', '2030-01-01T00:00:00Z')`
+	if _, err := conn.Exec(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.Logger = quiet
+	s, err := postgres.Open(ctx, cfg)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a database with migration 999 succeeded; want it refused")
+	}
+	if want := "migration 999 (from_the_future), this binary knows migrations up to "; !errors.Is(err, store.ErrNewerSchema) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Open: %v; want store.ErrNewerSchema naming %q", err, want)
 	}
 }
 

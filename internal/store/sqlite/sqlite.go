@@ -40,7 +40,8 @@ var migrationFS embed.FS
 
 // Config configures the SQLite store.
 type Config struct {
-	// Path is the database file; its directory is created (0700) if missing.
+	// Path is the database file; its directory is created (0700) and the
+	// file (0600) if missing.
 	Path string
 	// BusyTimeout is how long a statement waits for a lock held by another
 	// process on the same file. Default 10s.
@@ -67,6 +68,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: path %q must not contain '?'", cfg.Path)
 	}
 	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	if err := createPrivate(cfg.Path); err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	busy := cfg.BusyTimeout
@@ -137,6 +141,29 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", cfg.Path, err)
 	}
 	return s, nil
+}
+
+// createPrivate creates the database file, empty (which SQLite takes for a
+// new database), readable by its owner only whatever the umask: it holds
+// every job's text and answers. SQLite would create it 0644 less the
+// umask; it gives the -wal and -shm files the database file's mode, so
+// they follow. An existing file is left as it is.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return nil
 }
 
 // readConns is the size of the read-only pool. Reads outside a transaction

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +66,33 @@ func TestOpenTwiceMigratesOnce(t *testing.T) {
 	}
 	if _, err := s.GetJob(t.Context(), "acct", "job_1"); err != nil {
 		t.Fatalf("job after reopening: %v", err)
+	}
+}
+
+// A database a newer binary migrated is refused, not written by older rules.
+func TestADatabaseWithMigrationsThisBinaryDoesNotKnowIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "docjobs.db")
+	if err := open(t, sqlite.Config{Path: path}).Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO docjobs_migrations (version, name, applied) VALUES (999, 'from_the_future', '2030-01-01T00:00:00Z')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Logger: quiet})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a database with migration 999 succeeded; want it refused")
+	}
+	if want := "migration 999 (from_the_future), this binary knows migrations up to "; !errors.Is(err, store.ErrNewerSchema) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Open: %v; want store.ErrNewerSchema naming %q", err, want)
 	}
 }
 

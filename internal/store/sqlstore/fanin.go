@@ -306,3 +306,22 @@ func (s *Store[TTx]) FileModelRows(ctx context.Context, jobID string, fileIndex 
 	}
 	return true, pending, nil
 }
+
+// HandOff inserts enqueue and completes riverJob in one transaction, so a
+// crash either hands the work on and ends riverJob or does neither (and
+// River runs riverJob again).
+func (s *Store[TTx]) HandOff(ctx context.Context, riverJob *rivertype.JobRow, enqueue []river.InsertManyParams) error {
+	var woken []string
+	err := s.inTx(ctx, func(tx TTx, _ Querier) error {
+		woken = nil
+		if err := s.insertRiverJobs(ctx, tx, enqueue, &woken); err != nil {
+			return err
+		}
+		return s.backend.CompleteRiverJob(ctx, tx, riverJob)
+	})
+	if err != nil {
+		return fmt.Errorf("hand off river job %d: %w", riverJob.ID, err)
+	}
+	s.wake(ctx, woken)
+	return nil
+}

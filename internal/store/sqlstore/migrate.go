@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/docjobs/docjobs/internal/store"
 )
 
 // Migrate applies River's migrations, then docjobs' own (the NNN_name.sql
@@ -45,25 +47,29 @@ func (s *Store[TTx]) Migrate(ctx context.Context) error {
 		)`); err != nil {
 			return fmt.Errorf("create migrations table: %w", err)
 		}
-		applied := map[int]bool{}
-		rows, err := s.query(ctx, q, `SELECT version FROM docjobs_migrations`)
+		applied := map[int]string{}
+		rows, err := s.query(ctx, q, `SELECT version, name FROM docjobs_migrations`)
 		if err != nil {
 			return fmt.Errorf("read migrations: %w", err)
 		}
 		for rows.Next() {
 			var v int
-			if err := rows.Scan(&v); err != nil {
+			var name string
+			if err := rows.Scan(&v, &name); err != nil {
 				rows.Close()
 				return fmt.Errorf("read migrations: %w", err)
 			}
-			applied[v] = true
+			applied[v] = name
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("read migrations: %w", err)
 		}
+		if err := knowsEvery(applied, files); err != nil {
+			return err
+		}
 		for _, m := range files {
-			if applied[m.version] {
+			if _, ok := applied[m.version]; ok {
 				continue
 			}
 			body, err := fs.ReadFile(s.migrations, m.path)
@@ -81,6 +87,30 @@ func (s *Store[TTx]) Migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// knowsEvery refuses a database that has migrations files does not hold: a
+// newer binary migrated it (a rollback, or an old process left in a rolling
+// deploy), and this one would write its tables by rules the migrations
+// changed, unnoticed, while reporting ready.
+func knowsEvery(applied map[int]string, files []migrationFile) error {
+	known := make(map[int]bool, len(files))
+	highest := 0
+	for _, m := range files {
+		known[m.version] = true
+		highest = max(highest, m.version)
+	}
+	unknown := 0
+	for v := range applied {
+		if !known[v] && v > unknown {
+			unknown = v
+		}
+	}
+	if unknown == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: it has migration %d (%s), this binary knows migrations up to %d; run a docjobs at least as new as the one that migrated it",
+		store.ErrNewerSchema, unknown, applied[unknown], highest)
 }
 
 type migrationFile struct {

@@ -519,3 +519,34 @@ func testTheLastRowEndsAJobThatDoesNotMerge(t *testing.T, s Store) {
 		})
 	}
 }
+
+// HandOff inserts its jobs and completes its own River job together, and a
+// unique job handed on twice is inserted once: how the River jobs of
+// retired kinds hand their files to today's.
+func testHandOff(t *testing.T, s Store) {
+	h := newHarness(t, s, "")
+	next := parked("next")
+	next.InsertOpts.UniqueOpts = river.UniqueOpts{ByArgs: true}
+	hand := func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		if err := s.HandOff(ctx, rj.JobRow, []river.InsertManyParams{next}); err != nil {
+			return err
+		}
+		// Completed by HandOff itself, not later by River.
+		row, err := s.RiverJob(ctx, rj.ID)
+		if err != nil {
+			return err
+		}
+		if row.State != rivertype.JobStateCompleted {
+			return fmt.Errorf("River job %d is %s after HandOff, want completed", rj.ID, row.State)
+		}
+		return nil
+	}
+	h.on("first", hand)
+	h.on("second", hand)
+	createJob(t, s, newJob("acct", 1), store.CreateJobParams{Enqueue: []river.InsertManyParams{step("first"), step("second")}})
+	for _, r := range h.wait(2) {
+		noErr(t, "step "+r.Step, r.Err)
+		waitRiverState(t, s, r.JobID, rivertype.JobStateCompleted)
+	}
+	equal(t, "River jobs handed on", parkedNotes(t, s), []string{"next"})
+}

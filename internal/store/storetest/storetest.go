@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FinishOCRChangesNothingWhenTheDatabaseRefusesPartOfIt", testFinishOCRAtomic},
 		{"FinishJobEndsTheJobOnce", testFinishJob},
 		{"FinishJobFailsRowsStillPending", testFinishJobPendingRows},
+		{"HandOffInsertsAndCompletesItsJobTogether", testHandOff},
 		{"TheLastRowEndsAJobThatDoesNotMerge", testTheLastRowEndsAJobThatDoesNotMerge},
 		{"WorkReclaimsJobsOfThePreviousIncarnation", testWorkReclaims},
 		{"WorkDerivesANodeIDOnlyWhenAllowed", testWorkDerivesANodeIDOnlyWhenAllowed},

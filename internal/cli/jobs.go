@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+// maxPageSize is the most jobs the service lists per page (ListJobsRequest).
+const maxPageSize = 100
+
+func jobsCommand(env *environment) *cobra.Command {
+	var flags clientFlags
+	var status string
+	var limit int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "Client: list the account's jobs, newest first",
+		Long: `jobs lists the jobs of the account the API key belongs to (GET /v1/jobs), following
+the service's pages up to --limit, as a table: id, status, created, title.
+The service is --server or DOCJOBS_URL; the key DOCJOBS_API_KEY (or DOCJOBS_API_KEY_FILE).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 {
+				return fmt.Errorf("%w: --limit must be positive", errUsage)
+			}
+			cfg, err := env.clientConfig(flags)
+			if err != nil {
+				return err
+			}
+			jobs, err := listJobs(cmd.Context(), newClient(cfg), jobStatusName(status), limit)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				raw, err := json.Marshal(jobs)
+				if err != nil {
+					return err
+				}
+				return printIndented(env.stdout, raw)
+			}
+			return printJobTable(env, jobs)
+		},
+	}
+	flags.register(cmd)
+	cmd.Flags().StringVar(&status, "status", "", "only jobs in this status: NEW, RUNNING, COMPLETE, FAILED or CANCELLED")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many jobs")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the jobs as a JSON array of the service's job objects")
+	return cmd
+}
+
+// listedJob is a job of a list answer: the columns of the table, and the
+// object as the service sent it for --json.
+type listedJob struct {
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	Created string `json:"created"`
+	Title   string `json:"title"`
+	raw     json.RawMessage
+}
+
+func (j *listedJob) UnmarshalJSON(b []byte) error {
+	type fields listedJob
+	if err := json.Unmarshal(b, (*fields)(j)); err != nil {
+		return err
+	}
+	j.raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+func (j listedJob) MarshalJSON() ([]byte, error) { return j.raw, nil }
+
+// listJobs reads pages of GET /v1/jobs until limit jobs or the last page.
+func listJobs(ctx context.Context, c *client, status string, limit int) ([]listedJob, error) {
+	jobs := []listedJob{} // --json prints [] for none, not null
+	token := ""
+	for len(jobs) < limit {
+		q := url.Values{"pageSize": {strconv.Itoa(min(limit-len(jobs), maxPageSize))}}
+		if status != "" {
+			q.Set("statusEq", status)
+		}
+		if token != "" {
+			q.Set("pageToken", token)
+		}
+		var page struct {
+			Jobs          []listedJob `json:"jobs"`
+			NextPageToken string      `json:"nextPageToken"`
+		}
+		if err := c.getJSON(ctx, "/v1/jobs?"+q.Encode(), &page); err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, page.Jobs...)
+		if page.NextPageToken == "" || page.NextPageToken == token {
+			break
+		}
+		token = page.NextPageToken
+	}
+	return jobs[:min(len(jobs), limit)], nil
+}
+
+func printJobTable(env *environment, jobs []listedJob) error {
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tCREATED\tTITLE")
+	for _, j := range jobs {
+		// A title is the caller's text: a tab or line break in it would
+		// break the table's rows.
+		title := strings.Map(func(r rune) rune {
+			if r < ' ' || r == 0x7f {
+				return ' '
+			}
+			return r
+		}, j.Title)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", j.ID, strings.TrimPrefix(j.Status, "JOB_STATUS_"), j.Created, title)
+	}
+	return tw.Flush()
+}
+
+// jobStatusName is the wire name of a status given with or without the
+// JOB_STATUS_ prefix, in any case; "" stays "".
+func jobStatusName(s string) string {
+	s = strings.ToUpper(strings.TrimSpace(s))
+	if s == "" || strings.HasPrefix(s, "JOB_STATUS_") {
+		return s
+	}
+	return "JOB_STATUS_" + s
+}
+
+func getCommand(env *environment) *cobra.Command {
+	var flags clientFlags
+	var result bool
+	cmd := &cobra.Command{
+		Use:   "get ID",
+		Short: "Client: show a job, or with --result its result",
+		Long: `get prints a job (GET /v1/jobs/{id}) as indented JSON, or with --result the job's
+full result (GET /v1/jobs/{id}/result) as the service sends it, streamed.
+The service is --server or DOCJOBS_URL; the key DOCJOBS_API_KEY (or DOCJOBS_API_KEY_FILE).`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := env.clientConfig(flags)
+			if err != nil {
+				return err
+			}
+			c := newClient(cfg)
+			path := "/v1/jobs/" + url.PathEscape(args[0])
+			if result {
+				return c.copyTo(cmd.Context(), path+"/result", env.stdout)
+			}
+			var j json.RawMessage
+			if err := c.getJSON(cmd.Context(), path, &j); err != nil {
+				return err
+			}
+			return printIndented(env.stdout, j)
+		},
+	}
+	flags.register(cmd)
+	cmd.Flags().BoolVar(&result, "result", false, "print the job's result: recognized text and model answers per file")
+	return cmd
+}

@@ -1,0 +1,302 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// submitOptions are submit's flags.
+type submitOptions struct {
+	client                  clientFlags
+	prompts                 []string
+	schemaFile              string
+	wait, json              bool
+	title, idempotencyKey   string
+	neuralType, neuralModel string
+	neuralKey               string
+	ocrProvider, ocrModel   string
+	ocrKey                  string
+}
+
+// The recognition defaults are the spec's typical recognition backend and
+// README's example, so that a caller with a Mistral key needs no more than
+// DOCJOBS_OCR_KEY.
+const (
+	defaultOCRProvider = "PROVIDER_1"
+	defaultOCRModel    = "mistral-ocr-latest"
+)
+
+func submitCommand(env *environment) *cobra.Command {
+	o := submitOptions{}
+	cmd := &cobra.Command{
+		Use:   "submit FILE|URL...",
+		Short: "Client: upload files, create a job, optionally wait for it and print its result",
+		Long: `submit creates a job on a docjobs service over its REST API. Each argument that is an
+http(s) URL is a source as it is; any other is a local file, uploaded first
+(POST /v1/jobs/upload, streamed from disk). Every local file is checked before
+anything is uploaded.
+
+Without --wait it prints the job id on stdout (the created job as JSON with
+--json). With --wait it follows the job's progress on stderr and prints its
+result JSON on stdout once it ends; Ctrl-C stops waiting, not the job.
+
+The service is --server or DOCJOBS_URL (default ` + defaultServerURL + `), opened with
+DOCJOBS_API_KEY (or the file DOCJOBS_API_KEY_FILE names).
+
+Provider keys: the service needs a recognition key on every job, even one
+whose files need no recognition (TXT, HTML, office files, PDFs with text).
+Give keys as DOCJOBS_OCR_KEY and DOCJOBS_NEURAL_KEY (or their _FILE
+variants); the --ocr-key and --neural-key flags work too, but stay in shell
+history and show in the process list. Provider names are the service's
+NEURAL_CLIENT_TYPE_ values, with or without that prefix (PROVIDER_2, OPENAI).
+
+Exit codes: 0 done (with --wait: the job is COMPLETE), 1 error (the
+service's message and HTTP status are shown), 2 usage; with --wait 3 the job
+FAILED, 4 it was CANCELLED (the result is printed in both cases), 130 the
+wait was interrupted.`,
+		Example: `  export DOCJOBS_API_KEY=dj_... DOCJOBS_OCR_KEY=...
+  docjobs submit report.pdf https://example.com/invoice.html --wait
+  DOCJOBS_NEURAL_KEY=sk-... docjobs submit scan.png --prompt 'List the totals' \
+    --schema totals.json --neural-type PROVIDER_2 --neural-model gpt-4o-mini --wait`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return submit(cmd.Context(), env, o, args)
+		},
+	}
+	o.client.register(cmd)
+	f := cmd.Flags()
+	f.StringArrayVar(&o.prompts, "prompt", nil, "prompt the model runs over each file's text (one: the service runs only the first)")
+	f.StringVar(&o.schemaFile, "schema", "", "JSON Schema file the model's answer must follow (responseSchema)")
+	f.BoolVar(&o.wait, "wait", false, "follow the job's progress on stderr and print its result on stdout")
+	f.BoolVar(&o.json, "json", false, "print the created job as JSON instead of its id (with --wait the result is JSON anyway)")
+	f.StringVar(&o.title, "title", "", "job title")
+	f.StringVar(&o.idempotencyKey, "idempotency-key", "", "the same key with the same request returns the first job instead of a new one")
+	f.StringVar(&o.neuralType, "neural-type", "", "model provider, like PROVIDER_2 (required with --prompt)")
+	f.StringVar(&o.neuralModel, "neural-model", "", "model id of that provider, like gpt-4o-mini (required with --prompt)")
+	f.StringVar(&o.neuralKey, "neural-key", "", "model provider key; prefer DOCJOBS_NEURAL_KEY (or DOCJOBS_NEURAL_KEY_FILE)")
+	f.StringVar(&o.ocrProvider, "ocr-provider", defaultOCRProvider, "recognition provider")
+	f.StringVar(&o.ocrModel, "ocr-model", defaultOCRModel, "recognition model of that provider")
+	f.StringVar(&o.ocrKey, "ocr-key", "", "recognition provider key; prefer DOCJOBS_OCR_KEY (or DOCJOBS_OCR_KEY_FILE)")
+	return cmd
+}
+
+// createRequest is the body of POST /v1/jobs that submit sends.
+type createRequest struct {
+	SourceURLs     []string      `json:"sourceUrls"`
+	Prompts        []string      `json:"prompts,omitempty"`
+	Neural         neuralRequest `json:"neural"`
+	OCR            ocrRequest    `json:"ocr"`
+	ResponseSchema string        `json:"responseSchema,omitempty"`
+	Title          string        `json:"title,omitempty"`
+	IdempotencyKey string        `json:"idempotencyKey,omitempty"`
+}
+
+type neuralRequest struct {
+	Type   string `json:"type,omitempty"`
+	Model  string `json:"model,omitempty"`
+	APIKey string `json:"apiKey,omitempty"`
+}
+
+type ocrRequest struct {
+	Provider    string `json:"provider"`
+	Model       string `json:"model"`
+	ProviderKey string `json:"providerKey"`
+}
+
+func submit(ctx context.Context, env *environment, o submitOptions, args []string) error {
+	cfg, err := env.clientConfig(o.client)
+	if err != nil {
+		return err
+	}
+	req, err := o.request(env)
+	if err != nil {
+		return err
+	}
+	// Every check that can fail without the service runs before the first
+	// upload: an upload made for a job that is never created stays, and
+	// counts against the account's upload quota, until deleted.
+	var local []int
+	for i, a := range args {
+		if isSourceURL(a) {
+			continue
+		}
+		info, err := os.Stat(a)
+		if err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", a)
+		}
+		local = append(local, i)
+	}
+
+	c := newClient(cfg)
+	req.SourceURLs = append([]string(nil), args...)
+	for _, i := range local {
+		up, err := c.upload(ctx, args[i])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stderr, "uploaded %s (%d bytes): %s\n", args[i], up.SizeBytes, up.URL)
+		req.SourceURLs[i] = up.URL
+	}
+	var created json.RawMessage
+	if err := c.sendJSON(ctx, "POST", "/v1/jobs", req, &created); err != nil {
+		return err
+	}
+	var j struct{ ID string }
+	if err := json.Unmarshal(created, &j); err != nil || j.ID == "" {
+		return fmt.Errorf("create job: the answer carries no job id: %s", created)
+	}
+	switch {
+	case o.wait:
+		fmt.Fprintf(env.stderr, "job %s created\n", j.ID)
+		return waitAndPrint(ctx, env, c, j.ID)
+	case o.json:
+		return printIndented(env.stdout, created)
+	default:
+		fmt.Fprintln(env.stdout, j.ID)
+		return nil
+	}
+}
+
+// request builds the create request from the flags and the environment,
+// refusing what the service would refuse for sure, before any upload.
+func (o submitOptions) request(env *environment) (createRequest, error) {
+	if len(o.prompts) > 1 {
+		return createRequest{}, fmt.Errorf("%w: one --prompt: the service runs only the first", errUsage)
+	}
+	if len(o.prompts) == 1 && strings.TrimSpace(o.prompts[0]) == "" {
+		return createRequest{}, fmt.Errorf("%w: --prompt is empty (leave it out to skip the model)", errUsage)
+	}
+	if len(o.prompts) == 1 && (o.neuralType == "" || o.neuralModel == "") {
+		return createRequest{}, fmt.Errorf("%w: --prompt needs --neural-type and --neural-model", errUsage)
+	}
+	if o.ocrProvider == "" || o.ocrModel == "" {
+		return createRequest{}, fmt.Errorf("%w: --ocr-provider and --ocr-model must not be empty", errUsage)
+	}
+	ocrKey, err := flagOrSecret(env, o.ocrKey, "DOCJOBS_OCR_KEY")
+	if err != nil {
+		return createRequest{}, err
+	}
+	if ocrKey == "" {
+		return createRequest{}, fmt.Errorf("%w: a recognition key is required, even for files that need no recognition: set DOCJOBS_OCR_KEY or DOCJOBS_OCR_KEY_FILE (or --ocr-key)", errUsage)
+	}
+	neuralKey, err := flagOrSecret(env, o.neuralKey, "DOCJOBS_NEURAL_KEY")
+	if err != nil {
+		return createRequest{}, err
+	}
+	req := createRequest{
+		Prompts:        o.prompts,
+		Neural:         neuralRequest{Type: providerName(o.neuralType), Model: o.neuralModel, APIKey: neuralKey},
+		OCR:            ocrRequest{Provider: providerName(o.ocrProvider), Model: o.ocrModel, ProviderKey: ocrKey},
+		Title:          o.title,
+		IdempotencyKey: o.idempotencyKey,
+	}
+	if o.schemaFile != "" {
+		raw, err := os.ReadFile(o.schemaFile)
+		if err != nil {
+			return createRequest{}, fmt.Errorf("%w: --schema: %w", errUsage, err)
+		}
+		if !json.Valid(raw) {
+			return createRequest{}, fmt.Errorf("%w: --schema %s is not JSON", errUsage, o.schemaFile)
+		}
+		req.ResponseSchema = string(raw)
+	}
+	return req, nil
+}
+
+func flagOrSecret(env *environment, flag, name string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	return env.secret(name)
+}
+
+// providerName is the wire name of a provider given with or without the
+// NEURAL_CLIENT_TYPE_ prefix, in any case; "" stays "".
+func providerName(s string) string {
+	s = strings.ToUpper(strings.TrimSpace(s))
+	if s == "" || strings.HasPrefix(s, "NEURAL_CLIENT_TYPE_") {
+		return s
+	}
+	return "NEURAL_CLIENT_TYPE_" + s
+}
+
+// isSourceURL reports whether a submit argument is a URL for the service
+// to fetch rather than a local file.
+func isSourceURL(a string) bool {
+	u, err := url.Parse(a)
+	return err == nil && (strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")) && u.Host != ""
+}
+
+// waitAndPrint follows the job to its end, printing progress on stderr,
+// then prints its result on stdout. A job that did not complete ends the
+// command with its own exit code, after its result.
+func waitAndPrint(ctx context.Context, env *environment, c *client, id string) error {
+	last := ""
+	show := func(p progress) {
+		line := progressLine(id, p)
+		if line != last { // a reconnect repeats the current state
+			fmt.Fprintln(env.stderr, line)
+			last = line
+		}
+	}
+	end, err := c.follow(ctx, id, show)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &exitError{code: ExitInterrupted, err: fmt.Errorf(
+				"stopped waiting; job %s goes on: `docjobs get %s` shows it, `docjobs get %s --result` prints its result", id, id, id)}
+		}
+		return fmt.Errorf("follow job %s: %w", id, err)
+	}
+	show(end)
+	if err := c.copyTo(ctx, "/v1/jobs/"+url.PathEscape(id)+"/result", env.stdout); err != nil {
+		return fmt.Errorf("job %s ended %s; its result: %w", id, end.Status, err)
+	}
+	code := ExitOK
+	switch end.Status {
+	case "JOB_STATUS_COMPLETE":
+		return nil
+	case "JOB_STATUS_CANCELLED":
+		code = ExitJobCancelled
+	default:
+		code = ExitJobFailed
+	}
+	msg := fmt.Sprintf("job %s ended %s", id, end.Status)
+	if end.Error != "" {
+		msg += ": " + end.Error
+	}
+	return &exitError{code: code, err: errors.New(msg)}
+}
+
+// progressLine is one line of a job's progress for a person to read.
+func progressLine(id string, p progress) string {
+	line := fmt.Sprintf("job %s: %s, files recognized %d/%d, model rows done %d/%d", id,
+		strings.TrimPrefix(p.Status, "JOB_STATUS_"), p.OCRDone, p.OCRTotal, p.LLMDone, p.LLMTotal)
+	if p.Error != "" {
+		line += ", error: " + p.Error
+	}
+	return line
+}
+
+// printIndented writes a JSON answer indented, as it came otherwise.
+func printIndented(w io.Writer, raw []byte) error {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		_, err = fmt.Fprintf(w, "%s\n", raw)
+		return err
+	}
+	b.WriteByte('\n')
+	_, err := b.WriteTo(w)
+	return err
+}
