@@ -138,25 +138,33 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 	// The start tag joins the first unit and the end tag the last, unless
 	// that would overflow them: then each tag is a unit of its own (a
 	// chunk "<div></div>" is still well-formed).
+	// A glued tag stays a part of its own, so a chunk that cannot take
+	// the unit whole (to keep a heading or the XML declaration with it)
+	// can still be cut between the tag and the rest.
 	f := &s.units[first]
 	tag := s.counter.Count(s.text[n.start:f.start])
-	if s.glueFits(f, tag, open, f.close) {
-		extendStart(f, n.start, tag, open, prio)
-	} else {
+	switch {
+	case n.start == f.start:
+	case s.glueFits(f, tag, open, f.close):
+		tagUnit := unit{start: n.start, end: f.start, tokens: tag, prio: prio, open: open, close: innerClose}
+		*f = unit{start: n.start, end: f.end, tokens: tag + f.tokens, prio: prio, open: open, close: f.close, keep: f.keep, parts: []unit{tagUnit, *f}}
+	default:
 		s.units = slices.Insert(s.units, first, unit{start: n.start, end: f.start, tokens: tag, prio: prio, open: open, close: innerClose})
 	}
 	s.tally(tag)
 	l := &s.units[len(s.units)-1]
-	if tag := s.counter.Count(s.text[l.end:n.end]); s.glueFits(l, tag, l.open, endClose) {
-		extendEnd(l, n.end, tag, endClose)
-		s.tally(tag)
+	tag = s.counter.Count(s.text[l.end:n.end])
+	switch {
+	case l.end == n.end:
+	case s.glueFits(l, tag, l.open, endClose):
 		// A heading that ends its element heads nothing after it.
-		for u := l; u != nil; u = lastPart(u) {
-			u.keep = false
-		}
-	} else {
+		tagUnit := unit{start: l.end, end: n.end, tokens: tag, prio: prioBlock, open: openAt(l.end), close: endClose}
+		*l = unit{start: l.start, end: n.end, tokens: l.tokens + tag, prio: l.prio, open: l.open, close: endClose, parts: []unit{*l, tagUnit}}
+	default:
 		s.add(l.end, n.end, tag, prioBlock, openAt(l.end), endClose)
+		tag = 0
 	}
+	s.tally(tag)
 	if !n.root {
 		s.collapse(first, n.start, n.end, prio, open, endClose, limit)
 		if len(s.units) == first+1 {

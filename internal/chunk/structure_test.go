@@ -64,6 +64,24 @@ func namespaced(n int) string {
 	return b.String()
 }
 
+// gluedRoot returns a document like a CII e-invoice: a root start tag of
+// about 100 tokens whose first child, with the root's start tag, fills
+// most of a small budget.
+func gluedRoot() string {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<rsm:CrossIndustryInvoice")
+	for _, ns := range []string{"rsm:CrossIndustryInvoice", "ram:ReusableAggregateBusinessInformationEntity", "qdt:QualifiedDataType", "udt:UnqualifiedDataType"} {
+		prefix, name, _ := strings.Cut(ns, ":")
+		fmt.Fprintf(&b, "\n    xmlns:%s=\"urn:un:unece:uncefact:data:standard:%s:100\"", prefix, name)
+	}
+	b.WriteString(">\n  <rsm:ExchangedDocumentContext>\n    <ram:Parameter>\n      <ram:ID>urn:fdc:peppol.eu:2017:poacc:billing:01:1.0</ram:ID>\n    </ram:Parameter>\n  </rsm:ExchangedDocumentContext>\n")
+	for i := range 20 {
+		fmt.Fprintf(&b, "  <rsm:Line><ram:ID>%d</ram:ID><ram:Note>%s</ram:Note></rsm:Line>\n", i, words(20))
+	}
+	b.WriteString("</rsm:CrossIndustryInvoice>\n")
+	return b.String()
+}
+
 // TestSplitNeverFailsForStructure: a comment, CDATA section or tag larger
 // than the budget, or ancestors that fill it, are split as text rather
 // than failing the document, at every budget the API accepts; comments and
@@ -192,6 +210,7 @@ func TestSplitSendsNoChunkWithoutContent(t *testing.T) {
 		// these budgets is the one that each element fills.
 		{"whitespace between elements that fill the budget", FormatXML, indented, []int{full - 1, full, full + 1, full + 2}},
 		{"XML declaration before a root start tag filling half the budget", FormatXML, namespaced(5), []int{100, 150, 200, 300}},
+		{"XML declaration before a root start tag glued to its first child", FormatXML, gluedRoot(), []int{150, 200, 250}},
 		{"markdown heading before an oversized table", FormatMarkdown, md.String(), []int{100, 150, 200, 300, 500}},
 		{"HTML heading before its section", FormatHTML, page.String(), []int{100, 150, 200, 300, 500, 1000}},
 	}

@@ -276,9 +276,13 @@ func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 			rest = b.end
 		}
 	}
+	// Blank lines stay with the line before them: alone they would be
+	// a unit, and maybe a chunk, without content.
 	var ends []int
 	for r := o + 2; r < c; r++ {
-		ends = append(ends, lines[r-1].end)
+		if !isBlank(s.text[lines[r].start:lines[r].end]) {
+			ends = append(ends, lines[r-1].end)
+		}
 	}
 	ends = append(ends, rest)
 	prio := b.prio
