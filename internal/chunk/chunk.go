@@ -4,24 +4,25 @@
 //
 // Splits prefer, in order: markdown headings, then paragraphs (blank-line
 // blocks), lines, sentences and words, and only as a last resort the middle
-// of a word (between grapheme clusters where one is shorter than a chunk); plain text the same without headings; HTML and XML split at
-// element boundaries, and every chunk is well-formed: when a split falls
-// inside an element, the chunk before it closes the element's open
-// ancestors and the chunk after re-opens them (start tags copied with their
-// attributes). A comment or CDATA section larger than a chunk is cut into
-// adjacent ones. Structure never makes a document fail: an element whose
-// re-opened ancestors would leave less than a quarter of the budget, or a
-// single tag larger than it, is split as text, and those chunks are not
-// well-formed. A table split across chunks repeats its header (the header
-// and separator lines of a markdown pipe table, the <thead> or first <tr>
-// of an HTML table) when the header fits with the row, and a markdown
-// code block split across chunks is re-opened with its fence line and
-// closed in each. Consecutive chunks overlap by one block — the last
-// block of chunk i is the first of chunk i+1 — so a record on a boundary is
-// seen whole by one model call. Every chunk carries content of its own: a
-// heading (markdown or HTML), a table's header or the XML declaration
-// does not end a chunk while what it belongs to follows, and no chunk
-// adds only whitespace.
+// of a word (between grapheme clusters where one is shorter than a chunk);
+// plain text the same without headings; HTML and XML split at element
+// boundaries, and every chunk is well-formed: when a split falls inside an
+// element, the chunk before it closes the element's open ancestors and the
+// chunk after re-opens them (start tags copied with their attributes). A
+// comment or CDATA section larger than a chunk is cut into adjacent ones.
+// Structure never makes a document fail: an element whose re-opened
+// ancestors would leave less than a quarter of the budget, or a single tag
+// larger than it, is split as text, and those chunks are not well-formed. A
+// table split across chunks repeats its header (the header and separator
+// lines of a markdown pipe table, the <thead> or first <tr> of an HTML
+// table) while it takes at most half the budget (a markdown row that fits
+// only alone goes without it), and a markdown code block split
+// across chunks is re-opened with its fence line and closed in each.
+// Consecutive chunks overlap by one block — the last block of chunk i is
+// the first of chunk i+1 — so a record on a boundary is seen whole by one
+// model call. Every chunk carries content of its own: a heading (markdown
+// or HTML), a table's header or the XML declaration does not end a chunk
+// while what it belongs to follows, and no chunk adds only whitespace.
 //
 // Token counts are exact for the model family (see Counter). Each block is
 // counted once while packing and each finished chunk once to confirm it;
