@@ -132,7 +132,8 @@ func TestSplitNeverFailsForStructure(t *testing.T) {
 
 // TestSplitCorpusAtSmallBudgets splits corpus files whose re-opened
 // ancestors (start tags declaring namespaces, deep HTML) fill the
-// smallest budgets the API accepts.
+// smallest budgets the API accepts, and keeps the e-invoices well-formed
+// where that leaves room.
 func TestSplitCorpusAtSmallBudgets(t *testing.T) {
 	files := []string{
 		"xml/einvoice/01.01a-INVOICE_ubl.xml",
@@ -156,13 +157,18 @@ func TestSplitCorpusAtSmallBudgets(t *testing.T) {
 		if strings.HasSuffix(name, ".html") {
 			format = FormatHTML
 		}
-		for _, budget := range []int{100, 150, 200} {
+		for _, budget := range []int{100, 150, 200, 300} {
 			t.Run(fmt.Sprintf("%s at %d", name, budget), func(t *testing.T) {
 				chunks := split(t, string(b), format, budget)
 				for _, ch := range chunks {
 					if isPrologueOnly(ch.New()) {
 						t.Fatalf("chunk %d carries only %q", ch.Index, ch.New())
 					}
+				}
+				// From 300 the e-invoices' structure leaves a quarter of
+				// the budget everywhere, so they stay well-formed.
+				if format == FormatXML && budget >= 300 {
+					checkXML(t, chunks)
 				}
 			})
 		}
