@@ -4,16 +4,25 @@
 //
 // Splits prefer, in order: markdown headings, then paragraphs (blank-line
 // blocks), lines, sentences and words, and only as a last resort the middle
-// of a word (between grapheme clusters where one is shorter than a chunk); plain text the same without headings; HTML and XML split at
-// element boundaries, and every chunk is well-formed: when a split falls
-// inside an element, the chunk before it closes the element's open
-// ancestors and the chunk after re-opens them (start tags copied with their
-// attributes). A table split across chunks repeats its header (the header
-// and separator lines of a markdown pipe table, the <thead> or first <tr>
-// of an HTML table), and a markdown code block split across chunks is
-// re-opened with its fence line and closed in each. Consecutive chunks overlap by one block — the last
-// block of chunk i is the first of chunk i+1 — so a record on a boundary is
-// seen whole by one model call.
+// of a word (between grapheme clusters where one is shorter than a chunk);
+// plain text the same without headings; HTML and XML split at element
+// boundaries, and every chunk is well-formed: when a split falls inside an
+// element, the chunk before it closes the element's open ancestors and the
+// chunk after re-opens them (start tags copied with their attributes). A
+// comment or CDATA section larger than a chunk is cut into adjacent ones.
+// Structure never makes a document fail: an element whose re-opened
+// ancestors would leave less than a quarter of the budget, or a single tag
+// larger than it, is split as text, and those chunks are not well-formed. A
+// table split across chunks repeats its header (the header and separator
+// lines of a markdown pipe table, the <thead> or first <tr> of an HTML
+// table) while it takes at most half the budget (a markdown row that fits
+// only alone goes without it), and a markdown code block split
+// across chunks is re-opened with its fence line and closed in each.
+// Consecutive chunks overlap by one block — the last block of chunk i is
+// the first of chunk i+1 — so a record on a boundary is seen whole by one
+// model call. Every chunk carries content of its own: a heading (markdown
+// or HTML), a table's header or the XML declaration does not end a chunk
+// while what it belongs to follows, and no chunk adds only whitespace.
 //
 // Token counts are exact for the model family (see Counter). Each block is
 // counted once while packing and each finished chunk once to confirm it;
@@ -47,9 +56,10 @@ const (
 
 // Errors callers branch on.
 var (
-	// ErrBudgetTooSmall: some indivisible piece (a single character, an
-	// HTML/XML tag or comment, or the ancestors an element split must
-	// re-open) does not fit the budget.
+	// ErrBudgetTooSmall: some indivisible piece, a single character (or
+	// entity reference in markup), does not fit the budget. Tags,
+	// comments and re-opened ancestors never cause it: they are split as
+	// text.
 	ErrBudgetTooSmall = errors.New("chunk: budget too small for the document's structure")
 	// ErrFormat: the format is not one of markdown, html, xml, plain.
 	ErrFormat = errors.New("chunk: unknown format")
@@ -152,6 +162,7 @@ func SplitAtMost(text, format string, budget, maxChunks int, counter *Counter) (
 	s := &splitter{text: text, budget: budget, maxChunks: maxChunks, counter: counter, ctxTokens: map[string]int{}}
 	switch format {
 	case FormatMarkdown:
+		s.mdHeadings = true
 		s.markdown()
 	case FormatPlain:
 		s.plain()
@@ -219,6 +230,9 @@ type unit struct {
 	open       string // context re-opened when a chunk starts at this unit
 	close      string // closing tags when a chunk ends at this unit
 	parts      []unit // the units a collapsed span was counted as
+	// keep: the unit belongs with what follows it (an HTML heading, an
+	// XML declaration or doctype), so a chunk does not end with it.
+	keep bool
 }
 
 // Boundary strengths.
@@ -245,6 +259,10 @@ type splitter struct {
 	// stops.
 	tokens int
 	over   bool
+
+	// mdHeadings: a unit that is only a markdown heading belongs with
+	// the section it heads, so a chunk does not end with it.
+	mdHeadings bool
 }
 
 // tally adds n to the units' token sum (n < 0 for units dropped).
@@ -353,6 +371,60 @@ func (s *splitter) pack() ([]Chunk, error) {
 		}
 		return s.units[e].prio
 	}
+	// A chunk must carry document content, not only whitespace, an XML
+	// declaration or a heading whose section is in the next chunk: each
+	// would cost a model call answering nothing. So a chunk ends neither
+	// after a unit that belongs with the next (keep) nor before a tail
+	// of the document without content, and its new units hold content.
+	keep := func(i int) bool {
+		u := s.units[i]
+		return u.keep || s.mdHeadings && u.prio == prioHeading && isHeadingOnly(s.text[u.start:u.end])
+	}
+	content := func(i int) bool { return !isBlank(s.text[s.units[i].start:s.units[i].end]) && !keep(i) }
+	lastContent := -1
+	findLast := func() {
+		lastContent = len(s.units) - 1
+		for lastContent >= 0 && !content(lastContent) {
+			lastContent--
+		}
+	}
+	findLast()
+	endsWell := func(c int) bool {
+		return c == len(s.units) || !keep(c-1) && c <= lastContent
+	}
+	// pick returns the furthest end emax that fits a chunk from a, and
+	// the end e to take, -1 when no end up to emax ends well: among ends
+	// that end well and keep the chunk at least half full, the strongest
+	// boundary (the latest one on ties).
+	pick := func(a, next int) (emax, e int) {
+		emax = fit(a, next)
+		first := next // the first new unit with content
+		for first < emax && !content(first) {
+			first++
+		}
+		e = -1
+		for c := emax; c > first; c-- {
+			if endsWell(c) {
+				e = c
+				break
+			}
+		}
+		if e < 0 {
+			return emax, -1
+		}
+		bestPrio := boundary(e)
+		for c := e - 1; c > first && cost(a, c) >= s.budget/2; c-- {
+			if p := boundary(c); p > bestPrio && endsWell(c) {
+				e, bestPrio = c, p
+			}
+		}
+		return emax, e
+	}
+	resplit := func(i int) {
+		s.splice(i)
+		prefix()
+		findLast()
+	}
 
 	var chunks []Chunk
 	next, last := 0, -1
@@ -361,14 +433,13 @@ func (s *splitter) pack() ([]Chunk, error) {
 		if last >= 0 {
 			a = last // overlap: the previous chunk's last unit comes again
 		}
-		emax := fit(a, next)
-		if emax == next && a != next {
+		emax, e := pick(a, next)
+		if e < 0 && a != next {
 			a = next
-			emax = fit(a, next)
+			emax, e = pick(a, next)
 		}
 		if emax == next && len(s.units[next].parts) > 0 {
-			s.splice(next)
-			prefix()
+			resplit(next)
 			continue
 		}
 		if emax == next {
@@ -376,13 +447,20 @@ func (s *splitter) pack() ([]Chunk, error) {
 			return nil, fmt.Errorf("%w: %d tokens at byte %d with %d tokens of re-opened context and closing tags (budget %d)",
 				ErrBudgetTooSmall, u.tokens, u.start, s.ctx(u.open)+s.ctx(u.close), s.budget)
 		}
-		// Among ends that keep the chunk at least half full, take the
-		// strongest boundary (the latest one on ties).
-		e, bestPrio := emax, boundary(emax)
-		for c := emax - 1; c > next && cost(a, c) >= s.budget/2; c-- {
-			if p := boundary(c); p > bestPrio {
-				e, bestPrio = c, p
+		if e < 0 {
+			// The units about the reach are too large to end well
+			// together: split the one after it, else the last in it, so
+			// that a heading takes the start of its section along; with
+			// nothing left to split, end where it fits.
+			switch {
+			case emax < len(s.units) && len(s.units[emax].parts) > 0:
+				resplit(emax)
+				continue
+			case len(s.units[emax-1].parts) > 0:
+				resplit(emax - 1)
+				continue
 			}
+			e = emax
 		}
 		var c Chunk
 		for {
@@ -412,8 +490,7 @@ func (s *splitter) pack() ([]Chunk, error) {
 			if len(parts) == 0 {
 				return nil, fmt.Errorf("%w: %d tokens at byte %d (budget %d)", ErrBudgetTooSmall, c.Tokens, s.units[next].start, s.budget)
 			}
-			s.splice(next)
-			prefix()
+			resplit(next)
 			continue
 		}
 		chunks = append(chunks, c)

@@ -52,6 +52,9 @@ func checkInvariants(t testing.TB, c *Counter, text string, budget int, chunks [
 		if ch.New() == "" {
 			t.Fatalf("chunk %d adds no text", i)
 		}
+		if len(chunks) > 1 && isBlank(ch.New()) {
+			t.Fatalf("chunk %d adds only whitespace: %q", i, ch.New())
+		}
 	}
 	got, err := Reassemble(chunks)
 	if err != nil {
@@ -431,8 +434,7 @@ func TestSplitErrors(t *testing.T) {
 		want               error
 	}{
 		{"unknown format", "x", "pdf", 0, ErrFormat},
-		{"ancestors larger than the budget", `<div class="` + strings.Repeat("a ", 100) + `"><p>x</p><p>y</p></div>`, FormatHTML, 20, ErrBudgetTooSmall},
-		{"comment larger than the budget", "<!--" + strings.Repeat(" word", 50) + "-->", FormatHTML, 10, ErrBudgetTooSmall},
+		{"a character larger than the budget", "🦒", FormatPlain, 1, ErrBudgetTooSmall},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -599,6 +601,19 @@ func FuzzSplit(f *testing.F) {
 	f.Add(`<?xml version="1.0"?><a xmlns:b="urn:b"><b:c d="e">text &lt; more</b:c><f/></a>`, uint8(3), uint16(40))
 	f.Add("<p>unclosed <li>item<li>item", uint8(2), uint16(16))
 	f.Add("Intro.\n```json\n{\"a\": 1,\n\n \"b\": [1, 2]}\n```\ntail\n~~~\nopen", uint8(0), uint16(4))
+	// Structure larger than the budget: a CDATA section, a comment, a
+	// giant attribute, deep nesting, a root start tag filling the budget
+	// after the XML declaration.
+	f.Add("<?xml version=\"1.0\"?>\n<r><d><![CDATA["+strings.Repeat("cdata text ", 40)+"]]></d></r>\n", uint8(3), uint16(20))
+	f.Add("<r><!-- "+strings.Repeat("comment - text ", 40)+" --><a>x</a></r>", uint8(3), uint16(20))
+	f.Add("<div><!--"+strings.Repeat("note ", 40)+"--><p>after</p></div>", uint8(2), uint16(20))
+	f.Add(`<p>See <a href="https://example.com/?q=`+strings.Repeat("x&amp;y", 100)+`">link</a>.</p>`, uint8(2), uint16(30))
+	f.Add(strings.Repeat(`<div class="c"><blockquote>t `, 30)+"deep"+strings.Repeat("</blockquote></div>", 30), uint8(2), uint16(60))
+	f.Add(`<?xml version="1.0" encoding="UTF-8"?>`+"\n"+`<rsm:I xmlns:rsm="urn:a:b:c:d" xmlns:ram="urn:e:f:g:h" xmlns:udt="urn:i:j:k">`+"\n  <rsm:L>1</rsm:L>\n  <rsm:L>2</rsm:L>\n</rsm:I>\n", uint8(3), uint16(24))
+	// Headings before oversized sections, a table whose first row is
+	// larger than the budget.
+	f.Add("## A\n\n| k | v |\n|---|---|\n| 1 | "+strings.Repeat("w ", 60)+"|\n| 2 | x |\n\n## B\n\ntext", uint8(0), uint16(30))
+	f.Add("<h2>Title</h2>\n<p>"+strings.Repeat("Some words here. ", 20)+"</p>\n<h3>Next</h3><p>more</p>", uint8(2), uint16(40))
 	c := counter(f)
 	formats := []string{FormatMarkdown, FormatPlain, FormatHTML, FormatXML}
 	f.Fuzz(func(t *testing.T, text string, format uint8, budget uint16) {
@@ -617,7 +632,7 @@ func FuzzSplit(f *testing.F) {
 		}
 		checkInvariants(t, c, text, b, chunks)
 		if fm == FormatXML {
-			if _, ok := parseXML(text); ok {
+			if root, ok := parseXML(text); ok && wellFormedPromised(c, text, root, "", "", b) {
 				checkXML(t, chunks)
 			}
 		}
@@ -638,6 +653,29 @@ func FuzzSplit(f *testing.F) {
 			}
 		}
 	})
+}
+
+// wellFormedPromised reports whether Split promises well-formed chunks
+// for the document under n at budget: every element re-opened with its
+// ancestors leaves half the budget (Split needs a quarter), and every tag,
+// but comments and CDATA sections, which are cut into adjacent ones, fits
+// with its ancestors.
+func wellFormedPromised(c *Counter, text string, n *node, open, close string, budget int) bool {
+	for _, ch := range n.children {
+		switch ch.kind {
+		case kindLeaf:
+			t := text[ch.start:ch.end]
+			if !strings.HasPrefix(t, "<!--") && !strings.HasPrefix(t, "<![CDATA[") && c.Count(open)+c.Count(t)+c.Count(close) > budget {
+				return false
+			}
+		case kindElement:
+			o, cl := open+text[ch.start:ch.openEnd], "</"+ch.name+">"+close
+			if c.Count(o)+c.Count(cl) > budget/2 || !wellFormedPromised(c, text, ch, o, cl, budget) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // markdownDocument builds a deterministic markdown document of about size

@@ -43,7 +43,7 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 		s.pieces(n.start, n.end, prio, markupLevels, open, close)
 		return
 	case kindLeaf:
-		s.add(n.start, n.end, s.counter.Count(s.text[n.start:n.end]), prio, open, close)
+		s.leaf(n, prio, open, close)
 		return
 	}
 	// An element whose end tag is implied (still open at the end of the
@@ -56,17 +56,25 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 	if !n.root {
 		if tokens, ok := s.fits(n.start, n.end, limit); ok {
 			s.add(n.start, n.end, tokens, prio, open, endClose)
+			// A heading belongs with the section after it.
+			s.units[len(s.units)-1].keep = headings[strings.ToLower(n.name)]
 			return
 		}
-	}
-	if len(n.children) == 0 {
-		s.add(n.start, n.end, s.counter.Count(s.text[n.start:n.end]), prio, open, endClose)
-		return
 	}
 	innerOpen, innerClose := open, close
 	if !n.root {
 		innerOpen = open + s.text[n.start:n.openEnd]
 		innerClose = "</" + n.name + ">" + close
+	}
+	// An element is split at its children while re-opening it (with its
+	// ancestors) leaves at least a quarter of the budget for them; deeper,
+	// or under a start tag larger than that, it is split as text, so that
+	// structure alone never makes a document fail and a chunk never
+	// carries mostly re-opened tags. Those chunks carry cut tags and are
+	// not well-formed.
+	if !n.root && (len(n.children) == 0 || s.ctx(innerOpen)+s.ctx(innerClose) > s.budget-s.budget/4) {
+		s.pieces(n.start, n.end, prio, markupLevels, open, endClose)
+		return
 	}
 	withHeader := ""
 	if n.header != nil {
@@ -130,24 +138,97 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 	// The start tag joins the first unit and the end tag the last, unless
 	// that would overflow them: then each tag is a unit of its own (a
 	// chunk "<div></div>" is still well-formed).
+	// A glued tag stays a part of its own, so a chunk that cannot take
+	// the unit whole (to keep a heading or the XML declaration with it)
+	// can still be cut between the tag and the rest.
 	f := &s.units[first]
 	tag := s.counter.Count(s.text[n.start:f.start])
-	if s.glueFits(f, tag, open, f.close) {
-		extendStart(f, n.start, tag, open, prio)
-	} else {
+	switch {
+	case n.start == f.start:
+	case s.glueFits(f, tag, open, f.close):
+		tagUnit := unit{start: n.start, end: f.start, tokens: tag, prio: prio, open: open, close: innerClose}
+		*f = unit{start: n.start, end: f.end, tokens: tag + f.tokens, prio: prio, open: open, close: f.close, keep: f.keep, parts: []unit{tagUnit, *f}}
+	default:
 		s.units = slices.Insert(s.units, first, unit{start: n.start, end: f.start, tokens: tag, prio: prio, open: open, close: innerClose})
 	}
 	s.tally(tag)
 	l := &s.units[len(s.units)-1]
-	if tag := s.counter.Count(s.text[l.end:n.end]); s.glueFits(l, tag, l.open, endClose) {
-		extendEnd(l, n.end, tag, endClose)
-		s.tally(tag)
-	} else {
+	tag = s.counter.Count(s.text[l.end:n.end])
+	switch {
+	case l.end == n.end:
+	case s.glueFits(l, tag, l.open, endClose):
+		// A heading that ends its element heads nothing after it.
+		tagUnit := unit{start: l.end, end: n.end, tokens: tag, prio: prioBlock, open: openAt(l.end), close: endClose}
+		*l = unit{start: l.start, end: n.end, tokens: l.tokens + tag, prio: l.prio, open: l.open, close: endClose, parts: []unit{*l, tagUnit}}
+	default:
 		s.add(l.end, n.end, tag, prioBlock, openAt(l.end), endClose)
+		tag = 0
 	}
+	s.tally(tag)
 	if !n.root {
 		s.collapse(first, n.start, n.end, prio, open, endClose, limit)
+		if len(s.units) == first+1 {
+			s.units[first].keep = headings[strings.ToLower(n.name)]
+		}
 	}
+}
+
+// headings are the HTML elements a chunk does not end with.
+var headings = set("h1", "h2", "h3", "h4", "h5", "h6")
+
+// leaf appends units for a comment, CDATA section, declaration or a tag
+// without content. One larger than the room between its contexts is cut
+// as text, since nothing in it can be re-opened: a comment or CDATA
+// section into pieces each re-opened and closed with its delimiters, so
+// the chunks stay well-formed, anything else (a tag with a giant
+// attribute value) at words and characters.
+func (s *splitter) leaf(n *node, prio int, open, close string) {
+	text := s.text[n.start:n.end]
+	// Counted whole, not by fits: a tag is a few times more bytes than
+	// tokens, and one that fits must stay whole.
+	if tokens := s.counter.Count(text); tokens <= s.limit(open, close) {
+		s.add(n.start, n.end, tokens, prio, open, close)
+		// The XML declaration or doctype alone is no content: it goes
+		// with what follows.
+		lower := strings.ToLower(text[:min(len(text), 9)])
+		s.units[len(s.units)-1].keep = strings.HasPrefix(lower, "<?xml") || strings.HasPrefix(lower, "<!doctype")
+		return
+	}
+	for _, d := range []struct{ start, end, reopen, reclose string }{
+		{"<![CDATA[", "]]>", "<![CDATA[", "]]>"},
+		// Spaces keep a piece ending or starting with "-" from making
+		// "--->" or "<!--->".
+		{"<!--", "-->", "<!-- ", " -->"},
+	} {
+		from, to := n.start+len(d.start), n.end-len(d.end)
+		if from >= to || !strings.HasPrefix(text, d.start) || !strings.HasSuffix(text, d.end) {
+			continue
+		}
+		first := len(s.units)
+		s.pieces(from, to, prio, markupLevels, open+d.reopen, d.reclose+close)
+		if s.over || len(s.units) == first {
+			return
+		}
+		// The section's own delimiters join its first and last pieces,
+		// which then need no re-opened or added ones.
+		f := &s.units[first]
+		tok := s.counter.Count(d.start)
+		if s.glueFits(f, tok, open, f.close) {
+			extendStart(f, n.start, tok, open, prio)
+		} else {
+			s.units = slices.Insert(s.units, first, unit{start: n.start, end: from, tokens: tok, prio: prio, open: open, close: d.reclose + close})
+		}
+		s.tally(tok)
+		l := &s.units[len(s.units)-1]
+		if tok := s.counter.Count(d.end); s.glueFits(l, tok, l.open, close) {
+			extendEnd(l, n.end, tok, close)
+			s.tally(tok)
+		} else {
+			s.add(to, n.end, tok, prioBlock, open+d.reopen, close)
+		}
+		return
+	}
+	s.pieces(n.start, n.end, prio, markupLevels, open, close)
 }
 
 // glueFits reports whether u, grown by tokens and with the given

@@ -276,9 +276,13 @@ func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 			rest = b.end
 		}
 	}
+	// Blank lines stay with the line before them: alone they would be
+	// a unit, and maybe a chunk, without content.
 	var ends []int
 	for r := o + 2; r < c; r++ {
-		ends = append(ends, lines[r-1].end)
+		if !isBlank(s.text[lines[r].start:lines[r].end]) {
+			ends = append(ends, lines[r-1].end)
+		}
 	}
 	ends = append(ends, rest)
 	prio := b.prio
@@ -331,8 +335,10 @@ func tableHeader(text string, lines []span) int {
 
 // table splits an oversized block holding a pipe table whose header is
 // lines[h]: text before it as prose, the header and delimiter glued to the
-// first row, then one unit per row that re-opens with the header (when the
-// header takes at most half the budget), then what follows as lines.
+// first row (or, when they do not fit together, a unit that goes with
+// it), then one unit per row that re-opens with the header (when the
+// header takes at most half the budget and fits with the row), then what
+// follows as lines.
 func (s *splitter) table(b span, lines []span, h int) {
 	first := len(s.units)
 	s.pieces(b.start, lines[h].start, b.prio, proseLevels, "", "")
@@ -359,16 +365,61 @@ func (s *splitter) table(b span, lines []span, h int) {
 	if h > 0 {
 		prio = prioSentence
 	}
-	from, ctx := lines[h].start, ""
-	for _, e := range ends {
+	from := lines[h].start
+	k := len(s.units)
+	s.pieces(from, ends[0], prio, rowLevels, "", "")
+	if len(s.units)-k > 1 && rowsEnd > h+2 && !s.over {
+		// The first row does not fit with the header: the header and
+		// delimiter lines become units of their own, cut only at their
+		// line end if need be, that go with the start of the row, which
+		// is cut to leave them room and re-opens them in each chunk it
+		// continues in.
+		s.drop(k)
+		s.pieces(from, lines[h+1].end, prio, linesLevels, "", "")
+		for i := k; i < len(s.units); i++ {
+			s.units[i].keep = true
+		}
+		s.pieces(lines[h+1].end, ends[0], prioSentence, rowLevels, open, "")
+	}
+	from = ends[0]
+	for _, e := range ends[1:] {
 		if s.over {
 			return
 		}
-		s.pieces(from, e, prio, rowLevels, ctx, "")
-		from, ctx, prio = e, open, prioSentence
+		s.row(from, e, prioSentence, open)
+		from = e
 	}
 	s.pieces(rest, b.end, prioSentence, linesLevels, "", "")
 	s.collapse(first, b.start, b.end, b.prio, "", "", s.budget)
+}
+
+// row appends a table row, with the header re-opened when a chunk starts
+// there if both fit the budget; a row that fits only alone goes alone
+// rather than being cut for the header's sake, and a row larger than the
+// budget is cut at words, each part re-opening the header.
+func (s *splitter) row(start, end, prio int, header string) {
+	k := len(s.units)
+	s.pieces(start, end, prio, rowLevels, "", "")
+	if header == "" || s.over {
+		return
+	}
+	if len(s.units)-k == 1 {
+		if u := &s.units[k]; s.ctx(header)+u.tokens <= s.budget {
+			reopen(u, header)
+		}
+		return
+	}
+	s.drop(k)
+	s.pieces(start, end, prio, rowLevels, header, "")
+}
+
+// reopen sets the context a chunk starting at u, or at any of its parts,
+// re-opens.
+func reopen(u *unit, open string) {
+	u.open = open
+	for i := range u.parts {
+		reopen(&u.parts[i], open)
+	}
 }
 
 // lineCuts cuts after each newline that a non-blank line follows; blank
