@@ -115,7 +115,7 @@ func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID st
 	}
 	rc := &river.Config{
 		ID:                   clientID,
-		Logger:               s.logger,
+		Logger:               s.riverLogger,
 		Schema:               s.schema,
 		Workers:              cfg.Workers,
 		Queues:               cfg.Queues,
