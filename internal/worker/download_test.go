@@ -55,6 +55,12 @@ func openPostgresSchema(t *testing.T, url, schema string) *postgres.Store {
 // until the test ends.
 func startWorkers(t *testing.T, st store.Store, cfg Config) {
 	t.Helper()
+	startObservedWorkers(t, st, cfg, nil)
+}
+
+// startObservedWorkers is startWorkers reporting stage durations to obs.
+func startObservedWorkers(t *testing.T, st store.Store, cfg Config, obs Observer) {
+	t.Helper()
 	if cfg.FetchTimeout == 0 {
 		cfg.FetchTimeout = time.Hour
 	}
@@ -67,7 +73,7 @@ func startWorkers(t *testing.T, st store.Store, cfg Config) {
 	workers := river.NewWorkers()
 	queues, err := Register(workers, cfg, Deps{
 		Store: st, Fetcher: fetcher, Convert: convert.New(convert.Config{}).Convert, Webhooks: sender,
-		Bucket: bucket, Logger: slog.New(slog.DiscardHandler),
+		Bucket: bucket, Observer: obs, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
