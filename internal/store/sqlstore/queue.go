@@ -45,6 +45,9 @@ func (s *Store[TTx]) Work(ctx context.Context, cfg store.WorkConfig) (func(conte
 		release()
 		return nil, err
 	}
+	if cfg.OnClientID != nil {
+		cfg.OnClientID(clientID)
+	}
 	var once sync.Once
 	return func(ctx context.Context) error {
 		err := stop(ctx)
