@@ -329,6 +329,9 @@ func (s *Service) DeleteFile(ctx context.Context, req *docjobsv1.DeleteFileReque
 	if err != nil {
 		return nil, s.internal(ctx, "DeleteFile", fmt.Errorf("delete record: %w", err), fileAttr)
 	}
+	if err := fetch.RemoveUploadFolder(s.cfg.StorageDir, f.Key); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "empty upload folder not removed", slog.String("account_id", acct), fileAttr, slog.Any("err", err))
+	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "file deleted", slog.String("account_id", acct), fileAttr, slog.Int64("bytes", f.Size))
 	return &emptypb.Empty{}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -967,6 +968,12 @@ func TestDeleteFileDeletesTheAccountsUpload(t *testing.T) {
 		}
 		if ok, err := h.bucket.Exists(context.Background(), f.Key); ok || err != nil {
 			t.Errorf("the upload's bytes after delete: exists %v (%v)", ok, err)
+		}
+		// It was acme's only upload: on file:// storage its folder goes with it.
+		if h.bucketDir != "" {
+			if _, err := os.Stat(filepath.Join(h.bucketDir, "uploads", "acme")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("acme's upload folder after its last upload was deleted: %v, want it gone", err)
+			}
 		}
 		if _, _, err := h.svc.OpenFile(ctx, f.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("OpenFile after delete = %v, want ErrNotFound", err)

@@ -201,8 +201,12 @@ func TestASecondProcessWithTheHostNameWorksUnderADerivedID(t *testing.T) {
 	db := sqliteNodeDatabase(t)
 	defer holdNode(t, db, host)()
 	held := false
-	code, _ := serveFor(t, db.env, func() { held = heldBy(t, db, host+"-2") })
+	code, stderr := serveFor(t, db.env, func() { held = heldBy(t, db, host+"-2") })
 	if code != ExitOK || !held {
 		t.Fatalf("serve beside a live %s: exit %d, %s-2 held %v; want it to run as %s-2", host, code, host, held, host)
+	}
+	// The start line names the id in use, not the host name it came from.
+	if want := `"msg":"workers started","node":"` + host + `-2"`; !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %s:\n%s", want, stderr)
 	}
 }

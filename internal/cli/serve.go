@@ -62,6 +62,13 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	defer stopProcess(nil)
 	log := env.logger(cfg)
 	log.Info("starting docjobs", "config", cfg.String())
+	ln, err := listen(cfg, log)
+	if err != nil {
+		return err
+	}
+	if ln != nil {
+		defer ln.Close() // closed by serving already, unless start-up failed
+	}
 
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -97,6 +104,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	}
 
 	var stopWork func(context.Context) error
+	node := cfg.NodeID // the id in use: cfg's or, on a shared host, a derived one
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleWorker {
 		workers := river.NewWorkers()
 		wcfg := worker.Config{MaxFileBytes: cfg.FetchMaxBytes, FileTimeout: cfg.FileTimeout, JobDeadline: cfg.JobDeadline,
@@ -128,6 +136,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 			PeriodicJobs:         worker.PeriodicJobs(wcfg),
 			ClientID:             cfg.NodeID,
 			DeriveClientID:       cfg.NodeIDFromHost,
+			OnClientID:           func(id string) { node = id },
 			OnNodeLost:           func(err error) { stopProcess(err) },
 			RescueStuckJobsAfter: wcfg.LongestStageTimeout() + time.Minute,
 			FetchPollInterval:    50 * time.Millisecond,
@@ -139,14 +148,14 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		if err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
-		log.Info("workers started", "node", cfg.NodeID)
+		log.Info("workers started", "node", node)
 	}
 
 	var serveErr error
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleAPI {
-		serveErr = serveAPI(ctx, cfg, log, st, bucket, sealer, keys, registry, newID)
+		serveErr = serveAPI(ctx, ln, cfg, log, st, bucket, sealer, keys, registry, newID)
 	} else {
-		<-ctx.Done()
+		serveErr = serveHealth(ctx, ln, log, st, registry)
 	}
 	// A process that lost its node id exits with the reason, so that a
 	// supervisor restarts it.
@@ -178,7 +187,44 @@ func slotsConfig(cfg config.Config, obs slots.Observer) slots.Config {
 	}
 }
 
-func serveAPI(ctx context.Context, cfg config.Config, log *slog.Logger, st store.Store, bucket *blob.Bucket,
+// listen binds the process's port before anything else starts, so that an
+// address in use is refused before the database is migrated and before
+// the workers take jobs that the process would then drop. Connections that
+// arrive meanwhile wait in the listen queue. A worker-role process listens
+// only when DOCJOBS_ADDR was given (it serves health and metrics, no
+// API): by default an api and a worker on one host would both take :8080.
+// ln is nil when the process listens on nothing.
+func listen(cfg config.Config, log *slog.Logger) (net.Listener, error) {
+	if cfg.Role == config.RoleWorker && !cfg.AddrSet {
+		log.Info("no health or metrics port: set DOCJOBS_ADDR (or --addr) for this worker to serve /healthz, /readyz and /metrics")
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("DOCJOBS_ADDR: listen %s: %w", cfg.Addr, err)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "public_url", cfg.PublicURL, "role", cfg.Role)
+	return ln, nil
+}
+
+// serveHealth serves a worker-role process's port, /healthz, /readyz and
+// /metrics only, until ctx ends; with no port it just waits for ctx.
+func serveHealth(ctx context.Context, ln net.Listener, log *slog.Logger, st store.Store, registry *prometheus.Registry) error {
+	if ln == nil {
+		<-ctx.Done()
+		return nil
+	}
+	h, err := server.NewHealth(server.HealthDeps{Ready: st.Ping, Registry: registry, Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := h.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+func serveAPI(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Logger, st store.Store, bucket *blob.Bucket,
 	sealer *secret.Sealer, keys auth.KeyLookup, registry *prometheus.Registry, newID func() string,
 ) error {
 	svc, err := api.New(api.Config{
@@ -204,11 +250,6 @@ func serveAPI(ctx context.Context, cfg config.Config, log *slog.Logger, st store
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
-	}
-	log.Info("listening", "addr", ln.Addr().String(), "public_url", cfg.PublicURL)
 	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -5,6 +5,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,7 +23,11 @@ const (
 
 // Config is the whole configuration of one process.
 type Config struct {
-	Addr          string // DOCJOBS_ADDR, default ":8080"
+	Addr string // DOCJOBS_ADDR, default ":8080"
+	// AddrSet says DOCJOBS_ADDR (or serve --addr) was given. A worker-role
+	// process listens (health and metrics only) only then: two processes
+	// on one host would both want the default port.
+	AddrSet       bool
 	PublicURL     string // DOCJOBS_PUBLIC_URL, default "http://localhost:8080"
 	DataDir       string // DOCJOBS_DATA_DIR, default "./data"
 	DatabaseURL   string // DOCJOBS_DATABASE_URL, default "sqlite://$DATA_DIR/docjobs.db"
@@ -126,6 +131,7 @@ func defaultStorageURL(dataDir string) string {
 func Load(getenv func(string) string) (Config, error) {
 	c := Config{
 		Addr:                or(getenv("DOCJOBS_ADDR"), ":8080"),
+		AddrSet:             getenv("DOCJOBS_ADDR") != "",
 		PublicURL:           strings.TrimRight(or(getenv("DOCJOBS_PUBLIC_URL"), "http://localhost:8080"), "/"),
 		DataDir:             or(getenv("DOCJOBS_DATA_DIR"), "./data"),
 		APIKeys:             getenv("DOCJOBS_API_KEYS"),
@@ -285,17 +291,46 @@ func Load(getenv func(string) string) (Config, error) {
 			c.ProviderBaseURLs[n] = strings.TrimRight(v, "/")
 		}
 	}
-	return c, c.validate()
+	err = c.validate()
+	return c, err
 }
 
-func (c Config) validate() error {
+// validate refuses, naming the variable, what would otherwise fail only
+// once the database is migrated and the workers run, or pass silently.
+func (c *Config) validate() error {
 	switch c.Role {
 	case RoleAll, RoleAPI, RoleWorker:
 	default:
-		return fmt.Errorf("role: want all, api or worker, got %q", c.Role)
+		return fmt.Errorf("DOCJOBS_ROLE: want all, api or worker, got %q", c.Role)
 	}
-	if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" {
-		return fmt.Errorf("DOCJOBS_PUBLIC_URL: want an absolute URL, got %q", c.PublicURL)
+	// The file URLs handed out are fetched back over HTTP (fetch.New
+	// checks it too, but only after the database is open).
+	if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("DOCJOBS_PUBLIC_URL: want an absolute http(s) URL, got %q", c.PublicURL)
+	}
+	if err := checkAddr(c.Addr); err != nil {
+		return fmt.Errorf("DOCJOBS_ADDR: want host:port like :8080 or 127.0.0.1:8080, got %q: %w", c.Addr, err)
+	}
+	// slog takes more spellings (info+2); the documented four, in any case,
+	// are what an operator means.
+	switch level := strings.ToLower(c.LogLevel); level {
+	case "debug", "info", "warn", "error":
+		c.LogLevel = level
+	default:
+		return fmt.Errorf("DOCJOBS_LOG_LEVEL: want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	return nil
+}
+
+// checkAddr checks a listen address as net.Listen("tcp", …) reads it,
+// without listening: a host and a port number or service name.
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return err
 	}
 	return nil
 }

@@ -40,36 +40,56 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 }
 
 func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
-	tests := map[string]string{
-		"DOCJOBS_UPLOAD_MAX_BYTES":         "lots",
-		"DOCJOBS_ALLOW_PRIVATE_URLS":       "sometimes",
-		"DOCJOBS_WEBHOOK_RETRY_SCHEDULE":   "5s,soon",
-		"DOCJOBS_PROVIDER_3_BASE_URL":      "api.anthropic.com",
-		"DOCJOBS_JOB_DEADLINE":             "-1h",
-		"DOCJOBS_ROLE":                     "janitor",
-		"DOCJOBS_RETENTION":                "-1h",
-		"DOCJOBS_RECOGNIZE_WORKERS":        "0",
-		"DOCJOBS_MAX_CONNECTIONS":          "-5",
-		"DOCJOBS_PROVIDER_TIMEOUT":         "0s",
-		"DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS":  "-1",
-		"DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES": "1GiB",
-		"DOCJOBS_FETCH_WORKERS":            "none",
-		"DOCJOBS_FETCH_TOTAL_TIMEOUT":      "0",
-		"DOCJOBS_MAX_CHUNKS_PER_FILE":      "0",
-		"DOCJOBS_ACCOUNT_RATE":             "-1",
-		"DOCJOBS_ACCOUNT_BURST":            "0",
+	tests := []struct{ name, value string }{
+		{"DOCJOBS_UPLOAD_MAX_BYTES", "lots"},
+		{"DOCJOBS_ALLOW_PRIVATE_URLS", "sometimes"},
+		{"DOCJOBS_WEBHOOK_RETRY_SCHEDULE", "5s,soon"},
+		{"DOCJOBS_PROVIDER_3_BASE_URL", "api.anthropic.com"},
+		{"DOCJOBS_JOB_DEADLINE", "-1h"},
+		{"DOCJOBS_ROLE", "janitor"},
+		{"DOCJOBS_RETENTION", "-1h"},
+		{"DOCJOBS_RECOGNIZE_WORKERS", "0"},
+		{"DOCJOBS_MAX_CONNECTIONS", "-5"},
+		{"DOCJOBS_PROVIDER_TIMEOUT", "0s"},
+		{"DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS", "-1"},
+		{"DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES", "1GiB"},
+		{"DOCJOBS_FETCH_WORKERS", "none"},
+		{"DOCJOBS_FETCH_TOTAL_TIMEOUT", "0"},
+		{"DOCJOBS_MAX_CHUNKS_PER_FILE", "0"},
+		{"DOCJOBS_ACCOUNT_RATE", "-1"},
+		{"DOCJOBS_ACCOUNT_BURST", "0"},
+		{"DOCJOBS_LOG_LEVEL", "verbose"},
+		{"DOCJOBS_PUBLIC_URL", "ftp://x"},
+		{"DOCJOBS_PUBLIC_URL", "localhost:8080"},
+		{"DOCJOBS_ADDR", "notanaddr"},
+		{"DOCJOBS_ADDR", ":99999"},
+		{"DOCJOBS_ADDR", ":nosuchservice"},
 	}
-	for name, value := range tests {
-		t.Run(name, func(t *testing.T) {
-			_, err := Load(env(map[string]string{name: value}))
-			want := name
-			if name == "DOCJOBS_ROLE" {
-				want = "role"
-			}
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Fatalf("err = %v, want it to name %s", err, want)
+	for _, tt := range tests {
+		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
+			_, err := Load(env(map[string]string{tt.name: tt.value}))
+			if err == nil || !strings.HasPrefix(err.Error(), tt.name+": ") {
+				t.Fatalf("err = %v, want it to start with %s", err, tt.name)
 			}
 		})
+	}
+}
+
+func TestTheLogLevelTakesTheFourLevelsInAnyCase(t *testing.T) {
+	for value, want := range map[string]string{"": "info", "DEBUG": "debug", "Warn": "warn", "error": "error"} {
+		c, err := Load(env(map[string]string{"DOCJOBS_LOG_LEVEL": value}))
+		if err != nil || c.LogLevel != want {
+			t.Errorf("DOCJOBS_LOG_LEVEL=%q: %q, %v; want %q", value, c.LogLevel, err, want)
+		}
+	}
+}
+
+func TestAddrSetSaysTheAddressWasGiven(t *testing.T) {
+	if c, err := Load(env(nil)); err != nil || c.AddrSet || c.Addr != ":8080" {
+		t.Errorf("default: addr %q set %v (%v); want :8080 not set", c.Addr, c.AddrSet, err)
+	}
+	if c, err := Load(env(map[string]string{"DOCJOBS_ADDR": "127.0.0.1:9090"})); err != nil || !c.AddrSet {
+		t.Errorf("given: set %v (%v); want set", c.AddrSet, err)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -540,6 +541,32 @@ func RemoveJobFiles(ctx context.Context, bucket *blob.Bucket, dir, jobID string,
 		}
 	}
 	return errs
+}
+
+// RemoveUploadFolder removes, on file:// storage (dir from BucketDir; ""
+// does nothing), the folder of the upload key uploads/<account>/<id>
+// once the upload is deleted and nothing else is in it: fileblob removes
+// a file but not its folder, which stayed, empty, for every account whose
+// last upload went. A folder holding another upload, or the temporary
+// file of one being written, is not empty and stays; that is no error.
+// (An upload whose writer made the folder just before it is removed and
+// creates its temporary file just after fails, and its client retries:
+// a window of microseconds, against an empty folder per account for ever.)
+func RemoveUploadFolder(dir, key string) error {
+	rest, ok := strings.CutPrefix(key, "uploads/")
+	if dir == "" || !ok {
+		return nil
+	}
+	account, _, ok := strings.Cut(rest, "/")
+	if !ok || account == "" || account == "." || account == ".." || strings.ContainsAny(account, `/\`) {
+		return nil
+	}
+	folder := filepath.Join(dir, "uploads", account)
+	err := os.Remove(folder)
+	if err == nil || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+		return nil
+	}
+	return fmt.Errorf("remove the upload folder of %s: %w", account, err)
 }
 
 // Removals is the record of deleted jobs whose stored files are still to

@@ -709,6 +709,31 @@ func TestRemoveJobFilesRemovesEveryKeyOfTheJobAndNoOther(t *testing.T) {
 	})
 }
 
+func TestRemoveUploadFolderRemovesOnlyAnEmptyAccountFolder(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"uploads/acme", "uploads/bob/u2", "jobs/j1"} {
+		if err := os.MkdirAll(filepath.Join(dir, p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range []string{"uploads/acme/u1", "uploads/bob/u1", "jobs/j1/0-a", "uploads/../x", "uploads/nofile"} {
+		if err := RemoveUploadFolder(dir, key); err != nil {
+			t.Errorf("RemoveUploadFolder(%q): %v", key, err)
+		}
+	}
+	if err := RemoveUploadFolder("", "uploads/acme/u1"); err != nil {
+		t.Errorf("without a directory (not file:// storage): %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "uploads", "acme")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("acme's empty folder: %v, want it gone", err)
+	}
+	for _, kept := range []string{"uploads/bob/u2", "jobs/j1", "uploads"} {
+		if _, err := os.Stat(filepath.Join(dir, kept)); err != nil {
+			t.Errorf("%s: %v, want it kept", kept, err)
+		}
+	}
+}
+
 func TestBucketDir(t *testing.T) {
 	for url, want := range map[string]string{
 		"file:///srv/dj/files?create_dir=true&metadata=skip&no_tmp_dir=true": "/srv/dj/files",

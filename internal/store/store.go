@@ -169,6 +169,9 @@ type WorkConfig struct {
 	// instead of failing with ErrNodeHeld. For a ClientID nobody chose (the
 	// host name), so that two processes on one host just work.
 	DeriveClientID bool
+	// OnClientID, when set, is told the node id the client works under
+	// once it has started: ClientID, or the derived one.
+	OnClientID func(id string)
 	// OnNodeLost, when set, is called once, from another goroutine, if the
 	// process loses its hold on the node id while working (its database
 	// connection dropped and another process took the id before it could

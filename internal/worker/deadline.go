@@ -2,10 +2,13 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/riverqueue/river"
+
+	"github.com/docjobs/docjobs/internal/job"
 )
 
 // DeadlineSweepArgs start one sweep for jobs past their deadline.
@@ -38,12 +41,20 @@ func (w *deadlineWorker) Work(ctx context.Context, _ *river.Job[DeadlineSweepArg
 	}
 	jobErr := fmt.Sprintf("the job did not finish within its deadline of %s", w.cfg.JobDeadline)
 	for _, id := range ids {
+		// Read first for its account, which every job's log line names.
+		j, err := w.deps.Store.GetJob(ctx, "", id)
+		if errors.Is(err, job.ErrNotFound) {
+			continue // deleted since it was listed
+		}
+		if err != nil {
+			return err
+		}
 		applied, err := w.deps.Store.ExpireJob(ctx, id, deadlineRowError, jobErr)
 		if err != nil {
 			return err
 		}
 		if applied {
-			w.deps.Logger.Warn("job ended by its deadline", "job_id", id, "deadline", w.cfg.JobDeadline)
+			w.deps.Logger.Warn("job ended by its deadline", "job_id", id, "account_id", j.AccountID, "deadline", w.cfg.JobDeadline.String())
 		}
 	}
 	return nil

@@ -55,11 +55,18 @@ func openPostgresSchema(t *testing.T, url, schema string) *postgres.Store {
 // until the test ends. No model stage is configured.
 func startWorkers(t *testing.T, st store.Store, cfg Config) {
 	t.Helper()
-	startPipeline(t, st, cfg, nil, nil)
+	startPipeline(t, st, cfg, nil, nil, nil)
 }
 
-// startPipeline is startWorkers with a model stage of chats and chunker.
-func startPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunker Chunker) {
+// startObservedWorkers is startWorkers reporting stage durations to obs.
+func startObservedWorkers(t *testing.T, st store.Store, cfg Config, obs Observer) {
+	t.Helper()
+	startPipeline(t, st, cfg, nil, nil, obs)
+}
+
+// startPipeline is startWorkers with a model stage of chats and chunker,
+// reporting stage durations to obs.
+func startPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunker Chunker, obs Observer) {
 	t.Helper()
 	if cfg.FetchTimeout == 0 {
 		cfg.FetchTimeout = time.Hour
@@ -73,7 +80,7 @@ func startPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunke
 	workers := river.NewWorkers()
 	queues, err := Register(workers, cfg, Deps{
 		Store: st, Fetcher: fetcher, Convert: convert.New(convert.Config{}).Convert, Webhooks: sender,
-		Bucket: bucket, Chats: chats, Chunker: chunker, Logger: slog.New(slog.DiscardHandler),
+		Bucket: bucket, Chats: chats, Chunker: chunker, Observer: obs, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)

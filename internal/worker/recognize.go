@@ -251,17 +251,23 @@ func (w *fileWorker) download(ctx context.Context, j *job.Job, i int, began time
 	}
 	dctx, cancel := context.WithDeadlineCause(ctx, deadline, errDownloadsRanOut)
 	defer cancel()
+	// The fetch stage is one download attempt, a stored copy's read-back
+	// included: what a slow source server costs a file.
+	start := time.Now()
 	fetched, err := w.deps.Fetcher.Fetch(dctx, j.AccountID, j.ID, i, j.SourceURLs[i])
 	if err != nil {
+		observe(w.deps.Observer, "fetch", string(job.RowFailed), start)
 		return fail(fetch.Result{}, err)
 	}
 	data := fetched.Data
 	if data == nil && fetched.Size > 0 {
 		// A copy of a stored file: read back within the same bound.
 		if data, err = w.deps.Fetcher.Read(dctx, fetched.Key, w.cfg.MaxFileBytes); err != nil {
+			observe(w.deps.Observer, "fetch", string(job.RowFailed), start)
 			return fail(fetched, err)
 		}
 	}
+	observe(w.deps.Observer, "fetch", string(job.RowDone), start)
 	return fetched, data, nil
 }
 

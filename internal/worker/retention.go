@@ -52,9 +52,18 @@ func (w *retentionWorker) deleteJobs(ctx context.Context, cutoff time.Time) erro
 		return err
 	}
 	for _, id := range ids {
-		keys, err := w.deps.Store.DeleteJob(ctx, "", id)
+		// Read first for its account, which every job's log line names
+		// and the delete does not return.
+		j, err := w.deps.Store.GetJob(ctx, "", id)
 		if errors.Is(err, job.ErrNotFound) {
 			continue // deleted by its owner since it was listed
+		}
+		if err != nil {
+			return err
+		}
+		keys, err := w.deps.Store.DeleteJob(ctx, "", id)
+		if errors.Is(err, job.ErrNotFound) {
+			continue
 		}
 		if err != nil {
 			return err
@@ -63,10 +72,10 @@ func (w *retentionWorker) deleteJobs(ctx context.Context, cutoff time.Time) erro
 		// removal, and what cannot go now goes with the removal sweep.
 		if w.deps.Bucket != nil {
 			for _, err := range fetch.RemoveDeletedJob(ctx, w.deps.Bucket, w.cfg.StorageDir, w.deps.Store, id, keys) {
-				w.deps.Logger.Warn("stored file of an expired job not removed yet; the sweep will retry", "job_id", id, "err", err)
+				w.deps.Logger.Warn("stored file of an expired job not removed yet; the sweep will retry", "job_id", id, "account_id", j.AccountID, "err", err)
 			}
 		}
-		w.deps.Logger.Info("job deleted by retention", "job_id", id, "retention", w.cfg.Retention)
+		w.deps.Logger.Info("job deleted by retention", "job_id", id, "account_id", j.AccountID, "retention", w.cfg.Retention.String())
 	}
 	return nil
 }
@@ -94,7 +103,10 @@ func (w *retentionWorker) deleteUploads(ctx context.Context, cutoff time.Time) e
 		if err := w.deps.Store.DeleteUpload(ctx, "", f.ID); err != nil && !errors.Is(err, job.ErrNotFound) {
 			return fmt.Errorf("delete expired upload %s: %w", f.ID, err)
 		}
-		w.deps.Logger.Info("upload deleted by retention", "file_id", f.ID, "account_id", f.AccountID, "retention", w.cfg.Retention)
+		if err := fetch.RemoveUploadFolder(w.cfg.StorageDir, f.Key); err != nil {
+			w.deps.Logger.Warn("empty upload folder not removed", "file_id", f.ID, "account_id", f.AccountID, "err", err)
+		}
+		w.deps.Logger.Info("upload deleted by retention", "file_id", f.ID, "account_id", f.AccountID, "retention", w.cfg.Retention.String())
 	}
 	return nil
 }

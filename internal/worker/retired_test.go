@@ -101,7 +101,7 @@ func TestRetiredKindsQueuedBeforeAnUpgradeCarryTheirJobsOn(t *testing.T) {
 		}
 
 		chat := &scriptedChat{}
-		startPipeline(t, st, Config{}, fixedChats{chat}, wordChunker{n: 2})
+		startPipeline(t, st, Config{}, fixedChats{chat}, wordChunker{n: 2}, nil)
 
 		for _, id := range []string{"job-new", "job-running"} {
 			res := endOf(t, st, id)

@@ -107,6 +107,11 @@ func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool) er
 		// The id is the job's: a receiver sees the same webhook-id on
 		// every retry and can drop repeats.
 		a = w.deps.Webhooks.Send(ctx, j.WebhookURL, "msg_"+j.ID, body, secret, now)
+		outcome := job.WebhookDelivered
+		if !a.Delivered {
+			outcome = job.WebhookFailed
+		}
+		observe(w.deps.Observer, "webhook", outcome, now)
 	}
 	state := job.WebhookPending
 	switch {

@@ -18,7 +18,7 @@ import (
 // files of Config.Migrations not yet recorded in docjobs_migrations), the
 // latter in one transaction. It is safe to run at every start.
 func (s *Store[TTx]) Migrate(ctx context.Context) error {
-	migrator, err := rivermigrate.New(s.driver, &rivermigrate.Config{Logger: s.logger, Schema: s.schema})
+	migrator, err := rivermigrate.New(s.driver, &rivermigrate.Config{Logger: s.riverLogger, Schema: s.schema})
 	if err != nil {
 		return fmt.Errorf("river migrator: %w", err)
 	}

@@ -45,6 +45,9 @@ func (s *Store[TTx]) Work(ctx context.Context, cfg store.WorkConfig) (func(conte
 		release()
 		return nil, err
 	}
+	if cfg.OnClientID != nil {
+		cfg.OnClientID(clientID)
+	}
 	var once sync.Once
 	return func(ctx context.Context) error {
 		err := stop(ctx)
@@ -115,7 +118,7 @@ func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID st
 	}
 	rc := &river.Config{
 		ID:                   clientID,
-		Logger:               s.logger,
+		Logger:               s.riverLogger,
 		Schema:               s.schema,
 		Workers:              cfg.Workers,
 		Queues:               cfg.Queues,

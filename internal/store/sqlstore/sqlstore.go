@@ -21,6 +21,7 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/docjobs/docjobs/internal/riverlog"
 	"github.com/docjobs/docjobs/internal/store"
 )
 
@@ -153,6 +154,9 @@ type Store[TTx any] struct {
 	migrations fs.FS
 	schema     string
 	logger     *slog.Logger
+	// riverLogger is logger as River's clients get it (riverlog): River's
+	// job ids under their own key, its repeated errors collapsed.
+	riverLogger *slog.Logger
 	// inserter is an insert-only River client (no queues) used for
 	// InsertManyTx inside the store's transactions.
 	inserter *river.Client[TTx]
@@ -180,19 +184,21 @@ func New[TTx any](cfg Config, backend Backend[TTx], driver riverdriver.Driver[TT
 	// The inserter's FetchCooldown throttles its insert notifications per
 	// queue; at River's 100ms default a hand-off soon after another on the
 	// same queue would go unannounced and wait for the fetch poll.
-	inserter, err := river.NewClient(driver, &river.Config{Logger: logger, Schema: cfg.Schema, FetchCooldown: time.Millisecond})
+	riverLogger := riverlog.New(logger.Handler(), riverlog.DefaultWindow)
+	inserter, err := river.NewClient(driver, &river.Config{Logger: riverLogger, Schema: cfg.Schema, FetchCooldown: time.Millisecond})
 	if err != nil {
 		return nil, fmt.Errorf("river insert client: %w", err)
 	}
 	return &Store[TTx]{
-		backend:    backend,
-		dialect:    cfg.Dialect,
-		driver:     driver,
-		migrations: cfg.Migrations,
-		schema:     cfg.Schema,
-		logger:     logger,
-		inserter:   inserter,
-		now:        time.Now,
+		backend:     backend,
+		dialect:     cfg.Dialect,
+		driver:      driver,
+		migrations:  cfg.Migrations,
+		schema:      cfg.Schema,
+		logger:      logger,
+		riverLogger: riverLogger,
+		inserter:    inserter,
+		now:         time.Now,
 	}, nil
 }
 

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startServe runs serve with args and env until the test ends, and
+// returns its stderr and a channel of its exit code.
+func startServe(t *testing.T, env map[string]string, args ...string) (*syncBuffer, <-chan int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, append([]string{"serve"}, args...), &out, &errb, func(k string) string { return env[k] })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-code:
+		case <-time.After(time.Minute):
+			t.Error("serve did not stop")
+		}
+	})
+	return &errb, code
+}
+
+// logged waits for a line with msg in logs and returns it decoded.
+func logged(t *testing.T, logs *syncBuffer, code <-chan int, msg string) map[string]any {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for line := range strings.SplitSeq(logs.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+				return m
+			}
+		}
+		select {
+		case c := <-code:
+			t.Fatalf("serve exited %d before logging %q:\n%s", c, msg, logs.String())
+		default:
+		}
+	}
+	t.Fatalf("no %q line in 30s:\n%s", msg, logs.String())
+	return nil
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// A worker records the provider and stage metrics: given DOCJOBS_ADDR it
+// serves them, with its probes, and no API.
+func TestAWorkerGivenAnAddressServesHealthAndMetrics(t *testing.T) {
+	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_NODE_ID": "w1", "DOCJOBS_ADDR": "127.0.0.1:0"}
+	logs, code := startServe(t, env, "--role=worker")
+	addr := logged(t, logs, code, "listening")["addr"].(string)
+	logged(t, logs, code, "workers started")
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ok", "/metrics": "go_goroutines"} {
+		if c, body := get(t, "http://"+addr+path); c != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("GET %s = %d %q, want 200 with %q", path, c, body, want)
+		}
+	}
+	if c, _ := get(t, "http://"+addr+"/v1/jobs"); c != http.StatusNotFound {
+		t.Errorf("GET /v1/jobs on a worker = %d, want 404 (no API)", c)
+	}
+}
+
+// By default a worker listens on nothing, so that it runs beside an api
+// process on one host; it says how to give it a port.
+func TestAWorkerWithoutAnAddressListensOnNothing(t *testing.T) {
+	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_NODE_ID": "w1"}
+	logs, code := startServe(t, env, "--role=worker")
+	logged(t, logs, code, "workers started")
+	if strings.Contains(logs.String(), `"msg":"listening"`) || !strings.Contains(logs.String(), "no health or metrics port: set DOCJOBS_ADDR") {
+		t.Errorf("a worker without DOCJOBS_ADDR:\n%s\nwant no listener and a line saying how to get one", logs.String())
+	}
+}
+
+// A port in use is refused before the database is made and the workers
+// start.
+func TestAnAddressInUseIsRefusedBeforeAnythingStarts(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, role := range []string{"all", "worker"} {
+		t.Run(role, func(t *testing.T) {
+			dir := t.TempDir()
+			code, _, stderr := run(t, map[string]string{"DOCJOBS_DATA_DIR": dir, "DOCJOBS_ADDR": taken.Addr().String()},
+				"serve", "--role="+role)
+			if code != ExitError || !strings.Contains(stderr, "DOCJOBS_ADDR: listen "+taken.Addr().String()) {
+				t.Fatalf("exit %d: %s; want %d naming DOCJOBS_ADDR", code, stderr, ExitError)
+			}
+			if strings.Contains(stderr, "workers started") {
+				t.Errorf("workers started before the port was refused:\n%s", stderr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "docjobs.db")); !os.IsNotExist(err) {
+				t.Errorf("database made before the port was refused: %v", err)
+			}
+		})
+	}
+}
+
+func TestStartUpRefusalsNameTheVariable(t *testing.T) {
+	for name, value := range map[string]string{
+		"DOCJOBS_LOG_LEVEL":  "verbose",
+		"DOCJOBS_ROLE":       "bogus",
+		"DOCJOBS_PUBLIC_URL": "ftp://x",
+		"DOCJOBS_ADDR":       "notanaddr",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			code, _, stderr := run(t, map[string]string{"DOCJOBS_DATA_DIR": dir, name: value}, "serve")
+			if code != ExitUsage || !strings.HasPrefix(stderr, "docjobs: usage: "+name+": ") {
+				t.Fatalf("%s=%s: exit %d %q; want %d and the variable named", name, value, code, stderr, ExitUsage)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "docjobs.db")); !os.IsNotExist(err) {
+				t.Errorf("database made before the refusal: %v", err)
+			}
+		})
+	}
+}
