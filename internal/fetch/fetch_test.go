@@ -65,13 +65,7 @@ func fileBucket(t *testing.T) *blob.Bucket {
 // opened by its s3:// URL, as serve opens DOCJOBS_STORAGE_URL.
 func s3Bucket(t *testing.T) *blob.Bucket {
 	t.Helper()
-	u := s3test.Start(t).Bucket(t, "docjobs")
-	bucket, err := blob.OpenBucket(context.Background(), u)
-	if err != nil {
-		t.Fatalf("open %s: %v", u, err)
-	}
-	t.Cleanup(func() { bucket.Close() })
-	return bucket
+	return s3test.OpenBucket(t, "docjobs")
 }
 
 // forEachBucket runs test on a file:// bucket and on an s3:// one.

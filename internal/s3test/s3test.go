@@ -22,6 +22,7 @@ import (
 	"github.com/versity/versitygw/backend/meta"
 	"github.com/versity/versitygw/backend/posix"
 	"github.com/versity/versitygw/embedgw"
+	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/s3blob" // the s3:// driver serve registers (internal/cli/open.go), for the URLs Bucket gives
 )
 
@@ -176,6 +177,20 @@ func (s *Server) Bucket(t *testing.T, name string) string {
 	q.Set("region", Region)
 	q.Set("use_path_style", "true")
 	return "s3://" + name + "?" + q.Encode()
+}
+
+// OpenBucket starts a server, creates a bucket named name on it and opens
+// it by its s3:// URL, as serve opens DOCJOBS_STORAGE_URL; the bucket is
+// closed when the test ends.
+func OpenBucket(t *testing.T, name string) *blob.Bucket {
+	t.Helper()
+	u := Start(t).Bucket(t, name)
+	bucket, err := blob.OpenBucket(context.Background(), u)
+	if err != nil {
+		t.Fatalf("open %s: %v", u, err)
+	}
+	t.Cleanup(func() { bucket.Close() })
+	return bucket
 }
 
 // Keys lists every object key in the bucket, sorted, read straight from the

@@ -40,13 +40,7 @@ func fileBucket(t *testing.T) (*blob.Bucket, string) {
 // by its s3:// URL, as serve does; an s3:// bucket has no directory.
 func s3Bucket(t *testing.T) (*blob.Bucket, string) {
 	t.Helper()
-	u := s3test.Start(t).Bucket(t, "docjobs")
-	bucket, err := blob.OpenBucket(context.Background(), u)
-	if err != nil {
-		t.Fatalf("open %s: %v", u, err)
-	}
-	t.Cleanup(func() { bucket.Close() })
-	return bucket, ""
+	return s3test.OpenBucket(t, "docjobs"), ""
 }
 
 // forEachBucket runs test on a file:// bucket and on an s3:// one: removal
