@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -494,5 +495,46 @@ func TestWaitOpensTheStreamAgainUntilDone(t *testing.T) {
 	defer mu.Unlock()
 	if streams != 3 {
 		t.Errorf("%d streams opened, want 3", streams)
+	}
+}
+
+// A create the service refuses made no job: the uploads made for it are
+// deleted, or they would count against the account's quota with nothing
+// naming them. A retried submit of local files with the same idempotency
+// key cannot replay (each run uploads anew) and says so.
+func TestARefusedCreateRemovesTheRunsUploads(t *testing.T) {
+	s := startService(t)
+	file := writeFile(t, "a.txt", "Alpha.\n")
+
+	code, _, stderr := run(t, s.env(), "submit", file, "--prompt", "Summarize.", "--neural-type", "PROVIDER_2", "--neural-model", "gpt-4o-mini")
+	if code != ExitError || !strings.Contains(stderr, "neural.apiKey: required when prompts are given") {
+		t.Fatalf("exit %d: %s; want the create refused for its missing neural key", code, stderr)
+	}
+	uploaded := regexp.MustCompile(`uploaded \S+ \(\d+ bytes\): (\S+)`).FindStringSubmatch(stderr)
+	if uploaded == nil || !strings.Contains(stderr, "removed the upload "+uploaded[1]) {
+		t.Fatalf("stderr does not report the upload and its removal:\n%s", stderr)
+	}
+	id := uploaded[1][strings.LastIndex(uploaded[1], "/")+1:]
+	req, err := http.NewRequest(http.MethodGet, s.base+"/v1/files/"+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET the upload after the refused create: %d, want 404", resp.StatusCode)
+	}
+
+	args := []string{"submit", file, "--idempotency-key", "retry-1"}
+	if code, _, stderr := run(t, s.env(), args...); code != ExitOK {
+		t.Fatalf("first submit: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = run(t, s.env(), args...)
+	if code != ExitError || !strings.Contains(stderr, "a submit of local files cannot replay the job an earlier run made") {
+		t.Fatalf("retried submit of a local file: exit %d: %s; want the replay explained", code, stderr)
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -79,7 +81,7 @@ wait was interrupted.`,
 	f.BoolVar(&o.wait, "wait", false, "follow the job's progress on stderr and print its result on stdout")
 	f.BoolVar(&o.json, "json", false, "print the created job as JSON instead of its id (with --wait the result is JSON anyway)")
 	f.StringVar(&o.title, "title", "", "job title")
-	f.StringVar(&o.idempotencyKey, "idempotency-key", "", "the same key with the same request returns the first job instead of a new one")
+	f.StringVar(&o.idempotencyKey, "idempotency-key", "", "the same key with the same request returns the first job instead of a new one (local files are uploaded anew by each run, so only a submit of URLs can replay)")
 	f.StringVar(&o.neuralType, "neural-type", "", "model provider, like PROVIDER_2 (required with --prompt)")
 	f.StringVar(&o.neuralModel, "neural-model", "", "model id of that provider, like gpt-4o-mini (required with --prompt)")
 	f.StringVar(&o.neuralKey, "neural-key", "", "model provider key; prefer DOCJOBS_NEURAL_KEY (or DOCJOBS_NEURAL_KEY_FILE)")
@@ -141,16 +143,29 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 
 	c := newClient(cfg)
 	req.SourceURLs = append([]string(nil), args...)
+	var uploaded []string
 	for _, i := range local {
 		up, err := c.upload(ctx, args[i])
 		if err != nil {
+			c.removeUploads(ctx, env, uploaded)
 			return err
 		}
 		fmt.Fprintf(env.stderr, "uploaded %s (%d bytes): %s\n", args[i], up.SizeBytes, up.URL)
 		req.SourceURLs[i] = up.URL
+		uploaded = append(uploaded, up.URL)
 	}
 	var created json.RawMessage
 	if err := c.sendJSON(ctx, "POST", "/v1/jobs", req, &created); err != nil {
+		// Only a refusal is sure to have made no job: after a lost answer
+		// (a network error, a 5xx) the job may exist and read the uploads.
+		var refused *apiError
+		if !errors.As(err, &refused) || refused.status >= 500 {
+			return err
+		}
+		c.removeUploads(ctx, env, uploaded)
+		if len(uploaded) > 0 && o.idempotencyKey != "" && strings.Contains(refused.message, "idempotency key reused") {
+			return fmt.Errorf("%w; local files are uploaded anew by every run, so a submit of local files cannot replay the job an earlier run made: `docjobs jobs` lists it", err)
+		}
 		return err
 	}
 	var j struct{ ID string }
@@ -166,6 +181,30 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 	default:
 		fmt.Fprintln(env.stdout, j.ID)
 		return nil
+	}
+}
+
+// removeUploads deletes the uploads this run made for a job that was not
+// created: kept, they would count against the account's upload quota
+// until deleted, and nothing names them. It runs even after an interrupt,
+// briefly; what it cannot delete it names.
+func (c *client) removeUploads(ctx context.Context, env *environment, urls []string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, raw := range urls {
+		path := raw
+		if u, err := url.Parse(raw); err == nil {
+			if i := strings.LastIndex(u.Path, "/v1/files/"); i >= 0 {
+				path = u.Path[i:]
+			}
+		}
+		resp, err := c.do(ctx, http.MethodDelete, path, nil, "", -1)
+		if err != nil {
+			fmt.Fprintf(env.stderr, "could not remove the upload %s: %v\n", raw, err)
+			continue
+		}
+		resp.Body.Close()
+		fmt.Fprintf(env.stderr, "removed the upload %s: no job was created\n", raw)
 	}
 }
 
