@@ -196,7 +196,7 @@ func validateNeural(n *docjobsv1.Neural, hasPrompts bool, keyRequired func(slot 
 	if err := checkHeaderValue("neural.apiKey", n.GetApiKey()); err != nil {
 		return err
 	}
-	if t := n.GetType().String(); hasPrompts && n.GetApiKey() == "" && keyRequired != nil && keyRequired(t) {
+	if t := n.GetType().String(); hasPrompts && strings.TrimSpace(n.GetApiKey()) == "" && keyRequired != nil && keyRequired(t) {
 		return invalid("neural.apiKey", "required when prompts are given for %s", t)
 	}
 	if b := n.GetChunkBudgetTokens(); b < 0 {
@@ -226,7 +226,7 @@ func validateOCR(o *docjobsv1.Ocr) error {
 	if err := checkText("ocr.model", o.GetModel()); err != nil {
 		return err
 	}
-	if o.GetProviderKey() == "" {
+	if strings.TrimSpace(o.GetProviderKey()) == "" {
 		return invalid("ocr.providerKey", "required")
 	}
 	if len(o.GetProviderKey()) > maxSecretBytes {

@@ -339,6 +339,12 @@ func TestValidateCreate(t *testing.T) {
 			r.Prompts = []string{"Extract the totals."}
 			r.Neural.ApiKey = ""
 		}, want: "neural.apiKey: required when prompts are given for NEURAL_CLIENT_TYPE_PROVIDER_2"},
+		{name: "with prompts a key of spaces is no key", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Prompts = []string{"Extract the totals."}
+			r.Neural.ApiKey = "   "
+		}, want: "neural.apiKey: required when prompts are given for NEURAL_CLIENT_TYPE_PROVIDER_2"},
+		{name: "a recognition key of spaces is no key", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.ProviderKey = " \t " },
+			want: "ocr.providerKey: required"},
 		{name: "with prompts the self-hosted slot needs no key", mutate: func(r *docjobsv1.CreateJobRequest) {
 			r.Prompts = []string{"Extract the totals."}
 			r.Neural.Type = docjobsv1.NeuralClientType_NEURAL_CLIENT_TYPE_PROVIDER_8

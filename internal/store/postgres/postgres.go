@@ -107,12 +107,31 @@ func logger(cfg Config) *slog.Logger {
 func poolConfig(url string, cpus int) (*pgxpool.Config, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse url: %w", err)
+		return nil, fmt.Errorf("postgres: parse url: %s", withoutConnString(err))
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		pc.MaxConns = poolSize(cpus)
 	}
 	return pc, nil
+}
+
+// withoutConnString is pgx's parse error without the connection string it
+// quotes: pgx hides a password in the URL's user information but not one
+// given as a query parameter (?password=), and the error is printed at
+// start. What follows the quoted string says what is wrong with it.
+func withoutConnString(err error) string {
+	var pce *pgconn.ParseConfigError
+	if !errors.As(err, &pce) {
+		return err.Error()
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "`: "); i >= 0 {
+		return msg[i+len("`: "):]
+	}
+	if inner := errors.Unwrap(pce); inner != nil {
+		return inner.Error()
+	}
+	return "the URL does not parse"
 }
 
 // poolSize is the pool's default size on a machine of cpus cores. pgx's
