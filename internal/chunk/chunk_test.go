@@ -69,6 +69,7 @@ func checkXML(t testing.TB, chunks []Chunk) {
 	t.Helper()
 	for _, ch := range chunks {
 		d := xml.NewDecoder(strings.NewReader(ch.Text))
+		d.Entity = referencedEntities(ch.Text) // as the splitter reads the document
 		for {
 			_, err := d.Token()
 			if err == io.EOF {
@@ -418,6 +419,24 @@ func TestSplitXML(t *testing.T) {
 		for _, ch := range split(t, text, FormatXML, 150) {
 			if strings.Count(ch.Body(), "<inv:invoice ") != strings.Count(ch.Body(), "</inv:invoice>") {
 				t.Errorf("chunk %d splits an invoice", ch.Index)
+			}
+		}
+	})
+	t.Run("entities of an external DTD do not send the file to the plain-text splitter", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString("<?xml version=\"1.0\"?>\n<!DOCTYPE article PUBLIC \"-//NLM//DTD JATS (Z39.96) Journal Publishing DTD v1.2 20190208//EN\" \"JATS-journalpublishing1.dtd\">\n<article><body>\n")
+		for i := 0; i < 40; i++ {
+			fmt.Fprintf(&b, "<p>Caf&eacute; number %d &mdash; na&iuml;ve &amp; &nbsp;fine.</p>\n", i)
+		}
+		b.WriteString("</body></article>\n")
+		chunks := split(t, b.String(), FormatXML, 150)
+		checkXML(t, chunks)
+		if len(chunks) < 2 {
+			t.Fatalf("%d chunks, want the text split", len(chunks))
+		}
+		for _, ch := range chunks[1:] {
+			if !strings.HasPrefix(ch.Text, "<article><body>") {
+				t.Errorf("chunk %d does not re-open its ancestors (split as plain text?): %.60q", ch.Index, ch.Text)
 			}
 		}
 	})

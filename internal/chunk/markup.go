@@ -402,6 +402,26 @@ func setTableHeader(table *node) {
 
 // parseXML builds the element tree of text with encoding/xml. It reports
 // false for input that is not well-formed.
+// referencedEntities maps every name text references as "&name;" to "":
+// the splitter needs where the markup is, not what an entity stands for.
+// A reference to an entity of the document's external DTD (JATS, DocBook)
+// is well-formed XML that recognition accepts (internal/convert/xml.go),
+// and the strict decoder would refuse it, sending the whole file to the
+// plain-text splitter. The decoder resolves the predefined five itself.
+func referencedEntities(text string) map[string]string {
+	m := map[string]string{}
+	for rest := text; ; {
+		i := strings.IndexByte(rest, '&')
+		if i < 0 {
+			return m
+		}
+		rest = rest[i+1:]
+		if j := strings.IndexAny(rest, ";& \t\n<"); j > 0 && j <= 64 && rest[j] == ';' && rest[0] != '#' {
+			m[rest[:j]] = ""
+		}
+	}
+}
+
 func parseXML(text string) (*node, bool) {
 	root := &node{kind: kindElement, root: true, end: len(text), closeStart: len(text)}
 	stack := []*node{root}
@@ -411,6 +431,7 @@ func parseXML(text string) (*node, bool) {
 	}
 	d := xml.NewDecoder(strings.NewReader(text))
 	d.Strict = true
+	d.Entity = referencedEntities(text)
 	prev := 0
 	for {
 		tok, err := d.RawToken()

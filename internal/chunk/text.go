@@ -503,16 +503,22 @@ func sentenceCuts(s string) []int {
 	return cuts
 }
 
-// wordCuts cuts before the last whitespace character ahead of each word.
+// wordCuts cuts before the last whitespace character ahead of each word
+// but the first: whitespace that leads the text stays with its first word,
+// or it would be a piece of its own, and a chunk of nothing but it when
+// the word after it fills a chunk alone.
 func wordCuts(s string) []int {
 	var cuts []int
-	prevSpace, lastSpaceAt := false, 0
+	prevSpace, lastSpaceAt, word := false, 0, false
 	for i, r := range s {
 		sp := unicode.IsSpace(r)
 		if sp {
 			lastSpaceAt = i
-		} else if prevSpace && lastSpaceAt > 0 {
-			cuts = append(cuts, lastSpaceAt)
+		} else {
+			if prevSpace && word {
+				cuts = append(cuts, lastSpaceAt)
+			}
+			word = true
 		}
 		prevSpace = sp
 	}
