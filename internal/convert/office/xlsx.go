@@ -316,6 +316,9 @@ func uncachedFormulas(a *archive, part string, maxRows, maxFormulas int) (map[in
 			case "f", "v", "is":
 				if inCell {
 					in = t.Name.Local
+					// An empty <v></v> is a cached value too: the empty
+					// string of =IF(A5="","",…), as Excel writes it.
+					hasValue = hasValue || in != "f"
 				}
 			}
 		case xml.CharData:
@@ -326,7 +329,7 @@ func uncachedFormulas(a *archive, part string, maxRows, maxFormulas int) (map[in
 				}
 			case "v", "is":
 				if len(bytes.TrimSpace(t)) > 0 {
-					hasValue, rowHasText = true, true
+					rowHasText = true
 				}
 			}
 		case xml.EndElement:

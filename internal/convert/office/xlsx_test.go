@@ -1,7 +1,10 @@
 package office
 
 import (
+	"archive/zip"
+	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -193,4 +196,55 @@ func TestXLSXByteBudget(t *testing.T) {
 	if len(md) > 12000 || !strings.Contains(md, "more rows omitted") {
 		t.Errorf("%d bytes: %q", len(md), md[max(0, len(md)-80):])
 	}
+}
+
+// A formula whose cached value is the empty string (<v></v>, as Excel and
+// LibreOffice write =IF(A5="","",…)) has a value: its cell is empty, not
+// its formula.
+func TestXLSXFormulaCachedAsEmptyIsEmpty(t *testing.T) {
+	data := workbook(t, func(f *excelize.File, s string) {
+		set(t, f, s, "A1", "n")
+		set(t, f, s, "B1", "size")
+		set(t, f, s, "A2", 1)
+		if err := f.SetCellFormula(s, "B2", `IF(A2>1,"big","")`); err != nil {
+			t.Fatal(err)
+		}
+	})
+	data = patchPart(t, data, "xl/worksheets/sheet1.xml", func(xml string) string {
+		i := strings.Index(xml, "</f>")
+		if i < 0 {
+			t.Fatalf("no formula in the sheet: %s", xml)
+		}
+		return xml[:i+len("</f>")] + "<v></v>" + xml[i+len("</f>"):]
+	})
+	md, _ := markdown(t, Config{}, XLSX, data)
+	if want := "## Sheet: Sheet1\n\n| n | size |\n| --- | --- |\n| 1 |  |\n"; md != want {
+		t.Errorf("markdown:\n%q\nwant\n%q", md, want)
+	}
+}
+
+// patchPart rewrites the part name of a zip archive with edit.
+func patchPart(t *testing.T, data []byte, name string, edit func(string) string) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts [][2]string
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Name == name {
+			b = []byte(edit(string(b)))
+		}
+		parts = append(parts, [2]string{f.Name, string(b)})
+	}
+	return zipOf(t, parts...)
 }
