@@ -109,6 +109,13 @@ func elideBase64(text string) string {
 			i++
 			continue
 		}
+		// The text is JSON: a letter (or "/") after an escaping backslash
+		// belongs to the escape ("\n", "\u00e9"), and eliding it would
+		// leave a lone backslash that breaks the document.
+		if n := escapeLen(text, i); n > 0 {
+			i += n
+			continue
+		}
 		// A run of base64 characters starts at i; "=" padding may end it.
 		j := i
 		for j < len(text) && isBase64Char(text[j]) {
@@ -146,6 +153,23 @@ func elideBase64(text string) string {
 	}
 	b.WriteString(text[last:])
 	return b.String()
+}
+
+// escapeLen is how many bytes from i belong to a JSON escape whose
+// backslash is text[i-1] (an odd run of backslashes ends there): 5 for
+// \uXXXX, else 1; 0 when text[i] is not escaped.
+func escapeLen(text string, i int) int {
+	k := i
+	for k > 0 && text[k-1] == '\\' {
+		k--
+	}
+	if (i-k)%2 == 0 {
+		return 0
+	}
+	if text[i] == 'u' {
+		return min(5, len(text)-i)
+	}
+	return 1
 }
 
 // isDataURL reports whether prefix ends in "data:<media type>;base64".

@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -77,7 +78,20 @@ func TestRedactAdversarialKeys(t *testing.T) {
 	}
 }
 
+// Redacting a JSON document keeps it JSON: a base64 run right after an
+// escape ("\n", "\/", "\u00e9") is elided without the escape's letters.
+func TestRedactKeepsJSONEscapesWhole(t *testing.T) {
+	for _, prefix := range []string{`line\n`, `a\/`, `caf\u00e9`, `two\\`} {
+		doc := `{"content":"` + prefix + b64(300) + `"}`
+		got := provider.Redact(doc, "sk-abcdefgh")
+		if !json.Valid([]byte(got)) || !strings.Contains(got, "elided") {
+			t.Errorf("after %q: %.80q is not JSON with the run elided", prefix, got)
+		}
+	}
+}
+
 func FuzzRedact(f *testing.F) {
+	f.Add(`{"a":"x\n`+b64(200)+`"}`, "sk-abcdefgh")
 	f.Add(`{"url":"data:image/jpeg;base64,`+b64(200)+`"}`, "sk-abcdefgh")
 	f.Add(`{"data":"`+b64(500)+`"}`, "AIzaSyKEY")
 	f.Add("key in the clear: sk-abcdefgh", "sk-abcdefgh")
@@ -88,9 +102,19 @@ func FuzzRedact(f *testing.F) {
 		if key != "" && strings.Contains(got, key) {
 			t.Fatalf("Redact(%q, %q) = %q keeps the key", text, key, got)
 		}
-		run := 0
+		run, backslashes := 0, 0
 		for i := 0; i < len(got); i++ {
 			c := got[i]
+			escaped := backslashes%2 == 1 // the letter of a JSON escape is no base64
+			if c == '\\' {
+				backslashes++
+			} else {
+				backslashes = 0
+			}
+			if escaped {
+				run = 0
+				continue
+			}
 			if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' {
 				if run++; run >= provider.MinBase64Run {
 					t.Fatalf("Redact(%q, %q) = %q keeps a base64 run of %d", text, key, got, run)
