@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 )
 
 // ExitForced is the exit code of a stop forced by a second signal: work in
@@ -12,28 +13,43 @@ import (
 // after a restart, as after a crash).
 const ExitForced = 3
 
+// repeatWindow is how soon after the first a signal counts as the same
+// stop: `timeout`, a supervisor or a terminal may send SIGTERM to the
+// process and to its group, two deliveries microseconds apart that Go does
+// not always merge, and that must not cut work off.
+const repeatWindow = time.Second
+
 // StopOnSignal returns a context that ends at the first signal from sigs,
 // which starts the graceful stop (serve stops accepting, lets requests
 // finish and drains the workers for up to 30 s). A second signal does not
 // wait for that: it logs and calls exit(ExitForced), as an operator's
-// second Ctrl-C means. stop ends the watch; signals after it are ignored.
+// second Ctrl-C means; one within repeatWindow of the first is the same stop. stop ends the watch; signals after it are ignored.
 func StopOnSignal(parent context.Context, sigs <-chan os.Signal, stderr io.Writer, exit func(int)) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	done := make(chan struct{})
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	go func() {
+		var first time.Time
 		select {
 		case sig := <-sigs:
+			first = time.Now()
 			log.Info("stopping: signal received; a second signal stops at once without waiting for work in flight", "signal", sig.String())
 			cancel()
 		case <-done:
 			return
 		}
-		select {
-		case sig := <-sigs:
-			log.Warn("second signal: stopping at once; work in flight is cut off", "signal", sig.String(), "exit_code", ExitForced)
-			exit(ExitForced)
-		case <-done:
+		for {
+			select {
+			case sig := <-sigs:
+				if time.Since(first) < repeatWindow {
+					continue // the same stop, delivered to the process group too
+				}
+				log.Warn("second signal: stopping at once; work in flight is cut off", "signal", sig.String(), "exit_code", ExitForced)
+				exit(ExitForced)
+				return
+			case <-done:
+				return
+			}
 		}
 	}()
 	return ctx, func() {

@@ -30,6 +30,7 @@ func TestASecondSignalExitsAtOnce(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 
+	time.Sleep(repeatWindow) // an operator's second Ctrl-C, not the group's copy of the first
 	sigs <- os.Interrupt
 	select {
 	case code := <-exited:
@@ -65,5 +66,24 @@ func TestSignalsAfterStopAreIgnored(t *testing.T) {
 	defer mu.Unlock()
 	if len(exits) != 0 {
 		t.Errorf("exited %v after stop", exits)
+	}
+}
+
+// A signal delivered to the process and to its group (`timeout`, a
+// supervisor) arrives twice at once: that is one stop, the graceful one.
+func TestTheSameStopDeliveredTwiceAtOnceIsGraceful(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	var logs syncBuffer
+	exited := make(chan int, 1)
+	ctx, stop := StopOnSignal(context.Background(), sigs, &logs, func(code int) { exited <- code })
+	defer stop()
+
+	sigs <- syscall.SIGTERM
+	sigs <- syscall.SIGTERM
+	<-ctx.Done()
+	select {
+	case code := <-exited:
+		t.Fatalf("two signals at once exited with %d; want the graceful stop", code)
+	case <-time.After(300 * time.Millisecond):
 	}
 }
