@@ -107,11 +107,13 @@ func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool) er
 		// The id is the job's: a receiver sees the same webhook-id on
 		// every retry and can drop repeats.
 		a = w.deps.Webhooks.Send(ctx, j.WebhookURL, "msg_"+j.ID, body, secret, now)
-		outcome := job.WebhookDelivered
+		// The outcome words of every stage's metric are the rows' DONE and
+		// FAILED, so one dashboard filter finds every stage's failures.
+		outcome := job.RowDone
 		if !a.Delivered {
-			outcome = job.WebhookFailed
+			outcome = job.RowFailed
 		}
-		observe(w.deps.Observer, "webhook", outcome, now)
+		observe(w.deps.Observer, "webhook", string(outcome), now)
 	}
 	state := job.WebhookPending
 	switch {
