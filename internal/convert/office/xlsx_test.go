@@ -1,10 +1,7 @@
 package office
 
 import (
-	"archive/zip"
-	"bytes"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -226,25 +223,11 @@ func TestXLSXFormulaCachedAsEmptyIsEmpty(t *testing.T) {
 // patchPart rewrites the part name of a zip archive with edit.
 func patchPart(t *testing.T, data []byte, name string, edit func(string) string) []byte {
 	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parts [][2]string
-	for _, f := range zr.File {
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
+	parts := partsOf(t, data)
+	for i := range parts {
+		if parts[i][0] == name {
+			parts[i][1] = edit(parts[i][1])
 		}
-		b, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.Name == name {
-			b = []byte(edit(string(b)))
-		}
-		parts = append(parts, [2]string{f.Name, string(b)})
 	}
 	return zipOf(t, parts...)
 }
