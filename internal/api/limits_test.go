@@ -1,8 +1,6 @@
 package api
 
 import (
-	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+	"github.com/docjobs/docjobs/internal/blobtest"
 	"github.com/docjobs/docjobs/internal/store/postgres"
 	"github.com/docjobs/docjobs/internal/store/postgres/pgtest"
 	"github.com/docjobs/docjobs/internal/store/storetest"
@@ -140,25 +139,6 @@ func TestConcurrentCreatesNeverPassTheActiveJobsLimit(t *testing.T) {
 
 const uploadQuotaMessage = "account uploads would exceed 100 bytes, the most allowed (DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES); delete uploads no longer needed"
 
-// uploadKeys lists the stored blobs under uploads/.
-func (h *harness) uploadKeys(t *testing.T) []string {
-	t.Helper()
-	var keys []string
-	it := h.bucket.List(nil)
-	for {
-		obj, err := it.Next(context.Background())
-		if errors.Is(err, io.EOF) {
-			return keys
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(obj.Key, "uploads/") {
-			keys = append(keys, obj.Key)
-		}
-	}
-}
-
 // untouchable is a body that fails the test if it is read.
 type untouchable struct{ t *testing.T }
 
@@ -177,7 +157,7 @@ func TestStoreUploadPastTheAccountQuota(t *testing.T) {
 		}
 		_, _, err = h.svc.StoreUpload(ctx, "b.txt", strings.NewReader(strings.Repeat("b", 41)))
 		wantStatus(t, err, codes.ResourceExhausted, uploadQuotaMessage)
-		if keys := h.uploadKeys(t); len(keys) != 1 {
+		if keys := blobtest.Keys(t, h.bucket, "uploads/"); len(keys) != 1 {
 			t.Fatalf("stored after a refused upload: %v, want only the first upload", keys)
 		}
 		if _, _, err := h.svc.StoreUpload(ctx, "c.txt", strings.NewReader(strings.Repeat("c", 40))); err != nil {
@@ -235,7 +215,7 @@ func TestConcurrentUploadsNeverPassTheAccountQuota(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
-		if keys := h.uploadKeys(t); admitted != 3 || len(keys) != 3 {
+		if keys := blobtest.Keys(t, h.bucket, "uploads/"); admitted != 3 || len(keys) != 3 {
 			t.Fatalf("admitted %d uploads of 30 bytes under a quota of 100, %d stored; want 3", admitted, len(keys))
 		}
 	})

@@ -31,6 +31,7 @@ import (
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/logtest"
 	"github.com/docjobs/docjobs/internal/s3test"
 	"github.com/docjobs/docjobs/internal/secret"
 	"github.com/docjobs/docjobs/internal/store"
@@ -69,27 +70,10 @@ type harness struct {
 	// s3Bucket the bucket's name on it.
 	s3       *s3test.Server
 	s3Bucket string
-	logs     *syncBuffer
+	logs     *logtest.Buffer
 
 	mu     sync.Mutex
 	stages map[string]int // job id -> files passed to FirstStage
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // opener opens a fresh, migrated store for one test, logging to log.
@@ -137,7 +121,7 @@ func newHarnessOn(t *testing.T, cfg Config, open opener) *harness {
 func newHarnessWith(t *testing.T, cfg Config, open opener, stor storage) *harness {
 	t.Helper()
 	dir := t.TempDir()
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	st := open(t, log)

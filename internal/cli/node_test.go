@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river"
 
+	"github.com/docjobs/docjobs/internal/logtest"
 	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/postgres"
 	"github.com/docjobs/docjobs/internal/store/postgres/pgtest"
@@ -99,24 +98,6 @@ func holdNode(t *testing.T, db nodeDatabase, id string) (release func()) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer a test may read while serve writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveFor runs serve --role=worker with env until it returns or, once its
 // workers have started, runs while (if set) and stops it. It returns the
 // exit code and stderr.
@@ -124,7 +105,7 @@ func serveFor(t *testing.T, env map[string]string, while func()) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errb syncBuffer
+	var out, errb logtest.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- Run(ctx, []string{"serve", "--role=worker"}, &out, &errb, func(k string) string { return env[k] })

@@ -11,14 +11,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docjobs/docjobs/internal/logtest"
 )
 
 // startServe runs serve with args and env until the test ends, and
 // returns its stderr and a channel of its exit code.
-func startServe(t *testing.T, env map[string]string, args ...string) (*syncBuffer, <-chan int) {
+func startServe(t *testing.T, env map[string]string, args ...string) (*logtest.Buffer, <-chan int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb syncBuffer
+	var out, errb logtest.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- Run(ctx, append([]string{"serve"}, args...), &out, &errb, func(k string) string { return env[k] })
@@ -35,7 +37,7 @@ func startServe(t *testing.T, env map[string]string, args ...string) (*syncBuffe
 }
 
 // logged waits for a line with msg in logs and returns it decoded.
-func logged(t *testing.T, logs *syncBuffer, code <-chan int, msg string) map[string]any {
+func logged(t *testing.T, logs *logtest.Buffer, code <-chan int, msg string) map[string]any {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		for line := range strings.SplitSeq(logs.String(), "\n") {

@@ -9,11 +9,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/docjobs/docjobs/internal/logtest"
 )
 
 func TestASecondSignalExitsAtOnce(t *testing.T) {
 	sigs := make(chan os.Signal, 2)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	exited := make(chan int, 1)
 	ctx, stop := StopOnSignal(context.Background(), sigs, &logs, func(code int) { exited <- code })
 	defer stop()
@@ -73,7 +75,7 @@ func TestSignalsAfterStopAreIgnored(t *testing.T) {
 // supervisor) arrives twice at once: that is one stop, the graceful one.
 func TestTheSameStopDeliveredTwiceAtOnceIsGraceful(t *testing.T) {
 	sigs := make(chan os.Signal, 2)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	exited := make(chan int, 1)
 	ctx, stop := StopOnSignal(context.Background(), sigs, &logs, func(code int) { exited <- code })
 	defer stop()

@@ -20,6 +20,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 
+	"github.com/docjobs/docjobs/internal/blobtest"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/outbound"
 	"github.com/docjobs/docjobs/internal/s3test"
@@ -104,22 +105,6 @@ func newEnvOn(t *testing.T, open openBucket, cfg Config, client *http.Client) *e
 	return &env{f: f, bucket: bucket, files: files}
 }
 
-func (e *env) keys(t *testing.T) []string {
-	t.Helper()
-	var keys []string
-	it := e.bucket.List(nil)
-	for {
-		obj, err := it.Next(context.Background())
-		if errors.Is(err, io.EOF) {
-			return keys
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, obj.Key)
-	}
-}
-
 func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(h)
@@ -183,7 +168,7 @@ func TestFetchDownloadsAndSaveStores(t *testing.T) {
 		if string(res.Data) != body {
 			t.Errorf("Data = %q, want the download", res.Data)
 		}
-		if keys := e.keys(t); len(keys) != 0 {
+		if keys := blobtest.Keys(t, e.bucket, ""); len(keys) != 0 {
 			t.Errorf("bucket holds %v before Save", keys)
 		}
 		if err := e.f.Save(context.Background(), res); err != nil {
@@ -216,7 +201,7 @@ func TestSaveStoresAnEmptyDownloadAndLeavesStoredFilesAlone(t *testing.T) {
 		if err := e.f.Save(context.Background(), Result{Key: "uploads/u1"}); err != nil {
 			t.Fatalf("Save of a stored file: %v", err)
 		}
-		if keys := e.keys(t); len(keys) != 1 {
+		if keys := blobtest.Keys(t, e.bucket, ""); len(keys) != 1 {
 			t.Errorf("bucket holds %v, want only the saved download", keys)
 		}
 	})
@@ -249,7 +234,7 @@ func TestDiscardDeletesTheJobsCopyAndNeverAnUpload(t *testing.T) {
 				t.Fatalf("Discard(%s): %v", r.Key, err)
 			}
 		}
-		if keys := e.keys(t); !reflect.DeepEqual(keys, []string{up.Key}) {
+		if keys := blobtest.Keys(t, e.bucket, ""); !reflect.DeepEqual(keys, []string{up.Key}) {
 			t.Errorf("bucket holds %v, want only the upload", keys)
 		}
 	})
@@ -345,7 +330,7 @@ func TestFetchHTTPErrors(t *testing.T) {
 			if !strings.Contains(fe.Error(), "/doc.pdf?token=t") {
 				t.Errorf("error %q does not name the URL", fe.Error())
 			}
-			if keys := e.keys(t); len(keys) != 0 {
+			if keys := blobtest.Keys(t, e.bucket, ""); len(keys) != 0 {
 				t.Errorf("bucket holds %v after a failed download", keys)
 			}
 		})
@@ -381,7 +366,7 @@ func TestFetchSizeCap(t *testing.T) {
 			e := newEnv(t, Config{MaxBytes: 1 << 10}, nil)
 			_, err := e.f.Fetch(context.Background(), "a", "j", 0, srv.URL+"/big")
 			wantFetchError(t, err, "the file is larger than the 1 KiB limit", false)
-			if keys := e.keys(t); len(keys) != 0 {
+			if keys := blobtest.Keys(t, e.bucket, ""); len(keys) != 0 {
 				t.Errorf("bucket holds %v after a refused download", keys)
 			}
 		})
@@ -530,7 +515,7 @@ func TestFetchOfAnUploadDeletedFromStorageIsNotFound(t *testing.T) {
 		if !errors.Is(err, job.ErrNotFound) {
 			t.Errorf("error does not wrap job.ErrNotFound")
 		}
-		if keys := e.keys(t); len(keys) != 0 {
+		if keys := blobtest.Keys(t, e.bucket, ""); len(keys) != 0 {
 			t.Errorf("bucket holds %v, want nothing", keys)
 		}
 	})
@@ -697,7 +682,7 @@ func TestRemoveJobFilesRemovesEveryKeyOfTheJobAndNoOther(t *testing.T) {
 			t.Fatal(errs)
 		}
 		e := &env{bucket: bucket}
-		if keys := e.keys(t); !reflect.DeepEqual(keys, []string{"jobs/j10/0-c", "uploads/acct/u1"}) {
+		if keys := blobtest.Keys(t, e.bucket, ""); !reflect.DeepEqual(keys, []string{"jobs/j10/0-c", "uploads/acct/u1"}) {
 			t.Errorf("bucket holds %v, want the other job's and the upload", keys)
 		}
 	})

@@ -1,48 +1,17 @@
 package riverlog
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/docjobs/docjobs/internal/logtest"
 )
 
-// lines is a JSON log a test reads while timers write to it.
-type lines struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lines) records(t *testing.T) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for line := range strings.SplitSeq(strings.TrimSpace(l.b.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func newLog(window time.Duration) (*slog.Logger, *lines) {
-	out := &lines{}
+// newLog is a riverlog logger writing JSON lines a test reads while timers write them.
+func newLog(window time.Duration) (*slog.Logger, *logtest.Buffer) {
+	out := &logtest.Buffer{}
 	return New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}), window), out
 }
 
@@ -51,7 +20,7 @@ func TestRiversJobIDIsRenamed(t *testing.T) {
 	log.Info("jobexecutor.JobExecutor: Job errored; retrying", "job_id", 14, "job_kind", "webhook")
 	log.With("job_id", 15).Warn("with attrs")
 	log.WithGroup("g").Info("grouped", "job_id", 16)
-	recs := out.records(t)
+	recs := out.Records(t)
 	if len(recs) != 3 {
 		t.Fatalf("got %d lines, want 3: %v", len(recs), recs)
 	}
@@ -73,7 +42,7 @@ func TestRepeatedErrorsAreSummedUpOnceAWindow(t *testing.T) {
 		log.Error("producer: Error fetching jobs", "err", down, "queue", "file")
 		log.Error("producer: Error fetching jobs", "err", down, "queue", "finalize")
 	}
-	recs := out.records(t)
+	recs := out.Records(t)
 	if len(recs) != 2 || recs[0]["queue"] != "file" || recs[1]["queue"] != "finalize" || recs[0]["repeated"] != nil {
 		t.Fatalf("at once: %v; want the first line of each queue, in full", recs)
 	}
@@ -81,7 +50,7 @@ func TestRepeatedErrorsAreSummedUpOnceAWindow(t *testing.T) {
 	// The failure goes on: one summary per line and window, nothing more.
 	time.Sleep(window + window/2)
 	log.Error("producer: Error fetching jobs", "err", down, "queue", "file")
-	recs = out.records(t)
+	recs = out.Records(t)
 	if len(recs) != 4 {
 		t.Fatalf("after a window: %d lines %v; want the two summaries", len(recs), recs)
 	}
@@ -95,12 +64,12 @@ func TestRepeatedErrorsAreSummedUpOnceAWindow(t *testing.T) {
 	// The failure ends: one more summary (of the repeat above), then a
 	// quiet window forgets the line and its next occurrence is in full.
 	time.Sleep(3 * window)
-	recs = out.records(t)
+	recs = out.Records(t)
 	if len(recs) != 5 || recs[4]["repeated"] != float64(1) || recs[4]["queue"] != "file" {
 		t.Fatalf("after the failure: %v; want one summary of 1 repeat", recs)
 	}
 	log.Error("producer: Error fetching jobs", "err", down, "queue", "file")
-	recs = out.records(t)
+	recs = out.Records(t)
 	if len(recs) != 6 || recs[5]["repeated"] != nil {
 		t.Fatalf("a new failure: %v; want it in full", recs)
 	}
@@ -113,7 +82,7 @@ func TestInfoLinesAndDifferentErrorsAreNotCollapsed(t *testing.T) {
 	}
 	log.Error("Job errored", "job_id", 1, "error", "a")
 	log.Error("Job errored", "job_id", 2, "error", "a")
-	if got := len(out.records(t)); got != 5 {
+	if got := len(out.Records(t)); got != 5 {
 		t.Errorf("got %d lines, want 5 (info lines and errors of different jobs all written)", got)
 	}
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +29,7 @@ import (
 	"github.com/docjobs/docjobs/internal/api"
 	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/logtest"
 )
 
 // Keys of the two test accounts.
@@ -322,31 +322,13 @@ func (o *observedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // testEnv is a Server listening on loopback through Serve, as in production.
 type testEnv struct {
 	t       testing.TB
 	srv     *Server
 	svc     *jobService
 	files   *diskFiles
-	logs    *syncBuffer
+	logs    *logtest.Buffer
 	baseURL string
 	addr    string
 	ready   error
@@ -358,7 +340,7 @@ type envOption func(*Config, *Deps)
 
 func startServer(t testing.TB, opts ...envOption) *testEnv {
 	t.Helper()
-	env := &testEnv{t: t, svc: newJobService(), logs: &syncBuffer{}}
+	env := &testEnv{t: t, svc: newJobService(), logs: &logtest.Buffer{}}
 	cfg := Config{UploadMaxBytes: DefaultUploadMaxBytes, ShutdownTimeout: 5 * time.Second}
 	env.files = newDiskFiles(t, cfg.UploadMaxBytes)
 	env.svc.files = env.files

@@ -3,14 +3,12 @@ package worker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"gocloud.dev/blob/fileblob"
 
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/logtest"
 	"github.com/docjobs/docjobs/internal/store"
 )
 
@@ -72,26 +71,9 @@ func TestDownloadsAndWebhooksAreObservedAsStages(t *testing.T) {
 	}
 }
 
-// jsonLines decodes a JSON log.
-func jsonLines(t *testing.T, b *bytes.Buffer) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for line := range strings.SplitSeq(strings.TrimSpace(b.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 func lineOf(t *testing.T, b *bytes.Buffer, msg string) map[string]any {
 	t.Helper()
-	for _, l := range jsonLines(t, b) {
+	for _, l := range logtest.Records(t, b.String()) {
 		if l["msg"] == msg {
 			return l
 		}

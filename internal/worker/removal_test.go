@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 
+	"github.com/docjobs/docjobs/internal/blobtest"
 	"github.com/docjobs/docjobs/internal/convert"
 	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
@@ -59,28 +59,11 @@ func forEachBucket(t *testing.T, test func(t *testing.T, bucket *blob.Bucket, di
 	}
 }
 
-// storedKeys lists every key in the bucket.
-func storedKeys(t *testing.T, bucket *blob.Bucket) []string {
-	t.Helper()
-	var keys []string
-	it := bucket.List(nil)
-	for {
-		obj, err := it.Next(context.Background())
-		if errors.Is(err, io.EOF) {
-			return keys
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, obj.Key)
-	}
-}
-
 // wantNothingLeftOf fails unless job id has no stored file, no folder in
 // dir (a file:// bucket's; "" for s3://) and no removal record.
 func wantNothingLeftOf(t *testing.T, st Store, bucket *blob.Bucket, dir, id string) {
 	t.Helper()
-	if keys := storedKeys(t, bucket); len(keys) != 0 {
+	if keys := blobtest.Keys(t, bucket, ""); len(keys) != 0 {
 		t.Errorf("stored files left: %q", keys)
 	}
 	if dir != "" {
@@ -132,7 +115,7 @@ func TestTheSweepRemovesTheFilesOfADeleteThatDiedBeforeRemovingThem(t *testing.T
 			}
 
 			sweep(time.Hour) // a fresh delete is its request's to finish
-			if keys := storedKeys(t, bucket); len(keys) != 2 {
+			if keys := blobtest.Keys(t, bucket, ""); len(keys) != 2 {
 				t.Fatalf("a sweep within the grace removed files: %q left", keys)
 			}
 
