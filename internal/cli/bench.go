@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -155,9 +154,10 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 	}
 	cpuStart, _ := processCPU()
 	start := time.Now()
+	events := newClient(clientConfig{server: base, apiKey: key})
 	for range o.jobs {
 		created := tl.reset()
-		wall, rows, err := benchJob(ctx, base, key, body)
+		wall, rows, err := benchJob(ctx, events, body)
 		if err != nil {
 			return err
 		}
@@ -347,19 +347,20 @@ func benchDocument(chunks int) string {
 
 // benchJob creates a job and waits for its end on the job's event stream,
 // as a client that wants the answer soon would, rather than polling.
-func benchJob(ctx context.Context, base, key string, body []byte) (time.Duration, int, error) {
+func benchJob(ctx context.Context, c *client, body []byte) (time.Duration, int, error) {
+	base, key := c.cfg.server, c.cfg.apiKey
 	start := time.Now()
 	var created struct{ ID string }
 	if err := benchCall(ctx, "POST", base+"/v1/jobs", key, body, &created); err != nil {
 		return 0, 0, err
 	}
-	status, err := benchAwaitEnd(ctx, base+"/v1/jobs/"+created.ID+"/events", key)
+	end, err := c.follow(ctx, created.ID, func(progress) {})
 	if err != nil {
 		return 0, 0, fmt.Errorf("bench job %s: %w", created.ID, err)
 	}
 	wall := time.Since(start)
-	if status != "JOB_STATUS_COMPLETE" {
-		return 0, 0, fmt.Errorf("bench job %s ended %s", created.ID, status)
+	if end.Status != "JOB_STATUS_COMPLETE" {
+		return 0, 0, fmt.Errorf("bench job %s ended %s", created.ID, end.Status)
 	}
 	var res struct {
 		Result struct{ Llm []json.RawMessage }
@@ -368,51 +369,6 @@ func benchJob(ctx context.Context, base, key string, body []byte) (time.Duration
 		return 0, 0, err
 	}
 	return wall, len(res.Result.Llm), nil
-}
-
-// benchAwaitEnd follows a job's progress events until the done event and
-// returns the status it carries. A stream that ends without one (the
-// server cut it) is opened again.
-func benchAwaitEnd(ctx context.Context, url, key string) (string, error) {
-	for {
-		req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return "", err
-		}
-		status, done, err := benchReadEvents(resp)
-		resp.Body.Close()
-		if err != nil || done {
-			return status, err
-		}
-	}
-}
-
-func benchReadEvents(resp *http.Response) (status string, done bool, err error) {
-	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return "", false, fmt.Errorf("events: %d %s", resp.StatusCode, raw)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	event := ""
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: ") && event == "done":
-			var p struct{ Status string }
-			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &p); err != nil {
-				return "", false, fmt.Errorf("done event: %w", err)
-			}
-			return p.Status, true, nil
-		}
-	}
-	return "", false, sc.Err()
 }
 
 func benchCall(ctx context.Context, method, url, key string, body []byte, out any) error {
