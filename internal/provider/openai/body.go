@@ -17,9 +17,9 @@ import (
 // per level. That cost 0.1 ms of CPU per call for a 1.6 KB chunk, 0.74 ms
 // for a 16 KB one (the default 4000-token budget) and 73 ms and 14 MB for a
 // page image of 1 MB, 15 to 25 times encoding/json's (docs/decisions.md).
-// The SDK still sends the request (base URL, key, headers, errors) and
-// decodes the answer; TestBodiesMatchTheSDK keeps these types saying what
-// the SDK's parameter types would.
+// The SDK still sends the request (base URL, key, headers, errors); the
+// answer is decoded as a completion (answer.go). TestBodiesMatchTheSDK
+// keeps these types saying what the SDK's parameter types would.
 
 // chatBody is a chat completions request.
 type chatBody struct {
@@ -72,12 +72,12 @@ func (b *chatBody) encode() ([]byte, error) {
 
 // complete sends body to the chat completions endpoint within one
 // provider.Call, which records the exchange and classifies a failure.
-func complete(ctx context.Context, client *oa.Client, cfg Config, body *chatBody) (*oa.ChatCompletion, *provider.Exchange, error) {
+func complete(ctx context.Context, client *oa.Client, cfg Config, body *chatBody) (*completion, *provider.Exchange, error) {
 	data, err := body.encode()
 	if err != nil {
 		return nil, nil, err
 	}
-	var res *oa.ChatCompletion
+	var res *completion
 	var sdkErr error
 	ex, err := provider.Call(ctx, cfg.Timeout, cfg.Key, func(ctx context.Context) error {
 		sdkErr = client.Post(ctx, "chat/completions", data, &res)

@@ -138,7 +138,7 @@ func recognitionBody(model string, doc provider.Document, format string) *chatBo
 }
 
 // answer reads the transcription out of a completion.
-func answer(res *oa.ChatCompletion, status int) (string, *provider.Error) {
+func answer(res *completion, status int) (string, *provider.Error) {
 	if res == nil || len(res.Choices) == 0 {
 		return "", provider.Malformed(status, "no choices")
 	}
