@@ -34,6 +34,7 @@ type benchOptions struct {
 	jobs        int
 	concurrency int
 	cpuProfile  string
+	windows     string
 	databaseURL string
 }
 
@@ -64,6 +65,7 @@ adapter: that ratio is what the machine itself costs, the floor under the servic
 	cmd.Flags().IntVar(&o.concurrency, "concurrency", 128, "provider calls and model workers in flight")
 	cmd.Flags().StringVar(&o.databaseURL, "database-url", "", "run on this database (postgres://…) instead of a temporary SQLite file")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured jobs to this file")
+	cmd.Flags().StringVar(&o.windows, "windows", "", "write each job's two overhead windows to this file, in CLOCK_MONOTONIC nanoseconds, for perf (scripts/bench-windows.py)")
 	return cmd
 }
 
@@ -141,6 +143,11 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 	})
 	var walls []time.Duration
 	var phases []benchPhases
+	windows, err := openWindows(o.windows)
+	if err != nil {
+		return err
+	}
+	defer windows.close()
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -162,6 +169,7 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 			return err
 		}
 		phases = append(phases, tl.phases(created, wall))
+		windows.write("service", &tl, created, wall)
 		if rows != o.files*o.chunks {
 			fmt.Fprintf(env.stdout, "note: the job made %d model rows, not %d\n", rows, o.files*o.chunks)
 		}
@@ -172,7 +180,7 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile() // the floor's runs are not the service's
 	}
-	direct, directPhases, err := benchDirect(ctx, &tl, provider, urls, o)
+	direct, directPhases, err := benchDirect(ctx, &tl, provider, urls, o, windows)
 	if err != nil {
 		return err
 	}
@@ -210,7 +218,7 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 // one paragraph and the previous one as overlap. It returns the median wall
 // time of o.jobs such jobs and their phases, with the first fetch's start
 // in place of the create.
-func benchDirect(ctx context.Context, tl *benchTimeline, providerURL string, urls []string, o benchOptions) (time.Duration, []benchPhases, error) {
+func benchDirect(ctx context.Context, tl *benchTimeline, providerURL string, urls []string, o benchOptions, windows *benchWindows) (time.Duration, []benchPhases, error) {
 	chats := slots.New(slots.Config{BaseURLs: map[int]string{2: providerURL + "/v1"}, PerSlotConcurrency: o.concurrency, MaxAttempts: 1})
 	chat, err := chats.Chat("NEURAL_CLIENT_TYPE_PROVIDER_2", "gpt-4o-mini", "bench")
 	if err != nil {
@@ -233,6 +241,7 @@ func benchDirect(ctx context.Context, tl *benchTimeline, providerURL string, url
 		wall := time.Since(start)
 		walls = append(walls, wall)
 		phases = append(phases, tl.phases(start, wall))
+		windows.write("floor", tl, start, wall)
 	}
 	slices.Sort(walls)
 	return walls[len(walls)/2], phases, nil
@@ -266,6 +275,47 @@ func benchDirectFile(ctx context.Context, sources *http.Client, chat provider.Ch
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// benchWindows writes, per job, the two windows the overhead falls in:
+// from the create (or the floor's first fetch) to the last provider call
+// seen, and from the last answer written to the end seen by the client. A
+// CPU profile cannot be cut by time; perf samples can (scripts/bench-windows.py).
+type benchWindows struct {
+	f    *os.File
+	mono func(time.Time) int64
+}
+
+func openWindows(name string) (*benchWindows, error) {
+	if name == "" {
+		return nil, nil
+	}
+	mono, ok := monotonicClock()
+	if !ok {
+		return nil, fmt.Errorf("%w: --windows needs CLOCK_MONOTONIC (Linux)", errUsage)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(f, "# run created last_call last_answer done (CLOCK_MONOTONIC ns)")
+	return &benchWindows{f: f, mono: mono}, nil
+}
+
+// write records one job; a nil benchWindows records nothing.
+func (w *benchWindows) write(run string, t *benchTimeline, created time.Time, wall time.Duration) {
+	if w == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(w.f, "%s %d %d %d %d\n", run, w.mono(created), w.mono(t.lastCall), w.mono(t.lastAnswer), w.mono(created.Add(wall)))
+}
+
+func (w *benchWindows) close() {
+	if w != nil {
+		w.f.Close()
+	}
 }
 
 // benchTimeline records, for the job being measured, when the source
