@@ -3,8 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +182,45 @@ func TestBenchReportsOverheadAgainstTheCriticalPath(t *testing.T) {
 		if v, err := time.ParseDuration(d); err != nil || v <= 0 {
 			t.Errorf("CPU per job %q is not a positive duration (%v):\n%s", d, err, out)
 		}
+	}
+}
+
+func TestBenchWritesEachJobsWindowsForPerf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole service")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("CLOCK_MONOTONIC windows are Linux only")
+	}
+	file := filepath.Join(t.TempDir(), "windows.txt")
+	code, _, stderr := run(t, map[string]string{}, "bench", "--latency", "50ms", "--files", "2", "--chunks", "2", "--jobs", "2", "--windows", file)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) != 5 {
+			t.Fatalf("line %q: want run and four times", line)
+		}
+		var ns [4]int64
+		for i, s := range f[1:] {
+			if ns[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+				t.Fatalf("line %q: %v", line, err)
+			}
+		}
+		// created < last call < last answer ≤ done, the answer one
+		// provider latency after the call.
+		if !(ns[0] < ns[1] && ns[1]+int64(50*time.Millisecond) <= ns[2] && ns[2] <= ns[3]) {
+			t.Errorf("line %q: times out of order", line)
+		}
+		runs[f[0]]++
+	}
+	if runs["service"] != 2 || runs["floor"] != 2 {
+		t.Fatalf("runs %v, want two jobs each of service and floor:\n%s", runs, raw)
 	}
 }
