@@ -64,10 +64,13 @@ func (r rect) union(o rect) rect {
 func (r rect) height() int { return r.y1 - r.y0 }
 
 // level reports whether r and o share a row: they overlap vertically by at
-// least half the lower one's height.
+// least half the taller one's height, so lines of text sizes more than
+// twice apart never do. Half the lower one's height was too little: the
+// lines tesseract makes of a logo's shapes, tall and loose, were level with
+// the small lines of the heading beside them.
 func (r rect) level(o rect) bool {
 	overlap := min(r.y1, o.y1) - max(r.y0, o.y0)
-	return overlap > 0 && 2*overlap >= min(r.height(), o.height())
+	return overlap > 0 && 2*overlap >= max(r.height(), o.height())
 }
 
 // apart reports whether r and o do not overlap horizontally.

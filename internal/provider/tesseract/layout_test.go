@@ -17,10 +17,12 @@ const (
 
 var fixturePage = rect{0, 0, 2000, 3000}
 
-// fxLine is a line of text whose first word starts at x, top at y.
+// fxLine is a line of text whose first word starts at x, top at y; its
+// height is h, or lineHeight when h is 0.
 type fxLine struct {
 	x, y int
 	text string
+	h    int
 }
 
 // fxBlock is a block of one paragraph.
@@ -57,9 +59,12 @@ func fixtureTSV(t *testing.T, turn string, blocks ...fxBlock) string {
 	for bi, blk := range blocks {
 		row(2, bi+1, 0, 0, rect{}, "-1", "")
 		for li, l := range blk {
-			x := l.x
+			x, h := l.x, l.h
+			if h == 0 {
+				h = lineHeight
+			}
 			for wi, word := range strings.Fields(l.text) {
-				r := rect{x, l.y, x + charWidth*len([]rune(word)), l.y + lineHeight}
+				r := rect{x, l.y, x + charWidth*len([]rune(word)), l.y + h}
 				row(5, bi+1, li+1, wi+1, r, "95.5", word)
 				x = r.x1 + charWidth
 			}
@@ -73,7 +78,7 @@ func fixtureTSV(t *testing.T, turn string, blocks ...fxBlock) string {
 func column(x, y, pitch int, lines ...string) fxBlock {
 	var b fxBlock
 	for i, l := range lines {
-		b = append(b, fxLine{x, y + i*pitch, l})
+		b = append(b, fxLine{x: x, y: y + i*pitch, text: l})
 	}
 	return b
 }
@@ -166,6 +171,17 @@ func TestTSVToMarkdownReadsTableColumnsRowByRow(t *testing.T) {
 			"most lines must be level: two of five are not enough",
 			[]fxBlock{column(100, 500, 50, "a", "b", "c", "d", "e"), column(1700, 500, 50, "1", "2")},
 			"a\nb\nc\nd\ne\n\n1\n2",
+		},
+		{
+			// AmazonWebServices.png's logo, read as three tall lines of
+			// noise, beside the title and the line below it.
+			"a tall line is not level with a small one it overlaps by less than half its height",
+			[]fxBlock{
+				{{x: 175, y: 180, h: 100, text: "asus"}, {x: 175, y: 281, h: 103, text: "toe amazon"}, {x: 225, y: 365, h: 81, text: "webservices"}},
+				{{x: 1250, y: 331, h: 59, text: "Amazon Web Services Invoice"}},
+				{{x: 1250, y: 419, text: "Email or talk to us about your AWS account"}},
+			},
+			"asus\ntoe amazon\nwebservices\n\nAmazon Web Services Invoice\n\nEmail or talk to us about your AWS account",
 		},
 		{
 			"blocks one above the other are not columns",
