@@ -1,85 +1,77 @@
 package tesseract
 
-import (
-	"strconv"
-	"strings"
-)
+import "strings"
 
-// TSV columns (tesseract's tsv renderer): level, page_num, block_num,
-// par_num, line_num, word_num, left, top, width, height, conf, text.
-// Levels 1–4 (page, block, paragraph, line) carry conf -1 and no text;
-// level 5 rows are the words.
-const (
-	colLevel = iota
-	colPage
-	colBlock
-	colPar
-	colLine
-	colWord
-	colConf = 10
-	colText = 11
-	columns = 12
-)
-
-const levelWord = "5"
-
-// tsvToMarkdown turns tesseract's TSV into markdown: each paragraph the
+// tsvToMarkdown turns tesseract's TSV into markdown. Each paragraph the
 // engine found is a markdown paragraph (separated by a blank line), each
-// of its lines stays a line, words are joined by single spaces. Words with
-// no text are dropped; nothing else is, since even low-confidence words
-// are usually the right letters of a hard word (a drop cap, a small font)
-// and dropping them costs more than it saves. A page with no words gives
-// "". Text is escaped so that markdown renders it as the words it is.
+// of its lines stays a line, words are joined by single spaces; blocks
+// that are the columns of a table are read row by row (see pageItems) and
+// written as a markdown table, as the PDF path writes the tables it finds,
+// or as one line when the table is one row (a label and its value). A page
+// with no words gives "". Text is escaped so that markdown renders it as
+// the words it is.
 func tsvToMarkdown(tsv string) string {
-	type key struct{ page, block, par int }
-	var (
-		paras   [][][]string // paragraphs of lines of words
-		prevKey key
-		prevLn  int
-	)
-	for _, row := range strings.Split(tsv, "\n") {
-		f := strings.SplitN(strings.TrimRight(row, "\r"), "\t", columns)
-		if len(f) != columns || f[colLevel] != levelWord {
-			continue
-		}
-		text := strings.TrimSpace(f[colText])
-		if text == "" {
-			continue
-		}
-		if conf, err := strconv.ParseFloat(f[colConf], 64); err != nil || conf < 0 {
-			continue
-		}
-		k := key{atoi(f[colPage]), atoi(f[colBlock]), atoi(f[colPar])}
-		ln := atoi(f[colLine])
-		switch {
-		case len(paras) == 0 || k != prevKey:
-			paras = append(paras, [][]string{{}})
-		case ln != prevLn:
-			p := &paras[len(paras)-1]
-			*p = append(*p, []string{})
-		}
-		prevKey, prevLn = k, ln
-		p := paras[len(paras)-1]
-		p[len(p)-1] = append(p[len(p)-1], escapeInline(text))
-	}
+	words := parseTSV(tsv)
 	var out strings.Builder
-	for i, p := range paras {
-		if i > 0 {
-			out.WriteString("\n\n")
+	for start := 0; start < len(words); {
+		end := start + 1
+		for end < len(words) && words[end].page == words[start].page {
+			end++
 		}
-		for j, words := range p {
-			if j > 0 {
-				out.WriteByte('\n')
+		for _, it := range pageItems(words[start:end]) {
+			if out.Len() > 0 {
+				out.WriteString("\n\n")
 			}
-			out.WriteString(escapeLineStart(strings.Join(words, " ")))
+			writeItem(&out, it)
 		}
+		start = end
 	}
 	return out.String()
 }
 
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
+// writeItem writes a paragraph or a table.
+func writeItem(out *strings.Builder, it item) {
+	if it.table == nil {
+		for j, words := range it.lines {
+			if j > 0 {
+				out.WriteByte('\n')
+			}
+			out.WriteString(escapeLineStart(escapeWords(words)))
+		}
+		return
+	}
+	rows := it.table.rows
+	if len(rows) == 1 {
+		var cells []string
+		for _, c := range rows[0] {
+			if c != "" {
+				cells = append(cells, c)
+			}
+		}
+		out.WriteString(escapeLineStart(escapeWords(cells)))
+		return
+	}
+	for k, r := range rows {
+		if k > 0 {
+			out.WriteByte('\n')
+		}
+		out.WriteString("|")
+		for _, c := range r {
+			out.WriteString(" " + strings.ReplaceAll(escapeInline(c), "|", `\|`) + " |")
+		}
+		if k == 0 {
+			out.WriteString("\n|" + strings.Repeat(" --- |", len(r)))
+		}
+	}
+}
+
+// escapeWords joins words with single spaces, each escaped.
+func escapeWords(words []string) string {
+	esc := make([]string, len(words))
+	for i, w := range words {
+		esc[i] = escapeInline(w)
+	}
+	return strings.Join(esc, " ")
 }
 
 // escapeInline backslash-escapes the characters that would make markdown

@@ -3,6 +3,7 @@ package tesseract
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/png"
 	"math"
@@ -92,6 +93,50 @@ func TestQualityMatchesTesseractByHand(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", table.String())
+}
+
+// TestRecognizeKeepsInvoiceAmountsWithTheirLabels reads a scanned invoice
+// whose line items tesseract cuts into a block of labels and a block of
+// amounts: each item's amount (from invoice2data's expected extraction)
+// must be on the line that names the item, as it is on the page, not in a
+// list of amounts elsewhere.
+func TestRecognizeKeepsInvoiceAmountsWithTheirLabels(t *testing.T) {
+	ocr := newOCR(t, Config{})
+	var expected []struct {
+		Lines []struct {
+			Name      string `json:"name"`
+			PriceUnit string `json:"price_unit"`
+		} `json:"lines"`
+	}
+	if err := json.Unmarshal([]byte(readTestdata(t, "AmazonWebServices.json")), &expected); err != nil {
+		t.Fatal(err)
+	}
+	if len(expected) != 1 || len(expected[0].Lines) == 0 {
+		t.Fatalf("AmazonWebServices.json: want one invoice with line items, got %+v", expected)
+	}
+	rec, err := ocr.Recognize(context.Background(), prepared(t, "AmazonWebServices.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(markdownToText(rec.Text), "\n")
+	for _, item := range expected[0].Lines {
+		found := false
+		for _, l := range lines {
+			if !strings.Contains(l, item.Name) {
+				continue
+			}
+			found = true
+			if !strings.Contains(l, "$"+item.PriceUnit) {
+				t.Errorf("%q is read apart from its amount $%s: %q", item.Name, item.PriceUnit, l)
+			}
+		}
+		if !found {
+			t.Errorf("no line holds %q", item.Name)
+		}
+	}
+	if t.Failed() {
+		t.Logf("recognized:\n%s", rec.Text)
+	}
 }
 
 // allowedCER is the most our CER may be: 10% above the by-hand CER. Where

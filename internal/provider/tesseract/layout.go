@@ -1,0 +1,461 @@
+package tesseract
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Reading order from the word boxes.
+//
+// Tesseract's page segmentation (--psm 1 or 3) cuts a page into blocks and
+// writes them one after another. That is right for text columns, but a
+// table whose label column and amount column it takes for two blocks comes
+// out as a list of labels and, later, a list of amounts: which amount is
+// whose is lost. --psm 4 (one column of rows) keeps such rows but reads a
+// magazine's columns across. So the blocks are kept, and side-by-side
+// blocks that are one table's columns are read row by row instead: most
+// lines of each block are level with a line of a block beside it, one to
+// one, and one of two such blocks holds short lines (labels, amounts). The
+// second test is the one that keeps text columns apart: on the corpus
+// magazine pages the columns' lines are set on one grid and pass the
+// first test, and read across they lose most of their text order.
+
+// TSV columns (tesseract's tsv renderer): level, page_num, block_num,
+// par_num, line_num, word_num, left, top, width, height, conf, text.
+// Levels 1–4 (page, block, paragraph, line) carry conf -1 and no text;
+// level 5 rows are the words.
+const (
+	colLevel = iota
+	colPage
+	colBlock
+	colPar
+	colLine
+	colWord
+	colLeft
+	colTop
+	colWidth
+	colHeight
+	colConf
+	colText
+	columns
+)
+
+const levelWord = "5"
+
+// Limits of the table reading.
+const (
+	// maxCellWords is the most words a line may have to count as a table
+	// cell rather than a line of prose ("Amazon Simple Storage Service").
+	maxCellWords = 4
+	// maxPairBlocks bounds the block pairs compared on one page (the
+	// comparison is quadratic); tesseract finds some tens of blocks on a
+	// dense page, so a page with more is left in block order.
+	maxPairBlocks = 400
+)
+
+// rect is a box in pixels, x1 and y1 exclusive.
+type rect struct{ x0, y0, x1, y1 int }
+
+func (r rect) union(o rect) rect {
+	return rect{min(r.x0, o.x0), min(r.y0, o.y0), max(r.x1, o.x1), max(r.y1, o.y1)}
+}
+
+func (r rect) height() int { return r.y1 - r.y0 }
+
+// level reports whether r and o share a row: they overlap vertically by at
+// least half the taller one's height, so lines of text sizes more than
+// twice apart never do. Half the lower one's height was too little: the
+// lines tesseract makes of a logo's shapes, tall and loose, were level with
+// the small lines of the heading beside them.
+func (r rect) level(o rect) bool {
+	overlap := min(r.y1, o.y1) - max(r.y0, o.y0)
+	return overlap > 0 && 2*overlap >= max(r.height(), o.height())
+}
+
+// apart reports whether r and o do not overlap horizontally.
+func (r rect) apart(o rect) bool { return r.x1 <= o.x0 || o.x1 <= r.x0 }
+
+// tsvWord is one recognized word (a level 5 row).
+type tsvWord struct {
+	page, block, par, line int
+	box                    rect
+	text                   string
+}
+
+// parseTSV returns the words of tesseract's TSV in its order. Words with
+// no text, or without a confidence, are dropped; nothing else is, since
+// even low-confidence words are usually the right letters of a hard word
+// (a drop cap, a small font) and dropping them costs more than it saves.
+func parseTSV(tsv string) []tsvWord {
+	var words []tsvWord
+	for _, row := range strings.Split(tsv, "\n") {
+		f := strings.SplitN(strings.TrimRight(row, "\r"), "\t", columns)
+		if len(f) != columns || f[colLevel] != levelWord {
+			continue
+		}
+		text := strings.TrimSpace(f[colText])
+		if text == "" {
+			continue
+		}
+		if conf, err := strconv.ParseFloat(f[colConf], 64); err != nil || conf < 0 {
+			continue
+		}
+		x, y := atoi(f[colLeft]), atoi(f[colTop])
+		words = append(words, tsvWord{
+			page: atoi(f[colPage]), block: atoi(f[colBlock]), par: atoi(f[colPar]), line: atoi(f[colLine]),
+			box:  rect{x, y, x + max(atoi(f[colWidth]), 0), y + max(atoi(f[colHeight]), 0)},
+			text: text,
+		})
+	}
+	return words
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// uprightBoxes turns the boxes of a page's words into the frame the text
+// reads in. With orientation detection (--psm 1) tesseract reads a page
+// scanned sideways or upside down turned, but reports the boxes on the
+// image as scanned: words of a line then follow each other down, up or
+// leftwards, and lines are side by side. The direction most steps from a
+// word to the next in its line take tells how the page lies; the boxes
+// are turned so that words run rightwards and lines downwards.
+// Coordinates may come out negative: only their order matters.
+func uprightBoxes(words []tsvWord) {
+	var right, left, down, up int
+	for i := 1; i < len(words); i++ {
+		a, b := words[i-1], words[i]
+		if a.block != b.block || a.par != b.par || a.line != b.line {
+			continue
+		}
+		// Twice the centres' offsets: sums of the edges, integers.
+		dx := (b.box.x0 + b.box.x1) - (a.box.x0 + a.box.x1)
+		dy := (b.box.y0 + b.box.y1) - (a.box.y0 + a.box.y1)
+		switch {
+		case dx > 0 && dx >= abs(dy):
+			right++
+		case dx < 0 && -dx >= abs(dy):
+			left++
+		case dy > 0:
+			down++
+		case dy < 0:
+			up++
+		}
+	}
+	var turn func(rect) rect
+	switch max(right, left, down, up) {
+	case right:
+		return
+	case left: // upside down: lines run upwards
+		turn = func(r rect) rect { return rect{-r.x1, -r.y1, -r.x0, -r.y0} }
+	case up: // turned left: lines run rightwards
+		turn = func(r rect) rect { return rect{-r.y1, r.x0, -r.y0, r.x1} }
+	default: // down, turned right: lines run leftwards
+		turn = func(r rect) rect { return rect{r.y0, -r.x1, r.y1, -r.x0} }
+	}
+	for i := range words {
+		words[i].box = turn(words[i].box)
+	}
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// textLine is one line of a block: its words and the box around them.
+type textLine struct {
+	box   rect
+	words []string
+}
+
+// textBlock is one of tesseract's blocks: its paragraphs of lines, in the
+// engine's order.
+type textBlock struct {
+	box   rect
+	pars  [][]textLine
+	lines []textLine // the lines of all paragraphs, top to bottom, for matching
+	cells bool       // most lines are short enough to be table cells
+}
+
+// blocksOf groups one page's words (in TSV order) into blocks,
+// paragraphs and lines, in the order they first appear.
+func blocksOf(words []tsvWord) []textBlock {
+	type key struct{ block, par, line int }
+	var (
+		blocks []textBlock
+		index  = map[int]int{} // block number → index in blocks
+		prev   key
+	)
+	for i, w := range words {
+		k := key{w.block, w.par, w.line}
+		bi, ok := index[w.block]
+		if !ok {
+			bi = len(blocks)
+			index[w.block] = bi
+			blocks = append(blocks, textBlock{box: w.box})
+		}
+		b := &blocks[bi]
+		b.box = b.box.union(w.box)
+		switch {
+		case !ok || k.par != prev.par || k.block != prev.block:
+			b.pars = append(b.pars, []textLine{{box: w.box}})
+		case i > 0 && k.line != prev.line:
+			p := &b.pars[len(b.pars)-1]
+			*p = append(*p, textLine{box: w.box})
+		}
+		prev = k
+		p := b.pars[len(b.pars)-1]
+		l := &p[len(p)-1]
+		l.box = l.box.union(w.box)
+		l.words = append(l.words, w.text)
+	}
+	for i := range blocks {
+		b := &blocks[i]
+		for _, p := range b.pars {
+			b.lines = append(b.lines, p...)
+		}
+		slices.SortStableFunc(b.lines, func(x, y textLine) int {
+			return (x.box.y0 + x.box.y1) - (y.box.y0 + y.box.y1)
+		})
+		b.cells = cellLines(b.lines)
+	}
+	return blocks
+}
+
+// matchLines pairs the lines of a and b that are level with each other,
+// one to one, walking both top to bottom, and marks the paired lines in
+// pa and pb (indexed like a.lines and b.lines).
+func matchLines(a, b *textBlock, pa, pb []bool) {
+	for i, j := 0, 0; i < len(a.lines) && j < len(b.lines); {
+		la, lb := a.lines[i].box, b.lines[j].box
+		switch {
+		case la.level(lb):
+			pa[i], pb[j] = true, true
+			i++
+			j++
+		case la.y0+la.y1 < lb.y0+lb.y1:
+			i++
+		default:
+			j++
+		}
+	}
+}
+
+// cellLines reports whether most lines are short enough to be table
+// cells.
+func cellLines(lines []textLine) bool {
+	short := 0
+	for _, l := range lines {
+		if len(l.words) <= maxCellWords {
+			short++
+		}
+	}
+	return 2*short > len(lines)
+}
+
+// mayShareRows reports whether blocks a and b can be columns of one table:
+// side by side, over a common stretch of the page, and one of them made
+// of short lines (labels or amounts beside prose are notes, and two
+// columns of prose are text columns, however level their lines).
+func mayShareRows(a, b *textBlock) bool {
+	return a.box.apart(b.box) && a.box.y0 < b.box.y1 && b.box.y0 < a.box.y1 &&
+		(a.cells || b.cells)
+}
+
+// tableGroups finds the blocks that are columns of tables: two blocks
+// that may share rows (mayShareRows) and have lines level with each other
+// are linked when most lines of each have a partner on their row in a
+// block beside them. Partners are counted over all such neighbours, since
+// tesseract may cut one column into several blocks where the column beside
+// it is one. It returns, for each block, the index of the first block of
+// its group (itself when it stands alone).
+func tableGroups(blocks []textBlock) []int {
+	group := make([]int, len(blocks))
+	for i := range group {
+		group[i] = i
+	}
+	if len(blocks) > maxPairBlocks {
+		return group
+	}
+	type pair struct{ a, b int }
+	var pairs []pair
+	partnered := make([][]bool, len(blocks))
+	for i := range blocks {
+		partnered[i] = make([]bool, len(blocks[i].lines))
+	}
+	for i := range blocks {
+		for j := i + 1; j < len(blocks); j++ {
+			a, b := &blocks[i], &blocks[j]
+			if !mayShareRows(a, b) {
+				continue
+			}
+			pa, pb := make([]bool, len(a.lines)), make([]bool, len(b.lines))
+			matchLines(a, b, pa, pb)
+			if !slices.Contains(pa, true) {
+				continue
+			}
+			pairs = append(pairs, pair{i, j})
+			for k, ok := range pa {
+				partnered[i][k] = partnered[i][k] || ok
+			}
+			for k, ok := range pb {
+				partnered[j][k] = partnered[j][k] || ok
+			}
+		}
+	}
+	mostly := func(i int) bool {
+		n := 0
+		for _, ok := range partnered[i] {
+			if ok {
+				n++
+			}
+		}
+		return 2*n > len(partnered[i])
+	}
+	find := func(i int) int {
+		for group[i] != i {
+			group[i] = group[group[i]]
+			i = group[i]
+		}
+		return i
+	}
+	for _, p := range pairs {
+		if mostly(p.a) && mostly(p.b) {
+			ra, rb := find(p.a), find(p.b)
+			group[max(ra, rb)] = min(ra, rb) // the root is the group's first block
+		}
+	}
+	for i := range group {
+		group[i] = find(i)
+	}
+	return group
+}
+
+// item is what a page reads as, in order: a paragraph's lines, or the
+// rows of a table (columns of blocks read across).
+type item struct {
+	lines [][]string // a paragraph: its lines' words
+	table *table
+}
+
+// table is rows of cells; cols are the columns' horizontal extents, to
+// tell whether the next table continues this one.
+type table struct {
+	cols [][2]int
+	rows [][]string
+}
+
+// pageItems reads one page's words: blocks in tesseract's order, except
+// that blocks that are columns of one table are read row by row where the
+// first of them comes.
+func pageItems(words []tsvWord) []item {
+	uprightBoxes(words)
+	blocks := blocksOf(words)
+	group := tableGroups(blocks)
+	members := map[int][]int{}
+	for i, g := range group {
+		members[g] = append(members[g], i)
+	}
+	var items []item
+	for i := range blocks {
+		m := members[group[i]]
+		if len(m) == 1 {
+			for _, p := range blocks[i].pars {
+				it := item{}
+				for _, l := range p {
+					it.lines = append(it.lines, l.words)
+				}
+				items = append(items, it)
+			}
+			continue
+		}
+		if m[0] != i {
+			continue // read with the table's first block
+		}
+		t := tableOf(blocks, m)
+		if n := len(items); n > 0 && items[n-1].table != nil && items[n-1].table.continuedBy(t) {
+			items[n-1].table.extend(t)
+			continue
+		}
+		items = append(items, item{table: t})
+	}
+	return items
+}
+
+// tableOf reads the blocks (indexes into blocks) as one table: a column
+// for blocks one above the other, a row for lines level with each other.
+func tableOf(blocks []textBlock, members []int) *table {
+	bs := slices.Clone(members)
+	slices.SortFunc(bs, func(a, b int) int { return blocks[a].box.x0 - blocks[b].box.x0 })
+	t := &table{}
+	colOf := map[int]int{}
+	for _, b := range bs {
+		box := blocks[b].box
+		c := slices.IndexFunc(t.cols, func(x [2]int) bool { return box.x0 < x[1] && x[0] < box.x1 })
+		if c < 0 {
+			c = len(t.cols)
+			t.cols = append(t.cols, [2]int{box.x0, box.x1})
+		}
+		t.cols[c] = [2]int{min(t.cols[c][0], box.x0), max(t.cols[c][1], box.x1)}
+		colOf[b] = c
+	}
+	type cell struct {
+		box  rect
+		col  int
+		text string
+	}
+	var cells []cell
+	for _, b := range members {
+		for _, l := range blocks[b].lines {
+			cells = append(cells, cell{l.box, colOf[b], strings.Join(l.words, " ")})
+		}
+	}
+	slices.SortStableFunc(cells, func(x, y cell) int {
+		if d := (x.box.y0 + x.box.y1) - (y.box.y0 + y.box.y1); d != 0 {
+			return d
+		}
+		return x.box.x0 - y.box.x0
+	})
+	var rowBox rect
+	for _, c := range cells {
+		if len(t.rows) == 0 || !c.box.level(rowBox) {
+			t.rows = append(t.rows, make([]string, len(t.cols)))
+			rowBox = c.box
+		}
+		row := t.rows[len(t.rows)-1]
+		if row[c.col] != "" {
+			row[c.col] += " "
+		}
+		row[c.col] += c.text
+		rowBox = rowBox.union(c.box)
+	}
+	return t
+}
+
+// continuedBy reports whether o is more rows of t: as many columns, each
+// over the same stretch of the page. Tesseract often makes a table's last
+// row (a total) blocks of its own.
+func (t *table) continuedBy(o *table) bool {
+	if len(t.cols) != len(o.cols) {
+		return false
+	}
+	for k, c := range t.cols {
+		if o.cols[k][0] >= c[1] || c[0] >= o.cols[k][1] {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *table) extend(o *table) {
+	for k, c := range o.cols {
+		t.cols[k] = [2]int{min(t.cols[k][0], c[0]), max(t.cols[k][1], c[1])}
+	}
+	t.rows = append(t.rows, o.rows...)
+}
