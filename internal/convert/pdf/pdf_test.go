@@ -275,7 +275,7 @@ func TestAProviderAnswerBecomesThePageHTML(t *testing.T) {
 			"<p>Invoice 7</p>\n<table>\n<thead>\n<tr>\n<th>a</th>\n<th>b</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td>1<br>2</td>\n<td>3</td>\n</tr>\n</tbody>\n</table>\n"},
 		{"a plain text answer keeps its paragraphs", "html",
 			"First line\nsecond line\n\nSecond paragraph, a < b > c.",
-			"<p>First line\nsecond line</p>\n<p>Second paragraph, a &lt; b &gt; c.</p>\n"},
+			"<p>First line<br>\nsecond line</p>\n<p>Second paragraph, a &lt; b &gt; c.</p>\n"},
 		{"a fenced HTML answer is unwrapped", "html",
 			"```html\n<h2>Terms</h2>\n<ul><li>one</li></ul>\n```",
 			"<h2>Terms</h2>\n<ul><li>one</li></ul>\n"},

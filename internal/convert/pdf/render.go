@@ -108,13 +108,16 @@ func itemText(e element, it listItem) string {
 // tables are common in OCR output). Raw HTML in it is kept, as the
 // provider's HTML answers are: vision models put <br> and whole tables
 // into markdown. Task list boxes come out as checkbox inputs, which the
-// HTML cleaner turns into ☒/☐.
+// HTML cleaner turns into ☒/☐. A line break inside a paragraph is kept
+// (<br>): the answer is a transcription, so its lines are the page's
+// lines, and an address, a signature block or a plain-text answer's
+// lines read run together as one sentence without it.
 func markdownToHTML(md string) (string, error) {
 	// extension.GFM without its Strikethrough, which also strikes single
 	// tildes: vision models write subscripts as H~2~O and "about" as ~5.
 	gm := goldmark.New(
 		goldmark.WithExtensions(extension.Linkify, extension.Table, doubleTildeStrikethrough{}, extension.TaskList),
-		goldmark.WithRendererOptions(gmhtml.WithUnsafe()))
+		goldmark.WithRendererOptions(gmhtml.WithUnsafe(), gmhtml.WithHardWraps()))
 	var buf bytes.Buffer
 	if err := gm.Convert([]byte(md), &buf); err != nil {
 		return "", err
