@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -39,14 +40,15 @@ func serveCommand(env *environment) *cobra.Command {
 		Short: "Run the API and the workers (--role splits them for scale-out)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := env.config(map[string]string{
+			flags := map[string]string{
 				"DOCJOBS_ROLE": role, "DOCJOBS_ADDR": addr, "DOCJOBS_DATA_DIR": dataDir,
 				"DOCJOBS_PROVIDER_TIMEOUT": providerTimeout,
-			})
-			if err != nil {
-				return fmt.Errorf("%w: %w", errUsage, err)
 			}
-			return serve(cmd.Context(), env, cfg)
+			cfg, err := env.config(flags)
+			if err != nil {
+				return fmt.Errorf("%w: %w", errUsage, fromFlag(err, flags))
+			}
+			return fromFlag(serve(cmd.Context(), env, cfg), flags)
 		},
 	}
 	cmd.Flags().StringVar(&role, "role", "", "all, api or worker (DOCJOBS_ROLE; default all)")
@@ -55,6 +57,27 @@ func serveCommand(env *environment) *cobra.Command {
 	cmd.Flags().StringVar(&providerTimeout, "provider-timeout", "",
 		"bound on one provider call, like 90s (DOCJOBS_PROVIDER_TIMEOUT; default 120s, at most 1h)")
 	return cmd
+}
+
+// serveFlags names the flag that sets each variable.
+var serveFlags = map[string]string{
+	"DOCJOBS_ROLE": "--role", "DOCJOBS_ADDR": "--addr", "DOCJOBS_DATA_DIR": "--data-dir",
+	"DOCJOBS_PROVIDER_TIMEOUT": "--provider-timeout",
+}
+
+// fromFlag puts the flag's name before an error that names a variable the
+// flag set: whoever typed --addr :80 looks for --addr, not for an
+// environment variable they never set.
+func fromFlag(err error, values map[string]string) error {
+	if err == nil {
+		return nil
+	}
+	for name, value := range values {
+		if value != "" && strings.HasPrefix(err.Error(), name+":") {
+			return fmt.Errorf("%s: %w", serveFlags[name], err)
+		}
+	}
+	return err
 }
 
 func serve(ctx context.Context, env *environment, cfg config.Config) error {

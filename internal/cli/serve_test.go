@@ -121,6 +121,28 @@ func TestAnAddressInUseIsRefusedBeforeAnythingStarts(t *testing.T) {
 	}
 }
 
+// A value given as a flag is refused under the flag's name, then the
+// variable's: the variable was never set.
+func TestRefusalsOfFlagValuesNameTheFlag(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, tt := range []struct{ name, flag, want string }{
+		{"a port in use", "--addr=" + taken.Addr().String(), "docjobs: --addr: DOCJOBS_ADDR: listen " + taken.Addr().String()},
+		{"an address that is not host:port", "--addr=notanaddr", "docjobs: usage: --addr: DOCJOBS_ADDR: want host:port"},
+		{"an unknown role", "--role=bogus", "docjobs: usage: --role: DOCJOBS_ROLE: "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := run(t, map[string]string{"DOCJOBS_DATA_DIR": t.TempDir()}, "serve", tt.flag)
+			if code == ExitOK || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("serve %s: exit %d %q; want it to say %q", tt.flag, code, stderr, tt.want)
+			}
+		})
+	}
+}
+
 func TestStartUpRefusalsNameTheVariable(t *testing.T) {
 	for name, value := range map[string]string{
 		"DOCJOBS_LOG_LEVEL":  "verbose",
