@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 )
@@ -111,6 +112,53 @@ func TestAReplayOfAJobHashedBeforeKeyingReturnsTheJob(t *testing.T) {
 	}
 	changed := proto.CloneOf(req)
 	changed.Title = "changed"
+	_, err = h.svc.CreateJob(as("acme"), changed)
+	wantStatus(t, err, codes.InvalidArgument, "idempotency key reused with different request parameters")
+}
+
+// asSpelledBefore2211 is the request hash of releases before 2026-11-23
+// 22:00, written out as they computed it: the request as the client spelled
+// it, each secret a plain SHA-256.
+func asSpelledBefore2211(t *testing.T, req *docjobsv1.CreateJobRequest) string {
+	t.Helper()
+	c := proto.CloneOf(req)
+	c.Neural.ApiKey = sha256Hex(c.GetNeural().GetApiKey())
+	c.Ocr.ProviderKey = sha256Hex(c.GetOcr().GetProviderKey())
+	c.WebhookSecret = sha256Hex(c.GetWebhookSecret())
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256Hex(string(b))
+}
+
+// The first releases hashed a create as spelled: one that left the chunk
+// budget out (the README's own example) hashed otherwise than today's
+// normalised form, and its retry after an upgrade got a 400.
+func TestAReplayOfAJobHashedAsSpelledReturnsTheJob(t *testing.T) {
+	h := newHarness(t, Config{})
+	req := createRequest()
+	req.IdempotencyKey = "from-the-first-release"
+	req.Neural.ChunkBudgetTokens = 0
+	oldHash := asSpelledBefore2211(t, req)
+	if plain, _ := requestHash(req, sha256Hex); plain == oldHash {
+		t.Fatal("the request hashes alike both ways: the test proves nothing")
+	}
+	old := &job.Job{ID: "job-first-release", AccountID: "acme", Status: job.StatusNew, SourceURLs: req.GetSourceUrls(),
+		ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", IdempotencyKey: req.GetIdempotencyKey(), RequestHash: oldHash,
+		Created: time.Now().UTC()}
+	if _, _, err := h.store.CreateJob(context.Background(), store.CreateJobParams{Job: old}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := h.svc.CreateJob(as("acme"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetId() != old.ID {
+		t.Fatalf("replay made job %s, want %s", again.GetId(), old.ID)
+	}
+	changed := proto.CloneOf(req)
+	changed.Neural.ChunkBudgetTokens = 1000
 	_, err = h.svc.CreateJob(as("acme"), changed)
 	wantStatus(t, err, codes.InvalidArgument, "idempotency key reused with different request parameters")
 }

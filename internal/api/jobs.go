@@ -77,22 +77,22 @@ func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest
 	if j.RequestHash, err = requestHash(req, keyedDigest(key)); err != nil {
 		return nil, s.internal(ctx, "CreateJob", err, slog.String("job_id", j.ID))
 	}
-	// Jobs created before secrets were keyed into the hash hold the plain
-	// one; only a create with an idempotency key can replay one.
-	var legacy string
+	// Jobs created by earlier releases hold the hash as those computed it;
+	// only a create with an idempotency key can replay one.
+	var legacy []string
 	if j.IdempotencyKey != "" {
-		if legacy, err = requestHash(req, sha256Hex); err != nil {
+		if legacy, err = legacyRequestHashes(req); err != nil {
 			return nil, s.internal(ctx, "CreateJob", err, slog.String("job_id", j.ID))
 		}
 	}
 
 	created, replayed, err := s.store.CreateJob(ctx, store.CreateJobParams{
-		Job:               j,
-		Secrets:           secrets,
-		Enqueue:           s.first(j.ID, len(j.SourceURLs)),
-		MaxActiveJobs:     s.cfg.AccountMaxActiveJobs,
-		LegacyRequestHash: legacy,
-		ReplayOnly:        missing != nil,
+		Job:                 j,
+		Secrets:             secrets,
+		Enqueue:             s.first(j.ID, len(j.SourceURLs)),
+		MaxActiveJobs:       s.cfg.AccountMaxActiveJobs,
+		LegacyRequestHashes: legacy,
+		ReplayOnly:          missing != nil,
 	})
 	if missing != nil && errors.Is(err, store.ErrNotFound) {
 		return nil, missing // not a replay: the upload is what is wrong
@@ -240,7 +240,7 @@ func webhookSecretInEffect(req *docjobsv1.CreateJobRequest) string {
 // hash tells requests apart without holding a secret. The service's digest
 // is keyedDigest: a plain SHA-256 of a guessable webhook secret could be
 // tested offline against a copy of the database; sha256Hex only recomputes
-// the hashes of jobs created before (CreateJobParams.LegacyRequestHash).
+// the hashes of jobs created before (legacyRequestHashes).
 // Spellings of one request hash alike: a default given explicitly or left
 // out, merge options while merge is off, a consensus object without a mode
 // in effect, a webhook secret without a webhook URL.
@@ -274,6 +274,35 @@ func requestHash(req *docjobsv1.CreateJobRequest, digest func(string) string) (s
 		return "", fmt.Errorf("encode request for hashing: %w", err)
 	}
 	return sha256Hex(string(b)), nil
+}
+
+// legacyRequestHashes are the hashes earlier releases stored for req, so
+// that a client retrying a create across an upgrade gets its job back
+// rather than a 400 that it may answer with a new key and a second paid
+// job. Until 2026-11-24 01:12 secrets entered as plain SHA-256 (sha256Hex);
+// until 2026-11-23 22:00 the request was also hashed as spelled, without
+// the normalisation requestHash applies, so a create that left the chunk
+// budget out hashed differently from the same create today.
+func legacyRequestHashes(req *docjobsv1.CreateJobRequest) ([]string, error) {
+	plain, err := requestHash(req, sha256Hex)
+	if err != nil {
+		return nil, err
+	}
+	c := proto.CloneOf(req)
+	if n := c.GetNeural(); n.GetApiKey() != "" {
+		n.ApiKey = sha256Hex(n.GetApiKey())
+	}
+	if o := c.GetOcr(); o.GetProviderKey() != "" {
+		o.ProviderKey = sha256Hex(o.GetProviderKey())
+	}
+	if c.GetWebhookSecret() != "" {
+		c.WebhookSecret = sha256Hex(c.GetWebhookSecret())
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode request for hashing: %w", err)
+	}
+	return []string{plain, sha256Hex(string(b))}, nil
 }
 
 // requestHashKeyName names the request hash's key among the service keys.

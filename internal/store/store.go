@@ -49,6 +49,12 @@ var ErrNodeHeld = errors.New("node id is held by another running process")
 // write its tables by older rules beside it.
 var ErrNewerSchema = errors.New("database was migrated by a newer docjobs")
 
+// ErrOtherSchema is returned by Open when a migration the database records
+// under a version this binary knows has another name: a build of another
+// branch migrated it, and this one's migration of that number was never
+// applied (its tables would be missing columns, or it would fail half way).
+var ErrOtherSchema = errors.New("database was migrated by another build of docjobs")
+
 // CreateJobParams is everything one create writes in one transaction.
 type CreateJobParams struct {
 	Job     *job.Job // ID, AccountID, Created set by the caller; Status NEW
@@ -61,9 +67,9 @@ type CreateJobParams struct {
 	// lock per account, so concurrent creates never pass it together; an
 	// idempotent replay is not a new job and is never refused.
 	MaxActiveJobs int
-	// LegacyRequestHash is the request's hash as it was computed before
-	// secrets entered it keyed: a replay of a job created then matches it.
-	LegacyRequestHash string
+	// LegacyRequestHashes are the request's hashes as earlier releases
+	// computed them: a replay of a job created then matches one of them.
+	LegacyRequestHashes []string
 	// ReplayOnly creates nothing: CreateJob returns the job the idempotency
 	// key already names (replayed), ErrIdempotencyMismatch when that job
 	// was made by other parameters, or ErrNotFound when the key names no

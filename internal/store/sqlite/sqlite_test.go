@@ -96,6 +96,35 @@ func TestADatabaseWithMigrationsThisBinaryDoesNotKnowIsRefused(t *testing.T) {
 	}
 }
 
+// A database a build of another branch migrated, whose migration of a
+// number this binary knows is another one, is refused before any of this
+// binary's migrations of that number or later runs on it.
+func TestADatabaseMigratedByAnotherBuildIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "docjobs.db")
+	if err := open(t, sqlite.Config{Path: path}).Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE docjobs_migrations SET name = 'file_names' WHERE version = 6`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Logger: quiet})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a database whose migration 6 is another one succeeded; want it refused")
+	}
+	if want := "its migration 6 is file_names, this binary's is webhook_signed"; !errors.Is(err, store.ErrOtherSchema) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Open: %v; want store.ErrOtherSchema naming %q", err, want)
+	}
+}
+
 // Migration 6 flags the jobs created before it that hold a webhook secret,
 // so their deliveries are never sent unsigned after the upgrade.
 func TestUpgradingFlagsTheJobsHoldingAWebhookSecret(t *testing.T) {

@@ -159,7 +159,7 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 		if j.IdempotencyKey == "" {
 			return nil, false, store.ErrNotFound
 		}
-		return s.replay(ctx, &j, p.LegacyRequestHash)
+		return s.replay(ctx, &j, p.LegacyRequestHashes)
 	}
 
 	var (
@@ -212,7 +212,7 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 	// The unique index on (account, idempotency key) decided, or the limit
 	// check found the key taken: another create committed first. Its
 	// transaction is over, so the read sees it.
-	existing, replayed, err := s.replay(ctx, &j, p.LegacyRequestHash)
+	existing, replayed, err := s.replay(ctx, &j, p.LegacyRequestHashes)
 	if errors.Is(err, store.ErrNotFound) {
 		// The violation was of another unique constraint (the id).
 		return nil, false, fmt.Errorf("create job %s: duplicate job id", j.ID)
@@ -223,12 +223,12 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 // replay returns the job of j's idempotency key when j's request hash (or
 // the legacy one) is the job's: ErrIdempotencyMismatch when it is not,
 // ErrNotFound when the key names no job.
-func (s *Store[TTx]) replay(ctx context.Context, j *job.Job, legacyHash string) (*job.Job, bool, error) {
+func (s *Store[TTx]) replay(ctx context.Context, j *job.Job, legacyHashes []string) (*job.Job, bool, error) {
 	existing, err := s.jobByIdempotencyKey(ctx, j.AccountID, j.IdempotencyKey)
 	if err != nil {
 		return nil, false, err
 	}
-	if existing.RequestHash != j.RequestHash && (legacyHash == "" || existing.RequestHash != legacyHash) {
+	if existing.RequestHash != j.RequestHash && !slices.Contains(legacyHashes, existing.RequestHash) {
 		return nil, false, store.ErrIdempotencyMismatch
 	}
 	return existing, true, nil

@@ -89,20 +89,24 @@ func (s *Store[TTx]) Migrate(ctx context.Context) error {
 	})
 }
 
-// knowsEvery refuses a database that has migrations files does not hold: a
-// newer binary migrated it (a rollback, or an old process left in a rolling
+// knowsEvery refuses a database that has migrations files does not hold, or
+// holds under another name (ErrOtherSchema): a newer binary migrated it (a rollback, or an old process left in a rolling
 // deploy), and this one would write its tables by rules the migrations
 // changed, unnoticed, while reporting ready.
 func knowsEvery(applied map[int]string, files []migrationFile) error {
-	known := make(map[int]bool, len(files))
+	known := make(map[int]string, len(files))
 	highest := 0
 	for _, m := range files {
-		known[m.version] = true
+		known[m.version] = m.name
 		highest = max(highest, m.version)
+		if name, ok := applied[m.version]; ok && name != m.name {
+			return fmt.Errorf("%w: its migration %d is %s, this binary's is %s; run the build that migrated it, or restore a backup from before",
+				store.ErrOtherSchema, m.version, name, m.name)
+		}
 	}
 	unknown := 0
 	for v := range applied {
-		if !known[v] && v > unknown {
+		if _, ok := known[v]; !ok && v > unknown {
 			unknown = v
 		}
 	}

@@ -144,7 +144,7 @@ func testIdempotency(t *testing.T, s Store) {
 	t.Run("replay only of a legacy hash returns the job", func(t *testing.T) {
 		again := newJob("acct", 1)
 		again.IdempotencyKey, again.RequestHash = "k", "keyed"
-		got, replayed, err := s.CreateJob(ctx(t), store.CreateJobParams{Job: again, ReplayOnly: true, LegacyRequestHash: first.RequestHash})
+		got, replayed, err := s.CreateJob(ctx(t), store.CreateJobParams{Job: again, ReplayOnly: true, LegacyRequestHashes: []string{"older", first.RequestHash}})
 		noErr(t, "CreateJob", err)
 		if !replayed || got.ID != first.ID {
 			t.Errorf("replayed = %v, id = %s; want true, %s", replayed, got.ID, first.ID)
