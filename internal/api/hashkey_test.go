@@ -97,8 +97,15 @@ func TestAReplayOfAJobHashedBeforeKeyingReturnsTheJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	replaysTheJobHashed(t, h, req, legacy, func(r *docjobsv1.CreateJobRequest) { r.Title = "changed" })
+}
+
+// replaysTheJobHashed stores a job as an earlier release made it for req,
+// with hash, and checks that req replays it and req changed does not.
+func replaysTheJobHashed(t *testing.T, h *harness, req *docjobsv1.CreateJobRequest, hash string, change func(*docjobsv1.CreateJobRequest)) {
+	t.Helper()
 	old := &job.Job{ID: "job-before", AccountID: "acme", Status: job.StatusNew, SourceURLs: req.GetSourceUrls(),
-		ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", IdempotencyKey: req.GetIdempotencyKey(), RequestHash: legacy,
+		ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", IdempotencyKey: req.GetIdempotencyKey(), RequestHash: hash,
 		Created: time.Now().UTC()}
 	if _, _, err := h.store.CreateJob(context.Background(), store.CreateJobParams{Job: old}); err != nil {
 		t.Fatal(err)
@@ -111,7 +118,7 @@ func TestAReplayOfAJobHashedBeforeKeyingReturnsTheJob(t *testing.T) {
 		t.Fatalf("replay made job %s, want %s", again.GetId(), old.ID)
 	}
 	changed := proto.CloneOf(req)
-	changed.Title = "changed"
+	change(changed)
 	_, err = h.svc.CreateJob(as("acme"), changed)
 	wantStatus(t, err, codes.InvalidArgument, "idempotency key reused with different request parameters")
 }
@@ -144,21 +151,5 @@ func TestAReplayOfAJobHashedAsSpelledReturnsTheJob(t *testing.T) {
 	if plain, _ := requestHash(req, sha256Hex); plain == oldHash {
 		t.Fatal("the request hashes alike both ways: the test proves nothing")
 	}
-	old := &job.Job{ID: "job-first-release", AccountID: "acme", Status: job.StatusNew, SourceURLs: req.GetSourceUrls(),
-		ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", IdempotencyKey: req.GetIdempotencyKey(), RequestHash: oldHash,
-		Created: time.Now().UTC()}
-	if _, _, err := h.store.CreateJob(context.Background(), store.CreateJobParams{Job: old}); err != nil {
-		t.Fatal(err)
-	}
-	again, err := h.svc.CreateJob(as("acme"), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again.GetId() != old.ID {
-		t.Fatalf("replay made job %s, want %s", again.GetId(), old.ID)
-	}
-	changed := proto.CloneOf(req)
-	changed.Neural.ChunkBudgetTokens = 1000
-	_, err = h.svc.CreateJob(as("acme"), changed)
-	wantStatus(t, err, codes.InvalidArgument, "idempotency key reused with different request parameters")
+	replaysTheJobHashed(t, h, req, oldHash, func(r *docjobsv1.CreateJobRequest) { r.Neural.ChunkBudgetTokens = 1000 })
 }

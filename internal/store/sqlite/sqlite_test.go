@@ -71,26 +71,7 @@ func TestOpenTwiceMigratesOnce(t *testing.T) {
 
 // A database a newer binary migrated is refused, not written by older rules.
 func TestADatabaseWithMigrationsThisBinaryDoesNotKnowIsRefused(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "docjobs.db")
-	if err := open(t, sqlite.Config{Path: path}).Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO docjobs_migrations (version, name, applied) VALUES (999, 'from_the_future', '2030-01-01T00:00:00Z')`); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Logger: quiet})
-	if err == nil {
-		s.Close()
-		t.Fatal("Open of a database with migration 999 succeeded; want it refused")
-	}
+	err := openAfter(t, `INSERT INTO docjobs_migrations (version, name, applied) VALUES (999, 'from_the_future', '2030-01-01T00:00:00Z')`)
 	if want := "migration 999 (from_the_future), this binary knows migrations up to "; !errors.Is(err, store.ErrNewerSchema) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Open: %v; want store.ErrNewerSchema naming %q", err, want)
 	}
@@ -100,6 +81,16 @@ func TestADatabaseWithMigrationsThisBinaryDoesNotKnowIsRefused(t *testing.T) {
 // number this binary knows is another one, is refused before any of this
 // binary's migrations of that number or later runs on it.
 func TestADatabaseMigratedByAnotherBuildIsRefused(t *testing.T) {
+	err := openAfter(t, `UPDATE docjobs_migrations SET name = 'file_names' WHERE version = 6`)
+	if want := "its migration 6 is file_names, this binary's is webhook_signed"; !errors.Is(err, store.ErrOtherSchema) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Open: %v; want store.ErrOtherSchema naming %q", err, want)
+	}
+}
+
+// openAfter migrates a new database, runs stmt on it, and returns the error
+// of opening it again, which must not succeed.
+func openAfter(t *testing.T, stmt string) error {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "docjobs.db")
 	if err := open(t, sqlite.Config{Path: path}).Close(); err != nil {
 		t.Fatal(err)
@@ -108,21 +99,18 @@ func TestADatabaseMigratedByAnotherBuildIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`UPDATE docjobs_migrations SET name = 'file_names' WHERE version = 6`); err != nil {
+	if _, err := db.Exec(stmt); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-
 	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Logger: quiet})
 	if err == nil {
 		s.Close()
-		t.Fatal("Open of a database whose migration 6 is another one succeeded; want it refused")
+		t.Fatalf("Open after %s succeeded; want it refused", stmt)
 	}
-	if want := "its migration 6 is file_names, this binary's is webhook_signed"; !errors.Is(err, store.ErrOtherSchema) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("Open: %v; want store.ErrOtherSchema naming %q", err, want)
-	}
+	return err
 }
 
 // Migration 6 flags the jobs created before it that hold a webhook secret,
