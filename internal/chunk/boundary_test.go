@@ -35,12 +35,24 @@ var (
 		"日本語\n", "。\n", "\xff\n", "\xe3\x80\n", "a\xe3\n", "a\u00a0\n", "a\u3000\n", "x\u2028\n",
 		"\u0085\n", "\v\n", "\f\n", "<p>\n", "</p>\n", "| a | b |\n|---|---|\n", "# h\n", "```go\n",
 		"😀\n", "e\u0301\n", "ǅ\n", "ABC\n", "abc", "a.", "a ", "a\r", "\n ", "x\n\u3000",
+		// Rule B: the last rune is no space.
+		"word", "Word", "WORD", "don", "it'", "x'r", "x'l", "x'", "'", "12", "123", "12345", "1.5",
+		"units.", "end.\"", "(a)", "a/", "a//", "a-", "日本", "。", "😀", "e\u0301", "\u0301", "ǅ", "ʰ",
+		"</p>", "&amp;", "\xff", "a\xe3\x80", "a\xc2", "\n\nx", "a\u200b", "a\u00ad",
+		// Rule A with old Mac line ends.
+		"\r", "a\r", "a.\r", "x \r", "\r\r", "a/\r",
 	}
 	joinRights = []string{
 		"", "x", "X", "Word", "s", "S", "t go", "re", "'s", "'S", "'ll go", "'", "1", "123456", "1.5",
 		"日本", "。x", "\xff", "\x80abc", "\xbf\xbd", "\u00a0x", "\u3000x", "\u2028x", "\u0085x", "\u200bx",
 		"\ufeffx", "\u00adx", "/path", "//", "\r\n", "\n", "\nx", " x", "  x", "\tx", "\vx", "\fx", ".", "...\n",
 		"-", "—", "| c |", "# h", "```", "😀", "\u0301a", "ǅa", "<p>", "&amp;", "\x00", "'\n",
+		// Rule B: the first rune is a space but no newline.
+		" ", "   ", " 's", " 'll", " s", " re", " Item", " 12", " /", " //", " .", " \n", " \nx", " \r\n",
+		"\t\n", "\u00a0\n", " \u3000x", "\u00a0 x", "  \n\n x", " \xff", " 日本", " 😀", " \u0301",
+		// Rule A: indented text after a line end.
+		"    Licensed", "   3. item", "\t\t1", "  \u3000x", " \u00a0 /", "  'll", "    ", "  \r\nx", "  \nx",
+		"\u2028\nx", "\u0085x", " \u0085x",
 	}
 )
 
@@ -55,7 +67,7 @@ func TestCleanJoinAddsCounts(t *testing.T) {
 				}
 			}
 		}
-		if n < 300 {
+		if n < 900 {
 			t.Fatalf("%s: only %d clean pairs checked", name, n)
 		}
 	}
@@ -71,6 +83,11 @@ func TestCleanJoinRefusesJoinsThatDoNotAdd(t *testing.T) {
 		{"a space run ending in a newline", "a\n", " \nb", EncodingCL100K},
 		{"a carriage return after a newline", "a\n", "\r\nb", EncodingO200K},
 		{"o200k's punctuation takes a slash after its newlines", "a.\n", "/", EncodingO200K},
+		{"punctuation takes the newlines after it", "a.", "\nb", EncodingCL100K},
+		{"punctuation takes a carriage return after it", "x.", "\r\nb", EncodingO200K},
+		{"a space run across the join", "a  ", "  b", EncodingO200K},
+		{"a space run ending in a newline after a space", "a\t", " \nb", EncodingCL100K},
+		{"an indented blank line after a newline", "a\n", "  \nb", EncodingO200K},
 		{"a space before a word goes with the word", "a ", "b", EncodingO200K},
 		{"a join between letters", "wor", "ld", EncodingCL100K},
 	}
@@ -114,7 +131,7 @@ func TestP50KIsNotAdditive(t *testing.T) {
 // common.
 func FuzzCleanJoin(f *testing.F) {
 	for _, l := range joinLefts {
-		for _, r := range []string{"x", "'s", "\xff", "日本", "/"} {
+		for _, r := range []string{"x", "'s", "\xff", "日本", "/", " x", " 's", "\u00a0\n", " \n"} {
 			f.Add(l, r)
 		}
 	}
@@ -129,8 +146,12 @@ func FuzzCleanJoin(f *testing.F) {
 		if !cleanJoin(left, right) {
 			// Make it clean where it can be, so that the fuzzer's
 			// mutations of both sides are checked.
-			left += "\n"
-			if !cleanJoin(left, right) {
+			switch {
+			case cleanJoin(left+"\n", right):
+				left += "\n"
+			case cleanJoin(left+".", " "+right):
+				left, right = left+".", " "+right
+			default:
 				return
 			}
 		}

@@ -395,12 +395,13 @@ func (s *splitter) collapse(first, start, end, prio int, open, close string, lim
 	}
 	parts := append([]unit(nil), s.units[first:]...)
 	count := s.countOf(parts)
-	// Without a known count (sentences: ". " is no clean boundary) every
-	// chunk holding the span would count its whole text again, twice with
-	// the overlap. When the span's own edges are clean those chunks can
-	// be summed, so count the span once now instead. Measured: bytes
-	// counted per input byte on markdown at budget 400 fall from 1.78 to
-	// 1.28 (TestSplitCountsEachByteAboutOnce).
+	// Without a known count (a cut inside a run of spaces, after a
+	// newline before a blank line, between characters) every chunk
+	// holding the span would count its whole text again, twice with the
+	// overlap. When the span's own edges are clean those chunks can be
+	// summed, so count the span once now instead. Measured on the test
+	// corpus's text at budget 200: bytes counted per input byte 1.57 →
+	// 1.29 (plain), 1.14 → 1.09 (markdown).
 	if count == 0 && s.cleanAt(start) && s.cleanAt(end) {
 		count = s.count(s.text[start:end])
 	}

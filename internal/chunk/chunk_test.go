@@ -935,9 +935,13 @@ func TestSplitCountsEachByteAboutOnce(t *testing.T) {
 		most               float64 // bytes counted per input byte
 	}{
 		{"markdown paragraphs that fit a chunk", markdownDocument(64 << 10), FormatMarkdown, DefaultBudget, 1.01},
-		{"markdown paragraphs around the budget", markdownDocument(64 << 10), FormatMarkdown, 400, 1.35},
+		{"markdown paragraphs around the budget", markdownDocument(64 << 10), FormatMarkdown, 400, 1.01},
+		{"markdown paragraphs cut at sentences", markdownDocument(64 << 10), FormatMarkdown, 100, 1.01},
+		{"docjobs bench's document", benchDocument(10), FormatMarkdown, benchBudget, 1.01},
+		{"indented paragraphs", indentedDocument(200), FormatMarkdown, 200, 1.01},
 		{"plain paragraphs", records(300, FormatPlain, "\n\n"), FormatPlain, 400, 1.01},
 		{"plain lines", records(300, FormatPlain, "\n"), FormatPlain, 400, 1.01},
+		{"CRLF lines", records(300, FormatPlain, "\r\n"), FormatPlain, 400, 1.01},
 	}
 	for _, model := range []string{"gpt-4o", "gpt-4"} {
 		c, err := NewCounter(model)
@@ -958,4 +962,14 @@ func TestSplitCountsEachByteAboutOnce(t *testing.T) {
 			})
 		}
 	}
+}
+
+// indentedDocument is n numbered, indented clauses as licenses have them.
+func indentedDocument(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "   %d. Clause %d applies. The licensee's rights, as granted, end when it does.\n", i, i)
+		fmt.Fprintf(&b, "      (a) Each item %d is listed; its parts follow.\n\n", i)
+	}
+	return b.String()
 }
