@@ -25,13 +25,14 @@
 // while what it belongs to follows, and no chunk adds only whitespace.
 //
 // Token counts are exact for the model family (see Counter). Each block is
-// counted once while packing; a finished chunk's count is the sum of its
-// parts' counts where every boundary between them is one the tokenizer
-// cannot merge across (see cleanJoin), and is counted once to confirm it
-// otherwise; a growing chunk is never re-tokenized. No chunk exceeds the budget: the
-// re-opened wrappers, repeated header and overlap all count, and the
-// overlap is dropped when it would not fit. No text is dropped: Reassemble
-// gives back the input byte for byte.
+// counted once while packing. A finished chunk's count is the sum of its
+// parts' counts where no boundary between them is one the tokenizer could
+// merge across (see cleanJoin), else its text is counted once to confirm
+// it (markup's chunks join text to tags, so they are); a growing chunk is
+// never re-tokenized. No chunk exceeds the budget: the re-opened
+// wrappers, repeated header and overlap all count, and the overlap is
+// dropped when it would not fit. No text is dropped: Reassemble gives back
+// the input byte for byte.
 //
 // The package is pure: no I/O besides the BPE data embedded in the binary.
 package chunk
@@ -424,7 +425,7 @@ func (s *splitter) cleanAt(p int) bool {
 }
 
 // pack groups units into chunks greedily, preferring strong boundaries,
-// with one unit of overlap, and confirms each chunk's exact count.
+// with one unit of overlap, and gives each chunk its exact count (build).
 func (s *splitter) pack() ([]Chunk, error) {
 	var pre []int
 	prefix := func() {

@@ -541,8 +541,9 @@ func (s *splitter) fill(start, end, prio int, markup bool, open, close string, l
 		cut, n := s.longestPrefix(seg, limit, markup)
 		// A piece that fills a chunk alone goes out between its contexts,
 		// and tokens can merge across their edges ("<p>" then ">x…"): the
-		// sum of the counts is not the count, so confirm it and aim lower
-		// by the excess.
+		// sum of the counts is the count only across clean joins (a fence
+		// line before code), so confirm it otherwise and aim lower by the
+		// excess.
 		for l := limit; (open != "" || close != "") && cut > firstCut(seg, markup); {
 			over := s.ctx(open) + n + s.ctx(close) - s.budget
 			if !s.joins(open, seg[:cut]) || !s.joins(seg[:cut], close) {
