@@ -25,11 +25,14 @@
 // while what it belongs to follows, and no chunk adds only whitespace.
 //
 // Token counts are exact for the model family (see Counter). Each block is
-// counted once while packing and each finished chunk once to confirm it;
-// a growing chunk is never re-tokenized. No chunk exceeds the budget: the
-// re-opened wrappers, repeated header and overlap all count, and the
-// overlap is dropped when it would not fit. No text is dropped: Reassemble
-// gives back the input byte for byte.
+// counted once while packing. A finished chunk's count is the sum of its
+// parts' counts where no boundary between them is one the tokenizer could
+// merge across (see cleanJoin), else its text is counted once to confirm
+// it (markup's chunks join text to tags, so they are); a growing chunk is
+// never re-tokenized. No chunk exceeds the budget: the re-opened
+// wrappers, repeated header and overlap all count, and the overlap is
+// dropped when it would not fit. No text is dropped: Reassemble gives back
+// the input byte for byte.
 //
 // The package is pure: no I/O besides the BPE data embedded in the binary.
 package chunk
@@ -159,7 +162,16 @@ func SplitAtMost(text, format string, budget, maxChunks int, counter *Counter) (
 	if text == "" {
 		return nil, nil
 	}
-	s := &splitter{text: text, budget: budget, maxChunks: maxChunks, counter: counter, ctxTokens: map[string]int{}}
+	return newSplitter(text, budget, maxChunks, counter).split(format)
+}
+
+func newSplitter(text string, budget, maxChunks int, counter *Counter) *splitter {
+	return &splitter{text: text, budget: budget, maxChunks: maxChunks, counter: counter, ctxTokens: map[string]int{}, additive: counter.additive()}
+}
+
+// split cuts s.text, in a format SplitAtMost has checked, into chunks.
+func (s *splitter) split(format string) ([]Chunk, error) {
+	text := s.text
 	switch format {
 	case FormatMarkdown:
 		s.mdHeadings = true
@@ -230,6 +242,15 @@ type unit struct {
 	open       string // context re-opened when a chunk starts at this unit
 	close      string // closing tags when a chunk ends at this unit
 	parts      []unit // the units a collapsed span was counted as
+	// count is the exact count of text[start:end] when it is known, 0
+	// when not (no unit is empty). tokens, the count packing plans with,
+	// is a collapsed unit's sum of its parts' counts, which a merge
+	// across their boundaries may miss, or a count grown by glued tags;
+	// count is kept apart so that chunks fall where they always did.
+	// A unit counted whole knows it; a collapsed one when each of its
+	// parts does and every boundary between them is clean (cleanJoin),
+	// or when collapse counted it.
+	count int
 	// keep: the unit belongs with what follows it (an HTML heading, an
 	// XML declaration or doctype), so a chunk does not end with it.
 	keep bool
@@ -259,6 +280,12 @@ type splitter struct {
 	// stops.
 	tokens int
 	over   bool
+	// additive: the counter's counts add over clean joins (cleanJoin),
+	// so that a sum of exact counts is exact.
+	additive bool
+	// counted is how many bytes were given to the counter, which is
+	// most of Split's work: tests hold it to about the input's length.
+	counted int
 
 	// mdHeadings: a unit that is only a markdown heading belongs with
 	// the section it heads, so a chunk does not end with it.
@@ -280,6 +307,12 @@ func (s *splitter) tooMany(made int) error {
 	return &TooManyChunksError{AtLeast: least, Limit: s.maxChunks, Budget: s.budget}
 }
 
+// count counts str with the splitter's counter.
+func (s *splitter) count(str string) int {
+	s.counted += len(str)
+	return s.counter.Count(str)
+}
+
 // ctx returns the token count of a context string, counted once per Split.
 func (s *splitter) ctx(c string) int {
 	if c == "" {
@@ -287,7 +320,7 @@ func (s *splitter) ctx(c string) int {
 	}
 	n, ok := s.ctxTokens[c]
 	if !ok {
-		n = s.counter.Count(c)
+		n = s.count(c)
 		s.ctxTokens[c] = n
 	}
 	return n
@@ -308,13 +341,35 @@ func (s *splitter) fits(start, end, limit int) (int, bool) {
 	if end-start > limit {
 		return 0, false
 	}
-	n := s.counter.Count(s.text[start:end])
+	n := s.count(s.text[start:end])
 	return n, n <= limit
 }
 
+// add appends a unit whose tokens is the count of text[start:end]: every
+// caller counted that text whole.
 func (s *splitter) add(start, end, tokens, prio int, open, close string) {
 	s.tally(tokens)
-	s.units = append(s.units, unit{start: start, end: end, tokens: tokens, prio: prio, open: open, close: close})
+	s.units = append(s.units, unit{start: start, end: end, tokens: tokens, prio: prio, open: open, close: close, count: tokens})
+}
+
+// joins reports whether a and b, given in the order they are joined,
+// join cleanly (cleanJoin) for the splitter's counter.
+func (s *splitter) joins(a, b string) bool { return s.additive && cleanJoin(a, b) }
+
+// countOf returns the exact count of the contiguous units' text when it
+// is the sum of their counts: each count is known and each boundary
+// between two is clean. By induction from the right, count(P1+…+Pk) =
+// count(P1+…+Pk-1) + count(Pk), since P1+…+Pk-1 ends as Pk-1 does.
+// 0 when it is not known.
+func (s *splitter) countOf(parts []unit) int {
+	n := 0
+	for i, u := range parts {
+		if u.count == 0 || i > 0 && !s.joins(s.text[parts[i-1].start:parts[i-1].end], s.text[u.start:u.end]) {
+			return 0
+		}
+		n += u.count
+	}
+	return n
 }
 
 // drop removes the units from first on.
@@ -336,14 +391,41 @@ func (s *splitter) collapse(first, start, end, prio int, open, close string, lim
 	for _, u := range s.units[first:] {
 		sum += u.tokens
 	}
-	if sum <= limit {
-		parts := append([]unit(nil), s.units[first:]...)
-		s.units = append(s.units[:first], unit{start: start, end: end, tokens: sum, prio: prio, open: open, close: close, parts: parts})
+	if sum > limit {
+		return
 	}
+	parts := append([]unit(nil), s.units[first:]...)
+	count := 0
+	if parts[0].start == start && parts[len(parts)-1].end == end {
+		count = s.countOf(parts) // units are contiguous
+	}
+	// Without a known count (a cut inside a run of spaces, after a
+	// newline before a blank line, between characters) every chunk
+	// holding the span would count its whole text again, twice with the
+	// overlap. When the span's own edges are clean those chunks can be
+	// summed, so count the span once now instead. Measured on the test
+	// corpus's text at budget 200: bytes counted per input byte 1.57 →
+	// 1.29 (plain), 1.14 → 1.09 (markdown). Not in HTML and XML: their
+	// chunks join text to tags, which is never clean, and are counted
+	// whole anyway.
+	if count == 0 && !s.markup && s.cleanAt(start) && s.cleanAt(end) {
+		count = s.count(s.text[start:end])
+	}
+	s.units = append(s.units[:first], unit{start: start, end: end, tokens: sum, prio: prio, open: open, close: close, parts: parts, count: count})
+}
+
+// cleanAt reports whether s.text splits cleanly at p, so that a unit
+// starting or ending there can be summed with its neighbour (the first
+// rune after p is decoded from the rest of the text, not from the unit
+// after p alone, which differs only for a unit that ends inside a rune:
+// then its own end is not clean). The text's ends are clean as far as the
+// text goes; a chunk's contexts are checked when it is built.
+func (s *splitter) cleanAt(p int) bool {
+	return p == 0 || p == len(s.text) || s.joins(s.text[p-1:p], s.text[p:])
 }
 
 // pack groups units into chunks greedily, preferring strong boundaries,
-// with one unit of overlap, and confirms each chunk's exact count.
+// with one unit of overlap, and gives each chunk its exact count (build).
 func (s *splitter) pack() ([]Chunk, error) {
 	var pre []int
 	prefix := func() {
@@ -512,12 +594,31 @@ func (s *splitter) build(a, next, e, index int) Chunk {
 	open, close := u[a].open, u[e-1].close
 	start, end := u[a].start, u[e-1].end
 	text := open + s.text[start:end] + close
+	tokens, ok := s.summed(a, e)
+	if !ok {
+		tokens = s.count(text)
+	}
 	c := Chunk{
-		Text: text, Tokens: s.counter.Count(text), Index: index,
+		Text: text, Tokens: tokens, Index: index,
 		Start: start, End: end, Prefix: len(open), Suffix: len(close),
 	}
 	if a < next {
 		c.Overlap = u[a].end - u[a].start
 	}
 	return c
+}
+
+// summed returns the exact count of the text of a chunk of units [a,e)
+// with its contexts, ok when it is the sum of their counts: every unit's
+// count is known and every join, context to first unit, unit to unit and
+// last unit to closing tags, is clean (see countOf). Otherwise build
+// counts the chunk's text.
+func (s *splitter) summed(a, e int) (int, bool) {
+	u := s.units
+	open, close := u[a].open, u[e-1].close
+	n := s.countOf(u[a:e])
+	if n == 0 || !s.joins(open, s.text[u[a].start:u[a].end]) || !s.joins(s.text[u[e-1].start:u[e-1].end], close) {
+		return 0, false
+	}
+	return s.ctx(open) + n + s.ctx(close), true
 }

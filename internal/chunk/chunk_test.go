@@ -39,21 +39,31 @@ func split(t testing.TB, text, format string, budget int) []Chunk {
 
 func checkInvariants(t testing.TB, c *Counter, text string, budget int, chunks []Chunk) {
 	t.Helper()
+	checkCounts(t, c, text, budget, chunks)
 	for i, ch := range chunks {
-		if ch.Index != i {
-			t.Fatalf("chunk %d has Index %d", i, ch.Index)
-		}
-		if got := c.Count(ch.Text); got != ch.Tokens {
-			t.Fatalf("chunk %d: Tokens %d, but its text counts %d", i, ch.Tokens, got)
-		}
-		if ch.Tokens > budget {
-			t.Fatalf("chunk %d: %d tokens over budget %d", i, ch.Tokens, budget)
-		}
 		if ch.New() == "" {
 			t.Fatalf("chunk %d adds no text", i)
 		}
 		if len(chunks) > 1 && isBlank(ch.New()) {
 			t.Fatalf("chunk %d adds only whitespace: %q", i, ch.New())
+		}
+	}
+}
+
+// checkCounts checks what counting must give: indexes in order, each
+// chunk's Tokens its text's exact count in c's encoding and within
+// budget, and reassembly to the input byte for byte.
+func checkCounts(t testing.TB, c *Counter, text string, budget int, chunks []Chunk) {
+	t.Helper()
+	for i, ch := range chunks {
+		if ch.Index != i {
+			t.Fatalf("chunk %d has Index %d", i, ch.Index)
+		}
+		if got := c.Count(ch.Text); got != ch.Tokens {
+			t.Fatalf("chunk %d: Tokens %d, but its text counts %d in %s", i, ch.Tokens, got, c.Encoding())
+		}
+		if ch.Tokens > budget {
+			t.Fatalf("chunk %d: %d tokens over budget %d in %s", i, ch.Tokens, budget, c.Encoding())
 		}
 	}
 	got, err := Reassemble(chunks)
@@ -634,10 +644,34 @@ func FuzzSplit(f *testing.F) {
 	f.Add("## A\n\n| k | v |\n|---|---|\n| 1 | "+strings.Repeat("w ", 60)+"|\n| 2 | x |\n\n## B\n\ntext", uint8(0), uint16(30))
 	f.Add("<h2>Title</h2>\n<p>"+strings.Repeat("Some words here. ", 20)+"</p>\n<h3>Next</h3><p>more</p>", uint8(2), uint16(40))
 	c := counter(f)
+	// Tokens is a sum where joins are clean, for o200k_base and
+	// cl100k_base alike, and never for p50k_base: checkCounts holds every
+	// chunk's Tokens to its text's count in each encoding. (The content
+	// checks are o200k's: in p50k_base a chunk can be a lone blank line
+	// before a code fence, testdata f1882a80119fc2d6, as it could before
+	// counts were summed.)
+	others := []*Counter{}
+	for _, model := range []string{"gpt-4", "text-davinci-003"} {
+		oc, err := NewCounter(model)
+		if err != nil {
+			f.Fatal(err)
+		}
+		others = append(others, oc)
+	}
 	formats := []string{FormatMarkdown, FormatPlain, FormatHTML, FormatXML}
 	f.Fuzz(func(t *testing.T, text string, format uint8, budget uint16) {
 		fm := formats[int(format)%len(formats)]
 		b := 16 + int(budget)%2000
+		for _, oc := range others {
+			chunks, err := Split(text, fm, b, oc)
+			if errors.Is(err, ErrBudgetTooSmall) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", oc.Encoding(), err)
+			}
+			checkCounts(t, oc, text, b, chunks)
+		}
 		start := time.Now()
 		chunks, err := Split(text, fm, b, c)
 		if d := time.Since(start); d > 10*time.Second {
@@ -868,4 +902,87 @@ func BenchmarkSplit8MB(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchDocument is internal/cli's bench document (copied: a test may not
+// import the cli package): paragraphs of 29 short sentences, each longer in
+// bytes than benchBudget, so that a chunk is one new paragraph plus the
+// previous one as overlap.
+func benchDocument(chunks int) string {
+	var b strings.Builder
+	for i := range chunks {
+		fmt.Fprintf(&b, "Paragraph %d. ", i)
+		for j := range 28 {
+			fmt.Fprintf(&b, "Item %d costs %d units. ", j, i*j)
+		}
+		b.WriteString("\n\n")
+	}
+	return b.String()
+}
+
+// benchBudget is internal/cli's.
+const benchBudget = 400
+
+// BenchmarkSplitBenchDocument splits one file of `docjobs bench` as a job
+// does: markdown, budget 400, o200k_base.
+func BenchmarkSplitBenchDocument(b *testing.B) {
+	c := counter(b)
+	text := benchDocument(10)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Split(text, FormatMarkdown, benchBudget, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Counting is most of Split's work: each byte of the input is counted
+// about once, not once when its unit is sized and again in each of the
+// two chunks that hold it. The bounds are what the text's structure
+// allows (see the decision "Chunk counts summed over clean boundaries").
+func TestSplitCountsEachByteAboutOnce(t *testing.T) {
+	tests := []struct {
+		name, text, format string
+		budget             int
+		most               float64 // bytes counted per input byte
+	}{
+		{"markdown paragraphs that fit a chunk", markdownDocument(64 << 10), FormatMarkdown, DefaultBudget, 1.01},
+		{"markdown paragraphs around the budget", markdownDocument(64 << 10), FormatMarkdown, 400, 1.01},
+		{"markdown paragraphs cut at sentences", markdownDocument(64 << 10), FormatMarkdown, 100, 1.01},
+		{"docjobs bench's document", benchDocument(10), FormatMarkdown, benchBudget, 1.01},
+		{"indented paragraphs", indentedDocument(200), FormatMarkdown, 200, 1.01},
+		{"plain paragraphs", records(300, FormatPlain, "\n\n"), FormatPlain, 400, 1.01},
+		{"plain lines", records(300, FormatPlain, "\n"), FormatPlain, 400, 1.01},
+		{"CRLF lines", records(300, FormatPlain, "\r\n"), FormatPlain, 400, 1.01},
+	}
+	for _, model := range []string{"gpt-4o", "gpt-4"} {
+		c, err := NewCounter(model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range tests {
+			t.Run(c.Encoding()+"/"+tt.name, func(t *testing.T) {
+				s := newSplitter(tt.text, tt.budget, 0, c)
+				chunks, err := s.split(tt.format)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkInvariants(t, c, tt.text, tt.budget, chunks)
+				if got := float64(s.counted) / float64(len(tt.text)); got > tt.most {
+					t.Errorf("%d chunks: counted %.2f bytes per input byte, want at most %.2f", len(chunks), got, tt.most)
+				}
+			})
+		}
+	}
+}
+
+// indentedDocument is n numbered, indented clauses as licenses have them.
+func indentedDocument(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "   %d. Clause %d applies. The licensee's rights, as granted, end when it does.\n", i, i)
+		fmt.Fprintf(&b, "      (a) Each item %d is listed; its parts follow.\n\n", i)
+	}
+	return b.String()
 }

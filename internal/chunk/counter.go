@@ -180,5 +180,11 @@ func (c *Counter) Count(s string) int {
 	return c.enc.count(s)
 }
 
+// additive reports whether counts of this encoding add over a clean join
+// (see cleanJoin): true for o200k_base and cl100k_base, whose patterns
+// end a run of white space at its last newline (\s*[\r\n]+); false for
+// p50k_base, whose pattern does not, so that no boundary is clean.
+func (c *Counter) additive() bool { return c.enc.fast != nil }
+
 // Encoding names the encoding this Counter uses.
 func (c *Counter) Encoding() string { return c.encoding }

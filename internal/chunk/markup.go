@@ -100,7 +100,7 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 			// stays with the unit before it (or after it, at the start).
 			if len(s.units) > first {
 				u := &s.units[len(s.units)-1]
-				ws := s.counter.Count(s.text[c.start:c.end])
+				ws := s.count(s.text[c.start:c.end])
 				if s.glueFits(u, ws, u.open, u.close) {
 					extendEnd(u, c.end, ws, u.close)
 					s.tally(ws)
@@ -119,11 +119,11 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 		}
 		if pending >= 0 && len(s.units) > k {
 			u := &s.units[k]
-			ws := s.counter.Count(s.text[pending:u.start])
+			ws := s.count(s.text[pending:u.start])
 			if s.glueFits(u, ws, openAt(pending), u.close) {
 				extendStart(u, pending, ws, openAt(pending), u.prio)
 			} else {
-				s.units = slices.Insert(s.units, k, unit{start: pending, end: u.start, tokens: ws, prio: u.prio, open: openAt(pending), close: innerClose})
+				s.units = slices.Insert(s.units, k, unit{start: pending, end: u.start, tokens: ws, prio: u.prio, open: openAt(pending), close: innerClose, count: ws})
 			}
 			s.tally(ws)
 			pending = -1
@@ -142,24 +142,26 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 	// the unit whole (to keep a heading or the XML declaration with it)
 	// can still be cut between the tag and the rest.
 	f := &s.units[first]
-	tag := s.counter.Count(s.text[n.start:f.start])
+	tag := s.count(s.text[n.start:f.start])
 	switch {
 	case n.start == f.start:
 	case s.glueFits(f, tag, open, f.close):
-		tagUnit := unit{start: n.start, end: f.start, tokens: tag, prio: prio, open: open, close: innerClose}
-		*f = unit{start: n.start, end: f.end, tokens: tag + f.tokens, prio: prio, open: open, close: f.close, keep: f.keep, parts: []unit{tagUnit, *f}}
+		tagUnit := unit{start: n.start, end: f.start, tokens: tag, prio: prio, open: open, close: innerClose, count: tag}
+		parts := []unit{tagUnit, *f}
+		*f = unit{start: n.start, end: f.end, tokens: tag + f.tokens, prio: prio, open: open, close: f.close, keep: f.keep, parts: parts, count: s.countOf(parts)}
 	default:
-		s.units = slices.Insert(s.units, first, unit{start: n.start, end: f.start, tokens: tag, prio: prio, open: open, close: innerClose})
+		s.units = slices.Insert(s.units, first, unit{start: n.start, end: f.start, tokens: tag, prio: prio, open: open, close: innerClose, count: tag})
 	}
 	s.tally(tag)
 	l := &s.units[len(s.units)-1]
-	tag = s.counter.Count(s.text[l.end:n.end])
+	tag = s.count(s.text[l.end:n.end])
 	switch {
 	case l.end == n.end:
 	case s.glueFits(l, tag, l.open, endClose):
 		// A heading that ends its element heads nothing after it.
-		tagUnit := unit{start: l.end, end: n.end, tokens: tag, prio: prioBlock, open: openAt(l.end), close: endClose}
-		*l = unit{start: l.start, end: n.end, tokens: l.tokens + tag, prio: l.prio, open: l.open, close: endClose, parts: []unit{*l, tagUnit}}
+		tagUnit := unit{start: l.end, end: n.end, tokens: tag, prio: prioBlock, open: openAt(l.end), close: endClose, count: tag}
+		parts := []unit{*l, tagUnit}
+		*l = unit{start: l.start, end: n.end, tokens: l.tokens + tag, prio: l.prio, open: l.open, close: endClose, parts: parts, count: s.countOf(parts)}
 	default:
 		s.add(l.end, n.end, tag, prioBlock, openAt(l.end), endClose)
 		tag = 0
@@ -186,7 +188,7 @@ func (s *splitter) leaf(n *node, prio int, open, close string) {
 	text := s.text[n.start:n.end]
 	// Counted whole, not by fits: a tag is a few times more bytes than
 	// tokens, and one that fits must stay whole.
-	if tokens := s.counter.Count(text); tokens <= s.limit(open, close) {
+	if tokens := s.count(text); tokens <= s.limit(open, close) {
 		s.add(n.start, n.end, tokens, prio, open, close)
 		// The XML declaration or doctype alone is no content: it goes
 		// with what follows.
@@ -212,15 +214,15 @@ func (s *splitter) leaf(n *node, prio int, open, close string) {
 		// The section's own delimiters join its first and last pieces,
 		// which then need no re-opened or added ones.
 		f := &s.units[first]
-		tok := s.counter.Count(d.start)
+		tok := s.count(d.start)
 		if s.glueFits(f, tok, open, f.close) {
 			extendStart(f, n.start, tok, open, prio)
 		} else {
-			s.units = slices.Insert(s.units, first, unit{start: n.start, end: from, tokens: tok, prio: prio, open: open, close: d.reclose + close})
+			s.units = slices.Insert(s.units, first, unit{start: n.start, end: from, tokens: tok, prio: prio, open: open, close: d.reclose + close, count: tok})
 		}
 		s.tally(tok)
 		l := &s.units[len(s.units)-1]
-		if tok := s.counter.Count(d.end); s.glueFits(l, tok, l.open, close) {
+		if tok := s.count(d.end); s.glueFits(l, tok, l.open, close) {
 			extendEnd(l, n.end, tok, close)
 			s.tally(tok)
 		} else {
@@ -240,16 +242,18 @@ func (s *splitter) glueFits(u *unit, tokens int, open, close string) bool {
 // extendStart moves u's start back to start over text of the given
 // tokens (a start tag, whitespace), with the context there; a collapsed
 // unit's first part moves with it, so splitting it again loses nothing.
+// The grown counts are sums across a join after a tag or before one,
+// which is never clean: the text's exact count is no longer known.
 func extendStart(u *unit, start, tokens int, open string, prio int) {
 	for ; u != nil; u = firstPart(u) {
-		u.start, u.tokens, u.open, u.prio = start, u.tokens+tokens, open, prio
+		u.start, u.tokens, u.open, u.prio, u.count = start, u.tokens+tokens, open, prio, 0
 	}
 }
 
 // extendEnd moves u's end forward to end, like extendStart.
 func extendEnd(u *unit, end, tokens int, close string) {
 	for ; u != nil; u = lastPart(u) {
-		u.end, u.tokens, u.close = end, u.tokens+tokens, close
+		u.end, u.tokens, u.close, u.count = end, u.tokens+tokens, close, 0
 	}
 }
 

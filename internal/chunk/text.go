@@ -74,7 +74,7 @@ func (s *splitter) pieces(start, end, prio int, levels []level, open, close stri
 		s.collapse(first, start, end, prio, open, close, limit)
 		return
 	}
-	s.add(start, end, s.counter.Count(seg), prio, open, close)
+	s.add(start, end, s.count(seg), prio, open, close)
 }
 
 // span is a byte range of the input with the strength of the boundary
@@ -214,17 +214,20 @@ func (s *splitter) markdown() {
 
 func (s *splitter) markdownBlock(b span) {
 	lines := lineSpans(s.text, b.start, b.end)
-	if _, ok := s.fits(b.start, b.end, s.budget); !ok {
-		h := tableHeader(s.text, lines)
-		o, c, fence := fenceAt(s.text, lines)
-		switch {
-		case o >= 0 && (h < 0 || o < h):
-			s.code(b, lines, o, c, fence)
-			return
-		case h >= 0:
-			s.table(b, lines, h)
-			return
-		}
+	if n, ok := s.fits(b.start, b.end, s.budget); ok {
+		// The unit pieces would add, without counting the block again.
+		s.add(b.start, b.end, n, b.prio, "", "")
+		return
+	}
+	h := tableHeader(s.text, lines)
+	o, c, fence := fenceAt(s.text, lines)
+	switch {
+	case o >= 0 && (h < 0 || o < h):
+		s.code(b, lines, o, c, fence)
+		return
+	case h >= 0:
+		s.table(b, lines, h)
+		return
 	}
 	levels := proseLevels
 	if len(lines) > 1 && listItem.MatchString(s.text[lines[0].start:lines[0].end]) {
@@ -538,10 +541,14 @@ func (s *splitter) fill(start, end, prio int, markup bool, open, close string, l
 		cut, n := s.longestPrefix(seg, limit, markup)
 		// A piece that fills a chunk alone goes out between its contexts,
 		// and tokens can merge across their edges ("<p>" then ">x…"): the
-		// sum of the counts is not the count, so confirm it and aim lower
-		// by the excess.
+		// sum of the counts is the count only across clean joins (a fence
+		// line before code), so confirm it otherwise and aim lower by the
+		// excess.
 		for l := limit; (open != "" || close != "") && cut > firstCut(seg, markup); {
-			over := s.counter.Count(open+seg[:cut]+close) - s.budget
+			over := s.ctx(open) + n + s.ctx(close) - s.budget
+			if !s.joins(open, seg[:cut]) || !s.joins(seg[:cut], close) {
+				over = s.count(open+seg[:cut]+close) - s.budget
+			}
 			if over <= 0 {
 				break
 			}
@@ -568,7 +575,7 @@ func (s *splitter) fill(start, end, prio int, markup bool, open, close string, l
 func (s *splitter) longestPrefix(seg string, limit int, markup bool) (int, int) {
 	if limit <= 0 {
 		cut := firstCut(seg, markup)
-		return cut, s.counter.Count(seg[:cut])
+		return cut, s.count(seg[:cut])
 	}
 	lo, nlo := 0, 0          // longest prefix known to fit, and its count
 	hi, nhi := len(seg)+1, 0 // shortest known not to fit (len+1: none yet)
@@ -581,7 +588,7 @@ func (s *splitter) longestPrefix(seg string, limit int, markup bool) (int, int) 
 				break
 			}
 		}
-		n := s.counter.Count(seg[:g])
+		n := s.count(seg[:g])
 		if n <= limit {
 			lo, nlo = g, n
 			if g == len(seg) || n >= limit-limit/128 {
@@ -601,10 +608,10 @@ func (s *splitter) longestPrefix(seg string, limit int, markup bool) (int, int) 
 	}
 	if lo == 0 {
 		cut := firstCut(seg, markup)
-		return cut, s.counter.Count(seg[:cut])
+		return cut, s.count(seg[:cut])
 	}
 	if g := graphemeCutBefore(seg, lo, markup); g > 0 && g < lo {
-		if n := s.counter.Count(seg[:g]); n <= limit {
+		if n := s.count(seg[:g]); n <= limit {
 			return g, n
 		}
 	}
