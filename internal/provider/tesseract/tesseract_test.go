@@ -89,8 +89,8 @@ func TestRecognizeReadsAScanAsMarkdownParagraphsAndLines(t *testing.T) {
 	}
 }
 
-// Every format Prepare can hand over, and the PGM the PDF path may
-// render, is read by this build's leptonica from stdin.
+// Every format Prepare can hand over, and the colour PPM the PDF path
+// renders for it, is read by this build's leptonica from stdin.
 func TestRecognizeReadsEveryImageFormat(t *testing.T) {
 	ocr := newOCR(t, Config{})
 	page := textStrip(t)
@@ -107,6 +107,13 @@ func TestRecognizeReadsEveryImageFormat(t *testing.T) {
 			fmt.Fprintf(b, "P5\n%d %d\n255\n", g.Rect.Dx(), g.Rect.Dy())
 			_, err := b.Write(g.Pix)
 			return err
+		}},
+		{"image/x-portable-pixmap", func(b *bytes.Buffer, g *image.Gray) error {
+			fmt.Fprintf(b, "P6\n%d %d\n255\n", g.Rect.Dx(), g.Rect.Dy())
+			for _, v := range g.Pix {
+				b.Write([]byte{v, v, v})
+			}
+			return nil
 		}},
 	}
 	for _, tt := range tests {
@@ -172,12 +179,13 @@ func TestRecognizeRefusesWhatItCannotRead(t *testing.T) {
 	}
 }
 
-// TestItSaysItReadsPageImagesNotDocuments: PDF pages are rendered as PGM
-// for it (pdf.Convert asks), and what it refuses is refused beforehand.
+// TestItSaysItReadsPageImagesNotDocuments: PDF pages are rendered as
+// colour PPM for it (pdf.Convert asks), and what it refuses is refused
+// beforehand.
 func TestItSaysItReadsPageImagesNotDocuments(t *testing.T) {
 	ocr := newOCR(t, Config{})
 	for mime, want := range map[string]bool{
-		"image/x-portable-graymap": true, "image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true,
+		"image/x-portable-pixmap": true, "image/x-portable-graymap": true, "image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true,
 		"application/pdf": false, "text/plain": false,
 	} {
 		if ok, known := ocr.Accepts(context.Background(), mime); ok != want || !known {
