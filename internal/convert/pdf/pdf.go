@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -141,11 +140,6 @@ const (
 	// long document is held in memory a batch at a time.
 	batchPages       = 64
 	maxRenderSidePix = 6000 // vision APIs refuse or shrink larger images
-	// maxRawColourPix bounds a raw colour page (3 bytes a pixel, PPM)
-	// below maxImageOutput: at the side cap alone a square page would be
-	// 6000×6000, 108 MB. 20 MP is A2 at about 225 dpi; Letter at 200 dpi
-	// is 3.7 MP.
-	maxRawColourPix = 20e6
 )
 
 // Convert recognizes one PDF. ocr may be nil when no page needs it.
@@ -225,22 +219,19 @@ type conversion struct {
 // MIME types of rendered pages.
 const (
 	mimeJPEG = "image/jpeg"
-	mimePPM  = "image/x-portable-pixmap"
+	mimePGM  = "image/x-portable-graymap"
 )
 
-// renderType is what pages are rendered as for the provider: raw colour
-// PPM for one that reads it (Tesseract), JPEG for every vision vendor. Not
-// grey: Tesseract binarizes a colour page channel by channel, so orange or
-// yellow print that is light in grey stays dark in its blue channel, and
-// pdftoppm's grey loses it (docs/decisions.md, "Colour, not grey, for
-// Tesseract"). Raw pixels carry no JPEG artefacts, which cost light grey
-// small print, and nothing to encode. It is decided on the first page that
-// needs the provider, since asking may open it.
+// renderType is what pages are rendered as for the provider: PGM for one
+// that reads it (Tesseract: grey is all it reads, and raw pixels carry no
+// JPEG artefacts and cost nothing to encode or decode; DESIGN §2), JPEG
+// for every vision vendor. It is decided on the first page that needs the
+// provider, since asking may open it.
 func (c *conversion) renderType(ctx context.Context) string {
 	c.pageTypeOnce.Do(func() {
 		c.pageType = mimeJPEG
-		if ok, known := provider.Accepts(ctx, c.ocr, mimePPM); ok && known {
-			c.pageType = mimePPM
+		if ok, known := provider.Accepts(ctx, c.ocr, mimePGM); ok && known {
+			c.pageType = mimePGM
 		}
 	})
 	return c.pageType
@@ -423,7 +414,7 @@ func textQuality(tp *textPage) (good, total int) {
 // ocrPage renders page p and has the provider read it.
 func (c *conversion) ocrPage(ctx context.Context, p int) error {
 	mime := c.renderType(ctx)
-	img, err := c.r.render(ctx, p, c.dpi(p, mime), mime)
+	img, err := c.r.render(ctx, p, c.dpi(p), mime == mimePGM)
 	if err != nil {
 		return onPage(p, err)
 	}
@@ -452,8 +443,8 @@ func (c *conversion) ocrPage(ctx context.Context, p int) error {
 // rendered reports whether pdftoppm wrote an image of the type asked for
 // (it writes nothing, with success, for a page it cannot draw).
 func rendered(img []byte, mime string) bool {
-	if mime == mimePPM {
-		return len(img) > 3 && img[0] == 'P' && img[1] == '6'
+	if mime == mimePGM {
+		return len(img) > 3 && img[0] == 'P' && img[1] == '5'
 	}
 	return len(img) > 3 && img[0] == 0xff && img[1] == 0xd8
 }
@@ -467,15 +458,12 @@ func onPage(page int, err error) error {
 }
 
 // dpi is the configured resolution, lowered for pages so large that the
-// image would pass maxRenderSidePix or, raw colour, maxRawColourPix.
-func (c *conversion) dpi(p int, mime string) int {
+// image would pass maxRenderSidePix.
+func (c *conversion) dpi(p int) int {
 	dpi := c.cfg.DPI
 	if s, ok := c.info.sizes[p]; ok {
 		if long := max(s[0], s[1]); long > 0 {
 			dpi = min(dpi, int(maxRenderSidePix*72/long))
-		}
-		if area := s[0] * s[1]; mime == mimePPM && area > 0 {
-			dpi = min(dpi, int(math.Sqrt(maxRawColourPix/area)*72))
 		}
 	}
 	return max(dpi, 1)

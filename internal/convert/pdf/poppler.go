@@ -18,7 +18,7 @@ import (
 
 // Output caps of one poppler process. A text layer of one batch of pages
 // is ~60 KiB per dense page; a rendered page at the capped size is a few
-// MiB of JPEG, or up to 60 MB of raw PPM (maxRawColourPix). Anything far beyond is a hostile file, not a document.
+// MiB of JPEG. Anything far beyond is a hostile file, not a document.
 const (
 	maxTextOutput  = 96 << 20
 	maxInfoOutput  = 8 << 20
@@ -385,15 +385,13 @@ func parseImageList(out []byte, sizes map[int][2]float64) map[int]float64 {
 	return cov
 }
 
-// render runs pdftoppm for one page at dpi, as JPEG or, for mimePPM, as
-// raw colour PPM (pdftoppm's own format, written without any flag: no
-// compression).
-func (r *runner) render(ctx context.Context, page, dpi int, mime string) ([]byte, error) {
+// render runs pdftoppm for one page at dpi, as JPEG or, with gray, as raw
+// PGM (pdftoppm's own format: no compression, grey only).
+func (r *runner) render(ctx context.Context, page, dpi int, gray bool) ([]byte, error) {
 	n := strconv.Itoa(page)
-	args := []string{"-q"}
-	if mime != mimePPM {
-		args = append(args, "-jpeg")
+	format := "-jpeg"
+	if gray {
+		format = "-gray"
 	}
-	args = append(args, "-r", strconv.Itoa(dpi), "-f", n, "-l", n, r.file)
-	return r.run(ctx, maxImageOutput, "pdftoppm", args...)
+	return r.run(ctx, maxImageOutput, "pdftoppm", "-q", format, "-r", strconv.Itoa(dpi), "-f", n, "-l", n, r.file)
 }

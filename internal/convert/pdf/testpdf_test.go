@@ -29,12 +29,10 @@ type run struct {
 	text       string
 }
 
-// testPage is a page of text runs, or of one full-page JPEG; US Letter
-// unless size (width, height in points) is set.
+// testPage is a US Letter page of text runs, or of one full-page JPEG.
 type testPage struct {
 	runs []run
 	jpeg []byte
-	size [2]float64
 }
 
 // buildPDF writes pages as a PDF with a correct cross-reference table.
@@ -50,10 +48,6 @@ func buildPDF(pages []testPage) []byte {
 	bold := add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>")
 	var kids []string
 	for _, p := range pages {
-		w, h := 612.0, 792.0
-		if p.size[0] > 0 && p.size[1] > 0 {
-			w, h = p.size[0], p.size[1]
-		}
 		var content, res string
 		if p.jpeg != nil {
 			cfg, err := jpeg.DecodeConfig(bytes.NewReader(p.jpeg))
@@ -62,7 +56,7 @@ func buildPDF(pages []testPage) []byte {
 			}
 			img := add(fmt.Sprintf("<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /DCTDecode /Length %d >>\nstream\n%s\nendstream",
 				cfg.Width, cfg.Height, len(p.jpeg), p.jpeg))
-			content = fmt.Sprintf("q %g 0 0 %g 0 0 cm /Im1 Do Q", w, h)
+			content = "q 612 0 0 792 0 0 cm /Im1 Do Q"
 			res = fmt.Sprintf("<< /XObject << /Im1 %d 0 R >> >>", img)
 		} else {
 			var sb strings.Builder
@@ -71,13 +65,13 @@ func buildPDF(pages []testPage) []byte {
 				if r.bold {
 					font = "F2"
 				}
-				fmt.Fprintf(&sb, "BT /%s %g Tf %g %g Td (%s) Tj ET\n", font, r.size, r.x, h-r.y, pdfString(r.text))
+				fmt.Fprintf(&sb, "BT /%s %g Tf %g %g Td (%s) Tj ET\n", font, r.size, r.x, 792-r.y, pdfString(r.text))
 			}
 			content = sb.String()
 			res = fmt.Sprintf("<< /Font << /F1 %d 0 R /F2 %d 0 R >> >>", regular, bold)
 		}
 		stream := add(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
-		page := add(fmt.Sprintf("<< /Type /Page /Parent %d 0 R /MediaBox [0 0 %g %g] /Resources %s /Contents %d 0 R >>", pagesObj, w, h, res, stream))
+		page := add(fmt.Sprintf("<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Resources %s /Contents %d 0 R >>", pagesObj, res, stream))
 		kids = append(kids, fmt.Sprintf("%d 0 R", page))
 	}
 	objs[catalog-1] = fmt.Sprintf("<< /Type /Catalog /Pages %d 0 R >>", pagesObj)

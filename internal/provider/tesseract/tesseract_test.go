@@ -81,7 +81,7 @@ func TestRecognizeReadsAScanAsMarkdownParagraphsAndLines(t *testing.T) {
 	if rec.Format != "markdown" || rec.Model != "tesseract" {
 		t.Errorf("Format, Model = %q, %q; want markdown, tesseract", rec.Format, rec.Model)
 	}
-	if want := fmt.Sprintf("OMP_THREAD_LIMIT=1 tesseract stdin stdout -l eng --psm 1 tsv < image/png (%d bytes)", len(doc.Data)); rec.Request != want {
+	if want := fmt.Sprintf("OMP_THREAD_LIMIT=1 tesseract stdin stdout -l eng --psm 1 -c thresholding_method=1 tsv < image/png (%d bytes)", len(doc.Data)); rec.Request != want {
 		t.Errorf("Request = %q, want %q", rec.Request, want)
 	}
 	if !strings.HasPrefix(rec.RawData, "level\tpage_num\tblock_num") || !strings.Contains(rec.RawData, "\tquick") {
@@ -89,8 +89,8 @@ func TestRecognizeReadsAScanAsMarkdownParagraphsAndLines(t *testing.T) {
 	}
 }
 
-// Every format Prepare can hand over, and the colour PPM the PDF path
-// renders for it, is read by this build's leptonica from stdin.
+// Every format Prepare can hand over, and the PGM the PDF path may
+// render, is read by this build's leptonica from stdin.
 func TestRecognizeReadsEveryImageFormat(t *testing.T) {
 	ocr := newOCR(t, Config{})
 	page := textStrip(t)
@@ -107,13 +107,6 @@ func TestRecognizeReadsEveryImageFormat(t *testing.T) {
 			fmt.Fprintf(b, "P5\n%d %d\n255\n", g.Rect.Dx(), g.Rect.Dy())
 			_, err := b.Write(g.Pix)
 			return err
-		}},
-		{"image/x-portable-pixmap", func(b *bytes.Buffer, g *image.Gray) error {
-			fmt.Fprintf(b, "P6\n%d %d\n255\n", g.Rect.Dx(), g.Rect.Dy())
-			for _, v := range g.Pix {
-				b.Write([]byte{v, v, v})
-			}
-			return nil
 		}},
 	}
 	for _, tt := range tests {
@@ -179,13 +172,12 @@ func TestRecognizeRefusesWhatItCannotRead(t *testing.T) {
 	}
 }
 
-// TestItSaysItReadsPageImagesNotDocuments: PDF pages are rendered as
-// colour PPM for it (pdf.Convert asks), and what it refuses is refused
-// beforehand.
+// TestItSaysItReadsPageImagesNotDocuments: PDF pages are rendered as PGM
+// for it (pdf.Convert asks), and what it refuses is refused beforehand.
 func TestItSaysItReadsPageImagesNotDocuments(t *testing.T) {
 	ocr := newOCR(t, Config{})
 	for mime, want := range map[string]bool{
-		"image/x-portable-pixmap": true, "image/x-portable-graymap": true, "image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true,
+		"image/x-portable-graymap": true, "image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true,
 		"application/pdf": false, "text/plain": false,
 	} {
 		if ok, known := ocr.Accepts(context.Background(), mime); ok != want || !known {
@@ -253,7 +245,7 @@ printf '5\t1\t1\t1\t1\t1\t0\t0\t10\t10\t91.5\tHello\n'
 	if rec.Text != "Hello" || rec.Model != "tesseract:eng" {
 		t.Errorf("Text, Model = %q, %q; want Hello, tesseract:eng", rec.Text, rec.Model)
 	}
-	if got := readFile(t, filepath.Join(dir, "args")); got != "stdin stdout -l eng --psm 1 tsv\n" {
+	if got := readFile(t, filepath.Join(dir, "args")); got != "stdin stdout -l eng --psm 1 -c thresholding_method=1 tsv\n" {
 		t.Errorf("args = %q", got)
 	}
 	if got := readFile(t, filepath.Join(dir, "stdin")); got != string(doc.Data) {
