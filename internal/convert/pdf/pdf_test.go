@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/docjobs/docjobs/internal/provider"
+	"github.com/docjobs/docjobs/internal/provider/tesseract"
 )
 
 // recordingOCR is a provider that answers each page with markdown naming
@@ -183,6 +184,46 @@ func TestPagesAreRenderedAsPGMForAProviderThatReadsIt(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTesseractReadsColouredPrintOnARenderedPage runs the real pdftoppm
+// and tesseract on an invoice whose line items are printed in orange
+// (invoice2data's AmazonWebServices.pdf, OCR_ALWAYS): in pdftoppm's grey
+// they are light grey, which one threshold for the whole page drops at
+// 200 and 300 dpi alike; Tesseract's adaptive (tiled) threshold keeps them.
+// Each name must be read on one line with its amount, as on the page; the
+// names and amounts are the invoice's expected line items
+// (AmazonWebServices.json).
+func TestTesseractReadsColouredPrintOnARenderedPage(t *testing.T) {
+	t.Parallel()
+	ocr, err := tesseract.New(tesseract.Config{})
+	if errors.Is(err, tesseract.ErrNotInstalled) {
+		t.Skip("tesseract is not installed (make deps installs it)")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Convert(context.Background(), Config{}, readFile(t, "invoice2data", "AmazonWebServices.pdf"),
+		Options{OCRAlways: true, Format: "markdown"}, ocr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(res.Content, "\n")
+	for _, item := range []struct{ name, amount string }{
+		{"AWS Data Transfer", "0.01"}, {"Amazon Elastic Compute Cloud", "1.87"},
+		{"Amazon Glacier", "2.22"}, {"Amazon Simple Storage Service", "0.01"},
+	} {
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, item.name) })
+		switch {
+		case i < 0:
+			t.Errorf("the orange line item %q is not in the recognized page", item.name)
+		case !strings.Contains(lines[i], item.amount):
+			t.Errorf("%q is read without its amount %s: %q", item.name, item.amount, lines[i])
+		}
+	}
+	if t.Failed() {
+		t.Logf("recognized:\n%s", res.Content)
 	}
 }
 

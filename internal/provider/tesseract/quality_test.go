@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
 	"image/png"
 	"math"
 	"os"
@@ -14,6 +15,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/image/draw"
+
+	"github.com/docjobs/docjobs/internal/provider"
 )
 
 // qualityPages are the corpus scans with human ground truth. The two
@@ -243,5 +248,38 @@ func TestCER(t *testing.T) {
 	}
 	if got := markdownToText(`\<lazy> \#90 snake\_case a\\b \q`); got != `<lazy> #90 snake_case a\b \q` {
 		t.Errorf("markdownToText = %q", got)
+	}
+}
+
+// TestRecognizeReadsColouredPrintOnAGreyPage reads the invoice scan turned
+// grey and scaled to 200 dpi, as pdftoppm renders a PDF page for us: its
+// orange line-item names become light grey (about 170 of 255) beside black
+// text, and one threshold for the whole page makes them background. The
+// engine is run to binarize tile by tile, which keeps them.
+func TestRecognizeReadsColouredPrintOnAGreyPage(t *testing.T) {
+	ocr := newOCR(t, Config{})
+	src, err := png.Decode(strings.NewReader(readTestdata(t, "AmazonWebServices.png")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scan is 350 dpi (2975 pixels across 8.5 inches).
+	b := src.Bounds()
+	grey := image.NewGray(image.Rect(0, 0, b.Dx()*200/350, b.Dy()*200/350))
+	draw.ApproxBiLinear.Scale(grey, grey.Bounds(), src, b, draw.Src, nil)
+	var pgm bytes.Buffer
+	fmt.Fprintf(&pgm, "P5\n%d %d\n255\n", grey.Rect.Dx(), grey.Rect.Dy())
+	pgm.Write(grey.Pix)
+	rec, err := ocr.Recognize(context.Background(), provider.Document{Data: pgm.Bytes(), MIME: "image/x-portable-graymap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := markdownToText(rec.Text)
+	for _, name := range []string{"AWS Data Transfer", "Amazon Elastic Compute Cloud", "Amazon Glacier", "Amazon Simple Storage Service"} {
+		if !strings.Contains(text, name) {
+			t.Errorf("the orange line item %q is not read", name)
+		}
+	}
+	if t.Failed() {
+		t.Logf("recognized:\n%s", rec.Text)
 	}
 }

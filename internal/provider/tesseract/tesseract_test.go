@@ -81,7 +81,7 @@ func TestRecognizeReadsAScanAsMarkdownParagraphsAndLines(t *testing.T) {
 	if rec.Format != "markdown" || rec.Model != "tesseract" {
 		t.Errorf("Format, Model = %q, %q; want markdown, tesseract", rec.Format, rec.Model)
 	}
-	if want := fmt.Sprintf("OMP_THREAD_LIMIT=1 tesseract stdin stdout -l eng --psm 1 tsv < image/png (%d bytes)", len(doc.Data)); rec.Request != want {
+	if want := fmt.Sprintf("OMP_THREAD_LIMIT=1 tesseract stdin stdout -l eng --psm 1 -c thresholding_method=1 tsv < image/png (%d bytes)", len(doc.Data)); rec.Request != want {
 		t.Errorf("Request = %q, want %q", rec.Request, want)
 	}
 	if !strings.HasPrefix(rec.RawData, "level\tpage_num\tblock_num") || !strings.Contains(rec.RawData, "\tquick") {
@@ -245,7 +245,7 @@ printf '5\t1\t1\t1\t1\t1\t0\t0\t10\t10\t91.5\tHello\n'
 	if rec.Text != "Hello" || rec.Model != "tesseract:eng" {
 		t.Errorf("Text, Model = %q, %q; want Hello, tesseract:eng", rec.Text, rec.Model)
 	}
-	if got := readFile(t, filepath.Join(dir, "args")); got != "stdin stdout -l eng --psm 1 tsv\n" {
+	if got := readFile(t, filepath.Join(dir, "args")); got != "stdin stdout -l eng --psm 1 -c thresholding_method=1 tsv\n" {
 		t.Errorf("args = %q", got)
 	}
 	if got := readFile(t, filepath.Join(dir, "stdin")); got != string(doc.Data) {
