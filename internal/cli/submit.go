@@ -142,6 +142,7 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 	}
 
 	c := newClient(cfg)
+	c.notes = env.stderr
 	req.SourceURLs = append([]string(nil), args...)
 	var uploaded []string
 	for _, i := range local {
@@ -186,10 +187,14 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 
 // removeUploads deletes the uploads this run made for a job that was not
 // created: kept, they would count against the account's upload quota
-// until deleted, and nothing names them. It runs even after an interrupt,
-// briefly; what it cannot delete it names.
+// until deleted, and nothing names them. It runs even after an interrupt
+// (a second one stops it), for removeBudget and removePerUpload for each
+// upload: the deletes go one after another, and a 429 of the account's
+// rate limit, likely right after a burst of uploads, is waited out (do).
+// What it cannot delete it names.
 func (c *client) removeUploads(ctx context.Context, env *environment, urls []string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	budget := removeBudget + time.Duration(len(urls))*removePerUpload
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
 	for _, raw := range urls {
 		path := raw
@@ -207,6 +212,13 @@ func (c *client) removeUploads(ctx context.Context, env *environment, urls []str
 		fmt.Fprintf(env.stderr, "removed the upload %s: no job was created\n", raw)
 	}
 }
+
+// The time removeUploads has: removePerUpload is one delete at 5 a second,
+// a tenth of the default DOCJOBS_ACCOUNT_RATE.
+const (
+	removeBudget    = 10 * time.Second
+	removePerUpload = 200 * time.Millisecond
+)
 
 // request builds the create request from the flags and the environment,
 // refusing what the service would refuse for sure, before any upload.
@@ -290,22 +302,28 @@ func waitAndPrint(ctx context.Context, env *environment, c *client, id string) e
 			last = line
 		}
 	}
+	goesOn := fmt.Sprintf("job %s goes on: `docjobs get %s` shows it, `docjobs get %s --result` prints its result", id, id, id)
 	end, err := c.follow(ctx, id, show)
 	if err != nil {
 		if ctx.Err() != nil {
-			return &exitError{code: ExitInterrupted, err: fmt.Errorf(
-				"stopped waiting; job %s goes on: `docjobs get %s` shows it, `docjobs get %s --result` prints its result", id, id, id)}
+			return &exitError{code: ExitInterrupted, err: errors.New("stopped waiting; " + goesOn)}
 		}
-		return fmt.Errorf("follow job %s: %w", id, err)
+		return fmt.Errorf("follow job %s: %w; stopped waiting, the %s", id, err, goesOn)
 	}
 	show(end)
-	if err := c.copyTo(ctx, "/v1/jobs/"+url.PathEscape(id)+"/result", env.stdout); err != nil {
+	var rows rowStatuses
+	if err := c.copyTo(ctx, "/v1/jobs/"+url.PathEscape(id)+"/result", io.MultiWriter(env.stdout, &rows)); err != nil {
 		return fmt.Errorf("job %s ended %s; its result: %w", id, end.Status, err)
 	}
+	failed := failedRows(rows)
 	code := ExitOK
 	switch end.Status {
 	case "JOB_STATUS_COMPLETE":
-		return nil
+		if failed == "" {
+			return nil
+		}
+		return &exitError{code: ExitRowsFailed, err: fmt.Errorf(
+			"job %s is COMPLETE, but %s: the result's ocr[].error and llm[].error say why", id, failed)}
 	case "JOB_STATUS_CANCELLED":
 		code = ExitJobCancelled
 	default:
@@ -315,17 +333,38 @@ func waitAndPrint(ctx context.Context, env *environment, c *client, id string) e
 	if end.Error != "" {
 		msg += ": " + end.Error
 	}
+	if failed != "" {
+		msg += "; " + failed
+	}
 	return &exitError{code: code, err: errors.New(msg)}
 }
 
-// progressLine is one line of a job's progress for a person to read.
+// progressLine is one line of a job's progress for a person to read. The
+// stream counts a FAILED or SKIPPED row as finished, not as a success:
+// which rows failed the result says (failedRows).
 func progressLine(id string, p progress) string {
-	line := fmt.Sprintf("job %s: %s, files recognized %d/%d, model rows done %d/%d", id,
+	line := fmt.Sprintf("job %s: %s, files finished %d/%d, model rows finished %d/%d", id,
 		strings.TrimPrefix(p.Status, "JOB_STATUS_"), p.OCRDone, p.OCRTotal, p.LLMDone, p.LLMTotal)
+	if p.polled { // GET /v1/jobs/{id} has no row counts
+		line = fmt.Sprintf("job %s: %s", id, strings.TrimPrefix(p.Status, "JOB_STATUS_"))
+	}
 	if p.Error != "" {
 		line += ", error: " + p.Error
 	}
 	return line
+}
+
+// failedRows says how many files and model rows of a result FAILED, "" for
+// none.
+func failedRows(r rowStatuses) string {
+	var parts []string
+	if r.OCRFailed > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d files FAILED recognition", r.OCRFailed, r.OCR))
+	}
+	if r.LLMFailed > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d model rows FAILED", r.LLMFailed, r.LLM))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // printIndented writes a JSON answer indented, as it came otherwise.
