@@ -61,10 +61,17 @@ variants); the --ocr-key and --neural-key flags work too, but stay in shell
 history and show in the process list. Provider names are the service's
 NEURAL_CLIENT_TYPE_ values, with or without that prefix (PROVIDER_2, OPENAI).
 
-Exit codes: 0 done (with --wait: the job is COMPLETE), 1 error (the
-service's message and HTTP status are shown), 2 usage; with --wait 3 the job
-FAILED, 4 it was CANCELLED (the result is printed in both cases), 130 the
-wait was interrupted.`,
+--wait follows the service's progress stream, or polls the job where the
+service has none; it reconnects for up to two minutes while the service
+restarts. Requests the service answers 429 (its per-account rate limit) are
+sent again after its Retry-After.
+
+Exit codes: 0 done (with --wait: the job is COMPLETE and no row FAILED), 1
+error (the service's message and HTTP status are shown), 2 usage, 130
+interrupted (Ctrl-C, SIGTERM; with --wait the job goes on); with --wait 3
+the job FAILED, 4 it was CANCELLED, 5 it is COMPLETE but some files or
+model rows FAILED (a wrong model key, a file the provider refused); the
+result is printed in all three cases.`,
 		Example: `  export DOCJOBS_API_KEY=dj_... DOCJOBS_OCR_KEY=...
   docjobs submit report.pdf https://example.com/invoice.html --wait
   DOCJOBS_NEURAL_KEY=sk-... docjobs submit scan.png --prompt 'List the totals' \
