@@ -53,8 +53,8 @@ func migrateCommand(env *environment) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return env.withStore(cmd.Context(), func(store.Store) error {
-				fmt.Fprintln(env.stdout, "migrations applied")
-				return nil
+				_, err := fmt.Fprintln(env.stdout, "migrations applied")
+				return err
 			})
 		},
 	}
@@ -72,11 +72,16 @@ func apikeyCommand(env *environment) *cobra.Command {
 				return fmt.Errorf("%w: --account is required", errUsage)
 			}
 			return env.withStore(cmd.Context(), func(st store.Store) error {
+				// Printed before it is stored: a key stored but not printed
+				// (stdout full or closed) would open the account for nobody,
+				// and only SQL removes a stored key.
 				key := auth.NewKey()
-				if err := st.PutAPIKey(cmd.Context(), account, auth.HashKey(key)); err != nil {
-					return err
+				if _, err := fmt.Fprintln(env.stdout, key); err != nil {
+					return fmt.Errorf("write the key: %w; nothing was stored", err)
 				}
-				fmt.Fprintln(env.stdout, key)
+				if err := st.PutAPIKey(cmd.Context(), account, auth.HashKey(key)); err != nil {
+					return fmt.Errorf("store the key: %w; the key printed does not open the account", err)
+				}
 				return nil
 			})
 		},
@@ -102,8 +107,8 @@ func accountCommand(env *environment) *cobra.Command {
 				if err := st.SetAccountExtractionMode(cmd.Context(), account, full); err != nil {
 					return err
 				}
-				fmt.Fprintf(env.stdout, "account %s: default extraction mode %s\n", account, full)
-				return nil
+				_, err := fmt.Fprintf(env.stdout, "account %s: default extraction mode %s\n", account, full)
+				return err
 			})
 		},
 	}

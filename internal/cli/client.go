@@ -109,7 +109,19 @@ func newClient(cfg clientConfig) *client {
 	// command; the clock starts once the request (an upload's file
 	// included) is sent. No overall timeout: an event stream is long.
 	t.ResponseHeaderTimeout = time.Minute
-	return &client{cfg: cfg, http: &http.Client{Transport: t}}
+	// A redirect of a POST or DELETE would be followed as a GET (Go does
+	// so for 301 to 303): an upload would answer 405, a create the job
+	// list. send turns the redirect into an error that names the address.
+	redirect := func(req *http.Request, via []*http.Request) error {
+		if via[0].Method != http.MethodGet {
+			return http.ErrUseLastResponse
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &client{cfg: cfg, http: &http.Client{Transport: t, CheckRedirect: redirect}}
 }
 
 // note writes one line to notes, when there is one.
@@ -153,7 +165,7 @@ var (
 type bodyFunc func() (io.Reader, error)
 
 // do sends a request to path (with its query) and returns the response of
-// a 200. Any other status becomes an *apiError, with the body's message
+// a 2xx. Any other status becomes an *apiError, with the body's message
 // when it has one; a failure to reach the service names the URL. An
 // answer that asks to come back later is waited out and sent again,
 // within retryTries and retryBudget.
@@ -210,7 +222,15 @@ func (c *client) send(ctx context.Context, method, path string, body bodyFunc, c
 		}
 		return nil, fmt.Errorf("cannot reach the service at %s (--server, DOCJOBS_URL): %s %s: %w", c.cfg.server, method, path, err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 == 3 {
+		resp.Body.Close()
+		return nil, &apiError{status: resp.StatusCode, message: fmt.Sprintf(
+			"the service at %s redirects %s %s to %s: set --server or DOCJOBS_URL to the address it redirects to",
+			c.cfg.server, method, path, resp.Header.Get("Location"))}
+	}
+	// Any 2xx: the contract does not fix the codes, and a gateway may
+	// answer 201 to a create or 204 to a delete.
+	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
 		return nil, readAPIError(resp)
 	}

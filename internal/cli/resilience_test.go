@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/docjobs/docjobs/internal/logtest"
+	"github.com/docjobs/docjobs/internal/store/sqlite"
 )
 
 // The client against a service that is busy, restarting, partly failing,
@@ -443,5 +446,141 @@ func TestOnlyServerCommandsDrainOnASignal(t *testing.T) {
 		if got := isServerCommand(strings.Fields(args)); got != want {
 			t.Errorf("isServerCommand(%q) = %v, want %v", args, got, want)
 		}
+	}
+}
+
+// failingWriter is a stdout that cannot be written, as /dev/full.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// A command whose output is lost has failed: the only copy of a new API
+// key, or a created job's id, must not end with exit 0.
+func TestALostOutputFailsTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DOCJOBS_DATA_DIR": dir}
+	var stderr strings.Builder
+	code := Run(context.Background(), []string{"apikey", "create", "--account", "acme"}, failingWriter{}, &stderr, func(k string) string { return env[k] })
+	if code != ExitError || !strings.Contains(stderr.String(), "write the key: no space left on device; nothing was stored") {
+		t.Fatalf("apikey create to a full stdout: exit %d: %s", code, stderr.String())
+	}
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(dir, "docjobs.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if has, err := st.HasAPIKeys(context.Background()); err != nil || has {
+		t.Errorf("a key nobody has was stored (%v, %v)", has, err)
+	}
+
+	svc, _ := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"id":"job-1","status":"JOB_STATUS_NEW"}`)
+	})
+	for _, args := range [][]string{{"submit", "https://example.com/a.txt"}, {"account", "set", "--account", "acme", "--extraction-mode", "HYBRID"}, {"migrate"}} {
+		stderr.Reset()
+		all := map[string]string{"DOCJOBS_DATA_DIR": dir}
+		for k, v := range svc {
+			all[k] = v
+		}
+		if code := Run(context.Background(), args, failingWriter{}, &stderr, func(k string) string { return all[k] }); code != ExitError {
+			t.Errorf("%v to a full stdout: exit %d: %s", args, code, stderr.String())
+		}
+	}
+}
+
+// The check before the first upload opens each file: one this process
+// cannot read stops submit before anything is uploaded.
+func TestSubmitChecksThatEveryFileIsReadable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads a file of mode 000")
+	}
+	env, requests := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("unexpected request %s %s", r.Method, r.URL)
+	})
+	present := writeFile(t, "a.txt", "Alpha.\n")
+	locked := writeFile(t, "locked.txt", "Beta.\n")
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, env, "submit", present, locked)
+	if code != ExitError || !strings.Contains(stderr, "upload "+locked+": open "+locked+": permission denied") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests sent before the unreadable file was found", n)
+	}
+}
+
+// Any 2xx is success (a gateway may answer 201 to a create, 204 to a
+// delete), and a redirect of a POST is not followed as a GET.
+func TestAnySuccessCodeIsSuccessAndRedirectsAreNamed(t *testing.T) {
+	var mu sync.Mutex
+	var deleted []string
+	env, _ := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v1/jobs/upload":
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"url":"http://svc/v1/files/f1","name":"a.txt","size_bytes":7}`)
+		case r.URL.Path == "/v1/jobs":
+			var req createRequest
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			if req.Title == "refuse" {
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = io.WriteString(w, `{"code":3,"message":"no"}`)
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"id":"job-1","status":"JOB_STATUS_NEW"}`)
+		case r.Method == http.MethodDelete:
+			mu.Lock()
+			deleted = append(deleted, r.URL.Path)
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+	file := writeFile(t, "a.txt", "Alpha.\n")
+	if code, out, stderr := run(t, env, "submit", file); code != ExitOK || out != "job-1\n" {
+		t.Fatalf("201s: exit %d, stdout %q: %s", code, out, stderr)
+	}
+	mu.Lock()
+	if len(deleted) != 0 {
+		t.Errorf("the uploads of a created job were deleted: %v", deleted)
+	}
+	mu.Unlock()
+	if code, _, stderr := run(t, env, "submit", file, "--title", "refuse"); code != ExitError || !strings.Contains(stderr, "removed the upload http://svc/v1/files/f1: no job was created") {
+		t.Fatalf("a 204 to the delete: exit %d: %s", code, stderr)
+	}
+
+	redirect := httptest.NewServer(http.RedirectHandler("https://docjobs.example/v1/jobs", http.StatusMovedPermanently))
+	t.Cleanup(redirect.Close)
+	env["DOCJOBS_URL"] = redirect.URL
+	code, _, stderr := run(t, env, "submit", "https://example.com/a.txt")
+	want := "docjobs: the service at " + redirect.URL + " redirects POST /v1/jobs to https://docjobs.example/v1/jobs: set --server or DOCJOBS_URL to the address it redirects to (HTTP 301)\n"
+	if code != ExitError || stderr != want {
+		t.Fatalf("a redirected create: exit %d: %q, want %q", code, stderr, want)
+	}
+}
+
+// jobs says when the service has more jobs than --limit, and a faulty
+// service whose pages are empty but never end cannot loop it.
+func TestJobsSaysWhenThereAreMore(t *testing.T) {
+	env, requests := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("pageToken") {
+		case "":
+			_, _ = io.WriteString(w, `{"jobs":[{"id":"j1"},{"id":"j2"}],"nextPageToken":"A"}`)
+		case "A":
+			_, _ = io.WriteString(w, `{"jobs":[],"nextPageToken":"B"}`)
+		default:
+			_, _ = io.WriteString(w, `{"jobs":[],"nextPageToken":"A"}`)
+		}
+	})
+	code, out, stderr := run(t, env, "jobs", "--limit", "2")
+	if code != ExitOK || strings.Count(out, "\nj") != 2 || stderr != "docjobs: more jobs than --limit 2: the newest 2 are listed\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	requests.Store(0)
+	code, out, stderr = run(t, env, "jobs", "--limit", "10")
+	if code != ExitOK || strings.Count(out, "\nj") != 2 || stderr != "" || requests.Load() != 2 {
+		t.Fatalf("pages without jobs: exit %d after %d requests, stdout %q, stderr %q", code, requests.Load(), out, stderr)
 	}
 }

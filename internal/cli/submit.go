@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 )
@@ -138,12 +139,8 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 		if isSourceURL(a) {
 			continue
 		}
-		info, err := os.Stat(a)
-		if err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() {
-			return fmt.Errorf("%s: not a regular file", a)
+		if err := readableFile(a); err != nil {
+			return fmt.Errorf("upload %s: %w", a, err)
 		}
 		local = append(local, i)
 	}
@@ -178,7 +175,7 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 	}
 	var j struct{ ID string }
 	if err := json.Unmarshal(created, &j); err != nil || j.ID == "" {
-		return fmt.Errorf("create job: the answer carries no job id: %s", created)
+		return fmt.Errorf("create job: the answer carries no job id: %s", truncate(string(created), 200))
 	}
 	switch {
 	case o.wait:
@@ -187,9 +184,32 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 	case o.json:
 		return printIndented(env.stdout, created)
 	default:
-		fmt.Fprintln(env.stdout, j.ID)
+		// The id is the caller's only handle on the job: not written, the
+		// command failed.
+		if _, err := fmt.Fprintln(env.stdout, j.ID); err != nil {
+			return fmt.Errorf("job %s created; write its id: %w", j.ID, err)
+		}
 		return nil
 	}
+}
+
+// readableFile checks that path is a regular file this process can open:
+// a file found unreadable after others were uploaded would leave them to
+// be removed again.
+func readableFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return errors.New("not a regular file")
+	}
+	return nil
 }
 
 // removeUploads deletes the uploads this run made for a job that was not
@@ -372,6 +392,17 @@ func failedRows(r rowStatuses) string {
 		parts = append(parts, fmt.Sprintf("%d of %d model rows FAILED", r.LLMFailed, r.LLM))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // printIndented writes a JSON answer indented, as it came otherwise.
