@@ -52,8 +52,16 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 func (e *environment) clientConfig(f clientFlags) (clientConfig, error) {
 	server := strings.TrimRight(or(f.server, or(e.getenv("DOCJOBS_URL"), defaultServerURL)), "/")
 	u, err := url.Parse(server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	switch {
+	case err == nil && u.User != nil:
+		// Not echoed: it holds a password. The API key is the credential;
+		// the Bearer header would replace basic auth anyway.
+		return clientConfig{}, fmt.Errorf("%w: --server / DOCJOBS_URL: no user or password in the URL (the API key is the credential)", errUsage)
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		return clientConfig{}, fmt.Errorf("%w: --server / DOCJOBS_URL: want an http(s) URL like %s, got %q", errUsage, defaultServerURL, server)
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(server, "?"):
+		// Paths are appended to it: a query would end up in the middle.
+		return clientConfig{}, fmt.Errorf("%w: --server / DOCJOBS_URL: want the service's base URL, without a query or fragment, got %q", errUsage, server)
 	}
 	key := f.apiKey
 	if key == "" {
@@ -63,6 +71,11 @@ func (e *environment) clientConfig(f clientFlags) (clientConfig, error) {
 	}
 	if key == "" {
 		return clientConfig{}, fmt.Errorf("%w: an API key is required: set DOCJOBS_API_KEY or DOCJOBS_API_KEY_FILE (or --api-key)", errUsage)
+	}
+	if i := strings.IndexFunc(key, isControl); i >= 0 {
+		// A header cannot carry it; Go would report it as an unreachable
+		// service. Most often a line break of $(cat file).
+		return clientConfig{}, fmt.Errorf("%w: the API key holds a control character (a line break?) at byte %d", errUsage, i)
 	}
 	return clientConfig{server: server, apiKey: key}, nil
 }
@@ -86,6 +99,8 @@ func (e *environment) secret(name string) (string, error) {
 	}
 	return strings.TrimSpace(string(raw)), nil
 }
+
+func isControl(r rune) bool { return r < ' ' || r == 0x7f }
 
 func or(v, def string) string {
 	if v != "" {
@@ -139,7 +154,12 @@ type apiError struct {
 	retry   time.Duration // Retry-After, when the answer had one
 }
 
-func (e *apiError) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.message, e.status) }
+func (e *apiError) Error() string {
+	if e.retry > 0 && !strings.Contains(e.message, "retry") {
+		return fmt.Sprintf("%s (HTTP %d, retry after %s)", e.message, e.status, e.retry)
+	}
+	return fmt.Sprintf("%s (HTTP %d)", e.message, e.status)
+}
 
 // comeBackLater reports an answer that asks for the same request later: a
 // 429 (the account's request rate, DOCJOBS_ACCOUNT_RATE, or too many open
@@ -177,11 +197,13 @@ func (c *client) do(ctx context.Context, method, path string, body bodyFunc, con
 		if err == nil || !errors.As(err, &ae) || !ae.comeBackLater() || try >= retryTries {
 			return resp, err
 		}
-		wait := min(ae.retryAfter(retryDefault), retryBudget)
+		// A wait past the budget is not shortened: asked again early, the
+		// service would refuse again.
+		wait := ae.retryAfter(retryDefault)
 		if waited+wait > retryBudget {
 			return nil, err
 		}
-		c.note("%s %s: %v; asking again in %s", method, strings.SplitN(path, "?", 2)[0], err, wait)
+		c.note("%s %s: %s (HTTP %d); asking again in %s", method, strings.SplitN(path, "?", 2)[0], ae.message, ae.status, wait)
 		if err := sleep(ctx, wait); err != nil {
 			return nil, err
 		}
@@ -306,25 +328,36 @@ func (c *client) copyTo(ctx context.Context, path string, w io.Writer) error {
 	defer resp.Body.Close()
 	ends := &lastByte{w: w}
 	if _, err := io.Copy(ends, resp.Body); err != nil {
+		if ends.err != nil {
+			return fmt.Errorf("GET %s: write the answer: %w", path, ends.err)
+		}
 		return fmt.Errorf("GET %s: read answer: %w", path, err)
 	}
 	if ends.last != '\n' {
-		_, _ = io.WriteString(w, "\n")
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return fmt.Errorf("GET %s: write the answer: %w", path, err)
+		}
 	}
 	return nil
 }
 
-// lastByte remembers the last byte written through it.
+// lastByte remembers the last byte written through it, and a write error,
+// so that one is not reported as a read error.
 type lastByte struct {
 	w    io.Writer
 	last byte
+	err  error
 }
 
 func (l *lastByte) Write(p []byte) (int, error) {
 	if len(p) > 0 {
 		l.last = p[len(p)-1]
 	}
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if err != nil {
+		l.err = err
+	}
+	return n, err
 }
 
 // uploadResult is the upload endpoint's answer (snake_case, per the spec).
@@ -407,6 +440,10 @@ var (
 	followMaxBackoff = 30 * time.Second
 	followGiveUp     = 2 * time.Minute
 	pollMaxInterval  = 10 * time.Second
+	// streamIdle ends a stream that sent nothing, not even the keep-alive
+	// comment the server sends every 15 s: a hung service, or a proxy that
+	// dropped the connection without a word. follow opens it again.
+	streamIdle = time.Minute
 )
 
 // follow reads the job's event stream, GET /v1/jobs/{id}/events, calling
@@ -423,6 +460,9 @@ func (c *client) follow(ctx context.Context, id string, onProgress func(progress
 	failing := failures{}
 	for {
 		p, done, connected, err := c.readEvents(ctx, path, onProgress)
+		if done && p.Status == "" {
+			return c.poll(ctx, id, onProgress) // a done event that does not say how
+		}
 		if done {
 			return p, nil
 		}
@@ -555,34 +595,55 @@ func terminalStatus(s string) bool {
 
 // readEvents reads one connection of the event stream. done reports the
 // done event, with its progress; connected, that the stream was open.
+// Events are parsed as Server-Sent Events are (a data field may span
+// lines, an event ends at a blank line); events other than progress and
+// done are skipped.
 func (c *client) readEvents(ctx context.Context, path string, onProgress func(progress)) (p progress, done, connected bool, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	resp, err := c.do(ctx, http.MethodGet, path, nil, "", -1)
 	if err != nil {
 		return progress{}, false, false, err
 	}
 	defer resp.Body.Close()
+	idle := time.AfterFunc(streamIdle, func() { cancel(errStreamIdle) })
+	defer idle.Stop()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20) // a job error can be long
-	event := ""
+	event, data := "", []string(nil)
 	for sc.Scan() {
+		idle.Reset(streamIdle)
 		line := sc.Text()
-		switch {
-		case line == "":
-			event = "" // an event ends at a blank line
-		case strings.HasPrefix(line, "event:"):
-			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-		case strings.HasPrefix(line, "data:"):
-			if err := json.Unmarshal([]byte(strings.TrimSpace(strings.TrimPrefix(line, "data:"))), &p); err != nil {
+		if line != "" {
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "event":
+				event = value
+			case "data":
+				data = append(data, value)
+			} // "" is a comment (": keep-alive"); other fields are not ours
+			continue
+		}
+		if len(data) > 0 && (event == "progress" || event == "done" || event == "") {
+			var ev progress
+			if err := json.Unmarshal([]byte(strings.Join(data, "\n")), &ev); err != nil {
 				return progress{}, false, true, fmt.Errorf("GET %s: %s event: %w", path, event, err)
 			}
 			if event == "done" {
-				return p, true, true, nil
+				return ev, true, true, nil
 			}
-			onProgress(p)
+			onProgress(ev)
 		}
+		event, data = "", nil
+	}
+	if context.Cause(ctx) == errStreamIdle {
+		return progress{}, false, true, fmt.Errorf("GET %s: %w", path, errStreamIdle)
 	}
 	return progress{}, false, true, sc.Err()
 }
+
+var errStreamIdle = errors.New("the progress stream sent nothing, not even a keep-alive, for a minute")
 
 // retryAfter is the Retry-After the service sent with the error, else def.
 func (e *apiError) retryAfter(def time.Duration) time.Duration {

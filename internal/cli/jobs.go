@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
 
 // maxPageSize is the most jobs the service lists per page (ListJobsRequest).
@@ -30,6 +33,9 @@ The service is --server or DOCJOBS_URL; the key DOCJOBS_API_KEY (or DOCJOBS_API_
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 {
 				return fmt.Errorf("%w: --limit must be positive", errUsage)
+			}
+			if s := jobStatusName(status); s != "" && (docjobsv1.JobStatus_value[s] == 0) {
+				return fmt.Errorf("%w: --status %s: want NEW, RUNNING, COMPLETE, FAILED or CANCELLED", errUsage, status)
 			}
 			cfg, err := env.clientConfig(flags)
 			if err != nil {
@@ -96,16 +102,21 @@ func listJobs(ctx context.Context, c *client, status string, limit int) (jobs []
 			q.Set("pageToken", token)
 		}
 		var page struct {
-			Jobs          []listedJob `json:"jobs"`
-			NextPageToken string      `json:"nextPageToken"`
+			Jobs          *[]listedJob `json:"jobs"`
+			NextPageToken string       `json:"nextPageToken"`
 		}
 		if err := c.getJSON(ctx, "/v1/jobs?"+q.Encode(), &page); err != nil {
 			return nil, false, err
 		}
-		jobs = append(jobs, page.Jobs...)
+		if page.Jobs == nil {
+			// The contract leaves the list's shape open; docjobs always
+			// sends "jobs", [] for none. Another shape is not "no jobs".
+			return nil, false, errors.New(`GET /v1/jobs: the answer has no "jobs" array`)
+		}
+		jobs = append(jobs, *page.Jobs...)
 		// A page without jobs ends the list too: a faulty service that
 		// hands out tokens forever must not loop the client.
-		if page.NextPageToken == "" || page.NextPageToken == token || len(page.Jobs) == 0 {
+		if page.NextPageToken == "" || page.NextPageToken == token || len(*page.Jobs) == 0 {
 			more = false
 			break
 		}

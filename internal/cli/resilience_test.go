@@ -584,3 +584,118 @@ func TestJobsSaysWhenThereAreMore(t *testing.T) {
 		t.Fatalf("pages without jobs: exit %d after %d requests, stdout %q, stderr %q", code, requests.Load(), out, stderr)
 	}
 }
+
+// The service's answers that are odd but legal, or from a faulty service:
+// a stream that goes silent, SSE data over several lines, a done event
+// without a status, a list without "jobs".
+func TestOddStreamsAndListsAreReadOrRefused(t *testing.T) {
+	shortWaits(t, time.Millisecond, 5*time.Millisecond, 5*time.Second)
+	saved := streamIdle
+	streamIdle = 200 * time.Millisecond
+	t.Cleanup(func() { streamIdle = saved })
+
+	var mu sync.Mutex
+	streams := map[string]int{}
+	env, _ := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		streams[r.URL.Path]++
+		n := streams[r.URL.Path]
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		switch r.URL.Path {
+		case "/v1/jobs":
+			if r.Method == http.MethodGet {
+				_, _ = io.WriteString(w, `{"items":[{"id":"j1"}]}`)
+				return
+			}
+			var req createRequest
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			fmt.Fprintf(w, `{"id":%q}`, req.Title)
+		case "/v1/jobs/silent/events":
+			_, _ = io.WriteString(w, "event: progress\ndata: {\"status\":\"JOB_STATUS_RUNNING\"}\n\n")
+			if n == 1 { // hangs without a keep-alive: a hung service
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+				return
+			}
+			_, _ = io.WriteString(w, "event: done\ndata: {\"status\":\"JOB_STATUS_COMPLETE\"}\n\n")
+		case "/v1/jobs/multiline/events":
+			_, _ = io.WriteString(w, ": keep-alive\n\nevent: progress\ndata: {\"status\":\ndata: \"JOB_STATUS_RUNNING\"}\n\n"+
+				"event: other\ndata: not JSON\n\nevent:done\ndata:{\"status\":\"JOB_STATUS_COMPLETE\",\ndata: \"ocrDone\":1,\"ocrTotal\":1}\n\n")
+		case "/v1/jobs/nostatus/events":
+			_, _ = io.WriteString(w, "event: done\ndata: {}\n\n")
+		case "/v1/jobs/nostatus":
+			_, _ = io.WriteString(w, `{"id":"nostatus","status":"JOB_STATUS_FAILED","error":"no file could be recognized"}`)
+		default: // results
+			_, _ = io.WriteString(w, `{"result":{}}`)
+		}
+	})
+	for _, tt := range []struct {
+		id     string
+		code   int
+		stderr string
+	}{
+		{"silent", ExitOK, "job silent: COMPLETE"},
+		{"multiline", ExitOK, "job multiline: RUNNING, files finished 0/0, model rows finished 0/0\njob multiline: COMPLETE, files finished 1/1"},
+		{"nostatus", ExitJobFailed, "docjobs: job nostatus ended JOB_STATUS_FAILED: no file could be recognized\n"},
+	} {
+		t.Run(tt.id, func(t *testing.T) {
+			done := make(chan struct{})
+			var code int
+			var stderr string
+			go func() {
+				defer close(done)
+				code, _, stderr = run(t, env, "submit", "https://example.com/a.txt", "--wait", "--title", tt.id)
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the wait did not end")
+			}
+			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
+				t.Fatalf("exit %d: %s\nwant exit %d and %q", code, stderr, tt.code, tt.stderr)
+			}
+		})
+	}
+	code, out, stderr := run(t, env, "jobs")
+	if code != ExitError || !strings.Contains(stderr, `GET /v1/jobs: the answer has no "jobs" array`) {
+		t.Fatalf("a list in another shape: exit %d, stdout %q: %s", code, out, stderr)
+	}
+}
+
+// Error texts: a write error is not a read error, a 429 shows when to
+// come back, a lost create answer says the uploads stay.
+func TestErrorTextsSayWhatHappened(t *testing.T) {
+	shortWaits(t, time.Millisecond, 5*time.Millisecond, time.Second)
+	env, _ := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/v1/jobs/upload":
+			_, _ = io.WriteString(w, `{"url":"http://svc/v1/files/f1","name":"a.txt","size_bytes":7}`)
+		case "/v1/jobs":
+			w.WriteHeader(http.StatusBadGateway)
+		case "/v1/jobs/j1/result":
+			_, _ = io.WriteString(w, `{"result":{}}`)
+		default:
+			w.Header().Set("Retry-After", "120") // longer than the retry budget: not waited
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"code":8,"message":"slow down"}`)
+		}
+	})
+	var stderr strings.Builder
+	code := Run(context.Background(), []string{"get", "j1", "--result"}, failingWriter{}, &stderr, func(k string) string { return env[k] })
+	if code != ExitError || !strings.Contains(stderr.String(), "GET /v1/jobs/j1/result: write the answer: no space left on device") {
+		t.Errorf("get --result to a full stdout: exit %d: %s", code, stderr.String())
+	}
+	saved := retryBudget
+	retryBudget = time.Second
+	t.Cleanup(func() { retryBudget = saved })
+	if code, _, stderr := run(t, env, "get", "j2"); code != ExitError || stderr != "docjobs: slow down (HTTP 429, retry after 2m0s)\n" {
+		t.Errorf("a 429: exit %d: %q", code, stderr)
+	}
+	file := writeFile(t, "a.txt", "Alpha.\n")
+	code, _, errOut := run(t, env, "submit", file)
+	if want := "docjobs: Bad Gateway (HTTP 502); the job may have been created (`docjobs jobs` lists it), so the 1 uploads above are kept\n"; code != ExitError || !strings.HasSuffix(errOut, want) {
+		t.Errorf("a lost create answer: exit %d: %q, want it to end %q", code, errOut, want)
+	}
+}

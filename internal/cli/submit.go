@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
 
 // submitOptions are submit's flags.
@@ -165,7 +167,10 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 		// (a network error, a 5xx) the job may exist and read the uploads.
 		var refused *apiError
 		if !errors.As(err, &refused) || refused.status >= 500 {
-			return err
+			if len(uploaded) > 0 {
+				return fmt.Errorf("%w; the job may have been created (`docjobs jobs` lists it), so the %d uploads above are kept", err, len(uploaded))
+			}
+			return fmt.Errorf("%w; the job may have been created: `docjobs jobs` lists it", err)
 		}
 		c.removeUploads(ctx, env, uploaded)
 		if len(uploaded) > 0 && o.idempotencyKey != "" && strings.Contains(refused.message, "idempotency key reused") {
@@ -261,6 +266,13 @@ func (o submitOptions) request(env *environment) (createRequest, error) {
 	}
 	if o.ocrProvider == "" || o.ocrModel == "" {
 		return createRequest{}, fmt.Errorf("%w: --ocr-provider and --ocr-model must not be empty", errUsage)
+	}
+	for flag, name := range map[string]string{"--ocr-provider": o.ocrProvider, "--neural-type": o.neuralType} {
+		if p := providerName(name); p != "" && docjobsv1.NeuralClientType_value[p] == 0 {
+			// The service reads an unknown name as unspecified, and says
+			// that it is missing.
+			return createRequest{}, fmt.Errorf("%w: %s %s: want PROVIDER_1 to PROVIDER_8 (or MISTRAL, OPENAI, ANTHROPIC, GEMINI, XAI, OPENROUTER, QWEN, SELF_HOSTED)", errUsage, flag, name)
+		}
 	}
 	ocrKey, err := flagOrSecret(env, o.ocrKey, "DOCJOBS_OCR_KEY")
 	if err != nil {
