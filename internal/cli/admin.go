@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -68,8 +69,11 @@ func apikeyCommand(env *environment) *cobra.Command {
 		Short: "Create an API key for an account; prints it once, stores only its hash",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if strings.TrimSpace(account) == "" {
+			if account == "" {
 				return fmt.Errorf("%w: --account is required", errUsage)
+			}
+			if err := checkAccountName(account); err != nil {
+				return err
 			}
 			return env.withStore(cmd.Context(), func(st store.Store) error {
 				// Printed before it is stored: a key stored but not printed
@@ -103,6 +107,9 @@ func accountCommand(env *environment) *cobra.Command {
 			if account == "" || (full != job.ExtractionHybrid && full != job.ExtractionOCRAlways) {
 				return fmt.Errorf("%w: want --account NAME --extraction-mode HYBRID|OCR_ALWAYS", errUsage)
 			}
+			if err := checkAccountName(account); err != nil {
+				return err
+			}
 			return env.withStore(cmd.Context(), func(st store.Store) error {
 				if err := st.SetAccountExtractionMode(cmd.Context(), account, full); err != nil {
 					return err
@@ -116,4 +123,28 @@ func accountCommand(env *environment) *cobra.Command {
 	set.Flags().StringVar(&mode, "extraction-mode", "", "HYBRID or OCR_ALWAYS")
 	cmd.AddCommand(set)
 	return cmd
+}
+
+// maxAccountName bounds an account name: it is stored with every job and
+// key, and shown in answers and logs.
+const maxAccountName = 255
+
+// checkAccountName refuses the account names that would silently make
+// another account: "acme " is not "acme", and a pasted line break or a
+// tab is invisible in a terminal. The name is refused rather than
+// trimmed, so that a script's mistake shows.
+func checkAccountName(name string) error {
+	switch {
+	case strings.TrimSpace(name) != name:
+		return fmt.Errorf("%w: --account %q: white space around the name (did you mean %q?)", errUsage, name, strings.TrimSpace(name))
+	case strings.TrimSpace(name) == "":
+		return fmt.Errorf("%w: --account is required", errUsage)
+	case strings.IndexFunc(name, isControl) >= 0:
+		return fmt.Errorf("%w: --account %q: a control character (a line break, a tab) in the name", errUsage, name)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: --account: the name is not UTF-8", errUsage)
+	case len(name) > maxAccountName:
+		return fmt.Errorf("%w: --account: the name has %d bytes, at most %d", errUsage, len(name), maxAccountName)
+	}
+	return nil
 }
