@@ -699,3 +699,25 @@ func TestErrorTextsSayWhatHappened(t *testing.T) {
 		t.Errorf("a lost create answer: exit %d: %q, want it to end %q", code, errOut, want)
 	}
 }
+
+// The service takes at most 100 sources a job: submit says so before it
+// uploads anything, and 100 pass.
+func TestSubmitRefusesMoreSourcesThanAJobTakes(t *testing.T) {
+	s := startService(t)
+	src := sourceServer(t, map[string]string{"/a.txt": "Alpha.\n"})
+	args := []string{"submit"}
+	for i := range maxSources {
+		args = append(args, fmt.Sprintf("%s/a.txt?n=%d", src, i))
+	}
+	if code, out, stderr := run(t, s.env(), args...); code != ExitOK || strings.TrimSpace(out) == "" {
+		t.Fatalf("%d sources: exit %d: %s", maxSources, code, stderr)
+	}
+	env, requests := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("unexpected request %s %s", r.Method, r.URL)
+	})
+	args = append(args, writeFile(t, "a.txt", "Alpha.\n"))
+	code, _, stderr := run(t, env, args...)
+	if code != ExitUsage || !strings.Contains(stderr, "101 files and URLs: a job takes at most 100") || requests.Load() != 0 {
+		t.Fatalf("101 sources: exit %d after %d requests: %s", code, requests.Load(), stderr)
+	}
+}

@@ -136,6 +136,9 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 	// Every check that can fail without the service runs before the first
 	// upload: an upload made for a job that is never created stays, and
 	// counts against the account's upload quota, until deleted.
+	if len(args) > maxSources {
+		return fmt.Errorf("%w: %d files and URLs: a job takes at most %d (submit them as several jobs)", errUsage, len(args), maxSources)
+	}
 	var local []int
 	for i, a := range args {
 		if isSourceURL(a) {
@@ -244,6 +247,11 @@ func (c *client) removeUploads(ctx context.Context, env *environment, urls []str
 		fmt.Fprintf(env.stderr, "removed the upload %s: no job was created\n", raw)
 	}
 }
+
+// maxSources is the most sourceUrls the service takes in one job
+// (internal/api/validate.go); more would be refused only after every file
+// was uploaded.
+const maxSources = 100
 
 // The time removeUploads has: removePerUpload is one delete at 5 a second,
 // a tenth of the default DOCJOBS_ACCOUNT_RATE.
