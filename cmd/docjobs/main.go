@@ -2,7 +2,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/signal"
 	"syscall"
@@ -11,12 +10,9 @@ import (
 )
 
 func main() {
-	// Registered for the whole run: the first signal starts the graceful
-	// stop, a second forces it (cli.StopOnSignal).
+	// Registered for the whole run: what a signal does depends on the
+	// command (cli.Main): serve drains, a client command stops at once.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	ctx, stop := cli.StopOnSignal(context.Background(), sigs, os.Stderr, os.Exit)
-	code := cli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
-	stop()
-	os.Exit(code)
+	os.Exit(cli.Main(os.Args[1:], sigs, os.Stdout, os.Stderr, os.Getenv, os.Exit))
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -53,8 +54,8 @@ func migrateCommand(env *environment) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return env.withStore(cmd.Context(), func(store.Store) error {
-				fmt.Fprintln(env.stdout, "migrations applied")
-				return nil
+				_, err := fmt.Fprintln(env.stdout, "migrations applied")
+				return err
 			})
 		},
 	}
@@ -68,15 +69,23 @@ func apikeyCommand(env *environment) *cobra.Command {
 		Short: "Create an API key for an account; prints it once, stores only its hash",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if strings.TrimSpace(account) == "" {
+			if account == "" {
 				return fmt.Errorf("%w: --account is required", errUsage)
 			}
+			if err := checkAccountName(account); err != nil {
+				return err
+			}
 			return env.withStore(cmd.Context(), func(st store.Store) error {
+				// Printed before it is stored: a key stored but not printed
+				// (stdout full or closed) would open the account for nobody,
+				// and only SQL removes a stored key.
 				key := auth.NewKey()
-				if err := st.PutAPIKey(cmd.Context(), account, auth.HashKey(key)); err != nil {
-					return err
+				if _, err := fmt.Fprintln(env.stdout, key); err != nil {
+					return fmt.Errorf("write the key: %w; nothing was stored", err)
 				}
-				fmt.Fprintln(env.stdout, key)
+				if err := st.PutAPIKey(cmd.Context(), account, auth.HashKey(key)); err != nil {
+					return fmt.Errorf("store the key: %w; the key printed does not open the account", err)
+				}
 				return nil
 			})
 		},
@@ -98,12 +107,15 @@ func accountCommand(env *environment) *cobra.Command {
 			if account == "" || (full != job.ExtractionHybrid && full != job.ExtractionOCRAlways) {
 				return fmt.Errorf("%w: want --account NAME --extraction-mode HYBRID|OCR_ALWAYS", errUsage)
 			}
+			if err := checkAccountName(account); err != nil {
+				return err
+			}
 			return env.withStore(cmd.Context(), func(st store.Store) error {
 				if err := st.SetAccountExtractionMode(cmd.Context(), account, full); err != nil {
 					return err
 				}
-				fmt.Fprintf(env.stdout, "account %s: default extraction mode %s\n", account, full)
-				return nil
+				_, err := fmt.Fprintf(env.stdout, "account %s: default extraction mode %s\n", account, full)
+				return err
 			})
 		},
 	}
@@ -111,4 +123,28 @@ func accountCommand(env *environment) *cobra.Command {
 	set.Flags().StringVar(&mode, "extraction-mode", "", "HYBRID or OCR_ALWAYS")
 	cmd.AddCommand(set)
 	return cmd
+}
+
+// maxAccountName bounds an account name: it is stored with every job and
+// key, and shown in answers and logs.
+const maxAccountName = 255
+
+// checkAccountName refuses the account names that would silently make
+// another account: "acme " is not "acme", and a pasted line break or a
+// tab is invisible in a terminal. The name is refused rather than
+// trimmed, so that a script's mistake shows.
+func checkAccountName(name string) error {
+	switch {
+	case strings.TrimSpace(name) != name:
+		return fmt.Errorf("%w: --account %q: white space around the name (did you mean %q?)", errUsage, name, strings.TrimSpace(name))
+	case strings.TrimSpace(name) == "":
+		return fmt.Errorf("%w: --account is required", errUsage)
+	case strings.IndexFunc(name, isControl) >= 0:
+		return fmt.Errorf("%w: --account %q: a control character (a line break, a tab) in the name", errUsage, name)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: --account: the name is not UTF-8", errUsage)
+	case len(name) > maxAccountName:
+		return fmt.Errorf("%w: --account: the name has %d bytes, at most %d", errUsage, len(name), maxAccountName)
+	}
+	return nil
 }

@@ -87,6 +87,13 @@ func TestUsageErrorsExitWithTwo(t *testing.T) {
 		{"unknown flag", env, []string{"serve", "--colour"}},
 		{"bad role", env, []string{"serve", "--role", "janitor"}},
 		{"bad extraction mode", env, []string{"account", "set", "--account", "a", "--extraction-mode", "SOMETIMES"}},
+		// An account name that would silently make another account.
+		{"apikey for an account with a space after it", env, []string{"apikey", "create", "--account", "acme "}},
+		{"apikey for a blank account", env, []string{"apikey", "create", "--account", "  "}},
+		{"apikey for an account with a line break", env, []string{"apikey", "create", "--account", "a\nb"}},
+		{"apikey for a very long account", env, []string{"apikey", "create", "--account", strings.Repeat("a", 256)}},
+		{"account set with a space before the name", env, []string{"account", "set", "--account", " acme", "--extraction-mode", "HYBRID"}},
+		{"account set with a tab in the name", env, []string{"account", "set", "--account", "ac\tme", "--extraction-mode", "HYBRID"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

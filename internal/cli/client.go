@@ -52,8 +52,16 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 func (e *environment) clientConfig(f clientFlags) (clientConfig, error) {
 	server := strings.TrimRight(or(f.server, or(e.getenv("DOCJOBS_URL"), defaultServerURL)), "/")
 	u, err := url.Parse(server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	switch {
+	case err == nil && u.User != nil:
+		// Not echoed: it holds a password. The API key is the credential;
+		// the Bearer header would replace basic auth anyway.
+		return clientConfig{}, fmt.Errorf("%w: --server / DOCJOBS_URL: no user or password in the URL (the API key is the credential)", errUsage)
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		return clientConfig{}, fmt.Errorf("%w: --server / DOCJOBS_URL: want an http(s) URL like %s, got %q", errUsage, defaultServerURL, server)
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(server, "?"):
+		// Paths are appended to it: a query would end up in the middle.
+		return clientConfig{}, fmt.Errorf("%w: --server / DOCJOBS_URL: want the service's base URL, without a query or fragment, got %q", errUsage, server)
 	}
 	key := f.apiKey
 	if key == "" {
@@ -63,6 +71,11 @@ func (e *environment) clientConfig(f clientFlags) (clientConfig, error) {
 	}
 	if key == "" {
 		return clientConfig{}, fmt.Errorf("%w: an API key is required: set DOCJOBS_API_KEY or DOCJOBS_API_KEY_FILE (or --api-key)", errUsage)
+	}
+	if i := strings.IndexFunc(key, isControl); i >= 0 {
+		// A header cannot carry it; Go would report it as an unreachable
+		// service. Most often a line break of $(cat file).
+		return clientConfig{}, fmt.Errorf("%w: the API key holds a control character (a line break?) at byte %d", errUsage, i)
 	}
 	return clientConfig{server: server, apiKey: key}, nil
 }
@@ -87,6 +100,8 @@ func (e *environment) secret(name string) (string, error) {
 	return strings.TrimSpace(string(raw)), nil
 }
 
+func isControl(r rune) bool { return r < ' ' || r == 0x7f }
+
 func or(v, def string) string {
 	if v != "" {
 		return v
@@ -98,6 +113,9 @@ func or(v, def string) string {
 type client struct {
 	cfg  clientConfig
 	http *http.Client
+	// notes, when set, is where the client says that it waits before
+	// asking again, so that a pause of a 429 does not look like a hang.
+	notes io.Writer
 }
 
 func newClient(cfg clientConfig) *client {
@@ -106,7 +124,26 @@ func newClient(cfg clientConfig) *client {
 	// command; the clock starts once the request (an upload's file
 	// included) is sent. No overall timeout: an event stream is long.
 	t.ResponseHeaderTimeout = time.Minute
-	return &client{cfg: cfg, http: &http.Client{Transport: t}}
+	// A redirect of a POST or DELETE would be followed as a GET (Go does
+	// so for 301 to 303): an upload would answer 405, a create the job
+	// list. send turns the redirect into an error that names the address.
+	redirect := func(req *http.Request, via []*http.Request) error {
+		if via[0].Method != http.MethodGet {
+			return http.ErrUseLastResponse
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &client{cfg: cfg, http: &http.Client{Transport: t, CheckRedirect: redirect}}
+}
+
+// note writes one line to notes, when there is one.
+func (c *client) note(format string, args ...any) {
+	if c.notes != nil {
+		fmt.Fprintf(c.notes, "docjobs: "+format+"\n", args...)
+	}
 }
 
 // apiError is an error answer of the service: its {code, message} body and
@@ -117,13 +154,73 @@ type apiError struct {
 	retry   time.Duration // Retry-After, when the answer had one
 }
 
-func (e *apiError) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.message, e.status) }
+func (e *apiError) Error() string {
+	if e.retry > 0 && !strings.Contains(e.message, "retry") {
+		return fmt.Sprintf("%s (HTTP %d, retry after %s)", e.message, e.status, e.retry)
+	}
+	return fmt.Sprintf("%s (HTTP %d)", e.message, e.status)
+}
+
+// comeBackLater reports an answer that asks for the same request later: a
+// 429 (the account's request rate, DOCJOBS_ACCOUNT_RATE, or too many open
+// streams), or a 503 that says when. Both refuse before doing anything,
+// so sending a create again cannot make a second job.
+func (e *apiError) comeBackLater() bool {
+	return e.status == http.StatusTooManyRequests || (e.status == http.StatusServiceUnavailable && e.retry > 0)
+}
+
+// How a request answered "come back later" is sent again: after the
+// answer's Retry-After (retryDefault without one), at most retryTries
+// attempts and retryBudget of waiting for one request. That lets a submit
+// of hundreds of files through the account's rate limit one refill at a
+// time, and ends against a service that stays busy. Variables, so that
+// tests can shorten them.
+var (
+	retryTries   = 8
+	retryBudget  = time.Minute
+	retryDefault = time.Second
+)
+
+// bodyFunc makes a request's body, anew for each attempt; nil: no body.
+type bodyFunc func() (io.Reader, error)
 
 // do sends a request to path (with its query) and returns the response of
-// a 200. Any other status becomes an *apiError, with the body's message
-// when it has one; a failure to reach the service names the URL.
-func (c *client) do(ctx context.Context, method, path string, body io.Reader, contentType string, contentLength int64) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.cfg.server+path, body)
+// a 2xx. Any other status becomes an *apiError, with the body's message
+// when it has one; a failure to reach the service names the URL. An
+// answer that asks to come back later is waited out and sent again,
+// within retryTries and retryBudget.
+func (c *client) do(ctx context.Context, method, path string, body bodyFunc, contentType string, contentLength int64) (*http.Response, error) {
+	var waited time.Duration
+	for try := 1; ; try++ {
+		resp, err := c.send(ctx, method, path, body, contentType, contentLength)
+		var ae *apiError
+		if err == nil || !errors.As(err, &ae) || !ae.comeBackLater() || try >= retryTries {
+			return resp, err
+		}
+		// A wait past the budget is not shortened: asked again early, the
+		// service would refuse again.
+		wait := ae.retryAfter(retryDefault)
+		if waited+wait > retryBudget {
+			return nil, err
+		}
+		c.note("%s %s: %s (HTTP %d); asking again in %s", method, strings.SplitN(path, "?", 2)[0], ae.message, ae.status, wait)
+		if err := sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+		waited += wait
+	}
+}
+
+// send makes one attempt of a request.
+func (c *client) send(ctx context.Context, method, path string, body bodyFunc, contentType string, contentLength int64) (*http.Response, error) {
+	var r io.Reader
+	if body != nil {
+		var err error
+		if r, err = body(); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.cfg.server+path, r)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
@@ -131,7 +228,7 @@ func (c *client) do(ctx context.Context, method, path string, body io.Reader, co
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	if body != nil && contentLength >= 0 {
+	if r != nil && contentLength >= 0 {
 		req.ContentLength = contentLength
 	}
 	resp, err := c.http.Do(req)
@@ -147,11 +244,31 @@ func (c *client) do(ctx context.Context, method, path string, body io.Reader, co
 		}
 		return nil, fmt.Errorf("cannot reach the service at %s (--server, DOCJOBS_URL): %s %s: %w", c.cfg.server, method, path, err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 == 3 {
+		resp.Body.Close()
+		return nil, &apiError{status: resp.StatusCode, message: fmt.Sprintf(
+			"the service at %s redirects %s %s to %s: set --server or DOCJOBS_URL to the address it redirects to",
+			c.cfg.server, method, path, resp.Header.Get("Location"))}
+	}
+	// Any 2xx: the contract does not fix the codes, and a gateway may
+	// answer 201 to a create or 204 to a delete.
+	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
 		return nil, readAPIError(resp)
 	}
 	return resp, nil
+}
+
+// sleep waits d, or less if ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // readAPIError turns an error answer into an *apiError. A body that is not
@@ -179,14 +296,15 @@ func (c *client) getJSON(ctx context.Context, path string, out any) error {
 
 // sendJSON sends in (nil: no body) as JSON and decodes the answer into out.
 func (c *client) sendJSON(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	var body bodyFunc
 	contentType := ""
 	if in != nil {
 		raw, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("encode request: %w", err)
 		}
-		body, contentType = bytes.NewReader(raw), "application/json"
+		body = func() (io.Reader, error) { return bytes.NewReader(raw), nil }
+		contentType = "application/json"
 	}
 	resp, err := c.do(ctx, method, path, body, contentType, -1)
 	if err != nil {
@@ -210,25 +328,36 @@ func (c *client) copyTo(ctx context.Context, path string, w io.Writer) error {
 	defer resp.Body.Close()
 	ends := &lastByte{w: w}
 	if _, err := io.Copy(ends, resp.Body); err != nil {
+		if ends.err != nil {
+			return fmt.Errorf("GET %s: write the answer: %w", path, ends.err)
+		}
 		return fmt.Errorf("GET %s: read answer: %w", path, err)
 	}
 	if ends.last != '\n' {
-		_, _ = io.WriteString(w, "\n")
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return fmt.Errorf("GET %s: write the answer: %w", path, err)
+		}
 	}
 	return nil
 }
 
-// lastByte remembers the last byte written through it.
+// lastByte remembers the last byte written through it, and a write error,
+// so that one is not reported as a read error.
 type lastByte struct {
 	w    io.Writer
 	last byte
+	err  error
 }
 
 func (l *lastByte) Write(p []byte) (int, error) {
 	if len(p) > 0 {
 		l.last = p[len(p)-1]
 	}
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if err != nil {
+		l.err = err
+	}
+	return n, err
 }
 
 // uploadResult is the upload endpoint's answer (snake_case, per the spec).
@@ -267,9 +396,13 @@ func (c *client) upload(ctx context.Context, path string) (uploadResult, error) 
 		return uploadResult{}, err
 	}
 	tail := frame.Bytes()
-	// LimitReader: a file that grows while it is sent is cut at the size
-	// announced; one that shrinks fails the request, as it should.
-	body := io.MultiReader(bytes.NewReader(head), io.LimitReader(f, info.Size()), bytes.NewReader(tail))
+	// A section of the size announced: a file that grows while it is sent
+	// is cut there; one that shrinks fails the request, as it should. Each
+	// attempt reads its own section (ReadAt), so an attempt the transport
+	// is still closing never shares a file offset with the next.
+	body := func() (io.Reader, error) {
+		return io.MultiReader(bytes.NewReader(head), io.NewSectionReader(f, 0, info.Size()), bytes.NewReader(tail)), nil
+	}
 	resp, err := c.do(ctx, http.MethodPost, "/v1/jobs/upload", body, mw.FormDataContentType(),
 		int64(len(head))+info.Size()+int64(len(tail)))
 	if err != nil {
@@ -292,88 +425,225 @@ type progress struct {
 	LLMDone  int    `json:"llmDone"`
 	LLMTotal int    `json:"llmTotal"`
 	Error    string `json:"error"`
+	// polled: read from GET /v1/jobs/{id}, which has no row counts.
+	polled bool
 }
 
-// Waits of follow between attempts.
-const (
-	// followRetries is how many attempts in a row may fail to reach the
-	// service (a restart, a network blip) before follow gives up.
-	followRetries = 10
-	followBackoff = time.Second
+// Waits of follow. A service that restarts drains its work for up to 30 s
+// with its port closed, and a proxy in front answers 502 to 504 meanwhile:
+// follow asks again after followBackoff, doubled after each failure up to
+// followMaxBackoff, and gives up once it has failed for followGiveUp in a
+// row. pollMaxInterval bounds the wait between reads of a job whose
+// service has no event stream. Variables, so that tests can shorten them.
+var (
+	followBackoff    = time.Second
+	followMaxBackoff = 30 * time.Second
+	followGiveUp     = 2 * time.Minute
+	pollMaxInterval  = 10 * time.Second
+	// streamIdle ends a stream that sent nothing, not even the keep-alive
+	// comment the server sends every 15 s: a hung service, or a proxy that
+	// dropped the connection without a word. follow opens it again.
+	streamIdle = time.Minute
 )
 
 // follow reads the job's event stream, GET /v1/jobs/{id}/events, calling
 // onProgress for every event, until the done event, whose progress it
 // returns. A stream the server ends without done (it does after an hour,
 // and on shutdown) is opened again, and its first event is the current
-// state; so is one that could not be reached, a few times, and a 429 for
-// too many open streams after its Retry-After.
+// state; so is one that could not be reached or was cut, with a growing
+// wait, for up to followGiveUp, and a 429 for too many open streams after
+// its Retry-After. The stream is docjobs' own, not the contract's
+// (spec/interface.md): against a service without it (404, 405, 501),
+// follow polls GET /v1/jobs/{id} instead.
 func (c *client) follow(ctx context.Context, id string, onProgress func(progress)) (progress, error) {
 	path := "/v1/jobs/" + url.PathEscape(id) + "/events"
-	failures := 0
+	failing := failures{}
 	for {
-		p, done, err := c.readEvents(ctx, path, onProgress)
+		p, done, connected, err := c.readEvents(ctx, path, onProgress)
+		if done && p.Status == "" {
+			return c.poll(ctx, id, onProgress) // a done event that does not say how
+		}
 		if done {
 			return p, nil
 		}
-		wait := followBackoff
+		if connected {
+			failing.reset() // a stream that was open is not a failure in a row
+		}
+		wait := followBackoff / 5
 		var ae *apiError
 		switch {
 		case ctx.Err() != nil:
 			return progress{}, ctx.Err()
-		case errors.As(err, &ae) && ae.status == http.StatusTooManyRequests:
+		case errors.As(err, &ae) && noEventStream(ae.status):
+			c.note("the service has no progress stream (%v): reading GET /v1/jobs/%s instead", err, id)
+			return c.poll(ctx, id, onProgress)
+		case ae != nil && ae.status == http.StatusTooManyRequests:
 			wait = ae.retryAfter(followBackoff)
-		case ae != nil:
-			return progress{}, err // 401, 404: asking again will not help
-		case err != nil:
-			if failures++; failures >= followRetries {
+		case ae != nil && ae.status < 500:
+			return progress{}, err // 401, 403: asking again will not help
+		case err != nil: // unreachable, cut, or a proxy's 5xx: a restart, a network blip
+			var give bool
+			if wait, give = failing.next(); give {
 				return progress{}, err
 			}
 		default:
 			// The server ended the stream (an hour passed, or it shut
 			// down): open it again, a little later, lest a proxy that cuts
 			// every stream at once make this a busy loop.
-			failures = 0
-			wait = followBackoff / 5
 		}
-		select {
-		case <-ctx.Done():
-			return progress{}, ctx.Err()
-		case <-time.After(wait):
+		if err := sleep(ctx, wait); err != nil {
+			return progress{}, err
 		}
 	}
 }
 
-// readEvents reads one connection of the event stream. done reports the
-// done event, with its progress.
-func (c *client) readEvents(ctx context.Context, path string, onProgress func(progress)) (p progress, done bool, err error) {
-	resp, err := c.do(ctx, http.MethodGet, path, nil, "", -1)
-	if err != nil {
-		return progress{}, false, err
+// noEventStream reports an answer of a service that does not serve the
+// progress stream: a 404 (which may also mean that the job is gone: poll
+// tells the two apart), a 405 or a 501.
+func noEventStream(status int) bool {
+	return status == http.StatusNotFound || status == http.StatusMethodNotAllowed || status == http.StatusNotImplemented
+}
+
+// failures counts attempts that failed in a row, for the waits between
+// them.
+type failures struct {
+	since time.Time
+	wait  time.Duration
+}
+
+func (f *failures) reset() { *f = failures{} }
+
+// next counts one more failure and returns the wait before the next
+// attempt, or give when failures have lasted followGiveUp.
+func (f *failures) next() (wait time.Duration, give bool) {
+	if f.since.IsZero() {
+		f.since, f.wait = time.Now(), followBackoff
+	} else {
+		f.wait = min(2*f.wait, followMaxBackoff)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20) // a job error can be long
-	event := ""
-	for sc.Scan() {
-		line := sc.Text()
+	if time.Since(f.since)+f.wait > followGiveUp {
+		return 0, true
+	}
+	return f.wait, false
+}
+
+// poll reads GET /v1/jobs/{id}, the contract's job status, calling
+// onProgress on each read, until the job is COMPLETE, FAILED or
+// CANCELLED. The wait between reads grows from followBackoff to
+// pollMaxInterval; failures are waited out as follow's are.
+func (c *client) poll(ctx context.Context, id string, onProgress func(progress)) (progress, error) {
+	path := "/v1/jobs/" + url.PathEscape(id)
+	interval := followBackoff
+	failing := failures{}
+	for {
+		var j jobState
+		err := c.getJSON(ctx, path, &j)
+		wait := interval
+		var ae *apiError
 		switch {
-		case line == "":
-			event = "" // an event ends at a blank line
-		case strings.HasPrefix(line, "event:"):
-			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-		case strings.HasPrefix(line, "data:"):
-			if err := json.Unmarshal([]byte(strings.TrimSpace(strings.TrimPrefix(line, "data:"))), &p); err != nil {
-				return progress{}, false, fmt.Errorf("GET %s: %s event: %w", path, event, err)
+		case err == nil:
+			failing.reset()
+			p := j.progress()
+			if p.Status == "" {
+				return progress{}, fmt.Errorf("GET %s: the answer carries no job status", path)
 			}
-			if event == "done" {
-				return p, true, nil
+			if terminalStatus(p.Status) {
+				return p, nil
 			}
 			onProgress(p)
+			interval = min(2*interval, pollMaxInterval)
+		case ctx.Err() != nil:
+			return progress{}, ctx.Err()
+		case errors.As(err, &ae) && ae.status < 500 && ae.status != http.StatusTooManyRequests:
+			return progress{}, err // 401, 404: the job cannot be read
+		default:
+			var give bool
+			if wait, give = failing.next(); give {
+				return progress{}, err
+			}
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return progress{}, err
 		}
 	}
-	return progress{}, false, sc.Err()
 }
+
+// jobState is the part of GET /v1/jobs/{id} that poll reads. The contract
+// does not fix the answer's envelope: docjobs answers the job itself,
+// another service may wrap it as {"job": …}.
+type jobState struct {
+	Status string
+	Error  string
+	Job    *struct{ Status, Error string }
+}
+
+func (j jobState) progress() progress {
+	if j.Status == "" && j.Job != nil {
+		return progress{Status: j.Job.Status, Error: j.Job.Error, polled: true}
+	}
+	return progress{Status: j.Status, Error: j.Error, polled: true}
+}
+
+// terminalStatus reports a job status that does not change any more.
+func terminalStatus(s string) bool {
+	switch s {
+	case "JOB_STATUS_COMPLETE", "JOB_STATUS_FAILED", "JOB_STATUS_CANCELLED":
+		return true
+	}
+	return false
+}
+
+// readEvents reads one connection of the event stream. done reports the
+// done event, with its progress; connected, that the stream was open.
+// Events are parsed as Server-Sent Events are (a data field may span
+// lines, an event ends at a blank line); events other than progress and
+// done are skipped.
+func (c *client) readEvents(ctx context.Context, path string, onProgress func(progress)) (p progress, done, connected bool, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	resp, err := c.do(ctx, http.MethodGet, path, nil, "", -1)
+	if err != nil {
+		return progress{}, false, false, err
+	}
+	defer resp.Body.Close()
+	idle := time.AfterFunc(streamIdle, func() { cancel(errStreamIdle) })
+	defer idle.Stop()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20) // a job error can be long
+	event, data := "", []string(nil)
+	for sc.Scan() {
+		idle.Reset(streamIdle)
+		line := sc.Text()
+		if line != "" {
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "event":
+				event = value
+			case "data":
+				data = append(data, value)
+			} // "" is a comment (": keep-alive"); other fields are not ours
+			continue
+		}
+		if len(data) > 0 && (event == "progress" || event == "done" || event == "") {
+			var ev progress
+			if err := json.Unmarshal([]byte(strings.Join(data, "\n")), &ev); err != nil {
+				return progress{}, false, true, fmt.Errorf("GET %s: %s event: %w", path, event, err)
+			}
+			if event == "done" {
+				return ev, true, true, nil
+			}
+			onProgress(ev)
+		}
+		event, data = "", nil
+	}
+	if context.Cause(ctx) == errStreamIdle {
+		return progress{}, false, true, fmt.Errorf("GET %s: %w", path, errStreamIdle)
+	}
+	return progress{}, false, true, sc.Err()
+}
+
+var errStreamIdle = errors.New("the progress stream sent nothing, not even a keep-alive, for a minute")
 
 // retryAfter is the Retry-After the service sent with the error, else def.
 func (e *apiError) retryAfter(def time.Duration) time.Duration {
@@ -383,9 +653,15 @@ func (e *apiError) retryAfter(def time.Duration) time.Duration {
 	return def
 }
 
+// parseRetryAfter reads a Retry-After header: seconds, or an HTTP date
+// (RFC 9110 §10.2.3), which a proxy may send.
 func parseRetryAfter(h string) time.Duration {
-	if s, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && s > 0 {
+	h = strings.TrimSpace(h)
+	if s, err := strconv.Atoi(h); err == nil && s > 0 {
 		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil && time.Until(t) > 0 {
+		return time.Until(t).Round(time.Second)
 	}
 	return 0
 }

@@ -30,7 +30,9 @@ type testService struct {
 	base, key string
 }
 
-func startService(t *testing.T) testService {
+// startService starts the service; extra are more of its variables, as
+// name, value pairs.
+func startService(t *testing.T, extra ...string) testService {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts the whole service")
@@ -43,6 +45,9 @@ func startService(t *testing.T) testService {
 	vars := map[string]string{
 		"DOCJOBS_ADDR": addr, "DOCJOBS_PUBLIC_URL": "http://" + addr, "DOCJOBS_DATA_DIR": t.TempDir(),
 		"DOCJOBS_API_KEYS": "acme:" + key, "DOCJOBS_ALLOW_PRIVATE_URLS": "true", "DOCJOBS_LOG_LEVEL": "error",
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		vars[extra[i]] = extra[i+1]
 	}
 	serveEnv := &environment{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return vars[k] }}
 	cfg, err := serveEnv.config(nil)
@@ -145,7 +150,7 @@ func TestSubmitWaitUploadsAFileUsesAURLAndPrintsTheResult(t *testing.T) {
 			t.Errorf("llm[%d] = %+v, want SKIPPED no_prompt", i, l)
 		}
 	}
-	for _, want := range []string{"uploaded " + file + " (", "job " + r.Job.ID + " created", "job " + r.Job.ID + ": COMPLETE, files recognized 2/2"} {
+	for _, want := range []string{"uploaded " + file + " (", "job " + r.Job.ID + " created", "job " + r.Job.ID + ": COMPLETE, files finished 2/2"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
@@ -268,7 +273,7 @@ func TestAnInterruptedWaitLeavesTheJobRunning(t *testing.T) {
 
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
-	stderr := newNotifyWriter(": RUNNING, files recognized 0/1")
+	stderr := newNotifyWriter(": RUNNING, files finished 0/1")
 	var out bytes.Buffer
 	done := make(chan int, 1)
 	env := s.env()
@@ -316,8 +321,18 @@ func TestClientErrorsSayWhatWentWrong(t *testing.T) {
 			ExitError, "docjobs: upload " + file + ": missing or invalid API key (HTTP 401)\n"},
 		{"an unknown job", s.env(), []string{"get", "0190c8a0-0000-7000-8000-000000000000"},
 			ExitError, "docjobs: job not found (HTTP 404)\n"},
-		{"a refused create", s.env(), []string{"submit", "https://example.com/a.txt", "--ocr-provider", "PROVIDER_9"},
-			ExitError, "docjobs: ocr.provider: "},
+		{"a refused create", s.env(), []string{"submit", "https://example.com/a.txt", "--idempotency-key", strings.Repeat("k", 300)},
+			ExitError, "docjobs: idempotencyKey: "},
+		{"an unknown provider is a usage error", s.env(), []string{"submit", "https://example.com/a.txt", "--ocr-provider", "PROVIDER_9"},
+			ExitUsage, "docjobs: usage: --ocr-provider PROVIDER_9: want PROVIDER_1 to PROVIDER_8"},
+		{"an unknown status is a usage error", s.env(), []string{"jobs", "--status", "bogus"},
+			ExitUsage, "docjobs: usage: --status bogus: want NEW, RUNNING, COMPLETE, FAILED or CANCELLED"},
+		{"a password in the server URL is refused, not echoed", s.env("DOCJOBS_URL", "http://user:pw-secret@127.0.0.1:1"), []string{"jobs"},
+			ExitUsage, "--server / DOCJOBS_URL: no user or password in the URL (the API key is the credential)\n"},
+		{"a query in the server URL", s.env("DOCJOBS_URL", "http://127.0.0.1:1?token=abc"), []string{"jobs"},
+			ExitUsage, "want the service's base URL, without a query or fragment"},
+		{"a key with a line break", s.env("DOCJOBS_API_KEY", s.key+"\nmore"), []string{"jobs"},
+			ExitUsage, "the API key holds a control character (a line break?) at byte "},
 		{"an unreachable service names its URL", s.env("DOCJOBS_URL", "http://127.0.0.1:1"), []string{"jobs"},
 			ExitError, "cannot reach the service at http://127.0.0.1:1 (--server, DOCJOBS_URL): GET /v1/jobs?"},
 		{"the --server flag wins over DOCJOBS_URL", s.env("DOCJOBS_URL", "http://127.0.0.1:1"), []string{"jobs", "--server", s.base},
@@ -485,8 +500,9 @@ func TestWaitOpensTheStreamAgainUntilDone(t *testing.T) {
 	}
 	// The state a reconnect repeats is shown once.
 	want := "job job-1 created\n" +
-		"job job-1: RUNNING, files recognized 0/1, model rows done 0/0\n" +
-		"job job-1: CANCELLED, files recognized 1/1, model rows done 0/0, error: cancelled by the caller\n" +
+		"job job-1: RUNNING, files finished 0/1, model rows finished 0/0\n" +
+		"docjobs: GET /v1/jobs/job-1/events: too many open progress streams (HTTP 429); asking again in 1s\n" +
+		"job job-1: CANCELLED, files finished 1/1, model rows finished 0/0, error: cancelled by the caller\n" +
 		"docjobs: job job-1 ended JOB_STATUS_CANCELLED: cancelled by the caller\n"
 	if stderr != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
 
 // maxPageSize is the most jobs the service lists per page (ListJobsRequest).
@@ -31,13 +34,21 @@ The service is --server or DOCJOBS_URL; the key DOCJOBS_API_KEY (or DOCJOBS_API_
 			if limit < 1 {
 				return fmt.Errorf("%w: --limit must be positive", errUsage)
 			}
+			if s := jobStatusName(status); s != "" && (docjobsv1.JobStatus_value[s] == 0) {
+				return fmt.Errorf("%w: --status %s: want NEW, RUNNING, COMPLETE, FAILED or CANCELLED", errUsage, status)
+			}
 			cfg, err := env.clientConfig(flags)
 			if err != nil {
 				return err
 			}
-			jobs, err := listJobs(cmd.Context(), newClient(cfg), jobStatusName(status), limit)
+			c := newClient(cfg)
+			c.notes = env.stderr
+			jobs, more, err := listJobs(cmd.Context(), c, jobStatusName(status), limit)
 			if err != nil {
 				return err
+			}
+			if more {
+				fmt.Fprintf(env.stderr, "docjobs: more jobs than --limit %d: the newest %d are listed\n", limit, len(jobs))
 			}
 			if asJSON {
 				raw, err := json.Marshal(jobs)
@@ -78,8 +89,9 @@ func (j *listedJob) UnmarshalJSON(b []byte) error {
 func (j listedJob) MarshalJSON() ([]byte, error) { return j.raw, nil }
 
 // listJobs reads pages of GET /v1/jobs until limit jobs or the last page.
-func listJobs(ctx context.Context, c *client, status string, limit int) ([]listedJob, error) {
-	jobs := []listedJob{} // --json prints [] for none, not null
+// more reports that the service has more than limit.
+func listJobs(ctx context.Context, c *client, status string, limit int) (jobs []listedJob, more bool, err error) {
+	jobs = []listedJob{} // --json prints [] for none, not null
 	token := ""
 	for len(jobs) < limit {
 		q := url.Values{"pageSize": {strconv.Itoa(min(limit-len(jobs), maxPageSize))}}
@@ -90,19 +102,28 @@ func listJobs(ctx context.Context, c *client, status string, limit int) ([]liste
 			q.Set("pageToken", token)
 		}
 		var page struct {
-			Jobs          []listedJob `json:"jobs"`
-			NextPageToken string      `json:"nextPageToken"`
+			Jobs          *[]listedJob `json:"jobs"`
+			NextPageToken string       `json:"nextPageToken"`
 		}
 		if err := c.getJSON(ctx, "/v1/jobs?"+q.Encode(), &page); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		jobs = append(jobs, page.Jobs...)
-		if page.NextPageToken == "" || page.NextPageToken == token {
+		if page.Jobs == nil {
+			// The contract leaves the list's shape open; docjobs always
+			// sends "jobs", [] for none. Another shape is not "no jobs".
+			return nil, false, errors.New(`GET /v1/jobs: the answer has no "jobs" array`)
+		}
+		jobs = append(jobs, *page.Jobs...)
+		// A page without jobs ends the list too: a faulty service that
+		// hands out tokens forever must not loop the client.
+		if page.NextPageToken == "" || page.NextPageToken == token || len(*page.Jobs) == 0 {
+			more = false
 			break
 		}
+		more = true
 		token = page.NextPageToken
 	}
-	return jobs[:min(len(jobs), limit)], nil
+	return jobs[:min(len(jobs), limit)], more || len(jobs) > limit, nil
 }
 
 func printJobTable(env *environment, jobs []listedJob) error {
@@ -148,6 +169,7 @@ The service is --server or DOCJOBS_URL; the key DOCJOBS_API_KEY (or DOCJOBS_API_
 				return err
 			}
 			c := newClient(cfg)
+			c.notes = env.stderr
 			path := "/v1/jobs/" + url.PathEscape(args[0])
 			if result {
 				return c.copyTo(cmd.Context(), path+"/result", env.stdout)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -46,6 +47,45 @@ func StopOnSignal(parent context.Context, sigs <-chan os.Signal, stderr io.Write
 				}
 				log.Warn("second signal: stopping at once; work in flight is cut off", "signal", sig.String(), "exit_code", ExitForced)
 				exit(ExitForced)
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		cancel()
+	}
+}
+
+// InterruptOnSignal is StopOnSignal for the client and admin commands:
+// the first signal ends the context, without a log line (the command says
+// what it stopped: submit that the job goes on); a second, more than
+// repeatWindow later, calls exit(ExitInterrupted) at once, cutting short
+// what the command does after an interrupt (submit's removal of the
+// uploads of a job it did not create). ExitForced is the server's: for
+// submit --wait, 3 means that the job FAILED. stop ends the watch.
+func InterruptOnSignal(parent context.Context, sigs <-chan os.Signal, stderr io.Writer, exit func(int)) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	done := make(chan struct{})
+	go func() {
+		var first time.Time
+		select {
+		case <-sigs:
+			first = time.Now()
+			cancel()
+		case <-done:
+			return
+		}
+		for {
+			select {
+			case <-sigs:
+				if time.Since(first) < repeatWindow {
+					continue // the same interrupt, delivered to the process group too
+				}
+				fmt.Fprintln(stderr, "docjobs: interrupted again: stopping at once")
+				exit(ExitInterrupted)
 				return
 			case <-done:
 				return

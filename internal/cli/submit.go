@@ -12,8 +12,11 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
 
 // submitOptions are submit's flags.
@@ -61,10 +64,17 @@ variants); the --ocr-key and --neural-key flags work too, but stay in shell
 history and show in the process list. Provider names are the service's
 NEURAL_CLIENT_TYPE_ values, with or without that prefix (PROVIDER_2, OPENAI).
 
-Exit codes: 0 done (with --wait: the job is COMPLETE), 1 error (the
-service's message and HTTP status are shown), 2 usage; with --wait 3 the job
-FAILED, 4 it was CANCELLED (the result is printed in both cases), 130 the
-wait was interrupted.`,
+--wait follows the service's progress stream, or polls the job where the
+service has none; it reconnects for up to two minutes while the service
+restarts. Requests the service answers 429 (its per-account rate limit) are
+sent again after its Retry-After.
+
+Exit codes: 0 done (with --wait: the job is COMPLETE and no row FAILED), 1
+error (the service's message and HTTP status are shown), 2 usage, 130
+interrupted (Ctrl-C, SIGTERM; with --wait the job goes on); with --wait 3
+the job FAILED, 4 it was CANCELLED, 5 it is COMPLETE but some files or
+model rows FAILED (a wrong model key, a file the provider refused); the
+result is printed in all three cases.`,
 		Example: `  export DOCJOBS_API_KEY=dj_... DOCJOBS_OCR_KEY=...
   docjobs submit report.pdf https://example.com/invoice.html --wait
   DOCJOBS_NEURAL_KEY=sk-... docjobs submit scan.png --prompt 'List the totals' \
@@ -126,22 +136,22 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 	// Every check that can fail without the service runs before the first
 	// upload: an upload made for a job that is never created stays, and
 	// counts against the account's upload quota, until deleted.
+	if len(args) > maxSources {
+		return fmt.Errorf("%w: %d files and URLs: a job takes at most %d (submit them as several jobs)", errUsage, len(args), maxSources)
+	}
 	var local []int
 	for i, a := range args {
 		if isSourceURL(a) {
 			continue
 		}
-		info, err := os.Stat(a)
-		if err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() {
-			return fmt.Errorf("%s: not a regular file", a)
+		if err := readableFile(a); err != nil {
+			return fmt.Errorf("upload %s: %w", a, err)
 		}
 		local = append(local, i)
 	}
 
 	c := newClient(cfg)
+	c.notes = env.stderr
 	req.SourceURLs = append([]string(nil), args...)
 	var uploaded []string
 	for _, i := range local {
@@ -160,7 +170,10 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 		// (a network error, a 5xx) the job may exist and read the uploads.
 		var refused *apiError
 		if !errors.As(err, &refused) || refused.status >= 500 {
-			return err
+			if len(uploaded) > 0 {
+				return fmt.Errorf("%w; the job may have been created (`docjobs jobs` lists it), so the %d uploads above are kept", err, len(uploaded))
+			}
+			return fmt.Errorf("%w; the job may have been created: `docjobs jobs` lists it", err)
 		}
 		c.removeUploads(ctx, env, uploaded)
 		if len(uploaded) > 0 && o.idempotencyKey != "" && strings.Contains(refused.message, "idempotency key reused") {
@@ -170,7 +183,7 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 	}
 	var j struct{ ID string }
 	if err := json.Unmarshal(created, &j); err != nil || j.ID == "" {
-		return fmt.Errorf("create job: the answer carries no job id: %s", created)
+		return fmt.Errorf("create job: the answer carries no job id: %s", truncate(string(created), 200))
 	}
 	switch {
 	case o.wait:
@@ -179,17 +192,44 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 	case o.json:
 		return printIndented(env.stdout, created)
 	default:
-		fmt.Fprintln(env.stdout, j.ID)
+		// The id is the caller's only handle on the job: not written, the
+		// command failed.
+		if _, err := fmt.Fprintln(env.stdout, j.ID); err != nil {
+			return fmt.Errorf("job %s created; write its id: %w", j.ID, err)
+		}
 		return nil
 	}
 }
 
+// readableFile checks that path is a regular file this process can open:
+// a file found unreadable after others were uploaded would leave them to
+// be removed again.
+func readableFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return errors.New("not a regular file")
+	}
+	return nil
+}
+
 // removeUploads deletes the uploads this run made for a job that was not
 // created: kept, they would count against the account's upload quota
-// until deleted, and nothing names them. It runs even after an interrupt,
-// briefly; what it cannot delete it names.
+// until deleted, and nothing names them. It runs even after an interrupt
+// (a second one stops it), for removeBudget and removePerUpload for each
+// upload: the deletes go one after another, and a 429 of the account's
+// rate limit, likely right after a burst of uploads, is waited out (do).
+// What it cannot delete it names.
 func (c *client) removeUploads(ctx context.Context, env *environment, urls []string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	budget := removeBudget + time.Duration(len(urls))*removePerUpload
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
 	for _, raw := range urls {
 		path := raw
@@ -208,6 +248,18 @@ func (c *client) removeUploads(ctx context.Context, env *environment, urls []str
 	}
 }
 
+// maxSources is the most sourceUrls the service takes in one job
+// (internal/api/validate.go); more would be refused only after every file
+// was uploaded.
+const maxSources = 100
+
+// The time removeUploads has: removePerUpload is one delete at 5 a second,
+// a tenth of the default DOCJOBS_ACCOUNT_RATE.
+const (
+	removeBudget    = 10 * time.Second
+	removePerUpload = 200 * time.Millisecond
+)
+
 // request builds the create request from the flags and the environment,
 // refusing what the service would refuse for sure, before any upload.
 func (o submitOptions) request(env *environment) (createRequest, error) {
@@ -222,6 +274,13 @@ func (o submitOptions) request(env *environment) (createRequest, error) {
 	}
 	if o.ocrProvider == "" || o.ocrModel == "" {
 		return createRequest{}, fmt.Errorf("%w: --ocr-provider and --ocr-model must not be empty", errUsage)
+	}
+	for flag, name := range map[string]string{"--ocr-provider": o.ocrProvider, "--neural-type": o.neuralType} {
+		if p := providerName(name); p != "" && docjobsv1.NeuralClientType_value[p] == 0 {
+			// The service reads an unknown name as unspecified, and says
+			// that it is missing.
+			return createRequest{}, fmt.Errorf("%w: %s %s: want PROVIDER_1 to PROVIDER_8 (or MISTRAL, OPENAI, ANTHROPIC, GEMINI, XAI, OPENROUTER, QWEN, SELF_HOSTED)", errUsage, flag, name)
+		}
 	}
 	ocrKey, err := flagOrSecret(env, o.ocrKey, "DOCJOBS_OCR_KEY")
 	if err != nil {
@@ -290,22 +349,28 @@ func waitAndPrint(ctx context.Context, env *environment, c *client, id string) e
 			last = line
 		}
 	}
+	goesOn := fmt.Sprintf("job %s goes on: `docjobs get %s` shows it, `docjobs get %s --result` prints its result", id, id, id)
 	end, err := c.follow(ctx, id, show)
 	if err != nil {
 		if ctx.Err() != nil {
-			return &exitError{code: ExitInterrupted, err: fmt.Errorf(
-				"stopped waiting; job %s goes on: `docjobs get %s` shows it, `docjobs get %s --result` prints its result", id, id, id)}
+			return &exitError{code: ExitInterrupted, err: errors.New("stopped waiting; " + goesOn)}
 		}
-		return fmt.Errorf("follow job %s: %w", id, err)
+		return fmt.Errorf("follow job %s: %w; stopped waiting, the %s", id, err, goesOn)
 	}
 	show(end)
-	if err := c.copyTo(ctx, "/v1/jobs/"+url.PathEscape(id)+"/result", env.stdout); err != nil {
+	var rows rowStatuses
+	if err := c.copyTo(ctx, "/v1/jobs/"+url.PathEscape(id)+"/result", io.MultiWriter(env.stdout, &rows)); err != nil {
 		return fmt.Errorf("job %s ended %s; its result: %w", id, end.Status, err)
 	}
+	failed := failedRows(rows)
 	code := ExitOK
 	switch end.Status {
 	case "JOB_STATUS_COMPLETE":
-		return nil
+		if failed == "" {
+			return nil
+		}
+		return &exitError{code: ExitRowsFailed, err: fmt.Errorf(
+			"job %s is COMPLETE, but %s: the result's ocr[].error and llm[].error say why", id, failed)}
 	case "JOB_STATUS_CANCELLED":
 		code = ExitJobCancelled
 	default:
@@ -315,17 +380,49 @@ func waitAndPrint(ctx context.Context, env *environment, c *client, id string) e
 	if end.Error != "" {
 		msg += ": " + end.Error
 	}
+	if failed != "" {
+		msg += "; " + failed
+	}
 	return &exitError{code: code, err: errors.New(msg)}
 }
 
-// progressLine is one line of a job's progress for a person to read.
+// progressLine is one line of a job's progress for a person to read. The
+// stream counts a FAILED or SKIPPED row as finished, not as a success:
+// which rows failed the result says (failedRows).
 func progressLine(id string, p progress) string {
-	line := fmt.Sprintf("job %s: %s, files recognized %d/%d, model rows done %d/%d", id,
+	line := fmt.Sprintf("job %s: %s, files finished %d/%d, model rows finished %d/%d", id,
 		strings.TrimPrefix(p.Status, "JOB_STATUS_"), p.OCRDone, p.OCRTotal, p.LLMDone, p.LLMTotal)
+	if p.polled { // GET /v1/jobs/{id} has no row counts
+		line = fmt.Sprintf("job %s: %s", id, strings.TrimPrefix(p.Status, "JOB_STATUS_"))
+	}
 	if p.Error != "" {
 		line += ", error: " + p.Error
 	}
 	return line
+}
+
+// failedRows says how many files and model rows of a result FAILED, "" for
+// none.
+func failedRows(r rowStatuses) string {
+	var parts []string
+	if r.OCRFailed > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d files FAILED recognition", r.OCRFailed, r.OCR))
+	}
+	if r.LLMFailed > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d model rows FAILED", r.LLMFailed, r.LLM))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // printIndented writes a JSON answer indented, as it came otherwise.
