@@ -347,6 +347,22 @@ func TestAJobWhoseModelRowsFailedDoesNotLookLikeSuccess(t *testing.T) {
 	}
 }
 
+// A value nested a million levels deep (a rawData of brackets, or a
+// server that is not docjobs) costs the scanner a counter, not a frame a
+// level, and the rows after it still count.
+func TestRowStatusesHoldsNoFrameBeyondItsDepth(t *testing.T) {
+	deep := strings.Repeat(`[{"status":"JOB_LLM_STATUS_FAILED","a":`, 1_000_000) + `1` + strings.Repeat(`}]`, 1_000_000)
+	result := `{"result":{"llm":[{"status":"JOB_LLM_STATUS_DONE","rawData":` + deep + `},{"status":"JOB_LLM_STATUS_FAILED"}]}}`
+	var r rowStatuses
+	_, _ = r.Write([]byte(result))
+	if r.LLM != 2 || r.LLMFailed != 1 {
+		t.Errorf("%d/%d model rows FAILED; want 1/2", r.LLMFailed, r.LLM)
+	}
+	if cap(r.stack) > 2*maxScanDepth {
+		t.Errorf("the scanner held %d frames", cap(r.stack))
+	}
+}
+
 func TestRowStatusesCountsTheResultsFailedRows(t *testing.T) {
 	long := strings.Repeat(`x\"{[`, 50_000)
 	result := `{"result":{"job":{"id":"j","status":"JOB_STATUS_COMPLETE","error":"status"},` +

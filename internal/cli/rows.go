@@ -17,6 +17,10 @@ type rowStatuses struct {
 	LLM, LLMFailed int // model rows, and those FAILED
 
 	stack []scanFrame
+	// deeper counts the levels opened past maxScanDepth, which are kept
+	// as a number only: a row's status is four levels deep, and an answer
+	// of a million brackets must not hold a million frames.
+	deeper int
 	// inString: inside a string; escaped: after its backslash.
 	inString, escaped bool
 	isKey             bool
@@ -34,6 +38,9 @@ type scanFrame struct {
 // maxScanString is the longest string compared: keys and statuses.
 const maxScanString = 64
 
+// maxScanDepth is the deepest nesting whose frames are kept.
+const maxScanDepth = 32
+
 func (r *rowStatuses) Write(p []byte) (int, error) {
 	for _, b := range p {
 		if r.inString {
@@ -41,23 +48,33 @@ func (r *rowStatuses) Write(p []byte) (int, error) {
 			continue
 		}
 		switch b {
-		case '{':
-			r.stack = append(r.stack, scanFrame{expectKey: true})
-		case '[':
-			r.stack = append(r.stack, scanFrame{array: true})
+		case '{', '[':
+			if len(r.stack) >= maxScanDepth {
+				r.deeper++
+				continue
+			}
+			r.stack = append(r.stack, scanFrame{array: b == '[', expectKey: b == '{'})
 		case '}', ']':
-			if len(r.stack) > 0 {
+			switch {
+			case r.deeper > 0:
+				r.deeper--
+			case len(r.stack) > 0:
 				r.stack = r.stack[:len(r.stack)-1]
 			}
 		case ',':
-			if top := r.top(); top != nil && !top.array {
+			if top := r.top(); top != nil && !top.array && r.deeper == 0 {
 				top.expectKey, top.key = true, ""
 			}
 		case ':':
-			if top := r.top(); top != nil {
+			if top := r.top(); top != nil && r.deeper == 0 {
 				top.expectKey = false
 			}
 		case '"':
+			if r.deeper > 0 {
+				r.inString, r.isKey = true, false
+				r.str, r.long = r.str[:0], true // nothing this deep is compared
+				continue
+			}
 			top := r.top()
 			r.inString, r.isKey = true, top != nil && !top.array && top.expectKey
 			r.str, r.long = r.str[:0], false
