@@ -451,23 +451,23 @@ var (
 // returns. A stream the server ends without done (it does after an hour,
 // and on shutdown) is opened again, and its first event is the current
 // state; so is one that could not be reached or was cut, with a growing
-// wait, for up to followGiveUp, and a 429 for too many open streams after
-// its Retry-After. The stream is docjobs' own, not the contract's
-// (spec/interface.md): against a service without it (404, 405, 501),
-// follow polls GET /v1/jobs/{id} instead.
+// wait, for up to followGiveUp. The stream is docjobs' own, not the
+// contract's (spec/interface.md): against a service without it (404, 405,
+// 501), one that keeps no more streams for the account (429), or a stream
+// without an event it can read, follow polls GET /v1/jobs/{id} instead.
 func (c *client) follow(ctx context.Context, id string, onProgress func(progress)) (progress, error) {
 	path := "/v1/jobs/" + url.PathEscape(id) + "/events"
 	failing := failures{}
 	for {
-		p, done, connected, err := c.readEvents(ctx, path, onProgress)
+		p, done, heard, err := c.readEvents(ctx, path, onProgress)
 		if done && p.Status == "" {
 			return c.poll(ctx, id, onProgress) // a done event that does not say how
 		}
 		if done {
 			return p, nil
 		}
-		if connected {
-			failing.reset() // a stream that was open is not a failure in a row
+		if heard {
+			failing.reset() // a stream that told something is not a failure in a row
 		}
 		wait := followBackoff / 5
 		var ae *apiError
@@ -478,7 +478,17 @@ func (c *client) follow(ctx context.Context, id string, onProgress func(progress
 			c.note("the service has no progress stream (%v): reading GET /v1/jobs/%s instead", err, id)
 			return c.poll(ctx, id, onProgress)
 		case ae != nil && ae.status == http.StatusTooManyRequests:
-			wait = ae.retryAfter(followBackoff)
+			// Too many streams open for the account: the job's status
+			// reads the same without one.
+			c.note("the service keeps no more progress streams for now (%v): reading GET /v1/jobs/%s instead", err, id)
+			return c.poll(ctx, id, onProgress)
+		case errors.Is(err, errBadEvent) || err == nil && !heard:
+			// docjobs' stream opens with the job's state: one that ends
+			// without an event it can read is not docjobs' (a proxy's
+			// page, an empty answer), and reopening it would go on for
+			// ever.
+			c.note("the progress stream sent nothing readable: reading GET /v1/jobs/%s instead", id)
+			return c.poll(ctx, id, onProgress)
 		case ae != nil && ae.status < 500:
 			return progress{}, err // 401, 403: asking again will not help
 		case err != nil: // unreachable, cut, or a proxy's 5xx: a restart, a network blip
@@ -598,7 +608,7 @@ func terminalStatus(s string) bool {
 // Events are parsed as Server-Sent Events are (a data field may span
 // lines, an event ends at a blank line); events other than progress and
 // done are skipped.
-func (c *client) readEvents(ctx context.Context, path string, onProgress func(progress)) (p progress, done, connected bool, err error) {
+func (c *client) readEvents(ctx context.Context, path string, onProgress func(progress)) (p progress, done, heard bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	resp, err := c.do(ctx, http.MethodGet, path, nil, "", -1)
@@ -628,22 +638,26 @@ func (c *client) readEvents(ctx context.Context, path string, onProgress func(pr
 		if len(data) > 0 && (event == "progress" || event == "done" || event == "") {
 			var ev progress
 			if err := json.Unmarshal([]byte(strings.Join(data, "\n")), &ev); err != nil {
-				return progress{}, false, true, fmt.Errorf("GET %s: %s event: %w", path, event, err)
+				return progress{}, false, heard, fmt.Errorf("GET %s: %s event: %w: %w", path, event, errBadEvent, err)
 			}
 			if event == "done" {
 				return ev, true, true, nil
 			}
+			heard = true
 			onProgress(ev)
 		}
 		event, data = "", nil
 	}
 	if context.Cause(ctx) == errStreamIdle {
-		return progress{}, false, true, fmt.Errorf("GET %s: %w", path, errStreamIdle)
+		return progress{}, false, heard, fmt.Errorf("GET %s: %w", path, errStreamIdle)
 	}
-	return progress{}, false, true, sc.Err()
+	return progress{}, false, heard, sc.Err()
 }
 
-var errStreamIdle = errors.New("the progress stream sent nothing, not even a keep-alive, for a minute")
+var (
+	errStreamIdle = errors.New("the progress stream sent nothing, not even a keep-alive, for a minute")
+	errBadEvent   = errors.New("not a progress event")
+)
 
 // retryAfter is the Retry-After the service sent with the error, else def.
 func (e *apiError) retryAfter(def time.Duration) time.Duration {

@@ -272,10 +272,32 @@ func TestAWaitThatGivesUpSaysTheJobGoesOn(t *testing.T) {
 // without it, --wait polls GET /v1/jobs/{id} to the job's end.
 func TestWaitPollsAServiceWithoutTheEventStream(t *testing.T) {
 	shortWaits(t, time.Millisecond, 5*time.Millisecond, time.Second)
+	status := func(code int) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }
+	}
 	for _, tt := range []struct {
 		name   string
-		status int
-	}{{"404", http.StatusNotFound}, {"405", http.StatusMethodNotAllowed}, {"501", http.StatusNotImplemented}} {
+		events http.HandlerFunc
+		says   string
+	}{
+		{"404", status(http.StatusNotFound), "the service has no progress stream ("},
+		{"405", status(http.StatusMethodNotAllowed), "the service has no progress stream ("},
+		{"501", status(http.StatusNotImplemented), "the service has no progress stream ("},
+		// Before, each of these was opened again for ever.
+		{"429 for too many streams", func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"code":8,"message":"too many progress streams"}`)
+		}, "the service keeps no more progress streams for now ("},
+		{"an empty 200", status(http.StatusOK), "the progress stream sent nothing readable"},
+		{"a page that is no stream", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = io.WriteString(w, "<html><body>Welcome</body></html>\n")
+		}, "the progress stream sent nothing readable"},
+		{"an event that does not decode", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "event: progress\ndata: {not json\n\n")
+		}, "the progress stream sent nothing readable"},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var mu sync.Mutex
 			reads := 0
@@ -293,14 +315,14 @@ func TestWaitPollsAServiceWithoutTheEventStream(t *testing.T) {
 				case "/v1/jobs/j1/result":
 					_, _ = io.WriteString(w, `{"result":{"job":{"id":"j1","status":"JOB_STATUS_COMPLETE"},"ocr":[{"status":"JOB_OCR_STATUS_DONE"}]}}`)
 				default:
-					w.WriteHeader(tt.status)
+					tt.events(w, r)
 				}
 			})
 			code, out, stderr := run(t, env, "submit", "https://example.com/a.pdf", "--wait")
 			if code != ExitOK || !strings.Contains(out, `"id":"j1"`) {
 				t.Fatalf("exit %d, stdout %q: %s", code, out, stderr)
 			}
-			for _, want := range []string{"the service has no progress stream (", "reading GET /v1/jobs/j1 instead", "job j1: RUNNING\n", "job j1: COMPLETE\n"} {
+			for _, want := range []string{tt.says, "reading GET /v1/jobs/j1 instead", "job j1: RUNNING\n", "job j1: COMPLETE\n"} {
 				if !strings.Contains(stderr, want) {
 					t.Errorf("stderr lacks %q:\n%s", want, stderr)
 				}
