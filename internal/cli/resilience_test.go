@@ -759,3 +759,36 @@ func TestSubmitRefusesMoreSourcesThanAJobTakes(t *testing.T) {
 		t.Fatalf("101 sources: exit %d after %d requests: %s", code, requests.Load(), stderr)
 	}
 }
+
+// A create sent again after a 503 carries the run's own idempotency key,
+// so a service that did make the job returns it rather than a second one.
+func TestSubmitSendsItsCreateAgainUnderOneKey(t *testing.T) {
+	shortWaits(t, time.Millisecond, 5*time.Millisecond, time.Second)
+	var mu sync.Mutex
+	var keys []string
+	env, _ := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ IdempotencyKey string }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		keys = append(keys, body.IdempotencyKey)
+		n := len(keys)
+		mu.Unlock()
+		if n == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, `{"id":"j1","status":"JOB_STATUS_NEW"}`)
+	})
+	code, out, stderr := run(t, env, "submit", "https://example.com/a.pdf")
+	if code != ExitOK || strings.TrimSpace(out) != "j1" {
+		t.Fatalf("exit %d, stdout %q: %s", code, out, stderr)
+	}
+	if len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		t.Fatalf("creates sent with keys %q; want two with one key of the run's own", keys)
+	}
+	// Another run is another job: its key is its own.
+	if code, _, stderr := run(t, env, "submit", "https://example.com/a.pdf"); code != ExitOK || len(keys) != 3 || keys[2] == keys[0] {
+		t.Fatalf("exit %d, keys %q: %s; want a third create with a new key", code, keys, stderr)
+	}
+}

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,7 +93,7 @@ result is printed in all three cases.`,
 	f.BoolVar(&o.wait, "wait", false, "follow the job's progress on stderr and print its result on stdout")
 	f.BoolVar(&o.json, "json", false, "print the created job as JSON instead of its id (with --wait the result is JSON anyway)")
 	f.StringVar(&o.title, "title", "", "job title")
-	f.StringVar(&o.idempotencyKey, "idempotency-key", "", "the same key with the same request returns the first job instead of a new one (local files are uploaded anew by each run, so only a submit of URLs can replay)")
+	f.StringVar(&o.idempotencyKey, "idempotency-key", "", "the same key with the same request returns the first job instead of a new one (local files are uploaded anew by each run, so only a submit of URLs can replay); default: a random key of this run, so that a create sent again after a lost answer makes no second job")
 	f.StringVar(&o.neuralType, "neural-type", "", "model provider, like PROVIDER_2 (required with --prompt)")
 	f.StringVar(&o.neuralModel, "neural-model", "", "model id of that provider, like gpt-4o-mini (required with --prompt)")
 	f.StringVar(&o.neuralKey, "neural-key", "", "model provider key; prefer DOCJOBS_NEURAL_KEY (or DOCJOBS_NEURAL_KEY_FILE)")
@@ -299,6 +301,14 @@ func (o submitOptions) request(env *environment) (createRequest, error) {
 		OCR:            ocrRequest{Provider: providerName(o.ocrProvider), Model: o.ocrModel, ProviderKey: ocrKey},
 		Title:          o.title,
 		IdempotencyKey: o.idempotencyKey,
+	}
+	if req.IdempotencyKey == "" {
+		// The create is sent again after a 503 or a 429 (do): with a key
+		// of this run's own, a create the service did make is returned,
+		// not made twice.
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		req.IdempotencyKey = "submit-" + hex.EncodeToString(b[:])
 	}
 	if o.schemaFile != "" {
 		raw, err := os.ReadFile(o.schemaFile)
