@@ -349,6 +349,10 @@ type item struct {
 type table struct {
 	cols [][2]int
 	rows [][]string
+	// span is the stretch of the page the rows cover, line the tallest
+	// line's height: a table continues only right below itself.
+	span [2]int
+	line int
 }
 
 // pageItems reads one page's words: blocks in tesseract's order, except
@@ -422,27 +426,45 @@ func tableOf(blocks []textBlock, members []int) *table {
 		}
 		return x.box.x0 - y.box.x0
 	})
+	// A cell's lines are joined once the rows are known: joined as they
+	// came, a cell of thousands of lines cost time in their square.
+	var parts [][][]string
 	var rowBox rect
-	for _, c := range cells {
-		if len(t.rows) == 0 || !c.box.level(rowBox) {
-			t.rows = append(t.rows, make([]string, len(t.cols)))
+	for i, c := range cells {
+		if i == 0 || !c.box.level(rowBox) {
+			parts = append(parts, make([][]string, len(t.cols)))
 			rowBox = c.box
 		}
-		row := t.rows[len(t.rows)-1]
-		if row[c.col] != "" {
-			row[c.col] += " "
-		}
-		row[c.col] += c.text
+		row := parts[len(parts)-1]
+		row[c.col] = append(row[c.col], c.text)
 		rowBox = rowBox.union(c.box)
+		if i == 0 {
+			t.span = [2]int{c.box.y0, c.box.y1}
+		}
+		t.span = [2]int{min(t.span[0], c.box.y0), max(t.span[1], c.box.y1)}
+		t.line = max(t.line, c.box.height())
+	}
+	for _, row := range parts {
+		cells := make([]string, len(row))
+		for k, texts := range row {
+			cells[k] = strings.Join(texts, " ")
+		}
+		t.rows = append(t.rows, cells)
 	}
 	return t
 }
 
 // continuedBy reports whether o is more rows of t: as many columns, each
-// over the same stretch of the page. Tesseract often makes a table's last
-// row (a total) blocks of its own.
+// over the same stretch of the page, starting right below t's last row
+// (within three lines). Tesseract often makes a table's last row (a total)
+// blocks of its own; a footer or a running head with as many columns is
+// another table.
 func (t *table) continuedBy(o *table) bool {
 	if len(t.cols) != len(o.cols) {
+		return false
+	}
+	gap := o.span[0] - t.span[1]
+	if gap < -max(t.line, o.line)/2 || gap > 3*max(t.line, o.line) {
 		return false
 	}
 	for k, c := range t.cols {
@@ -457,5 +479,7 @@ func (t *table) extend(o *table) {
 	for k, c := range o.cols {
 		t.cols[k] = [2]int{min(t.cols[k][0], c[0]), max(t.cols[k][1], c[1])}
 	}
+	t.span = [2]int{min(t.span[0], o.span[0]), max(t.span[1], o.span[1])}
+	t.line = max(t.line, o.line)
 	t.rows = append(t.rows, o.rows...)
 }

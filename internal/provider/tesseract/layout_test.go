@@ -131,6 +131,11 @@ func TestTSVToMarkdownReadsTableColumnsRowByRow(t *testing.T) {
 			labelsTable + "\n| Total | $2.24 |",
 		},
 		{
+			"a footer of as many columns far below is a table of its own",
+			[]fxBlock{labels, amounts, column(100, 2500, 50, "Bank", "Court"), column(1700, 2500, 50, "DE12 3456", "HRB 1234")},
+			labelsTable + "\n\n| Bank | DE12 3456 |\n| --- | --- |\n| Court | HRB 1234 |",
+		},
+		{
 			"a column cut into several blocks is one column of the table",
 			[]fxBlock{column(100, 500, 50, "AWS Data Transfer", "Amazon Glacier"),
 				column(100, 600, 50, "VAT **", "Amazon Simple Storage Service"), amounts},
