@@ -160,6 +160,21 @@ func TestSubmitWaitUploadsAFileUsesAURLAndPrintsTheResult(t *testing.T) {
 			t.Errorf("a key was printed: %q", secret)
 		}
 	}
+	// The job has ended with its own copy of the upload: the upload no
+	// longer counts against the account's quota.
+	if !strings.Contains(stderr, "removed the upload "+r.Job.SourceURLs[0]+": the job has ended and keeps its own copy") {
+		t.Errorf("stderr does not say the upload was removed:\n%s", stderr)
+	}
+	req, _ := http.NewRequest(http.MethodGet, r.Job.SourceURLs[0], nil)
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET of the upload after the job ended: %d, want 404", resp.StatusCode)
+	}
 }
 
 func TestJobsListsAndGetShowsASubmittedJob(t *testing.T) {

@@ -159,7 +159,7 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 	for _, i := range local {
 		up, err := c.upload(ctx, args[i])
 		if err != nil {
-			c.removeUploads(ctx, env, uploaded)
+			c.removeUploads(ctx, env, uploaded, "no job was created")
 			return err
 		}
 		fmt.Fprintf(env.stderr, "uploaded %s (%d bytes): %s\n", args[i], up.SizeBytes, up.URL)
@@ -177,7 +177,7 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 			}
 			return fmt.Errorf("%w; the job may have been created: `docjobs jobs` lists it", err)
 		}
-		c.removeUploads(ctx, env, uploaded)
+		c.removeUploads(ctx, env, uploaded, "no job was created")
 		if len(uploaded) > 0 && o.idempotencyKey != "" && strings.Contains(refused.message, "idempotency key reused") {
 			return fmt.Errorf("%w; local files are uploaded anew by every run, so a submit of local files cannot replay the job an earlier run made: `docjobs jobs` lists it", err)
 		}
@@ -190,7 +190,15 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 	switch {
 	case o.wait:
 		fmt.Fprintf(env.stderr, "job %s created\n", j.ID)
-		return waitAndPrint(ctx, env, c, j.ID)
+		err := waitAndPrint(ctx, env, c, j.ID)
+		if ended(err) {
+			// The job is over and keeps its own copies of its sources
+			// (its files): kept, the uploads would count against the
+			// account's upload quota until deleted, and nothing else
+			// names them.
+			c.removeUploads(ctx, env, uploaded, "the job has ended and keeps its own copy")
+		}
+		return err
 	case o.json:
 		return printIndented(env.stdout, created)
 	default:
@@ -222,14 +230,22 @@ func readableFile(path string) error {
 	return nil
 }
 
-// removeUploads deletes the uploads this run made for a job that was not
-// created: kept, they would count against the account's upload quota
-// until deleted, and nothing names them. It runs even after an interrupt
+// ended reports whether waitAndPrint's err says the job reached its end
+// (COMPLETE, with or without FAILED rows, FAILED or CANCELLED), rather
+// than that the wait stopped while the job goes on.
+func ended(err error) bool {
+	var ee *exitError
+	return err == nil || errors.As(err, &ee) && (ee.code == ExitRowsFailed || ee.code == ExitJobFailed || ee.code == ExitJobCancelled)
+}
+
+// removeUploads deletes the uploads this run made, for a job that was not
+// created or has ended (why): kept, they would count against the
+// account's upload quota until deleted, and nothing names them. It runs even after an interrupt
 // (a second one stops it), for removeBudget and removePerUpload for each
 // upload: the deletes go one after another, and a 429 of the account's
 // rate limit, likely right after a burst of uploads, is waited out (do).
 // What it cannot delete it names.
-func (c *client) removeUploads(ctx context.Context, env *environment, urls []string) {
+func (c *client) removeUploads(ctx context.Context, env *environment, urls []string, why string) {
 	budget := removeBudget + time.Duration(len(urls))*removePerUpload
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
@@ -246,7 +262,7 @@ func (c *client) removeUploads(ctx context.Context, env *environment, urls []str
 			continue
 		}
 		resp.Body.Close()
-		fmt.Fprintf(env.stderr, "removed the upload %s: no job was created\n", raw)
+		fmt.Fprintf(env.stderr, "removed the upload %s: %s\n", raw, why)
 	}
 }
 
