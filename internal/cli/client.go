@@ -162,23 +162,24 @@ func (e *apiError) Error() string {
 }
 
 // comeBackLater reports an answer that asks for the same request later: a
-// 429 (the account's request rate, DOCJOBS_ACCOUNT_RATE, or too many open
-// streams), or a 503 that says when. Both refuse before doing anything,
-// so sending a create again cannot make a second job.
+// 429 (the account's request rate, DOCJOBS_ACCOUNT_RATE, its active jobs,
+// too many open streams) or a 503 that says when, with Retry-After. A 429
+// without one is final: docjobs sends it for an upload past the account's
+// quota, which no wait frees, and sending the whole file again seven
+// times would only cost the upload seven times.
 func (e *apiError) comeBackLater() bool {
-	return e.status == http.StatusTooManyRequests || (e.status == http.StatusServiceUnavailable && e.retry > 0)
+	return (e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable) && e.retry > 0
 }
 
 // How a request answered "come back later" is sent again: after the
-// answer's Retry-After (retryDefault without one), at most retryTries
+// answer's Retry-After, at most retryTries
 // attempts and retryBudget of waiting for one request. That lets a submit
 // of hundreds of files through the account's rate limit one refill at a
 // time, and ends against a service that stays busy. Variables, so that
 // tests can shorten them.
 var (
-	retryTries   = 8
-	retryBudget  = time.Minute
-	retryDefault = time.Second
+	retryTries  = 8
+	retryBudget = time.Minute
 )
 
 // bodyFunc makes a request's body, anew for each attempt; nil: no body.
@@ -199,7 +200,7 @@ func (c *client) do(ctx context.Context, method, path string, body bodyFunc, con
 		}
 		// A wait past the budget is not shortened: asked again early, the
 		// service would refuse again.
-		wait := ae.retryAfter(retryDefault)
+		wait := ae.retry
 		if waited+wait > retryBudget {
 			return nil, err
 		}

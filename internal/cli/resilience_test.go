@@ -27,10 +27,10 @@ import (
 // test, and puts them back after it.
 func shortWaits(t *testing.T, backoff, maxBackoff, giveUp time.Duration) {
 	t.Helper()
-	saved := []time.Duration{followBackoff, followMaxBackoff, followGiveUp, pollMaxInterval, retryDefault}
-	followBackoff, followMaxBackoff, followGiveUp, pollMaxInterval, retryDefault = backoff, maxBackoff, giveUp, maxBackoff, backoff
+	saved := []time.Duration{followBackoff, followMaxBackoff, followGiveUp, pollMaxInterval}
+	followBackoff, followMaxBackoff, followGiveUp, pollMaxInterval = backoff, maxBackoff, giveUp, maxBackoff
 	t.Cleanup(func() {
-		followBackoff, followMaxBackoff, followGiveUp, pollMaxInterval, retryDefault = saved[0], saved[1], saved[2], saved[3], saved[4]
+		followBackoff, followMaxBackoff, followGiveUp, pollMaxInterval = saved[0], saved[1], saved[2], saved[3]
 	})
 }
 
@@ -92,11 +92,14 @@ func TestARefusedCreateRemovesEveryUploadDespiteTheRateLimit(t *testing.T) {
 	}
 }
 
-// Each kind of request of the client waits out a 429 (without Retry-After:
-// retryDefault) and a 503 that says when, and gives up on a service that
-// stays busy.
+// Each kind of request of the client waits out a 429 or a 503 that says
+// when, gives up on a service that stays busy, and takes a 429 that does
+// not say when (the upload quota's) as final.
 func TestEveryRequestWaitsOutComeBackLater(t *testing.T) {
 	shortWaits(t, time.Millisecond, 10*time.Millisecond, time.Second)
+	savedTries := retryTries
+	retryTries = 3
+	t.Cleanup(func() { retryTries = savedTries })
 	var mu sync.Mutex
 	seen := map[string]int{}
 	env, _ := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
@@ -108,9 +111,15 @@ func TestEveryRequestWaitsOutComeBackLater(t *testing.T) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		switch {
 		case r.URL.Path == "/v1/jobs/busy":
+			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
+		case r.URL.Path == "/v1/jobs/quota":
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"code":8,"message":"account is over its upload quota"}`)
+			return
 		case n == 1:
+			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusTooManyRequests)
 			_, _ = io.WriteString(w, `{"code":8,"message":"slow down"}`)
 			return
@@ -154,13 +163,20 @@ func TestEveryRequestWaitsOutComeBackLater(t *testing.T) {
 	mu.Unlock()
 
 	code, _, stderr := run(t, env, "get", "busy")
-	if code != ExitError || !strings.HasSuffix(stderr, "docjobs: Too Many Requests (HTTP 429)\n") {
+	if code != ExitError || !strings.HasSuffix(stderr, "docjobs: Too Many Requests (HTTP 429, retry after 1s)\n") {
 		t.Errorf("a service that stays busy: exit %d: %q, want the 429 after the retries", code, stderr)
+	}
+	code, _, stderr = run(t, env, "get", "quota")
+	if code != ExitError || !strings.Contains(stderr, "over its upload quota (HTTP 429)") {
+		t.Errorf("a 429 without Retry-After: exit %d: %q, want it at once", code, stderr)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if seen["GET /v1/jobs/busy"] != retryTries {
 		t.Errorf("a 429 that does not end was asked %d times, want retryTries (%d)", seen["GET /v1/jobs/busy"], retryTries)
+	}
+	if seen["GET /v1/jobs/quota"] != 1 {
+		t.Errorf("a 429 without Retry-After was asked %d times, want once", seen["GET /v1/jobs/quota"])
 	}
 }
 
