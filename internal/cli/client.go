@@ -660,14 +660,6 @@ var (
 	errBadEvent   = errors.New("not a progress event")
 )
 
-// retryAfter is the Retry-After the service sent with the error, else def.
-func (e *apiError) retryAfter(def time.Duration) time.Duration {
-	if e.retry > 0 {
-		return e.retry
-	}
-	return def
-}
-
 // parseRetryAfter reads a Retry-After header: seconds, or an HTTP date
 // (RFC 9110 §10.2.3), which a proxy may send.
 func parseRetryAfter(h string) time.Duration {
