@@ -47,6 +47,22 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 		"API key; prefer DOCJOBS_API_KEY or DOCJOBS_API_KEY_FILE, a flag stays in shell history and the process list")
 }
 
+// shownURL is a refused server URL as an error may show it: what could be
+// a password (up to the last @) or a token (a query or fragment) is
+// replaced, since a URL that does not parse cannot be trusted to say which
+// part is which.
+func shownURL(raw string) string {
+	if i := strings.Index(raw, "://"); i >= 0 {
+		if at := strings.LastIndex(raw, "@"); at > i {
+			raw = raw[:i+3] + "…@" + raw[at+1:]
+		}
+	}
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i+1] + "…"
+	}
+	return raw
+}
+
 // clientConfig resolves the flags and the environment into a clientConfig.
 // Its errors are usage errors: nothing was sent yet.
 func (e *environment) clientConfig(f clientFlags) (clientConfig, error) {
@@ -58,10 +74,10 @@ func (e *environment) clientConfig(f clientFlags) (clientConfig, error) {
 		// the Bearer header would replace basic auth anyway.
 		return clientConfig{}, fmt.Errorf("%w: --server / DOCJOBS_URL: no user or password in the URL (the API key is the credential)", errUsage)
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return clientConfig{}, fmt.Errorf("%w: --server / DOCJOBS_URL: want an http(s) URL like %s, got %q", errUsage, defaultServerURL, server)
+		return clientConfig{}, fmt.Errorf("%w: --server / DOCJOBS_URL: want an http(s) URL like %s, got %q", errUsage, defaultServerURL, shownURL(server))
 	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(server, "?"):
 		// Paths are appended to it: a query would end up in the middle.
-		return clientConfig{}, fmt.Errorf("%w: --server / DOCJOBS_URL: want the service's base URL, without a query or fragment, got %q", errUsage, server)
+		return clientConfig{}, fmt.Errorf("%w: --server / DOCJOBS_URL: want the service's base URL, without a query or fragment, got %q", errUsage, shownURL(server))
 	}
 	key := f.apiKey
 	if key == "" {

@@ -345,7 +345,9 @@ func TestClientErrorsSayWhatWentWrong(t *testing.T) {
 		{"a password in the server URL is refused, not echoed", s.env("DOCJOBS_URL", "http://user:pw-secret@127.0.0.1:1"), []string{"jobs"},
 			ExitUsage, "--server / DOCJOBS_URL: no user or password in the URL (the API key is the credential)\n"},
 		{"a query in the server URL", s.env("DOCJOBS_URL", "http://127.0.0.1:1?token=abc"), []string{"jobs"},
-			ExitUsage, "want the service's base URL, without a query or fragment"},
+			ExitUsage, "want the service's base URL, without a query or fragment, got \"http://127.0.0.1:1?…\""},
+		{"a password in a server URL that does not parse is not echoed", s.env("DOCJOBS_URL", "http://user:pw-s3cr%zzet@127.0.0.1:1"), []string{"jobs"},
+			ExitUsage, "want an http(s) URL like http://localhost:8080, got \"http://…@127.0.0.1:1\""},
 		{"a key with a line break", s.env("DOCJOBS_API_KEY", s.key+"\nmore"), []string{"jobs"},
 			ExitUsage, "the API key holds a control character (a line break?) at byte "},
 		{"an unreachable service names its URL", s.env("DOCJOBS_URL", "http://127.0.0.1:1"), []string{"jobs"},
@@ -375,8 +377,10 @@ func TestClientErrorsSayWhatWentWrong(t *testing.T) {
 			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q (stdout %q)", code, stderr, tt.code, tt.stderr, out)
 			}
-			if strings.Contains(out+stderr, s.key) {
-				t.Errorf("the API key was printed")
+			for _, secret := range []string{s.key, "pw-s3cr", "token=abc"} {
+				if strings.Contains(out+stderr, secret) {
+					t.Errorf("a secret was printed: %q", secret)
+				}
 			}
 		})
 	}
