@@ -221,8 +221,10 @@ func (c *client) do(ctx context.Context, method, path string, body bodyFunc, con
 			return nil, err
 		}
 		c.note("%s %s: %s (HTTP %d); asking again in %s", method, strings.SplitN(path, "?", 2)[0], ae.message, ae.status, wait)
-		if err := sleep(ctx, wait); err != nil {
-			return nil, err
+		if serr := sleep(ctx, wait); serr != nil {
+			// Stopped while waiting: the last answer was a refusal, which
+			// the caller may need (a create refused made no job).
+			return nil, fmt.Errorf("%w, waiting after: %w", serr, err)
 		}
 		waited += wait
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -806,5 +807,45 @@ func TestSubmitSendsItsCreateAgainUnderOneKey(t *testing.T) {
 	// Another run is another job: its key is its own.
 	if code, _, stderr := run(t, env, "submit", "https://example.com/a.pdf"); code != ExitOK || len(keys) != 3 || keys[2] == keys[0] {
 		t.Fatalf("exit %d, keys %q: %s; want a third create with a new key", code, keys, stderr)
+	}
+}
+
+// Ctrl-C while a create waits out a 429 stops a create that was refused:
+// no job was made, so the uploads go.
+func TestAnInterruptedWaitAfterARefusedCreateRemovesTheUploads(t *testing.T) {
+	refused := make(chan struct{}, 1)
+	var deletes atomic.Int32
+	env, _ := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		switch {
+		case r.URL.Path == "/v1/jobs/upload":
+			_, _ = io.WriteString(w, `{"url":"http://svc/v1/files/f1","name":"a.txt","size_bytes":7}`)
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/jobs":
+			w.Header().Set("Retry-After", "60")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"code":8,"message":"account has 1000 active jobs"}`)
+			select {
+			case refused <- struct{}{}:
+			default:
+			}
+		case r.Method == http.MethodDelete && r.URL.Path == "/v1/files/f1":
+			deletes.Add(1)
+		}
+	})
+	ctx, interrupt := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var out, stderr strings.Builder
+	go func() {
+		done <- Run(ctx, []string{"submit", writeFile(t, "a.txt", "Alpha.\n")}, &out, &stderr, func(k string) string { return env[k] })
+	}()
+	<-refused
+	time.Sleep(200 * time.Millisecond) // into the minute's wait the 429 asked for
+	interrupt()
+	if code := <-done; code != ExitInterrupted {
+		t.Fatalf("exit %d, want %d: %s", code, ExitInterrupted, stderr.String())
+	}
+	if deletes.Load() != 1 || !strings.Contains(stderr.String(), "removed the upload http://svc/v1/files/f1: no job was created") ||
+		strings.Contains(stderr.String(), "may have been created") {
+		t.Errorf("%d deletes; stderr:\n%s\nwant the upload removed, no job having been made", deletes.Load(), stderr.String())
 	}
 }
