@@ -165,7 +165,16 @@ func TestSubmitWaitUploadsAFileUsesAURLAndPrintsTheResult(t *testing.T) {
 	if !strings.Contains(stderr, "removed the upload "+r.Job.SourceURLs[0]+": the job has ended and keeps its own copy") {
 		t.Errorf("stderr does not say the upload was removed:\n%s", stderr)
 	}
-	req, _ := http.NewRequest(http.MethodGet, r.Job.SourceURLs[0], nil)
+	uploadGone(t, s, r.Job.SourceURLs[0])
+}
+
+// uploadGone checks that the upload at url is no more.
+func uploadGone(t *testing.T, s testService, url string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req.Header.Set("Authorization", "Bearer "+s.key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -173,7 +182,7 @@ func TestSubmitWaitUploadsAFileUsesAURLAndPrintsTheResult(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("GET of the upload after the job ended: %d, want 404", resp.StatusCode)
+		t.Errorf("GET of the upload %s: %d, want 404 (removed)", url, resp.StatusCode)
 	}
 }
 
@@ -550,19 +559,7 @@ func TestARefusedCreateRemovesTheRunsUploads(t *testing.T) {
 		t.Fatalf("stderr does not report the upload and its removal:\n%s", stderr)
 	}
 	id := uploaded[1][strings.LastIndex(uploaded[1], "/")+1:]
-	req, err := http.NewRequest(http.MethodGet, s.base+"/v1/files/"+id, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+s.key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("GET the upload after the refused create: %d, want 404", resp.StatusCode)
-	}
+	uploadGone(t, s, s.base+"/v1/files/"+id)
 
 	args := []string{"submit", file, "--idempotency-key", "retry-1"}
 	if code, _, stderr := run(t, s.env(), args...); code != ExitOK {

@@ -24,39 +24,16 @@ const repeatWindow = time.Second
 // which starts the graceful stop (serve stops accepting, lets requests
 // finish and drains the workers for up to 30 s). A second signal does not
 // wait for that: it logs and calls exit(ExitForced), as an operator's
-// second Ctrl-C means; one within repeatWindow of the first is the same stop. stop ends the watch; signals after it are ignored.
+// second Ctrl-C means; one within repeatWindow of the first is the same
+// stop. stop ends the watch; signals after it are ignored.
 func StopOnSignal(parent context.Context, sigs <-chan os.Signal, stderr io.Writer, exit func(int)) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(parent)
-	done := make(chan struct{})
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	go func() {
-		var first time.Time
-		select {
-		case sig := <-sigs:
-			first = time.Now()
-			log.Info("stopping: signal received; a second signal stops at once without waiting for work in flight", "signal", sig.String())
-			cancel()
-		case <-done:
-			return
-		}
-		for {
-			select {
-			case sig := <-sigs:
-				if time.Since(first) < repeatWindow {
-					continue // the same stop, delivered to the process group too
-				}
-				log.Warn("second signal: stopping at once; work in flight is cut off", "signal", sig.String(), "exit_code", ExitForced)
-				exit(ExitForced)
-				return
-			case <-done:
-				return
-			}
-		}
-	}()
-	return ctx, func() {
-		close(done)
-		cancel()
-	}
+	return onSignals(parent, sigs, func(sig os.Signal) {
+		log.Info("stopping: signal received; a second signal stops at once without waiting for work in flight", "signal", sig.String())
+	}, func(sig os.Signal) {
+		log.Warn("second signal: stopping at once; work in flight is cut off", "signal", sig.String(), "exit_code", ExitForced)
+		exit(ExitForced)
+	})
 }
 
 // InterruptOnSignal is StopOnSignal for the client and admin commands:
@@ -67,25 +44,35 @@ func StopOnSignal(parent context.Context, sigs <-chan os.Signal, stderr io.Write
 // uploads of a job it did not create). ExitForced is the server's: for
 // submit --wait, 3 means that the job FAILED. stop ends the watch.
 func InterruptOnSignal(parent context.Context, sigs <-chan os.Signal, stderr io.Writer, exit func(int)) (ctx context.Context, stop func()) {
+	return onSignals(parent, sigs, func(os.Signal) {}, func(os.Signal) {
+		fmt.Fprintln(stderr, "docjobs: interrupted again: stopping at once")
+		exit(ExitInterrupted)
+	})
+}
+
+// onSignals ends the returned context at the first signal, after first;
+// calls second at the next signal more than repeatWindow later (an
+// earlier one is the same stop, delivered to the process group too).
+func onSignals(parent context.Context, sigs <-chan os.Signal, first, second func(os.Signal)) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
 	done := make(chan struct{})
 	go func() {
-		var first time.Time
+		var at time.Time
 		select {
-		case <-sigs:
-			first = time.Now()
+		case sig := <-sigs:
+			at = time.Now()
+			first(sig)
 			cancel()
 		case <-done:
 			return
 		}
 		for {
 			select {
-			case <-sigs:
-				if time.Since(first) < repeatWindow {
-					continue // the same interrupt, delivered to the process group too
+			case sig := <-sigs:
+				if time.Since(at) < repeatWindow {
+					continue
 				}
-				fmt.Fprintln(stderr, "docjobs: interrupted again: stopping at once")
-				exit(ExitInterrupted)
+				second(sig)
 				return
 			case <-done:
 				return
