@@ -67,7 +67,7 @@ history and show in the process list. Provider names are the service's
 NEURAL_CLIENT_TYPE_ values, with or without that prefix (PROVIDER_2, OPENAI).
 
 --wait follows the service's progress stream, or polls the job where the
-service has none; it reconnects for up to two minutes while the service
+service has none; it reconnects for about two minutes while the service
 restarts. Requests the service answers 429 (its per-account rate limit) are
 sent again after its Retry-After.
 
