@@ -259,13 +259,20 @@ func requestHash(req *docjobsv1.CreateJobRequest, digest func(string) string) (s
 	if consensusMode(c.GetConsensus()) == docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED {
 		c.Consensus = nil
 	}
+	c.WebhookSecret = webhookSecretInEffect(c)
+	return hashAsGiven(c, digest)
+}
+
+// hashAsGiven is the hex SHA-256 of c's deterministic protobuf encoding
+// with each secret replaced by digest(secret), c taken as it is spelled.
+// It changes c.
+func hashAsGiven(c *docjobsv1.CreateJobRequest, digest func(string) string) (string, error) {
 	if n := c.GetNeural(); n.GetApiKey() != "" {
 		n.ApiKey = digest(n.GetApiKey())
 	}
 	if o := c.GetOcr(); o.GetProviderKey() != "" {
 		o.ProviderKey = digest(o.GetProviderKey())
 	}
-	c.WebhookSecret = webhookSecretInEffect(c)
 	if c.GetWebhookSecret() != "" {
 		c.WebhookSecret = digest(c.GetWebhookSecret())
 	}
@@ -288,21 +295,11 @@ func legacyRequestHashes(req *docjobsv1.CreateJobRequest) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := proto.CloneOf(req)
-	if n := c.GetNeural(); n.GetApiKey() != "" {
-		n.ApiKey = sha256Hex(n.GetApiKey())
-	}
-	if o := c.GetOcr(); o.GetProviderKey() != "" {
-		o.ProviderKey = sha256Hex(o.GetProviderKey())
-	}
-	if c.GetWebhookSecret() != "" {
-		c.WebhookSecret = sha256Hex(c.GetWebhookSecret())
-	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+	spelled, err := hashAsGiven(proto.CloneOf(req), sha256Hex)
 	if err != nil {
-		return nil, fmt.Errorf("encode request for hashing: %w", err)
+		return nil, err
 	}
-	return []string{plain, sha256Hex(string(b))}, nil
+	return []string{plain, spelled}, nil
 }
 
 // requestHashKeyName names the request hash's key among the service keys.
