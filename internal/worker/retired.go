@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // River job kinds of earlier releases. Until caca282 ("one River job per
@@ -67,6 +68,12 @@ func resumedFile(jobID string, fileIndex int) river.InsertManyParams {
 		InsertOpts: &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}}
 }
 
+// handOff completes a retired kind's job and inserts the file job that
+// carries its file on, in one transaction.
+func handOff(ctx context.Context, deps Deps, row *rivertype.JobRow, jobID string, fileIndex int) error {
+	return deps.Store.HandOff(ctx, row, []river.InsertManyParams{resumedFile(jobID, fileIndex)})
+}
+
 type retiredRecognizeWorker struct {
 	river.WorkerDefaults[RetiredRecognizeArgs]
 	deps Deps
@@ -78,7 +85,7 @@ func (w *retiredRecognizeWorker) Timeout(*river.Job[RetiredRecognizeArgs]) time.
 
 func (w *retiredRecognizeWorker) Work(ctx context.Context, rj *river.Job[RetiredRecognizeArgs]) error {
 	a := rj.Args
-	if err := w.deps.Store.HandOff(ctx, rj.JobRow, []river.InsertManyParams{resumedFile(a.JobID, a.FileIndex)}); err != nil {
+	if err := handOff(ctx, w.deps, rj.JobRow, a.JobID, a.FileIndex); err != nil {
 		return fmt.Errorf("retired recognize %s[%d]: %w", a.JobID, a.FileIndex, err)
 	}
 	w.deps.Logger.Info("worker: a recognize job of an earlier release handed its file on", "job_id", a.JobID, "file_index", a.FileIndex)
@@ -96,7 +103,7 @@ func (w *retiredModelWorker) Timeout(*river.Job[RetiredModelArgs]) time.Duration
 
 func (w *retiredModelWorker) Work(ctx context.Context, rj *river.Job[RetiredModelArgs]) error {
 	a := rj.Args
-	if err := w.deps.Store.HandOff(ctx, rj.JobRow, []river.InsertManyParams{resumedFile(a.JobID, a.FileIndex)}); err != nil {
+	if err := handOff(ctx, w.deps, rj.JobRow, a.JobID, a.FileIndex); err != nil {
 		return fmt.Errorf("retired model %s[%d/%d]: %w", a.JobID, a.FileIndex, a.ChunkIndex, err)
 	}
 	w.deps.Logger.Info("worker: a model job of an earlier release handed its file on", "job_id", a.JobID, "file_index", a.FileIndex, "chunk_index", a.ChunkIndex)
