@@ -487,18 +487,13 @@ func TestJobsFollowsPagesUpToTheLimit(t *testing.T) {
 }
 
 func TestWaitOpensTheStreamAgainUntilDone(t *testing.T) {
-	var mu sync.Mutex
-	streams := 0
+	var streams atomic.Int32
 	env, _ := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/jobs":
 			_, _ = io.WriteString(w, `{"id":"job-1","status":"JOB_STATUS_NEW"}`)
 		case "/v1/jobs/job-1/events":
-			mu.Lock()
-			streams++
-			n := streams
-			mu.Unlock()
-			switch n {
+			switch streams.Add(1) {
 			case 1: // the server ends a stream without done (an hour passed)
 				w.Header().Set("Content-Type", "text/event-stream")
 				_, _ = io.WriteString(w, "event: progress\ndata: {\"status\":\"JOB_STATUS_RUNNING\",\"ocrTotal\":1}\n\n")
@@ -535,10 +530,8 @@ func TestWaitOpensTheStreamAgainUntilDone(t *testing.T) {
 	if stderr != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if streams != 3 {
-		t.Errorf("%d streams opened, want 3", streams)
+	if n := streams.Load(); n != 3 {
+		t.Errorf("%d streams opened, want 3", n)
 	}
 }
 

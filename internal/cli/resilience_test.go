@@ -316,17 +316,13 @@ func TestWaitPollsAServiceWithoutTheEventStream(t *testing.T) {
 		}, "the progress stream sent nothing readable"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var mu sync.Mutex
-			reads := 0
+			var reads atomic.Int32
 			env, _ := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
 				switch r.URL.Path {
 				case "/v1/jobs":
 					_, _ = io.WriteString(w, `{"id":"j1","status":"JOB_STATUS_NEW"}`)
 				case "/v1/jobs/j1":
-					mu.Lock()
-					reads++
-					n := reads
-					mu.Unlock()
+					n := reads.Add(1)
 					status := map[bool]string{true: "JOB_STATUS_RUNNING", false: "JOB_STATUS_COMPLETE"}[n < 3]
 					fmt.Fprintf(w, `{"job":{"id":"j1","status":%q}}`, status)
 				case "/v1/jobs/j1/result":
