@@ -327,19 +327,16 @@ func (w *fileWorker) chatFor(ctx context.Context, j *job.Job) (provider.Chat, er
 	if w.deps.Chats == nil {
 		return nil, errors.New("no model providers are configured on this server")
 	}
-	key, err := openSecret(ctx, w.deps, j, job.SecretNeuralAPIKey)
-	if err != nil && !errors.Is(err, errNoSecret) {
+	keys, err := openJobKeys(ctx, w.deps, j)
+	if err != nil {
 		return nil, err
 	}
+	key, _ := keys.secret(job.SecretNeuralAPIKey) // a slot without keys takes none
 	chat, err := w.deps.Chats.Chat(j.Neural.Type, j.Neural.Model, key)
 	if err != nil {
 		return nil, fmt.Errorf("neural: %w", err)
 	}
-	secrets, err := jobSecrets(ctx, w.deps, j)
-	if err != nil {
-		return nil, err
-	}
-	return provider.RedactChat(chat, secrets), nil
+	return provider.RedactChat(chat, keys.redact), nil
 }
 
 // chatRequest is the first prompt as the system message and the chunk, with

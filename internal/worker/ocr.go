@@ -35,7 +35,11 @@ func (w *fileWorker) ocrFor(j *job.Job, i int) provider.OCR {
 		if w.deps.Providers == nil {
 			return nil, errors.New("no OCR providers are configured on this server")
 		}
-		key, err := openSecret(ctx, w.deps, j, job.SecretOCRProviderKey)
+		keys, err := openJobKeys(ctx, w.deps, j)
+		if err != nil {
+			return nil, err
+		}
+		key, err := keys.secret(job.SecretOCRProviderKey)
 		if err != nil {
 			return nil, err
 		}
@@ -43,12 +47,8 @@ func (w *fileWorker) ocrFor(j *job.Job, i int) provider.OCR {
 		if err != nil {
 			return nil, fmt.Errorf("ocr.provider: %w", err)
 		}
-		secrets, err := jobSecrets(ctx, w.deps, j)
-		if err != nil {
-			return nil, err
-		}
 		// Inside the page cache, so that what it keeps is redacted too.
-		return provider.RedactOCR(ocr, secrets), nil
+		return provider.RedactOCR(ocr, keys.redact), nil
 	}}}
 }
 
@@ -91,55 +91,52 @@ type unopenedSecret string
 
 func (e unopenedSecret) Error() string { return string(e) }
 
-// openSecret returns a job's secret in plaintext, for one provider call.
-func openSecret(ctx context.Context, deps Deps, j *job.Job, field string) (string, error) {
-	secrets, err := deps.Store.JobSecrets(ctx, j.ID)
-	if err != nil {
-		return "", fmt.Errorf("load %s: %w", field, err)
-	}
-	for _, s := range secrets {
-		if s.Field != field {
-			continue
-		}
-		if deps.Secrets == nil {
-			return "", unopenedSecret(field + " cannot be opened on this server")
-		}
-		key, err := deps.Secrets.Open(s.Ciphertext, j.AccountID, j.ID, s.Field)
-		if err != nil {
-			return "", unopenedSecret(field + " cannot be opened (was the master key changed?)")
-		}
-		return string(key), nil
-	}
-	return "", errNoSecret
+// jobKeys is a job's secrets opened together: the key a provider needs and
+// every secret of the job for the redaction of its answers (a vendor may
+// echo any key it was given, and the OCR answer is the model vendor's
+// input). One read and one opening per secret serve both.
+type jobKeys struct {
+	plain  map[string]string // field → secret
+	redact provider.Secrets
 }
 
-// jobSecrets is every secret the job holds (both provider keys and the
-// webhook secret), for the redaction of both stages' answers: a vendor may
-// echo any key it was given, and the OCR answer is the model vendor's input.
-// A Standard Webhooks secret is listed with its decoded key too, whose own
+// openJobKeys reads and opens every secret the job holds. A Standard
+// Webhooks secret is listed for redaction with its decoded key too, whose own
 // spellings (hex, base64 at other alignments) differ from the secret's.
-func jobSecrets(ctx context.Context, deps Deps, j *job.Job) (provider.Secrets, error) {
+func openJobKeys(ctx context.Context, deps Deps, j *job.Job) (*jobKeys, error) {
 	sealed, err := deps.Store.JobSecrets(ctx, j.ID)
 	if err != nil {
-		return provider.Secrets{}, fmt.Errorf("load the job's secrets: %w", err)
+		return nil, fmt.Errorf("load the job's secrets: %w", err)
 	}
-	var plain []string
+	k := &jobKeys{plain: make(map[string]string, len(sealed))}
+	var all []string
 	for _, s := range sealed {
 		if deps.Secrets == nil {
-			return provider.Secrets{}, unopenedSecret(s.Field + " cannot be opened on this server")
+			return nil, unopenedSecret(s.Field + " cannot be opened on this server")
 		}
 		secret, err := deps.Secrets.Open(s.Ciphertext, j.AccountID, j.ID, s.Field)
 		if err != nil {
-			return provider.Secrets{}, unopenedSecret(s.Field + " cannot be opened (was the master key changed?)")
+			return nil, unopenedSecret(s.Field + " cannot be opened (was the master key changed?)")
 		}
-		plain = append(plain, string(secret))
+		k.plain[s.Field] = string(secret)
+		all = append(all, string(secret))
 		if rest, ok := strings.CutPrefix(string(secret), webhook.SecretPrefix); ok && s.Field == job.SecretWebhookSecret {
 			if key, err := base64.StdEncoding.DecodeString(rest); err == nil {
-				plain = append(plain, string(key))
+				all = append(all, string(key))
 			}
 		}
 	}
-	return provider.NewSecrets(plain...), nil
+	k.redact = provider.NewSecrets(all...)
+	return k, nil
+}
+
+// secret is the job's secret in field, errNoSecret when it holds none.
+func (k *jobKeys) secret(field string) (string, error) {
+	s, ok := k.plain[field]
+	if !ok {
+		return "", errNoSecret
+	}
+	return s, nil
 }
 
 // PageCache keeps provider answers per page of a job's file.

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,5 +180,64 @@ func TestAVendorsEchoOfAnyOfTheJobsSecretsIsNotStoredNorPassedOn(t *testing.T) {
 	}
 	if !strings.Contains(res.LLM[0].Content, "[key elided]") {
 		t.Errorf("model content %q does not say where a key was", res.LLM[0].Content)
+	}
+}
+
+// secretReads counts the reads of a job's secrets and their openings.
+type secretReads struct {
+	Store
+	reads, opens atomic.Int32
+}
+
+func (s *secretReads) JobSecrets(ctx context.Context, jobID string) ([]job.SealedSecret, error) {
+	s.reads.Add(1)
+	return s.Store.JobSecrets(ctx, jobID)
+}
+
+func (s *secretReads) Open(ciphertext []byte, _, _, _ string) ([]byte, error) {
+	s.opens.Add(1)
+	return ciphertext, nil
+}
+
+// TestAProviderIsOpenedWithOneReadOfTheJobsSecrets: opening the model
+// provider of a file reads the job's secrets once and opens each once, for
+// its key and for the redaction of its answers alike (it read them twice).
+func TestAProviderIsOpenedWithOneReadOfTheJobsSecrets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "c1", "object": "chat.completion", "model": "m",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": "ok"}}},
+			"usage": map[string]any{"prompt_tokens": 1, "completion_tokens": 1},
+		})
+	}))
+	defer srv.Close()
+	providers := slots.New(slots.Config{BaseURLs: map[int]string{2: srv.URL + "/v1"}, RetryBaseDelay: time.Millisecond})
+	db := openStore(t)
+	st := &secretReads{Store: db}
+	j := &job.Job{ID: "job-1", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
+		Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", Created: time.Now(),
+		Neural: job.Neural{Type: "NEURAL_CLIENT_TYPE_PROVIDER_2", Model: "gpt-4.1", ChunkBudgetTokens: 4000},
+		OCR:    job.OCR{Provider: "NEURAL_CLIENT_TYPE_PROVIDER_8", Model: "vision"}}
+	if _, _, err := db.CreateJob(context.Background(), store.CreateJobParams{Job: j, Secrets: []job.SealedSecret{
+		{Field: job.SecretOCRProviderKey, Ciphertext: []byte("ocr-key")},
+		{Field: job.SecretNeuralAPIKey, Ciphertext: []byte("model-key")},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	w := newFileWorker(Config{JobCheck: 20 * time.Millisecond}.withDefaults(), Deps{
+		Store: st, Fetcher: &savingFetcher{data: "plain text needs no OCR provider"}, Convert: convert.New(convert.Config{}).Convert,
+		Providers: providers, Chats: providers, Secrets: st,
+		Chunker: wordChunker{n: 10000}, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err := workAttempt(w, j, 1); err != nil {
+		t.Fatal(err)
+	}
+	if res := result(t, db, j.ID); len(res.LLM) != 1 || res.LLM[0].Status != job.RowDone {
+		t.Fatalf("model rows %+v, want one DONE", res.LLM)
+	}
+	if reads, opens := st.reads.Load(), st.opens.Load(); reads != 1 || opens != 2 {
+		t.Errorf("the model provider was opened with %d reads of the job's secrets and %d openings; want 1 and 2", reads, opens)
 	}
 }

@@ -79,7 +79,11 @@ func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool) er
 		return nil
 	}
 	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID)
-	secret, err := openSecret(ctx, w.deps, j, job.SecretWebhookSecret)
+	keys, err := openJobKeys(ctx, w.deps, j)
+	var secret string
+	if err == nil {
+		secret, err = keys.secret(job.SecretWebhookSecret)
+	}
 	var unopened unopenedSecret
 	if errors.As(err, &unopened) {
 		return fmt.Errorf("webhook %s: %w", j.ID, &notSent{public: "the webhook secret cannot be opened on this server", err: err})
