@@ -17,6 +17,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"path"
@@ -41,6 +42,11 @@ import (
 const (
 	DefaultMaxBytes int64 = 100 << 20
 	DefaultTimeout        = 5 * time.Minute
+	// DefaultStallTimeout is Config.StallTimeout's default. A server that
+	// has answered nothing for half a minute is not about to: outbound's
+	// transport gives response headers the same 30 s, and a working server
+	// does not pause that long between bytes of a file it is sending.
+	DefaultStallTimeout = 30 * time.Second
 )
 
 // filesPath is the API path under which stored files are served.
@@ -51,6 +57,9 @@ const userAgent = "docjobs-fetcher/1"
 
 // errAttemptLimit is the cause of a download cut off by Config.Timeout.
 var errAttemptLimit = errors.New("the download attempt's time limit ran out")
+
+// errStalled is the cause of a download cut off by Config.StallTimeout.
+var errStalled = errors.New("the download received nothing for its stall limit")
 
 // sniffLen is what mimetype needs to recognize a type.
 const sniffLen = 3072
@@ -68,6 +77,13 @@ type Config struct {
 	// Timeout caps one download from request to last byte; 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
+	// StallTimeout ends a download that receives no byte for this long:
+	// from the request's start to the first byte of the response (connect,
+	// TLS and the server's wait before its headers included; again for
+	// each redirect), then between bytes of the body. 0 means
+	// DefaultStallTimeout. Without it a server that sends its headers and
+	// then nothing holds a download place for the whole Timeout.
+	StallTimeout time.Duration
 }
 
 // FileGetter finds a stored file of an account; it returns job.ErrNotFound
@@ -138,6 +154,12 @@ func New(cfg Config, deps Deps) (*Fetcher, error) {
 	}
 	if cfg.Timeout < 0 {
 		return nil, errors.New("fetch: Timeout must not be negative")
+	}
+	if cfg.StallTimeout == 0 {
+		cfg.StallTimeout = DefaultStallTimeout
+	}
+	if cfg.StallTimeout < 0 {
+		return nil, errors.New("fetch: StallTimeout must not be negative")
 	}
 	public, err := url.Parse(strings.TrimRight(cfg.PublicURL, "/"))
 	if err != nil || (public.Scheme != "http" && public.Scheme != "https") || public.Host == "" {
@@ -248,6 +270,8 @@ func (f *Fetcher) download(ctx context.Context, accountID, jobID string, index i
 
 	ctx, cancel := context.WithTimeoutCause(ctx, f.cfg.Timeout, errAttemptLimit)
 	defer cancel()
+	ctx, stall := watchStall(ctx, f.cfg.StallTimeout)
+	defer stall.stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return Result{}, &Error{Msg: fmt.Sprintf("source URL %s is not valid", display), Err: err}
@@ -271,7 +295,7 @@ func (f *Fetcher) download(ctx context.Context, accountID, jobID string, index i
 		return Result{}, f.tooLarge(display)
 	}
 
-	body := bufio.NewReaderSize(resp.Body, sniffLen)
+	body := bufio.NewReaderSize(stallReader{r: resp.Body, watch: stall}, sniffLen)
 	head, err := body.Peek(sniffLen)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return Result{}, f.requestError(ctx, display, err)
@@ -353,6 +377,12 @@ func (f *Fetcher) requestError(ctx context.Context, display string, err error) *
 	case ctx.Err() != nil && errors.Is(context.Cause(ctx), errAttemptLimit):
 		return &Error{Msg: fmt.Sprintf("download of %s timed out after %s, the limit per download attempt", display, f.cfg.Timeout),
 			Retryable: true, Err: errors.Join(context.DeadlineExceeded, err)}
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), errStalled):
+		// A timeout like the attempt limit's, retried alike. The client's
+		// error is left out: it is context.Canceled (the watch cancels),
+		// which would read as the caller's cancellation.
+		return &Error{Msg: fmt.Sprintf("download of %s timed out: it stalled, nothing arrived for %s, the limit on a stalled download", display, f.cfg.StallTimeout),
+			Retryable: true, Err: errors.Join(context.DeadlineExceeded, errStalled)}
 	case ctx.Err() != nil:
 		// The caller's context ended: its cause (a deadline of its own, a
 		// shutdown) is the caller's to name, so it is wrapped, and the
@@ -375,6 +405,51 @@ func (f *Fetcher) requestError(ctx context.Context, display string, err error) *
 		return &Error{Msg: fmt.Sprintf("download of %s failed: could not connect to the server", display), Retryable: true, Err: err}
 	}
 	return &Error{Msg: fmt.Sprintf("download of %s failed: the connection broke off", display), Retryable: true, Err: err}
+}
+
+// stallWatch cancels a download's context with errStalled when no byte
+// has arrived for its limit. A deadline cannot be pushed back, so it is a
+// timer that every byte re-arms.
+type stallWatch struct {
+	limit  time.Duration
+	timer  *time.Timer
+	cancel context.CancelCauseFunc
+}
+
+// watchStall returns ctx under a stall watch that starts now, and the
+// watch; the request must be made with the returned context.
+func watchStall(ctx context.Context, limit time.Duration) (context.Context, *stallWatch) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := &stallWatch{limit: limit, cancel: cancel}
+	w.timer = time.AfterFunc(limit, func() { cancel(errStalled) })
+	// Each response's first byte counts, a redirect's too: the headers
+	// arrive before any body read.
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: w.received})
+	return ctx, w
+}
+
+// received re-arms the watch. A timer that fired already cancelled the
+// download; firing again later changes nothing (the first cause stays).
+func (w *stallWatch) received() { w.timer.Reset(w.limit) }
+
+// stop ends the watch, and its context, once the download is over.
+func (w *stallWatch) stop() {
+	w.timer.Stop()
+	w.cancel(context.Canceled)
+}
+
+// stallReader tells its watch of every read that brought bytes.
+type stallReader struct {
+	r     io.Reader
+	watch *stallWatch
+}
+
+func (s stallReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if n > 0 {
+		s.watch.received()
+	}
+	return n, err
 }
 
 func isTimeout(err error) bool {

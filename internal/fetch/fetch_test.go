@@ -402,6 +402,131 @@ func TestFetchTimeout(t *testing.T) {
 	}
 }
 
+// holdUntilDone keeps a handler's request open until the client gives up
+// or the test ends, as a stalled server does.
+func holdUntilDone(t *testing.T, r *http.Request) {
+	t.Helper()
+	select {
+	case <-r.Context().Done():
+	case <-t.Context().Done():
+	}
+}
+
+// flushed writes b and sends it at once.
+func flushed(w http.ResponseWriter, b []byte) {
+	w.Write(b)
+	w.(http.Flusher).Flush()
+}
+
+func TestADownloadThatReceivesNothingForTheStallLimitTimesOut(t *testing.T) {
+	const stall = 300 * time.Millisecond
+	tests := []struct {
+		name    string
+		handler func(t *testing.T, w http.ResponseWriter, r *http.Request)
+	}{
+		{"before its headers", func(t *testing.T, w http.ResponseWriter, r *http.Request) {
+			holdUntilDone(t, r)
+		}},
+		{"after its headers", func(t *testing.T, w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			holdUntilDone(t, r)
+		}},
+		{"while the type is sniffed", func(t *testing.T, w http.ResponseWriter, r *http.Request) {
+			flushed(w, []byte("%PDF-1.7\n"))
+			holdUntilDone(t, r)
+		}},
+		{"in the middle of the body", func(t *testing.T, w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "1000000")
+			flushed(w, make([]byte, 4*sniffLen))
+			holdUntilDone(t, r)
+		}},
+		{"after a redirect", func(t *testing.T, w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/stall" {
+				http.Redirect(w, r, "/stalled-target", http.StatusFound)
+				return
+			}
+			holdUntilDone(t, r)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request) { tt.handler(t, w, r) })
+			e := newEnv(t, Config{Timeout: time.Hour, StallTimeout: stall}, nil)
+			// Without a stall limit the download would wait for the hour;
+			// the test waits 10 s and would fail as the caller's deadline.
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			source := srv.URL + "/stall?id=7"
+			start := time.Now()
+			_, err := e.f.Fetch(ctx, "a", "j", 0, source)
+			took := time.Since(start)
+			wantFetchError(t, err, "download of "+source+" timed out: it stalled, nothing arrived for 300ms, the limit on a stalled download", true)
+			if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errStalled) {
+				t.Errorf("error %v does not wrap context.DeadlineExceeded and errStalled", err)
+			}
+			if errors.Is(err, context.Canceled) {
+				t.Errorf("error %v wraps context.Canceled, which reads as the caller's cancellation", err)
+			}
+			if took < stall || took > 3*time.Second {
+				t.Errorf("Fetch failed after %v with a %v stall limit", took, stall)
+			}
+		})
+	}
+}
+
+func TestASlowButSteadyDownloadIsNotAStall(t *testing.T) {
+	// Headers after 350 ms, then 8 pieces 300 ms apart: 2.75 s in all,
+	// far beyond the 500 ms stall limit, never that long without a byte.
+	// The first piece comes 650 ms after the request: the headers count.
+	const (
+		stall      = 500 * time.Millisecond
+		headerWait = 350 * time.Millisecond
+		gap        = 300 * time.Millisecond
+	)
+	piece := bytes.Repeat([]byte("steady "), 100)
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(headerWait)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		for range 8 {
+			time.Sleep(gap)
+			flushed(w, piece)
+		}
+	})
+	e := newEnv(t, Config{Timeout: time.Minute, StallTimeout: stall}, nil)
+	start := time.Now()
+	res, err := e.f.Fetch(t.Context(), "a", "j", 0, srv.URL+"/slow.txt")
+	if err != nil {
+		t.Fatalf("Fetch of a steady source failed after %v: %v", time.Since(start), err)
+	}
+	if want := bytes.Repeat(piece, 8); !bytes.Equal(res.Data, want) {
+		t.Errorf("Fetch got %d bytes, want %d", len(res.Data), len(want))
+	}
+}
+
+func TestTheAttemptLimitStillEndsADownloadThatNeverStalls(t *testing.T) {
+	// A byte every 50 ms never stalls; the attempt limit ends it and is
+	// the limit named.
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		for {
+			flushed(w, []byte("x"))
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
+	e := newEnv(t, Config{Timeout: 500 * time.Millisecond, StallTimeout: 200 * time.Millisecond}, nil)
+	_, err := e.f.Fetch(t.Context(), "a", "j", 0, srv.URL+"/drip")
+	fe := wantFetchError(t, err, "timed out after 500ms, the limit per download attempt", true)
+	if strings.Contains(fe.Msg, "stalled") {
+		t.Errorf("error %q blames a stall on a source that never stalled", fe.Msg)
+	}
+}
+
 func TestACallersDeadlineIsNotBlamedOnTheAttemptLimit(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	e := newEnv(t, Config{Timeout: time.Hour}, nil)
@@ -616,6 +741,7 @@ func TestNewValidates(t *testing.T) {
 	}{
 		{"relative public URL", Config{PublicURL: "/api"}, ok},
 		{"negative cap", Config{PublicURL: publicURL, MaxBytes: -1}, ok},
+		{"negative stall limit", Config{PublicURL: publicURL, StallTimeout: -time.Second}, ok},
 		{"no client", Config{PublicURL: publicURL}, Deps{Bucket: bucket, Files: fileRecords{}, NewID: ok.NewID}},
 		{"no id source", Config{PublicURL: publicURL}, Deps{Client: http.DefaultClient, Bucket: bucket, Files: fileRecords{}}},
 	}
