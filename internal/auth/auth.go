@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,6 +30,18 @@ func NewKey() string {
 func HashKey(key string) []byte {
 	h := sha256.Sum256([]byte(key))
 	return h[:]
+}
+
+// KeyIDDigits is the length of a key id: the first hex digits of the
+// key's hash. 48 bits tell apart the keys one service holds; an id is
+// not secret (the hash is one-way) and names the key in lists and logs.
+const KeyIDDigits = 12
+
+// KeyID names a key by its stored hash without revealing the key: the
+// first KeyIDDigits hex digits of the hash.
+func KeyID(keyHash []byte) string {
+	id := hex.EncodeToString(keyHash)
+	return id[:min(len(id), KeyIDDigits)]
 }
 
 // ParseStatic parses DOCJOBS_API_KEYS: "account:key,account:key". A key
@@ -65,7 +78,10 @@ type KeyLookup interface {
 	AccountByKeyHash(ctx context.Context, keyHash []byte) (string, error)
 }
 
-// Authenticator resolves an Authorization header value to an account.
+// Authenticator resolves an Authorization header value to an account. It
+// keeps no cache: every request asks lookup, so a key removed from the
+// store (docjobs apikey revoke) is refused from the next request on, in
+// every process that reads that store.
 type Authenticator struct {
 	lookup KeyLookup
 }

@@ -95,3 +95,28 @@ func TestParseStaticRefusesAKeyListedForTwoAccounts(t *testing.T) {
 		})
 	}
 }
+
+// The Authenticator keeps no cache: a key removed from the store (apikey
+// revoke) is refused at the next call, and docs promise it.
+func TestAKeyRemovedFromTheLookupIsRefusedAtTheNextCall(t *testing.T) {
+	key := NewKey()
+	keys := keyTable{string(HashKey(key)): "acme"}
+	a := NewAuthenticator(keys)
+	if got, err := a.Authenticate(context.Background(), "Bearer "+key); err != nil || got != "acme" {
+		t.Fatalf("before the removal: %q, %v; want acme", got, err)
+	}
+	delete(keys, string(HashKey(key)))
+	if got, err := a.Authenticate(context.Background(), "Bearer "+key); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("after the removal: %q, %v; want ErrUnauthenticated", got, err)
+	}
+}
+
+func TestKeyIDIsTheHashsFirstTwelveHexDigits(t *testing.T) {
+	// SHA-256 of "abc" is ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad.
+	if got := KeyID(HashKey("abc")); got != "ba7816bf8f01" {
+		t.Errorf("KeyID = %q, want ba7816bf8f01", got)
+	}
+	if got := KeyID([]byte{0xab}); got != "ab" {
+		t.Errorf("KeyID of a short hash = %q, want ab", got)
+	}
+}

@@ -1,17 +1,25 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
+	"text/tabwriter"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/docjobs/docjobs/internal/auth"
+	"github.com/docjobs/docjobs/internal/config"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 )
@@ -21,7 +29,7 @@ import (
 // ./data of the working directory, and opening a SQLite database creates
 // it: run from elsewhere, an admin command would otherwise make a key in a
 // new database the server never reads, and say nothing.
-func (e *environment) withStore(ctx context.Context, fn func(store.Store) error) error {
+func (e *environment) withStore(ctx context.Context, fn func(store.Store, config.Config) error) error {
 	cfg, err := e.config(nil)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
@@ -36,7 +44,7 @@ func (e *environment) withStore(ctx context.Context, fn func(store.Store) error)
 		return err
 	}
 	defer st.Close()
-	if err := fn(st); err != nil {
+	if err := fn(st, cfg); err != nil {
 		return err
 	}
 	if created {
@@ -53,7 +61,7 @@ func migrateCommand(env *environment) *cobra.Command {
 		Short: "Apply database migrations (serve also does this at start)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return env.withStore(cmd.Context(), func(store.Store) error {
+			return env.withStore(cmd.Context(), func(store.Store, config.Config) error {
 				_, err := fmt.Fprintln(env.stdout, "migrations applied")
 				return err
 			})
@@ -63,11 +71,19 @@ func migrateCommand(env *environment) *cobra.Command {
 
 func apikeyCommand(env *environment) *cobra.Command {
 	cmd := &cobra.Command{Use: "apikey", Short: "Manage API keys"}
+	cmd.AddCommand(apikeyCreateCommand(env), apikeyListCommand(env), apikeyRevokeCommand(env))
+	return cmd
+}
+
+func apikeyCreateCommand(env *environment) *cobra.Command {
 	var account string
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create an API key for an account; prints it once, stores only its hash",
-		Args:  cobra.NoArgs,
+		Long: `Create an API key for an account (making the account if it is new). The key is
+printed once, alone on stdout; stderr names its id, which apikey list shows
+and apikey revoke takes. Only the key's SHA-256 hash is stored.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if account == "" {
 				return fmt.Errorf("%w: --account is required", errUsage)
@@ -75,33 +91,332 @@ func apikeyCommand(env *environment) *cobra.Command {
 			if err := checkAccountName(account); err != nil {
 				return err
 			}
-			return env.withStore(cmd.Context(), func(st store.Store) error {
+			return env.withStore(cmd.Context(), func(st store.Store, _ config.Config) error {
 				// Printed before it is stored: a key stored but not printed
-				// (stdout full or closed) would open the account for nobody,
-				// and only SQL removes a stored key.
+				// (stdout full or closed) would open the account for nobody
+				// until revoked, and nobody would know its id.
 				key := auth.NewKey()
 				if _, err := fmt.Fprintln(env.stdout, key); err != nil {
 					return fmt.Errorf("write the key: %w; nothing was stored", err)
 				}
-				if err := st.PutAPIKey(cmd.Context(), account, auth.HashKey(key)); err != nil {
+				hash := auth.HashKey(key)
+				if err := st.PutAPIKey(cmd.Context(), account, hash); err != nil {
 					return fmt.Errorf("store the key: %w; the key printed does not open the account", err)
 				}
+				// On stderr: scripts read the key as stdout's only line.
+				fmt.Fprintf(env.stderr, "docjobs: key %s for account %s (its id in apikey list and apikey revoke)\n", auth.KeyID(hash), account)
 				return nil
 			})
 		},
 	}
 	create.Flags().StringVar(&account, "account", "", "account the key belongs to")
-	cmd.AddCommand(create)
-	return cmd
+	return create
+}
+
+// listedKey is a key apikey list shows and apikey revoke finds: one stored,
+// or one of DOCJOBS_API_KEYS (static), or both.
+type listedKey struct {
+	hash    []byte
+	account string
+	created time.Time // zero for a static key
+	stored  bool
+	static  bool
+}
+
+// knownKeys returns the stored keys of account ("" = every account) and
+// the keys DOCJOBS_API_KEYS gives in this command's environment, by
+// account, then creation (static keys last), then hash. A stored key the
+// environment also lists is one entry, marked both.
+func knownKeys(ctx context.Context, st store.Store, cfg config.Config, account string) ([]listedKey, error) {
+	static, err := auth.ParseStatic(cfg.APIKeys)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	stored, err := st.ListAPIKeys(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	byHash := map[string]*listedKey{}
+	keys := make([]*listedKey, 0, len(stored)+len(static))
+	for _, k := range stored {
+		lk := &listedKey{hash: k.Hash, account: k.AccountID, created: k.Created, stored: true}
+		byHash[string(k.Hash)] = lk
+		keys = append(keys, lk)
+	}
+	for key, acct := range static {
+		if account != "" && acct != account {
+			continue
+		}
+		hash := auth.HashKey(key)
+		if lk, ok := byHash[string(hash)]; ok {
+			// The environment's account is the one the server answers with.
+			lk.static, lk.account = true, acct
+			continue
+		}
+		keys = append(keys, &listedKey{hash: hash, account: acct, static: true})
+	}
+	slices.SortStableFunc(keys, func(a, b *listedKey) int {
+		if c := strings.Compare(a.account, b.account); c != 0 {
+			return c
+		}
+		if a.created.IsZero() != b.created.IsZero() {
+			if a.created.IsZero() {
+				return 1
+			}
+			return -1
+		}
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.hash, b.hash)
+	})
+	out := make([]listedKey, len(keys))
+	for i, k := range keys {
+		out[i] = *k
+	}
+	return out, nil
+}
+
+func apikeyListCommand(env *environment) *cobra.Command {
+	var account string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List API keys by account: id, creation time, where the key comes from; never the key",
+		Long: `List the API keys: the stored ones, and those DOCJOBS_API_KEYS gives in this
+command's environment (a server reads its own). One line per key, by account
+then creation: the account, the key's id (the first 12 hex digits of its
+SHA-256 hash; apikey revoke takes it), when it was created (RFC 3339, UTC;
+"-" for DOCJOBS_API_KEYS) and where it comes from (database, DOCJOBS_API_KEYS).
+Keys themselves are never shown: they are not stored.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if account != "" {
+				if err := checkAccountName(account); err != nil {
+					return err
+				}
+			}
+			return env.withStore(cmd.Context(), func(st store.Store, cfg config.Config) error {
+				keys, err := knownKeys(cmd.Context(), st, cfg, account)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ACCOUNT\tID\tCREATED\tSOURCE")
+				for _, k := range keys {
+					created, source := "-", "DOCJOBS_API_KEYS"
+					if k.stored {
+						created = k.created.UTC().Format(time.RFC3339)
+						source = "database"
+						if k.static {
+							source = "database,DOCJOBS_API_KEYS"
+						}
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", oneLine(k.account), auth.KeyID(k.hash), created, source)
+				}
+				if err := tw.Flush(); err != nil {
+					return fmt.Errorf("write the list: %w", err)
+				}
+				if len(keys) == 0 {
+					fmt.Fprintln(env.stderr, "docjobs: no API keys")
+				}
+				return nil
+			})
+		},
+	}
+	list.Flags().StringVar(&account, "account", "", "list only this account's keys")
+	return list
+}
+
+// minKeyIDDigits is the shortest id apikey revoke takes: a shorter one
+// would too easily name one key while meaning another.
+const minKeyIDDigits = 8
+
+// maxKeyBytes bounds what --key-stdin reads: a key is 46 bytes.
+const maxKeyBytes = 4096
+
+func apikeyRevokeCommand(env *environment) *cobra.Command {
+	var fromStdin bool
+	revoke := &cobra.Command{
+		Use:   "revoke ID | --key-stdin",
+		Short: "Revoke a stored API key by its id (apikey list) or by the key itself on stdin",
+		Long: `Revoke a stored API key: its hash is deleted, and every server reading this
+database refuses the key (401) from its next request on. Requests and event
+streams already under way go on to their end. The account keeps its jobs,
+uploads and settings.
+
+ID is the key's id as apikey list and apikey create show it, or at least its
+first 8 hex digits; an id that starts the ids of two keys is refused. With
+--key-stdin the key is read from stdin instead (never from the command line,
+which shell history keeps).
+
+A key of DOCJOBS_API_KEYS is not stored: every server start reads it again.
+Revoking one is refused; remove its entry from DOCJOBS_API_KEYS and restart
+the servers.`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var (
+				want []byte // the exact hash (--key-stdin)
+				id   string // or the id's digits
+			)
+			switch {
+			case fromStdin && len(args) == 1:
+				return fmt.Errorf("%w: give ID or --key-stdin, not both", errUsage)
+			case fromStdin:
+				key, err := readKey(env.stdin)
+				if err != nil {
+					return err
+				}
+				want = auth.HashKey(key)
+			case len(args) == 1:
+				id = strings.ToLower(strings.TrimSpace(args[0]))
+				if err := checkKeyID(id); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("%w: give the key's ID (apikey list shows it) or --key-stdin", errUsage)
+			}
+			return env.withStore(cmd.Context(), func(st store.Store, cfg config.Config) error {
+				keys, err := knownKeys(cmd.Context(), st, cfg, "")
+				if err != nil {
+					return err
+				}
+				var found []listedKey
+				for _, k := range keys {
+					if (want != nil && bytes.Equal(k.hash, want)) || (want == nil && strings.HasPrefix(hex.EncodeToString(k.hash), id)) {
+						found = append(found, k)
+					}
+				}
+				what := "key " + id
+				if want != nil {
+					what = "the key given on stdin"
+				}
+				switch {
+				case len(found) == 0:
+					return fmt.Errorf("%s: no such key in database %s (apikey list shows its keys; a key of a server's own DOCJOBS_API_KEYS is revoked by removing it there)",
+						what, cfg.Database())
+				case len(found) > 1:
+					return fmt.Errorf("%s: ambiguous, it starts the ids of %d keys (%s): give more of its digits",
+						what, len(found), describeKeys(found))
+				case found[0].static:
+					// Deleting a stored copy would change nothing: the
+					// server checks DOCJOBS_API_KEYS first, and reads it at
+					// every start.
+					return fmt.Errorf("%s opens account %s through DOCJOBS_API_KEYS, which every server start reads again: remove its entry from DOCJOBS_API_KEYS and restart the servers to revoke it; nothing was changed",
+						what, found[0].account)
+				}
+				account, err := st.DeleteAPIKey(cmd.Context(), found[0].hash)
+				if errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("%s: revoked meanwhile by another command", what)
+				}
+				if err != nil {
+					return fmt.Errorf("revoke %s: %w", what, err)
+				}
+				if _, err := fmt.Fprintf(env.stdout, "revoked key %s of account %s\n", auth.KeyID(found[0].hash), oneLine(account)); err != nil {
+					return fmt.Errorf("write the outcome: %w (the key was revoked)", err)
+				}
+				left, err := knownKeys(cmd.Context(), st, cfg, account)
+				if err == nil && len(left) == 0 {
+					fmt.Fprintf(env.stderr, "docjobs: account %s has no key left: apikey create --account %s makes one; its jobs stay\n", oneLine(account), oneLine(account))
+				}
+				// serve makes and prints a key for account default when it
+				// finds none at all (a new database): say so, as that key
+				// would open the service again.
+				if has, err := st.HasAPIKeys(cmd.Context()); err == nil && !has && cfg.APIKeys == "" {
+					fmt.Fprintln(env.stderr, "docjobs: no key is left in the database: a server started on it without DOCJOBS_API_KEYS makes a key for account default and prints it")
+				}
+				return nil
+			})
+		},
+	}
+	revoke.Flags().BoolVar(&fromStdin, "key-stdin", false, "read the key to revoke from stdin instead of taking an ID")
+	return revoke
+}
+
+// checkKeyID refuses what is not the start of a key id.
+func checkKeyID(id string) error {
+	if len(id) < minKeyIDDigits || len(id) > 2*sha256.Size || strings.Trim(id, "0123456789abcdef") != "" {
+		return fmt.Errorf("%w: key id %q: want %d to %d hex digits of the id apikey list shows", errUsage, id, minKeyIDDigits, 2*sha256.Size)
+	}
+	return nil
+}
+
+// readKey reads one key from r (the rest of a line break trimmed); it is
+// never echoed.
+func readKey(r io.Reader) (string, error) {
+	if r == nil {
+		return "", fmt.Errorf("%w: --key-stdin: no stdin", errUsage)
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxKeyBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("--key-stdin: read the key: %w", err)
+	}
+	key := strings.TrimSpace(string(b))
+	switch {
+	case len(b) > maxKeyBytes:
+		return "", fmt.Errorf("%w: --key-stdin: more than %d bytes; want one key", errUsage, maxKeyBytes)
+	case key == "":
+		return "", fmt.Errorf("%w: --key-stdin: stdin is empty; want the key", errUsage)
+	case strings.ContainsAny(key, "\r\n"):
+		return "", fmt.Errorf("%w: --key-stdin: more than one line; want one key", errUsage)
+	}
+	return key, nil
+}
+
+// describeKeys names keys that share an id's start by ids long enough to
+// tell them apart, with their accounts.
+func describeKeys(keys []listedKey) string {
+	digits := auth.KeyIDDigits
+	ids := func() []string {
+		out := make([]string, len(keys))
+		for i, k := range keys {
+			h := hex.EncodeToString(k.hash)
+			out[i] = h[:min(digits, len(h))]
+		}
+		return out
+	}
+	for digits < 2*sha256.Size {
+		seen := map[string]bool{}
+		clash := false
+		for _, id := range ids() {
+			clash = clash || seen[id]
+			seen[id] = true
+		}
+		if !clash {
+			break
+		}
+		digits += 2
+	}
+	parts := make([]string, len(keys))
+	for i, id := range ids() {
+		parts[i] = id + " of " + oneLine(keys[i].account)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// oneLine makes a name safe for one line of a table: a control character
+// (DOCJOBS_API_KEYS takes any name) would break the rows.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 func accountCommand(env *environment) *cobra.Command {
 	cmd := &cobra.Command{Use: "account", Short: "Manage account settings"}
 	var account, mode string
+	var create bool
 	set := &cobra.Command{
 		Use:   "set",
 		Short: "Set an account's default extraction mode",
-		Args:  cobra.NoArgs,
+		Long: `Set an account's default extraction mode, the one its jobs without
+extractionMode get. The account must exist (a key was made for it, its mode
+set, or it made a job or an upload, or DOCJOBS_API_KEYS names it): a
+mistyped name is refused, not made into a new account. --create sets the
+mode of an account that has none of these yet.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			full := "EXTRACTION_MODE_" + strings.ToUpper(strings.TrimPrefix(mode, "EXTRACTION_MODE_"))
 			if account == "" || (full != job.ExtractionHybrid && full != job.ExtractionOCRAlways) {
@@ -110,7 +425,17 @@ func accountCommand(env *environment) *cobra.Command {
 			if err := checkAccountName(account); err != nil {
 				return err
 			}
-			return env.withStore(cmd.Context(), func(st store.Store) error {
+			return env.withStore(cmd.Context(), func(st store.Store, cfg config.Config) error {
+				if !create {
+					exists, err := accountKnown(cmd.Context(), st, cfg, account)
+					if err != nil {
+						return err
+					}
+					if !exists {
+						return fmt.Errorf("account %s does not exist in database %s (no key, job or upload): make it with `docjobs apikey create --account %s`, or give --create to set its mode first; nothing was changed",
+							account, cfg.Database(), account)
+					}
+				}
 				if err := st.SetAccountExtractionMode(cmd.Context(), account, full); err != nil {
 					return err
 				}
@@ -121,8 +446,25 @@ func accountCommand(env *environment) *cobra.Command {
 	}
 	set.Flags().StringVar(&account, "account", "", "account name")
 	set.Flags().StringVar(&mode, "extraction-mode", "", "HYBRID or OCR_ALWAYS")
+	set.Flags().BoolVar(&create, "create", false, "make the account if it does not exist")
 	cmd.AddCommand(set)
 	return cmd
+}
+
+// accountKnown reports whether the store knows the account or this
+// command's DOCJOBS_API_KEYS names it (such an account has no row until it
+// makes a job or an upload).
+func accountKnown(ctx context.Context, st store.Store, cfg config.Config, account string) (bool, error) {
+	static, err := auth.ParseStatic(cfg.APIKeys)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	for _, a := range static {
+		if a == account {
+			return true, nil
+		}
+	}
+	return st.AccountExists(ctx, account)
 }
 
 // maxAccountName bounds an account name: it is stored with every job and

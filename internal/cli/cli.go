@@ -92,9 +92,15 @@ func newRoot(env *environment) *cobra.Command {
 // ctx ending is an interrupt: a client or admin command it stops exits
 // with ExitInterrupted.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	env := &environment{stdout: stdout, stderr: stderr, getenv: getenv}
+	return runWithInput(ctx, args, os.Stdin, stdout, stderr, getenv)
+}
+
+// runWithInput is Run reading stdin from in (apikey revoke --key-stdin).
+func runWithInput(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	env := &environment{stdin: in, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := newRoot(env)
 	root.SetArgs(args)
+	root.SetIn(in)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetContext(ctx)
@@ -134,6 +140,7 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 
 // environment is what every command reads: the process streams and env.
 type environment struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
 }

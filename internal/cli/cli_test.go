@@ -139,7 +139,7 @@ func TestTheAccountRateReachesTheServer(t *testing.T) {
 func TestAccountSetChangesTheDefaultExtractionMode(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"DOCJOBS_DATA_DIR": dir}
-	if code, _, stderr := run(t, env, "account", "set", "--account", "acme", "--extraction-mode", "OCR_ALWAYS"); code != ExitOK {
+	if code, _, stderr := run(t, env, "account", "set", "--account", "acme", "--extraction-mode", "OCR_ALWAYS", "--create"); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(dir, "docjobs.db")})

@@ -527,13 +527,13 @@ func TestALostOutputFailsTheCommand(t *testing.T) {
 	svc, _ := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"id":"job-1","status":"JOB_STATUS_NEW"}`)
 	})
-	for _, args := range [][]string{{"submit", "https://example.com/a.txt"}, {"account", "set", "--account", "acme", "--extraction-mode", "HYBRID"}, {"migrate"}} {
+	for _, args := range [][]string{{"submit", "https://example.com/a.txt"}, {"account", "set", "--account", "acme", "--extraction-mode", "HYBRID", "--create"}, {"migrate"}} {
 		stderr.Reset()
 		all := map[string]string{"DOCJOBS_DATA_DIR": dir}
 		for k, v := range svc {
 			all[k] = v
 		}
-		if code := Run(context.Background(), args, failingWriter{}, &stderr, func(k string) string { return all[k] }); code != ExitError {
+		if code := Run(context.Background(), args, failingWriter{}, &stderr, func(k string) string { return all[k] }); code != ExitError || !strings.Contains(stderr.String(), syscall.ENOSPC.Error()) {
 			t.Errorf("%v to a full stdout: exit %d: %s", args, code, stderr.String())
 		}
 	}

@@ -145,6 +145,13 @@ type Finish struct {
 	Enqueue []river.InsertManyParams
 }
 
+// APIKey is a stored API key: the SHA-256 hash of the key, never the key.
+type APIKey struct {
+	Hash      []byte
+	AccountID string
+	Created   time.Time
+}
+
 // MaxDerivedClientIDs bounds the ids WorkConfig.DeriveClientID tries.
 const MaxDerivedClientIDs = 32
 
@@ -336,9 +343,24 @@ type Store interface {
 	ExpiredUploads(ctx context.Context, cutoff time.Time, limit int) ([]job.File, error)
 
 	// Accounts and API keys; only SHA-256 hashes of keys are stored.
+	// PutAPIKey stores a key hash for an account, creating the account;
+	// putting a hash again moves it to accountID.
 	PutAPIKey(ctx context.Context, accountID string, keyHash []byte) error
 	AccountByKeyHash(ctx context.Context, keyHash []byte) (accountID string, err error)
 	HasAPIKeys(ctx context.Context) (bool, error)
+	// ListAPIKeys lists the stored keys of accountID ("" = every account),
+	// by account, then creation, then hash.
+	ListAPIKeys(ctx context.Context, accountID string) ([]APIKey, error)
+	// DeleteAPIKey removes the stored key with exactly this hash and returns
+	// the account it opened; ErrNotFound when no key has it. The account,
+	// its settings and its jobs stay. AccountByKeyHash reads the table on
+	// every call, so the key opens nothing from the delete's commit on.
+	DeleteAPIKey(ctx context.Context, keyHash []byte) (accountID string, err error)
+	// AccountExists reports whether the account was ever made here: it has
+	// a row (a key was stored for it, or its mode set), a job or an upload.
+	// An account known only from DOCJOBS_API_KEYS has none of these until
+	// it makes a job or an upload.
+	AccountExists(ctx context.Context, accountID string) (bool, error)
 	// AccountExtractionMode is the account's default, EXTRACTION_MODE_HYBRID unless set.
 	AccountExtractionMode(ctx context.Context, accountID string) (string, error)
 	SetAccountExtractionMode(ctx context.Context, accountID, mode string) error

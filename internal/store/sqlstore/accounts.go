@@ -149,7 +149,7 @@ func (s *Store[TTx]) ExpiredUploads(ctx context.Context, cutoff time.Time, limit
 }
 
 // PutAPIKey stores a key hash for an account, creating the account. Putting
-// a hash again moves it to accountID (static keys are re-applied at start).
+// a hash again moves it to accountID.
 func (s *Store[TTx]) PutAPIKey(ctx context.Context, accountID string, keyHash []byte) error {
 	if accountID == "" || len(keyHash) == 0 {
 		return errors.New("put api key: account and key hash are required")
@@ -201,6 +201,78 @@ func (s *Store[TTx]) HasAPIKeys(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("has api keys: %w", err)
 	}
 	return true, nil
+}
+
+// ListAPIKeys lists the stored keys of accountID ("" = every account), by
+// account, then creation, then hash.
+func (s *Store[TTx]) ListAPIKeys(ctx context.Context, accountID string) ([]store.APIKey, error) {
+	query := `SELECT hash, account_id, created FROM api_keys`
+	var args []any
+	if accountID != "" {
+		query += ` WHERE account_id = ?`
+		args = append(args, accountID)
+	}
+	rows, err := s.query(ctx, s.backend.DB(), query+` ORDER BY account_id, created, hash`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	defer rows.Close()
+	var out []store.APIKey
+	for rows.Next() {
+		var k store.APIKey
+		if err := rows.Scan(&k.Hash, &k.AccountID, timeScan{&k.Created}); err != nil {
+			return nil, fmt.Errorf("list api keys: %w", err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteAPIKey removes the stored key with exactly keyHash and returns its
+// account; see store.Store.
+func (s *Store[TTx]) DeleteAPIKey(ctx context.Context, keyHash []byte) (string, error) {
+	if len(keyHash) == 0 {
+		return "", errors.New("delete api key: a key hash is required")
+	}
+	var account string
+	err := s.inTx(ctx, func(_ TTx, q Querier) error {
+		account = "" // a retried transaction starts over
+		err := s.queryRow(ctx, q, `SELECT account_id FROM api_keys WHERE hash = ?`, []any{keyHash}, &account)
+		if errors.Is(err, errNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, q, `DELETE FROM api_keys WHERE hash = ?`, keyHash)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	if err != nil {
+		return "", fmt.Errorf("delete api key: %w", err)
+	}
+	return account, nil
+}
+
+// AccountExists reports whether the account has a row, a job or an
+// upload; see store.Store. Each probe reads one index entry (the primary
+// key, jobs_account_created, files_uploads_account).
+func (s *Store[TTx]) AccountExists(ctx context.Context, accountID string) (bool, error) {
+	var found int
+	err := s.queryRow(ctx, s.backend.DB(), `SELECT CASE WHEN
+		EXISTS (SELECT 1 FROM accounts WHERE id = ?)
+		OR EXISTS (SELECT 1 FROM jobs WHERE account_id = ?)
+		OR EXISTS (SELECT 1 FROM files WHERE account_id = ? AND job_id IS NULL)
+		THEN 1 ELSE 0 END`, []any{accountID, accountID, accountID}, &found)
+	if err != nil {
+		return false, fmt.Errorf("account %s exists: %w", accountID, err)
+	}
+	return found == 1, nil
 }
 
 // AccountExtractionMode is the account's default mode, HYBRID unless set

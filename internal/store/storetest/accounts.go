@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"testing"
 	"time"
 
@@ -69,6 +71,109 @@ func testAPIKeys(t *testing.T, s Store) {
 	got, err := s.AccountByKeyHash(ctx(t), h1[:])
 	noErr(t, "AccountByKeyHash", err)
 	equal(t, "account of a moved key", got, "carol")
+}
+
+// testListAndDeleteAPIKeys: the stored keys can be listed (hashes only)
+// and one removed by its hash, after which it opens nothing; the account
+// stays with its settings.
+func testListAndDeleteAPIKeys(t *testing.T, s Store) {
+	keys, err := s.ListAPIKeys(ctx(t), "")
+	noErr(t, "ListAPIKeys", err)
+	equal(t, "keys of an empty store", len(keys), 0)
+
+	before := time.Now().UTC().Truncate(time.Microsecond)
+	put := func(account, key string) []byte {
+		t.Helper()
+		h := sha256.Sum256([]byte(key))
+		noErr(t, "PutAPIKey", s.PutAPIKey(ctx(t), account, h[:]))
+		time.Sleep(2 * time.Millisecond) // the next key is created later
+		return h[:]
+	}
+	alice1 := put("alice", "key-1")
+	bob := put("bob", "key-2")
+	alice2 := put("alice", "key-3")
+	after := time.Now().UTC()
+
+	keys, err = s.ListAPIKeys(ctx(t), "")
+	noErr(t, "ListAPIKeys", err)
+	var got []string
+	for _, k := range keys {
+		got = append(got, k.AccountID+" "+hex.EncodeToString(k.Hash))
+		if k.Created.Before(before) || k.Created.After(after) || k.Created.Location() != time.UTC {
+			t.Errorf("key of %s created %v, want UTC within [%v, %v]", k.AccountID, k.Created, before, after)
+		}
+	}
+	equal(t, "every key, by account then creation", got, []string{
+		"alice " + hex.EncodeToString(alice1), "alice " + hex.EncodeToString(alice2), "bob " + hex.EncodeToString(bob),
+	})
+	keys, err = s.ListAPIKeys(ctx(t), "alice")
+	noErr(t, "ListAPIKeys of alice", err)
+	if len(keys) != 2 || !bytes.Equal(keys[0].Hash, alice1) || !bytes.Equal(keys[1].Hash, alice2) {
+		t.Errorf("alice's keys: %+v, want key-1 then key-3", keys)
+	}
+	keys, err = s.ListAPIKeys(ctx(t), "ali")
+	noErr(t, "ListAPIKeys of ali", err)
+	equal(t, "keys of an account whose name starts another's", len(keys), 0)
+
+	noErr(t, "SetAccountExtractionMode", s.SetAccountExtractionMode(ctx(t), "alice", job.ExtractionOCRAlways))
+	account, err := s.DeleteAPIKey(ctx(t), alice1)
+	noErr(t, "DeleteAPIKey", err)
+	equal(t, "account of the deleted key", account, "alice")
+	_, err = s.AccountByKeyHash(ctx(t), alice1)
+	isErr(t, "AccountByKeyHash of a deleted key", err, store.ErrNotFound)
+	_, err = s.DeleteAPIKey(ctx(t), alice1)
+	isErr(t, "DeleteAPIKey again", err, store.ErrNotFound)
+	unknown := sha256.Sum256([]byte("key-4"))
+	_, err = s.DeleteAPIKey(ctx(t), unknown[:])
+	isErr(t, "DeleteAPIKey of an unknown key", err, store.ErrNotFound)
+	_, err = s.DeleteAPIKey(ctx(t), alice2[:8])
+	isErr(t, "DeleteAPIKey of a hash's first bytes", err, store.ErrNotFound)
+
+	for hash, want := range map[string]string{string(alice2): "alice", string(bob): "bob"} {
+		got, err := s.AccountByKeyHash(ctx(t), []byte(hash))
+		noErr(t, "AccountByKeyHash of a key left", err)
+		equal(t, "account of a key left", got, want)
+	}
+	_, err = s.DeleteAPIKey(ctx(t), alice2)
+	noErr(t, "DeleteAPIKey of alice's last key", err)
+	keys, err = s.ListAPIKeys(ctx(t), "")
+	noErr(t, "ListAPIKeys", err)
+	if len(keys) != 1 || keys[0].AccountID != "bob" {
+		t.Errorf("keys left: %+v, want bob's", keys)
+	}
+	exists, err := s.AccountExists(ctx(t), "alice")
+	noErr(t, "AccountExists", err)
+	equal(t, "an account without keys left exists", exists, true)
+	mode, err := s.AccountExtractionMode(ctx(t), "alice")
+	noErr(t, "AccountExtractionMode", err)
+	equal(t, "mode of an account without keys left", mode, job.ExtractionOCRAlways)
+}
+
+// testAccountExists: an account exists once a key was stored for it, its
+// mode set, or it made a job or an upload (one known only from
+// DOCJOBS_API_KEYS has nothing else); a name no one used does not.
+func testAccountExists(t *testing.T, s Store) {
+	h := sha256.Sum256([]byte("k"))
+	noErr(t, "PutAPIKey", s.PutAPIKey(ctx(t), "keyed", h[:]))
+	noErr(t, "SetAccountExtractionMode", s.SetAccountExtractionMode(ctx(t), "moded", job.ExtractionOCRAlways))
+	createJob(t, s, newJob("jobbed", 1), store.CreateJobParams{})
+	noErr(t, "CreateFile", s.CreateFile(ctx(t), job.File{ID: newID("file"), AccountID: "uploaded", Key: "uploads/u"}))
+	for _, tt := range []struct {
+		account string
+		want    bool
+	}{
+		{"keyed", true},
+		{"moded", true},
+		{"jobbed", true},
+		{"uploaded", true},
+		{"never", false},
+		{"keye", false},
+		{"Keyed", false},
+	} {
+		got, err := s.AccountExists(ctx(t), tt.account)
+		noErr(t, "AccountExists", err)
+		equal(t, "AccountExists("+tt.account+")", got, tt.want)
+	}
 }
 
 func testExtractionMode(t *testing.T, s Store) {

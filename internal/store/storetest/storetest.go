@@ -65,6 +65,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CreateUploadPastTheQuotaIsRefused", testUploadQuota},
 		{"ConcurrentUploadsNeverPassTheQuota", testConcurrentUploadsAtTheQuota},
 		{"APIKeysMapHashesToAccounts", testAPIKeys},
+		{"APIKeysAreListedAndDeletedByHash", testListAndDeleteAPIKeys},
+		{"AccountExistsOnceItHasAKeyAModeAJobOrAnUpload", testAccountExists},
 		{"ServiceKeyKeepsTheFirstKeyStored", testServiceKey},
 		{"AccountExtractionModeDefaultsToHybrid", testExtractionMode},
 		{"JobCountsByStatusCountsEveryStatus", testJobCounts},
