@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Reading order from the word boxes.
@@ -19,7 +21,10 @@ import (
 // one, and one of two such blocks holds short lines (labels, amounts). The
 // second test is the one that keeps text columns apart: on the corpus
 // magazine pages the columns' lines are set on one grid and pass the
-// first test, and read across they lose most of their text order.
+// first test, and read across they lose most of their text order. A
+// paragraph (its lines wrap) across a gutter from short lines is text
+// beside a sidebar, not a table (mayShareRows), and a table of one row is
+// fields, not a table (table.fields).
 
 // TSV columns (tesseract's tsv renderer): level, page_num, block_num,
 // par_num, line_num, word_num, left, top, width, height, conf, text.
@@ -48,6 +53,16 @@ const (
 	// maxCellWords is the most words a line may have to count as a table
 	// cell rather than a line of prose ("Amazon Simple Storage Service").
 	maxCellWords = 4
+	// minWraps is the fewest wrapped lines that make a block a paragraph
+	// (proseLines): one long line that fills its column is as likely a
+	// table cell, the widest of its column.
+	minWraps = 2
+	// cutGap is the widest space, in line heights, between two cells of a
+	// one-row table that are one text the engine cut into blocks: cut
+	// inside a line, where it also lost letters, the pieces of the corpus
+	// pages stand less than three line heights apart ("The letter r"
+	// "ands for re"); a footer's fields stand eight and more.
+	cutGap = 4
 	// maxPairBlocks bounds the block pairs compared on one page (the
 	// comparison is quadratic); tesseract finds some tens of blocks on a
 	// dense page, so a page with more is left in block order.
@@ -124,16 +139,34 @@ func atoi(s string) int {
 // word to the next in its line take tells how the page lies; the boxes
 // are turned so that words run rightwards and lines downwards.
 // Coordinates may come out negative: only their order matters.
+//
+// Words that step leftwards are also an upright page of right-to-left
+// script (Arabic, Hebrew), which tesseract lists in reading order. The
+// steps from a line to the next in its paragraph tell the two apart: up
+// the scan on a page upside down, down it on a right-to-left page. Such a
+// page is mirrored, not turned: its lines stay in order top to bottom and
+// a table's first column is its rightmost, where it reads from. Without
+// any such step (no paragraph of two lines) the page is taken as upside
+// down, as every such page was before.
 func uprightBoxes(words []tsvWord) {
-	var right, left, down, up int
+	var right, left, down, up, linesDown, linesUp int
 	for i := 1; i < len(words); i++ {
 		a, b := words[i-1], words[i]
-		if a.block != b.block || a.par != b.par || a.line != b.line {
+		if a.block != b.block || a.par != b.par {
 			continue
 		}
 		// Twice the centres' offsets: sums of the edges, integers.
 		dx := (b.box.x0 + b.box.x1) - (a.box.x0 + a.box.x1)
 		dy := (b.box.y0 + b.box.y1) - (a.box.y0 + a.box.y1)
+		if a.line != b.line {
+			switch {
+			case dy > 0:
+				linesDown++
+			case dy < 0:
+				linesUp++
+			}
+			continue
+		}
 		switch {
 		case dx > 0 && dx >= abs(dy):
 			right++
@@ -149,8 +182,12 @@ func uprightBoxes(words []tsvWord) {
 	switch max(right, left, down, up) {
 	case right:
 		return
-	case left: // upside down: lines run upwards
-		turn = func(r rect) rect { return rect{-r.x1, -r.y1, -r.x0, -r.y0} }
+	case left:
+		if linesDown > linesUp { // right to left: mirrored
+			turn = func(r rect) rect { return rect{-r.x1, r.y0, -r.x0, r.y1} }
+		} else { // upside down: lines run upwards
+			turn = func(r rect) rect { return rect{-r.x1, -r.y1, -r.x0, -r.y0} }
+		}
 	case up: // turned left: lines run rightwards
 		turn = func(r rect) rect { return rect{-r.y1, r.x0, -r.y0, r.x1} }
 	default: // down, turned right: lines run leftwards
@@ -171,16 +208,20 @@ func abs(n int) int {
 // textLine is one line of a block: its words and the box around them.
 type textLine struct {
 	box   rect
+	first rect // the first word's box
+	gap   int  // the widest space between two of its words
 	words []string
 }
 
 // textBlock is one of tesseract's blocks: its paragraphs of lines, in the
 // engine's order.
 type textBlock struct {
-	box   rect
-	pars  [][]textLine
-	lines []textLine // the lines of all paragraphs, top to bottom, for matching
-	cells bool       // most lines are short enough to be table cells
+	box        rect
+	pars       [][]textLine
+	lines      []textLine // the lines of all paragraphs, top to bottom, for matching
+	cells      bool       // most lines are short enough to be table cells
+	prose      bool       // its lines wrap as a paragraph's (proseLines)
+	lineHeight int        // the median line's height
 }
 
 // blocksOf groups one page's words (in TSV order) into blocks,
@@ -204,14 +245,17 @@ func blocksOf(words []tsvWord) []textBlock {
 		b.box = b.box.union(w.box)
 		switch {
 		case !ok || k.par != prev.par || k.block != prev.block:
-			b.pars = append(b.pars, []textLine{{box: w.box}})
+			b.pars = append(b.pars, []textLine{{box: w.box, first: w.box}})
 		case i > 0 && k.line != prev.line:
 			p := &b.pars[len(b.pars)-1]
-			*p = append(*p, textLine{box: w.box})
+			*p = append(*p, textLine{box: w.box, first: w.box})
 		}
 		prev = k
 		p := b.pars[len(b.pars)-1]
 		l := &p[len(p)-1]
+		if len(l.words) > 0 {
+			l.gap = max(l.gap, w.box.x0-l.box.x1)
+		}
 		l.box = l.box.union(w.box)
 		l.words = append(l.words, w.text)
 	}
@@ -224,8 +268,54 @@ func blocksOf(words []tsvWord) []textBlock {
 			return (x.box.y0 + x.box.y1) - (y.box.y0 + y.box.y1)
 		})
 		b.cells = cellLines(b.lines)
+		b.prose = proseLines(b)
+		heights := make([]int, len(b.lines))
+		for k, l := range b.lines {
+			heights[k] = l.box.height()
+		}
+		slices.Sort(heights)
+		b.lineHeight = heights[len(heights)/2]
 	}
 	return blocks
+}
+
+// proseLines reports whether b's lines are a paragraph's: at least
+// minWraps of the line breaks inside its paragraphs, and more than half,
+// are wraps, and a wrap visibly runs on (the next line starts with a
+// lowercase letter, or the line ends with a hyphen or a comma). A wrap is
+// a break the width forced: the line is long (more words than a cell has)
+// and ends with a hyphen, or the next line's first word would not have
+// fit after it, a word space on, before the block's right edge. A
+// paragraph breaks its lines so; a column of table cells, one to a line,
+// leaves room for the next cell's first word on all but its widest lines,
+// and its cells start anew (a capital, a digit). A line with a space
+// wider than its height inside is a table's row that tesseract kept in
+// one block (a description, a gap, an amount at the right edge) and never
+// wraps. The word space is taken as a quarter of the line's height: a
+// space is about a quarter of an em, the line's box, ascenders to
+// descenders, about an em.
+func proseLines(b *textBlock) bool {
+	var breaks, wraps int
+	runsOn := false
+	for _, p := range b.pars {
+		for i := 0; i+1 < len(p); i++ {
+			l, n := p[i], p[i+1]
+			breaks++
+			if len(l.words) <= maxCellWords || l.gap > l.box.height() {
+				continue
+			}
+			last := l.words[len(l.words)-1]
+			hyphen := strings.HasSuffix(last, "-")
+			space := l.box.height() / 4
+			if !hyphen && l.box.x1+space+n.first.x1-n.first.x0 <= b.box.x1 {
+				continue
+			}
+			wraps++
+			first, _ := utf8.DecodeRuneInString(n.words[0])
+			runsOn = runsOn || hyphen || strings.HasSuffix(last, ",") || unicode.IsLower(first)
+		}
+	}
+	return wraps >= minWraps && 2*wraps > breaks && runsOn
 }
 
 // matchLines pairs the lines of a and b that are level with each other,
@@ -262,10 +352,20 @@ func cellLines(lines []textLine) bool {
 // mayShareRows reports whether blocks a and b can be columns of one table:
 // side by side, over a common stretch of the page, and one of them made
 // of short lines (labels or amounts beside prose are notes, and two
-// columns of prose are text columns, however level their lines).
+// columns of prose are text columns, however level their lines). A
+// paragraph (prose: its lines wrap) across a gutter from a list is no
+// table's column either, however short the list's lines and however
+// level with its own: a newsletter's contents or a CV's margin list set
+// on the paragraph's line spacing. Within a line's height of each other,
+// the two are one text the engine cut into blocks (it cuts a line of a
+// dense page at a word, even inside one), and reading them row by row
+// puts its lines back together.
 func mayShareRows(a, b *textBlock) bool {
-	return a.box.apart(b.box) && a.box.y0 < b.box.y1 && b.box.y0 < a.box.y1 &&
-		(a.cells || b.cells)
+	if !a.box.apart(b.box) || a.box.y1 <= b.box.y0 || b.box.y1 <= a.box.y0 || !(a.cells || b.cells) {
+		return false
+	}
+	gap := max(a.box.x0-b.box.x1, b.box.x0-a.box.x1)
+	return !(a.prose && gap > a.lineHeight || b.prose && gap > b.lineHeight)
 }
 
 // tableGroups finds the blocks that are columns of tables: two blocks
@@ -473,6 +573,56 @@ func (t *table) continuedBy(o *table) bool {
 		}
 	}
 	return true
+}
+
+// fields reads a table of one row: one row side by side is no evidence of
+// a table, as rows in line are, but of fields set apart. Cells closer than
+// cutGap line heights are one text the engine cut into blocks (a running
+// head, "CWEB USER MANUAL (VER" "SION 3.64)") and are joined. Two fields
+// that read as a label and its value (labelValue) are one line, as the PDF
+// path joins them; any other fields are a paragraph of one line each, as
+// the page sets them apart: joined on one line, a footer's e-mail address
+// and its tax number read as one phrase, and set as paragraphs apart, a
+// line item's price and total lose their row.
+func (t *table) fields() [][]string {
+	var fields [][]string
+	end := 0 // the right edge of the last field's column
+	for k, c := range t.rows[0] {
+		if c == "" {
+			continue
+		}
+		words := strings.Fields(c)
+		if n := len(fields); n > 0 && t.cols[k][0]-end < cutGap*t.line {
+			fields[n-1] = append(fields[n-1], words...)
+		} else {
+			fields = append(fields, words)
+		}
+		end = max(end, t.cols[k][1])
+	}
+	if len(fields) == 2 && labelValue(fields[0], fields[1]) {
+		return [][]string{append(fields[0], fields[1]...)}
+	}
+	return fields
+}
+
+// Limits of a label and its value, as the PDF path has them
+// (internal/convert/pdf/pairs.go).
+const (
+	maxLabelWords = 8
+	maxValueWords = 4
+)
+
+// labelValue reports whether two fields side by side read as a label and
+// its value: the label is words (a letter, no digit: "Total for this
+// invoice", "Invoice date:"), the value short and holding a digit (an
+// amount, a date, a number). The PDF path lets a label hold digits; on a
+// scan a footer's fields do (an address beside a VAT number, a phone
+// number beside an account number), and a label rarely does.
+func labelValue(label, value []string) bool {
+	l, v := strings.Join(label, " "), strings.Join(value, " ")
+	return len(label) <= maxLabelWords && len(value) <= maxValueWords &&
+		strings.IndexFunc(l, unicode.IsLetter) >= 0 && strings.IndexFunc(l, unicode.IsDigit) < 0 &&
+		strings.IndexFunc(v, unicode.IsDigit) >= 0
 }
 
 func (t *table) extend(o *table) {

@@ -18,7 +18,8 @@ const (
 var fixturePage = rect{0, 0, 2000, 3000}
 
 // fxLine is a line of text whose first word starts at x, top at y; its
-// height is h, or lineHeight when h is 0.
+// height is h, or lineHeight when h is 0. Each space in the text is a
+// character wide: runs of spaces set words apart.
 type fxLine struct {
 	x, y int
 	text string
@@ -31,7 +32,9 @@ type fxBlock []fxLine
 // turn says how the fixture page lies in the scan: "" upright, "L"
 // turned a quarter to the left (text reads upwards), "R" a quarter to the
 // right, "180" upside down. Tesseract reads such a page turned but reports
-// the boxes on the scan, in its reading order.
+// the boxes on the scan, in its reading order. "RTL" is the page mirrored,
+// upright: a right-to-left script, whose words tesseract lists in reading
+// order, leftwards, its lines downwards.
 func fixtureTSV(t *testing.T, turn string, blocks ...fxBlock) string {
 	t.Helper()
 	w, h := fixturePage.x1, fixturePage.y1
@@ -45,6 +48,8 @@ func fixtureTSV(t *testing.T, turn string, blocks ...fxBlock) string {
 			return rect{h - r.y1, r.x0, h - r.y0, r.x1}
 		case "180":
 			return rect{w - r.x1, h - r.y1, w - r.x0, h - r.y0}
+		case "RTL":
+			return rect{w - r.x1, r.y0, w - r.x0, r.y1}
 		}
 		t.Fatalf("unknown turn %q", turn)
 		return r
@@ -63,9 +68,15 @@ func fixtureTSV(t *testing.T, turn string, blocks ...fxBlock) string {
 			if h == 0 {
 				h = lineHeight
 			}
-			for wi, word := range strings.Fields(l.text) {
+			wi := 0
+			for _, word := range strings.Split(l.text, " ") {
+				if word == "" { // a space more
+					x += charWidth
+					continue
+				}
+				wi++
 				r := rect{x, l.y, x + charWidth*len([]rune(word)), l.y + h}
-				row(5, bi+1, li+1, wi+1, r, "95.5", word)
+				row(5, bi+1, li+1, wi, r, "95.5", word)
 				x = r.x1 + charWidth
 			}
 		}
@@ -98,6 +109,20 @@ var (
 	proseRight = column(1050, 500, 40,
 		"Guarendi's book shows that tradi-", "tional values, rooted in the bedrock",
 		"of mutual trust, truth and uncondi-", "tional love, are still the keys")
+	// A paragraph set ragged on the line spacing of a sidebar of short
+	// lines beside it (a newsletter's contents): each line is level with
+	// one of the sidebar's, and the next line's first word would not have
+	// fit on it.
+	sidebar = column(100, 500, 50, "In this issue", "Chair's letter 1", "Plot inspections 2", "Seed swap 3",
+		"Compost corner 4")
+	paragraph = column(600, 500, 50,
+		"Dear members, what a season it has been. The late",
+		"frost in May took most of the early potatoes on",
+		"the lower plots, and the dry July kept the water",
+		"butts empty for weeks.")
+	paragraphText = "Dear members, what a season it has been. The late\nfrost in May took most of the early potatoes on\n" +
+		"the lower plots, and the dry July kept the water\nbutts empty for weeks."
+
 	proseColumns = "cause of her sadness. Gently, sim-\nply, he talked with her of life and\n" +
 		"love. He comforted her. She was six\nyears old.\n\n" +
 		"Guarendi's book shows that tradi-\ntional values, rooted in the bedrock\n" +
@@ -124,6 +149,26 @@ func TestTSVToMarkdownReadsTableColumnsRowByRow(t *testing.T) {
 			"a one-row table is a label and its value on one line",
 			[]fxBlock{column(100, 500, 50, "Total for this invoice"), column(1700, 500, 50, "$4.11")},
 			"Total for this invoice $4.11",
+		},
+		{
+			"two fields of a footer on one row are a line each",
+			[]fxBlock{column(100, 2500, 50, "Example Hosting GmbH, Hauptstr. 5, 10115 Berlin"), column(1400, 2500, 50, "VAT ID DE123456789")},
+			"Example Hosting GmbH, Hauptstr. 5, 10115 Berlin\nVAT ID DE123456789",
+		},
+		{
+			"a label holding a digit beside a number is two fields",
+			[]fxBlock{column(100, 2500, 50, "Tel. 030 1234567"), column(1400, 2500, 50, "Fax 030 1234568")},
+			"Tel. 030 1234567\nFax 030 1234568",
+		},
+		{
+			"a price and a line total alone on their row are a line each",
+			[]fxBlock{column(1300, 500, 50, "3,89"), column(1700, 500, 50, "3,89")},
+			"3,89\n3,89",
+		},
+		{
+			"a one-row line the engine cut into blocks stays one line, apart from a page number",
+			[]fxBlock{column(100, 100, 50, "CWEB USER MANUAL (VER"), column(560, 100, 50, "SION 3.64)"), column(1700, 100, 50, "7")},
+			"CWEB USER MANUAL (VER SION 3.64)\n7",
 		},
 		{
 			"a total row in blocks of its own continues the table above",
@@ -156,6 +201,49 @@ func TestTSVToMarkdownReadsTableColumnsRowByRow(t *testing.T) {
 			"a pipe in a cell is escaped",
 			[]fxBlock{column(100, 500, 50, "a|b", "c"), column(1700, 500, 50, "1", "2")},
 			"| a\\|b | 1 |\n| --- | --- |\n| c | 2 |",
+		},
+		{
+			"a paragraph beside a sidebar of short lines on its line spacing is text, not a table",
+			[]fxBlock{sidebar, paragraph},
+			"In this issue\nChair's letter 1\nPlot inspections 2\nSeed swap 3\nCompost corner 4\n\n" + paragraphText,
+		},
+		{
+			"a sidebar on the right of a paragraph is text too",
+			[]fxBlock{paragraph, column(1500, 500, 50, "Opening hours", "Mon-Fri 9-18", "Saturday 10-14")},
+			paragraphText + "\n\nOpening hours\nMon-Fri 9-18\nSaturday 10-14",
+		},
+		{
+			"long descriptions that fill their column but start anew are a table's column",
+			[]fxBlock{
+				column(100, 500, 50, "Web hosting package Business XL, November", "Web hosting package Business XL, December",
+					"Domain example.org, yearly renewal fee"),
+				column(1700, 500, 50, "49.00", "49.00", "12.00"),
+			},
+			"| Web hosting package Business XL, November | 49.00 |\n| --- | --- |\n" +
+				"| Web hosting package Business XL, December | 49.00 |\n| Domain example.org, yearly renewal fee | 12.00 |",
+		},
+		{
+			"rows of a label and an amount far apart in one block are no paragraph, however they fill it",
+			[]fxBlock{
+				column(100, 500, 50, "1", "2", "3"),
+				column(300, 500, 50, fmt.Sprintf("%-48s%7s", "le-tout-lyon.fr du 06/12/2022 annonce", "45,93"),
+					fmt.Sprintf("%-48s%7s", "justificatif PDF du 06/12/2022 copie", "0,75"),
+					fmt.Sprintf("%-48s%7s", "justificatif papier du 06/12/2022 envoi", "3,50")),
+			},
+			"| 1 | le-tout-lyon.fr du 06/12/2022 annonce 45,93 |\n| --- | --- |\n" +
+				"| 2 | justificatif PDF du 06/12/2022 copie 0,75 |\n| 3 | justificatif papier du 06/12/2022 envoi 3,50 |",
+		},
+		{
+			"a paragraph within a line's height of short lines is one text cut in two, read across",
+			[]fxBlock{
+				column(100, 500, 50, "If r is the spec", "will be formatted", "example, TeX"),
+				column(440, 500, 50, "ial identifier TeX, identifier will be formatted as",
+					"a control sequence; for example, the identifier is",
+					"printed as the TeX logo in the woven output file."),
+			},
+			"| If r is the spec | ial identifier TeX, identifier will be formatted as |\n| --- | --- |\n" +
+				"| will be formatted | a control sequence; for example, the identifier is |\n" +
+				"| example, TeX | printed as the TeX logo in the woven output file. |",
 		},
 		{
 			"prose columns with level lines are read column by column",
@@ -207,6 +295,29 @@ func TestTSVToMarkdownReadsTableColumnsRowByRow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tsvToMarkdown(fixtureTSV(t, "", tt.blocks...)); got != tt.want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// A page of right-to-left script lists its words leftwards, as a page
+// upside down does, but its lines downwards: it is read top to bottom, a
+// table from its rightmost column, not turned over.
+func TestTSVToMarkdownReadsRightToLeftPagesTopToBottom(t *testing.T) {
+	tests := []struct {
+		name   string
+		blocks []fxBlock
+		want   string
+	}{
+		{"label and amount columns", []fxBlock{labels, amounts}, labelsTable},
+		{"prose columns", []fxBlock{proseLeft, proseRight}, proseColumns},
+		{"a paragraph and a line below it", []fxBlock{proseLeft, column(100, 800, 50, "64")},
+			strings.SplitN(proseColumns, "\n\n", 2)[0] + "\n\n64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tsvToMarkdown(fixtureTSV(t, "RTL", tt.blocks...)); got != tt.want {
 				t.Errorf("got:\n%s\nwant:\n%s", got, tt.want)
 			}
 		})

@@ -6,8 +6,8 @@ import "strings"
 // engine found is a markdown paragraph (separated by a blank line), each
 // of its lines stays a line, words are joined by single spaces; blocks
 // that are the columns of a table are read row by row (see pageItems) and
-// written as a markdown table, as the PDF path writes the tables it finds,
-// or as one line when the table is one row (a label and its value). A page
+// written as a markdown table, as the PDF path writes the tables it finds;
+// a table of one row is no table but fields (see table.fields). A page
 // with no words gives "". Text is escaped so that markdown renders it as
 // the words it is.
 func tsvToMarkdown(tsv string) string {
@@ -42,13 +42,12 @@ func writeItem(out *strings.Builder, it item) {
 	}
 	rows := it.table.rows
 	if len(rows) == 1 {
-		var cells []string
-		for _, c := range rows[0] {
-			if c != "" {
-				cells = append(cells, c)
+		for j, f := range it.table.fields() {
+			if j > 0 {
+				out.WriteByte('\n')
 			}
+			out.WriteString(escapeLineStart(escapeWords(f)))
 		}
-		out.WriteString(escapeLineStart(escapeWords(cells)))
 		return
 	}
 	for k, r := range rows {

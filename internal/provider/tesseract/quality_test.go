@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -137,6 +138,98 @@ func TestRecognizeKeepsInvoiceAmountsWithTheirLabels(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no line holds %q", item.Name)
+		}
+	}
+	if t.Failed() {
+		t.Logf("recognized:\n%s", rec.Text)
+	}
+}
+
+// TestRecognizeReadsTextBesideASidebarAsText reads pages drawn for this
+// test (testdata/sidebars) where a paragraph is set on the line spacing of
+// a sidebar of short lines beside it: a newsletter's contents, a CV's
+// margin list, opening hours on the right. Each line of the paragraph is
+// level with one of the sidebar's, but the two are text, not a table's
+// columns: both come out whole, each line followed by its own next line,
+// and no table is written.
+func TestRecognizeReadsTextBesideASidebarAsText(t *testing.T) {
+	ocr := newOCR(t, Config{})
+	tests := []struct {
+		image              string
+		sidebar, paragraph []string // consecutive lines of each, as on the page
+	}{
+		{
+			"newsletter.png",
+			[]string{"In this issue", "Chair's letter 1", "Plot inspections 2", "Seed swap 3", "Compost corner 4"},
+			[]string{"Dear members, what a season it has been. The late frost in May",
+				"took most of the early potatoes on the lower plots, and the dry",
+				"July kept the water butts empty for weeks, yet the show in"},
+		},
+		{
+			"cv.png",
+			[]string{"Go", "PostgreSQL", "Linux", "Kubernetes"},
+			[]string{"Since 2021 I have led the payments team at a logistics company,",
+				"where we moved the invoicing service from a nightly batch job to",
+				"a queue of small workers and cut the time from delivery to invoice"},
+		},
+		{
+			"opening-hours.png",
+			[]string{"Opening hours", "Mon-Fri 9-18", "Saturday 10-14", "Sunday closed"},
+			[]string{"After eight months of building work the town library opens its",
+				"doors again on Monday. The reading room has new windows",
+				"and twice as many seats, the children's corner has moved to"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.image, func(t *testing.T) {
+			rec, err := ocr.Recognize(context.Background(), prepared(t, tt.image))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := markdownToText(rec.Text)
+			if strings.Contains(text, "| --- |") {
+				t.Errorf("a table is written")
+			}
+			for _, want := range [][]string{tt.sidebar, tt.paragraph} {
+				if !strings.Contains(text, strings.Join(want, "\n")) {
+					t.Errorf("these lines are not read one after another:\n%s", strings.Join(want, "\n"))
+				}
+			}
+			if t.Failed() {
+				t.Logf("recognized:\n%s", rec.Text)
+			}
+		})
+	}
+}
+
+// TestRecognizeKeepsALongDescriptionTableAndSetsFooterFieldsApart reads an
+// invoice drawn for this test (testdata/sidebars): its descriptions are
+// longer than a table cell's words, yet a table's column, so each keeps
+// its amount on its line; the footer's two fields on one row, an address
+// and a VAT number, are a line each, not one phrase.
+func TestRecognizeKeepsALongDescriptionTableAndSetsFooterFieldsApart(t *testing.T) {
+	ocr := newOCR(t, Config{})
+	rec, err := ocr.Recognize(context.Background(), prepared(t, "invoice-footer.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(markdownToText(rec.Text), "\n")
+	hasLine := func(want func(string) bool) bool {
+		return slices.ContainsFunc(lines, want)
+	}
+	for _, item := range [][2]string{
+		{"Web hosting package Business XL, November 2026", "49.00"},
+		{"Domain example.org, yearly renewal", "12.00"},
+		{"Daily backups with thirty days of history", "9.50"},
+		{"Support hours used in October", "120.00"},
+	} {
+		if !hasLine(func(l string) bool { return strings.Contains(l, item[0]) && strings.Contains(l, item[1]) }) {
+			t.Errorf("%q is read apart from its amount %s", item[0], item[1])
+		}
+	}
+	for _, field := range []string{"Example Hosting GmbH, Hauptstr. 5, 10115 Berlin", "VAT ID DE123456789"} {
+		if !hasLine(func(l string) bool { return strings.TrimSpace(l) == field }) {
+			t.Errorf("the footer field %q is not a line of its own", field)
 		}
 	}
 	if t.Failed() {
