@@ -42,9 +42,10 @@ type pair struct {
 // shift the others: equal elements first (the j-th copy of a value in one
 // run with the j-th copy in the others), then the most similar remaining
 // objects. An element is kept when a majority of the runs here has it (a tie
-// goes to the side of the earliest run), in the order of the earliest run
-// that has it; matched objects that differ are voted field by field.
-// Elements not all runs have form one entry at the array's path.
+// goes to the side of the earliest run). Kept elements follow the order of
+// the run the others agree with most (see placing); matched objects that
+// differ are voted field by field. Elements not all runs have form one entry
+// at the array's path.
 func (v *voter) array(set []int, arrs []*node, keep bool) (*out, error) {
 	width := len(set)
 	all := uint32(1)<<width - 1
@@ -86,15 +87,16 @@ func (v *voter) array(set []int, arrs []*node, keep bool) (*out, error) {
 	}
 	cs := cl.cs
 
-	// Place every group after the element that precedes it in the earliest
-	// run that has it: a linked list, head at index len(cs).
+	// Place every group after the element that precedes it in the first
+	// run, in placing order, that has it: a linked list, head at index
+	// len(cs).
 	next := make([]int32, len(cs)+1)
 	for i := range next {
 		next[i] = -1
 	}
 	placed := make([]bool, len(cs))
 	disputed := false
-	for r := range arrs {
+	for _, r := range placing(cl, of, width) {
 		prev := int32(len(cs))
 		for _, c := range of[r] {
 			g := cl.find(c)
@@ -117,7 +119,7 @@ func (v *voter) array(set []int, arrs []*node, keep bool) (*out, error) {
 	for g := next[len(cs)]; g != -1; g = next[g] {
 		c := &cs[g]
 		runs := bits.OnesCount32(c.mask)
-		kept := 2*runs > width || (2*runs == width && c.mask&1 != 0)
+		kept := keeps(c.mask, width)
 		var val *out
 		if kept {
 			v.path = append(v.path, seg{key: -1, index: len(res.vals)})
@@ -161,6 +163,111 @@ func (v *voter) array(set []int, arrs []*node, keep bool) (*out, error) {
 		v.record(e)
 	}
 	return res, nil
+}
+
+// keeps reports whether an element that the runs in mask have is kept: a
+// majority of the width runs has it, or exactly half including the earliest.
+func keeps(mask uint32, width int) bool {
+	runs := bits.OnesCount32(mask)
+	return 2*runs > width || (2*runs == width && mask&1 != 0)
+}
+
+// placing orders the runs (positions in the set) for placing elements: the
+// run whose order of the kept elements agrees most with the other runs'
+// first, so the agreed order is the majority's, not that of whichever run
+// was answered first (audit-merge F9). Two runs agree on a pair of kept
+// elements both have when both put them in the same order; a run scores the
+// pairs it agrees on minus those it disagrees on, summed over the other
+// runs. When more than half of the runs hold the same elements in one
+// order, one of them scores highest: a run's score is then a constant minus
+// twice its Kendall distances to the others summed, and by the triangle
+// inequality that sum is smallest for the majority's order. Equal scores
+// keep run order: a tie goes to the earliest run, so with two runs (which
+// always score alike) the first run's order is kept. The cost is O(k² n log
+// n) for k runs of n kept elements, linear where runs agree on the order.
+func placing(cl *clusters, of [][]int32, width int) []int {
+	order := make([]int, width)
+	for r := range order {
+		order[r] = r
+	}
+	if width < 3 {
+		return order
+	}
+	// pos[r][g]: the place of kept group g among run r's kept elements, or -1.
+	n := len(cl.cs)
+	pos := make([][]int32, width)
+	seqs := make([][]int32, width)
+	for r := range of {
+		pos[r] = make([]int32, n)
+		for g := range pos[r] {
+			pos[r][g] = -1
+		}
+		seqs[r] = make([]int32, 0, len(of[r]))
+		for _, c := range of[r] {
+			if g := cl.find(c); keeps(cl.cs[g].mask, width) {
+				pos[r][g] = int32(len(seqs[r]))
+				seqs[r] = append(seqs[r], g)
+			}
+		}
+	}
+	score := make([]int64, width)
+	var common, scratch []int32
+	for r := range width {
+		for s := r + 1; s < width; s++ {
+			common = common[:0]
+			for _, g := range seqs[r] {
+				if p := pos[s][g]; p >= 0 {
+					common = append(common, p)
+				}
+			}
+			c := int64(len(common))
+			scratch = slices.Grow(scratch[:0], len(common))[:len(common)]
+			agreement := c*(c-1)/2 - 2*inversions(common, scratch)
+			score[r] += agreement
+			score[s] += agreement
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case score[a] > score[b]:
+			return -1
+		case score[a] < score[b]:
+			return 1
+		}
+		return 0
+	})
+	return order
+}
+
+// inversions counts the pairs of a that are out of ascending order (a's
+// values are distinct), by merge sort in O(n log n). It reorders a and tmp,
+// which must be as long as a and not share its memory.
+func inversions(a, tmp []int32) int64 {
+	if slices.IsSorted(a) { // the common case: the runs agree on the order
+		return 0
+	}
+	var count int64
+	for width := 1; width < len(a); width *= 2 {
+		for lo := 0; lo < len(a); lo += 2 * width {
+			mid, hi := min(lo+width, len(a)), min(lo+2*width, len(a))
+			i, j, k := lo, mid, lo
+			for i < mid && j < hi {
+				if a[i] < a[j] {
+					tmp[k] = a[i]
+					i++
+				} else {
+					tmp[k] = a[j]
+					count += int64(mid - i) // a[j] belongs before every one of a[i:mid]
+					j++
+				}
+				k++
+			}
+			k += copy(tmp[k:], a[i:mid])
+			copy(tmp[k:], a[j:hi])
+		}
+		a, tmp = tmp, a
+	}
+	return count
 }
 
 // add makes an empty cluster for values equal to n.

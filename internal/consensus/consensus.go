@@ -126,7 +126,8 @@ type Variant struct {
 	// Runs is how many votable runs produced it.
 	Runs int `json:"runs"`
 	// Included is true when the value won and is in the agreed answer; a
-	// winning null is included although its key is omitted.
+	// winning null is included although its key is omitted when no run
+	// behind it wrote the key.
 	Included bool `json:"included"`
 }
 

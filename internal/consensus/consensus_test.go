@@ -165,12 +165,49 @@ func TestVote(t *testing.T) {
 			minAgreement: 1,
 		},
 		{
-			name:         "a winning null is included with its key omitted",
-			runs:         answers(`{"a":1,"b":"x"}`, `{"a":1,"b":null}`, `{"a":1}`),
+			name:         "a winning null no run wrote is included with its key omitted",
+			runs:         answers(`{"a":1,"b":"x"}`, `{"a":1}`, `{"a":1}`),
 			agreed:       `{"a":1}`,
 			minAgreement: 2.0 / 3,
 			disagreements: []Disagreement{
 				d("b", v("null", 2, true), v(`"x"`, 1, false)),
+			},
+		},
+		{
+			name:         "a winning null a run behind it wrote is written",
+			runs:         answers(`{"a":1,"b":"x"}`, `{"a":1,"b":null}`, `{"a":1}`),
+			agreed:       `{"a":1,"b":null}`,
+			minAgreement: 2.0 / 3,
+			disagreements: []Disagreement{
+				d("b", v("null", 2, true), v(`"x"`, 1, false)),
+			},
+		},
+		{
+			name: "a required nullable key that null wins stays in the answer",
+			runs: answers(`{"invoice":"INV-7","note":null}`, `{"invoice":"INV-7","note":"paid"}`,
+				`{"invoice":"INV-7","note":null}`),
+			agreed:       `{"invoice":"INV-7","note":null}`,
+			minAgreement: 2.0 / 3,
+			disagreements: []Disagreement{
+				d("note", v("null", 2, true), v(`"paid"`, 1, false)),
+			},
+		},
+		{
+			name:         "with two runs a null the earliest run wrote wins the tie and is written",
+			runs:         answers(`{"note":null}`, `{"note":"paid"}`),
+			agreed:       `{"note":null}`,
+			minAgreement: 0.5,
+			disagreements: []Disagreement{
+				d("note", v("null", 1, true), v(`"paid"`, 1, false)),
+			},
+		},
+		{
+			name:         "a winning null inside a matched record is written",
+			runs:         answers(`[{"id":1,"a":1,"n":null}]`, `[{"id":1,"a":1,"n":null}]`, `[{"id":1,"a":1,"n":"x"}]`),
+			agreed:       `[{"id":1,"a":1,"n":null}]`,
+			minAgreement: 2.0 / 3,
+			disagreements: []Disagreement{
+				d("0.n", v("null", 2, true), v(`"x"`, 1, false)),
 			},
 		},
 		{
@@ -194,8 +231,17 @@ func TestVote(t *testing.T) {
 		},
 		{
 			name:         "an object most runs lack is left out",
-			runs:         answers(`{"a":1,"x":{"y":1}}`, `{"a":1}`, `{"a":1,"x":null}`),
+			runs:         answers(`{"a":1,"x":{"y":1}}`, `{"a":1}`, `{"a":1}`),
 			agreed:       `{"a":1}`,
+			minAgreement: 2.0 / 3,
+			disagreements: []Disagreement{
+				d("x", v("null", 2, true), v(`{"y":1}`, 1, false)),
+			},
+		},
+		{
+			name:         "an object most runs lack is null when a run behind the null wrote it",
+			runs:         answers(`{"a":1,"x":{"y":1}}`, `{"a":1}`, `{"a":1,"x":null}`),
+			agreed:       `{"a":1,"x":null}`,
 			minAgreement: 2.0 / 3,
 			disagreements: []Disagreement{
 				d("x", v("null", 2, true), v(`{"y":1}`, 1, false)),
@@ -204,7 +250,7 @@ func TestVote(t *testing.T) {
 		{
 			name:         "an object most runs lack shows, as its variant, what the runs that have it agree on",
 			runs:         answers(`{"x":{"y":1,"z":1}}`, `{"x":{"y":2,"z":1}}`, `{}`, `{"x":null}`, `{}`),
-			agreed:       `{}`,
+			agreed:       `{"x":null}`,
 			minAgreement: 3.0 / 5,
 			disagreements: []Disagreement{
 				d("x", v("null", 3, true), v(`{"y":1,"z":1}`, 2, false)),
@@ -219,10 +265,37 @@ func TestVote(t *testing.T) {
 			minAgreement: 1,
 		},
 		{
-			name: "reordered records agree",
+			name: "reordered records agree; the majority's order is kept, in the earliest run's text",
 			runs: answers(`[{"id":1,"t":10},{"id":2,"t":20}]`, `[{"id":2,"t":20},{"id":1,"t":10}]`,
 				`[{"t":20,"id":2},{"t":10,"id":1}]`),
-			agreed:       `[{"id":1,"t":10},{"id":2,"t":20}]`,
+			agreed:       `[{"id":2,"t":20},{"id":1,"t":10}]`,
+			minAgreement: 1,
+		},
+		{
+			name:         "the order most runs share wins over the earliest run's",
+			runs:         answers(`{"lines":["C","B","A"]}`, `{"lines":["A","B","C"]}`, `{"lines":["A","B","C"]}`),
+			agreed:       `{"lines":["A","B","C"]}`,
+			minAgreement: 1,
+		},
+		{
+			name:         "with no shared order, the run that agrees most with the others gives it",
+			runs:         answers(`["B","A","C"]`, `["A","C","B"]`, `["A","B","C"]`),
+			agreed:       `["A","B","C"]`,
+			minAgreement: 1,
+		},
+		{
+			name:         "a run that lacks an element can give the order; the element goes after its predecessor",
+			runs:         answers(`[4,3,2,1]`, `[1,3,4]`, `[1,2,3,4]`),
+			agreed:       `[1,2,3,4]`,
+			minAgreement: 2.0 / 3,
+			disagreements: []Disagreement{
+				d("", v("2", 2, true)),
+			},
+		},
+		{
+			name:         "with two runs the earliest run's order is kept",
+			runs:         answers(`["C","B","A"]`, `["A","B","C"]`),
+			agreed:       `["C","B","A"]`,
 			minAgreement: 1,
 		},
 		{
@@ -348,6 +421,18 @@ func TestVote(t *testing.T) {
 			minAgreement: 0.5,
 			disagreements: []Disagreement{
 				d("a", v("null", 1, true), v("1", 1, false)),
+			},
+		},
+		{
+			name:         "with two runs the agreed answer is the first run's, null keys as it wrote them",
+			runs:         answers(`{"a":null,"b":1,"e":[1,2]}`, `{"b":2,"a":"x","c":null,"d":{"x":1},"e":[2,1,3]}`),
+			agreed:       `{"a":null,"b":1,"e":[1,2]}`,
+			minAgreement: 0.5,
+			disagreements: []Disagreement{
+				d("a", v("null", 1, true), v(`"x"`, 1, false)),
+				d("b", v("1", 1, true), v("2", 1, false)),
+				d("e", v("3", 1, false)),
+				d("d", v("null", 1, true), v(`{"x":1}`, 1, false)),
 			},
 		},
 		{

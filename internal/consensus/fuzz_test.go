@@ -15,14 +15,16 @@ import (
 
 // FuzzVote votes up to five arbitrary answers and checks that the vote never
 // panics, that every scalar of the agreed answer is a value some votable run
-// has at the same place (array positions aside), and the properties of ties
-// and unanimity.
+// has at the same place (array positions aside), and the properties of ties,
+// majorities and unanimity.
 func FuzzVote(f *testing.F) {
 	f.Add(uint8(3), `{"a":1,"b":"x"}`, `{"a":1.0,"b":"y"}`, `{"b":"x"}`, ``, ``)
 	f.Add(uint8(3), `{"items":[{"id":1,"t":10},{"id":2}]}`, `{"items":[{"id":2},{"id":1,"t":11}]}`, `{"items":[]}`, ``, ``)
 	f.Add(uint8(5), `[1,1,2]`, `[2,1]`, `{"a":[1]}`, `null`, `"s"`)
 	f.Add(uint8(2), `{"a":{"x":1},"b":null}`, `{"a":[1],"c":{}}`, ``, ``, ``)
 	f.Add(uint8(4), `{"a.b":{"":[{"k":1,"v":[1,2]},{"k":2}]}}`, `{"a.b":{"":[{"k":1,"v":[2]}]}}`, `{"a.b":null}`, `{`, ``)
+	f.Add(uint8(3), `{"lines":["C","B","A"]}`, `{"lines":["A","B","C"]}`, `{"lines":["A","B","C"]}`, ``, ``)
+	f.Add(uint8(5), `[2,1,4,3]`, `[1,2,3,4]`, `[4,3,2,1]`, `[1,2,3,4]`, `[1,2,3,4]`)
 	f.Add(uint8(3), `[{"a":1,"b":2},{"a":1,"b":3},{"a":2,"b":2}]`, `[{"a":1,"b":3},{"a":1}]`, `[{"b":2},{"a":1,"b":2,"c":3}]`, ``, ``)
 	f.Fuzz(func(t *testing.T, k uint8, a, b, c, d, e string) {
 		checkVote(t, []string{a, b, c, d, e}[:1+int(k)%MaxRuns])
@@ -96,7 +98,9 @@ func (g *gen) value(depth int) string {
 // checkVote votes texts and checks what must hold whatever they are: no
 // panic, every scalar of the agreed answer a value some votable run has at
 // the same place (array positions aside), two runs agreeing with the first,
-// identical runs with no disagreement.
+// identical runs with no disagreement, and an answer more than half of the
+// runs gave (as a value: key order and null keys aside) agreed whichever
+// runs came first, array order included.
 func checkVote(t *testing.T, texts []string) {
 	t.Helper()
 	{
@@ -157,8 +161,15 @@ func checkVote(t *testing.T, texts []string) {
 		}
 		checkIncluded(t, in, lim, agreed, res)
 		allSame := true
+		count := map[int32]int{}
 		for _, tr := range trees {
 			allSame = allSame && tr.id == trees[0].id
+			count[tr.id]++
+		}
+		for id, c := range count {
+			if 2*c > len(trees) && agreed.id != id {
+				t.Fatalf("%d of %d runs gave one answer, yet agreed %s differs from it", c, len(trees), res.Agreed)
+			}
 		}
 		if allSame && (agreed.id != trees[0].id || len(res.Disagreements) != 0) {
 			t.Fatalf("identical runs, yet agreed %s with %d disagreements", res.Agreed, len(res.Disagreements))

@@ -74,7 +74,8 @@ func byRuns(a, b variant) int {
 // vote decides the value at the current path. set holds the runs that vote
 // here (run indexes, ascending) and vals their values, nil where a run lacks
 // the key. keep is false when the result is only shown as a losing variant:
-// nothing below is then recorded. A nil result means the key is omitted.
+// nothing below is then recorded. A nil result means the key is omitted: the
+// value is null or absent and no run behind it wrote the key.
 func (v *voter) vote(set []int, vals []*node, keep bool) (*out, error) {
 	if unanimous(vals) {
 		v.agree(keep, len(set))
@@ -103,6 +104,20 @@ func (v *voter) vote(set []int, vals []*node, keep bool) (*out, error) {
 	return v.whole(set, vals, keep), nil
 }
 
+// written is the first value of vals a run wrote, nil when no run wrote
+// the key. presence uses it for the runs that lack a container: a null that
+// wins a dispute is written when any run behind it wrote its key, so a schema
+// that requires a nullable key (strict mode's shape) is met by the agreed
+// answer of runs that meet it, whichever run came first (audit-merge F3).
+func written(vals []*node) *node {
+	for _, n := range vals {
+		if n != nil {
+			return n
+		}
+	}
+	return nil
+}
+
 // unanimous reports whether all vals are one value (absent counting as null).
 func unanimous(vals []*node) bool {
 	id := idOf(vals[0])
@@ -125,9 +140,9 @@ func (v *voter) whole(set []int, vals []*node, keep bool) *out {
 			j = len(vars)
 			slot = append(slot, id)
 			vars = append(vars, variant{first: set[i]})
-			if !none(n) {
-				vars[j].n = n
-			}
+		}
+		if vars[j].n == nil {
+			vars[j].n = n // the null variant holds an explicit null once a run wrote one (see written)
 		}
 		vars[j].runs++
 	}
@@ -140,9 +155,9 @@ func (v *voter) whole(set []int, vals []*node, keep bool) *out {
 		v.record(e)
 	}
 	if vars[0].n == nil {
-		return nil // a winning null: included, key omitted (spec)
+		return nil // a winning null no run wrote: included, key omitted (spec)
 	}
-	return &out{n: vars[0].n}
+	return &out{n: vars[0].n} // a value, or a winning null some run behind it wrote
 }
 
 // presence votes a container that some runs lack: having it (shown as what
@@ -150,10 +165,11 @@ func (v *voter) whole(set []int, vals []*node, keep bool) *out {
 // Differences inside are entries of their own, at their own paths.
 func (v *voter) presence(set []int, vals []*node, keep bool) (*out, error) {
 	var have, lack []int
-	var haveVals []*node
+	var haveVals, lackVals []*node
 	for i, n := range vals {
 		if none(n) {
 			lack = append(lack, set[i])
+			lackVals = append(lackVals, n)
 		} else {
 			have = append(have, set[i])
 			haveVals = append(haveVals, n)
@@ -182,6 +198,9 @@ func (v *voter) presence(set []int, vals []*node, keep bool) (*out, error) {
 		v.record(e)
 	}
 	if !wins {
+		if n := written(lackVals); n != nil {
+			return &out{n: n}, nil // a run behind the winning null wrote it
+		}
 		return nil, nil
 	}
 	return inside, nil
