@@ -99,3 +99,48 @@ func ExampleMerge_markdown() {
 	// | C3 | 5 |
 	// technical=1 content=0 incomplete=false
 }
+
+// An invoice whose lines continue over three chunks, with dedupeBy
+// ["number"]: one INV-1 with every line, the lines the overlapped blocks
+// repeated (B2, D4) once.
+func ExampleMerge_recordSpanningChunks() {
+	show(merge.Merge([]merge.Chunk{
+		{File: "inv.pdf", Index: 0, Content: `{"invoices":[{"number":"INV-1","lines":[{"sku":"A1"},{"sku":"B2"}]}]}`},
+		{File: "inv.pdf", Index: 1, Content: `{"invoices":[{"number":"INV-1","lines":[{"sku":"B2"},{"sku":"C3"},{"sku":"D4"}]}]}`},
+		{File: "inv.pdf", Index: 2, Content: `{"invoices":[{"number":"INV-1","lines":[{"sku":"D4"},{"sku":"E5"}]},{"number":"INV-2","lines":[{"sku":"Z9"}]}]}`},
+	}, merge.Options{HasSchema: true, DedupeBy: []string{"number"}}))
+	// Output:
+	// file="inv.pdf" format=json
+	// {"invoices":[{"number":"INV-1","lines":[{"sku":"A1"},{"sku":"B2"},{"sku":"C3"},{"sku":"D4"},{"sku":"E5"}]},{"number":"INV-2","lines":[{"sku":"Z9"}]}]}
+	// technical=2 content=2 incomplete=false
+}
+
+// A strict schema makes the model write "" and 0 where a chunk does not
+// show a field: "" is absent, 0 is a value.
+func ExampleMerge_placeholders() {
+	show(merge.Merge([]merge.Chunk{
+		{File: "inv.pdf", Index: 0, Content: `{"number":"","total":0}`},
+		{File: "inv.pdf", Index: 1, Content: `{"number":"INV-7","total":0}`},
+		{File: "inv.pdf", Index: 2, Content: `{"number":"","total":41.5}`},
+	}, merge.Options{HasSchema: true}))
+	// Output:
+	// file="inv.pdf" format=json
+	// {"number":"INV-7","total":0}
+	// technical=0 content=0 incomplete=false
+	// conflict total: [0 41.5] from [{inv.pdf 0} {inv.pdf 2}]
+}
+
+// One answer's root is an object where the others are arrays: it has no
+// place to merge into, so it is left out and named.
+func ExampleMerge_rootOfAnotherShape() {
+	show(merge.Merge([]merge.Chunk{
+		{File: "r.txt", Index: 0, Content: `[{"id":"C1"},{"id":"C2"}]`},
+		{File: "r.txt", Index: 1, Content: `{"records":[{"id":"C2"},{"id":"C3"}],"note":"page 2"}`},
+		{File: "r.txt", Index: 2, Content: `[{"id":"C3"},{"id":"C4"}]`},
+	}, merge.Options{}))
+	// Output:
+	// file="r.txt" format=json
+	// [{"id":"C1"},{"id":"C2"},{"id":"C3"},{"id":"C4"}]
+	// technical=0 content=0 incomplete=true
+	// incomplete r.txt#1: its root is an object where most chunks' roots are an array
+}

@@ -54,6 +54,10 @@ func FuzzMergeJSON(f *testing.F) {
 	f.Add("```json\n{\"a\":\"\xff\xfe\"}\n```\x00{\"a\":[\"\\ud800\"]}\x00{\"a\":1e999999999999999999999}", uint64(0), uint8(1), "")
 	f.Add("[{\"id\":1,\"k\":1,\"v\":[1]},{\"id\":1,\"k\":1,\"v\":{\"z\":2}}]\x00[{\"k\":1,\"id\":1,\"v\":null}]", uint64(0), uint8(12), "")
 	f.Add("{\"a\":1,\"a\":{\"b\":2}}\x00{\"a\":[1]}\x00{\"a\":\"x\"}\x00null\x00[]", uint64(0x5555), uint8(2), "")
+	// Records whose arrays continue over chunks, copies away from the
+	// boundary, placeholders and root shapes (audit F1, F4, F6).
+	f.Add("{\"r\":[{\"id\":1,\"l\":[1,2],\"n\":\"\"}]}\x00{\"r\":[{\"id\":1,\"l\":[2,3],\"n\":\"x\"},{\"id\":1,\"l\":\"\"}]}\x00[{\"id\":\"\"}]\x00{\"r\":[{\"id\":1,\"l\":{\"z\":[2]}}]}", uint64(8<<5), uint8(4), "2 x")
+	f.Add("[{\"id\":1,\"l\":[\"a\",\"a\"]}]\x00{\"id\":1}\x00[{\"id\":1,\"l\":[\"a\",\"b\",\"a\",\"a\"]}]\x00\"\"", uint64(1<<5|4<<10), uint8(6), "")
 	f.Fuzz(func(t *testing.T, data string, shape uint64, flags uint8, overlap string) {
 		cs := fuzzChunks(data, shape, overlap)
 		opts := fuzzOptions(flags)

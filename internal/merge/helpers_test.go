@@ -59,6 +59,26 @@ func checkAnswer(t testing.TB, a Answer) {
 	if a.MergeIncomplete != (len(a.IncompleteChunks) > 0) {
 		t.Fatalf("mergeIncomplete %v with %d incomplete chunks", a.MergeIncomplete, len(a.IncompleteChunks))
 	}
+	// A value of another shape than the one kept is not in the content:
+	// its chunk must be listed (audit F4).
+	if a.Format == FormatJSON && !a.MergeIncomplete {
+		for _, c := range a.Conflicts {
+			for _, v := range c.Values[1:] {
+				if shapeClass(v) != shapeClass(c.Values[0]) {
+					t.Fatalf("conflict %q between shapes (%.20s against %.20s) in an answer that says it is complete", c.Field, v, c.Values[0])
+				}
+			}
+		}
+	}
+}
+
+// shapeClass tells an object and an array from a scalar by a conflict
+// value's first byte (values may be cut, never emptied).
+func shapeClass(v string) byte {
+	if v != "" && (v[0] == '{' || v[0] == '[') {
+		return v[0]
+	}
+	return 's'
 }
 
 // jsonEqual compares JSON texts as values (key order and number spelling

@@ -277,8 +277,43 @@ func appendCanon(b []byte, v *value) []byte {
 
 type digest = [sha256.Size]byte
 
-// shape is what a merged node has become: the first non-null value at a
-// path decides it.
+// absent reports whether v says nothing: null, or the empty string that
+// strict-schema models write where a chunk does not show a field (audit
+// F6). Neither wins, conflicts or decides a node's shape; a node that only
+// ever held them keeps the first one.
+func absent(v *value) bool {
+	return v.kind == kNull || v.kind == kString && v.s == ""
+}
+
+// shapeOf is the shape a value gives a node.
+func shapeOf(v *value) shape {
+	switch v.kind {
+	case kObject:
+		return shapeObject
+	case kArray:
+		return shapeArray
+	}
+	return shapeLeaf
+}
+
+// kindWord names a value's kind for a reason; kindName adds the article.
+func kindWord(v *value) string {
+	return [...]string{kNull: "null", kBool: "boolean", kNumber: "number", kString: "string",
+		kArray: "array", kObject: "object"}[v.kind]
+}
+
+func kindName(v *value) string {
+	switch v.kind {
+	case kNull:
+		return "null"
+	case kArray, kObject:
+		return "an " + kindWord(v)
+	}
+	return "a " + kindWord(v)
+}
+
+// shape is what a merged node has become: the first value at a path that
+// is not absent decides it.
 type shape uint8
 
 const (
@@ -288,17 +323,19 @@ const (
 )
 
 // mnode is a node of the merged tree. Objects merge by key, arrays
-// concatenate, and a leaf collects every non-null candidate so the policy
-// can decide once all chunks are in.
+// concatenate, and a leaf collects every candidate that is not absent so
+// the policy can decide once all chunks are in.
 type mnode struct {
 	shape  shape
 	src    int // the source that gave the node its shape
 	keys   []string
 	fields map[string]*mnode
 	elems  []*elem
-	cands  []cand // leaf: non-null values in chunk order
-	others []cand // values whose shape lost to the node's (an object where a string was first, …)
-	win    int    // leaf: index of the winner in cands, resolved once; 0 before
+	held   map[digest]int // an array of a merged record: how many elements of each value it holds
+	cands  []cand         // leaf: values that are not absent, in chunk order
+	others []cand         // values whose shape lost to the node's (an object where a string was first, …)
+	blank  *value         // leaf: the first absent value that was not null (""), shown when nothing else came
+	win    int            // leaf: index of the winner in cands, resolved once; 0 before
 	solved bool
 }
 
@@ -326,8 +363,54 @@ type jsonMerger struct {
 	seen    map[digest]*elem
 	prev    map[string][]digest // arrays of the previous chunk by path key
 	cur     map[string][]digest
-	overlap bool      // the current chunk repeats the previous one's last block
-	ground  *grounder // the repeated text, when the caller gave it
+	prevRec map[digest]*value // records of the previous chunk by dedupe key: the last copy of each
+	curRec  map[digest]*value
+	follows bool        // the current chunk directly follows the previous one in its file
+	overlap bool        // the current chunk repeats the previous one's last block
+	ground  *grounder   // the repeated text, when the caller gave it
+	left    []leftOut   // chunks not merged, or not merged whole
+	leftAt  map[int]int // index in left by source, for chunks that lost values
+}
+
+// leftOut is a chunk that is not (wholly) in the merged content.
+type leftOut struct {
+	src    int
+	reason string
+	more   int // further values of the chunk that lost to another shape
+}
+
+// join says how a duplicate record's arrays join the kept record's.
+type join uint8
+
+const (
+	// joinAppend concatenates: the first copy, or a copy in the chunk that
+	// directly follows without an overlap.
+	joinAppend join = iota
+	// joinOverlap concatenates less the run at the head that repeats the
+	// previous chunk's copy of the record (technical dedupe, as at the root).
+	joinOverlap
+	// joinUnion adds the elements the record does not already hold as
+	// many times: a copy elsewhere (another file, a later chunk, the same
+	// answer) is another view of the record, not its continuation.
+	joinUnion
+)
+
+// recCtx carries a duplicate record's merge down its fields.
+type recCtx struct {
+	on   bool
+	mode join
+	prev *value // joinOverlap: the previous chunk's copy, at the same place
+}
+
+func (r recCtx) field(k string) recCtx {
+	if r.prev != nil {
+		if r.prev.kind == kObject {
+			r.prev = r.prev.field(k)
+		} else {
+			r.prev = nil
+		}
+	}
+	return r
 }
 
 func (m *jsonMerger) hash(v *value) digest {
@@ -346,43 +429,116 @@ func mergeJSON(g []*part, opts Options, lim Limits) Answer {
 	for i, p := range g {
 		p.src = i
 	}
+	root := rootShape(g, lim)
 	var prev *part
 	for _, p := range g {
-		if p.skip != "" {
-			a.incomplete(p, p.skip)
-			prev, m.prev = nil, nil
+		reason := p.skip
+		var v *value
+		if reason == "" {
+			var err error
+			if v, err = p.json(lim); err != nil {
+				reason = "not valid JSON: " + err.Error()
+			} else if !absent(v) && shapeOf(v) != root {
+				// A root of another shape has no place to merge into: the
+				// chunk is left out whole, like invalid JSON (audit F4).
+				reason = fmt.Sprintf("its root is %s where most chunks' roots are %s",
+					kindName(v), shapeArticle(root))
+			}
+		}
+		if reason != "" {
+			m.left = append(m.left, leftOut{src: p.src, reason: reason})
+			prev, m.prev, m.prevRec = nil, nil, nil
 			continue
 		}
-		v, err := p.json(lim)
-		if err != nil {
-			a.incomplete(p, "not valid JSON: "+err.Error())
-			prev, m.prev = nil, nil
-			continue
-		}
-		m.overlap = p.follows(prev) && !p.NoOverlap
+		m.follows = p.follows(prev)
+		m.overlap = m.follows && !p.NoOverlap
 		m.ground = nil
 		if m.overlap && p.Overlap != "" {
 			m.ground = newGrounder(p.Overlap)
 		}
 		m.cur = make(map[string][]digest)
-		m.merge(m.root, v, p.src, "", false)
-		prev, m.prev = p, m.cur
+		m.curRec = nil
+		if m.dedupe {
+			m.curRec = make(map[digest]*value)
+		}
+		m.merge(m.root, v, p.src, "", recCtx{})
+		prev, m.prev, m.prevRec = p, m.cur, m.curRec
 	}
 	o := &out{max: -1}
 	m.render(o, m.root)
 	a.Content = string(o.b)
 	m.walk(m.root, "")
+	// Chunks left out while merging and chunks that lost values in the
+	// walk are listed together, in chunk order.
+	slices.SortStableFunc(m.left, func(x, y leftOut) int { return x.src - y.src })
+	for _, l := range m.left {
+		reason := l.reason
+		switch {
+		case l.more == 1:
+			reason += ", and 1 more such value"
+		case l.more > 1:
+			reason += fmt.Sprintf(", and %d more such values", l.more)
+		}
+		a.incomplete(g[l.src], reason)
+	}
 	return a
 }
 
-// merge adds v, from source src, to n at path key. In record mode (the
-// fields of records found to be duplicates) arrays are values like any
-// other instead of being concatenated.
-func (m *jsonMerger) merge(n *mnode, v *value, src int, key string, record bool) {
+// rootShape picks the shape the merged root takes: the one most chunks'
+// roots have (ties to the earliest), so one odd answer cannot push out
+// all the others. Answers that are absent, or not JSON, do not vote.
+func rootShape(g []*part, lim Limits) shape {
+	var count [3]int
+	order := make([]shape, 0, 3)
+	for _, p := range g {
+		if p.skip != "" {
+			continue
+		}
+		v, err := p.json(lim)
+		if err != nil || absent(v) {
+			continue
+		}
+		s := shapeOf(v)
+		if count[s] == 0 {
+			order = append(order, s)
+		}
+		count[s]++
+	}
+	if len(order) == 0 {
+		return shapeLeaf
+	}
+	best := order[0]
+	for _, s := range order[1:] {
+		if count[s] > count[best] {
+			best = s
+		}
+	}
+	return best
+}
+
+// shapeArticle names a shape for a reason.
+func shapeArticle(s shape) string {
+	switch s {
+	case shapeObject:
+		return "an object"
+	case shapeArray:
+		return "an array"
+	}
+	return "a scalar"
+}
+
+// merge adds v, from source src, to n at path key. Inside a record found
+// to be a duplicate (rc.on), arrays join as rc says and there is no
+// content dedupe.
+func (m *jsonMerger) merge(n *mnode, v *value, src int, key string, rc recCtx) {
 	empty := n.shape == shapeLeaf && len(n.cands) == 0 && len(n.others) == 0
 	switch {
-	case v.kind == kNull:
-		// null never wins and never conflicts: it only leaves the key present.
+	case absent(v):
+		// null and "" never win and never conflict: they only leave the key
+		// present, "" shown if nothing else comes.
+		if v.kind == kString && n.shape == shapeLeaf && n.blank == nil {
+			n.blank = v
+		}
 	case v.kind == kObject && (empty || n.shape == shapeObject):
 		if empty {
 			n.shape, n.src, n.fields = shapeObject, src, make(map[string]*mnode, len(v.keys))
@@ -394,14 +550,18 @@ func (m *jsonMerger) merge(n *mnode, v *value, src int, key string, record bool)
 				n.fields[k] = c
 				n.keys = append(n.keys, k)
 			}
-			m.merge(c, v.arr[i], src, key+"\x00"+k, record)
+			m.merge(c, v.arr[i], src, key+"\x00"+k, rc.field(k))
 		}
-	case v.kind == kArray && !record && (empty || n.shape == shapeArray):
+	case v.kind == kArray && (empty || n.shape == shapeArray):
 		if empty {
 			n.shape, n.src = shapeArray, src
 		}
-		m.appendArray(n, v, src, key)
-	case n.shape == shapeLeaf && v.kind != kObject && (record || v.kind != kArray):
+		if rc.on {
+			m.joinArray(n, v, src, rc)
+		} else {
+			m.appendArray(n, v, src, key)
+		}
+	case n.shape == shapeLeaf && v.kind != kObject && v.kind != kArray:
 		n.cands = append(n.cands, cand{v: v, src: src, h: m.hash(v)})
 	default:
 		n.others = append(n.others, cand{v: v, src: src, h: m.hash(v)})
@@ -422,8 +582,55 @@ func (m *jsonMerger) appendArray(n *mnode, v *value, src int, key string) {
 		skip = m.pickOverlap(prev, hs, v.arr)
 	}
 	m.ans.DedupeRemovedTechnical += skip
+	for i, e := range v.arr {
+		var k digest
+		keyed := false
+		if m.dedupe && e.kind == kObject {
+			k, keyed = m.dedupeKey(key, e)
+		}
+		if i >= skip {
+			m.appendElem(n, &elem{v: e, src: src}, k, keyed)
+		}
+		// Every keyed record of the chunk, removed here or not, is what the
+		// next chunk's copy of it continues.
+		if keyed {
+			m.curRec[k] = e
+		}
+	}
+}
+
+// joinArray adds a duplicate record's array to the kept record's (F1: an
+// invoice whose lines continue on the next chunk keeps all of them).
+func (m *jsonMerger) joinArray(n *mnode, v *value, src int, rc recCtx) {
+	if n.held == nil {
+		n.held = make(map[digest]int, len(v.arr))
+	}
+	hs := make([]digest, len(v.arr))
+	for i, e := range v.arr {
+		hs[i] = m.hash(e)
+	}
+	skip := 0
+	if rc.mode == joinOverlap && rc.prev != nil && rc.prev.kind == kArray {
+		prev := make([]digest, len(rc.prev.arr))
+		for i, e := range rc.prev.arr {
+			prev[i] = m.hash(e)
+		}
+		skip = m.pickOverlap(prev, hs, v.arr)
+		m.ans.DedupeRemovedTechnical += skip
+	}
+	var used map[digest]int
+	if rc.mode == joinUnion {
+		used = make(map[digest]int, len(v.arr))
+	}
 	for i := skip; i < len(v.arr); i++ {
-		m.appendElem(n, key, &elem{v: v.arr[i], src: src})
+		h := hs[i]
+		if used != nil {
+			if used[h]++; used[h] <= n.held[h] {
+				continue // the record holds this copy already
+			}
+		}
+		n.held[h]++
+		n.elems = append(n.elems, &elem{v: v.arr[i], src: src})
 	}
 }
 
@@ -447,32 +654,44 @@ func (m *jsonMerger) pickOverlap(prev, hs []digest, elems []*value) int {
 	return 0
 }
 
-func (m *jsonMerger) appendElem(n *mnode, key string, e *elem) {
-	if m.dedupe && e.v.kind == kObject {
-		if k, ok := m.dedupeKey(key, e.v); ok {
-			if first := m.seen[k]; first != nil {
-				if first.rec == nil {
-					first.rec = &mnode{}
-					m.merge(first.rec, first.v, first.src, "", true)
-				}
-				m.merge(first.rec, e.v, e.src, "", true)
-				m.ans.DedupeRemovedContent++
-				return
-			}
-			m.seen[k] = e
+// appendElem appends an element, or merges it into the record whose
+// dedupe key k it shares (keyed: it has one).
+func (m *jsonMerger) appendElem(n *mnode, e *elem, k digest, keyed bool) {
+	if !keyed {
+		n.elems = append(n.elems, e)
+		return
+	}
+	first := m.seen[k]
+	if first == nil {
+		m.seen[k] = e
+		n.elems = append(n.elems, e)
+		return
+	}
+	if first.rec == nil {
+		first.rec = &mnode{}
+		m.merge(first.rec, first.v, first.src, "", recCtx{on: true, mode: joinAppend})
+	}
+	// The first copy in a chunk that directly follows one holding the
+	// record continues it; any other copy is another view of it.
+	rc := recCtx{on: true, mode: joinUnion}
+	if prev, ok := m.prevRec[k]; ok && m.follows && m.curRec[k] == nil {
+		rc.mode = joinAppend
+		if m.overlap {
+			rc.mode, rc.prev = joinOverlap, prev
 		}
 	}
-	n.elems = append(n.elems, e)
+	m.merge(first.rec, e.v, e.src, "", rc)
+	m.ans.DedupeRemovedContent++
 }
 
 // dedupeKey identifies a record by its array's path and its dedupeBy
-// values; a record lacking one of them (or holding null) has no key.
+// values; a record lacking one of them (or holding null or "") has no key.
 func (m *jsonMerger) dedupeKey(key string, v *value) (digest, bool) {
 	b := binary.AppendUvarint(m.buf[:0], uint64(len(key)))
 	b = append(b, key...)
 	for _, name := range m.opts.DedupeBy {
 		f := v.field(name)
-		if f == nil || f.kind == kNull {
+		if f == nil || absent(f) {
 			m.buf = b
 			return digest{}, false
 		}
@@ -517,6 +736,7 @@ func (m *jsonMerger) walk(n *mnode, path string) {
 	switch n.shape {
 	case shapeLeaf:
 		w := m.winner(n)
+		m.noteLost(n, path)
 		if w < 0 || len(n.cands) == 1 && len(n.others) == 0 {
 			return
 		}
@@ -527,6 +747,7 @@ func (m *jsonMerger) walk(n *mnode, path string) {
 			func(i int) string { return clipValue(func(o *out) { m.renderValue(o, vals[i].v) }) },
 			func(i int) ChunkRef { return m.parts[vals[i].src].ref })
 	default:
+		m.noteLost(n, path)
 		if len(n.others) > 0 {
 			vals := appendDistinct(nil, n.others)
 			m.ans.addConflict(path, len(vals)+1,
@@ -555,6 +776,37 @@ func (m *jsonMerger) walk(n *mnode, path string) {
 			}
 		}
 	}
+}
+
+// noteLost lists the chunks whose values at n lost to the node's shape:
+// they are only in the conflict, cut at MaxValueBytes (or not at all past
+// the caps), so the answer is incomplete (audit F4).
+func (m *jsonMerger) noteLost(n *mnode, path string) {
+	for _, c := range n.others {
+		if i, ok := m.leftAt[c.src]; ok {
+			m.left[i].more++
+			continue
+		}
+		if m.leftAt == nil {
+			m.leftAt = make(map[int]int)
+		}
+		where := path
+		if where == "" {
+			where = "the root"
+		}
+		m.leftAt[c.src] = len(m.left)
+		m.left = append(m.left, leftOut{src: c.src,
+			reason: fmt.Sprintf("left out its %s at %s, where the merged answer holds %s",
+				kindWord(c.v), where, m.heldName(n))})
+	}
+}
+
+// heldName names what a node holds, for a reason.
+func (m *jsonMerger) heldName(n *mnode) string {
+	if w := m.winner(n); n.shape == shapeLeaf && w >= 0 {
+		return kindName(n.cands[w].v)
+	}
+	return shapeArticle(n.shape)
 }
 
 // appendDistinct appends the candidates whose value is not in dst yet
@@ -673,6 +925,8 @@ func (m *jsonMerger) render(o *out, n *mnode) {
 	case shapeLeaf:
 		if w := m.winner(n); w >= 0 {
 			m.renderValue(o, n.cands[w].v)
+		} else if n.blank != nil {
+			m.renderValue(o, n.blank)
 		} else {
 			o.raw("null")
 		}

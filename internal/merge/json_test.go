@@ -73,20 +73,6 @@ func TestJSONScalars(t *testing.T) {
 			want:    `{"c":"X"}`,
 		},
 		{
-			name:    "a value of another shape loses to the first and is reported",
-			answers: []string{`{"a":"text"}`, `{"a":{"k":1}}`},
-			want:    `{"a":"text"}`,
-			conflicts: []Conflict{{Field: "a", Values: []string{`"text"`, `{"k":1}`},
-				Sources: []ChunkRef{{"f", 0}, {"f", 1}}}},
-		},
-		{
-			name:    "an object keeps its shape against a later scalar",
-			answers: []string{`{"a":{"k":1}}`, `{"a":5}`},
-			want:    `{"a":{"k":1}}`,
-			conflicts: []Conflict{{Field: "a", Values: []string{`{"k":1}`, `5`},
-				Sources: []ChunkRef{{"f", 0}, {"f", 1}}}},
-		},
-		{
 			name:    "a root scalar conflict has the empty path",
 			answers: []string{`"yes"`, `"no"`},
 			want:    `"yes"`,
@@ -268,13 +254,6 @@ func TestJSONContentDedupe(t *testing.T) {
 			chunks:  chunks("f", `[{"id":1,"p":5}]`, `[{"id":0}]`, `[{"id":1,"p":6},{"id":1,"p":6}]`),
 			want:    `[{"id":1,"p":6},{"id":0}]`,
 			removed: 2, conflicts: "0.p",
-		},
-		{
-			name:    "arrays inside duplicates are values, not concatenated",
-			opts:    Options{DedupeBy: []string{"id"}, HasSchema: true},
-			chunks:  chunks("f", `[{"id":1,"tags":["a"]}]`, `[{"id":0}]`, `[{"id":1,"tags":["a"]}]`),
-			want:    `[{"id":1,"tags":["a"]},{"id":0}]`,
-			removed: 1,
 		},
 		{
 			name:    "all dedupeBy fields must match",
