@@ -212,6 +212,8 @@ func TestValidateCreate(t *testing.T) {
 			want: "responseSchema: not valid JSON", wantPrefix: true},
 		{name: "a response schema that is not a schema is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.ResponseSchema = `{"type":12}` },
 			want: "responseSchema: not a valid JSON Schema", wantPrefix: true},
+		{name: "a boolean response schema is rejected: no vendor takes one", mutate: func(r *docjobsv1.CreateJobRequest) { r.ResponseSchema = "true" },
+			want: "responseSchema: must be a JSON object (omit responseSchema for no constraint)"},
 		{name: "a response schema with an external reference is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
 			r.ResponseSchema = `{"$ref":"https://example.com/s.json"}`
 		}, want: `responseSchema: references must be internal (start with "#")`, wantPrefix: true},

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/docjobs/docjobs/internal/fence"
 )
 
 // Caps of the report (spec: Limits, consensus disagreements kept and
@@ -77,7 +79,9 @@ func (l Limits) WithDefaults() Limits {
 
 // Run is one of the k answers to a chunk.
 type Run struct {
-	// Answer is the model's answer text as produced.
+	// Answer is the model's answer text as produced. One code fence
+	// around all of it (```json … ```) is read through, as merge and the
+	// row's verdict read answers (fence.Strip).
 	Answer string
 	// Unusable is the caller's reason the run cannot vote (the call failed,
 	// the answer was truncated); empty when the call succeeded in budget.
@@ -166,6 +170,7 @@ func Vote(runs []Run, limits Limits) (Result, error) {
 	}
 	limits = limits.WithDefaults()
 	res := Result{K: len(runs), Disagreements: []Disagreement{}}
+	runs = unfenced(runs)
 
 	// Runs often answer word for word alike: such an answer is checked and
 	// parsed once, as the earliest run that gave it.
@@ -243,6 +248,18 @@ func Vote(runs []Run, limits Limits) (Result, error) {
 	res.MinAgreement = float64(v.minRuns) / float64(len(votable))
 	res.Disagreements, res.DisagreementsDropped = v.report.disagreements()
 	return res, nil
+}
+
+// unfenced returns a copy of runs with each answer read through one
+// wrapping code fence (fence.Strip): one rule with merge and the row's
+// verdict for whether an answer is JSON.
+func unfenced(runs []Run) []Run {
+	out := make([]Run, len(runs))
+	for i, r := range runs {
+		r.Answer = fence.Strip(r.Answer)
+		out[i] = r
+	}
+	return out
 }
 
 // degrade fills res for a row without a vote: it keeps first, compacted.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/docjobs/docjobs/internal/fence"
 	"github.com/docjobs/docjobs/internal/fieldpath"
 )
 
@@ -21,6 +22,7 @@ func FuzzVote(f *testing.F) {
 	f.Add(uint8(3), `{"a":1,"b":"x"}`, `{"a":1.0,"b":"y"}`, `{"b":"x"}`, ``, ``)
 	f.Add(uint8(3), `{"items":[{"id":1,"t":10},{"id":2}]}`, `{"items":[{"id":2},{"id":1,"t":11}]}`, `{"items":[]}`, ``, ``)
 	f.Add(uint8(5), `[1,1,2]`, `[2,1]`, `{"a":[1]}`, `null`, `"s"`)
+	f.Add(uint8(3), "```json\n{\"a\":1}\n```", `{"a":1}`, "```\n{\"a\":2}\n```\n", "```\n```", ``)
 	f.Add(uint8(2), `{"a":{"x":1},"b":null}`, `{"a":[1],"c":{}}`, ``, ``, ``)
 	f.Add(uint8(4), `{"a.b":{"":[{"k":1,"v":[1,2]},{"k":2}]}}`, `{"a.b":{"":[{"k":1,"v":[2]}]}}`, `{"a.b":null}`, `{`, ``)
 	f.Add(uint8(3), `{"lines":["C","B","A"]}`, `{"lines":["A","B","C"]}`, `{"lines":["A","B","C"]}`, ``, ``)
@@ -110,7 +112,7 @@ func checkVote(t *testing.T, texts []string) {
 
 		var votable []string
 		for _, s := range texts {
-			if json.Valid([]byte(s)) {
+			if s := fence.Strip(s); json.Valid([]byte(s)) { // a fenced answer votes by its inside
 				votable = append(votable, s)
 			}
 		}

@@ -16,7 +16,8 @@ package merge
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/docjobs/docjobs/internal/fence"
 )
 
 // Scope says what one merged answer covers.
@@ -384,21 +385,6 @@ func (a *Answer) addConflict(field string, n int, value func(i int) string, sour
 	a.Conflicts = append(a.Conflicts, c)
 }
 
-// stripFence returns the inside of an answer that is one fenced code
-// block (```json … ```), which models often wrap JSON, XML and HTML in;
-// anything else is returned as it is.
-func stripFence(s string) string {
-	t := strings.TrimSpace(s)
-	if !strings.HasPrefix(t, "```") || !strings.HasSuffix(t, "```") || len(t) < 6 {
-		return s
-	}
-	nl := strings.IndexByte(t, '\n')
-	if nl < 0 {
-		return s
-	}
-	inner := t[nl+1 : len(t)-3]
-	if strings.Contains(inner, "\n```") || strings.Contains(t[3:nl], "`") {
-		return s // more than one block, or not a fence
-	}
-	return inner
-}
+// stripFence is fence.Strip: the row's verdict and the consensus vote read
+// an answer through the same fence rule as merge does.
+func stripFence(s string) string { return fence.Strip(s) }

@@ -152,19 +152,3 @@ func TestParseEnumNames(t *testing.T) {
 		t.Errorf("lowercase format name: %v", err)
 	}
 }
-
-func TestStripFence(t *testing.T) {
-	tests := map[string]string{
-		"```json\n{\"a\":1}\n```":      "{\"a\":1}\n",
-		"  ```\n[1]\n```  \n":          "[1]\n",
-		"```\n```":                     "",
-		"```a\n1\n```\n\n```b\n2\n```": "```a\n1\n```\n\n```b\n2\n```",
-		"{\"a\":\"```\"}":              "{\"a\":\"```\"}",
-		"text":                         "text",
-	}
-	for in, want := range tests {
-		if got := stripFence(in); got != want {
-			t.Errorf("stripFence(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -115,9 +115,11 @@ func Truncated(status int, reason string) *Error {
 		Err: fmt.Errorf("finish reason %s: the answer hit the token limit", Identifier(reason))}
 }
 
-// ErrInvalidSchema is the cause of the CategoryInvalidRequest error a
-// ChatRequest whose Schema is not a JSON object gives, before any call.
-var ErrInvalidSchema = errors.New("the response schema is not a JSON Schema object")
+// ErrInvalidSchema is the error of a ChatRequest whose Schema is not a JSON
+// object, before any call. It is not a provider *Error: the job's schema
+// is wrong, not the vendor, so the row's error names the job's field
+// (create refuses such schemas; a job stored before that still has one).
+var ErrInvalidSchema = errors.New("responseSchema: must be a JSON object")
 
 // WrappedKey is the property that holds the answer when a schema whose
 // root is not an object is wrapped by ObjectSchema.
@@ -125,24 +127,33 @@ const WrappedKey = "value"
 
 // ObjectSchema prepares schema (raw JSON Schema text) for vendors that
 // only take an object at the root (OpenAI strict outputs and JSON mode,
-// Mistral, Anthropic tool inputs). An object schema is returned as it is;
-// anything else is wrapped in {"type":"object","properties":{"value":…},
-// "required":["value"],"additionalProperties":false} and wrapped is true:
-// UnwrapAnswer then takes the value back out of the answer. $defs move to
-// the wrapper's root so local references keep resolving. The text is kept
-// byte for byte where it is not changed: property order steers the order
-// in which models write the answer. A schema that is not a JSON object
-// gives an *Error of CategoryInvalidRequest wrapping ErrInvalidSchema.
+// Mistral, Anthropic tool inputs). An object schema is returned as it is.
+// A schema that is an object in all but the type keyword (objectLike) gets
+// "type":"object" as its first member: asking for an object narrows
+// nothing the user meant, and wrapping it would make its own "value"
+// property ambiguous with the wrapper's. Anything else is wrapped in
+// {"type":"object","properties":{"value":…},"required":["value"],
+// "additionalProperties":false} and wrapped is true: UnwrapAnswer then
+// takes the value back out of the answer. $defs move to the wrapper's root
+// so local references keep resolving. The text is kept byte for byte
+// where it is not changed: property order steers the order in which
+// models write the answer. A schema that is not a JSON object gives
+// ErrInvalidSchema.
 func ObjectSchema(schema string) (out json.RawMessage, decoded map[string]any, wrapped bool, err error) {
 	members, err := topLevel(schema)
 	if err != nil {
-		return nil, nil, false, &Error{Category: CategoryInvalidRequest, Err: ErrInvalidSchema}
+		return nil, nil, false, ErrInvalidSchema
 	}
 	if err := json.Unmarshal([]byte(schema), &decoded); err != nil {
-		return nil, nil, false, &Error{Category: CategoryInvalidRequest, Err: ErrInvalidSchema}
+		return nil, nil, false, ErrInvalidSchema
 	}
 	if decoded["type"] == "object" {
 		return json.RawMessage(schema), decoded, false, nil
+	}
+	if objectLike(decoded) {
+		open := strings.IndexByte(schema, '{') + 1 // topLevel read an object, so there is one
+		decoded["type"] = "object"
+		return json.RawMessage(schema[:open] + `"type":"object",` + schema[open:]), decoded, false, nil
 	}
 	var inner, root bytes.Buffer
 	inner.WriteByte('{')
@@ -176,9 +187,41 @@ func ObjectSchema(schema string) (out json.RawMessage, decoded map[string]any, w
 	out = json.RawMessage(root.Bytes())
 	decoded = nil
 	if err := json.Unmarshal(out, &decoded); err != nil {
-		return nil, nil, false, &Error{Category: CategoryInvalidRequest, Err: ErrInvalidSchema}
+		return nil, nil, false, ErrInvalidSchema
 	}
 	return out, decoded, true, nil
+}
+
+// objectKeywords only constrain objects; a root that uses one and says
+// nothing else about its type describes an object.
+var objectKeywords = []string{
+	"properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+	"minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "unevaluatedProperties",
+}
+
+// otherShapes are root keywords through which a schema may describe
+// something other than an object: its type is then not the caller's to
+// guess, and the schema is wrapped.
+var otherShapes = []string{
+	"type", "$ref", "$dynamicRef", "$recursiveRef", "anyOf", "oneOf", "allOf", "not", "if", "then", "else", "enum", "const",
+}
+
+// objectLike reports whether schema is an object schema in all but the
+// type keyword: {"properties":{…},"required":[…]}, which JSON Schema
+// reads as "if it is an object, then …" and everyone writing it means as
+// an object.
+func objectLike(schema map[string]any) bool {
+	for _, k := range otherShapes {
+		if _, ok := schema[k]; ok {
+			return false
+		}
+	}
+	for _, k := range objectKeywords {
+		if _, ok := schema[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 type member struct {
@@ -216,11 +259,15 @@ func topLevel(text string) ([]member, error) {
 }
 
 // UnwrapAnswer returns the "value" member of a JSON object answer given to
-// a schema ObjectSchema wrapped, as compact JSON; an answer without one is
-// returned unchanged (it will fail schema validation, as it should).
+// a schema ObjectSchema wrapped, as compact JSON, when that is the object's
+// only member. Anything else is returned unchanged: a server that does not
+// enforce the wrapper (JSON mode, Mistral without strict, Anthropic tool
+// inputs, self-hosted models) may answer the caller's own schema, and a
+// "value" member among others is part of that answer; an answer that is
+// neither is left for schema validation to reject.
 func UnwrapAnswer(content string) string {
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(content), &m); err != nil {
+	if err := json.Unmarshal([]byte(content), &m); err != nil || len(m) != 1 {
 		return content
 	}
 	v, ok := m[WrappedKey]

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +80,19 @@ func TestObjectSchema(t *testing.T) {
 			`{"type":"object","properties":{"value":{"type":"string"}},"required":["value"],"additionalProperties":false,"$schema":"x","$defs":{"d":{}}}`, true},
 		{"a schema without a type is wrapped", `{}`,
 			`{"type":"object","properties":{"value":{}},"required":["value"],"additionalProperties":false}`, true},
+		// An object in all but the type keyword is asked for as an object:
+		// wrapped, an answer to it that has a "value" property lost the rest.
+		{"properties without a type are sent as an object, the rest byte for byte",
+			` {"properties":{"value":{"type":"number"}, "unit":{}},"required":["value"]}`,
+			` {"type":"object","properties":{"value":{"type":"number"}, "unit":{}},"required":["value"]}`, false},
+		{"required alone without a type is sent as an object", `{"required":["a"]}`, `{"type":"object","required":["a"]}`, false},
+		{"a $ref root is wrapped: its target is not read",
+			`{"$ref":"#/$defs/kv","$defs":{"kv":{"type":"object"}}}`,
+			`{"type":"object","properties":{"value":{"$ref":"#/$defs/kv"}},"required":["value"],"additionalProperties":false,"$defs":{"kv":{"type":"object"}}}`, true},
+		{"properties under anyOf at the root are wrapped", `{"properties":{"a":{}},"anyOf":[{"required":["a"]},{"type":"string"}]}`,
+			`{"type":"object","properties":{"value":{"properties":{"a":{}},"anyOf":[{"required":["a"]},{"type":"string"}]}},"required":["value"],"additionalProperties":false}`, true},
+		{"a type list is wrapped", `{"type":["object","null"],"properties":{"a":{}}}`,
+			`{"type":"object","properties":{"value":{"type":["object","null"],"properties":{"a":{}}}},"required":["value"],"additionalProperties":false}`, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -93,25 +108,38 @@ func TestObjectSchema(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{``, `[]`, `"object"`, `null`, `{"a":1} {}`, `{"a":`} {
+	// The row's error names the job's field: it is the job's schema, not
+	// the provider, that is wrong (create refuses these since).
+	for _, bad := range []string{``, `[]`, `"object"`, `null`, `true`, `false`, `{"a":1} {}`, `{"a":`} {
 		_, _, _, err := provider.ObjectSchema(bad)
-		pe := (*provider.Error)(nil)
-		if !errors.As(err, &pe) || pe.Category != provider.CategoryInvalidRequest || !errors.Is(err, provider.ErrInvalidSchema) {
-			t.Errorf("ObjectSchema(%q) err = %v, want invalid_request wrapping ErrInvalidSchema", bad, err)
+		if !errors.Is(err, provider.ErrInvalidSchema) || !strings.HasPrefix(fmt.Sprint(err), "responseSchema: ") {
+			t.Errorf("ObjectSchema(%q) err = %v, want ErrInvalidSchema naming responseSchema", bad, err)
 		}
 	}
 }
 
 func TestUnwrapAnswer(t *testing.T) {
-	for in, want := range map[string]string{
-		`{"value": [1, 2]}`: `[1,2]`,
-		`{"value":"x"}`:     `"x"`,
-		`{"other":1}`:       `{"other":1}`, // left for validation to reject
-		`not json`:          `not json`,
-	} {
-		if got := provider.UnwrapAnswer(in); got != want {
-			t.Errorf("UnwrapAnswer(%s) = %s, want %s", in, got, want)
-		}
+	tests := []struct {
+		name, in, want string
+	}{
+		{"the wrapper's value comes out, compact", `{"value": [1, 2]}`, `[1,2]`},
+		{"a string value comes out", ` {"value":"x"} `, `"x"`},
+		{"an object without value is left for validation to reject", `{"other":1}`, `{"other":1}`},
+		// A server that does not enforce the wrapper (JSON mode, strict
+		// false, tool inputs) may answer the user's own schema: a value
+		// member among others is part of that answer, not the wrapper.
+		{"an answer with value among other members is kept whole", `{"field":"total","value":"118.00","confidence":0.9}`, `{"field":"total","value":"118.00","confidence":0.9}`},
+		{"value and an empty member are kept whole", `{"value":3,"unit":""}`, `{"value":3,"unit":""}`},
+		{"a repeated value key is one member, the last", `{"value":1,"value":2}`, `2`},
+		{"an array answer is kept", `[{"value":1}]`, `[{"value":1}]`},
+		{"text is kept", `not json`, `not json`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := provider.UnwrapAnswer(tt.in); got != tt.want {
+				t.Errorf("UnwrapAnswer(%s) = %s, want %s", tt.in, got, tt.want)
+			}
+		})
 	}
 }
 

@@ -42,6 +42,11 @@ var (
 	ErrNotJSON     = errors.New("not valid JSON")
 	ErrExternalRef = errors.New(`references must be internal (start with "#")`)
 	ErrInvalid     = errors.New("not a valid JSON Schema")
+	// ErrNotObject refuses a root that is not an object. The boolean
+	// schemas true and false are valid JSON Schemas, but no vendor's
+	// structured output takes one, so every model row would fail; true
+	// means no constraint, which is leaving responseSchema out.
+	ErrNotObject = errors.New("must be a JSON object (omit responseSchema for no constraint)")
 )
 
 // resourceURL names the schema inside the compiler. It is never fetched: the
@@ -52,7 +57,7 @@ const resourceURL = "https://docjobs.invalid/responseSchema.json"
 const maxCompileDetails = 3
 
 // Check reports whether schemaText is an acceptable responseSchema: within
-// the limits, self-contained and a valid JSON Schema. The error says which
+// the limits, a JSON object, self-contained and a valid JSON Schema. The error says which
 // rule failed and where.
 func Check(schemaText string) error {
 	_, err := Compile(schemaText)
@@ -65,6 +70,9 @@ func Compile(schemaText string) (*jsonschema.Schema, error) {
 	doc, err := parse(schemaText)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := doc.(map[string]any); !ok {
+		return nil, ErrNotObject
 	}
 	if err := checkRefs(doc, ""); err != nil {
 		return nil, err

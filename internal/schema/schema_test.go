@@ -41,7 +41,6 @@ func TestCheck(t *testing.T) {
 	}{
 		// Accepted schemas.
 		{name: "an object schema is accepted", schema: `{"type":"object","properties":{"total":{"type":"number"}},"required":["total"]}`},
-		{name: "the boolean schema true is accepted", schema: `true`},
 		{name: "an empty object schema is accepted", schema: `{}`},
 		{name: "a draft-07 schema is accepted through the embedded metaschema", schema: `{"$schema":"http://json-schema.org/draft-07/schema#","type":"string"}`},
 		{name: "an internal $defs reference is accepted", schema: `{"$defs":{"a":{"type":"string"}},"$ref":"#/$defs/a"}`},
@@ -95,7 +94,14 @@ func TestCheck(t *testing.T) {
 		// Schema validity.
 		{name: "an unknown type name is rejected", schema: `{"type":"strin"}`, wantErr: ErrInvalid, wantMsg: "at /type"},
 		{name: "a wrongly typed keyword is rejected", schema: `{"minimum":"ten"}`, wantErr: ErrInvalid, wantMsg: "at /minimum: got string, want number"},
-		{name: "a string is not a schema", schema: `"object"`, wantErr: ErrInvalid},
+
+		// The root must be an object: every vendor's structured output
+		// takes one (a boolean schema made every model row fail).
+		{name: "the boolean schema true is refused", schema: `true`, wantErr: ErrNotObject, wantMsg: "must be a JSON object"},
+		{name: "the boolean schema false is refused", schema: ` false `, wantErr: ErrNotObject, wantMsg: "must be a JSON object"},
+		{name: "a string is not a schema", schema: `"object"`, wantErr: ErrNotObject},
+		{name: "an array is not a schema", schema: `[{"type":"object"}]`, wantErr: ErrNotObject},
+		{name: "a boolean subschema is accepted", schema: `{"type":"object","properties":{"a":true,"b":false}}`},
 		{name: "a reference to a missing definition is rejected", schema: `{"$ref":"#/$defs/missing"}`, wantErr: ErrInvalid, wantMsg: "#/$defs/missing"},
 		{name: "an invalid pattern is rejected", schema: `{"pattern":"(["}`, wantErr: ErrInvalid, wantMsg: "at /pattern"},
 	}

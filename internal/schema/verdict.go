@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/docjobs/docjobs/internal/fence"
 )
 
 // Limits of a verdict (spec: schemaErrors).
@@ -22,9 +24,11 @@ const (
 // When there are more, the first MaxErrors-1 are kept and the last entry
 // says how many were left out ("and 5 more violations"), so a caller can
 // tell a cut list from a complete one. An answer that is not JSON is one
-// violation saying so.
+// violation saying so. An answer wrapped in one code fence (```json … ```)
+// is judged by its inside, as merge and the consensus vote read it
+// (fence.Strip): one rule for whether an answer is JSON.
 func Verdict(s *jsonschema.Schema, answer string) (bool, []string) {
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(answer))
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(fence.Strip(answer)))
 	if err != nil {
 		return false, []string{clip("at /: the answer is not valid JSON: " + firstLine(err.Error()))}
 	}

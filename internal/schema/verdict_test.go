@@ -26,6 +26,11 @@ func TestVerdict(t *testing.T) {
 		{"violation names the instance path", `{"items":[{"price":1},{"price":"x"}]}`, false, 1, "at /items/1/price"},
 		{"missing required property", `{}`, false, 1, "items"},
 		{"not JSON", `{"items":`, false, 1, "not valid JSON"},
+		// One fence rule with merge and consensus (internal/fence).
+		{"a fenced conforming answer is judged by its inside", "```json\n{\"items\":[{\"price\":1.5}]}\n```", true, 0, ""},
+		{"a fenced answer's violations name paths inside the fence", "```\n{\"items\":[{\"price\":\"x\"}]}\n```\n", false, 1, "at /items/0/price"},
+		{"two fenced blocks are not JSON", "```json\n{}\n```\n```json\n{}\n```", false, 1, "not valid JSON"},
+		{"text before a fence is not JSON", "Here it is:\n```json\n{\"items\":[]}\n```", false, 1, "not valid JSON"},
 		{"many violations are bounded", `{"items":[` + strings.Repeat(`{"price":"x"},`, 30) + `{"price":"x"}]}`, false, MaxErrors, "more violations"},
 	}
 	for _, tt := range tests {

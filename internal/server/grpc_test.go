@@ -283,6 +283,16 @@ func TestGRPCNamesIgnoredInputInTheDocjobsWarningHeaderAsRESTDoes(t *testing.T) 
 				return &docjobsv1.CreateJobRequest{SourceUrls: src, WebhookSecret: "s3cret"}
 			},
 			`{"sourceUrls":["https://example.test/a.txt"],"webhookSecret":"s3cret"}`, "ignored: webhookSecret"},
+		{"dedupeBy without a responseSchema is named",
+			func() *docjobsv1.CreateJobRequest {
+				return &docjobsv1.CreateJobRequest{SourceUrls: src, Merge: &docjobsv1.MergeOptions{Enabled: true, DedupeBy: []string{"id"}}}
+			},
+			`{"sourceUrls":["https://example.test/a.txt"],"merge":{"enabled":true,"dedupeBy":["id"]}}`, "ignored: merge.dedupeBy"},
+		{"a repeated dedupeBy name is named by its place",
+			func() *docjobsv1.CreateJobRequest {
+				return &docjobsv1.CreateJobRequest{SourceUrls: src, ResponseSchema: "{}", Merge: &docjobsv1.MergeOptions{Enabled: true, DedupeBy: []string{"id", "id"}}}
+			},
+			`{"sourceUrls":["https://example.test/a.txt"],"responseSchema":"{}","merge":{"enabled":true,"dedupeBy":["id","id"]}}`, "ignored: merge.dedupeBy[1]"},
 		{"unknown binary fields are named by number, nested ones by their path",
 			func() *docjobsv1.CreateJobRequest {
 				req := &docjobsv1.CreateJobRequest{SourceUrls: src, Merge: &docjobsv1.MergeOptions{}}

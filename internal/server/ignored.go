@@ -501,12 +501,34 @@ func join(path, name string) string {
 
 // ignoredByMeaning names the fields of a decoded request that the service
 // will ignore although they are well formed: a webhookSecret without a
-// webhookUrl signs nothing and is not stored.
+// webhookUrl signs nothing and is not stored; merge.dedupeBy without a
+// responseSchema dedupes nothing (spec: it applies to JSON output with
+// responseSchema only), and a dedupeBy name given again adds nothing, so
+// the repeat is named by its place (merge.dedupeBy[2]). While merge is off
+// every merge field is ignored by the spec's own rule and none is named.
 func ignoredByMeaning(msg proto.Message) []string {
-	if req, ok := msg.(*docjobsv1.CreateJobRequest); ok && req.GetWebhookSecret() != "" && req.GetWebhookUrl() == "" {
-		return []string{"webhookSecret"}
+	req, ok := msg.(*docjobsv1.CreateJobRequest)
+	if !ok {
+		return nil
 	}
-	return nil
+	var names []string // in declaration order
+	if m := req.GetMerge(); m.GetEnabled() && len(m.GetDedupeBy()) > 0 {
+		if req.GetResponseSchema() == "" {
+			names = append(names, "merge.dedupeBy")
+		} else {
+			seen := make(map[string]bool, len(m.GetDedupeBy()))
+			for i, name := range m.GetDedupeBy() {
+				if seen[name] {
+					names = append(names, "merge.dedupeBy["+strconv.Itoa(i)+"]")
+				}
+				seen[name] = true
+			}
+		}
+	}
+	if req.GetWebhookSecret() != "" && req.GetWebhookUrl() == "" {
+		names = append(names, "webhookSecret")
+	}
+	return names
 }
 
 // ignoredInMessage names what the service will ignore in a request decoded

@@ -97,6 +97,22 @@ func TestChatSchemaShapes(t *testing.T) {
 			want:       `["x","y"]`,
 		},
 		{
+			// Tool inputs are not strictly enforced: the model answered the
+			// caller's own schema, whose "value" is one field of three.
+			name:       "properties without a root type are an object tool input, and the answer is kept whole",
+			schema:     `{"properties":{"value":{"type":"number"},"unit":{"type":"string"},"item":{"type":"string"}},"required":["value","unit","item"]}`,
+			answer:     chatMessage(toolUse(`{"value": 3, "unit": "kg", "item": "flour"}`), "tool_use"),
+			wantSchema: `{"type":"object","properties":{"value":{"type":"number"},"unit":{"type":"string"},"item":{"type":"string"}},"required":["value","unit","item"]}`,
+			want:       `{"value":3,"unit":"kg","item":"flour"}`,
+		},
+		{
+			name:       "a $ref root is wrapped, but an answer to the caller's own schema is kept whole",
+			schema:     `{"$ref":"#/$defs/KV","$defs":{"KV":{"type":"object","properties":{"field":{"type":"string"},"value":{"type":"string"},"confidence":{"type":"number"}}}}}`,
+			answer:     chatMessage(toolUse(`{"field":"total","value":"118.00","confidence":0.9}`), "tool_use"),
+			wantSchema: `{"type":"object","properties":{"value":{"$ref":"#/$defs/KV"}},"required":["value"],"additionalProperties":false,"$defs":{"KV":{"type":"object","properties":{"field":{"type":"string"},"value":{"type":"string"},"confidence":{"type":"number"}}}}}`,
+			want:       `{"field":"total","value":"118.00","confidence":0.9}`,
+		},
+		{
 			name:       "an object schema that is not strict-compatible goes as it is",
 			schema:     `{"type":"object","properties":{"a":{"type":"string","minLength":1}},"allOf":[{"required":["a"]}]}`,
 			answer:     chatMessage(textBlock("Here you go.")+","+toolUse(`{"a":"z"}`), "tool_use"),

@@ -46,7 +46,7 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 	if req.Schema != "" {
 		var probe map[string]any
 		if err := json.Unmarshal([]byte(req.Schema), &probe); err != nil || probe == nil {
-			return provider.ChatAnswer{}, &provider.Error{Category: provider.CategoryInvalidRequest, Err: provider.ErrInvalidSchema}
+			return provider.ChatAnswer{}, provider.ErrInvalidSchema
 		}
 		config.ResponseMIMEType = "application/json"
 		config.ResponseJsonSchema = json.RawMessage(req.Schema)

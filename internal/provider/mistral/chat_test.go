@@ -83,6 +83,24 @@ func TestChatRequests(t *testing.T) {
 			content: `{"a":"x"}`,
 		},
 		{
+			// strict false does not enforce the schema: the model answered
+			// the caller's own, whose "value" is one field of three.
+			name:   "properties without a root type are asked for as an object, and the answer is kept whole",
+			req:    provider.ChatRequest{User: "u", Schema: `{"properties":{"value":{"type":"number"},"unit":{"type":"string"},"item":{"type":"string"}},"required":["value","unit","item"]}`},
+			answer: completion(providertest.JSONString(`{"value": 3, "unit": "kg", "item": "flour"}`), "stop"),
+			check: func(t *testing.T, body []byte) {
+				providertest.AssertSameJSON(t, "schema", providertest.Field(t, body, "response_format", "json_schema", "schema"), `{"type":"object","properties":{"value":{"type":"number"},"unit":{"type":"string"},"item":{"type":"string"}},"required":["value","unit","item"]}`)
+			},
+			content: `{"value": 3, "unit": "kg", "item": "flour"}`,
+		},
+		{
+			name:    "a $ref root is wrapped, but an answer to the caller's own schema is kept whole",
+			req:     provider.ChatRequest{User: "u", Schema: `{"$ref":"#/$defs/KV","$defs":{"KV":{"type":"object","properties":{"field":{"type":"string"},"value":{"type":"string"},"confidence":{"type":"number"}}}}}`},
+			answer:  completion(providertest.JSONString(`{"field":"total","value":"118.00","confidence":0.9}`), "stop"),
+			check:   func(*testing.T, []byte) {},
+			content: `{"field":"total","value":"118.00","confidence":0.9}`,
+		},
+		{
 			name:   "the model, max_tokens and temperature 0 are sent",
 			req:    provider.ChatRequest{User: "u", MaxTokens: 64},
 			answer: completion(`"fine"`, "stop"),

@@ -110,6 +110,30 @@ func TestChatRequests(t *testing.T) {
 			content: `["a","b"]`,
 		},
 		{
+			// JSON mode does not enforce the schema: the model answered the
+			// caller's own, whose "value" is one field of three.
+			name:   "properties without a root type are asked for as an object, and the answer is kept whole",
+			req:    provider.ChatRequest{System: "Extract.", User: "u", Schema: `{"properties":{"value":{"type":"number"},"unit":{"type":"string"},"item":{"type":"string"}},"required":["value","unit","item"]}`},
+			answer: chatCompletion(`{"value": 3, "unit": "kg", "item": "flour"}`, "stop"),
+			check: func(t *testing.T, body []byte) {
+				if got := providertest.Field(t, body, "response_format", "type"); got != "json_object" {
+					t.Errorf("response_format.type = %v, want json_object", got)
+				}
+				sys, _ := providertest.Field(t, body, "messages", 0, "content").(string)
+				if want := "\n" + `{"type":"object","properties":{"value":{"type":"number"},"unit":{"type":"string"},"item":{"type":"string"}},"required":["value","unit","item"]}`; !strings.HasSuffix(sys, want) {
+					t.Errorf("system message = %q, want it to end with the schema as an object, not wrapped: %q", sys, want)
+				}
+			},
+			content: `{"value": 3, "unit": "kg", "item": "flour"}`,
+		},
+		{
+			name:    "a $ref root is wrapped, but an answer to the caller's own schema is kept whole",
+			req:     provider.ChatRequest{User: "u", Schema: `{"$ref":"#/$defs/KV","$defs":{"KV":{"type":"object","properties":{"field":{"type":"string"},"value":{"type":"string"},"confidence":{"type":"number"}}}}}`},
+			answer:  chatCompletion(`{"field":"total","value":"118.00","confidence":0.9}`, "stop"),
+			check:   func(*testing.T, []byte) {},
+			content: `{"field":"total","value":"118.00","confidence":0.9}`,
+		},
+		{
 			name:   "OpenAI gets max_completion_tokens",
 			req:    provider.ChatRequest{User: "u", MaxTokens: 300},
 			answer: chatCompletion("ok", "stop"),

@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -205,11 +206,17 @@ func RunChat(t *testing.T, v ChatVendor) {
 		}
 	})
 
-	t.Run("a schema that is not a JSON object is refused before any call", func(t *testing.T) {
+	t.Run("a schema that is not a JSON object is refused before any call, naming responseSchema", func(t *testing.T) {
 		t.Parallel()
 		srv := NewServer(t, Reply(200, v.Structured(ChatJSON)))
-		_, err := v.New(t, srv.URL, 5*time.Second).Complete(t.Context(), provider.ChatRequest{User: "x", Schema: `[1,`})
-		AssertCategory(t, err, provider.CategoryInvalidRequest, 0)
+		for _, schema := range []string{`[1,`, `true`, `false`} {
+			_, err := provider.WithChatRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(4)).Complete(t.Context(), provider.ChatRequest{User: "x", Schema: schema})
+			// The row's error: the job's field, not "provider error
+			// (category=invalid_request, status=0)".
+			if !errors.Is(err, provider.ErrInvalidSchema) || !strings.HasPrefix(fmt.Sprint(err), "responseSchema: ") {
+				t.Errorf("schema %s: err = %v, want ErrInvalidSchema naming responseSchema", schema, err)
+			}
+		}
 		if n := len(srv.Requests()); n != 0 {
 			t.Errorf("calls = %d, want 0", n)
 		}
