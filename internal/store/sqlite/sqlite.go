@@ -57,6 +57,8 @@ type Config struct {
 type Store struct {
 	*sqlstore.Store[*sql.Tx]
 	db, read *sql.DB
+	// ends looks for job ends committed by other processes (ends.go).
+	ends *endPoller
 }
 
 // Open opens (creating if needed) and migrates the database at cfg.Path.
@@ -112,6 +114,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	read.SetMaxOpenConns(readConns)
 	read.SetMaxIdleConns(readConns)
 	read.SetConnMaxIdleTime(0)
+	// One more read-only connection, kept for PRAGMA data_version (ends.go).
+	watch := sql.OpenDB(cachingConnector{readConnector})
+	watch.SetMaxOpenConns(1)
+	watch.SetMaxIdleConns(1)
+	watch.SetConnMaxLifetime(0)
+	watch.SetConnMaxIdleTime(0)
 
 	if cfg.FlushDelay <= 0 {
 		cfg.FlushDelay = DefaultFlushDelay
@@ -119,10 +127,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s, err := newStore(cfg.Path, db, read, newFlusher(db, cfg.FlushDelay, cfg.Logger), cfg.Logger)
+	s, err := newStore(cfg.Path, db, read, watch, newFlusher(db, cfg.FlushDelay, cfg.Logger), cfg.Logger)
 	if err != nil {
 		_ = db.Close()
 		_ = read.Close()
+		_ = watch.Close()
 		return nil, err
 	}
 	// Processes opening a new file together migrate it one at a time:
@@ -171,7 +180,7 @@ func createPrivate(path string) error {
 // behind the one writer connection (docs/benchmarks.md).
 const readConns = 4
 
-func newStore(path string, db, read *sql.DB, flush *flusher, logger *slog.Logger) (*Store, error) {
+func newStore(path string, db, read, watch *sql.DB, flush *flusher, logger *slog.Logger) (*Store, error) {
 	migrations, err := fs.Sub(migrationFS, "migrations")
 	if err != nil {
 		flush.close()
@@ -191,7 +200,15 @@ func newStore(path string, db, read *sql.DB, flush *flusher, logger *slog.Logger
 		flush.close()
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	return &Store{Store: core, db: db, read: read}, nil
+	ends := startEndPoller(endPollerConfig{DB: watch, Interval: endPoll, Watching: core.WatchingEnds,
+		Started: core.EndWatchStarted(), Recheck: core.RecheckWatched, Logger: logger})
+	return &Store{Store: core, db: db, read: read, ends: ends}, nil
+}
+
+// Close stops looking for other processes' job ends, then closes the
+// database.
+func (s *Store) Close() error {
+	return errors.Join(s.ends.close(), s.Store.Close())
 }
 
 func isUniqueViolation(err error) bool {

@@ -123,9 +123,9 @@ type Dialect struct {
 	// a job (its only argument is the job id) and announces the end to the
 	// other processes on the database once the transaction commits
 	// (PostgreSQL's pg_notify); their backend passes it on to JobEnded.
-	// Empty where one process normally holds the database (SQLite): ends
-	// are signalled in process, and other processes see them at their
-	// next poll.
+	// Empty where the database has no such channel (SQLite): ends are
+	// signalled in process, and the backend looks for other processes'
+	// ends itself (RecheckWatched).
 	NotifyEnd string
 	// AfterErase runs after a transaction that deleted secrets committed, so
 	// that erased bytes do not linger (SQLite checkpoints its WAL).
@@ -199,6 +199,7 @@ func New[TTx any](cfg Config, backend Backend[TTx], driver riverdriver.Driver[TT
 		riverLogger: riverLogger,
 		inserter:    inserter,
 		now:         time.Now,
+		ends:        endSignals{started: make(chan struct{}, 1)},
 	}, nil
 }
 

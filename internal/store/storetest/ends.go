@@ -77,7 +77,11 @@ func testWatchEndSignalsEveryEndInThisProcess(t *testing.T, s Store) {
 			j, rows := recognizedJob(t, s, 2)
 			ended, stop := s.WatchEnd(j.ID)
 			defer stop()
-			other, stopOther := s.WatchEnd(newID("job"))
+			// Another job, live: a watched id with no job is signalled by
+			// a store that rereads its watched jobs (SQLite looking for
+			// other processes' ends), as a deleted job is.
+			live, _ := recognizedJob(t, s, 1)
+			other, stopOther := s.WatchEnd(live.ID)
 			defer stopOther()
 			tt.act(t, j, rows)
 			equal(t, "the watch is signalled", signalled(ended), tt.wantEnded)

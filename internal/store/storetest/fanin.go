@@ -247,7 +247,15 @@ func testFinishJob(t *testing.T, s Store) {
 	j := newJob("acct", 1)
 	j.WebhookURL = "https://hooks.example.com/done"
 	var firstApplied, againApplied = false, true
+	// The job is watched once it exists, before its first step runs: a
+	// watched id with no job may be signalled as a deleted job is.
+	watching := make(chan struct{})
 	h.on("ocr", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		select {
+		case <-watching:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		r := doneRow(j, 0, "text")
 		_, err := s.FinishOCR(ctx, store.OCRDone{Row: r, LLM: []job.LLMRow{noPromptRow(r)},
 			EnqueueWhenLast: []river.InsertManyParams{step("finalize")}})
@@ -266,13 +274,15 @@ func testFinishJob(t *testing.T, s Store) {
 			Error: "late", Merged: []byte(`[]`), Enqueue: []river.InsertManyParams{parked("webhook-again")}})
 		return err
 	})
-	ended, stopWatch := s.WatchEnd(j.ID)
-	defer stopWatch()
 	createJob(t, s, j, store.CreateJobParams{Enqueue: []river.InsertManyParams{step("ocr")}, Secrets: []job.SealedSecret{
 		{Field: job.SecretNeuralAPIKey, Ciphertext: []byte("n")},
 		{Field: job.SecretOCRProviderKey, Ciphertext: []byte("o")},
 		{Field: job.SecretWebhookSecret, Ciphertext: []byte("w")},
 	}})
+	ended, stopWatch := s.WatchEnd(j.ID)
+	defer stopWatch()
+	equal(t, "the live job's watch is signalled", signalled(ended), false)
+	close(watching)
 	runs := []stepRun{h.waitOne(), h.waitOne(), h.waitOne()}
 	equal(t, "the end is signalled to a watcher", signalled(ended), true)
 
