@@ -24,7 +24,8 @@ import (
 // Events. The stream polls the database, never process memory: with
 // --role=api and --role=worker split, the API process that holds the stream
 // is not the one working the job. When the store signals the job's end
-// (WatchEnd: this process's ends, and on PostgreSQL every process's), the
+// (WatchEnd: every process's, at once on PostgreSQL and within
+// about 25 ms on SQLite), the
 // stream reads the end at once instead of at its next poll.
 //
 // Wire format, one event per change of what the client can see:
@@ -42,8 +43,8 @@ import (
 
 // ProgressSource reads a job's progress for an account; store.Store
 // implements it. It answers job.ErrNotFound for an unknown job and for
-// another account's. WatchEnd signals a job's end (this process's, and on
-// PostgreSQL any process's), so that its stream sends the terminal event
+// another account's. WatchEnd signals a job's end (any process's: at once on
+// PostgreSQL, within about 25 ms on SQLite), so that its stream sends the terminal event
 // at once instead of at the next poll; an end no signal brings is seen by
 // the poll.
 type ProgressSource interface {

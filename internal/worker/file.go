@@ -318,9 +318,9 @@ var errNotKept = errors.New("the file's recognition was not recorded")
 // untilJobEnds returns a context cancelled once the job has ended or is
 // gone, so that a cancelled, deleted or expired job stops its provider
 // calls and starts no more. The store signals an end the moment it commits,
-// in this process or, on PostgreSQL, in any (WatchEnd); the job is also
-// read every Config.JobCheck, for ends no signal brings (another process
-// on SQLite, a listener reconnecting). ended tells a cancellation for that
+// in this process, and soon after in any other (WatchEnd); the job is also
+// read every Config.JobCheck, for ends no signal brings (a listener
+// reconnecting, a check that failed). ended tells a cancellation for that
 // reason from River's own (timeout, shutdown).
 func (w *fileWorker) untilJobEnds(ctx context.Context, jobID string) (context.Context, *atomic.Bool, func()) {
 	ctx, cancel := context.WithCancel(ctx)
