@@ -15,7 +15,9 @@ import (
 
 // HTML answers are parsed into one tree and joined at the body: where
 // chunk i+1 follows chunk i, the longest run of elements ending the merged
-// body and starting the next body is the repeated overlap and is dropped;
+// body and starting the next body is the repeated overlap and is dropped
+// (when the caller gave the overlap text, only if the text accounts for
+// it);
 // otherwise, an element the chunker split (a table, list or section closed
 // at the end of one chunk and re-opened at the start of the next, with the
 // same tag and attributes) is continued: the next one's children join it,
@@ -33,6 +35,7 @@ type htmlJoiner struct {
 	memo    map[*html.Node]digest
 	buf     []byte
 	removed int
+	ground  *grounder // the overlap text of the chunk being joined, when the caller gave it
 }
 
 // parseHTML parses an answer after checking it stays within the limits
@@ -135,6 +138,10 @@ func mergeHTML(g []*part, lim Limits) Answer {
 			j.joinHead(head, h)
 		}
 		consecutive := p.follows(prev)
+		j.ground = nil
+		if consecutive && !p.NoOverlap && p.Overlap != "" {
+			j.ground = newGrounder(p.Overlap)
+		}
 		j.join(body, b, consecutive, consecutive && !p.NoOverlap)
 		prev = p
 	}
@@ -199,10 +206,13 @@ func (j *htmlJoiner) join(a, b *html.Node, consecutive, overlap bool) {
 		// Shallow keys find the candidate runs cheaply; digests of whole
 		// subtrees (a table grown over many chunks) are computed only to
 		// confirm one.
-		for _, k := range borders(mapSlice(window, shallowKey), mapSlice(bk, shallowKey)) {
-			if !slices.ContainsFunc(bk[:k], hasContent) || !equalRuns(window[len(window)-k:], bk[:k]) {
-				continue
-			}
+		ks := borders(mapSlice(window, shallowKey), mapSlice(bk, shallowKey))
+		k := groundedRun(ks, j.ground, func(i int) (digest, *value) {
+			return j.hash(bk[i]), htmlLeaves(bk[i])
+		}, func(k int) bool {
+			return slices.ContainsFunc(bk[:k], hasContent) && equalRuns(window[len(window)-k:], bk[:k])
+		})
+		if k > 0 {
 			for c := b.FirstChild; c != nil; {
 				next := c.NextSibling
 				b.RemoveChild(c)
@@ -212,7 +222,7 @@ func (j *htmlJoiner) join(a, b *html.Node, consecutive, overlap bool) {
 				c = next
 			}
 			j.removed += k
-			moveChildren(a, b)
+			appendChildren(a, b)
 			return
 		}
 	}
@@ -227,7 +237,59 @@ func (j *htmlJoiner) join(a, b *html.Node, consecutive, overlap bool) {
 			b.RemoveChild(fb)
 		}
 	}
+	appendChildren(a, b)
+}
+
+// appendChildren moves b's children to the end of a, with a line break
+// between them where both sides are inline content (text, or phrasing
+// elements such as <b> or <span>): "Total: 5" and "Name: x" from two
+// chunks must not read "Total: 5Name: x". Blocks need no separator.
+func appendChildren(a, b *html.Node) {
+	ak, bk := lastSignificant(a), nextSignificant(b.FirstChild)
+	if ak != nil && bk != nil && inline(ak) && inline(bk) {
+		a.AppendChild(&html.Node{Type: html.TextNode, Data: "\n"})
+	}
 	moveChildren(a, b)
+}
+
+// lastSignificant returns n's last significant child, or nil.
+func lastSignificant(n *html.Node) *html.Node {
+	for c := n.LastChild; c != nil; c = c.PrevSibling {
+		if c.Type == html.ElementNode || (c.Type == html.TextNode && !isBlank(c.Data)) {
+			return c
+		}
+	}
+	return nil
+}
+
+// phrasing are the inline elements that run on with the text around them.
+var phrasing = map[atom.Atom]bool{
+	atom.A: true, atom.Abbr: true, atom.B: true, atom.Bdi: true, atom.Bdo: true, atom.Cite: true,
+	atom.Code: true, atom.Data: true, atom.Del: true, atom.Dfn: true, atom.Em: true, atom.Font: true,
+	atom.I: true, atom.Img: true, atom.Ins: true, atom.Kbd: true, atom.Label: true, atom.Mark: true,
+	atom.Q: true, atom.S: true, atom.Samp: true, atom.Small: true, atom.Span: true, atom.Strong: true,
+	atom.Sub: true, atom.Sup: true, atom.Time: true, atom.U: true, atom.Var: true,
+}
+
+func inline(n *html.Node) bool {
+	return n.Type == html.TextNode || n.Type == html.ElementNode && phrasing[n.DataAtom]
+}
+
+// htmlLeaves returns the words of n's text for the grounder.
+func htmlLeaves(n *html.Node) *value {
+	leaves := &value{kind: kArray}
+	stack := []*html.Node{n}
+	for len(stack) > 0 && len(leaves.arr) < maxGroundLeaves {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if c.Type == html.TextNode {
+			wordLeaves(leaves, c.Data)
+		}
+		for k := c.LastChild; k != nil; k = k.PrevSibling {
+			stack = append(stack, k)
+		}
+	}
+	return leaves
 }
 
 // dropRepeatedHeader removes from the continued table fb the header the
