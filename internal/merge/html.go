@@ -293,7 +293,8 @@ func htmlLeaves(n *html.Node) *value {
 }
 
 // dropRepeatedHeader removes from the continued table fb the header the
-// chunker repeated: its <thead>, or its first row, when equal to a's.
+// chunker repeated: its <thead>, or its first row of <th> cells, when equal
+// to a's.
 func (j *htmlJoiner) dropRepeatedHeader(a, fb *html.Node) {
 	ha, hb := tableHeader(a), tableHeader(fb)
 	if ha == nil || hb == nil || j.hash(ha) != j.hash(hb) {
@@ -305,21 +306,42 @@ func (j *htmlJoiner) dropRepeatedHeader(a, fb *html.Node) {
 }
 
 // tableHeader returns the first significant thing in a table if it is a
-// header: its <thead>, or a first row (directly or in the first <tbody>).
+// header: its <thead>, or a first row (directly or in the first <tbody>)
+// of <th> cells only. A first row of data cells is a record: equal to the
+// table's first row, it may be a genuine repeat, and only the overlap
+// rule (counted, grounded) may remove it.
 func tableHeader(t *html.Node) *html.Node {
 	ks := significant(t)
 	if len(ks) == 0 || ks[0].Type != html.ElementNode {
 		return nil
 	}
 	switch ks[0].DataAtom {
-	case atom.Thead, atom.Tr:
+	case atom.Thead:
 		return ks[0]
+	case atom.Tr:
+		if headerRow(ks[0]) {
+			return ks[0]
+		}
 	case atom.Tbody:
-		if rs := significant(ks[0]); len(rs) > 0 && rs[0].Type == html.ElementNode && rs[0].DataAtom == atom.Tr {
+		if rs := significant(ks[0]); len(rs) > 0 && headerRow(rs[0]) {
 			return rs[0]
 		}
 	}
 	return nil
+}
+
+// headerRow: a <tr> whose cells are all <th>.
+func headerRow(n *html.Node) bool {
+	if n.Type != html.ElementNode || n.DataAtom != atom.Tr {
+		return false
+	}
+	cells := significant(n)
+	for _, c := range cells {
+		if c.Type != html.ElementNode || c.DataAtom != atom.Th {
+			return false
+		}
+	}
+	return len(cells) > 0
 }
 
 func moveChildren(a, b *html.Node) {

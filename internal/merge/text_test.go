@@ -207,6 +207,12 @@ func TestTechnicalDedupeIsGroundedInEveryFormat(t *testing.T) {
 			want: `<table>` + thead + `<tbody><tr><td>Tea</td></tr><tr><td>Coffee</td></tr><tr><td>Coffee</td></tr><tr><td>Bagel</td></tr></tbody></table>`,
 		},
 		{
+			name:   "a first row of data cells equal to the table's is a record, not a repeated header",
+			format: FormatHTML,
+			chunks: grounded(noRecord, `<table><tr><td>Coffee</td></tr></table>`, `<table><tr><td>Coffee</td></tr><tr><td>Bagel</td></tr></table>`),
+			want:   `<table><tbody><tr><td>Coffee</td></tr><tr><td>Coffee</td></tr><tr><td>Bagel</td></tr></tbody></table>`,
+		},
+		{
 			name:   "XML children equal across a record-less overlap both stay",
 			format: FormatXML,
 			chunks: grounded(noRecord, `<items><item>Coffee 2.50</item></items>`, `<items><item>Coffee 2.50</item><item>Bagel</item></items>`),
