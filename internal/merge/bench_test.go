@@ -62,40 +62,59 @@ func BenchmarkMergeJSONGrounded(b *testing.B) {
 	benchMerge(b, cs, total, Options{HasSchema: true, DedupeBy: []string{"id"}})
 }
 
+func markdownRecords(ids []int) string {
+	var s strings.Builder
+	s.WriteString("| id | name | amount |\n|---|---|---|\n")
+	for _, id := range ids {
+		fmt.Fprintf(&s, "| %d | item-%d | 1%04d.50 |\n", id, id, id)
+	}
+	return s.String()
+}
+
+func htmlRecords(ids []int) string {
+	var s strings.Builder
+	s.WriteString("<table><thead><tr><th>id</th><th>name</th></tr></thead><tbody>")
+	for _, id := range ids {
+		fmt.Fprintf(&s, "<tr><td>%d</td><td>item-%d</td></tr>", id, id)
+	}
+	s.WriteString("</tbody></table>")
+	return s.String()
+}
+
+func xmlRecords(ids []int) string {
+	var s strings.Builder
+	s.WriteString("<records>\n")
+	for _, id := range ids {
+		fmt.Fprintf(&s, "  <record id=\"%d\"><name>item-%d</name></record>\n", id, id)
+	}
+	s.WriteString("</records>")
+	return s.String()
+}
+
+// The markup benchmarks run without and with the overlap text (grounding).
 func BenchmarkMergeMarkdown(b *testing.B) {
-	cs, total := benchChunks(func(ids []int) string {
-		var s strings.Builder
-		s.WriteString("| id | name | amount |\n|---|---|---|\n")
-		for _, id := range ids {
-			fmt.Fprintf(&s, "| %d | item-%d | 1%04d.50 |\n", id, id, id)
-		}
-		return s.String()
-	}, false)
-	benchMerge(b, cs, total, Options{Format: FormatMarkdown})
+	for _, grounded := range []bool{false, true} {
+		b.Run(fmt.Sprintf("grounded=%v", grounded), func(b *testing.B) {
+			cs, total := benchChunks(markdownRecords, grounded)
+			benchMerge(b, cs, total, Options{Format: FormatMarkdown})
+		})
+	}
 }
 
 func BenchmarkMergeHTML(b *testing.B) {
-	cs, total := benchChunks(func(ids []int) string {
-		var s strings.Builder
-		s.WriteString("<table><thead><tr><th>id</th><th>name</th></tr></thead><tbody>")
-		for _, id := range ids {
-			fmt.Fprintf(&s, "<tr><td>%d</td><td>item-%d</td></tr>", id, id)
-		}
-		s.WriteString("</tbody></table>")
-		return s.String()
-	}, false)
-	benchMerge(b, cs, total, Options{Format: FormatHTML})
+	for _, grounded := range []bool{false, true} {
+		b.Run(fmt.Sprintf("grounded=%v", grounded), func(b *testing.B) {
+			cs, total := benchChunks(htmlRecords, grounded)
+			benchMerge(b, cs, total, Options{Format: FormatHTML})
+		})
+	}
 }
 
 func BenchmarkMergeXML(b *testing.B) {
-	cs, total := benchChunks(func(ids []int) string {
-		var s strings.Builder
-		s.WriteString("<records>\n")
-		for _, id := range ids {
-			fmt.Fprintf(&s, "  <record id=\"%d\"><name>item-%d</name></record>\n", id, id)
-		}
-		s.WriteString("</records>")
-		return s.String()
-	}, false)
-	benchMerge(b, cs, total, Options{Format: FormatXML})
+	for _, grounded := range []bool{false, true} {
+		b.Run(fmt.Sprintf("grounded=%v", grounded), func(b *testing.B) {
+			cs, total := benchChunks(xmlRecords, grounded)
+			benchMerge(b, cs, total, Options{Format: FormatXML})
+		})
+	}
 }

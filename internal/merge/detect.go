@@ -7,11 +7,22 @@ import (
 	"golang.org/x/net/html"
 )
 
-// detect picks the format of a group for MERGE_FORMAT_AUTO: json with a
-// schema or when every answer is JSON; else xml when every answer is
-// well-formed XML (html when its roots are HTML elements), html when every
-// answer is HTML, markdown when any answer uses markdown syntax, else
-// text. Failed, over-limit and blank answers do not vote.
+// detect picks the format of a group for MERGE_FORMAT_AUTO by what the
+// answers are: json with a schema, or when every answer is JSON, or when
+// at least half are and one of them is an object or array; else xml when
+// at least half are one well-formed XML element (html when such a root is
+// an HTML element); else html when at least half start with HTML markup;
+// else markdown when any answer uses markdown syntax; else text. Failed,
+// over-limit and blank answers do not vote.
+//
+// One odd answer (a "No records in this part." among JSON answers, an XML
+// answer cut off) must not turn the file into text: the JSON and XML
+// merges list it in IncompleteChunks instead, so the client is told. A
+// minority of structured answers among prose is more likely prose that
+// happens to parse (a number, a quoted word), and the text join keeps
+// every answer, so it wins then; a tie goes to the structured format,
+// whose merge names what it left out. A scalar alone ("42") is no
+// evidence of a JSON job unless every answer is JSON.
 func detect(g []*part, hasSchema bool, lim Limits) string {
 	if hasSchema {
 		return FormatJSON
@@ -25,31 +36,41 @@ func detect(g []*part, hasSchema bool, lim Limits) string {
 	if len(voters) == 0 {
 		return FormatText
 	}
-	every := func(ok func(p *part) bool) bool {
+	count := func(ok func(p *part) bool) int {
+		n := 0
 		for _, p := range voters {
-			if !ok(p) {
-				return false
+			if ok(p) {
+				n++
 			}
 		}
-		return true
+		return n
 	}
-	if every(func(p *part) bool { _, err := p.json(lim); return err == nil }) {
+	half := func(n int) bool { return 2*n >= len(voters) }
+	structured := false
+	jsonVotes := count(func(p *part) bool {
+		v, err := p.json(lim)
+		if err == nil && (v.kind == kObject || v.kind == kArray) {
+			structured = true
+		}
+		return err == nil
+	})
+	if jsonVotes == len(voters) || half(jsonVotes) && structured {
 		return FormatJSON
 	}
 	htmlRoot := false
-	if every(func(p *part) bool {
+	if half(count(func(p *part) bool {
 		x, err := parseXML(stripFence(p.Content), lim)
 		if err == nil && htmlElements[strings.ToLower(x.name)] {
 			htmlRoot = true
 		}
 		return err == nil
-	}) {
+	})) {
 		if htmlRoot {
 			return FormatHTML
 		}
 		return FormatXML
 	}
-	if every(func(p *part) bool { return looksHTML(stripFence(p.Content)) }) {
+	if half(count(func(p *part) bool { return looksHTML(stripFence(p.Content)) })) {
 		return FormatHTML
 	}
 	for _, p := range voters {

@@ -100,15 +100,18 @@ func FuzzMergeJSON(f *testing.F) {
 // no content they were given, and an XML merge that reports itself
 // complete is well-formed.
 func FuzzMergeMarkup(f *testing.F) {
-	f.Add("# T\n\nA.\n\n| a |\n|---|\n| 1 |\x00| a |\n|---|\n| 1 |\n| 2 |", uint64(0), uint8(0))
-	f.Add("<table><thead><tr><th>h</th></tr></thead><tr><td>1</td></tr></table>\x00<table><thead><tr><th>h</th></tr></thead><tr><td>1</td></tr></table>", uint64(0), uint8(1))
-	f.Add("<?xml version=\"1.0\"?><r a=\"1\"><i/>t</r>\x00<r a=\"2\"><i/><j/></r>\x00<s/>", uint64(0), uint8(2))
-	f.Add("<!DOCTYPE html><html><head><title>x</title></head><body><div class=a><p>1</p></div></body></html>\x00<div class=a><p>1</p><p>2</p></div>", uint64(2<<5), uint8(1))
-	f.Add("<r/>\x00<r><!-- c --><![CDATA[x]]></r>\x00<r xmlns:p=\"u\"><p:x/></r>", uint64(0), uint8(2))
-	f.Add("- a\n- b\x00- b\n- c\x00```\nx\n\n```", uint64(4<<5), uint8(3))
+	f.Add("# T\n\nA.\n\n| a |\n|---|\n| 1 |\x00| a |\n|---|\n| 1 |\n| 2 |", uint64(0), uint8(0), "")
+	f.Add("<table><thead><tr><th>h</th></tr></thead><tr><td>1</td></tr></table>\x00<table><thead><tr><th>h</th></tr></thead><tr><td>1</td></tr></table>", uint64(0), uint8(1), "")
+	f.Add("<?xml version=\"1.0\"?><r a=\"1\"><i/>t</r>\x00<r a=\"2\"><i/><j/></r>\x00<s/>", uint64(0), uint8(2), "")
+	f.Add("<!DOCTYPE html><html><head><title>x</title></head><body><div class=a><p>1</p></div></body></html>\x00<div class=a><p>1</p><p>2</p></div>", uint64(2<<5), uint8(1), "")
+	f.Add("<r/>\x00<r><!-- c --><![CDATA[x]]></r>\x00<r xmlns:p=\"u\"><p:x/></r>", uint64(0), uint8(2), "")
+	f.Add("- a\n- b\x00- b\n- c\x00```\nx\n\n```", uint64(4<<5), uint8(3), "")
+	f.Add("| Coffee | 2.50 |\n| Coffee | 2.50 |\x00| Coffee | 2.50 |\n| Bagel |", uint64(8<<5), uint8(0), "Coffee $2.50")
+	f.Add("<p>Coffee 2.50</p>\x00<p>Coffee 2.50</p><p>x</p>", uint64(8<<5), uint8(1), "<p>Coffee &amp; 2,50</p>")
+	f.Add("<r><i a=\"SKU-4\">x</i></r>\x00<r><i a=\"SKU-4\">x</i><j/></r>", uint64(8<<5), uint8(2), "SKU-4 x")
 	formats := []string{FormatMarkdown, FormatHTML, FormatXML, FormatText, ""}
-	f.Fuzz(func(t *testing.T, data string, shape uint64, flags uint8) {
-		cs := fuzzChunks(data, shape, "")
+	f.Fuzz(func(t *testing.T, data string, shape uint64, flags uint8, overlap string) {
+		cs := fuzzChunks(data, shape, overlap)
 		opts := fuzzOptions(flags >> 3)
 		opts.Format = formats[int(flags)%len(formats)]
 		start := time.Now()

@@ -15,7 +15,9 @@ import (
 
 // HTML answers are parsed into one tree and joined at the body: where
 // chunk i+1 follows chunk i, the longest run of elements ending the merged
-// body and starting the next body is the repeated overlap and is dropped;
+// body and starting the next body is the repeated overlap and is dropped
+// (when the caller gave the overlap text, only if the text accounts for
+// it);
 // otherwise, an element the chunker split (a table, list or section closed
 // at the end of one chunk and re-opened at the start of the next, with the
 // same tag and attributes) is continued: the next one's children join it,
@@ -33,6 +35,7 @@ type htmlJoiner struct {
 	memo    map[*html.Node]digest
 	buf     []byte
 	removed int
+	ground  *grounder // the overlap text of the chunk being joined, when the caller gave it
 }
 
 // parseHTML parses an answer after checking it stays within the limits
@@ -135,6 +138,10 @@ func mergeHTML(g []*part, lim Limits) Answer {
 			j.joinHead(head, h)
 		}
 		consecutive := p.follows(prev)
+		j.ground = nil
+		if consecutive && !p.NoOverlap && p.Overlap != "" {
+			j.ground = newGrounder(p.Overlap)
+		}
 		j.join(body, b, consecutive, consecutive && !p.NoOverlap)
 		prev = p
 	}
@@ -199,10 +206,13 @@ func (j *htmlJoiner) join(a, b *html.Node, consecutive, overlap bool) {
 		// Shallow keys find the candidate runs cheaply; digests of whole
 		// subtrees (a table grown over many chunks) are computed only to
 		// confirm one.
-		for _, k := range borders(mapSlice(window, shallowKey), mapSlice(bk, shallowKey)) {
-			if !slices.ContainsFunc(bk[:k], hasContent) || !equalRuns(window[len(window)-k:], bk[:k]) {
-				continue
-			}
+		ks := borders(mapSlice(window, shallowKey), mapSlice(bk, shallowKey))
+		k := groundedRun(ks, j.ground, func(i int) (digest, *value) {
+			return j.hash(bk[i]), htmlLeaves(bk[i])
+		}, func(k int) bool {
+			return slices.ContainsFunc(bk[:k], hasContent) && equalRuns(window[len(window)-k:], bk[:k])
+		})
+		if k > 0 {
 			for c := b.FirstChild; c != nil; {
 				next := c.NextSibling
 				b.RemoveChild(c)
@@ -212,7 +222,7 @@ func (j *htmlJoiner) join(a, b *html.Node, consecutive, overlap bool) {
 				c = next
 			}
 			j.removed += k
-			moveChildren(a, b)
+			appendChildren(a, b)
 			return
 		}
 	}
@@ -227,11 +237,64 @@ func (j *htmlJoiner) join(a, b *html.Node, consecutive, overlap bool) {
 			b.RemoveChild(fb)
 		}
 	}
+	appendChildren(a, b)
+}
+
+// appendChildren moves b's children to the end of a, with a line break
+// between them where both sides are inline content (text, or phrasing
+// elements such as <b> or <span>): "Total: 5" and "Name: x" from two
+// chunks must not read "Total: 5Name: x". Blocks need no separator.
+func appendChildren(a, b *html.Node) {
+	ak, bk := lastSignificant(a), nextSignificant(b.FirstChild)
+	if ak != nil && bk != nil && inline(ak) && inline(bk) {
+		a.AppendChild(&html.Node{Type: html.TextNode, Data: "\n"})
+	}
 	moveChildren(a, b)
 }
 
+// lastSignificant returns n's last significant child, or nil.
+func lastSignificant(n *html.Node) *html.Node {
+	for c := n.LastChild; c != nil; c = c.PrevSibling {
+		if c.Type == html.ElementNode || (c.Type == html.TextNode && !isBlank(c.Data)) {
+			return c
+		}
+	}
+	return nil
+}
+
+// phrasing are the inline elements that run on with the text around them.
+var phrasing = map[atom.Atom]bool{
+	atom.A: true, atom.Abbr: true, atom.B: true, atom.Bdi: true, atom.Bdo: true, atom.Cite: true,
+	atom.Code: true, atom.Data: true, atom.Del: true, atom.Dfn: true, atom.Em: true, atom.Font: true,
+	atom.I: true, atom.Img: true, atom.Ins: true, atom.Kbd: true, atom.Label: true, atom.Mark: true,
+	atom.Q: true, atom.S: true, atom.Samp: true, atom.Small: true, atom.Span: true, atom.Strong: true,
+	atom.Sub: true, atom.Sup: true, atom.Time: true, atom.U: true, atom.Var: true,
+}
+
+func inline(n *html.Node) bool {
+	return n.Type == html.TextNode || n.Type == html.ElementNode && phrasing[n.DataAtom]
+}
+
+// htmlLeaves returns the words of n's text for the grounder.
+func htmlLeaves(n *html.Node) *value {
+	leaves := &value{kind: kArray}
+	stack := []*html.Node{n}
+	for len(stack) > 0 && len(leaves.arr) < maxGroundLeaves {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if c.Type == html.TextNode {
+			wordLeaves(leaves, c.Data)
+		}
+		for k := c.LastChild; k != nil; k = k.PrevSibling {
+			stack = append(stack, k)
+		}
+	}
+	return leaves
+}
+
 // dropRepeatedHeader removes from the continued table fb the header the
-// chunker repeated: its <thead>, or its first row, when equal to a's.
+// chunker repeated: its <thead>, or its first row of <th> cells, when equal
+// to a's.
 func (j *htmlJoiner) dropRepeatedHeader(a, fb *html.Node) {
 	ha, hb := tableHeader(a), tableHeader(fb)
 	if ha == nil || hb == nil || j.hash(ha) != j.hash(hb) {
@@ -243,21 +306,42 @@ func (j *htmlJoiner) dropRepeatedHeader(a, fb *html.Node) {
 }
 
 // tableHeader returns the first significant thing in a table if it is a
-// header: its <thead>, or a first row (directly or in the first <tbody>).
+// header: its <thead>, or a first row (directly or in the first <tbody>)
+// of <th> cells only. A first row of data cells is a record: equal to the
+// table's first row, it may be a genuine repeat, and only the overlap
+// rule (counted, grounded) may remove it.
 func tableHeader(t *html.Node) *html.Node {
 	ks := significant(t)
 	if len(ks) == 0 || ks[0].Type != html.ElementNode {
 		return nil
 	}
 	switch ks[0].DataAtom {
-	case atom.Thead, atom.Tr:
+	case atom.Thead:
 		return ks[0]
+	case atom.Tr:
+		if headerRow(ks[0]) {
+			return ks[0]
+		}
 	case atom.Tbody:
-		if rs := significant(ks[0]); len(rs) > 0 && rs[0].Type == html.ElementNode && rs[0].DataAtom == atom.Tr {
+		if rs := significant(ks[0]); len(rs) > 0 && headerRow(rs[0]) {
 			return rs[0]
 		}
 	}
 	return nil
+}
+
+// headerRow: a <tr> whose cells are all <th>.
+func headerRow(n *html.Node) bool {
+	if n.Type != html.ElementNode || n.DataAtom != atom.Tr {
+		return false
+	}
+	cells := significant(n)
+	for _, c := range cells {
+		if c.Type != html.ElementNode || c.DataAtom != atom.Th {
+			return false
+		}
+	}
+	return len(cells) > 0
 }
 
 func moveChildren(a, b *html.Node) {

@@ -127,6 +127,21 @@ func TestMergeHTML(t *testing.T) {
 			removed: 1,
 		},
 		{
+			name:   "text from two chunks is not glued together",
+			chunks: chunks("f", "Total: 5", "Name: x"),
+			want:   "Total: 5\nName: x",
+		},
+		{
+			name:   "inline elements from two chunks are not glued together",
+			chunks: chunks("f", "<b>Total</b>: <span>5</span>", "<b>Name</b>: x"),
+			want:   "<b>Total</b>: <span>5</span>\n<b>Name</b>: x",
+		},
+		{
+			name:   "the text of a continued container is not glued together",
+			chunks: chunks("f", `<div class="c">Total: 5</div>`, `<div class="c">Name: x</div>`),
+			want:   "<div class=\"c\">Total: 5\nName: x</div>",
+		},
+		{
 			name: "no overlap removed across files",
 			chunks: []Chunk{{File: "a", Index: 0, Content: `<p>x</p>`},
 				{File: "b", Index: 0, Content: `<p>x</p>`}},

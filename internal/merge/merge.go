@@ -16,6 +16,7 @@ package merge
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/docjobs/docjobs/internal/fence"
 )
@@ -108,10 +109,17 @@ type Chunk struct {
 	NoOverlap bool
 	// Overlap is the source text this chunk repeats from the previous one
 	// (the chunk's Body()[:Overlap]), when the caller has it. With it, a
-	// run of JSON records is removed as overlap only if each record is
-	// grounded in that text (see docs/merge.md); without it, the longest
-	// tail/head run is removed.
+	// run of JSON records, markdown or text units, or HTML or XML elements
+	// is removed as overlap only if each is grounded in that text (see
+	// docs/merge.md); without it, the longest tail/head run is removed.
 	Overlap string
+	// NoText marks the one row of a file that has no text to answer (its
+	// model row skipped as no_ocr_content or empty_ocr_content). Nothing
+	// is merged from it and nothing is lost, so it is not listed; at
+	// ScopeFile it still gives its file an answer, with the format's empty
+	// content ("null" for JSON, "" otherwise), so that there is one answer
+	// per file.
+	NoText bool
 }
 
 // Options are the job's merge settings.
@@ -265,8 +273,9 @@ func (c Chunk) sameFile(o Chunk) bool {
 }
 
 // Merge merges chunk answers into one Answer per file (ScopeFile, files in
-// the order the chunks give them) or one for all (ScopeJob). It fails only
-// on invalid options or misordered chunks; no chunks give no answers.
+// the order the chunks give them, a file of NoText chunks included) or one
+// for all (ScopeJob). It fails only on invalid options or misordered
+// chunks; no chunks give no answers.
 func Merge(chunks []Chunk, opts Options) ([]Answer, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -314,17 +323,21 @@ func Merge(chunks []Chunk, opts Options) ([]Answer, error) {
 		if opts.Scope == ScopeFile {
 			file = g[0].File
 		}
+		g = slices.DeleteFunc(slices.Clone(g), func(p *part) bool { return p.NoText })
 		format := opts.Format
 		if format == "" {
 			format = detect(g, opts.HasSchema, lim)
 		}
 		var a Answer
-		switch format {
-		case FormatJSON:
+		switch {
+		case len(g) == 0 && format == FormatJSON:
+			a.Content = "null" // a JSON answer is always JSON
+		case len(g) == 0:
+		case format == FormatJSON:
 			a = mergeJSON(g, opts, lim)
-		case FormatXML:
+		case format == FormatXML:
 			a = mergeXML(g, lim)
-		case FormatHTML:
+		case format == FormatHTML:
 			a = mergeHTML(g, lim)
 		default:
 			a = joinText(g)

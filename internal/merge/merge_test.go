@@ -2,6 +2,7 @@ package merge
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -14,7 +15,6 @@ func TestAutoFormat(t *testing.T) {
 	}{
 		{"a schema means json", true, chunks("f", "plain words"), FormatJSON},
 		{"every answer JSON", false, chunks("f", `{"a":1}`, "```json\n[1]\n```", ` 2 `), FormatJSON},
-		{"one answer not JSON", false, chunks("f", `{"a":1}`, `sorry, no data`), FormatText},
 		{"failed and blank answers do not vote", false, []Chunk{
 			{File: "f", Index: 0, Content: `{"a":1}`},
 			{File: "f", Index: 1, Content: `not json`, Failed: true},
@@ -34,6 +34,136 @@ func TestAutoFormat(t *testing.T) {
 			a := mergeOne(t, Options{HasSchema: tt.hasSchema}, tt.chunks)
 			if a.Format != tt.want {
 				t.Errorf("format %q, want %q", a.Format, tt.want)
+			}
+		})
+	}
+}
+
+// TestAutoFormatByMostAnswers: one odd answer does not turn a file into
+// text; the format most answers have is merged and the odd answers it
+// cannot merge are listed.
+func TestAutoFormatByMostAnswers(t *testing.T) {
+	tests := []struct {
+		name       string
+		chunks     []Chunk
+		format     string
+		content    string
+		incomplete []ChunkRef
+	}{
+		{
+			name:       "a prose answer among JSON answers is listed",
+			chunks:     chunks("f", "```json\n{\"records\":[1,2]}\n```", "No records in this part.", `{"records":[3]}`),
+			format:     FormatJSON,
+			content:    `{"records":[1,2,3]}`,
+			incomplete: []ChunkRef{{"f", 1}},
+		},
+		{
+			name:       "a tie goes to JSON, the prose answer listed",
+			chunks:     chunks("f", `{"a":1}`, `sorry, no data`),
+			format:     FormatJSON,
+			content:    `{"a":1}`,
+			incomplete: []ChunkRef{{"f", 1}},
+		},
+		{
+			name:    "a JSON answer among prose answers is prose",
+			chunks:  chunks("f", "First part.", `{"a":1}`, "Third part."),
+			format:  FormatText,
+			content: "First part.\n\n{\"a\":1}\n\nThird part.",
+		},
+		{
+			name:    "numbers among prose are prose, not JSON",
+			chunks:  chunks("f", "42", "No data.", "17"),
+			format:  FormatText,
+			content: "42\n\nNo data.\n\n17",
+		},
+		{
+			name:       "an XML answer cut off in the middle is listed",
+			chunks:     chunks("f", `<items><item>a</item></items>`, `<items><item>b</item>`, `<items><item>c</item></items>`),
+			format:     FormatXML,
+			content:    "<items><item>a</item><item>c</item></items>\n<items><item>b</item>",
+			incomplete: []ChunkRef{{"f", 1}},
+		},
+		{
+			name:    "text among HTML answers is HTML text, not glued",
+			chunks:  chunks("f", "<h2>Items</h2>\nSome text", "More text\n<p>b</p>"),
+			format:  FormatHTML,
+			content: "<h2>Items</h2>\nSome text\nMore text\n<p>b</p>",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mergeOne(t, Options{}, tt.chunks)
+			if a.Format != tt.format || a.Content != tt.content {
+				t.Errorf("format %q content %q, want %q %q", a.Format, a.Content, tt.format, tt.content)
+			}
+			if !reflect.DeepEqual(refs(a), tt.incomplete) {
+				t.Errorf("incomplete %+v, want %v", a.IncompleteChunks, tt.incomplete)
+			}
+		})
+	}
+}
+
+// TestEveryFileHasItsAnswer: a file without text (NoText) still has its
+// answer at file scope, in its place, with the format's empty content and
+// nothing listed; at job scope it adds nothing.
+func TestEveryFileHasItsAnswer(t *testing.T) {
+	cs := []Chunk{
+		{File: "a", FileIndex: 0, Content: `{"x":1}`},
+		{File: "empty", FileIndex: 1, NoText: true},
+		{File: "failed", FileIndex: 2, Failed: true},
+		{File: "blank", FileIndex: 3, NoText: true},
+	}
+	type entry struct {
+		File, Format, Content string
+		Incomplete            bool
+	}
+	tests := []struct {
+		name   string
+		chunks []Chunk
+		opts   Options
+		want   []entry
+	}{
+		{
+			name: "file scope with a schema: one JSON answer per file",
+			opts: Options{HasSchema: true}, chunks: cs,
+			want: []entry{{"a", "json", `{"x":1}`, false}, {"empty", "json", "null", false},
+				{"failed", "json", "null", true}, {"blank", "json", "null", false}},
+		},
+		{
+			name:   "file scope without a schema: an empty text answer",
+			chunks: cs,
+			want: []entry{{"a", "json", `{"x":1}`, false}, {"empty", "text", "", false},
+				{"failed", "text", "", true}, {"blank", "text", "", false}},
+		},
+		{
+			name: "a forced format is the empty file's format",
+			opts: Options{Format: FormatMarkdown}, chunks: cs[1:2],
+			want: []entry{{"empty", "markdown", "", false}},
+		},
+		{
+			name: "job scope: files without text add nothing",
+			opts: Options{Scope: ScopeJob, HasSchema: true}, chunks: cs,
+			want: []entry{{"", "json", `{"x":1}`, true}},
+		},
+		{
+			name: "job scope with no file holding text: one empty answer",
+			opts: Options{Scope: ScopeJob, HasSchema: true}, chunks: []Chunk{cs[1], cs[3]},
+			want: []entry{{"", "json", "null", false}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			as, err := Merge(tt.chunks, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []entry
+			for _, a := range as {
+				checkAnswer(t, a)
+				got = append(got, entry{a.File, a.Format, a.Content, a.MergeIncomplete})
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("answers\n%+v\nwant\n%+v", got, tt.want)
 			}
 		})
 	}

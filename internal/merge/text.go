@@ -1,16 +1,20 @@
 package merge
 
 import (
+	"encoding/binary"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode"
 )
 
 // Markdown and plain text are joined block by block. An answer is cut
 // into units: paragraphs, headings, list items, fenced blocks, and each
 // line of a pipe table. Where chunk i+1 follows chunk i, the longest run
 // of units that ends answer i and starts answer i+1 is the repeated
-// overlap and is dropped; a table header the chunker repeated is dropped
-// too and the rows join the table above them.
+// overlap and is dropped (when the caller gave the overlap text, only if
+// that text accounts for the run, as for JSON records); a table header the
+// chunker repeated is dropped too and the rows join the table above them.
 
 type ukind uint8
 
@@ -184,7 +188,11 @@ func joinText(g []*part) Answer {
 				start, headerDropped = 2, true
 			}
 			if !p.NoOverlap {
-				k := overlapUnits(prevDoc.units, d.units[start:])
+				var g *grounder
+				if p.Overlap != "" {
+					g = newGrounder(p.Overlap)
+				}
+				k := overlapUnits(prevDoc.units, d, start, g)
 				start += k
 				a.DedupeRemovedTechnical += k
 			}
@@ -210,20 +218,88 @@ func joinText(g []*part) Answer {
 	return a
 }
 
-// overlapUnits returns how many units at the head of head repeat the tail
-// of tail: the longest such run that holds some text.
-func overlapUnits(tail, head []tunit) int {
+// overlapUnits returns how many units of d from start repeat the tail of
+// tail: the longest such run that holds some text and, when g has the
+// overlap text, that the text accounts for unit by unit.
+func overlapUnits(tail []tunit, d *tdoc, start int, g *grounder) int {
+	head := d.units[start:]
 	key := func(u tunit) int { return u.key }
-	tk, hk := mapSlice(tail, key), mapSlice(head, key)
-	for _, k := range borders(tk, hk) {
-		for _, u := range head[:k] {
-			if u.sig {
-				return k
+	ks := borders(mapSlice(tail, key), mapSlice(head, key))
+	return groundedRun(ks, g, func(i int) (digest, *value) {
+		u := head[i]
+		var h digest
+		binary.LittleEndian.PutUint64(h[:], uint64(u.key))
+		return h, wordLeaves(nil, strings.Join(d.lines[u.from:u.to], "\n"))
+	}, func(k int) bool {
+		return slices.ContainsFunc(head[:k], func(u tunit) bool { return u.sig })
+	})
+}
+
+// groundedRun picks among the candidate lengths ks (longest first) of a
+// run repeated at a chunk boundary the longest that passes the format's
+// own test ok and, when g holds the overlap text, whose units the text
+// accounts for as JSON records are (grounder.groundedPrefix: at least half
+// of a unit's values occur in the text, as often as the run repeats the
+// unit). Without g the longest that passes ok is taken. unit(i) gives the
+// i-th unit of the head: a digest equal for equal units, and its values;
+// it is asked only once a run passed ok, so a format's cheap test spares
+// digesting whole subtrees. 0 means nothing is removed.
+func groundedRun(ks []int, g *grounder, unit func(i int) (digest, *value), ok func(k int) bool) int {
+	grounded := -1 // the grounded prefix of the first run that passed ok
+	for _, k := range ks {
+		if !ok(k) {
+			continue
+		}
+		if g == nil {
+			return k
+		}
+		if grounded < 0 {
+			hs, vs := make([]digest, k), make([]*value, k)
+			for i := range k {
+				hs[i], vs[i] = unit(i)
 			}
+			grounded = g.groundedPrefix(hs, vs)
+		}
+		if k <= grounded {
+			return k
 		}
 	}
 	return 0
 }
+
+// wordLeaves returns the values of a unit of text for the grounder, as an
+// array value: its words, less the punctuation and markup around them
+// (pipes, emphasis, brackets), a number with thousands separators as a
+// number. Words shorter than the grounder's minimum are checked by it, not
+// here. leaves, when not nil, is appended to.
+func wordLeaves(leaves *value, text string) *value {
+	if leaves == nil {
+		leaves = &value{kind: kArray}
+	}
+	words := strings.FieldsFunc(text, func(r rune) bool {
+		return unicode.IsSpace(r) || strings.ContainsRune("|[]()*`<>\"=", r)
+	})
+	for _, w := range words {
+		if len(leaves.arr) >= maxGroundLeaves {
+			break
+		}
+		w = strings.TrimFunc(w, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		if w == "" {
+			continue
+		}
+		if groupedNumber.MatchString(w) {
+			leaves.arr = append(leaves.arr, &value{kind: kNumber, s: numberSeparators.Replace(w)})
+			continue
+		}
+		leaves.arr = append(leaves.arr, &value{kind: kString, s: w})
+	}
+	return leaves
+}
+
+var (
+	groupedNumber    = regexp.MustCompile(`^\d{1,3}(?:[,'_]\d{3})+(?:\.\d+)?$|^\d+(?:\.\d+)?$`)
+	numberSeparators = strings.NewReplacer(",", "", "'", "", "_", "")
+)
 
 func mapSlice[T, U any](s []T, f func(T) U) []U {
 	out := make([]U, len(s))

@@ -130,3 +130,111 @@ func TestJoinTextAppendsFailedChunksUnchanged(t *testing.T) {
 		t.Errorf("incomplete %+v, removed %d", a.IncompleteChunks, a.DedupeRemovedTechnical)
 	}
 }
+
+// TestTechnicalDedupeIsGroundedInEveryFormat: with the overlap text, a run
+// repeated at a boundary is removed only if the text accounts for it, in
+// markdown, text, HTML and XML as in JSON; equal records on both sides of
+// a block that holds none are two records.
+func TestTechnicalDedupeIsGroundedInEveryFormat(t *testing.T) {
+	const noRecord = "Record 4: customer C4, item SKU-4, qty 3."
+	const thead = `<thead><tr><th>Item</th></tr></thead>`
+	grounded := func(overlap string, answers ...string) []Chunk {
+		cs := chunks("f", answers...)
+		for i := 1; i < len(cs); i++ {
+			cs[i].Overlap = overlap
+		}
+		return cs
+	}
+	tests := []struct {
+		name    string
+		format  string
+		chunks  []Chunk
+		want    string
+		removed int
+	}{
+		{
+			name:   "markdown rows equal across a record-less overlap both stay",
+			format: FormatMarkdown,
+			chunks: grounded(noRecord, "| Tea | 1.80 |\n| Coffee | 2.50 |", "| Coffee | 2.50 |\n| Bagel | 3.10 |"),
+			want:   "| Tea | 1.80 |\n| Coffee | 2.50 |\n| Coffee | 2.50 |\n| Bagel | 3.10 |",
+		},
+		{
+			name:    "a markdown row the overlap text holds is removed",
+			format:  FormatMarkdown,
+			chunks:  grounded("Coffee ..... $2.50\n", "| Tea | 1.80 |\n| Coffee | 2.50 |", "| Coffee | 2.50 |\n| Bagel | 3.10 |"),
+			want:    "| Tea | 1.80 |\n| Coffee | 2.50 |\n| Bagel | 3.10 |",
+			removed: 1,
+		},
+		{
+			name:    "no more copies removed than the overlap text holds",
+			format:  FormatMarkdown,
+			chunks:  grounded("Coffee 2.50", "| Tea | 1.80 |\n| Coffee | 2.50 |\n| Coffee | 2.50 |", "| Coffee | 2.50 |\n| Coffee | 2.50 |\n| Bagel | 3.10 |"),
+			want:    "| Tea | 1.80 |\n| Coffee | 2.50 |\n| Coffee | 2.50 |\n| Coffee | 2.50 |\n| Bagel | 3.10 |",
+			removed: 1,
+		},
+		{
+			name:   "text paragraphs equal across a record-less overlap both stay",
+			format: FormatText,
+			chunks: grounded(noRecord, "Invoice paid in full.", "Invoice paid in full.\n\nThank you."),
+			want:   "Invoice paid in full.\n\nInvoice paid in full.\n\nThank you.",
+		},
+		{
+			name:    "a text paragraph the overlap text holds is removed, thousands separators and all",
+			format:  FormatText,
+			chunks:  grounded("Total due: $1,250.00 by March", "Total due 1250.00 by March", "Total due 1250.00 by March\n\nEnd."),
+			want:    "Total due 1250.00 by March\n\nEnd.",
+			removed: 1,
+		},
+		{
+			name:   "HTML elements equal across a record-less overlap both stay",
+			format: FormatHTML,
+			chunks: grounded(noRecord, `<p>Subtotal</p><p>Coffee 2.50</p>`, `<p>Coffee 2.50</p><p>Bagel</p>`),
+			want:   `<p>Subtotal</p><p>Coffee 2.50</p><p>Coffee 2.50</p><p>Bagel</p>`,
+		},
+		{
+			name:    "an HTML element the overlap text holds is removed",
+			format:  FormatHTML,
+			chunks:  grounded("<p>Coffee &mdash; 2.50</p>", `<p>Subtotal</p><p>Coffee 2.50</p>`, `<p>Coffee 2.50</p><p>Bagel</p>`),
+			want:    `<p>Subtotal</p><p>Coffee 2.50</p><p>Bagel</p>`,
+			removed: 1,
+		},
+		{
+			name:   "a continued HTML table keeps an equal row the overlap text does not hold",
+			format: FormatHTML,
+			chunks: grounded(noRecord,
+				`<table>`+thead+`<tbody><tr><td>Tea</td></tr><tr><td>Coffee</td></tr></tbody></table>`,
+				`<table>`+thead+`<tbody><tr><td>Coffee</td></tr><tr><td>Bagel</td></tr></tbody></table>`),
+			want: `<table>` + thead + `<tbody><tr><td>Tea</td></tr><tr><td>Coffee</td></tr><tr><td>Coffee</td></tr><tr><td>Bagel</td></tr></tbody></table>`,
+		},
+		{
+			name:   "a first row of data cells equal to the table's is a record, not a repeated header",
+			format: FormatHTML,
+			chunks: grounded(noRecord, `<table><tr><td>Coffee</td></tr></table>`, `<table><tr><td>Coffee</td></tr><tr><td>Bagel</td></tr></table>`),
+			want:   `<table><tbody><tr><td>Coffee</td></tr><tr><td>Coffee</td></tr><tr><td>Bagel</td></tr></tbody></table>`,
+		},
+		{
+			name:   "XML children equal across a record-less overlap both stay",
+			format: FormatXML,
+			chunks: grounded(noRecord, `<items><item>Coffee 2.50</item></items>`, `<items><item>Coffee 2.50</item><item>Bagel</item></items>`),
+			want:   `<items><item>Coffee 2.50</item><item>Coffee 2.50</item><item>Bagel</item></items>`,
+		},
+		{
+			name:    "an XML child whose attributes the overlap text holds is removed",
+			format:  FormatXML,
+			chunks:  grounded(noRecord, `<items><item sku="SKU-4" qty="3"/></items>`, `<items><item qty="3" sku="SKU-4"/><item sku="SKU-5"/></items>`),
+			want:    `<items><item sku="SKU-4" qty="3"/><item sku="SKU-5"/></items>`,
+			removed: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mergeOne(t, Options{Format: tt.format}, tt.chunks)
+			if a.Content != tt.want {
+				t.Errorf("content\n%q\nwant\n%q", a.Content, tt.want)
+			}
+			if a.DedupeRemovedTechnical != tt.removed || a.MergeIncomplete {
+				t.Errorf("removed %d (want %d), incomplete %+v", a.DedupeRemovedTechnical, tt.removed, a.IncompleteChunks)
+			}
+		})
+	}
+}

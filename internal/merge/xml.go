@@ -13,7 +13,8 @@ import (
 // XML answers are joined under a common root element: the first answer's
 // prolog and root, then the root's children from every answer in order,
 // less the run at the head of each answer that repeats the previous
-// answer's tail. Only the root is joined: elements below it are records
+// answer's tail (when the caller gave the overlap text, only if the text
+// accounts for the run, as for JSON records). Only the root is joined: elements below it are records
 // whose boundaries merge must not guess. The children are copied byte for
 // byte, so the merged answer says what the model said.
 
@@ -251,13 +252,18 @@ func mergeXML(g []*part, lim Limits) Answer {
 		if p.follows(prev) && !p.NoOverlap {
 			window := kids[max(0, len(kids)-len(next)):]
 			dg := func(k xkid) digest { return k.h }
-			for _, k := range borders(mapSlice(window, dg), mapSlice(next, dg)) {
-				if slices.ContainsFunc(next[:k], func(k xkid) bool { return k.sig }) {
-					next = next[k:]
-					a.DedupeRemovedTechnical += k
-					break
-				}
+			var g *grounder
+			if p.Overlap != "" {
+				g = newGrounder(p.Overlap)
 			}
+			head := next
+			k := groundedRun(borders(mapSlice(window, dg), mapSlice(head, dg)), g, func(i int) (digest, *value) {
+				return head[i].h, xmlLeaves(head[i].text)
+			}, func(k int) bool {
+				return slices.ContainsFunc(head[:k], func(k xkid) bool { return k.sig })
+			})
+			next = next[k:]
+			a.DedupeRemovedTechnical += k
 		}
 		kids = append(kids, next...)
 		if len(x.kids) > 0 {
@@ -300,6 +306,30 @@ func mergeXML(g []*part, lim Limits) Answer {
 			func(i int) ChunkRef { return c.srcs[i] })
 	}
 	return a
+}
+
+// xmlLeaves returns the words of a child of the root for the grounder:
+// its text and attribute values (XML records often carry their data in
+// attributes). The child was parsed whole before, so an error here only
+// ends the list early.
+func xmlLeaves(text string) *value {
+	leaves := &value{kind: kArray}
+	d := xml.NewDecoder(strings.NewReader(text))
+	for len(leaves.arr) < maxGroundLeaves {
+		tok, err := d.RawToken()
+		if err != nil {
+			break
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			for _, at := range t.Attr {
+				wordLeaves(leaves, at.Value)
+			}
+		case xml.CharData:
+			wordLeaves(leaves, string(t))
+		}
+	}
+	return leaves
 }
 
 func findConflict(cs []*attrConflict, name string) *attrConflict {

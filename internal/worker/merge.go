@@ -38,6 +38,11 @@ type chunkRef struct {
 // result.merged, as stored JSON; nil when the job does not merge or sent no
 // prompt. Rows that failed, and files whose recognition failed, take part
 // as chunks that could not be merged, so the answer says they are missing.
+// A file without text (no_ocr_content, empty_ocr_content) takes part too,
+// as a chunk with nothing to merge: the spec gives MERGE_SCOPE_FILE "one
+// merged entry per file", so merged[] has one entry per file in file order,
+// and that file's entry holds the empty answer ("null" for JSON) with
+// mergeIncomplete false, as nothing of it was lost.
 func mergeAnswers(res *job.Result, log *slog.Logger) ([]byte, error) {
 	j := res.Job
 	if !j.Merge.Enabled || len(j.Prompts) == 0 {
@@ -65,10 +70,12 @@ func mergeAnswers(res *job.Result, log *slog.Logger) ([]byte, error) {
 		switch {
 		case r.Status == job.RowDone:
 			c.Content, c.Overlap, c.NoOverlap = r.Content, r.Overlap, r.ChunkIndex > 0 && r.Overlap == ""
-		case r.Status == job.RowFailed, r.SkipReason == job.SkipOCRFailed:
-			c.Failed = true
+		case r.Status == job.RowSkipped && (r.SkipReason == job.SkipNoOCRContent || r.SkipReason == job.SkipEmptyOCRContent):
+			c.NoText = true
 		default:
-			continue // nothing to merge: an empty or blank file
+			// FAILED, ocr_failed, and whatever else a finished row may be:
+			// named as missing rather than left out without a word.
+			c.Failed = true
 		}
 		chunks = append(chunks, c)
 	}
