@@ -133,7 +133,9 @@ func blocks(text string, markdown bool) iter.Seq[span] {
 			return true
 		}
 		cur := span{0, 0, prioBlock}
-		prevBlank, inFence := false, false
+		// seen: a non-blank line is in cur. Until one is, cur holds only
+		// the text's leading blank lines, which are no block of their own.
+		prevBlank, inFence, seen := false, false, false
 		fence := ""
 		for start := 0; start < len(text); {
 			end := len(text)
@@ -142,7 +144,7 @@ func blocks(text string, markdown bool) iter.Seq[span] {
 			}
 			line := text[start:end]
 			blank := isBlank(line)
-			if start > 0 && !inFence && !blank {
+			if seen && !inFence && !blank {
 				prio := -1
 				switch {
 				case markdown && atxHeading.MatchString(line):
@@ -168,7 +170,7 @@ func blocks(text string, markdown bool) iter.Seq[span] {
 					}
 				}
 			}
-			prevBlank = blank
+			prevBlank, seen = blank, seen || !blank
 			start = end
 		}
 		cur.end = len(text)
@@ -555,9 +557,44 @@ func (s *splitter) fill(start, end, prio int, markup bool, open, close string, l
 			l -= over
 			cut, n = s.longestPrefix(seg, l, markup)
 		}
+		if cut < len(seg) && isBlank(seg[cut:]) {
+			// Only white space would be left, a piece and maybe a chunk
+			// without content (a trailing space that does not fit beside
+			// the closing tags): it goes with the last character before
+			// it instead, when the piece left before it still fits.
+			if c := lastCharStart(seg[:cut], markup); c > 0 {
+				if m := s.count(seg[:c]); s.fitsWith(open, seg[:c], m, close) {
+					cut, n = c, m
+				}
+			}
+		}
 		s.add(start, start+cut, n, prio, open, close)
 		start, prio = start+cut, prioRune
 	}
+}
+
+// fitsWith reports whether piece, of n tokens, fits the budget between
+// open and close: summed across clean joins, else counted.
+func (s *splitter) fitsWith(open, piece string, n int, close string) bool {
+	if open == "" && close == "" || s.joins(open, piece) && s.joins(piece, close) {
+		return s.ctx(open)+n+s.ctx(close) <= s.budget
+	}
+	return s.count(open+piece+close) <= s.budget
+}
+
+// lastCharStart returns where the last character of seg that is not
+// white space starts, as a cut cutBefore allows (so an entity reference
+// stays whole) and on a grapheme cluster boundary where one is allowed
+// there; 0 when seg has none.
+func lastCharStart(seg string, markup bool) int {
+	i := strings.LastIndexFunc(seg, func(r rune) bool { return !unicode.IsSpace(r) })
+	if i <= 0 {
+		return 0
+	}
+	if g := graphemeCutBefore(seg, i, markup); g > 0 {
+		return g
+	}
+	return cutBefore(seg, i, markup)
 }
 
 // longestPrefix returns the longest prefix of seg found to count at most
