@@ -538,6 +538,9 @@ func wordCuts(s string) []int {
 // 1.3–1.6 bytes a token, and two such parts never fit one chunk: twice the
 // chunks and provider calls, and a false too-many-chunks refusal.
 func (s *splitter) fill(start, end, prio int, markup bool, open, close string, limit int) {
+	// Past last, only white space is left (found once: a test per piece
+	// of the rest would be quadratic in a long run of it).
+	last := start + strings.LastIndexFunc(s.text[start:end], isNotSpace)
 	for start < end && !s.over {
 		seg := s.text[start:end]
 		cut, n := s.longestPrefix(seg, limit, markup)
@@ -557,7 +560,7 @@ func (s *splitter) fill(start, end, prio int, markup bool, open, close string, l
 			l -= over
 			cut, n = s.longestPrefix(seg, l, markup)
 		}
-		if cut < len(seg) && isBlank(seg[cut:]) {
+		if start+cut < end && start+cut > last {
 			// Only white space would be left, a piece and maybe a chunk
 			// without content (a trailing space that does not fit beside
 			// the closing tags): it goes with the last character before
@@ -582,12 +585,14 @@ func (s *splitter) fitsWith(open, piece string, n int, close string) bool {
 	return s.count(open+piece+close) <= s.budget
 }
 
+func isNotSpace(r rune) bool { return !unicode.IsSpace(r) }
+
 // lastCharStart returns where the last character of seg that is not
 // white space starts, as a cut cutBefore allows (so an entity reference
 // stays whole) and on a grapheme cluster boundary where one is allowed
 // there; 0 when seg has none.
 func lastCharStart(seg string, markup bool) int {
-	i := strings.LastIndexFunc(seg, func(r rune) bool { return !unicode.IsSpace(r) })
+	i := strings.LastIndexFunc(seg, isNotSpace)
 	if i <= 0 {
 		return 0
 	}
