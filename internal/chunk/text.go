@@ -170,6 +170,11 @@ func blocks(text string, markdown bool) iter.Seq[span] {
 					}
 				}
 			}
+			if markdown && !seen && !blank && atxHeading.MatchString(line) {
+				// The text's first block is a heading's as any other: it
+				// does not end a chunk while its section follows.
+				cur.prio = prioHeading
+			}
 			prevBlank, seen = blank, seen || !blank
 			start = end
 		}
@@ -232,8 +237,14 @@ func (s *splitter) markdownBlock(b span) {
 		return
 	}
 	levels := proseLevels
-	if len(lines) > 1 && listItem.MatchString(s.text[lines[0].start:lines[0].end]) {
-		levels = linesLevels
+	// The text's first block may start with blank lines.
+	for i, ln := range lines {
+		if line := s.text[ln.start:ln.end]; !isBlank(line) {
+			if i+1 < len(lines) && listItem.MatchString(line) {
+				levels = linesLevels
+			}
+			break
+		}
 	}
 	s.pieces(b.start, b.end, b.prio, levels, "", "")
 }
@@ -265,7 +276,10 @@ func fenceAt(text string, lines []span) (o, c int, fence string) {
 // shows code as code; what follows the closing line is a block of its own.
 func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 	first := len(s.units)
-	s.pieces(b.start, lines[o].start, b.prio, proseLevels, "", "")
+	// Blank lines before the fence (the text's first) are no prose:
+	// they go with the fence line.
+	from := leadingBlank(s.text, b.start, lines[o].start)
+	s.pieces(b.start, from, b.prio, proseLevels, "", "")
 	open := s.text[lines[o].start:lines[o].end]
 	// A closing fence must stand on a line of its own: after a unit cut
 	// inside a line it needs a newline first.
@@ -291,10 +305,9 @@ func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 	}
 	ends = append(ends, rest)
 	prio := b.prio
-	if o > 0 {
+	if from > b.start {
 		prio = prioSentence
 	}
-	from := lines[o].start
 	for i, e := range ends {
 		close := shut
 		if i == len(ends)-1 && c < len(lines) {
@@ -327,6 +340,16 @@ func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 	}
 }
 
+// leadingBlank returns where the text before a block's fence or table
+// header, text[start:end], ends as prose: start when it is only blank
+// lines, which then go with the line after them, else end.
+func leadingBlank(text string, start, end int) int {
+	if isBlank(text[start:end]) {
+		return start
+	}
+	return end
+}
+
 // tableHeader returns the index of a pipe table's header line (a line with
 // '|' followed by a delimiter line), or -1.
 func tableHeader(text string, lines []span) int {
@@ -346,7 +369,8 @@ func tableHeader(text string, lines []span) int {
 // follows as lines.
 func (s *splitter) table(b span, lines []span, h int) {
 	first := len(s.units)
-	s.pieces(b.start, lines[h].start, b.prio, proseLevels, "", "")
+	from := leadingBlank(s.text, b.start, lines[h].start)
+	s.pieces(b.start, from, b.prio, proseLevels, "", "")
 	header := s.text[lines[h].start:lines[h+1].end]
 	open := header
 	if s.ctx(header) > s.budget/2 {
@@ -367,10 +391,9 @@ func (s *splitter) table(b span, lines []span, h int) {
 	}
 	ends[len(ends)-1] = rest
 	prio := b.prio
-	if h > 0 {
+	if from > b.start {
 		prio = prioSentence
 	}
-	from := lines[h].start
 	k := len(s.units)
 	s.pieces(from, ends[0], prio, rowLevels, "", "")
 	if len(s.units)-k > 1 && rowsEnd > h+2 && !s.over {
@@ -428,8 +451,13 @@ func reopen(u *unit, open string) {
 }
 
 // lineCuts cuts after each newline that a non-blank line follows; blank
-// lines stay with the line before them.
+// lines stay with the line before them, and those that lead s with the
+// line after them.
 func lineCuts(s string) []int {
+	first := strings.IndexFunc(s, isNotSpace)
+	if first < 0 {
+		return nil
+	}
 	var cuts []int
 	for i := 0; i < len(s); {
 		j := strings.IndexByte(s[i:], '\n')
@@ -444,7 +472,7 @@ func lineCuts(s string) []int {
 			}
 			k++
 		}
-		if k < len(s) && i < len(s) {
+		if k < len(s) && i < len(s) && i > first {
 			cuts = append(cuts, i)
 		}
 	}
@@ -538,9 +566,9 @@ func wordCuts(s string) []int {
 // 1.3–1.6 bytes a token, and two such parts never fit one chunk: twice the
 // chunks and provider calls, and a false too-many-chunks refusal.
 func (s *splitter) fill(start, end, prio int, markup bool, open, close string, limit int) {
-	// Past last, only white space is left (found once: a test per piece
-	// of the rest would be quadratic in a long run of it).
-	last := start + strings.LastIndexFunc(s.text[start:end], isNotSpace)
+	// Past last, the text holds only white space (found once: a test
+	// per piece of the rest would be quadratic in a long run of it).
+	last := strings.LastIndexFunc(s.text, isNotSpace)
 	for start < end && !s.over {
 		seg := s.text[start:end]
 		cut, n := s.longestPrefix(seg, limit, markup)
@@ -561,10 +589,14 @@ func (s *splitter) fill(start, end, prio int, markup bool, open, close string, l
 			cut, n = s.longestPrefix(seg, l, markup)
 		}
 		if start+cut < end && start+cut > last {
-			// Only white space would be left, a piece and maybe a chunk
-			// without content (a trailing space that does not fit beside
-			// the closing tags): it goes with the last character before
-			// it instead, when the piece left before it still fits.
+			// Only white space would be left to the end of the text, a
+			// piece and a chunk without content (a trailing space that
+			// does not fit beside the closing tags): it goes with the
+			// last character before it instead, when the piece left
+			// before it still fits. White space left before more
+			// content is not: pack puts it in the chunk of what follows
+			// it, and taking a character along would only make a chunk
+			// of that character.
 			if c := lastCharStart(seg[:cut], markup); c > 0 {
 				if m := s.count(seg[:c]); s.fitsWith(open, seg[:c], m, close) {
 					cut, n = c, m
