@@ -509,6 +509,9 @@ func (s *splitter) pack() ([]Chunk, error) {
 	}
 
 	var chunks []Chunk
+	// from[i] is where chunk i was started from (next, last), so that
+	// giveChar can have it made again.
+	var from [][2]int
 	next, last := 0, -1
 	for next < len(s.units) {
 		a := next
@@ -544,6 +547,17 @@ func (s *splitter) pack() ([]Chunk, error) {
 			}
 			e = emax
 		}
+		if len(chunks) > 0 && s.blank(next, e) && s.giveChar(next) {
+			// The chunk would add only white space that a fill cut left
+			// after the previous chunk's last unit: that unit now ends a
+			// character earlier, and the previous chunk is made again.
+			chunks = chunks[:len(chunks)-1]
+			next, last = from[len(from)-1][0], from[len(from)-1][1]
+			from = from[:len(from)-1]
+			prefix()
+			findLast()
+			continue
+		}
 		var c Chunk
 		for {
 			c = s.build(a, next, e, len(chunks))
@@ -576,12 +590,71 @@ func (s *splitter) pack() ([]Chunk, error) {
 			continue
 		}
 		chunks = append(chunks, c)
+		from = append(from, [2]int{next, last})
 		if s.maxChunks > 0 && len(chunks) > s.maxChunks {
 			return nil, s.tooMany(len(chunks))
 		}
 		last, next = e-1, e
 	}
 	return chunks, nil
+}
+
+// blank reports whether the units [a,e) hold only white space.
+func (s *splitter) blank(a, e int) bool {
+	return isBlank(s.text[s.units[a].start:s.units[e-1].end])
+}
+
+// giveChar moves the last character of unit i-1 into unit i, when unit
+// i is white space that fill cut from the text before it (prioRune: a
+// cut between any two characters), unit i-1 ends with the piece before
+// that cut (itself, or its last part when a tag was glued to it), and
+// both still fit their contexts: unit i then has content of its own.
+// Such white space (a trailing space that does not fit beside the
+// closing tags, a space before an element too large to take it) would
+// otherwise make a chunk of its own, a model call about nothing. It is
+// done here, not by fill, because only packing shows that no chunk can
+// carry the white space: most go with the text after them.
+func (s *splitter) giveChar(i int) bool {
+	u, w := &s.units[i-1], &s.units[i]
+	if w.prio != prioRune || len(w.parts) > 0 {
+		return false
+	}
+	chain := []*unit{u} // u and its last parts, down to the piece
+	for v := lastPart(u); v != nil; v = lastPart(v) {
+		chain = append(chain, v)
+	}
+	v := chain[len(chain)-1]
+	c := lastCharStart(s.text[v.start:v.end], s.markup)
+	if c == 0 {
+		return false
+	}
+	p := v.start + c
+	right := s.text[p:w.end]
+	nr := s.count(right)
+	if !s.fitsWith(w.open, right, nr, w.close) {
+		return false
+	}
+	counts := make([]int, len(chain))
+	for k, x := range chain {
+		left := s.text[x.start:p]
+		counts[k] = s.count(left)
+		if !s.fitsWith(x.open, left, counts[k], x.close) {
+			return false
+		}
+	}
+	before := u.tokens
+	v.end, v.tokens, v.count = p, counts[len(chain)-1], counts[len(chain)-1]
+	for k := len(chain) - 2; k >= 0; k-- {
+		// tokens stays the parts' sum, as collapse made it.
+		x := chain[k]
+		x.end, x.tokens, x.count = p, 0, counts[k]
+		for _, part := range x.parts {
+			x.tokens += part.tokens
+		}
+	}
+	s.tally(u.tokens - before + nr - w.tokens)
+	w.start, w.tokens, w.count = p, nr, nr
+	return true
 }
 
 // splice replaces the collapsed unit i by the units it was counted as.

@@ -566,9 +566,6 @@ func wordCuts(s string) []int {
 // 1.3–1.6 bytes a token, and two such parts never fit one chunk: twice the
 // chunks and provider calls, and a false too-many-chunks refusal.
 func (s *splitter) fill(start, end, prio int, markup bool, open, close string, limit int) {
-	// Past last, the text holds only white space (found once: a test
-	// per piece of the rest would be quadratic in a long run of it).
-	last := strings.LastIndexFunc(s.text, isNotSpace)
 	for start < end && !s.over {
 		seg := s.text[start:end]
 		cut, n := s.longestPrefix(seg, limit, markup)
@@ -587,21 +584,6 @@ func (s *splitter) fill(start, end, prio int, markup bool, open, close string, l
 			}
 			l -= over
 			cut, n = s.longestPrefix(seg, l, markup)
-		}
-		if start+cut < end && start+cut > last {
-			// Only white space would be left to the end of the text, a
-			// piece and a chunk without content (a trailing space that
-			// does not fit beside the closing tags): it goes with the
-			// last character before it instead, when the piece left
-			// before it still fits. White space left before more
-			// content is not: pack puts it in the chunk of what follows
-			// it, and taking a character along would only make a chunk
-			// of that character.
-			if c := lastCharStart(seg[:cut], markup); c > 0 {
-				if m := s.count(seg[:c]); s.fitsWith(open, seg[:c], m, close) {
-					cut, n = c, m
-				}
-			}
 		}
 		s.add(start, start+cut, n, prio, open, close)
 		start, prio = start+cut, prioRune
