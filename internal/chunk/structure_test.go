@@ -228,6 +228,9 @@ func TestSplitSendsNoChunkWithoutContent(t *testing.T) {
 		// a block of its own (here it does not fit with the fenced code
 		// after it in p50k_base).
 		{"leading blank line before a code fence", FormatMarkdown, "\n```071A\n\n0AA00A00A0A00A0A", []int{19}, "text-davinci-003"},
+		// Found by FuzzSplit: a space cut from the text before it, which
+		// fits neither with that text nor with the element after it.
+		{"space between text cut to the budget and an element", FormatXML, "000000000000000000000000000000000000000<rsm:I>0A00Z0A0A <rsm:L>0</rsm:L>0</rsm:I>0", []int{20}, "text-davinci-003"},
 	}
 	for _, tt := range tests {
 		for _, budget := range tt.budgets {
@@ -350,6 +353,28 @@ func TestSplitKeepsTheDoctypeWithTheDocument(t *testing.T) {
 			if isPrologueOnly(ch.New()) {
 				t.Fatalf("at %d chunk %d carries only %q", budget, ch.Index, ch.New())
 			}
+		}
+	}
+}
+
+// TestEndsWithWholeTag: the fuzz oracle forgives white space only
+// between whole tags, never beside text that was cut.
+func TestEndsWithWholeTag(t *testing.T) {
+	tests := []struct {
+		body string
+		want bool
+	}{
+		{`<link rel="alternate" href="x"/>`, true},
+		{"text <br>", true},
+		{"</p>", true},
+		{"\n00BA00A>", false}, // the end of a start tag cut as text
+		{"a > b>", false},
+		{"<p>text", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := endsWithWholeTag(tt.body); got != tt.want {
+			t.Errorf("endsWithWholeTag(%q) = %v, want %v", tt.body, got, tt.want)
 		}
 	}
 }
