@@ -509,9 +509,10 @@ func (s *splitter) pack() ([]Chunk, error) {
 	}
 
 	var chunks []Chunk
-	// from[i] is where chunk i was started from (next, last), so that
-	// giveChar can have it made again.
-	var from [][2]int
+	// made[i] is how chunk i was made: next and last before it, and
+	// the unit it started at, so that it can be made again or extended.
+	type making struct{ next, last, a int }
+	var made []making
 	next, last := 0, -1
 	for next < len(s.units) {
 		a := next
@@ -547,16 +548,34 @@ func (s *splitter) pack() ([]Chunk, error) {
 			}
 			e = emax
 		}
-		if len(chunks) > 0 && s.blank(next, e) && s.giveChar(next) {
-			// The chunk would add only white space that a fill cut left
-			// after the previous chunk's last unit: that unit now ends a
-			// character earlier, and the previous chunk is made again.
-			chunks = chunks[:len(chunks)-1]
-			next, last = from[len(from)-1][0], from[len(from)-1][1]
-			from = from[:len(from)-1]
-			prefix()
-			findLast()
-			continue
+		if len(chunks) > 0 && s.blank(next, e) {
+			// The chunk would add only white space, a model call about
+			// nothing. Packing plans with summed counts, which can miss
+			// a merge across a join: counted exactly, the white space
+			// may still fit at the end of the previous chunk, or before
+			// the unit after it.
+			m := made[len(made)-1]
+			if c := s.build(m.a, m.next, e, len(chunks)-1); c.Tokens <= s.budget {
+				chunks[len(chunks)-1] = c
+				last, next = e-1, e
+				continue
+			}
+			if e < len(s.units) {
+				if c := s.build(next, next, e+1, len(chunks)); c.Tokens <= s.budget {
+					a, e = next, e+1
+				}
+			}
+			if s.blank(next, e) && s.giveChar(next) {
+				// White space that a fill cut left after the previous
+				// chunk's last unit now has that unit's last character,
+				// and the previous chunk is made again.
+				chunks = chunks[:len(chunks)-1]
+				next, last = m.next, m.last
+				made = made[:len(made)-1]
+				prefix()
+				findLast()
+				continue
+			}
 		}
 		var c Chunk
 		for {
@@ -590,7 +609,7 @@ func (s *splitter) pack() ([]Chunk, error) {
 			continue
 		}
 		chunks = append(chunks, c)
-		from = append(from, [2]int{next, last})
+		made = append(made, making{next: next, last: last, a: a})
 		if s.maxChunks > 0 && len(chunks) > s.maxChunks {
 			return nil, s.tooMany(len(chunks))
 		}

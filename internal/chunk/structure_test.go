@@ -230,6 +230,10 @@ func TestSplitSendsNoChunkWithoutContent(t *testing.T) {
 		{"leading blank line before a code fence", FormatMarkdown, "\n```071A\n\n0AA00A00A0A00A0A", []int{19}, "text-davinci-003"},
 		// Found by FuzzSplit: a space cut from the text before it, which
 		// fits neither with that text nor with the element after it.
+		// Found by FuzzSplit: white space between elements that fits
+		// beside the first only counted exactly (39 of 39 tokens), not
+		// by the sum packing plans with.
+		{"white space that fits beside an element counted exactly", FormatXML, `0000000000000000000000<rsm:I AA0="0"AA00A="0A0B0"><rsm:L>0</rsm:L>  <rsm:L>0</rsm:L>0</rsm:I>0`, []int{39}, "text-davinci-003"},
 		{"space between text cut to the budget and an element", FormatXML, "000000000000000000000000000000000000000<rsm:I>0A00Z0A0A <rsm:L>0</rsm:L>0</rsm:I>0", []int{20}, "text-davinci-003"},
 	}
 	for _, tt := range tests {
