@@ -22,7 +22,9 @@
 // the first of chunk i+1 — so a record on a boundary is seen whole by one
 // model call. Every chunk carries content of its own: a heading (markdown
 // or HTML), a table's header or the XML declaration does not end a chunk
-// while what it belongs to follows, and no chunk adds only whitespace.
+// while what it belongs to follows, and no chunk adds only whitespace
+// (but whitespace between two whole tags whose chunks are full: each
+// byte must be new in some chunk).
 //
 // Token counts are exact for the model family (see Counter). Each block is
 // counted once while packing. A finished chunk's count is the sum of its
@@ -548,35 +550,6 @@ func (s *splitter) pack() ([]Chunk, error) {
 			}
 			e = emax
 		}
-		if len(chunks) > 0 && s.blank(next, e) {
-			// The chunk would add only white space, a model call about
-			// nothing. Packing plans with summed counts, which can miss
-			// a merge across a join: counted exactly, the white space
-			// may still fit at the end of the previous chunk, or before
-			// the unit after it.
-			m := made[len(made)-1]
-			if c := s.build(m.a, m.next, e, len(chunks)-1); c.Tokens <= s.budget {
-				chunks[len(chunks)-1] = c
-				last, next = e-1, e
-				continue
-			}
-			if e < len(s.units) {
-				if c := s.build(next, next, e+1, len(chunks)); c.Tokens <= s.budget {
-					a, e = next, e+1
-				}
-			}
-			if s.blank(next, e) && s.giveChar(next) {
-				// White space that a fill cut left after the previous
-				// chunk's last unit now has that unit's last character,
-				// and the previous chunk is made again.
-				chunks = chunks[:len(chunks)-1]
-				next, last = m.next, m.last
-				made = made[:len(made)-1]
-				prefix()
-				findLast()
-				continue
-			}
-		}
 		var c Chunk
 		for {
 			c = s.build(a, next, e, len(chunks))
@@ -607,6 +580,35 @@ func (s *splitter) pack() ([]Chunk, error) {
 			}
 			resplit(next)
 			continue
+		}
+		if len(chunks) > 0 && s.blank(next, e) {
+			// The chunk would add only white space, a model call about
+			// nothing. Packing plans with summed counts, which can miss
+			// a merge across a join: counted exactly, the white space
+			// may still fit at the end of the previous chunk, or before
+			// the unit after it.
+			m := made[len(made)-1]
+			if p := s.build(m.a, m.next, e, len(chunks)-1); p.Tokens <= s.budget {
+				chunks[len(chunks)-1] = p
+				last, next = e-1, e
+				continue
+			}
+			if e < len(s.units) {
+				if n := s.build(next, next, e+1, len(chunks)); n.Tokens <= s.budget {
+					a, e, c = next, e+1, n
+				}
+			}
+			if s.blank(next, e) && s.giveChar(next) {
+				// White space that a fill cut left after the previous
+				// chunk's last unit now has that unit's last character,
+				// and the previous chunk is made again.
+				chunks = chunks[:len(chunks)-1]
+				next, last = m.next, m.last
+				made = made[:len(made)-1]
+				prefix()
+				findLast()
+				continue
+			}
 		}
 		chunks = append(chunks, c)
 		made = append(made, making{next: next, last: last, a: a})
@@ -648,6 +650,9 @@ func (s *splitter) giveChar(i int) bool {
 		return false
 	}
 	p := v.start + c
+	if isBlank(s.text[u.start:p]) {
+		return false // it would only move the white space
+	}
 	right := s.text[p:w.end]
 	nr := s.count(right)
 	if !s.fitsWith(w.open, right, nr, w.close) {

@@ -695,7 +695,10 @@ func FuzzSplit(f *testing.F) {
 	// wedged between whole tags (testdata f1882a80119fc2d6, p50k_base, a
 	// lone blank line before a code fence; 8e4cb6f603d14bfa, o200k_base,
 	// a trailing space; d78cb7db54245227, p50k_base, a space between text
-	// and an element).
+	// and an element; ac7ae213fdb916cb, p50k_base, a space that fits
+	// counted exactly; cf2c01490efe1617, p50k_base, a generated page
+	// whose chunk became white space when an over-budget count gave
+	// units back).
 	others := []*Counter{}
 	for _, model := range []string{"gpt-4", "text-davinci-003"} {
 		oc, err := NewCounter(model)
