@@ -22,7 +22,9 @@
 // the first of chunk i+1 — so a record on a boundary is seen whole by one
 // model call. Every chunk carries content of its own: a heading (markdown
 // or HTML), a table's header or the XML declaration does not end a chunk
-// while what it belongs to follows, and no chunk adds only whitespace.
+// while what it belongs to follows, and no chunk adds only whitespace
+// (but whitespace between two whole tags whose chunks are full: each
+// byte must be new in some chunk).
 //
 // Token counts are exact for the model family (see Counter). Each block is
 // counted once while packing. A finished chunk's count is the sum of its
@@ -509,6 +511,10 @@ func (s *splitter) pack() ([]Chunk, error) {
 	}
 
 	var chunks []Chunk
+	// made[i] is how chunk i was made: next and last before it, and
+	// the unit it started at, so that it can be made again or extended.
+	type making struct{ next, last, a int }
+	var made []making
 	next, last := 0, -1
 	for next < len(s.units) {
 		a := next
@@ -575,13 +581,104 @@ func (s *splitter) pack() ([]Chunk, error) {
 			resplit(next)
 			continue
 		}
+		if len(chunks) > 0 && s.blank(next, e) {
+			// The chunk would add only white space, a model call about
+			// nothing. Packing plans with summed counts, which can miss
+			// a merge across a join: counted exactly, the white space
+			// may still fit at the end of the previous chunk, or before
+			// the unit after it.
+			m := made[len(made)-1]
+			if p := s.build(m.a, m.next, e, len(chunks)-1); p.Tokens <= s.budget {
+				chunks[len(chunks)-1] = p
+				last, next = e-1, e
+				continue
+			}
+			if e < len(s.units) {
+				if n := s.build(next, next, e+1, len(chunks)); n.Tokens <= s.budget {
+					a, e, c = next, e+1, n
+				}
+			}
+			if s.blank(next, e) && s.giveChar(next) {
+				// White space that a fill cut left after the previous
+				// chunk's last unit now has that unit's last character,
+				// and the previous chunk is made again.
+				chunks = chunks[:len(chunks)-1]
+				next, last = m.next, m.last
+				made = made[:len(made)-1]
+				prefix()
+				findLast()
+				continue
+			}
+		}
 		chunks = append(chunks, c)
+		made = append(made, making{next: next, last: last, a: a})
 		if s.maxChunks > 0 && len(chunks) > s.maxChunks {
 			return nil, s.tooMany(len(chunks))
 		}
 		last, next = e-1, e
 	}
 	return chunks, nil
+}
+
+// blank reports whether the units [a,e) hold only white space.
+func (s *splitter) blank(a, e int) bool {
+	return isBlank(s.text[s.units[a].start:s.units[e-1].end])
+}
+
+// giveChar moves the last character of unit i-1 into unit i, when unit
+// i is white space that fill cut from the text before it (prioRune: a
+// cut between any two characters), unit i-1 ends with the piece before
+// that cut (itself, or its last part when a tag was glued to it), and
+// both still fit their contexts: unit i then has content of its own.
+// Such white space (a trailing space that does not fit beside the
+// closing tags, a space before an element too large to take it) would
+// otherwise make a chunk of its own, a model call about nothing. It is
+// done here, not by fill, because only packing shows that no chunk can
+// carry the white space: most go with the text after them.
+func (s *splitter) giveChar(i int) bool {
+	u, w := &s.units[i-1], &s.units[i]
+	if w.prio != prioRune || len(w.parts) > 0 {
+		return false
+	}
+	chain := []*unit{u} // u and its last parts, down to the piece
+	for v := lastPart(u); v != nil; v = lastPart(v) {
+		chain = append(chain, v)
+	}
+	v := chain[len(chain)-1]
+	c := lastCharStart(s.text[v.start:v.end], s.markup)
+	if c == 0 {
+		return false
+	}
+	p := v.start + c
+	if isBlank(s.text[u.start:p]) {
+		return false // it would only move the white space
+	}
+	right := s.text[p:w.end]
+	nr := s.count(right)
+	if !s.fitsWith(w.open, right, nr, w.close) {
+		return false
+	}
+	counts := make([]int, len(chain))
+	for k, x := range chain {
+		left := s.text[x.start:p]
+		counts[k] = s.count(left)
+		if !s.fitsWith(x.open, left, counts[k], x.close) {
+			return false
+		}
+	}
+	before := u.tokens
+	v.end, v.tokens, v.count = p, counts[len(chain)-1], counts[len(chain)-1]
+	for k := len(chain) - 2; k >= 0; k-- {
+		// tokens stays the parts' sum, as collapse made it.
+		x := chain[k]
+		x.end, x.tokens, x.count = p, 0, counts[k]
+		for _, part := range x.parts {
+			x.tokens += part.tokens
+		}
+	}
+	s.tally(u.tokens - before + nr - w.tokens)
+	w.start, w.tokens, w.count = p, nr, nr
+	return true
 }
 
 // splice replaces the collapsed unit i by the units it was counted as.

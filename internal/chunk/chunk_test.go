@@ -28,10 +28,22 @@ func counter(t testing.TB) *Counter {
 // input byte for byte.
 func split(t testing.TB, text, format string, budget int) []Chunk {
 	t.Helper()
+	return splitWith(t, "", text, format, budget)
+}
+
+// splitWith is split counting for model ("": gpt-4o, o200k_base).
+func splitWith(t testing.TB, model, text, format string, budget int) []Chunk {
+	t.Helper()
 	c := counter(t)
+	if model != "" {
+		var err error
+		if c, err = NewCounter(model); err != nil {
+			t.Fatal(err)
+		}
+	}
 	chunks, err := Split(text, format, budget, c)
 	if err != nil {
-		t.Fatalf("Split(%s, budget %d): %v", format, budget, err)
+		t.Fatalf("Split(%s, budget %d, %s): %v", format, budget, c.Encoding(), err)
 	}
 	checkInvariants(t, c, text, EffectiveBudget(budget), chunks)
 	return chunks
@@ -44,10 +56,42 @@ func checkInvariants(t testing.TB, c *Counter, text string, budget int, chunks [
 		if ch.New() == "" {
 			t.Fatalf("chunk %d adds no text", i)
 		}
-		if len(chunks) > 1 && isBlank(ch.New()) {
-			t.Fatalf("chunk %d adds only whitespace: %q", i, ch.New())
+		if len(chunks) > 1 && isBlank(ch.New()) && !wedged(c, budget, chunks, i) {
+			t.Fatalf("chunk %d adds only whitespace in %s: %q", i, c.Encoding(), ch.New())
 		}
 	}
+}
+
+// wedged reports whether chunk i, only white space, stands between two
+// whole tags (or a whole tag and the text's start or end) whose chunks
+// cannot take it: each byte must be new in some chunk, and neither tag
+// can be cut without cutting markup, so no split does better. Anything
+// else (white space beside text, which can give it a character) may not
+// make a chunk of its own.
+func wedged(c *Counter, budget int, chunks []Chunk, i int) bool {
+	ch := chunks[i]
+	w := ch.New()
+	if i > 0 {
+		prev := chunks[i-1]
+		body := prev.Body()
+		if !endsWithWholeTag(body) || c.Count(prev.Text[:len(prev.Text)-prev.Suffix]+w+ch.Text[len(ch.Text)-ch.Suffix:]) <= budget {
+			return false
+		}
+	}
+	if i+1 < len(chunks) {
+		next := chunks[i+1]
+		if !strings.HasPrefix(next.New(), "<") || c.Count(ch.Text[:ch.Prefix]+w+next.New()+next.Text[len(next.Text)-next.Suffix:]) <= budget {
+			return false
+		}
+	}
+	return true
+}
+
+// endsWithWholeTag reports whether s ends with a tag that starts in s:
+// its last '>' closes the last '<', with no other '>' between them.
+func endsWithWholeTag(s string) bool {
+	lt := strings.LastIndexByte(s, '<')
+	return strings.HasSuffix(s, ">") && lt >= 0 && strings.IndexByte(s[lt:], '>') == len(s)-lt-1
 }
 
 // checkCounts checks what counting must give: indexes in order, each
@@ -645,11 +689,16 @@ func FuzzSplit(f *testing.F) {
 	f.Add("<h2>Title</h2>\n<p>"+strings.Repeat("Some words here. ", 20)+"</p>\n<h3>Next</h3><p>more</p>", uint8(2), uint16(40))
 	c := counter(f)
 	// Tokens is a sum where joins are clean, for o200k_base and
-	// cl100k_base alike, and never for p50k_base: checkCounts holds every
-	// chunk's Tokens to its text's count in each encoding. (The content
-	// checks are o200k's: in p50k_base a chunk can be a lone blank line
-	// before a code fence, testdata f1882a80119fc2d6, as it could before
-	// counts were summed.)
+	// cl100k_base alike, and never for p50k_base: checkInvariants holds
+	// every chunk's Tokens to its text's count in each encoding, and no
+	// chunk but a text's only one may add only whitespace in any, unless
+	// wedged between whole tags (testdata f1882a80119fc2d6, p50k_base, a
+	// lone blank line before a code fence; 8e4cb6f603d14bfa, o200k_base,
+	// a trailing space; d78cb7db54245227, p50k_base, a space between text
+	// and an element; ac7ae213fdb916cb, p50k_base, a space that fits
+	// counted exactly; cf2c01490efe1617, p50k_base, a generated page
+	// whose chunk became white space when an over-budget count gave
+	// units back).
 	others := []*Counter{}
 	for _, model := range []string{"gpt-4", "text-davinci-003"} {
 		oc, err := NewCounter(model)
@@ -670,7 +719,7 @@ func FuzzSplit(f *testing.F) {
 			if err != nil {
 				t.Fatalf("%s: %v", oc.Encoding(), err)
 			}
-			checkCounts(t, oc, text, b, chunks)
+			checkInvariants(t, oc, text, b, chunks)
 		}
 		start := time.Now()
 		chunks, err := Split(text, fm, b, c)

@@ -133,7 +133,9 @@ func blocks(text string, markdown bool) iter.Seq[span] {
 			return true
 		}
 		cur := span{0, 0, prioBlock}
-		prevBlank, inFence := false, false
+		// seen: a non-blank line is in cur. Until one is, cur holds only
+		// the text's leading blank lines, which are no block of their own.
+		prevBlank, inFence, seen := false, false, false
 		fence := ""
 		for start := 0; start < len(text); {
 			end := len(text)
@@ -142,7 +144,7 @@ func blocks(text string, markdown bool) iter.Seq[span] {
 			}
 			line := text[start:end]
 			blank := isBlank(line)
-			if start > 0 && !inFence && !blank {
+			if seen && !inFence && !blank {
 				prio := -1
 				switch {
 				case markdown && atxHeading.MatchString(line):
@@ -168,7 +170,12 @@ func blocks(text string, markdown bool) iter.Seq[span] {
 					}
 				}
 			}
-			prevBlank = blank
+			if markdown && !seen && !blank && atxHeading.MatchString(line) {
+				// The text's first block is a heading's as any other: it
+				// does not end a chunk while its section follows.
+				cur.prio = prioHeading
+			}
+			prevBlank, seen = blank, seen || !blank
 			start = end
 		}
 		cur.end = len(text)
@@ -230,8 +237,14 @@ func (s *splitter) markdownBlock(b span) {
 		return
 	}
 	levels := proseLevels
-	if len(lines) > 1 && listItem.MatchString(s.text[lines[0].start:lines[0].end]) {
-		levels = linesLevels
+	// The text's first block may start with blank lines.
+	for i, ln := range lines {
+		if line := s.text[ln.start:ln.end]; !isBlank(line) {
+			if i+1 < len(lines) && listItem.MatchString(line) {
+				levels = linesLevels
+			}
+			break
+		}
 	}
 	s.pieces(b.start, b.end, b.prio, levels, "", "")
 }
@@ -263,7 +276,10 @@ func fenceAt(text string, lines []span) (o, c int, fence string) {
 // shows code as code; what follows the closing line is a block of its own.
 func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 	first := len(s.units)
-	s.pieces(b.start, lines[o].start, b.prio, proseLevels, "", "")
+	// Blank lines before the fence (the text's first) are no prose:
+	// they go with the fence line.
+	from := leadingBlank(s.text, b.start, lines[o].start)
+	s.pieces(b.start, from, b.prio, proseLevels, "", "")
 	open := s.text[lines[o].start:lines[o].end]
 	// A closing fence must stand on a line of its own: after a unit cut
 	// inside a line it needs a newline first.
@@ -289,10 +305,9 @@ func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 	}
 	ends = append(ends, rest)
 	prio := b.prio
-	if o > 0 {
+	if from > b.start {
 		prio = prioSentence
 	}
-	from := lines[o].start
 	for i, e := range ends {
 		close := shut
 		if i == len(ends)-1 && c < len(lines) {
@@ -325,6 +340,16 @@ func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 	}
 }
 
+// leadingBlank returns where the text before a block's fence or table
+// header, text[start:end], ends as prose: start when it is only blank
+// lines, which then go with the line after them, else end.
+func leadingBlank(text string, start, end int) int {
+	if isBlank(text[start:end]) {
+		return start
+	}
+	return end
+}
+
 // tableHeader returns the index of a pipe table's header line (a line with
 // '|' followed by a delimiter line), or -1.
 func tableHeader(text string, lines []span) int {
@@ -344,7 +369,8 @@ func tableHeader(text string, lines []span) int {
 // follows as lines.
 func (s *splitter) table(b span, lines []span, h int) {
 	first := len(s.units)
-	s.pieces(b.start, lines[h].start, b.prio, proseLevels, "", "")
+	from := leadingBlank(s.text, b.start, lines[h].start)
+	s.pieces(b.start, from, b.prio, proseLevels, "", "")
 	header := s.text[lines[h].start:lines[h+1].end]
 	open := header
 	if s.ctx(header) > s.budget/2 {
@@ -365,10 +391,9 @@ func (s *splitter) table(b span, lines []span, h int) {
 	}
 	ends[len(ends)-1] = rest
 	prio := b.prio
-	if h > 0 {
+	if from > b.start {
 		prio = prioSentence
 	}
-	from := lines[h].start
 	k := len(s.units)
 	s.pieces(from, ends[0], prio, rowLevels, "", "")
 	if len(s.units)-k > 1 && rowsEnd > h+2 && !s.over {
@@ -426,8 +451,13 @@ func reopen(u *unit, open string) {
 }
 
 // lineCuts cuts after each newline that a non-blank line follows; blank
-// lines stay with the line before them.
+// lines stay with the line before them, and those that lead s with the
+// line after them.
 func lineCuts(s string) []int {
+	first := strings.IndexFunc(s, isNotSpace)
+	if first < 0 {
+		return nil
+	}
 	var cuts []int
 	for i := 0; i < len(s); {
 		j := strings.IndexByte(s[i:], '\n')
@@ -442,7 +472,7 @@ func lineCuts(s string) []int {
 			}
 			k++
 		}
-		if k < len(s) && i < len(s) {
+		if k < len(s) && i < len(s) && i > first {
 			cuts = append(cuts, i)
 		}
 	}
@@ -558,6 +588,32 @@ func (s *splitter) fill(start, end, prio int, markup bool, open, close string, l
 		s.add(start, start+cut, n, prio, open, close)
 		start, prio = start+cut, prioRune
 	}
+}
+
+// fitsWith reports whether piece, of n tokens, fits the budget between
+// open and close: summed across clean joins, else counted.
+func (s *splitter) fitsWith(open, piece string, n int, close string) bool {
+	if open == "" && close == "" || s.joins(open, piece) && s.joins(piece, close) {
+		return s.ctx(open)+n+s.ctx(close) <= s.budget
+	}
+	return s.count(open+piece+close) <= s.budget
+}
+
+func isNotSpace(r rune) bool { return !unicode.IsSpace(r) }
+
+// lastCharStart returns where the last character of seg that is not
+// white space starts, as a cut cutBefore allows (so an entity reference
+// stays whole) and on a grapheme cluster boundary where one is allowed
+// there; 0 when seg has none.
+func lastCharStart(seg string, markup bool) int {
+	i := strings.LastIndexFunc(seg, isNotSpace)
+	if i <= 0 {
+		return 0
+	}
+	if g := graphemeCutBefore(seg, i, markup); g > 0 {
+		return g
+	}
+	return cutBefore(seg, i, markup)
 }
 
 // longestPrefix returns the longest prefix of seg found to count at most
