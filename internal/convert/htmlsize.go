@@ -9,12 +9,13 @@ import (
 )
 
 // maxHTMLNodes bounds the nodes an HTML document may parse into. html.Parse
-// builds the whole tree before the cleaner sees it, at 130–300 bytes of
-// heap a node with what cleaning and rendering add (docs/benchmarks.md,
-// "HTML and XML memory"), and markup makes a node every 3 or 4 bytes: 32 MiB
-// of <li>x took 4 GiB. The largest real pages measured (an 8 MiB API
-// reference, an 8 MiB highlighted source listing) count 0.8 and 1.1
-// million; 32 MiB of such markup would count about 4.5 million.
+// builds the whole tree before the cleaner sees it, at 110–190 bytes of
+// heap a node with what cleaning and rendering add, and markup makes a
+// node every 3 to 5 bytes: 32 MiB of <li>x took 2.5 GiB (docs/decisions.md,
+// "What HTML and XML parse into, bounded"). At this limit the worst shape
+// measured peaks at 732 MiB; the largest real pages measured (an 8 MiB API
+// reference, an 8 MiB highlighted source listing) count 0.86 and 1.13
+// million.
 const maxHTMLNodes = 4_000_000
 
 // formattingElements are the elements the HTML parser re-opens when a
