@@ -35,7 +35,8 @@ const (
 
 // Size limits. Text decoding is linear and cheap; HTML and XML are parsed
 // into memory (an HTML tree costs several times its source), so they are
-// bounded lower.
+// bounded lower, and what an HTML document parses into is bounded on its
+// own (maxHTMLNodes): a few bytes of markup can make a node.
 const (
 	maxTextBytes = 100 << 20
 	maxHTMLBytes = 32 << 20
@@ -116,6 +117,16 @@ type Converter struct {
 	// pageDecoded, when set (by tests), is told of each image page
 	// decoded, by its 0-based index.
 	pageDecoded func(i int)
+	// htmlNodeLimit replaces maxHTMLNodes when set (by tests).
+	htmlNodeLimit int
+}
+
+// htmlLimit is the most nodes an HTML document may parse into.
+func (c *Converter) htmlLimit() int {
+	if c.htmlNodeLimit > 0 {
+		return c.htmlNodeLimit
+	}
+	return maxHTMLNodes
 }
 
 // New returns a Converter. Unless cfg bounds them, its poppler processes
@@ -164,7 +175,7 @@ func (c *Converter) Convert(ctx context.Context, in Input) (Output, error) {
 			// Provider pages are HTML read off a document the caller
 			// chose: they get the same cleaning as HTML sources, so no
 			// script or handler reaches whoever renders the row.
-			if res.Content, _, err = convertHTML(ctx, []byte(res.Content), "utf-8"); err != nil {
+			if res.Content, _, err = convertHTML(ctx, []byte(res.Content), "utf-8", c.htmlLimit()); err != nil {
 				return Output{}, err
 			}
 		}
@@ -335,7 +346,7 @@ func (c *Converter) convertText(ctx context.Context, in Input, k kind, detected 
 		if len(in.Data) > maxHTMLBytes {
 			return Output{}, tooLarge("HTML", maxHTMLBytes)
 		}
-		content, cs, err := convertHTML(ctx, in.Data, charsetParam(in.ContentType))
+		content, cs, err := convertHTML(ctx, in.Data, charsetParam(in.ContentType), c.htmlLimit())
 		if err != nil {
 			return Output{}, err
 		}

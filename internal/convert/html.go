@@ -74,11 +74,16 @@ var keptAttrs = map[string]bool{
 var urlAttrs = map[string]bool{"href": true, "src": true, "cite": true}
 
 // convertHTML returns the cleaned body content of an HTML document as HTML.
-func convertHTML(ctx context.Context, data []byte, declared string) (string, string, error) {
+// A document that would parse into more than maxNodes nodes is refused
+// before it is parsed: the tree, not the source, is what costs memory.
+func convertHTML(ctx context.Context, data []byte, declared string, maxNodes int) (string, string, error) {
 	if declared == "" {
 		declared = metaCharset(data)
 	}
 	text, cs := decodeText(data, declared)
+	if htmlNodes(text, maxNodes) > maxNodes {
+		return "", cs, htmlTooLarge(maxNodes)
+	}
 	doc, err := html.Parse(strings.NewReader(text))
 	if err != nil {
 		// With a strings.Reader the parser fails only on its own limits
