@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -61,6 +62,16 @@ var errAttemptLimit = errors.New("the download attempt's time limit ran out")
 // errStalled is the cause of a download cut off by Config.StallTimeout.
 var errStalled = errors.New("the download received nothing for its stall limit")
 
+// errHeadersLate is the cause of a download cut off by Config.StallTimeout
+// while its response's headers were coming in: some of them arrived, not
+// all, within the limit from the request's start.
+var errHeadersLate = errors.New("the response's headers were not complete within the stall limit")
+
+// headerTimeoutText is in the error of a request the transport ended at
+// its ResponseHeaderTimeout, HTTP/1 ("net/http: …") and HTTP/2 ("http2:
+// …") alike. The error type is unexported, so the text is all there is.
+const headerTimeoutText = "timeout awaiting response headers"
+
 // sniffLen is what mimetype needs to recognize a type.
 const sniffLen = 3072
 
@@ -77,12 +88,13 @@ type Config struct {
 	// Timeout caps one download from request to last byte; 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
-	// StallTimeout ends a download that receives no byte for this long:
-	// from the request's start to the first byte of the response (connect,
-	// TLS and the server's wait before its headers included; again for
-	// each redirect), then between bytes of the body. 0 means
-	// DefaultStallTimeout. Without it a server that sends its headers and
-	// then nothing holds a download place for the whole Timeout.
+	// StallTimeout ends a download that receives no byte for this long
+	// between bytes of the body, and one whose response headers are not
+	// complete this long after the request's start (connect, TLS and the
+	// server's wait before its headers included; again for each redirect).
+	// 0 means DefaultStallTimeout. Without it a server that sends its
+	// headers, or part of them, and then nothing holds a download place
+	// for the whole Timeout.
 	StallTimeout time.Duration
 }
 
@@ -139,6 +151,9 @@ type Fetcher struct {
 	cfg    Config
 	public *url.URL
 	deps   Deps
+	// headerTimeout is the client transport's ResponseHeaderTimeout, 0
+	// when unknown, for the message of a request the transport ends there.
+	headerTimeout time.Duration
 }
 
 // New returns a Fetcher.
@@ -176,7 +191,11 @@ func New(cfg Config, deps Deps) (*Fetcher, error) {
 	case deps.NewID == nil:
 		return nil, errors.New("fetch: Deps.NewID is required")
 	}
-	return &Fetcher{cfg: cfg, public: public, deps: deps}, nil
+	f := &Fetcher{cfg: cfg, public: public, deps: deps}
+	if t, ok := deps.Client.Transport.(*http.Transport); ok {
+		f.headerTimeout = t.ResponseHeaderTimeout
+	}
+	return f, nil
 }
 
 // FileURL is the public URL of the stored file id.
@@ -284,6 +303,7 @@ func (f *Fetcher) download(ctx context.Context, accountID, jobID string, index i
 		return Result{}, f.requestError(ctx, display, err)
 	}
 	defer resp.Body.Close()
+	stall.gotHeaders()
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return Result{}, &Error{
@@ -383,6 +403,8 @@ func (f *Fetcher) requestError(ctx context.Context, display string, err error) *
 		// which would read as the caller's cancellation.
 		return &Error{Msg: fmt.Sprintf("download of %s timed out: it stalled, nothing arrived for %s, the limit on a stalled download", display, f.cfg.StallTimeout),
 			Retryable: true, Err: errors.Join(context.DeadlineExceeded, errStalled)}
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), errHeadersLate):
+		return f.headersLate(display, f.cfg.StallTimeout, errHeadersLate)
 	case ctx.Err() != nil:
 		// The caller's context ended: its cause (a deadline of its own, a
 		// shutdown) is the caller's to name, so it is wrapped, and the
@@ -399,6 +421,11 @@ func (f *Fetcher) requestError(ctx context.Context, display string, err error) *
 		return &Error{Msg: fmt.Sprintf("download of %s failed: cannot resolve host %s", display, dnsErr.Name), Retryable: true, Err: err}
 	case errors.As(err, &certErr):
 		return &Error{Msg: fmt.Sprintf("download of %s failed: the server's TLS certificate is not valid", display), Err: err}
+	case isTimeout(err) && strings.Contains(err.Error(), headerTimeoutText):
+		// The transport's own limit on the headers, counted from the
+		// request written, ended it before the stall watch did (a stall
+		// limit longer than the transport's).
+		return f.headersLate(display, f.headerTimeout, err)
 	case isTimeout(err):
 		return &Error{Msg: fmt.Sprintf("download of %s timed out", display), Retryable: true, Err: err}
 	case errors.As(err, &opErr) && opErr.Op == "dial":
@@ -407,13 +434,38 @@ func (f *Fetcher) requestError(ctx context.Context, display string, err error) *
 	return &Error{Msg: fmt.Sprintf("download of %s failed: the connection broke off", display), Retryable: true, Err: err}
 }
 
-// stallWatch cancels a download's context with errStalled when no byte
-// has arrived for its limit. A deadline cannot be pushed back, so it is a
-// timer that every byte re-arms.
+// headersLate is the error of a download whose response headers were not
+// complete within limit (0: unknown), the stall watch's or the
+// transport's: the same rule, a response's headers in 30 s, so the same
+// sentence whichever fired first.
+func (f *Fetcher) headersLate(display string, limit time.Duration, cause error) *Error {
+	within := "in time"
+	if limit > 0 {
+		within = "within " + limit.String()
+	}
+	return &Error{Msg: fmt.Sprintf("download of %s timed out: no complete headers arrived %s, the limit on waiting for a response's headers", display, within),
+		Retryable: true, Err: errors.Join(context.DeadlineExceeded, cause)}
+}
+
+// stallWatch cancels a download's context when its limit passes with no
+// progress: with errStalled when no byte has arrived for the limit, with
+// errHeadersLate when a response's headers, begun, are not complete the
+// limit after its request started. A deadline cannot be pushed back, so it
+// is a timer that the start of each request (a redirect's too), the end
+// of its headers and every read of the body that brings bytes re-arm.
+//
+// The first header byte does not re-arm it: the transport tells of no
+// later one, so a server that sends its status line, or a header line now
+// and then, and then nothing would be cut by the transport's
+// ResponseHeaderTimeout instead (30 s after the request was written, so
+// before the re-armed watch), with a message that named no limit.
 type stallWatch struct {
 	limit  time.Duration
-	timer  *time.Timer
 	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	started bool // bytes of the current response's headers arrived, not all
 }
 
 // watchStall returns ctx under a stall watch that starts now, and the
@@ -421,16 +473,47 @@ type stallWatch struct {
 func watchStall(ctx context.Context, limit time.Duration) (context.Context, *stallWatch) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	w := &stallWatch{limit: limit, cancel: cancel}
-	w.timer = time.AfterFunc(limit, func() { cancel(errStalled) })
-	// Each response's first byte counts, a redirect's too: the headers
-	// arrive before any body read.
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: w.received})
+	w.timer = time.AfterFunc(limit, w.fire)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		// Each request's start, a redirect's too: the one before is over.
+		GetConn: func(string) { w.rearm(false) },
+		GotFirstResponseByte: func() {
+			w.mu.Lock()
+			w.started = true
+			w.mu.Unlock()
+		},
+	})
 	return ctx, w
 }
 
-// received re-arms the watch. A timer that fired already cancelled the
-// download; firing again later changes nothing (the first cause stays).
-func (w *stallWatch) received() { w.timer.Reset(w.limit) }
+// fire cancels the download with the cause for the state it is in. A
+// timer that fired already cancelled it; cancelling again changes nothing
+// (the first cause stays).
+func (w *stallWatch) fire() {
+	w.mu.Lock()
+	cause := errStalled
+	if w.started {
+		cause = errHeadersLate
+	}
+	w.mu.Unlock()
+	w.cancel(cause)
+}
+
+// rearm starts the limit again; started says whether a response's headers
+// are under way.
+func (w *stallWatch) rearm(started bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.started = started
+	w.timer.Reset(w.limit)
+}
+
+// gotHeaders re-arms the watch once the final response's headers are all
+// in: from here only the body's bytes count.
+func (w *stallWatch) gotHeaders() { w.rearm(false) }
+
+// received re-arms the watch at bytes of the body.
+func (w *stallWatch) received() { w.rearm(false) }
 
 // stop ends the watch, and its context, once the download is over.
 func (w *stallWatch) stop() {

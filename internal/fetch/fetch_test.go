@@ -1,11 +1,14 @@
 package fetch
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -472,6 +475,135 @@ func TestADownloadThatReceivesNothingForTheStallLimitTimesOut(t *testing.T) {
 				t.Errorf("Fetch failed after %v with a %v stall limit", took, stall)
 			}
 		})
+	}
+}
+
+// rawSource is a server that answers every request with pieces, each
+// written gap after the one before, and then holds the connection until
+// the client closes it or the test ends: a server that stops in the middle
+// of its headers, which net/http's server cannot be made to do.
+func rawSource(t *testing.T, gap time.Duration, pieces ...string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				// The request is small and comes at once; its end is a blank line.
+				r := bufio.NewReader(conn)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if line == "\r\n" {
+						break
+					}
+				}
+				closed := make(chan struct{})
+				go func() { io.Copy(io.Discard, r); close(closed) }()
+				for i, p := range pieces {
+					if i > 0 {
+						select {
+						case <-time.After(gap):
+						case <-closed:
+							return
+						case <-t.Context().Done():
+							return
+						}
+					}
+					if _, err := io.WriteString(conn, p); err != nil {
+						return
+					}
+				}
+				select {
+				case <-closed:
+				case <-t.Context().Done():
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+func TestADownloadWhoseHeadersStopHalfwayNamesTheLimitThatEndedIt(t *testing.T) {
+	const stall = 300 * time.Millisecond
+	// A header line every 100 ms is never 300 ms of silence, but the
+	// headers are not complete 300 ms after the request: that limit ends
+	// it, and is the one named. Before, the first header byte re-armed the
+	// stall watch, and the transport's header timeout, as long as the stall
+	// limit (30 s each in service) but counted from the request written,
+	// fired first as a bare "timed out".
+	lines := []string{"HTTP/1.1 200 OK\r\n"}
+	for i := range 40 {
+		lines = append(lines, fmt.Sprintf("X-Drip-%d: x\r\n", i))
+	}
+	sources := []struct {
+		name   string
+		source func(t *testing.T) string
+	}{
+		{"a status line, then nothing", func(t *testing.T) string { return rawSource(t, 0, "HTTP/1.1 200 OK\r\n") }},
+		{"a header line every 100 ms", func(t *testing.T) string { return rawSource(t, 100*time.Millisecond, lines...) }},
+		{"a status line, then nothing, after a redirect", func(t *testing.T) string {
+			target := rawSource(t, 0, "HTTP/1.1 200 OK\r\n")
+			return rawSource(t, 0, "HTTP/1.1 302 Found\r\nLocation: "+target+"/target\r\nContent-Length: 0\r\n\r\n")
+		}},
+	}
+	clients := []struct {
+		name          string
+		headerTimeout time.Duration // the transport's; 0 leaves outbound's 30 s
+	}{
+		{"outbound's transport", 0},
+		{"a transport giving headers the stall limit, as in service", stall},
+	}
+	for _, c := range clients {
+		for _, src := range sources {
+			t.Run(c.name+"/"+src.name, func(t *testing.T) {
+				client := outbound.NewClient(outbound.Config{AllowPrivate: true})
+				if c.headerTimeout > 0 {
+					client.Transport.(*http.Transport).ResponseHeaderTimeout = c.headerTimeout
+				}
+				e := newEnv(t, Config{Timeout: time.Hour, StallTimeout: stall}, client)
+				// The test waits 10 s, and would fail as the caller's deadline.
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				defer cancel()
+				source := src.source(t) + "/half.txt"
+				start := time.Now()
+				_, err := e.f.Fetch(ctx, "a", "j", 0, source)
+				took := time.Since(start)
+				wantFetchError(t, err, "download of "+source+" timed out: no complete headers arrived within 300ms, the limit on waiting for a response's headers", true)
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("error %v does not wrap context.DeadlineExceeded", err)
+				}
+				if took < stall || took > 3*time.Second {
+					t.Errorf("Fetch failed after %v with a %v stall limit", took, stall)
+				}
+			})
+		}
+	}
+}
+
+func TestTheTransportsHeaderTimeoutIsNamedWhenItFiresFirst(t *testing.T) {
+	// A client whose transport gives headers 300 ms, under an hour's
+	// stall limit: the transport ends the download, and its limit is named.
+	client := outbound.NewClient(outbound.Config{AllowPrivate: true})
+	client.Transport.(*http.Transport).ResponseHeaderTimeout = 300 * time.Millisecond
+	e := newEnv(t, Config{Timeout: time.Hour, StallTimeout: time.Hour}, client)
+	source := rawSource(t, 0, "HTTP/1.1 200 OK\r\n") + "/half.txt"
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := e.f.Fetch(ctx, "a", "j", 0, source)
+	wantFetchError(t, err, "download of "+source+" timed out: no complete headers arrived within 300ms, the limit on waiting for a response's headers", true)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %v does not wrap context.DeadlineExceeded", err)
 	}
 }
 

@@ -336,3 +336,134 @@ func realFetcher(t *testing.T, files fetch.FileGetter, attempt time.Duration) (*
 	}
 	return fetcher, bucket
 }
+
+func TestARetryAfterTheBoundOnDownloadsSaysWhyTheLastTryFailed(t *testing.T) {
+	st := openStore(t)
+	createJob(t, st, "job-a", "acct-a", "http://files.example/a.txt")
+	w := downloadingWorker(t, st, Config{FetchTotalTimeout: time.Minute})
+	// The downloads began an hour ago and the last try stalled; the file
+	// then waited for a download place until its time was gone.
+	last := "download of http://files.example/a.txt timed out: it stalled, nothing arrived for 30s, the limit on a stalled download"
+	md := fmt.Sprintf(`{%q:%q,%q:%q}`, downloadsBeganKey, time.Now().Add(-time.Hour).Format(time.RFC3339Nano), lastDownloadErrorKey, last)
+	err := w.Work(context.Background(), &river.Job[FileArgs]{
+		JobRow: &rivertype.JobRow{Attempt: 3, MaxAttempts: 5, Metadata: []byte(md)}, Args: FileArgs{JobID: "job-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := endOf(t, st, "job-a").OCR[0]
+	want := last + "; gave up: the 1m0s limit on a file's downloads, retries included, ran out before the next try"
+	if row.Status != job.RowFailed || row.Error != want {
+		t.Fatalf("row %s %q, want FAILED saying %q", row.Status, row.Error, want)
+	}
+}
+
+func TestAFileWhoseTimeRanOutWaitingForADownloadPlaceSaysWhyItsDownloadFailed(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		var requests atomic.Int64
+		failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			requests.Add(1)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}))
+		t.Cleanup(failing.Close)
+		stalled := newStallingSource(t)
+		// One download place. acct-a's first try fails at once, and its
+		// retry comes 2 s later (River's backoff), within the 3 s bound.
+		// acct-b's source, asked 1 s after acct-a's, holds the place by
+		// then, until acct-b's own 3 s bound cuts it, 1 s after acct-a's
+		// time is gone: acct-a's retry gets the place too late to try. The
+		// row said only "was not tried again".
+		startWorkers(t, st, Config{FetchWorkers: 1, FetchTotalTimeout: 3 * time.Second})
+		createJob(t, st, "job-a", "acct-a", failing.URL+"/a.txt")
+		for deadline := time.Now().Add(time.Minute); requests.Load() == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("acct-a's source was never asked for")
+			}
+		}
+		time.Sleep(time.Second)
+		createJob(t, st, "job-b", "acct-b", stalled.URL+"/b.txt")
+		select {
+		case <-stalled.hit:
+		case <-time.After(time.Minute):
+			t.Fatal("acct-b's source was never asked for")
+		}
+		row := endOf(t, st, "job-a").OCR[0]
+		want := "download of " + failing.URL + "/a.txt failed: the server answered HTTP 503 Service Unavailable; " +
+			"gave up: the 3s limit on a file's downloads, retries included, ran out before the next try"
+		if row.Status != job.RowFailed || row.Error != want {
+			t.Fatalf("row %s %q, want FAILED saying %q", row.Status, row.Error, want)
+		}
+		if n := requests.Load(); n != 1 {
+			t.Errorf("acct-a's source was asked %d times, want once", n)
+		}
+	})
+}
+
+func TestARowsDurationLeavesOutTheWaitForADownloadPlace(t *testing.T) {
+	const hold = time.Second
+	hit := make(chan struct{}, 1)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hit <- struct{}{}
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(hold)
+		fmt.Fprint(w, "slow")
+	}))
+	t.Cleanup(slow.Close)
+	quick := textSource(t, "a 41-byte text file, give or take a few.")
+	st := openStore(t)
+	createJob(t, st, "job-a", "acct-a", slow.URL+"/a.txt")
+	createJob(t, st, "job-b", "acct-b", quick.URL+"/b.txt")
+	// One download place: acct-b's file waits for acct-a's download.
+	w := downloadingWorker(t, st, Config{FetchWorkers: 1})
+	errs := make(chan error, 2)
+	go func() { errs <- workAttempt(w, &job.Job{ID: "job-a"}, 1) }()
+	select {
+	case <-hit: // acct-a's download has the place
+	case <-time.After(time.Minute):
+		t.Fatal("acct-a's source was never asked for")
+	}
+	start := time.Now()
+	go func() { errs <- workAttempt(w, &job.Job{ID: "job-b"}, 1) }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	a, b := endOf(t, st, "job-a").OCR[0], endOf(t, st, "job-b").OCR[0]
+	if a.Status != job.RowDone || b.Status != job.RowDone {
+		t.Fatalf("rows %s (%s), %s (%s); want both DONE", a.Status, a.Error, b.Status, b.Error)
+	}
+	t.Logf("acct-b's file took %v to be done, its row says %v; acct-a's row says %v", took, b.Duration, a.Duration)
+	if took < hold/2 {
+		t.Fatalf("acct-b's file was done after %v: it did not wait for the place", took)
+	}
+	if b.Duration <= 0 || b.Duration > hold/4 {
+		t.Errorf("acct-b's row duration = %v, want its own download and recognition, not its %v wait for the place", b.Duration, took)
+	}
+	if a.Duration < hold {
+		t.Errorf("acct-a's row duration = %v, want at least its %v download", a.Duration, hold)
+	}
+}
+
+func TestARetryCutOffByTheBoundOnDownloadsAlsoSaysWhyTheTryBeforeFailed(t *testing.T) {
+	stalled := newStallingSource(t)
+	st := openStore(t)
+	createJob(t, st, "job-a", "acct-a", stalled.URL+"/a.txt")
+	w := downloadingWorker(t, st, Config{FetchTotalTimeout: 300 * time.Millisecond})
+	// This try is cut short by the bound: its own "timed out" says only
+	// that; the try before says why the file was not here by then.
+	before := "download of " + stalled.URL + "/a.txt failed: the server answered HTTP 503 Service Unavailable"
+	md := fmt.Sprintf(`{%q:%q,%q:%q}`, downloadsBeganKey, time.Now().Format(time.RFC3339Nano), lastDownloadErrorKey, before)
+	err := w.Work(context.Background(), &river.Job[FileArgs]{
+		JobRow: &rivertype.JobRow{Attempt: 2, MaxAttempts: 5, Metadata: []byte(md)}, Args: FileArgs{JobID: "job-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := endOf(t, st, "job-a").OCR[0]
+	want := "download of " + stalled.URL + "/a.txt timed out; gave up: the 300ms limit on a file's downloads, retries included, ran out; the try before: " + before
+	if row.Status != job.RowFailed || row.Error != want {
+		t.Fatalf("row %s %q, want FAILED saying %q", row.Status, row.Error, want)
+	}
+}

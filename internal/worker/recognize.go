@@ -60,7 +60,7 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 			return nil, fmt.Errorf("file %s[%d]: mark running: %w", j.ID, i, err)
 		}
 	}
-	row, source, err := w.recognize(ctx, j, i, downloadsBegan(rj.JobRow))
+	row, source, err := w.recognize(ctx, j, i, downloadsSoFar(rj.JobRow))
 	if errors.Is(err, errDownloadsQueued) {
 		// Neither an attempt spent nor a fault: River hands the slot
 		// this file would wait in to the next file, maybe another
@@ -73,10 +73,14 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 			log.Warn("recognize: giving up on the source's downloads", "err", err)
 			row.Status, row.Error, err = job.RowFailed, msg, nil
 		} else if rj.Attempt < rj.MaxAttempts {
-			// The next attempt counts from the same start. Outside River
-			// (tests) there is nowhere to keep it, and nothing to keep it
-			// for.
+			// The next attempt counts from the same start, and can say why
+			// this one failed should its time run out before it downloads
+			// (waiting for a place). Outside River (tests) there is nowhere
+			// to keep them, and nothing to keep them for.
 			_ = river.MetadataSet(ctx, downloadsBeganKey, dl.began)
+			if msg := rowMessage(dl.err); msg != "" {
+				_ = river.MetadataSet(ctx, lastDownloadErrorKey, msg)
+			}
 		}
 	}
 	if err != nil {
@@ -92,7 +96,6 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 		}
 		row.Status, row.Error = job.RowFailed, err.Error()
 	}
-	row.Duration = time.Since(start)
 	observe(w.deps.Observer, "recognize", string(row.Status), start)
 	done := store.OCRDone{Row: row, File: source.File, LLM: w.modelRows(row, j), Name: source.Name}
 	for i := range done.LLM {
@@ -167,16 +170,26 @@ func (w *fileWorker) discardUnrecorded(ctx context.Context, source fetch.Result,
 const discardTimeout = 10 * time.Second
 
 // recognize fetches and converts one file, its downloads counted from
-// began (zero: from this attempt's). A returned error is transient
+// sofar.began (zero: from this attempt's). A returned error is transient
 // (retry), a *downloadError when getting the source failed; a bad input
 // instead comes back as a FAILED or SKIPPED row.
 //
 // The source is fetched under a download place and converted under a
 // recognition place, never both: a source server that stalls or fails
 // keeps only downloads waiting, not the recognition of files already here.
-func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int, began time.Time) (job.OCRRow, fetch.Result, error) {
-	row := job.OCRRow{JobID: j.ID, FileIndex: i, File: j.SourceURLs[i]}
-	fetched, data, err := w.download(ctx, j, i, began)
+//
+// The row's Duration is the time this attempt worked the file: its
+// download, from the moment it had a download place, and its recognition,
+// from the moment it had a recognition place. The waits for the places
+// are queueing behind other files, other accounts' too, not work on this
+// one: a 41-byte text file waiting 29 s for a place held by a stalled
+// source is not a 29 s file.
+func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int, sofar downloads) (row job.OCRRow, fetched fetch.Result, err error) {
+	row = job.OCRRow{JobID: j.ID, FileIndex: i, File: j.SourceURLs[i]}
+	var worked time.Duration
+	defer func() { row.Duration = worked }()
+	fetched, data, took, err := w.download(ctx, j, i, sofar)
+	worked = took
 	if err != nil {
 		return failOrRetry(row, fetched, err)
 	}
@@ -189,6 +202,8 @@ func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int, began tim
 		return row, fetched, err
 	}
 	defer w.recognizing.Release()
+	converting := time.Now()
+	defer func() { worked += time.Since(converting) }() // before Duration is set: defers run last first
 	convertCtx, cancel := context.WithTimeout(ctx, w.cfg.FileTimeout)
 	defer cancel()
 	out, err := w.deps.Convert(convertCtx, convert.Input{
@@ -216,38 +231,48 @@ func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int, began tim
 
 // download fetches file i of j and reads its bytes, under a download
 // place of the process taken in turn with other accounts. Its time counts
-// against Config.FetchTotalTimeout from began, or from now if began is
-// zero; the wait for the place does not. A failure that may pass with time
-// comes back as a *downloadError.
-func (w *fileWorker) download(ctx context.Context, j *job.Job, i int, began time.Time) (fetch.Result, []byte, error) {
+// against Config.FetchTotalTimeout from sofar.began, or from now if that
+// is zero; the wait for the place does not. A failure that may pass with
+// time comes back as a *downloadError. took is the time from the moment
+// it had the place, the wait for it left out.
+func (w *fileWorker) download(ctx context.Context, j *job.Job, i int, sofar downloads) (_ fetch.Result, _ []byte, took time.Duration, _ error) {
 	// At most FetchWorkers files of an account wait for a place: the rest
 	// step back out of River's hands (errDownloadsQueued), or one account's
 	// sources, stalled, would fill the file queue and River would hand out
 	// no other account's file until they had all passed.
 	ok, err := w.fetching.AcquireQueued(ctx, j.AccountID, w.cfg.FetchWorkers)
 	if err != nil {
-		return fetch.Result{}, nil, err
+		return fetch.Result{}, nil, 0, err
 	}
 	if !ok {
-		return fetch.Result{}, nil, errDownloadsQueued
+		return fetch.Result{}, nil, 0, errDownloadsQueued
 	}
 	defer w.fetching.Release()
+	placed := time.Now()
+	began := sofar.began
 	if began.IsZero() {
-		began = time.Now()
+		began = placed
 	}
 	deadline := began.Add(w.cfg.FetchTotalTimeout)
-	fail := func(fetched fetch.Result, err error) (fetch.Result, []byte, error) {
+	fail := func(fetched fetch.Result, err error) (fetch.Result, []byte, time.Duration, error) {
 		if fe := (*fetch.Error)(nil); errors.As(err, &fe) && !fe.Retryable {
-			return fetched, nil, err
+			return fetched, nil, time.Since(placed), err
 		}
 		// Past the deadline, whatever the error says (a cut-off read, a
 		// timeout of the client's own), the bound is what ended it.
 		ranOut := ctx.Err() == nil && !time.Now().Before(deadline)
-		return fetched, nil, &downloadError{err: err, began: began, ranOut: ranOut}
+		return fetched, nil, time.Since(placed), &downloadError{err: err, began: began, ranOut: ranOut, before: sofar.lastError}
 	}
 	if !time.Now().Before(deadline) {
-		return fail(fetch.Result{}, &fetch.Error{Msg: fmt.Sprintf("download of %s was not tried again", redacted(j.SourceURLs[i])),
-			Retryable: true, Err: errDownloadsRanOut})
+		// The time ran out while the file waited (for a place, or for
+		// River's retry): the last try's failure is why it never
+		// downloaded, and what the row says.
+		msg := fmt.Sprintf("download of %s was not tried again", redacted(j.SourceURLs[i]))
+		if sofar.lastError != "" {
+			msg = sofar.lastError
+		}
+		err := &fetch.Error{Msg: msg, Retryable: true, Err: errDownloadsRanOut}
+		return fetch.Result{}, nil, time.Since(placed), &downloadError{err: err, began: began, ranOut: true, untried: true}
 	}
 	dctx, cancel := context.WithDeadlineCause(ctx, deadline, errDownloadsRanOut)
 	defer cancel()
@@ -268,7 +293,7 @@ func (w *fileWorker) download(ctx context.Context, j *job.Job, i int, began time
 		}
 	}
 	observe(w.deps.Observer, "fetch", string(job.RowDone), start)
-	return fetched, data, nil
+	return fetched, data, time.Since(placed), nil
 }
 
 // errDownloadsQueued stops a file whose account has FetchWorkers files
@@ -290,24 +315,49 @@ var errDownloadsRanOut = errors.New("the file's time for downloads ran out")
 // failed attempt ends; a download that succeeds at once writes nothing.
 const downloadsBeganKey = "docjobs_downloads_began"
 
-// downloadsBegan is when the downloads of the file whose River job is rj
-// began, zero before the first has failed.
-func downloadsBegan(rj *rivertype.JobRow) time.Time {
+// lastDownloadErrorKey is the River metadata under which a file's job
+// keeps the row message of its last failed download, for the row of an
+// attempt whose time runs out before it downloads. It is a *fetch.Error's
+// message, fit for the row: no credentials (a source URL with them is
+// refused), the URL as the row shows it.
+const lastDownloadErrorKey = "docjobs_last_download_error"
+
+// downloads is what earlier attempts of a file left of its downloads.
+type downloads struct {
+	began     time.Time // when they began, zero before the first failed
+	lastError string    // the row message of the last failure, "" if none
+}
+
+// downloadsSoFar reads what earlier attempts of the file whose River job
+// is rj kept of its downloads.
+func downloadsSoFar(rj *rivertype.JobRow) downloads {
 	var md struct {
-		Began time.Time `json:"docjobs_downloads_began"`
+		Began     time.Time `json:"docjobs_downloads_began"`
+		LastError string    `json:"docjobs_last_download_error"`
 	}
 	if rj == nil || json.Unmarshal(rj.Metadata, &md) != nil {
-		return time.Time{}
+		return downloads{}
 	}
-	return md.Began
+	return downloads{began: md.Began, lastError: md.LastError}
+}
+
+// rowMessage is the message of a failed download fit to keep for a later
+// row: a *fetch.Error's, "" for any other error, which may carry more.
+func rowMessage(err error) string {
+	if fe := (*fetch.Error)(nil); errors.As(err, &fe) {
+		return fe.Msg
+	}
+	return ""
 }
 
 // downloadError is a failure to get a file's source that may pass with
 // time.
 type downloadError struct {
-	err    error
-	began  time.Time // when the file's downloads began
-	ranOut bool      // cut off by Config.FetchTotalTimeout
+	err     error
+	began   time.Time // when the file's downloads began
+	ranOut  bool      // cut off by Config.FetchTotalTimeout
+	untried bool      // the time ran out before this attempt could download; err is the last try's
+	before  string    // the row message of the try before this one, "" if none
 }
 
 func (e *downloadError) Error() string { return e.err.Error() }
@@ -319,6 +369,12 @@ func (e *downloadError) Unwrap() error { return e.err }
 func (w *fileWorker) downloadsOver(dl *downloadError, attempt int) (string, bool) {
 	limit := fmt.Sprintf("the %s limit on a file's downloads, retries included,", w.cfg.FetchTotalTimeout)
 	switch deadline := dl.began.Add(w.cfg.FetchTotalTimeout); {
+	case dl.untried:
+		return fmt.Sprintf("%s; gave up: %s ran out before the next try", dl.err, limit), true
+	case dl.ranOut && dl.before != "" && dl.before != dl.err.Error():
+		// This try was cut short by the bound; the one before says why
+		// the file had not been downloaded by then.
+		return fmt.Sprintf("%s; gave up: %s ran out; the try before: %s", dl.err, limit, dl.before), true
 	case dl.ranOut:
 		return fmt.Sprintf("%s; gave up: %s ran out", dl.err, limit), true
 	case retryBackoff(attempt).After(deadline):

@@ -63,7 +63,7 @@ func TestRecognizeTurnsInputProblemsIntoRowsAndRetriesTransientOnes(t *testing.T
 				Fetcher: tt.fetcher, Convert: convert.New(convert.Config{}).Convert, Logger: slog.Default(),
 			})
 			j := &job.Job{ID: "j", AccountID: "a", SourceURLs: []string{"https://example.com/a.txt"}}
-			row, _, err := w.recognize(context.Background(), j, 0, time.Time{})
+			row, _, err := w.recognize(context.Background(), j, 0, downloads{})
 			if tt.wantRetry {
 				if err == nil {
 					t.Fatalf("row %+v, want an error to retry", row)
@@ -168,7 +168,7 @@ func TestABusyProviderIsRetriedLaterAndARefusingOneFailsTheRow(t *testing.T) {
 				Logger: slog.Default(),
 			})
 			j := &job.Job{ID: "j", AccountID: "a", SourceURLs: []string{"https://example.com/a.png"}}
-			row, _, err := w.recognize(context.Background(), j, 0, time.Time{})
+			row, _, err := w.recognize(context.Background(), j, 0, downloads{})
 			if !tt.wantRetry {
 				if err != nil || row.Status != job.RowFailed || !strings.Contains(row.Error, "category=auth") {
 					t.Fatalf("row %+v, err %v; want a FAILED row naming the category", row, err)
