@@ -6,10 +6,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/docjobs/docjobs/internal/job"
-	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/postgres"
 	"github.com/docjobs/docjobs/internal/store/postgres/pgtest"
+	"github.com/docjobs/docjobs/internal/store/storetest"
 )
 
 // openOn opens one more store, with its own pool and listener, on schema:
@@ -22,26 +21,6 @@ func openOn(t *testing.T, schema string) *postgres.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// recognized stores a running job of one recognized file with n pending
-// model rows.
-func recognized(t *testing.T, s store.Store, id string, n int) (*job.Job, []job.LLMRow) {
-	t.Helper()
-	j := &job.Job{ID: id, AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"},
-		Prompts: []string{"p"}, ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", Created: time.Now()}
-	if _, _, err := s.CreateJob(t.Context(), store.CreateJobParams{Job: j}); err != nil {
-		t.Fatal(err)
-	}
-	ocr := job.OCRRow{JobID: id, File: "https://example.com/a", Status: job.RowDone, Content: "text", OutputFormat: job.FormatPlain}
-	rows := make([]job.LLMRow, n)
-	for c := range rows {
-		rows[c] = job.LLMRow{JobID: id, File: ocr.File, ChunkIndex: c, ChunkTotal: n, Status: job.RowPending, Input: "chunk"}
-	}
-	if _, err := s.FinishOCR(t.Context(), store.OCRDone{Row: ocr, LLM: rows}); err != nil {
-		t.Fatal(err)
-	}
-	return j, rows
 }
 
 // signalledSoon reports whether ch closes before a generous bound; the
@@ -68,35 +47,8 @@ func signalledNow(ch <-chan struct{}) bool {
 // every other store on the schema (the workers), and only the ends of the
 // jobs they watch, in their own schema.
 func TestAnEndCommittedByAnotherProcessSignalsItsWatchers(t *testing.T) {
-	ends := []struct {
-		name string
-		end  func(t *testing.T, s store.Store, j *job.Job, rows []job.LLMRow)
-	}{
-		{"cancel", func(t *testing.T, s store.Store, j *job.Job, _ []job.LLMRow) {
-			if _, err := s.CancelJob(t.Context(), j.AccountID, j.ID); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"delete", func(t *testing.T, s store.Store, j *job.Job, _ []job.LLMRow) {
-			if _, err := s.DeleteJob(t.Context(), j.AccountID, j.ID); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"deadline", func(t *testing.T, s store.Store, j *job.Job, _ []job.LLMRow) {
-			if _, err := s.ExpireJob(t.Context(), j.ID, "timed out", "deadline"); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"last row", func(t *testing.T, s store.Store, _ *job.Job, rows []job.LLMRow) {
-			r := rows[0]
-			r.Status, r.Content = job.RowDone, `{"ok":true}`
-			if _, err := s.FinishLLM(t.Context(), store.LLMDone{Row: r, EndWhenLast: true}); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	}
-	for _, tt := range ends {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range storetest.JobEnds {
+		t.Run(tt.Name, func(t *testing.T) {
 			worker, schema := openNamedSchema(t)
 			t.Cleanup(func() { worker.Close() })
 			api := openOn(t, schema)
@@ -106,12 +58,12 @@ func TestAnEndCommittedByAnotherProcessSignalsItsWatchers(t *testing.T) {
 			t.Cleanup(func() { elsewhere.Close() })
 			elsewhereAPI := openOn(t, elsewhereSchema)
 
-			j, rows := recognized(t, worker, "job-1", 1)
-			twin, _ := recognized(t, elsewhere, "job-1", 1)
-			marker, _ := recognized(t, elsewhere, "job-3", 1)
+			j, rows := storetest.Recognized(t, worker, "job-1", 1)
+			twin, _ := storetest.Recognized(t, elsewhere, "job-1", 1)
+			marker, _ := storetest.Recognized(t, elsewhere, "job-3", 1)
 			markerEnded, stopMarker := elsewhere.WatchEnd(marker.ID)
 			defer stopMarker()
-			live, _ := recognized(t, worker, "job-2", 1)
+			live, _ := storetest.Recognized(t, worker, "job-2", 1)
 			ended, stop := worker.WatchEnd(j.ID)
 			defer stop()
 			other, stopOther := worker.WatchEnd(live.ID)
@@ -119,7 +71,7 @@ func TestAnEndCommittedByAnotherProcessSignalsItsWatchers(t *testing.T) {
 			twinEnded, stopTwin := elsewhere.WatchEnd(twin.ID)
 			defer stopTwin()
 
-			tt.end(t, api, j, rows)
+			tt.End(t, api, j, rows)
 			if !signalledSoon(ended) {
 				t.Fatal("the end committed by another process did not reach this one's watcher")
 			}
@@ -147,7 +99,7 @@ func TestEndsReachWatchersAcrossALostListeningConnection(t *testing.T) {
 	worker, schema := openNamedSchema(t)
 	t.Cleanup(func() { worker.Close() })
 	api := openOn(t, schema)
-	j, _ := recognized(t, worker, "job-1", 1)
+	j, _ := storetest.Recognized(t, worker, "job-1", 1)
 	ended, stop := worker.WatchEnd(j.ID)
 	defer stop()
 
@@ -180,7 +132,7 @@ func TestEndsReachWatchersAcrossALostListeningConnection(t *testing.T) {
 			t.Fatal("the listener did not connect again")
 		}
 	}
-	next, _ := recognized(t, worker, "job-2", 1)
+	next, _ := storetest.Recognized(t, worker, "job-2", 1)
 	nextEnded, stopNext := worker.WatchEnd(next.ID)
 	defer stopNext()
 	if _, err := api.DeleteJob(t.Context(), next.AccountID, next.ID); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/sqlite"
+	"github.com/docjobs/docjobs/internal/store/storetest"
 )
 
 // heardWithin bounds how long an end committed by another process may take
@@ -21,50 +22,23 @@ const heardWithin = 400 * time.Millisecond
 // watchers of the other within heardWithin, whichever way it ended, and a
 // watched job that did not end is not signalled.
 func TestAnEndCommittedByAnotherProcessReachesTheWatchersSoon(t *testing.T) {
-	ends := []struct {
-		name string
-		end  func(t *testing.T, s store.Store, j *job.Job, rows []job.LLMRow)
-	}{
-		{"cancel", func(t *testing.T, s store.Store, j *job.Job, _ []job.LLMRow) {
-			if _, err := s.CancelJob(t.Context(), j.AccountID, j.ID); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"delete", func(t *testing.T, s store.Store, j *job.Job, _ []job.LLMRow) {
-			if _, err := s.DeleteJob(t.Context(), j.AccountID, j.ID); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"deadline", func(t *testing.T, s store.Store, j *job.Job, _ []job.LLMRow) {
-			if _, err := s.ExpireJob(t.Context(), j.ID, "timed out", "deadline"); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"last row", func(t *testing.T, s store.Store, _ *job.Job, rows []job.LLMRow) {
-			r := rows[0]
-			r.Status, r.Content = job.RowDone, `{"ok":true}`
-			if _, err := s.FinishLLM(t.Context(), store.LLMDone{Row: r, EndWhenLast: true}); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	}
-	for _, tt := range ends {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range storetest.JobEnds {
+		t.Run(tt.Name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "docjobs.db")
 			api := open(t, sqlite.Config{Path: path})
 			defer api.Close()
 			worker := open(t, sqlite.Config{Path: path})
 			defer worker.Close()
 
-			j, rows := recognized(t, worker, "job-1", 1)
-			live, _ := recognized(t, worker, "job-2", 1)
+			j, rows := storetest.Recognized(t, worker, "job-1", 1)
+			live, _ := storetest.Recognized(t, worker, "job-2", 1)
 			ended, stop := api.WatchEnd(j.ID)
 			defer stop()
 			other, stopOther := api.WatchEnd(live.ID)
 			defer stopOther()
 
 			start := time.Now()
-			tt.end(t, worker, j, rows)
+			tt.End(t, worker, j, rows)
 			select {
 			case <-ended:
 				t.Logf("heard %v after the end was begun", time.Since(start).Round(time.Millisecond))
@@ -84,7 +58,7 @@ func TestNothingIsPolledWhileNoJobIsWatched(t *testing.T) {
 	s := open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "docjobs.db")})
 	defer s.Close()
 	// A job created, recognized and answered: commits, none watched.
-	j, rows := recognized(t, s, "job-0", 1)
+	j, rows := storetest.Recognized(t, s, "job-0", 1)
 	r := rows[0]
 	r.Status, r.Content = job.RowDone, `{"ok":true}`
 	if _, err := s.FinishLLM(t.Context(), store.LLMDone{Row: r, EndWhenLast: true}); err != nil {
@@ -98,7 +72,7 @@ func TestNothingIsPolledWhileNoJobIsWatched(t *testing.T) {
 		t.Fatalf("%d looks with nothing watched; want none", n)
 	}
 
-	live, _ := recognized(t, s, "job-1", 1)
+	live, _ := storetest.Recognized(t, s, "job-1", 1)
 	_, stop := s.WatchEnd(live.ID)
 	time.Sleep(200 * time.Millisecond)
 	if n := sqlite.EndLooks(s); n < 2 {
@@ -111,26 +85,6 @@ func TestNothingIsPolledWhileNoJobIsWatched(t *testing.T) {
 	if n := sqlite.EndLooks(s); n != after {
 		t.Fatalf("%d looks in 200ms after the last watch stopped; want none", n-after)
 	}
-}
-
-// recognized stores a running job of one recognized file with n pending
-// model rows.
-func recognized(t *testing.T, s store.Store, id string, n int) (*job.Job, []job.LLMRow) {
-	t.Helper()
-	j := &job.Job{ID: id, AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"},
-		Prompts: []string{"p"}, ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", Created: time.Now()}
-	if _, _, err := s.CreateJob(t.Context(), store.CreateJobParams{Job: j}); err != nil {
-		t.Fatal(err)
-	}
-	ocr := job.OCRRow{JobID: id, File: "https://example.com/a", Status: job.RowDone, Content: "text", OutputFormat: job.FormatPlain}
-	rows := make([]job.LLMRow, n)
-	for c := range rows {
-		rows[c] = job.LLMRow{JobID: id, File: ocr.File, ChunkIndex: c, ChunkTotal: n, Status: job.RowPending, Input: "chunk"}
-	}
-	if _, err := s.FinishOCR(t.Context(), store.OCRDone{Row: ocr, LLM: rows}); err != nil {
-		t.Fatal(err)
-	}
-	return j, rows
 }
 
 func signalledNow(ch <-chan struct{}) bool {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
@@ -104,4 +105,57 @@ func finishLLM(t *testing.T, s Store, r job.LLMRow) {
 	r.Status, r.Content = job.RowDone, `{"ok":true}`
 	_, err := s.FinishLLM(ctx(t), store.LLMDone{Row: r, EndWhenLast: true})
 	noErr(t, "FinishLLM", err)
+}
+
+// Recognized creates job id with one recognized file of n pending model
+// rows in s, for tests of how its end is heard.
+func Recognized(t *testing.T, s store.Store, id string, n int) (*job.Job, []job.LLMRow) {
+	t.Helper()
+	j := &job.Job{ID: id, AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"},
+		Prompts: []string{"p"}, ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", Created: time.Now()}
+	if _, _, err := s.CreateJob(t.Context(), store.CreateJobParams{Job: j}); err != nil {
+		t.Fatal(err)
+	}
+	ocr := job.OCRRow{JobID: id, File: "https://example.com/a", Status: job.RowDone, Content: "text", OutputFormat: job.FormatPlain}
+	rows := make([]job.LLMRow, n)
+	for c := range rows {
+		rows[c] = job.LLMRow{JobID: id, File: ocr.File, ChunkIndex: c, ChunkTotal: n, Status: job.RowPending, Input: "chunk"}
+	}
+	if _, err := s.FinishOCR(t.Context(), store.OCRDone{Row: ocr, LLM: rows}); err != nil {
+		t.Fatal(err)
+	}
+	return j, rows
+}
+
+// JobEnd is one way a job of Recognized ends.
+type JobEnd struct {
+	Name string
+	End  func(t *testing.T, s store.Store, j *job.Job, rows []job.LLMRow)
+}
+
+// JobEnds are the ways a job ends, which every watcher of its end must
+// hear: cancelled, deleted, past its deadline, its last row answered.
+var JobEnds = []JobEnd{
+	{"cancel", func(t *testing.T, s store.Store, j *job.Job, _ []job.LLMRow) {
+		if _, err := s.CancelJob(t.Context(), j.AccountID, j.ID); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"delete", func(t *testing.T, s store.Store, j *job.Job, _ []job.LLMRow) {
+		if _, err := s.DeleteJob(t.Context(), j.AccountID, j.ID); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"deadline", func(t *testing.T, s store.Store, j *job.Job, _ []job.LLMRow) {
+		if _, err := s.ExpireJob(t.Context(), j.ID, "timed out", "deadline"); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"last row", func(t *testing.T, s store.Store, _ *job.Job, rows []job.LLMRow) {
+		r := rows[0]
+		r.Status, r.Content = job.RowDone, `{"ok":true}`
+		if _, err := s.FinishLLM(t.Context(), store.LLMDone{Row: r, EndWhenLast: true}); err != nil {
+			t.Fatal(err)
+		}
+	}},
 }
