@@ -205,10 +205,11 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 		return provider.Recognition{}, err
 	}
 	// A page read turned is read again from an upright copy of the image
-	// (see upright.go): tiled binarization reads a turned scan worse than
-	// the same scan upright. Only turned pages pay for it, with a second
-	// run; a page that cannot be turned here, or whose second run fails,
-	// keeps its first reading, turned boxes and all (uprightBoxes).
+	// (see upright.go): tiled binarization reads a turned page otherwise,
+	// and often worse, than the same page upright. Only turned pages pay
+	// for it, with a second run; a page that cannot be turned here, or
+	// whose second run fails, keeps its first reading, turned boxes and
+	// all (uprightBoxes).
 	if t := singlePageTurn(tsv); t.quarterOrHalf() {
 		rec.Request += fmt.Sprintf("; read %s, so read again from the image turned upright", t)
 		up, err := uprightImage(doc.Data, t)
