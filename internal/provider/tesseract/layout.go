@@ -131,24 +131,51 @@ func atoi(s string) int {
 	return n
 }
 
-// uprightBoxes turns the boxes of a page's words into the frame the text
-// reads in. With orientation detection (--psm 1) tesseract reads a page
-// scanned sideways or upside down turned, but reports the boxes on the
-// image as scanned: words of a line then follow each other down, up or
-// leftwards, and lines are side by side. The direction most steps from a
-// word to the next in its line take tells how the page lies; the boxes
-// are turned so that words run rightwards and lines downwards.
-// Coordinates may come out negative: only their order matters.
+// turn is how a page lies in the scan, as tesseract read it.
+type turn int
+
+const (
+	upright     turn = iota
+	mirrored         // upright, a right-to-left script: words run leftwards, lines downwards
+	upsideDown       // words run leftwards, lines upwards
+	turnedLeft       // text reads upwards: words run up the scan
+	turnedRight      // text reads downwards: words run down the scan
+)
+
+// quarterOrHalf reports whether t is a page turned a quarter or half
+// round, one that an upright copy of the image can replace.
+func (t turn) quarterOrHalf() bool {
+	return t == upsideDown || t == turnedLeft || t == turnedRight
+}
+
+func (t turn) String() string {
+	switch t {
+	case mirrored:
+		return "right to left"
+	case upsideDown:
+		return "upside down"
+	case turnedLeft:
+		return "turned left"
+	case turnedRight:
+		return "turned right"
+	}
+	return "upright"
+}
+
+// pageTurn tells from the boxes of a page's words how the page lies.
+// With orientation detection (--psm 1) tesseract reads a page scanned
+// sideways or upside down turned, but reports the boxes on the image as
+// scanned: words of a line then follow each other down, up or leftwards,
+// and lines are side by side. The direction most steps from a word to the
+// next in its line take tells how the page lies.
 //
 // Words that step leftwards are also an upright page of right-to-left
 // script (Arabic, Hebrew), which tesseract lists in reading order. The
 // steps from a line to the next in its paragraph tell the two apart: up
-// the scan on a page upside down, down it on a right-to-left page. Such a
-// page is mirrored, not turned: its lines stay in order top to bottom and
-// a table's first column is its rightmost, where it reads from. Without
-// any such step (no paragraph of two lines) the page is taken as upside
-// down, as every such page was before.
-func uprightBoxes(words []tsvWord) {
+// the scan on a page upside down, down it on a right-to-left page.
+// Without any such step (no paragraph of two lines) the page is taken as
+// upside down, as every such page was before.
+func pageTurn(words []tsvWord) turn {
 	var right, left, down, up, linesDown, linesUp int
 	for i := 1; i < len(words); i++ {
 		a, b := words[i-1], words[i]
@@ -178,19 +205,40 @@ func uprightBoxes(words []tsvWord) {
 			up++
 		}
 	}
-	var turn func(rect) rect
 	switch max(right, left, down, up) {
 	case right:
-		return
+		return upright
 	case left:
-		if linesDown > linesUp { // right to left: mirrored
-			turn = func(r rect) rect { return rect{-r.x1, r.y0, -r.x0, r.y1} }
-		} else { // upside down: lines run upwards
-			turn = func(r rect) rect { return rect{-r.x1, -r.y1, -r.x0, -r.y0} }
+		if linesDown > linesUp {
+			return mirrored
 		}
-	case up: // turned left: lines run rightwards
+		return upsideDown // lines run upwards
+	case up: // lines run rightwards
+		return turnedLeft
+	default: // down: lines run leftwards
+		return turnedRight
+	}
+}
+
+// uprightBoxes turns the boxes of a page's words into the frame the text
+// reads in (see pageTurn): words run rightwards and lines downwards.
+// Coordinates may come out negative: only their order matters. A
+// right-to-left page is mirrored, not turned: its lines stay in order top
+// to bottom and a table's first column is its rightmost, where it reads
+// from. Recognize reads a page found turned again from an upright copy of
+// the image, so turned boxes reach this only when that could not be done.
+func uprightBoxes(words []tsvWord) {
+	var turn func(rect) rect
+	switch pageTurn(words) {
+	case upright:
+		return
+	case mirrored:
+		turn = func(r rect) rect { return rect{-r.x1, r.y0, -r.x0, r.y1} }
+	case upsideDown:
+		turn = func(r rect) rect { return rect{-r.x1, -r.y1, -r.x0, -r.y0} }
+	case turnedLeft:
 		turn = func(r rect) rect { return rect{-r.y1, r.x0, -r.y0, r.x1} }
-	default: // down, turned right: lines run leftwards
+	case turnedRight:
 		turn = func(r rect) rect { return rect{r.y0, -r.x1, r.y1, -r.x0} }
 	}
 	for i := range words {

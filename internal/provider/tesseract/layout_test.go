@@ -326,6 +326,10 @@ func TestTSVToMarkdownReadsRightToLeftPagesTopToBottom(t *testing.T) {
 
 // A page scanned sideways or upside down is read by tesseract turned, but
 // its boxes are the scan's: rows and columns are found all the same.
+// Recognize reads such a page again from the image turned upright
+// (TestRecognizeReadsATurnedInvoiceAsUpright), so these boxes reach the
+// layout only when it cannot (a JPEG 2000, a page over 64 megapixels, a
+// second run that failed); the fixtures are drawn, not recorded.
 func TestTSVToMarkdownReadsTurnedPagesInTheirOwnFrame(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,6 +68,11 @@ const (
 	maxRawData   = 64 << 10
 	maxLangsLen  = 200
 	listLangsMax = 10 * time.Second
+	// minDPI and maxDPI are the resolutions tesseract believes
+	// (kMinCredibleResolution, kMaxCredibleResolution); it guesses
+	// from the text outside them, as it does with none.
+	minDPI = 70
+	maxDPI = 2400
 )
 
 // langsPattern is traineddata names ([a-z_]+, e.g. "chi_sim") joined by
@@ -191,11 +197,52 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 			strings.Join(args, " "), doc.MIME, len(doc.Data)),
 	}
 
+	// One page, one time limit, a second reading included.
 	runCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	tsv, err := o.run(ctx, runCtx, args, doc.Data)
+	if err != nil {
+		return provider.Recognition{}, err
+	}
+	// A page read turned is read again from an upright copy of the image
+	// (see upright.go): tiled binarization reads a turned page otherwise,
+	// and often worse, than the same page upright. Only turned pages pay
+	// for it, with a second run; a page that cannot be turned here, or
+	// whose second run fails, keeps its first reading, turned boxes and
+	// all (uprightBoxes).
+	if t := singlePageTurn(tsv); t.quarterOrHalf() {
+		rec.Request += fmt.Sprintf("; read %s, so read again from the image turned upright", t)
+		up, err := uprightImage(doc.Data, t)
+		if err == nil {
+			againArgs := args
+			if dpi := resolution(doc.Data, t); dpi >= minDPI && dpi <= maxDPI {
+				againArgs = slices.Insert(slices.Clone(args), 2, "--dpi", strconv.Itoa(dpi))
+			}
+			var again string
+			again, err = o.run(ctx, runCtx, againArgs, up)
+			if err == nil {
+				tsv = again
+				rec.Request += fmt.Sprintf(": tesseract %s < image/png (%d bytes)", strings.Join(againArgs, " "), len(up))
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return provider.Recognition{}, fmt.Errorf("tesseract: %w", ctx.Err())
+			}
+			rec.Request += fmt.Sprintf(": not done (%v), the first reading is kept", err)
+		}
+	}
+	rec.Text = tsvToMarkdown(tsv)
+	rec.RawData = capString(tsv, maxRawData)
+	return rec, nil
+}
+
+// run runs tesseract once on image, under runCtx (the page's time limit,
+// derived from the caller's ctx), and returns its TSV.
+func (o *OCR) run(ctx, runCtx context.Context, args []string, image []byte) (string, error) {
 	cmd := exec.CommandContext(runCtx, o.binary, args...)
 	cmd.Env = childEnv()
-	cmd.Stdin = bytes.NewReader(doc.Data)
+	cmd.Stdin = bytes.NewReader(image)
 	var stdout, stderr limitedBuffer
 	stdout.max, stderr.max, stderr.discard = maxOutput, maxStderr, true
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -203,24 +250,32 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 	err := cmd.Run()
 	switch {
 	case ctx.Err() != nil:
-		return provider.Recognition{}, fmt.Errorf("tesseract: %w", ctx.Err())
+		return "", fmt.Errorf("tesseract: %w", ctx.Err())
 	case runCtx.Err() != nil:
-		return provider.Recognition{}, fmt.Errorf("%w: the limit is %s per page", ErrTimeout, o.timeout)
+		return "", fmt.Errorf("%w: the limit is %s per page", ErrTimeout, o.timeout)
 	case stdout.overflow:
-		return provider.Recognition{}, fmt.Errorf("tesseract wrote more than %d MiB for one page", maxOutput>>20)
+		return "", fmt.Errorf("tesseract wrote more than %d MiB for one page", maxOutput>>20)
 	}
 	// Leptonica reports images it cannot decode on stderr, and for some
 	// (a truncated TIFF) tesseract still exits 0 with an empty page.
 	if unreadable(stderr.String()) {
-		return provider.Recognition{}, fmt.Errorf("%w: %s", ErrUnreadableImage, firstLine(stderr.String()))
+		return "", fmt.Errorf("%w: %s", ErrUnreadableImage, firstLine(stderr.String()))
 	}
 	if err != nil {
-		return provider.Recognition{}, fmt.Errorf("tesseract failed: %v: %s", err, firstLine(stderr.String()))
+		return "", fmt.Errorf("tesseract failed: %v: %s", err, firstLine(stderr.String()))
 	}
-	tsv := stdout.String()
-	rec.Text = tsvToMarkdown(tsv)
-	rec.RawData = capString(tsv, maxRawData)
-	return rec, nil
+	return stdout.String(), nil
+}
+
+// singlePageTurn is how the page of tsv lies (pageTurn); a TSV of no
+// words or of several pages (a multi-page TIFF) counts as upright, since
+// there is no one image to turn.
+func singlePageTurn(tsv string) turn {
+	words := parseTSV(tsv)
+	if len(words) == 0 || words[0].page != words[len(words)-1].page {
+		return upright
+	}
+	return pageTurn(words)
 }
 
 // readableMIME lists what leptonica in Tesseract 5 reads from memory.
