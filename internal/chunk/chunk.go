@@ -133,7 +133,9 @@ func EffectiveBudget(requested int) int {
 // Split cuts text in format into chunks of at most budget tokens
 // (0 means DefaultBudget) counted by counter. Empty text gives no chunks.
 // Markup that does not parse (XML that is not well-formed, HTML whose
-// tokens cannot be mapped back to the input) is split as plain text.
+// tokens cannot be mapped back to the input) is split as plain text, and
+// so is markup of more than a million elements, text runs and other
+// tokens, whose tree would cost gigabytes (see maxMarkupNodes).
 func Split(text, format string, budget int, counter *Counter) ([]Chunk, error) {
 	return SplitAtMost(text, format, budget, 0, counter)
 }
@@ -168,7 +170,7 @@ func SplitAtMost(text, format string, budget, maxChunks int, counter *Counter) (
 }
 
 func newSplitter(text string, budget, maxChunks int, counter *Counter) *splitter {
-	return &splitter{text: text, budget: budget, maxChunks: maxChunks, counter: counter, ctxTokens: map[string]int{}, additive: counter.additive()}
+	return &splitter{text: text, budget: budget, maxChunks: maxChunks, maxNodes: maxMarkupNodes, counter: counter, ctxTokens: map[string]int{}, additive: counter.additive()}
 }
 
 // split cuts s.text, in a format SplitAtMost has checked, into chunks.
@@ -181,7 +183,7 @@ func (s *splitter) split(format string) ([]Chunk, error) {
 	case FormatPlain:
 		s.plain()
 	case FormatHTML:
-		root, ok := parseHTML(text)
+		root, ok := parseHTML(text, s.maxNodes)
 		if !ok {
 			s.plain()
 			break
@@ -189,7 +191,7 @@ func (s *splitter) split(format string) ([]Chunk, error) {
 		s.markup = true
 		s.tree(root, 0, "", "")
 	case FormatXML:
-		root, ok := parseXML(text)
+		root, ok := parseXML(text, s.maxNodes)
 		if !ok {
 			s.plain()
 			break
@@ -271,6 +273,10 @@ type splitter struct {
 	text      string
 	budget    int
 	maxChunks int // 0: no limit
+	// maxNodes bounds the tree HTML and XML are built into: a document
+	// of more nodes is split as plain text (maxMarkupNodes; smaller in
+	// tests).
+	maxNodes  int
 	counter   *Counter
 	markup    bool // text pieces must not cut an entity reference
 	ctxTokens map[string]int

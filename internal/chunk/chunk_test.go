@@ -734,7 +734,7 @@ func FuzzSplit(f *testing.F) {
 		}
 		checkInvariants(t, c, text, b, chunks)
 		if fm == FormatXML {
-			if root, ok := parseXML(text); ok && wellFormedPromised(c, text, root, "", "", b) {
+			if root, ok := parseXML(text, maxMarkupNodes); ok && wellFormedPromised(c, text, root, "", "", b) {
 				checkXML(t, chunks)
 			}
 		}

@@ -282,16 +282,31 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
+// maxMarkupNodes is the most nodes (elements, text runs, other tokens) an
+// HTML or XML document is built into; a document with more is split as
+// plain text. The tree is built whole before a unit is counted, so the
+// chunk limit (SplitAtMost) cannot stop it, and markup makes a node every
+// 3 to 5 bytes at about 130 bytes of heap each with its units: at the
+// HTML node limit of recognition (internal/convert), 19 MiB of <br/>
+// peaked at 1.2 GiB while chunked. Real pages make a node every 20 bytes
+// or more (Node.js's 5.4 MiB API reference 287,248 of them), so every
+// real document the default chunk limit admits (about 16 MB of text)
+// keeps its structure.
+const maxMarkupNodes = 1_000_000
+
 // parseHTML builds the element tree of text with the x/net/html
 // tokenizer. It reports false when the tokens do not map back onto the
-// input byte for byte. The tree follows the tags as written, as
+// input byte for byte, or when the tree would have more than maxNodes
+// nodes (it stops there). The tree follows the tags as written, as
 // html.Render writes them: an end tag closes the elements opened after
 // its own, and elements still open at the end close there; end tags HTML
 // lets a writer omit are not inferred (a chunk then closes them itself).
-func parseHTML(text string) (*node, bool) {
+func parseHTML(text string, maxNodes int) (*node, bool) {
 	root := &node{kind: kindElement, root: true, end: len(text), closeStart: len(text)}
 	stack := []*node{root}
+	nodes := 0
 	add := func(n *node) {
+		nodes++
 		top := stack[len(stack)-1]
 		top.children = append(top.children, n)
 	}
@@ -309,6 +324,9 @@ func parseHTML(text string) (*node, bool) {
 				return nil, false
 			}
 			break
+		}
+		if nodes > maxNodes {
+			return nil, false
 		}
 		raw := z.Raw()
 		start := pos
@@ -353,7 +371,7 @@ func parseHTML(text string) (*node, bool) {
 			add(&node{kind: kindLeaf, start: start, end: pos})
 		}
 	}
-	if pos != len(text) {
+	if pos != len(text) || nodes > maxNodes {
 		return nil, false
 	}
 	for len(stack) > 1 {
@@ -405,7 +423,8 @@ func setTableHeader(table *node) {
 }
 
 // parseXML builds the element tree of text with encoding/xml. It reports
-// false for input that is not well-formed.
+// false for input that is not well-formed, or whose tree would have more
+// than maxNodes nodes (it stops there).
 // referencedEntities maps every name text references as "&name;" to "":
 // the splitter needs where the markup is, not what an entity stands for.
 // A reference to an entity of the document's external DTD (JATS, DocBook)
@@ -426,10 +445,12 @@ func referencedEntities(text string) map[string]string {
 	}
 }
 
-func parseXML(text string) (*node, bool) {
+func parseXML(text string, maxNodes int) (*node, bool) {
 	root := &node{kind: kindElement, root: true, end: len(text), closeStart: len(text)}
 	stack := []*node{root}
+	nodes := 0
 	add := func(n *node) {
+		nodes++
 		top := stack[len(stack)-1]
 		top.children = append(top.children, n)
 	}
@@ -438,6 +459,9 @@ func parseXML(text string) (*node, bool) {
 	d.Entity = referencedEntities(text)
 	prev := 0
 	for {
+		if nodes > maxNodes {
+			return nil, false
+		}
 		tok, err := d.RawToken()
 		if err == io.EOF {
 			break
@@ -473,7 +497,7 @@ func parseXML(text string) (*node, bool) {
 			add(&node{kind: kindLeaf, start: start, end: end})
 		}
 	}
-	if len(stack) != 1 || prev != len(text) {
+	if len(stack) != 1 || prev != len(text) || nodes > maxNodes {
 		return nil, false
 	}
 	return root, true
