@@ -539,7 +539,10 @@ func (s *Service) JobResultRows(ctx context.Context, id string) (*docjobsv1.Job,
 	return toJob(j), seq, nil
 }
 
-// ListJobs returns a page of the calling account's jobs, newest first.
+// ListJobs returns a page of the calling account's jobs, newest first: at
+// most pageSize jobs, and fewer when more would pass
+// Config.MaxListPageBytes (a page shorter than pageSize is not the last
+// one unless nextPageToken is empty).
 func (s *Service) ListJobs(ctx context.Context, req *docjobsv1.ListJobsRequest) (*docjobsv1.ListJobsResponse, error) {
 	acct, err := account(ctx)
 	if err != nil {
@@ -561,8 +564,20 @@ func (s *Service) ListJobs(ctx context.Context, req *docjobsv1.ListJobsRequest) 
 	if req.GetStatusEq() != docjobsv1.JobStatus_JOB_STATUS_UNSPECIFIED {
 		st = job.Status(req.GetStatusEq().String())
 	}
+	// A page is bounded in bytes too: each job echoes its prompts, schema
+	// and metadata (up to ~1.3 MB within the create limits), and 100 of
+	// them made a 132 MB answer that a default gRPC client refuses and
+	// that cost the server hundreds of MB to build. The store sizes each
+	// job as the answer will carry it, converting it once.
+	converted := map[*job.Job]*docjobsv1.Job{}
 	page, err := s.store.ListJobs(ctx, store.ListParams{
 		AccountID: acct, Status: st, PageSize: size, PageToken: req.GetPageToken(),
+		MaxBytes: s.cfg.MaxListPageBytes,
+		Size: func(j *job.Job) int {
+			c := toJob(j)
+			converted[j] = c
+			return fieldSize(proto.Size(c))
+		},
 	})
 	if errors.Is(err, store.ErrBadPageToken) {
 		return nil, invalid("pageToken", "invalid")
@@ -572,7 +587,9 @@ func (s *Service) ListJobs(ctx context.Context, req *docjobsv1.ListJobsRequest) 
 	}
 	out := &docjobsv1.ListJobsResponse{Jobs: make([]*docjobsv1.Job, len(page.Jobs)), NextPageToken: page.NextPageToken}
 	for i, j := range page.Jobs {
-		out.Jobs[i] = toJob(j)
+		if out.Jobs[i] = converted[j]; out.Jobs[i] == nil {
+			out.Jobs[i] = toJob(j)
+		}
 	}
 	return out, nil
 }
