@@ -40,9 +40,9 @@ const DefaultMaxResultMessageBytes = 64 << 20
 // DefaultMaxListPageBytes bounds the jobs of a ListJobs page when
 // Config.MaxListPageBytes is 0: half of what a gRPC client receives by
 // default (4 MiB), so a default client can page through any account,
-// while one list call holds a few MiB rather than 100 jobs of up to ~1.3
-// MB each. A page holds at least one job, and one job within the create
-// limits is below 2 MiB.
+// while one list call holds a few MiB rather than 100 jobs of up to ~1.8
+// MB each. A page holds at least one job, and one job at every create
+// limit (100 source URLs of 2 KiB included) is about 1.8 MB: it fits.
 const DefaultMaxListPageBytes = 2 << 20
 
 // Config is what the service needs to know about its deployment.

@@ -358,53 +358,60 @@ func (s *Store[TTx]) ListJobs(ctx context.Context, p store.ListParams) (store.Li
 		return page, nil
 	}
 
-	sizes, err := s.listSizes(ctx, `SELECT id, created, `+storedJobBytes+` FROM jobs`+where+order+` LIMIT ?`, append(args, size+1))
-	if err != nil {
-		return store.ListPage{}, err
-	}
-	n, total := 0, 0
-	for n < min(len(sizes), size) && (n == 0 || total+sizes[n].bytes <= p.MaxBytes) {
-		total += sizes[n].bytes
-		n++
-	}
-	if n == 0 {
-		return page, nil
-	}
-	first, last := sizes[0], sizes[n-1]
-	// Between the two reads a job may be deleted (the page is shorter) or
-	// take the status filtered on (it may then push the page past n jobs
-	// or p.MaxBytes: both are checked again as the jobs are read).
-	more := len(sizes) > n
-	total = 0
-	cut, err := s.listJobs(ctx, `SELECT `+jobColumns+` FROM jobs`+where+
-		` AND (created, id) <= (?, ?) AND (created, id) >= (?, ?)`+order+` LIMIT ?`,
-		append(args, s.ts(first.created), first.id, s.ts(last.created), last.id, n+1),
-		func(j *job.Job) bool {
-			if len(page.Jobs) == n {
-				return false
-			}
-			if p.Size != nil {
-				b := p.Size(j)
-				if len(page.Jobs) > 0 && total+b > p.MaxBytes {
+	for {
+		sizes, err := s.listSizes(ctx, `SELECT id, created, `+storedJobBytes+` FROM jobs`+where+order+` LIMIT ?`, append(args, size+1))
+		if err != nil {
+			return store.ListPage{}, err
+		}
+		n, total := 0, 0
+		for n < min(len(sizes), size) && (n == 0 || total+sizes[n].bytes <= p.MaxBytes) {
+			total += sizes[n].bytes
+			n++
+		}
+		if n == 0 {
+			return page, nil
+		}
+		first, last := sizes[0], sizes[n-1]
+		// Between the two reads a job may be deleted (the page is shorter)
+		// or take the status filtered on (it may then push the page past n
+		// jobs or p.MaxBytes: both are checked again as the jobs are read).
+		more := len(sizes) > n
+		total = 0
+		cut, err := s.listJobs(ctx, `SELECT `+jobColumns+` FROM jobs`+where+
+			` AND (created, id) <= (?, ?) AND (created, id) >= (?, ?)`+order+` LIMIT ?`,
+			append(args, s.ts(first.created), first.id, s.ts(last.created), last.id, n+1),
+			func(j *job.Job) bool {
+				if len(page.Jobs) == n {
 					return false
 				}
-				total += b
+				if p.Size != nil {
+					b := p.Size(j)
+					if len(page.Jobs) > 0 && total+b > p.MaxBytes {
+						return false
+					}
+					total += b
+				}
+				page.Jobs = append(page.Jobs, j)
+				return true
+			})
+		if err != nil {
+			return store.ListPage{}, err
+		}
+		if len(page.Jobs) > 0 {
+			if more || cut {
+				j := page.Jobs[len(page.Jobs)-1]
+				page.NextPageToken = encodePageToken(p.AccountID, p.Status, j.Created, j.ID)
 			}
-			page.Jobs = append(page.Jobs, j)
-			return true
-		})
-	if err != nil {
-		return store.ListPage{}, err
+			return page, nil
+		}
+		if !more {
+			return page, nil
+		}
+		// Every job sized for this page was deleted since: a page without
+		// jobs would end a client's listing, so list on after them.
+		where += ` AND (created, id) < (?, ?)`
+		args = append(args, s.ts(last.created), last.id)
 	}
-	switch {
-	case len(page.Jobs) > 0 && (more || cut):
-		j := page.Jobs[len(page.Jobs)-1]
-		page.NextPageToken = encodePageToken(p.AccountID, p.Status, j.Created, j.ID)
-	case more:
-		// Every job sized for this page was deleted since: page on after them.
-		page.NextPageToken = encodePageToken(p.AccountID, p.Status, last.created, last.id)
-	}
-	return page, nil
 }
 
 // storedJobBytes is the SQL for the bytes of a job's text columns plus

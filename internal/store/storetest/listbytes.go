@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,17 +11,32 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
-// createSized creates n jobs of account, newest first in the returned ids,
-// job i (oldest first) with a response schema of sizes[i%len(sizes)] bytes.
+// createSized creates n jobs of account, job i with a response schema of
+// sizes[i%len(sizes)] bytes, two by two created in the same microsecond (the
+// id orders them), and returns their ids newest first.
 func createSized(t *testing.T, s store.Store, account string, n int, sizes ...int) []string {
 	t.Helper()
-	ids := make([]string, n)
+	type key struct {
+		created time.Time
+		id      string
+	}
+	keys := make([]key, n)
 	for i := range n {
 		j := newJob(account, 1)
-		j.Created = baseTime.Add(time.Duration(i) * time.Millisecond)
+		j.Created = baseTime.Add(time.Duration(i/2) * time.Microsecond)
 		j.ResponseSchema = `{"description":"` + strings.Repeat("d", sizes[i%len(sizes)]) + `"}`
 		createJob(t, s, j, store.CreateJobParams{})
-		ids[n-1-i] = j.ID
+		keys[i] = key{j.Created, j.ID}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := b.created.Compare(a.created); c != 0 {
+			return c
+		}
+		return strings.Compare(b.id, a.id)
+	})
+	ids := make([]string, n)
+	for i, k := range keys {
+		ids[i] = k.id
 	}
 	return ids
 }
