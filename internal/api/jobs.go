@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -81,7 +82,7 @@ func (s *Service) CreateJob(ctx context.Context, req *docjobsv1.CreateJobRequest
 	// only a create with an idempotency key can replay one.
 	var legacy []string
 	if j.IdempotencyKey != "" {
-		if legacy, err = legacyRequestHashes(req); err != nil {
+		if legacy, err = legacyRequestHashes(req, keyedDigest(key)); err != nil {
 			return nil, s.internal(ctx, "CreateJob", err, slog.String("job_id", j.ID))
 		}
 	}
@@ -243,8 +244,26 @@ func webhookSecretInEffect(req *docjobsv1.CreateJobRequest) string {
 // the hashes of jobs created before (legacyRequestHashes).
 // Spellings of one request hash alike: a default given explicitly or left
 // out, merge options while merge is off, a consensus object without a mode
-// in effect, a webhook secret without a webhook URL.
+// in effect, a webhook secret without a webhook URL, and unknown fields
+// (at any depth) present or not: they are ignored like REST's unknown JSON
+// fields, which never reach the hash, so a create sent by a client built on
+// a newer proto replays through either transport. A request without unknown
+// fields hashes as before they were dropped.
 func requestHash(req *docjobsv1.CreateJobRequest, digest func(string) string) (string, error) {
+	c := normalized(req)
+	discardUnknown(c.ProtoReflect())
+	return hashAsGiven(c, digest)
+}
+
+// hashWithUnknown is requestHash as it was before unknown fields were
+// dropped: they entered the hash as the client encoded them.
+func hashWithUnknown(req *docjobsv1.CreateJobRequest, digest func(string) string) (string, error) {
+	return hashAsGiven(normalized(req), digest)
+}
+
+// normalized is a copy of req with the spellings requestHash does not tell
+// apart written one way.
+func normalized(req *docjobsv1.CreateJobRequest) *docjobsv1.CreateJobRequest {
 	c := proto.CloneOf(req)
 	if n := c.GetNeural(); n != nil && n.GetChunkBudgetTokens() == 0 {
 		n.ChunkBudgetTokens = job.DefaultChunkBudgetTokens
@@ -260,7 +279,31 @@ func requestHash(req *docjobsv1.CreateJobRequest, digest func(string) string) (s
 		c.Consensus = nil
 	}
 	c.WebhookSecret = webhookSecretInEffect(c)
-	return hashAsGiven(c, digest)
+	return c
+}
+
+// discardUnknown drops the unknown fields of m and of every message it
+// holds.
+func discardUnknown(m protoreflect.Message) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			for i := range v.List().Len() {
+				discardUnknown(v.List().Get(i).Message())
+			}
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			v.Map().Range(func(_ protoreflect.MapKey, e protoreflect.Value) bool {
+				discardUnknown(e.Message())
+				return true
+			})
+		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
+			discardUnknown(v.Message())
+		}
+		return true
+	})
+	if m.GetUnknown() != nil {
+		m.SetUnknown(nil)
+	}
 }
 
 // hashAsGiven is the hex SHA-256 of c's deterministic protobuf encoding
@@ -289,9 +332,13 @@ func hashAsGiven(c *docjobsv1.CreateJobRequest, digest func(string) string) (str
 // job. Until 2026-11-24 01:12 secrets entered as plain SHA-256 (sha256Hex);
 // until 2026-11-23 22:00 the request was also hashed as spelled, without
 // the normalisation requestHash applies, so a create that left the chunk
-// budget out hashed differently from the same create today.
-func legacyRequestHashes(req *docjobsv1.CreateJobRequest) ([]string, error) {
-	plain, err := requestHash(req, sha256Hex)
+// budget out hashed differently from the same create today. Until
+// 2026-11-24 (CHANGELOG: unknown fields and the idempotency hash) unknown
+// fields entered the hash too (hashWithUnknown): all of these keep them, as
+// those releases did, so a request carrying the same unknown fields as then
+// replays its job; digest is the service's.
+func legacyRequestHashes(req *docjobsv1.CreateJobRequest, digest func(string) string) ([]string, error) {
+	plain, err := hashWithUnknown(req, sha256Hex)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +346,12 @@ func legacyRequestHashes(req *docjobsv1.CreateJobRequest) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []string{plain, spelled}, nil
+	// Without unknown fields this is requestHash's own hash again.
+	keyed, err := hashWithUnknown(req, digest)
+	if err != nil {
+		return nil, err
+	}
+	return []string{plain, spelled, keyed}, nil
 }
 
 // requestHashKeyName names the request hash's key among the service keys.
@@ -487,7 +539,10 @@ func (s *Service) JobResultRows(ctx context.Context, id string) (*docjobsv1.Job,
 	return toJob(j), seq, nil
 }
 
-// ListJobs returns a page of the calling account's jobs, newest first.
+// ListJobs returns a page of the calling account's jobs, newest first: at
+// most pageSize jobs, and fewer when more would pass
+// Config.MaxListPageBytes (a page shorter than pageSize is not the last
+// one unless nextPageToken is empty).
 func (s *Service) ListJobs(ctx context.Context, req *docjobsv1.ListJobsRequest) (*docjobsv1.ListJobsResponse, error) {
 	acct, err := account(ctx)
 	if err != nil {
@@ -509,8 +564,20 @@ func (s *Service) ListJobs(ctx context.Context, req *docjobsv1.ListJobsRequest) 
 	if req.GetStatusEq() != docjobsv1.JobStatus_JOB_STATUS_UNSPECIFIED {
 		st = job.Status(req.GetStatusEq().String())
 	}
+	// A page is bounded in bytes too: each job echoes its prompts, schema
+	// and metadata (up to ~1.3 MB within the create limits), and 100 of
+	// them made a 132 MB answer that a default gRPC client refuses and
+	// that cost the server hundreds of MB to build. The store sizes each
+	// job as the answer will carry it, converting it once.
+	converted := map[*job.Job]*docjobsv1.Job{}
 	page, err := s.store.ListJobs(ctx, store.ListParams{
 		AccountID: acct, Status: st, PageSize: size, PageToken: req.GetPageToken(),
+		MaxBytes: s.cfg.MaxListPageBytes,
+		Size: func(j *job.Job) int {
+			c := toJob(j)
+			converted[j] = c
+			return fieldSize(proto.Size(c))
+		},
 	})
 	if errors.Is(err, store.ErrBadPageToken) {
 		return nil, invalid("pageToken", "invalid")
@@ -520,7 +587,9 @@ func (s *Service) ListJobs(ctx context.Context, req *docjobsv1.ListJobsRequest) 
 	}
 	out := &docjobsv1.ListJobsResponse{Jobs: make([]*docjobsv1.Job, len(page.Jobs)), NextPageToken: page.NextPageToken}
 	for i, j := range page.Jobs {
-		out.Jobs[i] = toJob(j)
+		if out.Jobs[i] = converted[j]; out.Jobs[i] == nil {
+			out.Jobs[i] = toJob(j)
+		}
 	}
 	return out, nil
 }

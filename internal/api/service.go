@@ -37,6 +37,14 @@ const DefaultUploadMaxBytes = 20 << 20
 // working, while one call holds at most this much plus one row.
 const DefaultMaxResultMessageBytes = 64 << 20
 
+// DefaultMaxListPageBytes bounds the jobs of a ListJobs page when
+// Config.MaxListPageBytes is 0: half of what a gRPC client receives by
+// default (4 MiB), so a default client can page through any account,
+// while one list call holds a few MiB rather than 100 jobs of up to ~1.8
+// MB each. A page holds at least one job, and one job at every create
+// limit (100 source URLs of 2 KiB included) is about 1.8 MB: it fits.
+const DefaultMaxListPageBytes = 2 << 20
+
 // Config is what the service needs to know about its deployment.
 type Config struct {
 	// PublicURL is the address clients reach the service at
@@ -63,6 +71,10 @@ type Config struct {
 	// answer, which is built whole in memory; 0 means
 	// DefaultMaxResultMessageBytes. The REST result streams and has no bound.
 	MaxResultMessageBytes int
+	// MaxListPageBytes bounds the encoded size of the jobs of one ListJobs
+	// page (REST and gRPC); a page ends early, with its nextPageToken,
+	// before the job that would pass it. 0 means DefaultMaxListPageBytes.
+	MaxListPageBytes int
 	// KeyRequired reports whether the provider slot named slot
 	// (NEURAL_CLIENT_TYPE_PROVIDER_N) refuses calls without a key. A job
 	// with prompts on such a slot and no neural.apiKey is refused at
@@ -150,6 +162,12 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	if cfg.MaxResultMessageBytes == 0 {
 		cfg.MaxResultMessageBytes = DefaultMaxResultMessageBytes
+	}
+	if cfg.MaxListPageBytes < 0 {
+		return nil, fmt.Errorf("api: MaxListPageBytes must not be negative, got %d", cfg.MaxListPageBytes)
+	}
+	if cfg.MaxListPageBytes == 0 {
+		cfg.MaxListPageBytes = DefaultMaxListPageBytes
 	}
 	switch {
 	case deps.Store == nil:

@@ -84,6 +84,18 @@ type ListParams struct {
 	Status    job.Status // "" = any
 	PageSize  int        // already clamped by the caller
 	PageToken string     // opaque, from a previous ListPage
+	// MaxBytes, above 0, bounds a page by size as well as by PageSize: the
+	// page ends before the job that would take the sum of the jobs' sizes
+	// past it, and carries NextPageToken as any page followed by more. A
+	// page holds at least one job however large, so a client paging on
+	// always gets further. The store reads the sizes of the stored text
+	// first and reads only the jobs that fit, not PageSize jobs to drop most.
+	MaxBytes int
+	// Size is a job's share of MaxBytes (the API gives its encoded size in
+	// the answer); nil counts the bytes of the job's stored text and a
+	// fixed share for its other fields, which is what the store can know
+	// before reading the job.
+	Size func(*job.Job) int
 }
 
 // ListPage is one page of jobs.

@@ -312,16 +312,20 @@ func (s *Store[TTx]) GetJob(ctx context.Context, accountID, id string) (*job.Job
 
 // ListJobs returns a page of an account's jobs, newest first, by keyset
 // pagination on (created, id): jobs created while a client pages sort before
-// its cursor, so pages neither skip nor repeat.
+// its cursor, so pages neither skip nor repeat. With p.MaxBytes it first
+// lists the keys and stored sizes of up to a page of jobs (octet_length
+// reads a value's length without the value on both engines), then reads
+// only the jobs whose sizes fit, checking each against p.Size as it is read;
+// see store.ListParams.
 func (s *Store[TTx]) ListJobs(ctx context.Context, p store.ListParams) (store.ListPage, error) {
 	size := p.PageSize
 	if size <= 0 {
 		size = defaultPageSize
 	}
-	query := `SELECT ` + jobColumns + ` FROM jobs WHERE account_id = ?`
+	where := ` WHERE account_id = ?`
 	args := []any{p.AccountID}
 	if p.Status != "" {
-		query += ` AND status = ?`
+		where += ` AND status = ?`
 		args = append(args, string(p.Status))
 	}
 	if p.PageToken != "" {
@@ -329,34 +333,150 @@ func (s *Store[TTx]) ListJobs(ctx context.Context, p store.ListParams) (store.Li
 		if err != nil {
 			return store.ListPage{}, err
 		}
-		query += ` AND (created, id) < (?, ?)`
+		where += ` AND (created, id) < (?, ?)`
 		args = append(args, s.ts(cur.created()), cur.ID)
 	}
-	query += ` ORDER BY created DESC, id DESC LIMIT ?`
-	args = append(args, size+1)
+	const order = ` ORDER BY created DESC, id DESC`
 
-	rows, err := s.query(ctx, s.backend.DB(), query, args...)
-	if err != nil {
-		return store.ListPage{}, fmt.Errorf("list jobs: %w", err)
-	}
-	defer rows.Close()
 	var page store.ListPage
-	for rows.Next() {
-		j, err := scanJob(rows)
+	if p.MaxBytes <= 0 {
+		more, err := s.listJobs(ctx, `SELECT `+jobColumns+` FROM jobs`+where+order+` LIMIT ?`, append(args, size+1),
+			func(j *job.Job) bool {
+				if len(page.Jobs) == size {
+					return false
+				}
+				page.Jobs = append(page.Jobs, j)
+				return true
+			})
 		if err != nil {
 			return store.ListPage{}, err
 		}
-		page.Jobs = append(page.Jobs, j)
+		if more {
+			last := page.Jobs[len(page.Jobs)-1]
+			page.NextPageToken = encodePageToken(p.AccountID, p.Status, last.Created, last.ID)
+		}
+		return page, nil
+	}
+
+	for {
+		sizes, err := s.listSizes(ctx, `SELECT id, created, `+storedJobBytes+` FROM jobs`+where+order+` LIMIT ?`, append(args, size+1))
+		if err != nil {
+			return store.ListPage{}, err
+		}
+		n, total := 0, 0
+		for n < min(len(sizes), size) && (n == 0 || total+sizes[n].bytes <= p.MaxBytes) {
+			total += sizes[n].bytes
+			n++
+		}
+		if n == 0 {
+			return page, nil
+		}
+		first, last := sizes[0], sizes[n-1]
+		// Between the two reads a job may be deleted (the page is shorter)
+		// or take the status filtered on (it may then push the page past n
+		// jobs or p.MaxBytes: both are checked again as the jobs are read).
+		more := len(sizes) > n
+		total = 0
+		cut, err := s.listJobs(ctx, `SELECT `+jobColumns+` FROM jobs`+where+
+			` AND (created, id) <= (?, ?) AND (created, id) >= (?, ?)`+order+` LIMIT ?`,
+			append(args, s.ts(first.created), first.id, s.ts(last.created), last.id, n+1),
+			func(j *job.Job) bool {
+				if len(page.Jobs) == n {
+					return false
+				}
+				if p.Size != nil {
+					b := p.Size(j)
+					if len(page.Jobs) > 0 && total+b > p.MaxBytes {
+						return false
+					}
+					total += b
+				}
+				page.Jobs = append(page.Jobs, j)
+				return true
+			})
+		if err != nil {
+			return store.ListPage{}, err
+		}
+		if len(page.Jobs) > 0 {
+			if more || cut {
+				j := page.Jobs[len(page.Jobs)-1]
+				page.NextPageToken = encodePageToken(p.AccountID, p.Status, j.Created, j.ID)
+			}
+			return page, nil
+		}
+		if !more {
+			return page, nil
+		}
+		// Every job sized for this page was deleted since: a page without
+		// jobs would end a client's listing, so list on after them.
+		where += ` AND (created, id) < (?, ?)`
+		args = append(args, s.ts(last.created), last.id)
+	}
+}
+
+// storedJobBytes is the SQL for the bytes of a job's text columns plus
+// jobFixedBytes: what ListJobs can know of a job's size before reading it.
+// The JSON the lists and metadata are stored in is about as long as their
+// protobuf encoding (longer where JSON escapes).
+const storedJobBytes = `octet_length(title) + octet_length(metadata) + octet_length(error) +
+	octet_length(source_urls) + octet_length(files) + octet_length(prompts) + octet_length(response_schema) +
+	octet_length(merge_dedupe_by) + octet_length(webhook_url) + octet_length(webhook_last_error) +
+	octet_length(idempotency_key) + octet_length(neural_model) + octet_length(ocr_model) + ` + jobFixedBytes
+
+// jobFixedBytes stands for the fields of a job whose size does not vary
+// much (id, account, enums, times, counters) in storedJobBytes.
+const jobFixedBytes = "256"
+
+// jobSize is a job's key and the size storedJobBytes gives it.
+type jobSize struct {
+	id      string
+	created time.Time
+	bytes   int
+}
+
+// listSizes runs query, which selects id, created and storedJobBytes.
+func (s *Store[TTx]) listSizes(ctx context.Context, query string, args []any) ([]jobSize, error) {
+	rows, err := s.query(ctx, s.backend.DB(), query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list job sizes: %w", err)
+	}
+	defer rows.Close()
+	var out []jobSize
+	for rows.Next() {
+		var js jobSize
+		if err := rows.Scan(&js.id, timeScan{&js.created}, &js.bytes); err != nil {
+			return nil, fmt.Errorf("list job sizes: %w", err)
+		}
+		out = append(out, js)
 	}
 	if err := rows.Err(); err != nil {
-		return store.ListPage{}, fmt.Errorf("list jobs: %w", err)
+		return nil, fmt.Errorf("list job sizes: %w", err)
 	}
-	if len(page.Jobs) > size {
-		page.Jobs = page.Jobs[:size]
-		last := page.Jobs[size-1]
-		page.NextPageToken = encodePageToken(p.AccountID, p.Status, last.Created, last.ID)
+	return out, nil
+}
+
+// listJobs runs query, which selects jobColumns, handing each job to keep
+// until it returns false; cut reports that it did while rows remained
+// (the row it refused is one of them).
+func (s *Store[TTx]) listJobs(ctx context.Context, query string, args []any, keep func(*job.Job) bool) (cut bool, err error) {
+	rows, err := s.query(ctx, s.backend.DB(), query, args...)
+	if err != nil {
+		return false, fmt.Errorf("list jobs: %w", err)
 	}
-	return page, nil
+	defer rows.Close()
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return false, err
+		}
+		if !keep(j) {
+			return true, nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("list jobs: %w", err)
+	}
+	return false, nil
 }
 
 const defaultPageSize = 50

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ListJobsFiltersByStatus", testListJobsStatusFilter},
 		{"ListJobsRejectsForeignAndCorruptTokens", testListJobsBadTokens},
 		{"ListJobsPagesAreStableUnderConcurrentCreates", testListJobsConcurrentCreates},
+		{"ListJobsBoundsAPageInBytes", testListJobsBoundedInBytes},
 		{"CancelJobEndsPendingWork", testCancelJob},
 		{"AFileNeverStoredNamesItsSourceURL", testAFileNeverStoredNamesItsSourceURL},
 		{"DeleteJobRemovesEverythingAndReturnsBlobKeys", testDeleteJob},
