@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -151,7 +152,14 @@ type Server struct {
 	rate    *accountLimiter // nil: no rate limit
 	grpc    *grpc.Server
 	codec   *requestCodec // the gRPC server's (codec.go)
-	handler http.Handler
+	// grpcMethods are the methods s.grpc serves (grpcedge.go).
+	grpcMethods map[string]grpcMethod
+	handler     http.Handler
+	// shutdown is closed when Serve starts shutting down; streams that
+	// would otherwise last until their client leaves (Health.Watch,
+	// reflection) end then, as the progress stream does.
+	shutdown     chan struct{}
+	shutdownOnce sync.Once
 }
 
 // readyTimeout bounds one readiness check.
@@ -177,7 +185,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	s := &Server{cfg: cfg.withDefaults(), deps: deps, log: deps.Logger}
+	s := &Server{cfg: cfg.withDefaults(), deps: deps, log: deps.Logger, shutdown: make(chan struct{})}
 	s.rate = newAccountLimiter(s.cfg.AccountRate, s.cfg.AccountBurst, deps.Now)
 	metrics, err := newEdgeMetrics(deps.Registry)
 	if err != nil {
@@ -189,6 +197,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.grpc = s.newGRPC(deps.Service)
+	s.grpcMethods = grpcMethodTable(s.grpc)
 	if s.handler, err = s.routeTable(gateway); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -281,7 +290,7 @@ func canonicalPath(path string) bool {
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
-			s.grpc.ServeHTTP(w, r)
+			s.serveGRPC(w, r)
 			return
 		}
 		s.handler.ServeHTTP(w, r)
@@ -324,6 +333,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
+	s.shutdownOnce.Do(func() { close(s.shutdown) })
 	err := hs.Shutdown(shutdownCtx)
 	if err != nil {
 		_ = hs.Close()
