@@ -100,7 +100,7 @@ func (h healthServer) Watch(req *grpc_health_v1.HealthCheckRequest, stream grpc.
 		select {
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
-		case <-h.s.shutdown:
+		case <-h.s.stopping.Done():
 			if last != grpc_health_v1.HealthCheckResponse_NOT_SERVING && last != grpc_health_v1.HealthCheckResponse_SERVICE_UNKNOWN {
 				_ = stream.Send(&grpc_health_v1.HealthCheckResponse{Status: grpc_health_v1.HealthCheckResponse_NOT_SERVING})
 			}
@@ -223,7 +223,7 @@ func (s *Server) idleStream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 	}
 	idle := &idleRecvStream{ServerStream: ss, timeout: s.cfg.IOIdleTimeout, idle: s.idleStatus()}
 	if !needsKey(info.FullMethod) {
-		idle.idle, idle.stop = status.Newf(codes.DeadlineExceeded, "the stream sent nothing for %s", s.cfg.IOIdleTimeout), s.shutdown
+		idle.idle, idle.stop = status.Newf(codes.DeadlineExceeded, "the stream sent nothing for %s", s.cfg.IOIdleTimeout), s.stopping.Done()
 	}
 	return handler(srv, idle)
 }

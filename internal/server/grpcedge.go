@@ -178,11 +178,28 @@ func (s *Server) serveGRPC(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readGRPCRequest(w http.ResponseWriter, r *http.Request) (io.ReadCloser, error) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.JSONReadTimeout))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }() // the request is read; the answer may take its time
+	// A request that has not arrived when the server starts shutting down
+	// is not waited for: it would hold the shutdown for JSONReadTimeout,
+	// as long as ShutdownTimeout by default. Nothing of it ran yet, so the
+	// client may retry it elsewhere.
+	fired := make(chan struct{})
+	stop := context.AfterFunc(s.stopping, func() {
+		defer close(fired)
+		_ = rc.SetReadDeadline(time.Now())
+	})
+	defer func() {
+		if stop() {
+			_ = rc.SetReadDeadline(time.Time{}) // the request is read; the answer may take its time
+		} else {
+			<-fired // w must not be used once the handler returned
+		}
+	}()
 
 	var buf bytes.Buffer
 	readErr := func(err error) error {
 		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded) && s.stopping.Err() != nil:
+			return errShuttingDown
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			return status.Errorf(codes.DeadlineExceeded, "the request message did not arrive within %s", s.cfg.JSONReadTimeout)
 		case r.Context().Err() != nil: // the client reset the stream

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 	"github.com/docjobs/docjobs/internal/api"
+	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 )
@@ -35,12 +37,22 @@ import (
 // answer took. key "" sends no authorization.
 func rawGRPC(t *testing.T, env *testEnv, method, key string, body io.Reader) (code codes.Code, msg string, took time.Duration) {
 	t.Helper()
+	code, msg, took, err := tryRawGRPC(env, method, key, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, msg, took
+}
+
+// tryRawGRPC is rawGRPC for another goroutine than the test's: it returns
+// what went wrong.
+func tryRawGRPC(env *testEnv, method, key string, body io.Reader) (code codes.Code, msg string, took time.Duration, err error) {
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
 	client := &http.Client{Transport: &http.Transport{Protocols: &protocols}, Timeout: 10 * time.Second}
 	req, err := http.NewRequest("POST", env.baseURL+method, body)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", 0, err
 	}
 	req.Header.Set("Content-Type", "application/grpc")
 	req.Header.Set("TE", "trailers")
@@ -50,7 +62,7 @@ func rawGRPC(t *testing.T, env *testEnv, method, key string, body io.Reader) (co
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s: %v", method, err)
+		return 0, "", 0, fmt.Errorf("%s: %w", method, err)
 	}
 	defer resp.Body.Close()
 	h := resp.Header
@@ -61,10 +73,10 @@ func rawGRPC(t *testing.T, env *testEnv, method, key string, body io.Reader) (co
 	took = time.Since(start)
 	var n int
 	if _, err := fmt.Sscan(h.Get("Grpc-Status"), &n); err != nil {
-		t.Fatalf("%s: no grpc-status in %v", method, h)
+		return 0, "", took, fmt.Errorf("%s: no grpc-status in %v", method, h)
 	}
 	msg, _ = url.PathUnescape(h.Get("Grpc-Message"))
-	return codes.Code(n), msg, took
+	return codes.Code(n), msg, took, nil
 }
 
 // grpcFrame is one length-prefixed, uncompressed gRPC message of length n
@@ -343,11 +355,38 @@ func TestAGRPCDownloadTheClientEndsIsCountedWithTheClientsCode(t *testing.T) {
 	}
 }
 
-func TestShutdownEndsHealthWatchAndReflectionStreams(t *testing.T) {
-	env := startServer(t) // ShutdownTimeout 5s
+// lookedUp is a KeyLookup that tells when a key was looked up.
+type lookedUp struct {
+	staticKeys
+	once sync.Once
+	done chan struct{}
+}
+
+func (l *lookedUp) AccountByKeyHash(ctx context.Context, hash []byte) (string, error) {
+	l.once.Do(func() { close(l.done) })
+	return l.staticKeys.AccountByKeyHash(ctx, hash)
+}
+
+func TestShutdownEndsStreamsThatWaitForTheirClient(t *testing.T) {
+	keys := &lookedUp{staticKeys: newStaticKeys(map[string]string{keyAlice: "alice"}), done: make(chan struct{})}
+	// ShutdownTimeout 5s, JSONReadTimeout 30s
+	env := startServer(t, func(_ *Config, d *Deps) { d.Auth = auth.NewAuthenticator(keys) })
 	_, conn, _ := grpcClient(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+
+	type answer struct {
+		code codes.Code
+		msg  string
+		err  error
+	}
+	stalled := make(chan answer, 1)
+	body := stalledBody(t, nil)
+	go func() {
+		code, msg, _, err := tryRawGRPC(env, "/docjobs.v1.JobService/ListJobs", keyAlice, body)
+		stalled <- answer{code, msg, err}
+	}()
+	<-keys.done // the call is authenticated: the server now waits for its message
 
 	watch, err := grpc_health_v1.NewHealthClient(conn).Watch(ctx, &grpc_health_v1.HealthCheckRequest{})
 	if err != nil {
@@ -384,6 +423,9 @@ func TestShutdownEndsHealthWatchAndReflectionStreams(t *testing.T) {
 	}
 	if _, err := refl.Recv(); status.Code(err) != codes.Unavailable {
 		t.Errorf("reflection end: %v, want Unavailable", err)
+	}
+	if a := <-stalled; a.err != nil || a.code != codes.Unavailable || a.msg != "the server is shutting down" {
+		t.Errorf("a request whose message had not arrived: %v %q %v, want Unavailable %q", a.code, a.msg, a.err, "the server is shutting down")
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -155,11 +154,12 @@ type Server struct {
 	// grpcMethods are the methods s.grpc serves (grpcedge.go).
 	grpcMethods map[string]grpcMethod
 	handler     http.Handler
-	// shutdown is closed when Serve starts shutting down; streams that
-	// would otherwise last until their client leaves (Health.Watch,
-	// reflection) end then, as the progress stream does.
-	shutdown     chan struct{}
-	shutdownOnce sync.Once
+	// stopping ends when Serve starts shutting down: streams that would
+	// otherwise last until their client leaves (Health.Watch, reflection)
+	// end then, as the progress stream does, and so does the wait for a
+	// gRPC request message that has not arrived (grpcedge.go).
+	stopping      context.Context
+	beginShutdown context.CancelFunc
 }
 
 // readyTimeout bounds one readiness check.
@@ -185,7 +185,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	s := &Server{cfg: cfg.withDefaults(), deps: deps, log: deps.Logger, shutdown: make(chan struct{})}
+	s := &Server{cfg: cfg.withDefaults(), deps: deps, log: deps.Logger}
+	s.stopping, s.beginShutdown = context.WithCancel(context.Background())
 	s.rate = newAccountLimiter(s.cfg.AccountRate, s.cfg.AccountBurst, deps.Now)
 	metrics, err := newEdgeMetrics(deps.Registry)
 	if err != nil {
@@ -333,7 +334,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
-	s.shutdownOnce.Do(func() { close(s.shutdown) })
+	s.beginShutdown()
 	err := hs.Shutdown(shutdownCtx)
 	if err != nil {
 		_ = hs.Close()
