@@ -52,6 +52,11 @@ import (
 // transports take requests of the same size.
 const grpcMaxRequestBytes = 4 << 20
 
+// grpcMaxKeylessRequestBytes bounds the request of a method that needs no
+// key (health checks), which no account's rate limit covers: its message
+// is a service name.
+const grpcMaxKeylessRequestBytes = 64 << 10
+
 // GRPCMaxAnswerBytes is the largest gRPC answer every client can receive:
 // grpc-go's (and most other implementations') default receive limit. An
 // answer built whole, such as GetJobResult's, is bounded by it
@@ -173,9 +178,14 @@ func (s *Server) serveGRPC(w http.ResponseWriter, r *http.Request) {
 
 // readGRPCRequest reads the one request message of a call, then the end of
 // the request stream, within JSONReadTimeout, and returns a body grpc-go
-// reads the same bytes from. A message above grpcMaxRequestBytes is refused
+// reads the same bytes from. A message above grpcMaxRequestBytes
+// (grpcMaxKeylessRequestBytes for a method that needs no key) is refused
 // from its length prefix, before it is read.
 func (s *Server) readGRPCRequest(w http.ResponseWriter, r *http.Request) (io.ReadCloser, error) {
+	limit := uint32(grpcMaxRequestBytes)
+	if !needsKey(r.URL.Path) {
+		limit = grpcMaxKeylessRequestBytes
+	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.JSONReadTimeout))
 	// A request that has not arrived when the server starts shutting down
@@ -218,8 +228,8 @@ func (s *Server) readGRPCRequest(w http.ResponseWriter, r *http.Request) (io.Rea
 		return nil, readErr(err)
 	}
 	size := binary.BigEndian.Uint32(head[1:])
-	if size > grpcMaxRequestBytes {
-		return nil, status.Errorf(codes.ResourceExhausted, "request message exceeds the limit of %d bytes", grpcMaxRequestBytes)
+	if size > limit {
+		return nil, status.Errorf(codes.ResourceExhausted, "request message exceeds the limit of %d bytes", limit)
 	}
 	buf.Grow(grpcFrameHeader + min(int(size), 64<<10)) // grows as bytes arrive, not as the prefix claims
 	buf.Write(head)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -173,6 +174,22 @@ func TestAGRPCCallIsAuthenticatedBeforeItsMessageIsRead(t *testing.T) {
 			t.Errorf("CreateJob: %v", err)
 		}
 	})
+	t.Run("a health check's message is bounded far lower, as it needs no key", func(t *testing.T) {
+		code, msg, _ := rawGRPC(t, env, "/grpc.health.v1.Health/Check", "", bytes.NewReader(grpcFrame(1<<20, nil)))
+		if want := "request message exceeds the limit of 65536 bytes"; code != codes.ResourceExhausted || msg != want {
+			t.Errorf("got %v %q, want ResourceExhausted %q", code, msg, want)
+		}
+	})
+	t.Run("a call grpc-go refuses itself is counted too", func(t *testing.T) {
+		frame := grpcFrame(0, nil)
+		frame[0] = 1 // compressed, with no grpc-encoding
+		if code, _, _ := rawGRPC(t, env, "/docjobs.v1.JobService/ListJobs", keyAlice, bytes.NewReader(frame)); code != codes.Internal {
+			t.Errorf("got %v, want grpc-go's Internal", code)
+		}
+		if got := grpcCount(t, env, "ListJobs", codes.Internal); got != 1 {
+			t.Errorf("ListJobs Internal = %v, want 1", got)
+		}
+	})
 	t.Run("refused calls are counted and logged as the interceptors did", func(t *testing.T) {
 		if got := grpcCount(t, env, "CreateJob", codes.Unauthenticated); got != 2 {
 			t.Errorf("CreateJob Unauthenticated = %v, want 2", got)
@@ -185,9 +202,8 @@ func TestAGRPCCallIsAuthenticatedBeforeItsMessageIsRead(t *testing.T) {
 		}
 		var found bool
 		for _, rec := range env.logs.Records(t) {
-			if rec["msg"] == "grpc request" && rec["code"] == "ResourceExhausted" {
-				found = rec["method"] == "/docjobs.v1.JobService/CreateJob" && rec["account_id"] == "alice"
-			}
+			found = found || rec["msg"] == "grpc request" && rec["code"] == "ResourceExhausted" &&
+				rec["method"] == "/docjobs.v1.JobService/CreateJob" && rec["account_id"] == "alice"
 		}
 		if !found {
 			t.Errorf("no log line names the refused CreateJob of alice:\n%s", env.logs.String())
