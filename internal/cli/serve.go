@@ -257,6 +257,9 @@ func serveAPI(ctx context.Context, ln net.Listener, cfg config.Config, log *slog
 		StorageDir:            fetch.BucketDir(cfg.StorageURL),
 		AccountMaxActiveJobs:  cfg.AccountMaxActiveJobs,
 		AccountMaxUploadBytes: cfg.AccountMaxUploadBytes,
+		// A gRPC result every default client can receive; larger ones are
+		// refused with the pointer to the streamed REST result.
+		MaxResultMessageBytes: server.GRPCMaxAnswerBytes,
 		KeyRequired: func(slot string) bool {
 			sl, ok := slots.Lookup(slot)
 			return ok && sl.KeyRequired

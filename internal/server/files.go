@@ -297,13 +297,15 @@ func newIdleDeadline(set func(time.Time) error, timeout time.Duration) *idleDead
 	return &idleDeadline{set: set, timeout: timeout, gap: min(time.Second, timeout/2)}
 }
 
-func (d *idleDeadline) extend() {
+// extend reports whether it moved the deadline (to last + timeout).
+func (d *idleDeadline) extend() bool {
 	now := time.Now()
 	if now.Sub(d.last) < d.gap {
-		return
+		return false
 	}
 	d.last = now
 	_ = d.set(now.Add(d.timeout)) // ErrNotSupported: the server's own timeouts still apply
+	return true
 }
 
 type idleReader struct {

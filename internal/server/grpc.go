@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
@@ -20,11 +21,14 @@ import (
 // newGRPC builds the gRPC server. Interceptors run outermost first: observe
 // (logs, metrics), recover (a panic becomes Internal with an id), auth, the
 // answer to a request message that did not decode (codec.go), and error
-// mapping, so what observe counts is what the client got.
+// mapping, so what observe counts is what the client got. The edge
+// (grpcedge.go) authenticates a call before grpc-go reads its message; the
+// auth interceptors then only pass the account on.
 func (s *Server) newGRPC(svc docjobsv1.JobServiceServer) *grpc.Server {
 	s.codec = newRequestCodec()
 	gs := grpc.NewServer(
 		grpc.ForceServerCodecV2(s.codec),
+		grpc.MaxRecvMsgSize(grpcMaxRequestBytes),
 		grpc.ChainUnaryInterceptor(s.observeUnary, s.recoverUnary, s.authUnary, s.decodedUnary, s.warnUnary, s.mapErrorsUnary),
 		// UploadFile, the one streaming method, gets the same treatment.
 		grpc.ChainStreamInterceptor(s.observeStream, s.recoverStream, s.authStream, s.mapErrorsStream, s.decodedStream, s.idleStream),
@@ -74,7 +78,9 @@ func (h healthServer) Check(ctx context.Context, req *grpc_health_v1.HealthCheck
 
 // Watch sends the status at once and then whenever it changes, checking
 // every healthWatchInterval; an unknown service is SERVICE_UNKNOWN, as the
-// health protocol asks.
+// health protocol asks. When the server shuts down it sends NOT_SERVING and
+// ends with UNAVAILABLE: a watcher learns at once that the process drains,
+// and an open watch does not hold the shutdown for ShutdownTimeout.
 func (h healthServer) Watch(req *grpc_health_v1.HealthCheckRequest, stream grpc.ServerStreamingServer[grpc_health_v1.HealthCheckResponse]) error {
 	ctx := stream.Context()
 	last := grpc_health_v1.HealthCheckResponse_ServingStatus(-1)
@@ -94,15 +100,23 @@ func (h healthServer) Watch(req *grpc_health_v1.HealthCheckRequest, stream grpc.
 		select {
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
+		case <-h.s.stopping.Done():
+			if last != grpc_health_v1.HealthCheckResponse_NOT_SERVING && last != grpc_health_v1.HealthCheckResponse_SERVICE_UNKNOWN {
+				_ = stream.Send(&grpc_health_v1.HealthCheckResponse{Status: grpc_health_v1.HealthCheckResponse_NOT_SERVING})
+			}
+			return errShuttingDown
 		case <-tick.C:
 		}
 	}
 }
 
+// errShuttingDown ends the streams that would otherwise last until their
+// client leaves.
+var errShuttingDown = status.Error(codes.Unavailable, "the server is shutting down")
+
 func (s *Server) observeUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
-	ri := &reqInfo{route: info.FullMethod, method: info.FullMethod}
-	ctx = withReqInfo(ctx, ri)
+	ctx = observedCall(ctx, info.FullMethod)
 	resp, err := handler(ctx, req)
 	s.recordGRPC(ctx, info.FullMethod, start, err)
 	return resp, err
@@ -110,11 +124,23 @@ func (s *Server) observeUnary(ctx context.Context, req any, info *grpc.UnaryServ
 
 func (s *Server) observeStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	start := time.Now()
-	ri := &reqInfo{route: info.FullMethod, method: info.FullMethod}
-	ctx := withReqInfo(ss.Context(), ri)
+	ctx := observedCall(ss.Context(), info.FullMethod)
 	err := handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
 	s.recordGRPC(ctx, info.FullMethod, start, err)
 	return err
+}
+
+// observedCall returns ctx with the request info the log line reads (the
+// edge's, which knows the account, when the edge saw the call) and tells
+// the edge that the interceptors count the call.
+func observedCall(ctx context.Context, fullMethod string) context.Context {
+	if call := callFrom(ctx); call != nil {
+		call.recorded.Store(true)
+	}
+	if infoFrom(ctx) != nil {
+		return ctx
+	}
+	return withReqInfo(ctx, &reqInfo{route: fullMethod, method: fullMethod})
 }
 
 // recordGRPC counts, times and logs one finished call, unary or streaming.
@@ -137,7 +163,7 @@ func (s *Server) recoverStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServ
 }
 
 func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if !needsKey(info.FullMethod) {
+	if !needsKey(info.FullMethod) || edgeAuthenticated(ss.Context()) {
 		return handler(srv, ss)
 	}
 	ctx, err := s.authenticateGRPC(ss.Context())
@@ -147,22 +173,59 @@ func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 	return handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
 }
 
+// mapErrorsStream also names why a stream's send failed: grpc-go's
+// ServeHTTP transport fails every send after the HTTP/2 stream ended with
+// UNAVAILABLE "transport is closing", a code alerting reads as a server
+// fault, whether the client cancelled, its deadline passed or the edge cut
+// an answer nobody read.
 func (s *Server) mapErrorsStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if err := handler(srv, ss); err != nil {
-		return s.clientStatus(ss.Context(), err).Err()
+	err := handler(srv, ss)
+	if err == nil {
+		return nil
 	}
-	return nil
+	ctx := ss.Context()
+	if status.Code(err) == codes.Unavailable && ctx.Err() != nil {
+		if call := callFrom(ctx); call != nil && call.answerCut() {
+			s.logAnswerCut(ctx, call)
+			return s.answerIdleStatus().Err()
+		}
+		return endedStatus(ctx).Err()
+	}
+	return s.clientStatus(ctx, err).Err()
 }
 
-// idleStream gives the service's streams REST's idle rule: a receive that
-// waits more than IOIdleTimeout for the client's next message ends the
-// stream with DEADLINE_EXCEEDED (the service then removes what it stored of
-// a partial upload). A stream that keeps moving may take as long as it needs.
+// deadlineSlack is how close to a call's deadline a cancellation counts as
+// the deadline passing (endedStatus).
+const deadlineSlack = time.Second
+
+// endedStatus is the status of a call whose context ended. When a client's
+// deadline passes, the client resets the stream, and the server's copy of
+// the deadline (grpc-timeout, counted from when the headers arrived, so a
+// little later) passes at about the same time: a reset that arrives first
+// still means DEADLINE_EXCEEDED, which is what the client saw.
+func endedStatus(ctx context.Context) *status.Status {
+	err := ctx.Err()
+	if dl, ok := ctx.Deadline(); ok && errors.Is(err, context.Canceled) && time.Until(dl) < deadlineSlack {
+		err = context.DeadlineExceeded
+	}
+	return status.FromContextError(err)
+}
+
+// idleStream gives client streams REST's idle rule: a receive that waits
+// more than IOIdleTimeout for the client's next message ends the stream
+// with DEADLINE_EXCEEDED (the service then removes what it stored of a
+// partial upload). A stream that keeps moving may take as long as it needs.
+// Reflection streams, which need no key, get the rule too, and end at
+// shutdown instead of holding it; an upload in progress is let finish.
 func (s *Server) idleStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if !strings.HasPrefix(info.FullMethod, jobServicePrefix) {
+	if !info.IsClientStream {
 		return handler(srv, ss)
 	}
-	return handler(srv, &idleRecvStream{ServerStream: ss, timeout: s.cfg.IOIdleTimeout, idle: s.idleStatus()})
+	idle := &idleRecvStream{ServerStream: ss, timeout: s.cfg.IOIdleTimeout, idle: s.idleStatus()}
+	if !needsKey(info.FullMethod) {
+		idle.idle, idle.stop = status.Newf(codes.DeadlineExceeded, "the stream sent nothing for %s", s.cfg.IOIdleTimeout), s.stopping.Done()
+	}
+	return handler(srv, idle)
 }
 
 // jobServicePrefix starts the full method names of docjobs.v1.JobService.
@@ -172,6 +235,7 @@ type idleRecvStream struct {
 	grpc.ServerStream
 	timeout time.Duration
 	idle    *status.Status
+	stop    <-chan struct{} // nil: the stream is not ended at shutdown
 }
 
 // RecvMsg waits for the next message at most timeout. A receive given up
@@ -187,6 +251,8 @@ func (s *idleRecvStream) RecvMsg(m any) error {
 		return err
 	case <-t.C:
 		return s.idle.Err()
+	case <-s.stop:
+		return errShuttingDown
 	}
 }
 
@@ -211,7 +277,7 @@ func (s *Server) recoverUnary(ctx context.Context, req any, _ *grpc.UnaryServerI
 // authUnary reads the bearer key from the authorization metadata, as the
 // REST side reads the Authorization header.
 func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if !needsKey(info.FullMethod) {
+	if !needsKey(info.FullMethod) || edgeAuthenticated(ctx) {
 		return handler(ctx, req)
 	}
 	ctx, err := s.authenticateGRPC(ctx)
@@ -219,6 +285,14 @@ func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 		return nil, err
 	}
 	return handler(ctx, req)
+}
+
+// edgeAuthenticated reports whether the edge authenticated the call of ctx
+// (and counted it against the account's rate) before grpc-go saw it; ctx
+// then carries the account.
+func edgeAuthenticated(ctx context.Context) bool {
+	call := callFrom(ctx)
+	return call != nil && call.authenticated
 }
 
 // authenticateGRPC returns ctx with the account of the call's bearer key,
@@ -231,6 +305,11 @@ func (s *Server) authenticateGRPC(ctx context.Context) (context.Context, error) 
 			header = v[0]
 		}
 	}
+	return s.authenticateKey(ctx, header)
+}
+
+// authenticateKey is authenticateGRPC given the authorization header.
+func (s *Server) authenticateKey(ctx context.Context, header string) (context.Context, error) {
 	account, err := s.deps.Auth.Authenticate(ctx, header)
 	if err != nil {
 		return nil, errUnauthenticated

@@ -151,7 +151,15 @@ type Server struct {
 	rate    *accountLimiter // nil: no rate limit
 	grpc    *grpc.Server
 	codec   *requestCodec // the gRPC server's (codec.go)
-	handler http.Handler
+	// grpcMethods are the methods s.grpc serves (grpcedge.go).
+	grpcMethods map[string]grpcMethod
+	handler     http.Handler
+	// stopping ends when Serve starts shutting down: streams that would
+	// otherwise last until their client leaves (Health.Watch, reflection)
+	// end then, as the progress stream does, and so does the wait for a
+	// gRPC request message that has not arrived (grpcedge.go).
+	stopping      context.Context
+	beginShutdown context.CancelFunc
 }
 
 // readyTimeout bounds one readiness check.
@@ -178,6 +186,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		deps.Now = time.Now
 	}
 	s := &Server{cfg: cfg.withDefaults(), deps: deps, log: deps.Logger}
+	s.stopping, s.beginShutdown = context.WithCancel(context.Background())
 	s.rate = newAccountLimiter(s.cfg.AccountRate, s.cfg.AccountBurst, deps.Now)
 	metrics, err := newEdgeMetrics(deps.Registry)
 	if err != nil {
@@ -189,6 +198,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.grpc = s.newGRPC(deps.Service)
+	s.grpcMethods = grpcMethodTable(s.grpc)
 	if s.handler, err = s.routeTable(gateway); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -281,7 +291,7 @@ func canonicalPath(path string) bool {
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
-			s.grpc.ServeHTTP(w, r)
+			s.serveGRPC(w, r)
 			return
 		}
 		s.handler.ServeHTTP(w, r)
@@ -324,6 +334,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
+	s.beginShutdown()
 	err := hs.Shutdown(shutdownCtx)
 	if err != nil {
 		_ = hs.Close()
