@@ -32,10 +32,11 @@ import (
 const DefaultUploadMaxBytes = 20 << 20
 
 // DefaultMaxResultMessageBytes bounds a unary result (gRPC GetJobResult)
-// when Config.MaxResultMessageBytes is 0: sixteen times what a gRPC client
-// receives by default (4 MiB), so clients that raised their limit keep
-// working, while one call holds at most this much plus one row.
-const DefaultMaxResultMessageBytes = 64 << 20
+// when Config.MaxResultMessageBytes is 0: what a gRPC client receives by
+// default (4 MiB), so that a default client over it gets the service's
+// pointer to the streamed REST result rather than grpc-go's generic error,
+// and one call holds at most this much plus one row.
+const DefaultMaxResultMessageBytes = 4 << 20
 
 // DefaultMaxListPageBytes bounds the jobs of a ListJobs page when
 // Config.MaxListPageBytes is 0: half of what a gRPC client receives by
