@@ -341,7 +341,7 @@ func TestRevokingTheLastKeySaysTheNextStartMakesOne(t *testing.T) {
 // help on stdout.
 func TestEveryGroupCommandRefusesAnUnknownSubcommand(t *testing.T) {
 	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir()}
-	key, id := createKey(t, env, "acme")
+	_, id := createKey(t, env, "acme")
 
 	var groups [][]string
 	var walk func(c *cobra.Command, path []string)
@@ -381,7 +381,6 @@ func TestEveryGroupCommandRefusesAnUnknownSubcommand(t *testing.T) {
 	if code, out, stderr := run(t, env, "apikey", "revoke", id); code != ExitOK {
 		t.Errorf("the key after the refused commands: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	_ = key
 }
 
 // The key itself, given where an id or a subcommand goes, or as a flag's

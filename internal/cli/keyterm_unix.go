@@ -36,7 +36,8 @@ func readTerminalLine(ctx context.Context, f *os.File, w io.Writer, prompt strin
 	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &quiet); err != nil {
 		return nil, fmt.Errorf("--key-stdin: turn the terminal's echo off: %w", err)
 	}
-	defer unix.IoctlSetTermios(fd, ioctlSetTermios, old) //nolint:errcheck // nothing better to do
+	// Put back however the read ends; a failure here has no better remedy.
+	defer func() { _ = unix.IoctlSetTermios(fd, ioctlSetTermios, old) }()
 	fmt.Fprint(w, prompt)
 	type read struct {
 		line []byte
