@@ -24,12 +24,26 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
+// storeUse says whether an admin command may create the database it opens.
+type storeUse int
+
+const (
+	// mayCreate: the command makes something (a key, an account, the
+	// schema), so a new database is a database it can use.
+	mayCreate storeUse = iota
+	// mustExist: the command reads or deletes; in a new, empty database it
+	// could only fail, and would leave that database behind for a later
+	// serve from the same directory to adopt.
+	mustExist
+)
+
 // withStore runs fn with the configured store open (and migrated), then
 // names on stderr the database it used. The default DOCJOBS_DATA_DIR is
 // ./data of the working directory, and opening a SQLite database creates
 // it: run from elsewhere, an admin command would otherwise make a key in a
-// new database the server never reads, and say nothing.
-func (e *environment) withStore(ctx context.Context, fn func(store.Store, config.Config) error) error {
+// new database the server never reads, and say nothing. With mustExist a
+// missing SQLite database is refused before anything is created.
+func (e *environment) withStore(ctx context.Context, use storeUse, fn func(store.Store, config.Config) error) error {
 	cfg, err := e.config(nil)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
@@ -38,6 +52,9 @@ func (e *environment) withStore(ctx context.Context, fn func(store.Store, config
 	if path, ok := cfg.SQLitePath(); ok {
 		_, err := os.Stat(path)
 		created = errors.Is(err, fs.ErrNotExist)
+		if created && use == mustExist {
+			return fmt.Errorf("no database at %s, and this command makes none: set DOCJOBS_DATA_DIR or DOCJOBS_DATABASE_URL to the server's", path)
+		}
 	}
 	st, err := openStore(ctx, cfg, e.logger(cfg))
 	if err != nil {
@@ -45,6 +62,11 @@ func (e *environment) withStore(ctx context.Context, fn func(store.Store, config
 	}
 	defer st.Close()
 	if err := fn(st, cfg); err != nil {
+		if created {
+			// Said on failure too: the database stays, and a serve started
+			// from here would adopt it.
+			fmt.Fprintf(e.stderr, "docjobs: database %s was created by this command\n", cfg.Database())
+		}
 		return err
 	}
 	if created {
@@ -61,7 +83,7 @@ func migrateCommand(env *environment) *cobra.Command {
 		Short: "Apply database migrations (serve also does this at start)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return env.withStore(cmd.Context(), func(store.Store, config.Config) error {
+			return env.withStore(cmd.Context(), mayCreate, func(store.Store, config.Config) error {
 				_, err := fmt.Fprintln(env.stdout, "migrations applied")
 				return err
 			})
@@ -70,7 +92,7 @@ func migrateCommand(env *environment) *cobra.Command {
 }
 
 func apikeyCommand(env *environment) *cobra.Command {
-	cmd := &cobra.Command{Use: "apikey", Short: "Manage API keys"}
+	cmd := &cobra.Command{Use: "apikey", Short: "Manage API keys"} // closeGroups refuses unknown subcommands
 	cmd.AddCommand(apikeyCreateCommand(env), apikeyListCommand(env), apikeyRevokeCommand(env))
 	return cmd
 }
@@ -91,7 +113,7 @@ and apikey revoke takes. Only the key's SHA-256 hash is stored.`,
 			if err := checkAccountName(account); err != nil {
 				return err
 			}
-			return env.withStore(cmd.Context(), func(st store.Store, _ config.Config) error {
+			return env.withStore(cmd.Context(), mayCreate, func(st store.Store, _ config.Config) error {
 				// Printed before it is stored: a key stored but not printed
 				// (stdout full or closed) would open the account for nobody
 				// until revoked, and nobody would know its id.
@@ -195,7 +217,7 @@ Keys themselves are never shown: they are not stored.`,
 					return err
 				}
 			}
-			return env.withStore(cmd.Context(), func(st store.Store, cfg config.Config) error {
+			return env.withStore(cmd.Context(), mustExist, func(st store.Store, cfg config.Config) error {
 				keys, err := knownKeys(cmd.Context(), st, cfg, account)
 				if err != nil {
 					return err
@@ -247,7 +269,8 @@ uploads and settings.
 ID is the key's id as apikey list and apikey create show it, or at least its
 first 8 hex digits; an id that starts the ids of two keys is refused. With
 --key-stdin the key is read from stdin instead (never from the command line,
-which shell history keeps).
+which shell history keeps); from a terminal it is asked for, and not shown
+as it is typed.
 
 A key of DOCJOBS_API_KEYS is not stored: every server start reads it again.
 Revoking one is refused; remove its entry from DOCJOBS_API_KEYS and restart
@@ -257,38 +280,52 @@ the servers.`,
 			var (
 				want []byte // the exact hash (--key-stdin)
 				id   string // or the id's digits
+				arg  string // as given, which may be a key itself
 			)
 			switch {
 			case fromStdin && len(args) == 1:
 				return fmt.Errorf("%w: give ID or --key-stdin, not both", errUsage)
 			case fromStdin:
-				key, err := readKey(env.stdin)
+				key, err := readKey(cmd.Context(), env.stdin, env.stderr)
 				if err != nil {
 					return err
 				}
 				want = auth.HashKey(key)
 			case len(args) == 1:
-				id = strings.ToLower(strings.TrimSpace(args[0]))
+				arg = strings.TrimSpace(args[0])
+				id = strings.ToLower(arg)
 				if err := checkKeyID(id); err != nil {
 					return err
 				}
 			default:
 				return fmt.Errorf("%w: give the key's ID (apikey list shows it) or --key-stdin", errUsage)
 			}
-			return env.withStore(cmd.Context(), func(st store.Store, cfg config.Config) error {
+			return env.withStore(cmd.Context(), mustExist, func(st store.Store, cfg config.Config) error {
 				keys, err := knownKeys(cmd.Context(), st, cfg, "")
 				if err != nil {
 					return err
 				}
 				var found []listedKey
+				argHash := auth.HashKey(arg)
 				for _, k := range keys {
+					if want == nil && bytes.Equal(k.hash, argHash) {
+						// A key of DOCJOBS_API_KEYS may be all hex digits
+						// (openssl rand -hex): given as the id, it is one.
+						return fmt.Errorf("%w: %s; nothing was changed", errUsage, keyNotID)
+					}
 					if (want != nil && bytes.Equal(k.hash, want)) || (want == nil && strings.HasPrefix(hex.EncodeToString(k.hash), id)) {
 						found = append(found, k)
 					}
 				}
 				what := "key " + id
-				if want != nil {
+				switch {
+				case want != nil:
 					what = "the key given on stdin"
+				case len(id) > maxShownIDDigits:
+					// Not quoted: it matched no key's id, and so could be
+					// a key of all hex digits of a server's own
+					// DOCJOBS_API_KEYS.
+					what = fmt.Sprintf("the key id given (%d digits)", len(id))
 				}
 				switch {
 				case len(found) == 0:
@@ -332,23 +369,59 @@ the servers.`,
 	return revoke
 }
 
-// checkKeyID refuses what is not the start of a key id.
+// maxShownIDDigits is the longest id a message quotes: the ids apikey
+// list shows have 12 digits, those an ambiguous id lists 16. What is
+// longer and names no key is described, not quoted (see the revoke).
+const maxShownIDDigits = 16
+
+// keyNotID is what revoke says of an argument that is a key: the key
+// belongs on stdin, where neither shell history nor the process list
+// keeps it.
+const keyNotID = "the argument is an API key, not its id (it is not shown): pipe the key to `docjobs apikey revoke --key-stdin`, or give the id apikey list shows"
+
+// checkKeyID refuses what is not the start of a key id. It never quotes
+// id: what is not an id is often the key itself, pasted, and a message
+// lands in terminal scrollback and CI logs.
 func checkKeyID(id string) error {
-	if len(id) < minKeyIDDigits || len(id) > 2*sha256.Size || strings.Trim(id, "0123456789abcdef") != "" {
-		return fmt.Errorf("%w: key id %q: want %d to %d hex digits of the id apikey list shows", errUsage, id, minKeyIDDigits, 2*sha256.Size)
+	want := fmt.Sprintf("want %d to %d hex digits of the id apikey list shows", minKeyIDDigits, 2*sha256.Size)
+	ifKey := "; if it is the key itself, pipe it to `docjobs apikey revoke --key-stdin`"
+	switch {
+	case looksLikeKey(id):
+		return fmt.Errorf("%w: %s", errUsage, keyNotID)
+	case strings.Trim(id, "0123456789abcdef") != "":
+		return fmt.Errorf("%w: the argument is not a key id (it is not shown): %s%s", errUsage, want, ifKey)
+	case len(id) < minKeyIDDigits:
+		return fmt.Errorf("%w: the key id has %d digits: %s", errUsage, len(id), want)
+	case len(id) > 2*sha256.Size:
+		return fmt.Errorf("%w: the key id has %d digits (it is not shown): %s%s", errUsage, len(id), want, ifKey)
 	}
 	return nil
 }
 
+// keyPrompt asks for the key on a terminal.
+const keyPrompt = "docjobs: the key to revoke (it is not shown as you type it), then Enter: "
+
 // readKey reads one key from r (the rest of a line break trimmed); it is
-// never echoed.
-func readKey(r io.Reader) (string, error) {
+// never echoed. From a terminal it prompts on w and reads one line with
+// the terminal's echo off; from a pipe or a file it reads to the end.
+func readKey(ctx context.Context, r io.Reader, w io.Writer) (string, error) {
 	if r == nil {
 		return "", fmt.Errorf("%w: --key-stdin: no stdin", errUsage)
 	}
-	b, err := io.ReadAll(io.LimitReader(r, maxKeyBytes+1))
+	var (
+		b   []byte
+		err error
+	)
+	if f, ok := r.(*os.File); ok && isTerminal(f) {
+		b, err = readTerminalLine(ctx, f, w, keyPrompt)
+	} else {
+		b, err = io.ReadAll(io.LimitReader(r, maxKeyBytes+1))
+		if err != nil {
+			err = fmt.Errorf("--key-stdin: read the key: %w", err)
+		}
+	}
 	if err != nil {
-		return "", fmt.Errorf("--key-stdin: read the key: %w", err)
+		return "", err
 	}
 	key := strings.TrimSpace(string(b))
 	switch {
@@ -405,7 +478,7 @@ func oneLine(s string) string {
 }
 
 func accountCommand(env *environment) *cobra.Command {
-	cmd := &cobra.Command{Use: "account", Short: "Manage account settings"}
+	cmd := &cobra.Command{Use: "account", Short: "Manage account settings"} // closeGroups refuses unknown subcommands
 	var account, mode string
 	var create bool
 	set := &cobra.Command{
@@ -425,7 +498,11 @@ mode of an account that has none of these yet.`,
 			if err := checkAccountName(account); err != nil {
 				return err
 			}
-			return env.withStore(cmd.Context(), func(st store.Store, cfg config.Config) error {
+			use := mustExist
+			if create {
+				use = mayCreate
+			}
+			return env.withStore(cmd.Context(), use, func(st store.Store, cfg config.Config) error {
 				if !create {
 					exists, err := accountKnown(cmd.Context(), st, cfg, account)
 					if err != nil {

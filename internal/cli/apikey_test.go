@@ -5,11 +5,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/store/sqlite"
@@ -164,6 +171,9 @@ func TestRevokingAKeyOfDOCJOBSAPIKEYSIsRefused(t *testing.T) {
 	const static = "dj_static-key-of-ops"
 	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_API_KEYS": "ops:" + static}
 	id := auth.KeyID(auth.HashKey(static))
+	if code, _, stderr := run(t, env, "migrate"); code != ExitOK { // the server's database; revoke makes none
+		t.Fatalf("migrate: exit %d: %s", code, stderr)
+	}
 	for name, revoke := range map[string]func() (int, string, string){
 		"by id":  func() (int, string, string) { return run(t, env, "apikey", "revoke", id) },
 		"by key": func() (int, string, string) { return runStdin(t, env, static, "apikey", "revoke", "--key-stdin") },
@@ -215,8 +225,8 @@ func TestRevokeRefusesAnUnknownOrAmbiguousID(t *testing.T) {
 		{"a key no one stored", []string{"--key-stdin"}, "dj_not-stored\n", ExitError, "the key given on stdin: no such key in database"},
 		{"an id two keys start with", []string{twinID}, "", ExitError,
 			"key " + twinID + ": ambiguous, it starts the ids of 2 keys (" + long1 + " of alice, " + long2 + " of bob): give more of its digits"},
-		{"too few digits", []string{"abc"}, "", ExitUsage, `key id "abc": want 8 to 64 hex digits`},
-		{"not hex", []string{"xyz12345"}, "", ExitUsage, `key id "xyz12345": want 8 to 64 hex digits`},
+		{"too few digits", []string{"abc"}, "", ExitUsage, `the key id has 3 digits: want 8 to 64 hex digits`},
+		{"not hex", []string{"xyz12345"}, "", ExitUsage, `the argument is not a key id (it is not shown): want 8 to 64 hex digits`},
 		{"no id", nil, "", ExitUsage, "give the key's ID (apikey list shows it) or --key-stdin"},
 		{"an id and --key-stdin", []string{twinID, "--key-stdin"}, "dj_x", ExitUsage, "give ID or --key-stdin, not both"},
 		{"an empty stdin", []string{"--key-stdin"}, "\n", ExitUsage, "--key-stdin: stdin is empty"},
@@ -321,6 +331,154 @@ func TestRevokingTheLastKeySaysTheNextStartMakesOne(t *testing.T) {
 		code, _, stderr := run(t, env, "apikey", "revoke", tt.id)
 		if code != ExitOK || strings.Contains(stderr, note) != tt.note {
 			t.Fatalf("revoke %s: exit %d, stderr %q; want the note about the next start: %v", tt.id, code, stderr, tt.note)
+		}
+	}
+}
+
+// A command that groups others (apikey, account, the root, completion)
+// refuses an argument naming none of them, and so does help: a mistyped
+// `apikey delete ID` exited 0, having revoked nothing, with the group's
+// help on stdout.
+func TestEveryGroupCommandRefusesAnUnknownSubcommand(t *testing.T) {
+	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir()}
+	_, id := createKey(t, env, "acme")
+
+	var groups [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		if c.HasSubCommands() {
+			groups = append(groups, path)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub, append(slices.Clone(path), sub.Name()))
+		}
+	}
+	walk(newRoot(&environment{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}), nil)
+	for _, want := range []string{"", "apikey", "account", "completion"} {
+		if !slices.ContainsFunc(groups, func(p []string) bool { return strings.Join(p, " ") == want }) {
+			t.Fatalf("groups %v lack %q", groups, want)
+		}
+	}
+	for _, path := range groups {
+		args := append(slices.Clone(path), "delete", id)
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, stderr := run(t, env, args...)
+			want := `unknown command "delete" for "` + strings.Join(append([]string{"docjobs"}, path...), " ") + `"`
+			if code != ExitUsage || out != "" || !strings.Contains(stderr, want) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %d with %q", code, out, stderr, ExitUsage, want)
+			}
+		})
+	}
+	for _, args := range [][]string{{"help", "nosuch"}, {"help", "apikey", "delete"}} {
+		if code, out, stderr := run(t, env, args...); code != ExitUsage || out != "" || !strings.Contains(stderr, "unknown command") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d", args, code, out, stderr, ExitUsage)
+		}
+	}
+	// Bare, a group still shows its help; the key is still there.
+	if code, out, _ := run(t, env, "apikey"); code != ExitOK || !strings.Contains(out, "revoke") {
+		t.Errorf("apikey alone: exit %d, stdout %q; want its help", code, out)
+	}
+	if code, out, stderr := run(t, env, "apikey", "revoke", id); code != ExitOK {
+		t.Errorf("the key after the refused commands: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
+
+// The key itself, given where an id or a subcommand goes, or as a flag's
+// value, is refused without being shown: a message lands in terminal
+// scrollback and CI logs. It says to pipe the key to --key-stdin. A key of
+// DOCJOBS_API_KEYS may be all hex digits, and is recognized as a key.
+func TestAKeyGivenOnTheCommandLineIsNeverShown(t *testing.T) {
+	hexKey := strings.Repeat("0123456789abcdef", 4)     // openssl rand -hex 32
+	foreignHex := strings.Repeat("fedcba9876543210", 3) // a key of another server's DOCJOBS_API_KEYS
+	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_API_KEYS": "ops:" + hexKey}
+	key, _ := createKey(t, env, "acme")
+	const toStdin = "`docjobs apikey revoke --key-stdin`"
+	tests := []struct {
+		name   string
+		secret string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"a generated key as the id", key, []string{"apikey", "revoke", key}, ExitUsage, "the argument is an API key, not its id (it is not shown): pipe the key to " + toStdin},
+		{"a generated key lowercased", strings.ToLower(key), []string{"apikey", "revoke", strings.ToLower(key)}, ExitUsage, "the argument is an API key, not its id"},
+		{"a key that is not hex", "sk_gamma_secret", []string{"apikey", "revoke", "sk_gamma_secret"}, ExitUsage, "if it is the key itself, pipe it to " + toStdin},
+		{"a key of DOCJOBS_API_KEYS all of hex digits", hexKey, []string{"apikey", "revoke", hexKey}, ExitUsage, "the argument is an API key, not its id"},
+		{"hex digits that name no key", foreignHex, []string{"apikey", "revoke", foreignHex}, ExitError, "the key id given (48 digits): no such key"},
+		{"more hex digits than an id has", hexKey + "0", []string{"apikey", "revoke", hexKey + "0"}, ExitUsage, "the key id has 65 digits (it is not shown)"},
+		{"a key as a subcommand", key, []string{"apikey", key}, ExitUsage, "unknown command (an API key, not shown)"},
+		{"a key as a boolean flag's value", key, []string{"apikey", "revoke", "--key-stdin=" + key}, ExitUsage, `invalid argument "dj_…[hidden key]"`},
+		{"a key as an argument of a command that takes none", key, []string{"jobs", key}, ExitUsage, "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, stderr := run(t, env, tt.args...)
+			if code != tt.code || out != "" || !strings.Contains(stderr, tt.stderr) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %d with %q", code, out, stderr, tt.code, tt.stderr)
+			}
+			if strings.Contains(strings.ToLower(stderr), strings.ToLower(tt.secret)) {
+				t.Errorf("stderr shows the key: %q", stderr)
+			}
+		})
+	}
+}
+
+// apikey list and revoke, and account set without --create, only read or
+// delete: run from a directory without the server's database, they say so
+// and create none (a later serve from there would adopt it). What makes
+// something (apikey create, account set --create) may create it.
+func TestReadingAdminCommandsCreateNoDatabase(t *testing.T) {
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	path := filepath.Join(cwd, "data", "docjobs.db")
+	for _, args := range [][]string{
+		{"apikey", "list"},
+		{"apikey", "revoke", "e85557c51b0a"},
+		{"account", "set", "--account", "acme", "--extraction-mode", "OCR_ALWAYS"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, stderr := run(t, map[string]string{}, args...)
+			want := "no database at " + path + ", and this command makes none: set DOCJOBS_DATA_DIR or DOCJOBS_DATABASE_URL to the server's"
+			if code != ExitError || out != "" || !strings.Contains(stderr, want) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %d with %q", code, out, stderr, ExitError, want)
+			}
+			if strings.Contains(stderr, `"level"`) {
+				t.Errorf("stderr carries log lines (migrations?):\n%s", stderr)
+			}
+			if _, err := os.Stat(filepath.Join(cwd, "data")); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("%s exists after the refusal (%v)", filepath.Join(cwd, "data"), err)
+			}
+		})
+	}
+	code, _, stderr := run(t, map[string]string{}, "account", "set", "--account", "acme", "--extraction-mode", "OCR_ALWAYS", "--create")
+	if code != ExitOK || !strings.Contains(stderr, "created by this command") {
+		t.Fatalf("account set --create: exit %d, stderr %q; want the database made", code, stderr)
+	}
+}
+
+// A short key of DOCJOBS_API_KEYS can be found from its id (apikey list)
+// by trying guesses offline: serve warns of it at start, naming its
+// account, never the key or its id.
+func TestServeWarnsOfAShortKeyOfDOCJOBSAPIKEYS(t *testing.T) {
+	const weak, strong = "sk_gamma_secret", "dj_a-long-random-key-of-ops-0123456789"
+	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_ADDR": "127.0.0.1:0", "DOCJOBS_NODE_ID": "n1",
+		"DOCJOBS_API_KEYS": "gamma:" + weak + ",ops:" + strong}
+	logs, exit := startServe(t, env)
+	logged(t, logs, exit, "workers started") // the keys are read before
+	const msg = "a key of DOCJOBS_API_KEYS is short: its id, which apikey list shows, lets guesses at it be checked offline; use a long random key (docjobs apikey create makes one)"
+	var warnings []map[string]any
+	for _, r := range logs.Records(t) {
+		if r["msg"] == msg {
+			warnings = append(warnings, r)
+		}
+	}
+	if len(warnings) != 1 || warnings[0]["level"] != "WARN" || warnings[0]["account"] != "gamma" {
+		t.Errorf("warnings %v; want one WARN, naming account gamma", warnings)
+	}
+	text := logs.String()
+	for _, s := range []string{weak, strong, auth.KeyID(auth.HashKey(weak))} {
+		if strings.Contains(text, s) {
+			t.Errorf("the log shows a key or the weak key's id %q", s)
 		}
 	}
 }

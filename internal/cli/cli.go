@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -85,7 +86,37 @@ func newRoot(env *environment) *cobra.Command {
 	root.AddCommand(serveCommand(env), migrateCommand(env), apikeyCommand(env), accountCommand(env), benchCommand(env),
 		submitCommand(env), jobsCommand(env), getCommand(env))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
+	// Made now rather than at Execute, so that closeGroups sees them.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	closeGroups(root)
 	return root
+}
+
+// closeGroups makes every command of the tree that only groups others
+// (the root, apikey, account, completion) refuse an unknown subcommand,
+// and help refuse an unknown topic, as usage errors; see groupArgs.
+func closeGroups(cmd *cobra.Command) {
+	if cmd.HasSubCommands() && !cmd.Runnable() {
+		cmd.Args, cmd.RunE = groupArgs, groupRun
+	}
+	for _, c := range cmd.Commands() {
+		closeGroups(c)
+	}
+	if cmd.Name() == "help" && cmd.HasParent() {
+		// RunE wins over the Run cobra gave it, which prints "Unknown
+		// help topic" and succeeds.
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err != nil {
+				return fmt.Errorf("%w: %w", errUsage, err)
+			}
+			if len(rest) > 0 && target.HasSubCommands() {
+				return groupArgs(target, rest)
+			}
+			return target.Help()
+		}
+	}
 }
 
 // Run executes the command line args and returns the process exit code.
@@ -112,15 +143,15 @@ func runWithInput(ctx context.Context, args []string, in io.Reader, stdout, stde
 	var exit *exitError
 	switch {
 	case errors.As(err, &exit):
-		fmt.Fprintln(stderr, "docjobs:", err)
+		fmt.Fprintln(stderr, "docjobs:", redactKeys(err.Error()))
 		return exit.code
 	case ctx.Err() != nil && errors.Is(err, context.Canceled) && (cmd == nil || !serverCommands[cmd.Name()]):
 		// Ctrl-C during an upload, a list or a get: 128 + SIGINT, as the
 		// wait of submit reports it, not a failure of the command.
-		fmt.Fprintln(stderr, "docjobs: interrupted:", err)
+		fmt.Fprintln(stderr, "docjobs: interrupted:", redactKeys(err.Error()))
 		return ExitInterrupted
 	}
-	fmt.Fprintln(stderr, "docjobs:", err)
+	fmt.Fprintln(stderr, "docjobs:", redactKeys(err.Error()))
 	if errors.Is(err, errUsage) || strings.HasPrefix(err.Error(), "unknown command") {
 		return ExitUsage
 	}
@@ -136,6 +167,57 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// groupArgs and groupRun make a command that only groups others (the
+// root, apikey, account) refuse an argument naming none of them as a
+// usage error. Cobra would print the group's help for it and succeed, so
+// a mistyped `apikey delete ID` exited 0 having revoked nothing. Called
+// bare, the group prints its help, as before.
+func groupArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	msg := fmt.Sprintf("unknown command %s for %q; its commands: %s", shownArg(args[0]), cmd.CommandPath(), strings.Join(names, ", "))
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += " (did you mean " + strings.Join(s, " or ") + "?)"
+	}
+	return fmt.Errorf("%w: %s", errUsage, msg)
+}
+
+func groupRun(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+
+// shownArg quotes a command-line argument for a message, unless it could
+// be an API key pasted in the wrong place: a key in a message ends up in
+// CI logs and terminal scrollback.
+func shownArg(arg string) string {
+	if looksLikeKey(arg) {
+		return "(an API key, not shown)"
+	}
+	return fmt.Sprintf("%q", arg)
+}
+
+// looksLikeKey reports whether s starts like a key apikey create makes
+// (dj_, in any case: F3 of the audit saw it lowercased).
+func looksLikeKey(s string) bool {
+	return len(s) >= len("dj_") && strings.EqualFold(s[:len("dj_")], "dj_")
+}
+
+// keyWords finds what looks like a generated key inside a message.
+var keyWords = regexp.MustCompile(`(?i)\bdj_[A-Za-z0-9_-]+`)
+
+// redactKeys hides the generated keys a message carries. Messages cobra
+// and pflag make quote the arguments (`--key-stdin=dj_…` is an invalid
+// argument of a boolean flag, `docjobs dj_…` an unknown command); every
+// message docjobs prints passes here.
+func redactKeys(msg string) string {
+	return keyWords.ReplaceAllString(msg, "dj_…[hidden key]")
 }
 
 // environment is what every command reads: the process streams and env.

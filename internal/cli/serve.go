@@ -110,7 +110,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	if err := checkKeyset(ctx, cfg, st, sealer); err != nil {
 		return err
 	}
-	keys, err := bootstrapKeys(ctx, env, cfg, st)
+	keys, err := bootstrapKeys(ctx, env, log, cfg, st)
 	if err != nil {
 		return err
 	}
@@ -292,10 +292,14 @@ func serverConfig(cfg config.Config) server.Config {
 	}
 }
 
+// minStaticKeyBytes is the length below which serve warns of a key of
+// DOCJOBS_API_KEYS: a generated key has 46 bytes, 256 random bits.
+const minStaticKeyBytes = 20
+
 // bootstrapKeys makes sure some key opens the API: static keys from
 // DOCJOBS_API_KEYS are checked in memory (never stored), and with no key
 // anywhere a key for account "default" is created and printed once.
-func bootstrapKeys(ctx context.Context, env *environment, cfg config.Config, st store.Store) (auth.KeyLookup, error) {
+func bootstrapKeys(ctx context.Context, env *environment, log *slog.Logger, cfg config.Config, st store.Store) (auth.KeyLookup, error) {
 	static, err := auth.ParseStatic(cfg.APIKeys)
 	if err != nil {
 		return nil, err
@@ -303,6 +307,13 @@ func bootstrapKeys(ctx context.Context, env *environment, cfg config.Config, st 
 	lookup := staticKeys{hashes: map[[sha256.Size]byte]string{}, next: st}
 	for key, account := range static {
 		lookup.hashes[[sha256.Size]byte(auth.HashKey(key))] = account
+		if len(key) < minStaticKeyBytes {
+			// Its id (apikey list) is its hash's start: anyone who sees
+			// the id can test guesses at a short key offline. Named by
+			// account alone: neither the key nor its id goes to the log.
+			log.Warn("a key of DOCJOBS_API_KEYS is short: its id, which apikey list shows, lets guesses at it be checked offline; use a long random key (docjobs apikey create makes one)",
+				"account", oneLine(account), "bytes", len(key), "want_bytes", minStaticKeyBytes)
+		}
 	}
 	if len(static) > 0 {
 		return lookup, nil

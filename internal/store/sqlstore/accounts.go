@@ -240,14 +240,14 @@ func (s *Store[TTx]) DeleteAPIKey(ctx context.Context, keyHash []byte) (string, 
 	var account string
 	err := s.inTx(ctx, func(_ TTx, q Querier) error {
 		account = "" // a retried transaction starts over
-		err := s.queryRow(ctx, q, `SELECT account_id FROM api_keys WHERE hash = ?`, []any{keyHash}, &account)
+		// One statement: the delete that removed the row is the one that
+		// names its account. A SELECT then a DELETE let two concurrent
+		// revokes on PostgreSQL (READ COMMITTED) both read the row, and
+		// both claim it, the second deleting nothing.
+		err := s.queryRow(ctx, q, `DELETE FROM api_keys WHERE hash = ? RETURNING account_id`, []any{keyHash}, &account)
 		if errors.Is(err, errNoRows) {
 			return store.ErrNotFound
 		}
-		if err != nil {
-			return err
-		}
-		_, err = s.exec(ctx, q, `DELETE FROM api_keys WHERE hash = ?`, keyHash)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {

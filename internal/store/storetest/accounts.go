@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -270,4 +273,55 @@ func testExpiredUploads(t *testing.T, s Store) {
 		_, err := s.GetFile(ctx(t), "alice", f.ID)
 		noErr(t, "a fresh upload and a job copy stay", err)
 	}
+}
+
+// deleteRounds and deleters: how many keys testConcurrentDeletesOfOneKey
+// deletes, and how many deletes race for each. A read of the row then a
+// delete let two PostgreSQL transactions both read it (READ COMMITTED)
+// and both report the key deleted in about a third of such rounds.
+const (
+	deleteRounds = 30
+	deleters     = 4
+)
+
+// testConcurrentDeletesOfOneKey: deletes of one key racing each other have
+// one winner, which returns the account; the others get ErrNotFound, so
+// that a second `apikey revoke` says the key was revoked meanwhile rather
+// than claim to have revoked it.
+func testConcurrentDeletesOfOneKey(t *testing.T, s Store) {
+	for round := range deleteRounds {
+		h := sha256.Sum256(fmt.Appendf(nil, "raced-key-%d", round))
+		noErr(t, "PutAPIKey", s.PutAPIKey(ctx(t), "alice", h[:]))
+		var (
+			wg       sync.WaitGroup
+			start    = make(chan struct{})
+			mu       sync.Mutex
+			won, not int
+		)
+		for range deleters {
+			wg.Go(func() {
+				<-start
+				account, err := s.DeleteAPIKey(ctx(t), h[:])
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil && account == "alice":
+					won++
+				case errors.Is(err, store.ErrNotFound):
+					not++
+				default:
+					t.Errorf("round %d: DeleteAPIKey = %q, %v; want alice or ErrNotFound", round, account, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if won != 1 || not != deleters-1 {
+			t.Fatalf("round %d: %d of %d concurrent deletes of one key won, %d found nothing; want exactly one winner",
+				round, won, deleters, not)
+		}
+	}
+	keys, err := s.ListAPIKeys(ctx(t), "")
+	noErr(t, "ListAPIKeys", err)
+	equal(t, "keys left", len(keys), 0)
 }

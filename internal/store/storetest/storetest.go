@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentUploadsNeverPassTheQuota", testConcurrentUploadsAtTheQuota},
 		{"APIKeysMapHashesToAccounts", testAPIKeys},
 		{"APIKeysAreListedAndDeletedByHash", testListAndDeleteAPIKeys},
+		{"ConcurrentDeletesOfOneKeyHaveOneWinner", testConcurrentDeletesOfOneKey},
 		{"AccountExistsOnceItHasAKeyAModeAJobOrAnUpload", testAccountExists},
 		{"ServiceKeyKeepsTheFirstKeyStored", testServiceKey},
 		{"AccountExtractionModeDefaultsToHybrid", testExtractionMode},
