@@ -33,8 +33,10 @@ func HashKey(key string) []byte {
 }
 
 // KeyIDDigits is the length of a key id: the first hex digits of the
-// key's hash. 48 bits tell apart the keys one service holds; an id is
-// not secret (the hash is one-way) and names the key in lists and logs.
+// key's hash. 48 bits tell apart the keys one service holds; an id names
+// the key in lists and logs. It is not secret for a generated key (the
+// hash is one-way over 256 random bits), but it confirms guesses at a weak
+// one of DOCJOBS_API_KEYS, which serve warns of.
 const KeyIDDigits = 12
 
 // KeyID names a key by its stored hash without revealing the key: the
