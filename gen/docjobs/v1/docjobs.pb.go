@@ -2198,7 +2198,9 @@ func (x *GetJobResultResponse) GetResult() *JobResult {
 
 type ListJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Default 50, at most 100; larger values are clamped.
+	// Default 50, at most 100; larger values are clamped. A page also ends
+	// early, with a next_page_token, once its jobs take about 2 MiB; only an
+	// empty next_page_token ends the listing.
 	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Opaque token from a previous page.
 	PageToken     string    `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`

@@ -46,6 +46,8 @@ type JobServiceClient interface {
 	// Returns the job status and its file list, without recognition results.
 	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*Job, error)
 	// Returns the full result: recognized text and model answers per file.
+	// Over gRPC a result larger than 4 MiB (a default client's limit) is
+	// refused with a message pointing to the streamed REST result.
 	GetJobResult(ctx context.Context, in *GetJobResultRequest, opts ...grpc.CallOption) (*GetJobResultResponse, error)
 	// Lists the jobs of the calling account, newest first.
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
@@ -191,6 +193,8 @@ type JobServiceServer interface {
 	// Returns the job status and its file list, without recognition results.
 	GetJob(context.Context, *GetJobRequest) (*Job, error)
 	// Returns the full result: recognized text and model answers per file.
+	// Over gRPC a result larger than 4 MiB (a default client's limit) is
+	// refused with a message pointing to the streamed REST result.
 	GetJobResult(context.Context, *GetJobResultRequest) (*GetJobResultResponse, error)
 	// Lists the jobs of the calling account, newest first.
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
