@@ -28,6 +28,14 @@ type Document struct {
 	// or "html" (PDF pages). Vendors that only produce markdown return
 	// markdown and say so in Recognition.Format.
 	Format string
+	// DPI is the image's resolution in pixels per inch (down the page,
+	// should it differ across) when the sender knows it and the bytes no
+	// longer say it: a page re-encoded from a file whose header gave one.
+	// 0 when unknown; the image's own header (ImageResolution) may still
+	// say. Engines that size their analysis by it use it (Tesseract, which
+	// otherwise guesses it from the text and reads the same pixels
+	// otherwise by its guess); vision models ignore it.
+	DPI int
 }
 
 // Recognition is a vendor's reading of one Document.

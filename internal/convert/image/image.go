@@ -18,6 +18,9 @@
 // phone photo as PNG is five to ten times larger than as JPEG). Not every
 // consumer reads WebP and GIF (Gemini reads no GIF, most servers of the
 // OpenAI protocol neither): Reencode turns such a page into PNG for them.
+// A re-encoded page loses its file's header, so the resolution the header
+// gave (TIFF, PNG pHYs, JPEG JFIF, BMP) goes with it in Document.DPI:
+// Tesseract reads a page otherwise at the resolution it would guess.
 package image
 
 import (
@@ -364,7 +367,9 @@ func (p *Pages) single(ctx context.Context) (provider.Document, error) {
 	if err != nil {
 		return provider.Document{}, err
 	}
-	return provider.Document{Data: out, MIME: outMIME, Format: "markdown"}, nil
+	// The file's resolution is in a header the page no longer has.
+	x, y := provider.ImageResolution(p.data)
+	return provider.Document{Data: out, MIME: outMIME, Format: "markdown", DPI: uprightDPI(x, y, orientation)}, nil
 }
 
 // checkIntact fails a file that goes out as it came but would not decode

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,6 +204,79 @@ func TestPrepareSplitsMultiPageTIFF(t *testing.T) {
 		}
 		assertGrid(t, decodeDoc(t, docs[1]), 8, [][]uint8{{150, 0}, {200, 50}, {250, 100}})
 	})
+}
+
+// A page re-encoded loses its file's header, and with it the resolution
+// the file gave; the page carries it on in Document.DPI, as pixels per
+// inch down the page upright. A page that goes out as it came keeps its
+// header, which says it.
+func TestPrepareCarriesTheResolutionOfAPageItReencodes(t *testing.T) {
+	page := grid(t, 8, [][]uint8{{0, 100, 200}, {250, 150, 50}})
+	tiffPage := func(xres, yres [2]uint32, unit, orientation int) testTIFFPage {
+		return testTIFFPage{img: page, xres: xres, yres: yres, resUnit: unit, orientation: orientation}
+	}
+	tiffOf := func(pages ...testTIFFPage) []byte { return buildTIFF(t, binary.LittleEndian, pages, false) }
+	// jfif sets the density of the JFIF segment withJPEGExif writes.
+	jfif := func(data []byte, unit byte, x, y uint16) []byte {
+		data[13] = unit
+		binary.BigEndian.PutUint16(data[14:], x)
+		binary.BigEndian.PutUint16(data[16:], y)
+		return data
+	}
+	turnedJPEG := func(orientation int) []byte {
+		return withJPEGExif(t, encodeJPEGBytes(t, page), exifBlock(binary.BigEndian, orientation))
+	}
+	phys := func(xPerMetre, yPerMetre uint32) []byte {
+		b := binary.BigEndian.AppendUint32(nil, xPerMetre)
+		return append(binary.BigEndian.AppendUint32(b, yPerMetre), 1)
+	}
+	const ihdrEnd = 8 + 8 + 13 + 4
+	withPHYs := func(p, chunk []byte) []byte {
+		out := append([]byte{}, p[:ihdrEnd]...)
+		out = append(out, pngChunk("pHYs", chunk)...)
+		return append(out, p[ihdrEnd:]...)
+	}
+	bmpAt := func(xPerMetre, yPerMetre uint32) []byte {
+		b := encodeBMPBytes(t, page)
+		binary.LittleEndian.PutUint32(b[38:], xPerMetre)
+		binary.LittleEndian.PutUint32(b[42:], yPerMetre)
+		return b
+	}
+	tests := []struct {
+		name string
+		data []byte
+		want []int // Document.DPI of each page
+	}{
+		{"TIFF in inches, the default unit", tiffOf(tiffPage([2]uint32{300, 1}, [2]uint32{300, 1}, 0, 1)), []int{300}},
+		{"TIFF in centimetres", tiffOf(tiffPage([2]uint32{11811, 100}, [2]uint32{11811, 100}, resUnitCentimetre, 1)), []int{300}},
+		{"TIFF giving one of the two", tiffOf(tiffPage([2]uint32{200, 1}, [2]uint32{}, 2, 1)), []int{200}},
+		{"TIFF turned a quarter: across the stored page", tiffOf(tiffPage([2]uint32{204, 1}, [2]uint32{98, 1}, 2, 6)), []int{204}},
+		{"TIFF giving none", tiffOf(tiffPage([2]uint32{}, [2]uint32{}, 0, 1)), []int{0}},
+		{"TIFF with a zero denominator", tiffOf(tiffPage([2]uint32{300, 0}, [2]uint32{300, 0}, 2, 1)), []int{0}},
+		{"TIFF pages, each its own", tiffOf(tiffPage([2]uint32{300, 1}, [2]uint32{300, 1}, 2, 1), tiffPage([2]uint32{200, 1}, [2]uint32{200, 1}, 2, 1)), []int{300, 200}},
+		{"JPEG turned by EXIF, JFIF in inches", jfif(turnedJPEG(3), 1, 200, 300), []int{300}},
+		{"JPEG turned a quarter by EXIF", jfif(turnedJPEG(6), 1, 200, 300), []int{200}},
+		{"JPEG turned by EXIF, JFIF in centimetres", jfif(turnedJPEG(3), 2, 118, 118), []int{300}},
+		{"JPEG turned by EXIF, JFIF of no unit", jfif(turnedJPEG(3), 0, 1, 1), []int{0}},
+		{"PNG turned by eXIf, pHYs", withPHYs(withPNGExif(t, encodePNGBytes(t, page), exifBlock(binary.BigEndian, 3)), phys(11811, 11811)), []int{300}},
+		{"BMP in pixels a metre", bmpAt(7874, 7874), []int{200}},
+		{"PNG as it came: its header says it", withPHYs(encodePNGBytes(t, page), phys(11811, 11811)), []int{0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			docs, err := Prepare(context.Background(), Config{}, tt.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for _, d := range docs {
+				got = append(got, d.DPI)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("DPI = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }
 
 func TestPrepareRefusesHostileTIFFs(t *testing.T) {
@@ -638,6 +712,11 @@ type testTIFFPage struct {
 	// fakeWidth/fakeHeight, when set, replace the size in the IFD (the
 	// strip stays small): a decompression-bomb header.
 	fakeWidth, fakeHeight uint32
+	// xres and yres are XResolution and YResolution (numerator,
+	// denominator; zero leaves the tag out), resUnit ResolutionUnit (0
+	// leaves it out: inches).
+	xres, yres [2]uint32
+	resUnit    int
 }
 
 // buildTIFF writes a multi-page TIFF by hand, since x/image/tiff writes
@@ -667,6 +746,20 @@ func buildTIFF(t testing.TB, order byteOrder, pages []testTIFFPage, loop bool) [
 		if p.fakeWidth != 0 {
 			w, h = p.fakeWidth, p.fakeHeight
 		}
+		// Rationals are stored apart from their entries, before the IFD.
+		rational := func(v [2]uint32) uint32 {
+			at := uint32(len(out))
+			out = order.AppendUint32(out, v[0])
+			out = order.AppendUint32(out, v[1])
+			return at
+		}
+		var xresAt, yresAt uint32
+		if p.xres != [2]uint32{} {
+			xresAt = rational(p.xres)
+		}
+		if p.yres != [2]uint32{} {
+			yresAt = rational(p.yres)
+		}
 		var es []entry
 		if p.thumbnail {
 			es = append(es, entry{254, typeLong, 1})
@@ -687,6 +780,15 @@ func buildTIFF(t testing.TB, order byteOrder, pages []testTIFFPage, loop bool) [
 			entry{278, typeLong, h},
 			entry{279, typeLong, w * h},
 		)
+		if xresAt != 0 {
+			es = append(es, entry{tagXResolution, typeRational, xresAt})
+		}
+		if yresAt != 0 {
+			es = append(es, entry{tagYResolution, typeRational, yresAt})
+		}
+		if p.resUnit != 0 {
+			es = append(es, entry{tagResolutionUnit, typeShort, uint32(p.resUnit)})
+		}
 		ifdOffsets = append(ifdOffsets, len(out))
 		out = order.AppendUint16(out, uint16(len(es)))
 		for _, e := range es {

@@ -27,6 +27,7 @@ type tiffPage struct {
 	width, height int64
 	orientation   int
 	bytesPerPixel int64 // of the decoded image
+	xdpi, ydpi    int   // as the page's IFD gives them; 0 when it does not
 }
 
 // openTIFF walks the IFD chain and checks every page's size and decoded
@@ -107,7 +108,8 @@ func (p *Pages) tiffPage(ctx context.Context, i int) (provider.Document, error) 
 	if err != nil {
 		return provider.Document{}, err
 	}
-	return provider.Document{Data: out, MIME: mime, Page: n, Format: "markdown"}, nil
+	return provider.Document{Data: out, MIME: mime, Page: n, Format: "markdown",
+		DPI: uprightDPI(pg.xdpi, pg.ydpi, pg.orientation)}, nil
 }
 
 func pageNumber(multi bool, i int) int {
@@ -159,7 +161,8 @@ func tiffPages(b []byte, maxPages int) ([]tiffPage, error) {
 				return nil, fmt.Errorf("page %d of the TIFF has no image size", len(pages)+1)
 			}
 			o, _ := ifdShort(b, order, off, tagOrientation)
-			pages = append(pages, tiffPage{ifd: off, width: int64(w), height: int64(h), orientation: validOrientation(o)})
+			xdpi, ydpi := tiffResolution(b, order, off)
+			pages = append(pages, tiffPage{ifd: off, width: int64(w), height: int64(h), orientation: validOrientation(o), xdpi: xdpi, ydpi: ydpi})
 		}
 		// The next-IFD offset follows the entries; a file that ends right
 		// after its last IFD's entries ends the chain there.

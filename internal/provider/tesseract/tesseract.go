@@ -190,6 +190,16 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 	// and coloured print"): the same on the test scans, better on rendered
 	// PDF pages, 0-15% slower; pictures can turn into specks beside text.
 	args := []string{"stdin", "stdout", "-l", o.langs, "--psm", o.psm, "-c", "thresholding_method=1", "tsv"}
+	// A resolution the sender knows (a page re-encoded without its file's
+	// header) is passed on: tesseract sizes its analysis and the
+	// binarization's tiles by it, and, given none, guesses it from the
+	// text and reads the same pixels otherwise by its guess
+	// (docs/decisions.md, "Tesseract: a re-encoded page keeps its file's
+	// resolution; a rendered PDF page is not given its 200 dpi").
+	dpiGiven := credibleDPI(doc.DPI)
+	if dpiGiven {
+		args = withDPI(args, doc.DPI)
+	}
 	rec := provider.Recognition{
 		Model:  o.model,
 		Format: "markdown",
@@ -215,8 +225,8 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 		up, err := uprightImage(doc.Data, t)
 		if err == nil {
 			againArgs := args
-			if dpi := resolution(doc.Data, t); dpi >= minDPI && dpi <= maxDPI {
-				againArgs = slices.Insert(slices.Clone(args), 2, "--dpi", strconv.Itoa(dpi))
+			if dpi := resolution(doc.Data, t); !dpiGiven && credibleDPI(dpi) {
+				againArgs = withDPI(args, dpi)
 			}
 			var again string
 			again, err = o.run(ctx, runCtx, againArgs, up)
@@ -265,6 +275,14 @@ func (o *OCR) run(ctx, runCtx context.Context, args []string, image []byte) (str
 		return "", fmt.Errorf("tesseract failed: %v: %s", err, firstLine(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+// credibleDPI reports whether tesseract believes a resolution of dpi.
+func credibleDPI(dpi int) bool { return dpi >= minDPI && dpi <= maxDPI }
+
+// withDPI is a copy of args that tells tesseract the image's resolution.
+func withDPI(args []string, dpi int) []string {
+	return slices.Insert(slices.Clone(args), 2, "--dpi", strconv.Itoa(dpi))
 }
 
 // singlePageTurn is how the page of tsv lies (pageTurn); a TSV of no

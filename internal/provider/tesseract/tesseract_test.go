@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,8 @@ func TestRecognizeReadsAScanAsMarkdownParagraphsAndLines(t *testing.T) {
 	if rec.Format != "markdown" || rec.Model != "tesseract" {
 		t.Errorf("Format, Model = %q, %q; want markdown, tesseract", rec.Format, rec.Model)
 	}
-	if want := fmt.Sprintf("OMP_THREAD_LIMIT=1 tesseract stdin stdout -l eng --psm 1 -c thresholding_method=1 tsv < image/png (%d bytes)", len(doc.Data)); rec.Request != want {
+	// The TIFF gives 200 dpi, which the PNG it is handed over as does not.
+	if want := fmt.Sprintf("OMP_THREAD_LIMIT=1 tesseract stdin stdout --dpi 200 -l eng --psm 1 -c thresholding_method=1 tsv < image/png (%d bytes)", len(doc.Data)); rec.Request != want {
 		t.Errorf("Request = %q, want %q", rec.Request, want)
 	}
 	if !strings.HasPrefix(rec.RawData, "level\tpage_num\tblock_num") || !strings.Contains(rec.RawData, "\tquick") {
@@ -385,4 +387,84 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A resolution the sender knows (Document.DPI: a page re-encoded without
+// its file's header) is passed to the engine as --dpi, on the second run
+// of a page found turned too, where it stands before the one the image's
+// header gives. One tesseract does not believe (under 70 or over 2400) is
+// not passed: it would guess anyway. A stand-in binary records each run's
+// arguments and reads the page turned left the first time when told to.
+func TestRecognizePassesTheResolutionTheSenderKnows(t *testing.T) {
+	pgm := []byte("P5\n3 2\n255\n\x01\x02\x03\x04\x05\x06")
+	grey := image.NewGray(image.Rect(0, 0, 3, 2))
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, grey); err != nil {
+		t.Fatal(err)
+	}
+	// 11811 pixels a metre, 300 an inch.
+	png300 := withChunkOf(t, buf.Bytes(), "\x00\x00\x00\x09pHYs\x00\x00\x2e\x23\x00\x00\x2e\x23\x01"+"\x78\xa5\x3f\x76", "pHYs")
+	const plain = "stdin stdout -l eng --psm 1 -c thresholding_method=1 tsv"
+	const at200 = "stdin stdout --dpi 200 -l eng --psm 1 -c thresholding_method=1 tsv"
+	tests := []struct {
+		name     string
+		doc      provider.Document
+		turned   bool
+		wantRuns []string
+	}{
+		{"a resolution the sender knows", provider.Document{Data: pgm, MIME: "image/x-portable-graymap", DPI: 200}, false, []string{at200}},
+		{"none known", provider.Document{Data: pgm, MIME: "image/x-portable-graymap"}, false, []string{plain}},
+		{"one tesseract does not believe", provider.Document{Data: pgm, MIME: "image/x-portable-graymap", DPI: 30}, false, []string{plain}},
+		{"a page found turned, both runs", provider.Document{Data: pgm, MIME: "image/x-portable-graymap", DPI: 200}, true, []string{at200, at200}},
+		{"a page found turned, the sender's before the header's", provider.Document{Data: png300, MIME: "image/png", DPI: 200}, true, []string{at200, at200}},
+		{"a page found turned, the header's when the sender knows none", provider.Document{Data: png300, MIME: "image/png"}, true,
+			[]string{plain, "stdin stdout --dpi 300 -l eng --psm 1 -c thresholding_method=1 tsv"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.turned {
+				if err := os.WriteFile(filepath.Join(dir, "turned.tsv"), []byte(fixtureTSV(t, "L", labels, amounts)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			script := filepath.Join(dir, "tesseract")
+			err := os.WriteFile(script, []byte(`#!/bin/sh
+if [ "$1" = "--list-langs" ]; then
+  printf 'List of available languages in "/x/" (2):\neng\nosd\n'
+  exit 0
+fi
+echo "$@" >> "`+dir+`/args"
+cat > /dev/null
+if [ -e "`+dir+`/turned.tsv" ]; then
+  cat "`+dir+`/turned.tsv"
+  rm "`+dir+`/turned.tsv"
+  exit 0
+fi
+printf 'level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n'
+printf '5\t1\t1\t1\t1\t1\t0\t0\t10\t10\t91.5\tHello\n'
+`), 0o755)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ocr, err := New(Config{Binary: script, Langs: "eng"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := ocr.Recognize(context.Background(), tt.doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs := strings.Split(strings.TrimSuffix(readFile(t, filepath.Join(dir, "args")), "\n"), "\n")
+			if !slices.Equal(runs, tt.wantRuns) {
+				t.Errorf("runs:\n%s\nwant:\n%s", strings.Join(runs, "\n"), strings.Join(tt.wantRuns, "\n"))
+			}
+			if want := "OMP_THREAD_LIMIT=1 tesseract " + tt.wantRuns[0] + " < "; !strings.HasPrefix(rec.Request, want) {
+				t.Errorf("Request = %q, want it to start %q", rec.Request, want)
+			}
+			if rec.Text != "Hello" {
+				t.Errorf("Text = %q, want the last run's Hello", rec.Text)
+			}
+		})
+	}
 }

@@ -3,7 +3,6 @@ package tesseract
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -18,6 +17,8 @@ import (
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
 	"golang.org/x/image/webp"
+
+	"github.com/docjobs/docjobs/internal/provider"
 )
 
 // Turning a page image upright for a second reading.
@@ -152,58 +153,17 @@ func turned(pix []byte, stride, w, h, bpp int, t turn) ([]byte, int, image.Recta
 }
 
 // resolution is the pixels per inch down the page upright from t, as
-// the image's header gives it and leptonica reads it (PNG pHYs in pixels
-// per metre, JPEG JFIF density, BMP pixels per metre), or 0 when it gives
-// none or this does not read it (TIFF, whose pages image.Prepare hands
-// over as PNG anyway). The PNG written for the second reading carries no
+// the image's header gives it (provider.ImageResolution), or 0 when it
+// gives none. The PNG written for the second reading carries no
 // resolution, so it is passed as --dpi: tesseract sizes its analysis by
 // it, and guessed from the text instead (362 for the invoice's 350) the
 // same pixels read otherwise.
 func resolution(data []byte, t turn) int {
-	x, y := headerResolution(data)
+	x, y := provider.ImageResolution(data)
 	if t == turnedLeft || t == turnedRight {
 		return x // the scan's rows are the upright page's columns
 	}
 	return y
-}
-
-func headerResolution(b []byte) (x, y int) {
-	perMetre := func(x, y uint32) (int, int) { // rounded as leptonica does
-		return int(float32(x)/39.37 + 0.5), int(float32(y)/39.37 + 0.5)
-	}
-	switch {
-	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
-		for i := 8; i+8 <= len(b); {
-			n := int(binary.BigEndian.Uint32(b[i:]))
-			kind := string(b[i+4 : i+8])
-			if n < 0 || n > len(b)-i-12 || kind == "IDAT" {
-				return 0, 0
-			}
-			if kind == "pHYs" && n == 9 && b[i+16] == 1 { // unit 1: the metre
-				return perMetre(binary.BigEndian.Uint32(b[i+8:]), binary.BigEndian.Uint32(b[i+12:]))
-			}
-			i += 12 + n
-		}
-	case bytes.HasPrefix(b, []byte{0xFF, 0xD8}):
-		// The JFIF segment is APP0, the first after SOI.
-		if len(b) >= 18 && b[2] == 0xFF && b[3] == 0xE0 && string(b[6:11]) == "JFIF\x00" {
-			unit, dx, dy := b[13], int(binary.BigEndian.Uint16(b[14:])), int(binary.BigEndian.Uint16(b[16:]))
-			switch unit {
-			case 1: // dots per inch
-				return dx, dy
-			case 2: // dots per centimetre
-				return int(float32(dx)*2.54 + 0.5), int(float32(dy)*2.54 + 0.5)
-			}
-		}
-	case bytes.HasPrefix(b, []byte("BM")):
-		if len(b) >= 46 && binary.LittleEndian.Uint32(b[14:]) >= 40 { // BITMAPINFOHEADER or later
-			x, y := binary.LittleEndian.Uint32(b[38:]), binary.LittleEndian.Uint32(b[42:])
-			if int32(x) > 0 && int32(y) > 0 {
-				return perMetre(x, y)
-			}
-		}
-	}
-	return 0, 0
 }
 
 // decoderOf picks the decoder by the magic bytes looksLikeImage checks.

@@ -1,0 +1,88 @@
+package image
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// The resolution a page's file gives goes with the page when the page is
+// re-encoded (provider.Document.DPI): the PNG written carries none, and
+// Tesseract, given none, guesses it from the text and reads the same
+// pixels otherwise by its guess. A page that goes out as it came keeps
+// its header, which says it.
+
+// TIFF tags of a page's resolution.
+const (
+	tagXResolution    = 282
+	tagYResolution    = 283
+	tagResolutionUnit = 296
+	typeRational      = 5
+	resUnitCentimetre = 3
+)
+
+// uprightDPI is the pixels per inch down a page stored at x by y and shown
+// upright under EXIF orientation o: orientations 5–8 swap the axes.
+func uprightDPI(x, y, o int) int {
+	if o >= 5 && o <= 8 {
+		return x
+	}
+	return y
+}
+
+// tiffResolution reads the resolution of the page whose IFD is at off in
+// pixels per inch, as leptonica reads it (getTiffResolution): one of the
+// two stands for both when only one is given, centimetres are converted,
+// and any other unit (inches, the default, or none) counts as inches. 0, 0
+// when the page gives none or gives nonsense.
+func tiffResolution(b []byte, order binary.ByteOrder, off int64) (x, y int) {
+	fx, okX := ifdRational(b, order, off, tagXResolution)
+	fy, okY := ifdRational(b, order, off, tagYResolution)
+	switch {
+	case !okX && !okY:
+		return 0, 0
+	case !okX:
+		fx = fy
+	case !okY:
+		fy = fx
+	}
+	if fx > 1<<29 || fy > 1<<29 {
+		return 0, 0
+	}
+	if unit, _ := ifdShort(b, order, off, tagResolutionUnit); unit == resUnitCentimetre {
+		fx, fy = fx*2.54, fy*2.54
+	}
+	return int(fx + 0.5), int(fy + 0.5)
+}
+
+// ifdRational returns the first value of a RATIONAL tag in the IFD at off
+// (two LONGs, at the offset the entry holds). A missing, mistyped or
+// out-of-file value, or one with a zero denominator, is not there.
+func ifdRational(b []byte, order binary.ByteOrder, off int64, tag uint16) (float64, bool) {
+	if off < 0 || off+2 > int64(len(b)) {
+		return 0, false
+	}
+	n := int64(order.Uint16(b[off : off+2]))
+	if off+2+n*12 > int64(len(b)) {
+		return 0, false
+	}
+	for k := int64(0); k < n; k++ {
+		e := b[off+2+k*12 : off+2+k*12+12]
+		if order.Uint16(e[0:2]) != tag {
+			continue
+		}
+		if order.Uint16(e[2:4]) != typeRational || order.Uint32(e[4:8]) < 1 {
+			return 0, false
+		}
+		at := int64(order.Uint32(e[8:12]))
+		if at+8 > int64(len(b)) {
+			return 0, false
+		}
+		num, den := order.Uint32(b[at:]), order.Uint32(b[at+4:])
+		if den == 0 {
+			return 0, false
+		}
+		v := float64(num) / float64(den)
+		return v, !math.IsNaN(v)
+	}
+	return 0, false
+}
