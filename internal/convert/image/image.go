@@ -363,13 +363,16 @@ func (p *Pages) single(ctx context.Context) (provider.Document, error) {
 	if err != nil {
 		return provider.Document{}, err
 	}
-	out, outMIME, err := encode(ctx, orient(img, orientation), p.f == formatJPEG)
+	upright := orient(img, orientation)
+	out, outMIME, err := encode(ctx, upright, p.f == formatJPEG)
 	if err != nil {
 		return provider.Document{}, err
 	}
 	// The file's resolution is in a header the page no longer has.
 	x, y := provider.ImageResolution(p.data)
-	return provider.Document{Data: out, MIME: outMIME, Format: "markdown", DPI: uprightDPI(x, y, orientation)}, nil
+	b := upright.Bounds()
+	return provider.Document{Data: out, MIME: outMIME, Format: "markdown",
+		DPI: credibleDPI(uprightDPI(x, y, orientation), b.Dx(), b.Dy())}, nil
 }
 
 // checkIntact fails a file that goes out as it came but would not decode

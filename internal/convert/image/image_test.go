@@ -226,6 +226,12 @@ func TestPrepareCarriesTheResolutionOfAPageItReencodes(t *testing.T) {
 	turnedJPEG := func(orientation int) []byte {
 		return withJPEGExif(t, encodeJPEGBytes(t, page), exifBlock(binary.BigEndian, orientation))
 	}
+	// photo is a phone photo's size, 1600 by 1200 pixels: 22 inches long at
+	// a camera's 72 pixels per inch, a plausible page at 200.
+	photo := grid(t, 400, [][]uint8{{0, 100, 200, 250}, {250, 150, 50, 0}, {0, 100, 200, 250}})
+	turnedPhoto := func(orientation int) []byte {
+		return withJPEGExif(t, encodeJPEGBytes(t, photo), exifBlock(binary.BigEndian, orientation))
+	}
 	phys := func(xPerMetre, yPerMetre uint32) []byte {
 		b := binary.BigEndian.AppendUint32(nil, xPerMetre)
 		return append(binary.BigEndian.AppendUint32(b, yPerMetre), 1)
@@ -258,6 +264,8 @@ func TestPrepareCarriesTheResolutionOfAPageItReencodes(t *testing.T) {
 		{"JPEG turned a quarter by EXIF", jfif(turnedJPEG(6), 1, 200, 300), []int{200}},
 		{"JPEG turned by EXIF, JFIF in centimetres", jfif(turnedJPEG(3), 2, 118, 118), []int{300}},
 		{"JPEG turned by EXIF, JFIF of no unit", jfif(turnedJPEG(3), 0, 1, 1), []int{0}},
+		{"a photo's 72 pixels per inch, a page of 22 inches, is a placeholder", jfif(turnedPhoto(6), 1, 72, 72), []int{0}},
+		{"a photo's size at 200 pixels per inch is a page", jfif(turnedPhoto(6), 1, 200, 200), []int{200}},
 		{"PNG turned by eXIf, pHYs", withPHYs(withPNGExif(t, encodePNGBytes(t, page), exifBlock(binary.BigEndian, 3)), phys(11811, 11811)), []int{300}},
 		{"BMP in pixels a metre", bmpAt(7874, 7874), []int{200}},
 		{"PNG as it came: its header says it", withPHYs(encodePNGBytes(t, page), phys(11811, 11811)), []int{0}},

@@ -29,6 +29,23 @@ func uprightDPI(x, y, o int) int {
 	return y
 }
 
+// maxPageInches is the longest side of a page whose resolution is believed.
+// A camera writes 72 (or 96) pixels per inch into JFIF or EXIF whatever it
+// photographed, so a phone photo of a receipt, 4032 pixels long, would be a
+// page of 56 inches; Tesseract, told so, reads its text as huge and loses
+// most of it, where its own guess from the text reads it. Documents are at
+// most A3 or tabloid (17 inches); beyond 20 the value is a placeholder.
+const maxPageInches = 20
+
+// credibleDPI is dpi when a page of w by h pixels at that resolution is a
+// plausible document, else 0 (unknown: Tesseract guesses).
+func credibleDPI(dpi, w, h int) int {
+	if dpi <= 0 || max(w, h) > dpi*maxPageInches {
+		return 0
+	}
+	return dpi
+}
+
 // tiffResolution reads the resolution of the page whose IFD is at off in
 // pixels per inch, as leptonica reads it (getTiffResolution): one of the
 // two stands for both when only one is given, centimetres are converted,

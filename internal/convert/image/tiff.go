@@ -104,12 +104,14 @@ func (p *Pages) tiffPage(ctx context.Context, i int) (provider.Document, error) 
 		}
 		return provider.Document{}, fmt.Errorf("%s cannot be decoded: %w", tiffPageName(n), err)
 	}
-	out, mime, err := encode(ctx, orient(img, pg.orientation), false)
+	upright := orient(img, pg.orientation)
+	out, mime, err := encode(ctx, upright, false)
 	if err != nil {
 		return provider.Document{}, err
 	}
+	b := upright.Bounds()
 	return provider.Document{Data: out, MIME: mime, Page: n, Format: "markdown",
-		DPI: uprightDPI(pg.xdpi, pg.ydpi, pg.orientation)}, nil
+		DPI: credibleDPI(uprightDPI(pg.xdpi, pg.ydpi, pg.orientation), b.Dx(), b.Dy())}, nil
 }
 
 func pageNumber(multi bool, i int) int {
