@@ -619,6 +619,8 @@ func sentenceCuts(s string) iter.Seq[int] {
 	}
 }
 
+// sentenceCutsTo gives sentenceCuts' cuts of s to yield until it returns
+// false.
 func sentenceCutsTo(s string, yield func(int) bool) {
 	last := 0 // the last cut yielded
 	// add yields c when it is a new interior cut; false when yield
