@@ -143,10 +143,11 @@ func Split(text, format string, budget int, counter *Counter) ([]Chunk, error) {
 // SplitAtMost is Split that gives up with a *TooManyChunksError once the
 // text is certain to make more than maxChunks chunks (0: no limit). It
 // stops while still counting the text, before the text is cut into chunks
-// at all, when the tokens counted so far cannot fit maxChunks chunks,
-// and otherwise at chunk maxChunks+1, so a text far over the limit costs
-// little more than the limit's worth of work and memory. Under the limit
-// its chunks are Split's.
+// at all, when the tokens counted so far cannot fit maxChunks chunks or
+// a span is cut into more pieces (of a token at least each) than the
+// tokens left, and otherwise at chunk maxChunks+1, so a text far over the
+// limit costs little more than the limit's worth of work and memory.
+// Under the limit its chunks are Split's.
 func SplitAtMost(text, format string, budget, maxChunks int, counter *Counter) ([]Chunk, error) {
 	budget = EffectiveBudget(budget)
 	if budget < 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -921,6 +922,61 @@ func TestSplitAtMostStopsCountingOnceTheLimitIsCertain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A text of more one-token pieces than the limit's tokens gives up without
+// a list of them: each piece (a line, a word, a code line, a table row) is
+// at least a token, so counting the cuts proves it over. Listing them cost
+// 8 bytes a cut (24 a line for markdown), and a unit of about 100 bytes a
+// piece until their tokens passed the limit: gigabytes for 100 MiB.
+func TestSplitAtMostGivesUpOnOneTokenPiecesWithoutListingThem(t *testing.T) {
+	c := counter(t)
+	const pieces = 200_000 // 400 KB of text, against room for 1000 tokens
+	words := strings.Repeat("x ", pieces)
+	lines := strings.Repeat("x\n", pieces)
+	tests := []struct{ name, format, text string }{
+		{"plain lines", FormatPlain, lines},
+		{"plain words", FormatPlain, words},
+		{"markdown lines", FormatMarkdown, lines},
+		{"markdown list items", FormatMarkdown, strings.Repeat("- x\n", pieces)},
+		{"markdown code lines", FormatMarkdown, "```\n" + lines},
+		{"markdown table rows", FormatMarkdown, "|a|\n|-|\n" + strings.Repeat("|x|\n", pieces)},
+		{"words in one HTML paragraph", FormatHTML, "<p>" + words + "</p>"},
+		{"words in one XML element", FormatXML, "<r>" + words + "</r>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			allocated := bytesAllocated(func() { _, err = SplitAtMost(tt.text, tt.format, 100, 10, c) })
+			if !errors.Is(err, ErrTooManyChunks) {
+				t.Fatalf("err = %v, want ErrTooManyChunks", err)
+			}
+			// Listed, the cuts alone were 8 bytes a piece, four times the
+			// text, and the units 8.5–37 MB. What is left is under a
+			// kilobyte (once in a few runs with -race, 75 KB), besides
+			// parsing markup (1 MB, 2 MB with -race).
+			allowed := int64(256 << 10)
+			switch tt.format {
+			case FormatHTML:
+				allowed += bytesAllocated(func() { parseHTML(tt.text, maxMarkupNodes) })
+			case FormatXML:
+				allowed += bytesAllocated(func() { parseXML(tt.text, maxMarkupNodes) })
+			}
+			if allocated > allowed {
+				t.Errorf("%d bytes allocated for %d bytes of text, want at most %d: the pieces were listed", allocated, len(tt.text), allowed)
+			}
+		})
+	}
+}
+
+// bytesAllocated returns the heap bytes f allocates (the package's tests
+// run one at a time, so only f allocates meanwhile).
+func bytesAllocated(f func()) int64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return int64(after.TotalAlloc - before.TotalAlloc)
 }
 
 func TestSplitAtMostRefusesANegativeLimit(t *testing.T) {

@@ -10,13 +10,17 @@ import (
 	"github.com/rivo/uniseg"
 )
 
-// A level cuts a span at one kind of boundary. cuts returns the interior
+// A level cuts a span at one kind of boundary. cuts yields the interior
 // cut offsets of s, increasing; none means the level does not apply.
+// They are found as they are consumed, never listed: a span of one-token
+// lines or words has a cut every two bytes, and a list of them (8 bytes
+// each, more while it grows) cost gigabytes for a text of 100 MiB before
+// the chunk limit could stop it.
 // Cut positions follow the tokenizer's own pre-split (a space goes with
 // the word after it, a newline with the text before it) so summed piece
 // counts match the whole span's count closely.
 type level struct {
-	cuts func(s string) []int
+	cuts func(s string) iter.Seq[int]
 	prio int
 	// fill marks the last resort, for text no boundary above divides: it
 	// is cut into the longest prefixes that fit (see splitter.fill), and
@@ -57,19 +61,25 @@ func (s *splitter) pieces(start, end, prio int, levels []level, open, close stri
 			s.fill(start, end, prio, l.markup, open, close, limit)
 			return
 		}
-		cuts := l.cuts(seg)
-		if len(cuts) == 0 {
-			continue
+		if s.cutsOver(seg, l) {
+			return
 		}
 		finer := levels[i+1:]
 		first := len(s.units)
 		from, p := start, prio
-		for _, c := range append(cuts, len(seg)) {
+		for c := range l.cuts(seg) {
 			s.pieces(from, start+c, p, finer, open, close)
 			if s.over {
 				return
 			}
 			from, p = start+c, l.prio
+		}
+		if from == start {
+			continue // the level does not cut the span
+		}
+		s.pieces(from, end, p, finer, open, close)
+		if s.over {
+			return
 		}
 		s.collapse(first, start, end, prio, open, close, limit)
 		return
@@ -77,23 +87,53 @@ func (s *splitter) pieces(start, end, prio int, levels []level, open, close stri
 	s.add(start, end, s.count(seg), prio, open, close)
 }
 
+// cutsOver reports whether the pieces level l cuts seg into are alone
+// more than the chunk limit leaves room for, and then marks the text over
+// it. Each piece becomes units of at least one token, so pieces beyond
+// the tokens the limit still allows (maxChunks × budget less those
+// counted) prove the text over it as surely as counting them would, and
+// without a unit (about 100 bytes) for each piece until the tokens pass
+// it: 100 MiB of one-token lines stops here after a scan. A piece is at
+// least a byte, so a span no longer than that room is not scanned.
+func (s *splitter) cutsOver(seg string, l level) bool {
+	if s.maxChunks == 0 || len(seg) <= s.room() {
+		return false
+	}
+	n, room := 1, s.room() // pieces: one more than the cuts
+	for range l.cuts(seg) {
+		if n++; n > room {
+			break
+		}
+	}
+	return s.piecesOver(n)
+}
+
+// room is how many more tokens the chunk limit allows (with a limit).
+func (s *splitter) room() int { return s.maxChunks*s.budget - s.tokens }
+
+// piecesOver marks the text over the chunk limit, and reports it, when n
+// more pieces of at least a token each cannot fit the room it leaves.
+// s.tokens is then still a lower bound, as TooManyChunksError's AtLeast
+// wants: the units so far and a token a piece.
+func (s *splitter) piecesOver(n int) bool {
+	if s.maxChunks == 0 || n <= s.room() {
+		return false
+	}
+	s.tally(n)
+	return true
+}
+
 // span is a byte range of the input with the strength of the boundary
 // before it.
 type span struct{ start, end, prio int }
 
-// lineSpans returns the lines of text[start:end], each with its newline.
-func lineSpans(text string, start, end int) []span {
-	var out []span
-	for i := start; i < end; {
-		j := strings.IndexByte(text[i:end], '\n')
-		if j < 0 {
-			out = append(out, span{i, end, prioSentence})
-			break
-		}
-		out = append(out, span{i, i + j + 1, prioSentence})
-		i += j + 1
+// lineEnd returns the end of the line of text[:end] that starts at i,
+// after its newline (end for the last line).
+func lineEnd(text string, i, end int) int {
+	if j := strings.IndexByte(text[i:end], '\n'); j >= 0 {
+		return i + j + 1
 	}
-	return out
+	return end
 }
 
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
@@ -147,7 +187,7 @@ func blocks(text string, markdown bool) iter.Seq[span] {
 			if seen && !inFence && !blank {
 				prio := -1
 				switch {
-				case markdown && atxHeading.MatchString(line):
+				case markdown && isHeadingLine(line):
 					prio = prioHeading
 				case prevBlank:
 					prio = prioBlock
@@ -161,7 +201,7 @@ func blocks(text string, markdown bool) iter.Seq[span] {
 				}
 			}
 			if markdown {
-				if m := fenceOpen.FindStringSubmatch(line); m != nil {
+				if m := fenceLine(line); m != nil {
 					switch {
 					case !inFence:
 						inFence, fence = true, m[1]
@@ -170,7 +210,7 @@ func blocks(text string, markdown bool) iter.Seq[span] {
 					}
 				}
 			}
-			if markdown && !seen && !blank && atxHeading.MatchString(line) {
+			if markdown && !seen && !blank && isHeadingLine(line) {
 				// The text's first block is a heading's as any other: it
 				// does not end a chunk while its section follows.
 				cur.prio = prioHeading
@@ -183,6 +223,23 @@ func blocks(text string, markdown bool) iter.Seq[span] {
 			yield(held)
 		}
 	}
+}
+
+// isHeadingLine and fenceLine match atxHeading and fenceOpen, after
+// checking the character they need after the line's spaces: most lines
+// have neither, and two regular expressions a line were most of the time
+// a markdown text of 50 million one-token lines took to give up.
+func isHeadingLine(line string) bool {
+	l := strings.TrimLeft(line, " ")
+	return l != "" && l[0] == '#' && atxHeading.MatchString(line)
+}
+
+func fenceLine(line string) []string {
+	l := strings.TrimLeft(line, " ")
+	if l == "" || l[0] != '`' && l[0] != '~' {
+		return nil
+	}
+	return fenceOpen.FindStringSubmatch(line)
 }
 
 func isHeadingOnly(block string) bool {
@@ -220,97 +277,125 @@ func (s *splitter) markdown() {
 }
 
 func (s *splitter) markdownBlock(b span) {
-	lines := lineSpans(s.text, b.start, b.end)
 	if n, ok := s.fits(b.start, b.end, s.budget); ok {
 		// The unit pieces would add, without counting the block again.
 		s.add(b.start, b.end, n, b.prio, "", "")
 		return
 	}
-	h := tableHeader(s.text, lines)
-	o, c, fence := fenceAt(s.text, lines)
+	// The block's lines are walked, never listed: a list of them (24
+	// bytes a line) was the largest cost of a block of one-token lines.
+	h := tableHeader(s.text, b.start, b.end)
+	o, fence := fenceAt(s.text, b.start, b.end)
 	switch {
 	case o >= 0 && (h < 0 || o < h):
-		s.code(b, lines, o, c, fence)
+		s.code(b, o, fence)
 		return
 	case h >= 0:
-		s.table(b, lines, h)
+		s.table(b, h)
 		return
 	}
 	levels := proseLevels
 	// The text's first block may start with blank lines.
-	for i, ln := range lines {
-		if line := s.text[ln.start:ln.end]; !isBlank(line) {
-			if i+1 < len(lines) && listItem.MatchString(line) {
+	for p := b.start; p < b.end; {
+		e := lineEnd(s.text, p, b.end)
+		if line := s.text[p:e]; !isBlank(line) {
+			if e < b.end && listItem.MatchString(line) {
 				levels = linesLevels
 			}
 			break
 		}
+		p = e
 	}
 	s.pieces(b.start, b.end, b.prio, levels, "", "")
 }
 
-// fenceAt returns the index of the first of lines that opens a fenced code
-// block, its fence, and the index of the line closing it (len(lines) when
-// the block does not close); o is -1 when no line opens one.
-func fenceAt(text string, lines []span) (o, c int, fence string) {
-	for i, ln := range lines {
-		m := fenceOpen.FindStringSubmatch(text[ln.start:ln.end])
-		if m == nil {
-			continue
+// fenceAt returns where the first line of text[start:end] that opens a
+// fenced code block starts, and its fence; o is -1 when no line opens one.
+func fenceAt(text string, start, end int) (o int, fence string) {
+	for p := start; p < end; {
+		e := lineEnd(text, p, end)
+		if m := fenceLine(text[p:e]); m != nil {
+			return p, m[1]
 		}
-		for j := i + 1; j < len(lines); j++ {
-			if closesFence(text[lines[j].start:lines[j].end], m[1]) {
-				return i, j, m[1]
-			}
-		}
-		return i, len(lines), m[1]
+		p = e
 	}
-	return -1, 0, ""
+	return -1, ""
 }
 
-// code splits an oversized block holding a fenced code block that opens at
-// lines[o] and closes at lines[c]: text before it as prose, the opening
-// line glued to the first line of code, then one unit per line that
-// re-opens the fence when a chunk starts there and closes it when a chunk
-// ends there (when both take at most half the budget), so every chunk
-// shows code as code; what follows the closing line is a block of its own.
-func (s *splitter) code(b span, lines []span, o, c int, fence string) {
+// code splits an oversized block holding a fenced code block whose opening
+// line starts at o: text before it as prose, the opening line glued to the
+// first line of code, then one unit per line that re-opens the fence when
+// a chunk starts there and closes it when a chunk ends there (when both
+// take at most half the budget), so every chunk shows code as code; what
+// follows the closing line is a block of its own.
+func (s *splitter) code(b span, o int, fence string) {
 	first := len(s.units)
 	// Blank lines before the fence (the text's first) are no prose:
 	// they go with the fence line.
-	from := leadingBlank(s.text, b.start, lines[o].start)
+	from := leadingBlank(s.text, b.start, o)
 	s.pieces(b.start, from, b.prio, proseLevels, "", "")
-	open := s.text[lines[o].start:lines[o].end]
+	oEnd := lineEnd(s.text, o, b.end)
+	open := s.text[o:oEnd]
 	// A closing fence must stand on a line of its own: after a unit cut
 	// inside a line it needs a newline first.
 	shut, shutMidLine := fence+"\n", "\n"+fence+"\n"
 	if !strings.HasSuffix(open, "\n") || s.ctx(open)+s.ctx(shutMidLine) > s.budget/2 {
 		open, shut, shutMidLine = "", "", ""
 	}
+	// The code's lines run from oEnd to the closing line, or to the
+	// block's end when the block does not close it.
+	codeEnd, closed := b.end, false
+	for p := oEnd; p < b.end; {
+		e := lineEnd(s.text, p, b.end)
+		if closesFence(s.text[p:e], fence) {
+			codeEnd, closed = p, true
+			break
+		}
+		p = e
+	}
 	rest := b.end
-	if c < len(lines) {
-		rest = lines[c].end
+	if closed {
+		rest = lineEnd(s.text, codeEnd, b.end)
 		// Blank lines after the closing fence stay with it.
 		if isBlank(s.text[rest:b.end]) {
 			rest = b.end
 		}
 	}
-	// Blank lines stay with the line before them: alone they would be
-	// a unit, and maybe a chunk, without content.
-	var ends []int
-	for r := o + 2; r < c; r++ {
-		if !isBlank(s.text[lines[r].start:lines[r].end]) {
-			ends = append(ends, lines[r-1].end)
+	// next returns the end of the unit after the one that ends at line's
+	// start: the start of the next non-blank line of code but the first
+	// (blank lines stay with the line before them: alone they would be a
+	// unit, and maybe a chunk, without content), else rest.
+	line := oEnd
+	next := func() int {
+		for line < codeEnd {
+			line = lineEnd(s.text, line, b.end)
+			if line < codeEnd && !isBlank(s.text[line:lineEnd(s.text, line, b.end)]) {
+				return line
+			}
 		}
+		return rest
 	}
-	ends = append(ends, rest)
+	if s.maxChunks > 0 && rest-from > s.room() {
+		// Each line's unit below is at least a token: count them first,
+		// as cutsOver counts a level's pieces, rather than make a unit
+		// for each until their tokens pass the chunk limit.
+		n, room := 1, s.room()
+		for next() != rest && n <= room {
+			n++
+		}
+		if s.piecesOver(n) {
+			return
+		}
+		line = oEnd
+	}
 	prio := b.prio
 	if from > b.start {
 		prio = prioSentence
 	}
-	for i, e := range ends {
+	for i, e := 0, next(); ; i, e = i+1, next() {
+		last := e == rest // the lines of code end before rest
 		close := shut
-		if i == len(ends)-1 && c < len(lines) {
+		if last && closed {
 			close = "" // the source closes the fence itself
 		}
 		k := len(s.units)
@@ -333,6 +418,9 @@ func (s *splitter) code(b span, lines []span, o, c int, fence string) {
 			}
 		}
 		from, prio = e, prioSentence
+		if last {
+			break
+		}
 	}
 	s.collapse(first, b.start, rest, b.prio, "", "", s.budget)
 	if rest < b.end && !s.over {
@@ -350,70 +438,106 @@ func leadingBlank(text string, start, end int) int {
 	return end
 }
 
-// tableHeader returns the index of a pipe table's header line (a line with
-// '|' followed by a delimiter line), or -1.
-func tableHeader(text string, lines []span) int {
-	for i := 0; i+1 < len(lines); i++ {
-		if strings.Contains(text[lines[i].start:lines[i].end], "|") && tableSep.MatchString(text[lines[i+1].start:lines[i+1].end]) && strings.Contains(text[lines[i+1].start:lines[i+1].end], "-") {
-			return i
+// tableHeader returns where a pipe table's header line (a line with '|'
+// followed by a delimiter line) of text[start:end] starts, or -1.
+func tableHeader(text string, start, end int) int {
+	for p := start; p < end; {
+		e := lineEnd(text, p, end)
+		if e == end {
+			break // no line follows
 		}
+		if strings.Contains(text[p:e], "|") {
+			d := text[e:lineEnd(text, e, end)]
+			if tableSep.MatchString(d) && strings.Contains(d, "-") {
+				return p
+			}
+		}
+		p = e
 	}
 	return -1
 }
 
-// table splits an oversized block holding a pipe table whose header is
-// lines[h]: text before it as prose, the header and delimiter glued to the
-// first row (or, when they do not fit together, a unit that goes with
+// table splits an oversized block holding a pipe table whose header line
+// starts at h: text before it as prose, the header and delimiter glued to
+// the first row (or, when they do not fit together, a unit that goes with
 // it), then one unit per row that re-opens with the header (when the
 // header takes at most half the budget and fits with the row), then what
 // follows as lines.
-func (s *splitter) table(b span, lines []span, h int) {
+func (s *splitter) table(b span, h int) {
 	first := len(s.units)
-	from := leadingBlank(s.text, b.start, lines[h].start)
+	from := leadingBlank(s.text, b.start, h)
 	s.pieces(b.start, from, b.prio, proseLevels, "", "")
-	header := s.text[lines[h].start:lines[h+1].end]
+	delim := lineEnd(s.text, h, b.end) // where the delimiter line starts
+	rows := lineEnd(s.text, delim, b.end)
+	header := s.text[h:rows]
 	open := header
 	if s.ctx(header) > s.budget/2 {
 		open = ""
 	}
-	rowsEnd := h + 2
-	for rowsEnd < len(lines) && strings.Contains(s.text[lines[rowsEnd].start:lines[rowsEnd].end], "|") {
-		rowsEnd++
-	}
-	ends := []int{lines[min(h+2, rowsEnd-1)].end}
-	for r := h + 3; r < rowsEnd; r++ {
-		ends = append(ends, lines[r].end)
+	// The rows are the lines with '|' after the delimiter line.
+	rowsEnd := rows
+	for rowsEnd < b.end {
+		e := lineEnd(s.text, rowsEnd, b.end)
+		if !strings.Contains(s.text[rowsEnd:e], "|") {
+			break
+		}
+		rowsEnd = e
 	}
 	// Blank lines closing the block stay with the last row.
-	rest := lines[rowsEnd-1].end
+	rest := rowsEnd
 	if isBlank(s.text[rest:b.end]) {
 		rest = b.end
 	}
-	ends[len(ends)-1] = rest
+	// unitEnd returns the end of the unit for the row ending at e: rest
+	// for the last.
+	unitEnd := func(e int) int {
+		if e == rowsEnd {
+			return rest
+		}
+		return e
+	}
+	rowEnd := rows // the first unit ends after the first row, if any
+	if rowsEnd > rows {
+		rowEnd = lineEnd(s.text, rows, b.end)
+	}
+	end0 := unitEnd(rowEnd)
+	if s.maxChunks > 0 && rest-from > s.room() {
+		// A unit a row, each at least a token: count them first (see
+		// code).
+		n, room := 1, s.room()
+		for e := rowEnd; e < rowsEnd && n <= room; n++ {
+			e = lineEnd(s.text, e, b.end)
+		}
+		if s.piecesOver(n) {
+			return
+		}
+	}
 	prio := b.prio
 	if from > b.start {
 		prio = prioSentence
 	}
 	k := len(s.units)
-	s.pieces(from, ends[0], prio, rowLevels, "", "")
-	if len(s.units)-k > 1 && rowsEnd > h+2 && !s.over {
+	s.pieces(from, end0, prio, rowLevels, "", "")
+	if len(s.units)-k > 1 && rowsEnd > rows && !s.over {
 		// The first row does not fit with the header: the header and
 		// delimiter lines become units of their own, cut only at their
 		// line end if need be, that go with the start of the row, which
 		// is cut to leave them room and re-opens them in each chunk it
 		// continues in.
 		s.drop(k)
-		s.pieces(from, lines[h+1].end, prio, linesLevels, "", "")
+		s.pieces(from, rows, prio, linesLevels, "", "")
 		for i := k; i < len(s.units); i++ {
 			s.units[i].keep = true
 		}
-		s.pieces(lines[h+1].end, ends[0], prioSentence, rowLevels, open, "")
+		s.pieces(rows, end0, prioSentence, rowLevels, open, "")
 	}
-	from = ends[0]
-	for _, e := range ends[1:] {
+	from = end0
+	for rowEnd < rowsEnd {
 		if s.over {
 			return
 		}
+		rowEnd = lineEnd(s.text, rowEnd, b.end)
+		e := unitEnd(rowEnd)
 		s.row(from, e, prioSentence, open)
 		from = e
 	}
@@ -453,30 +577,30 @@ func reopen(u *unit, open string) {
 // lineCuts cuts after each newline that a non-blank line follows; blank
 // lines stay with the line before them, and those that lead s with the
 // line after them.
-func lineCuts(s string) []int {
-	first := strings.IndexFunc(s, isNotSpace)
-	if first < 0 {
-		return nil
-	}
-	var cuts []int
-	for i := 0; i < len(s); {
-		j := strings.IndexByte(s[i:], '\n')
-		if j < 0 {
-			break
+func lineCuts(s string) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		first := strings.IndexFunc(s, isNotSpace)
+		if first < 0 {
+			return
 		}
-		i += j + 1
-		k := i
-		for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\n') {
-			if s[k] == '\n' {
-				i = k + 1
+		for i := 0; i < len(s); {
+			j := strings.IndexByte(s[i:], '\n')
+			if j < 0 {
+				break
 			}
-			k++
-		}
-		if k < len(s) && i < len(s) && i > first {
-			cuts = append(cuts, i)
+			i += j + 1
+			k := i
+			for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\n') {
+				if s[k] == '\n' {
+					i = k + 1
+				}
+				k++
+			}
+			if k < len(s) && i < len(s) && i > first && !yield(i) {
+				return
+			}
 		}
 	}
-	return cuts
 }
 
 func isSentenceEnd(r rune) bool { return r == '.' || r == '!' || r == '?' || r == '…' }
@@ -489,19 +613,33 @@ func isCloser(r rune) bool {
 // or brackets) that whitespace follows: after the last newline of that
 // whitespace, else before its last space so the space leads the next
 // sentence as the tokenizer would have it. CJK full stops cut directly.
-func sentenceCuts(s string) []int {
-	var cuts []int
-	add := func(c int) {
-		if c > 0 && c < len(s) && (len(cuts) == 0 || c > cuts[len(cuts)-1]) {
-			cuts = append(cuts, c)
+func sentenceCuts(s string) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		sentenceCutsTo(s, yield)
+	}
+}
+
+// sentenceCutsTo gives sentenceCuts' cuts of s to yield until it returns
+// false.
+func sentenceCutsTo(s string, yield func(int) bool) {
+	last := 0 // the last cut yielded
+	// add yields c when it is a new interior cut; false when yield
+	// asked to stop.
+	add := func(c int) bool {
+		if c > 0 && c < len(s) && c > last {
+			last = c
+			return yield(c)
 		}
+		return true
 	}
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 		switch {
 		case isCJKStop(r):
-			add(i)
+			if !add(i) {
+				return
+			}
 		case isSentenceEnd(r):
 			j := i
 			for j < len(s) {
@@ -512,50 +650,51 @@ func sentenceCuts(s string) []int {
 				j += sz
 			}
 			k := j
-			last := 0
+			lastSize := 0 // of the last white space character
 			for k < len(s) {
 				r2, sz := utf8.DecodeRuneInString(s[k:])
 				if !unicode.IsSpace(r2) {
 					break
 				}
-				last = sz
+				lastSize = sz
 				k += sz
 			}
 			if k == j || k == len(s) {
 				i = j
 				continue
 			}
+			c := k - lastSize
 			if nl := strings.LastIndexByte(s[j:k], '\n'); nl >= 0 {
-				add(j + nl + 1)
-			} else {
-				add(k - last)
+				c = j + nl + 1
+			}
+			if !add(c) {
+				return
 			}
 			i = k
 		}
 	}
-	return cuts
 }
 
 // wordCuts cuts before the last whitespace character ahead of each word
 // but the first: whitespace that leads the text stays with its first word,
 // or it would be a piece of its own, and a chunk of nothing but it when
 // the word after it fills a chunk alone.
-func wordCuts(s string) []int {
-	var cuts []int
-	prevSpace, lastSpaceAt, word := false, 0, false
-	for i, r := range s {
-		sp := unicode.IsSpace(r)
-		if sp {
-			lastSpaceAt = i
-		} else {
-			if prevSpace && word {
-				cuts = append(cuts, lastSpaceAt)
+func wordCuts(s string) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		prevSpace, lastSpaceAt, word := false, 0, false
+		for i, r := range s {
+			sp := unicode.IsSpace(r)
+			if sp {
+				lastSpaceAt = i
+			} else {
+				if prevSpace && word && !yield(lastSpaceAt) {
+					return
+				}
+				word = true
 			}
-			word = true
+			prevSpace = sp
 		}
-		prevSpace = sp
 	}
-	return cuts
 }
 
 // fill cuts text[start:end], which no boundary above a character
