@@ -148,6 +148,11 @@ func (s *Store[TTx]) finishLLMTx(group []*llmFinish) error {
 		if err != nil || !live {
 			return err
 		}
+		if len(group) > 1 && s.dialect.GenericPlans != "" {
+			if _, err := s.exec(ctx, q, s.dialect.GenericPlans); err != nil {
+				return fmt.Errorf("finish model rows: %w", err)
+			}
+		}
 		if err := s.updateLLMRows(ctx, q, group); err != nil {
 			return err
 		}

@@ -127,6 +127,12 @@ type Dialect struct {
 	// signalled in process, and the backend looks for other processes'
 	// ends itself (RecheckWatched).
 	NotifyEnd string
+	// GenericPlans, when set, runs in a transaction before statements
+	// whose planning costs more than running them, so that they reuse the
+	// plan prepared the first time (PostgreSQL plans a prepared statement
+	// anew for its parameters at each of its first executions, and keeps
+	// doing so while that plan looks cheaper).
+	GenericPlans string
 	// AfterErase runs after a transaction that deleted secrets committed, so
 	// that erased bytes do not linger (SQLite checkpoints its WAL).
 	AfterErase func(ctx context.Context) error
