@@ -129,32 +129,40 @@ const (
 	typeLong  = 4
 )
 
-// ifdShort returns the first value of a SHORT or LONG tag in the IFD at
-// off. Single values of these types are stored inside the entry itself.
-func ifdShort(b []byte, order binary.ByteOrder, off int64, tag uint16) (int, bool) {
+// findIFDEntry returns the 12 bytes of the first entry of tag in the IFD at
+// off, if the IFD lies within b and has one.
+func findIFDEntry(b []byte, order binary.ByteOrder, off int64, tag uint16) ([]byte, bool) {
 	if off < 0 || off+2 > int64(len(b)) {
-		return 0, false
+		return nil, false
 	}
 	n := int64(order.Uint16(b[off : off+2]))
 	if off+2+n*12 > int64(len(b)) {
-		return 0, false
+		return nil, false
 	}
 	for k := int64(0); k < n; k++ {
-		e := b[off+2+k*12 : off+2+k*12+12]
-		if order.Uint16(e[0:2]) != tag {
-			continue
+		if e := b[off+2+k*12 : off+2+k*12+12]; order.Uint16(e[0:2]) == tag {
+			return e, true
 		}
-		switch order.Uint16(e[2:4]) {
-		case typeShort:
-			return int(order.Uint16(e[8:10])), true
-		case typeLong:
-			v := order.Uint32(e[8:12])
-			if v > 1<<31-1 {
-				return 0, false
-			}
-			return int(v), true
-		}
+	}
+	return nil, false
+}
+
+// ifdShort returns the first value of a SHORT or LONG tag in the IFD at
+// off. Single values of these types are stored inside the entry itself.
+func ifdShort(b []byte, order binary.ByteOrder, off int64, tag uint16) (int, bool) {
+	e, ok := findIFDEntry(b, order, off, tag)
+	if !ok {
 		return 0, false
+	}
+	switch order.Uint16(e[2:4]) {
+	case typeShort:
+		return int(order.Uint16(e[8:10])), true
+	case typeLong:
+		v := order.Uint32(e[8:12])
+		if v > 1<<31-1 {
+			return 0, false
+		}
+		return int(v), true
 	}
 	return 0, false
 }

@@ -75,31 +75,18 @@ func tiffResolution(b []byte, order binary.ByteOrder, off int64) (x, y int) {
 // (two LONGs, at the offset the entry holds). A missing, mistyped or
 // out-of-file value, or one with a zero denominator, is not there.
 func ifdRational(b []byte, order binary.ByteOrder, off int64, tag uint16) (float64, bool) {
-	if off < 0 || off+2 > int64(len(b)) {
+	e, ok := findIFDEntry(b, order, off, tag)
+	if !ok || order.Uint16(e[2:4]) != typeRational || order.Uint32(e[4:8]) < 1 {
 		return 0, false
 	}
-	n := int64(order.Uint16(b[off : off+2]))
-	if off+2+n*12 > int64(len(b)) {
+	at := int64(order.Uint32(e[8:12]))
+	if at+8 > int64(len(b)) {
 		return 0, false
 	}
-	for k := int64(0); k < n; k++ {
-		e := b[off+2+k*12 : off+2+k*12+12]
-		if order.Uint16(e[0:2]) != tag {
-			continue
-		}
-		if order.Uint16(e[2:4]) != typeRational || order.Uint32(e[4:8]) < 1 {
-			return 0, false
-		}
-		at := int64(order.Uint32(e[8:12]))
-		if at+8 > int64(len(b)) {
-			return 0, false
-		}
-		num, den := order.Uint32(b[at:]), order.Uint32(b[at+4:])
-		if den == 0 {
-			return 0, false
-		}
-		v := float64(num) / float64(den)
-		return v, !math.IsNaN(v)
+	num, den := order.Uint32(b[at:]), order.Uint32(b[at+4:])
+	if den == 0 {
+		return 0, false
 	}
-	return 0, false
+	v := float64(num) / float64(den)
+	return v, !math.IsNaN(v)
 }
