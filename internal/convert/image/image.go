@@ -372,7 +372,7 @@ func (p *Pages) single(ctx context.Context) (provider.Document, error) {
 	x, y := provider.ImageResolution(p.data)
 	b := upright.Bounds()
 	return provider.Document{Data: out, MIME: outMIME, Format: "markdown",
-		DPI: credibleDPI(uprightDPI(x, y, orientation), b.Dx(), b.Dy())}, nil
+		DPI: plausiblePageDPI(uprightDPI(x, y, orientation), b.Dx(), b.Dy())}, nil
 }
 
 // checkIntact fails a file that goes out as it came but would not decode

@@ -37,9 +37,9 @@ func uprightDPI(x, y, o int) int {
 // most A3 or tabloid (17 inches); beyond 20 the value is a placeholder.
 const maxPageInches = 20
 
-// credibleDPI is dpi when a page of w by h pixels at that resolution is a
+// plausiblePageDPI is dpi when a page of w by h pixels at that resolution is a
 // plausible document, else 0 (unknown: Tesseract guesses).
-func credibleDPI(dpi, w, h int) int {
+func plausiblePageDPI(dpi, w, h int) int {
 	if dpi <= 0 || max(w, h) > dpi*maxPageInches {
 		return 0
 	}

@@ -111,7 +111,7 @@ func (p *Pages) tiffPage(ctx context.Context, i int) (provider.Document, error) 
 	}
 	b := upright.Bounds()
 	return provider.Document{Data: out, MIME: mime, Page: n, Format: "markdown",
-		DPI: credibleDPI(uprightDPI(pg.xdpi, pg.ydpi, pg.orientation), b.Dx(), b.Dy())}, nil
+		DPI: plausiblePageDPI(uprightDPI(pg.xdpi, pg.ydpi, pg.orientation), b.Dx(), b.Dy())}, nil
 }
 
 func pageNumber(multi bool, i int) int {
