@@ -178,12 +178,21 @@ func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 // UNAVAILABLE "transport is closing", a code alerting reads as a server
 // fault, whether the client cancelled, its deadline passed or the edge cut
 // an answer nobody read.
+//
+// A handler can also return nil after its last Send while the stream is
+// already gone: under ServeHTTP a Send queues the message and returns
+// before the client has it, so a download whose client's deadline passed
+// meanwhile ended nil. The call did not end OK for the client, whose
+// status it is that is recorded.
 func (s *Server) mapErrorsStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	err := handler(srv, ss)
+	ctx := ss.Context()
 	if err == nil {
+		if ctx.Err() != nil {
+			return endedStatus(ctx).Err()
+		}
 		return nil
 	}
-	ctx := ss.Context()
 	if status.Code(err) == codes.Unavailable && ctx.Err() != nil {
 		if call := callFrom(ctx); call != nil && call.answerCut() {
 			s.logAnswerCut(ctx, call)
