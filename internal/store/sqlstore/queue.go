@@ -2,9 +2,11 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -161,6 +163,9 @@ func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID st
 		// its next check: taking them at once asked their providers twice.
 		go s.reclaimAfter(ctx, clientID, left, settle, stopped, hold.Lost())
 	}
+	if clientID != "" && cfg.DeriveClientID {
+		go s.sweepSiblings(ctx, cfg.ClientID, clientID, stopped)
+	}
 	go func() {
 		var lost <-chan struct{}
 		if hold != nil {
@@ -269,4 +274,117 @@ func (s *Store[TTx]) reclaim(ctx context.Context, clientID string, left []leftJo
 		s.logger.InfoContext(ctx, "store: reclaimed river jobs of a previous run", "client_id", clientID, "jobs", n)
 	}
 	return nil
+}
+
+// siblingSweepEvery is how often a process working under a host-derived id
+// looks for the running jobs of its host's other ids that no process holds.
+const siblingSweepEvery = time.Minute
+
+// sweepSiblings reclaims, at start and then every siblingSweepEvery until
+// stopped, the running jobs of base's other ids (base, base-2 …
+// base-MaxDerivedClientIDs, own excepted) whose id no live process holds.
+// Two processes of one host that restart can take each other's ids, and
+// one that never comes back leaves an id nobody takes again: without the
+// sweep its jobs waited for River's rescuer (the longest stage timeout
+// plus a minute). Taking the id first makes it as safe as a restart's own
+// reclaim: a live holder keeps it, and one whose connection dropped is
+// waited out for the hold's Settle.
+func (s *Store[TTx]) sweepSiblings(ctx context.Context, base, own string, stopped <-chan struct{}) {
+	ctx = context.WithoutCancel(ctx)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-stopped:
+			return
+		case <-t.C:
+		}
+		ids, err := s.siblingsRunning(ctx, base, own)
+		if err != nil {
+			s.logger.WarnContext(ctx, "store: looking for jobs of this host's other node ids failed", "client_id", own, "err", err)
+		}
+		for _, id := range ids {
+			if !s.reclaimSibling(ctx, id, stopped) {
+				return
+			}
+		}
+		t.Reset(siblingSweepEvery)
+	}
+}
+
+// siblingsRunning lists the ids of base's family other than own that made
+// the last attempt of a running River job.
+func (s *Store[TTx]) siblingsRunning(ctx context.Context, base, own string) ([]string, error) {
+	rows, err := s.query(ctx, s.backend.DB(), `SELECT DISTINCT `+s.dialect.LastAttemptedBy+` FROM river_job
+		WHERE state = 'running'`)
+	if err != nil {
+		return nil, fmt.Errorf("node ids of running river jobs: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id sql.NullString
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("node ids of running river jobs: %w", err)
+		}
+		if id.Valid && id.String != own && derivedFrom(id.String, base) {
+			ids = append(ids, id.String)
+		}
+	}
+	return ids, rows.Err()
+}
+
+// derivedFrom reports whether id is base or one of the ids holdNode derives
+// from it.
+func derivedFrom(id, base string) bool {
+	if id == base {
+		return true
+	}
+	n, ok := strings.CutPrefix(id, base+"-")
+	if !ok {
+		return false
+	}
+	k, err := strconv.Atoi(n)
+	return err == nil && k >= 2 && k <= store.MaxDerivedClientIDs && strconv.Itoa(k) == n
+}
+
+// reclaimSibling takes id if no process holds it, reclaims the jobs it left
+// running once its Settle has passed, and gives it up again. It returns
+// false when the client stopped meanwhile.
+func (s *Store[TTx]) reclaimSibling(ctx context.Context, id string, stopped <-chan struct{}) bool {
+	hold, err := s.backend.HoldNode(ctx, id)
+	if errors.Is(err, store.ErrNodeHeld) {
+		return true // alive: its jobs are its own
+	}
+	if err != nil {
+		s.logger.WarnContext(ctx, "store: taking another node id of this host failed", "node_id", id, "err", err)
+		return true
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(ctx, hardStopWait)
+		defer cancel()
+		if err := hold.Release(rctx); err != nil {
+			s.logger.WarnContext(ctx, "store: releasing another node id of this host failed", "node_id", id, "err", err)
+		}
+	}()
+	left, err := s.leftRunning(ctx, id)
+	if err != nil {
+		s.logger.WarnContext(ctx, "store: listing the jobs of another node id of this host failed", "node_id", id, "err", err)
+		return true
+	}
+	if settle := hold.Settle(); settle > 0 && len(left) > 0 {
+		t := time.NewTimer(settle)
+		defer t.Stop()
+		select {
+		case <-stopped:
+			return false
+		case <-hold.Lost():
+			return true
+		case <-t.C:
+		}
+	}
+	if err := s.reclaim(ctx, id, left); err != nil {
+		s.logger.WarnContext(ctx, "store: reclaiming the jobs of another node id of this host failed; River's rescuer will", "node_id", id, "err", err)
+	}
+	return true
 }

@@ -120,3 +120,70 @@ func testWorkDerivesANodeIDOnlyWhenAllowed(t *testing.T, s Store) {
 		noErr(t, "stop", stop(ctx(t)))
 	}
 }
+
+// testWorkReclaimsSiblings: a process working under a host-derived id takes
+// back at once the running jobs of its host's other ids that no process
+// holds (one of two processes of a host did not come back), and leaves a
+// live sibling's and another host's alone.
+func testWorkReclaimsSiblings(t *testing.T, s Store) {
+	h := &harness{t: t, s: s, steps: map[string]stepFunc{}, runs: make(chan stepRun, 10)}
+	started := make(chan string, 8)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	h.on("hold", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		started <- fmt.Sprint(rj.Attempt, " ", rj.AttemptedBy[len(rj.AttemptedBy)-1])
+		if rj.Attempt == 1 {
+			<-release // deaf to its context, as a hung job is
+		}
+		return nil
+	})
+	waitStarted := func(want string) {
+		t.Helper()
+		select {
+		case got := <-started:
+			equal(t, "attempt and client", got, want)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not start", want)
+		}
+	}
+	// hung leaves one job hung in its first attempt under id; the process
+	// stays alive when live, else ends with the job still running.
+	hung := func(id string, live bool) int64 {
+		t.Helper()
+		cfg := store.WorkConfig{ClientID: id, HardStopWait: time.Millisecond}
+		if live {
+			// Its one worker stays busy with the hung job, so the jobs
+			// below are worked by the process under test.
+			cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 1}}
+		}
+		stop, err := h.start(cfg)
+		noErr(t, "Work as "+id, err)
+		createJob(t, s, newJob("acct", 1), store.CreateJobParams{Enqueue: []river.InsertManyParams{step("hold")}})
+		waitStarted("1 " + id)
+		ids := stepJobIDs(t, s)
+		jobID := ids[len(ids)-1]
+		if live {
+			t.Cleanup(func() {
+				gone, cancel := context.WithCancel(ctx(t))
+				cancel()
+				_ = stop(gone)
+			})
+			return jobID
+		}
+		gone, cancel := context.WithCancel(ctx(t))
+		cancel()
+		_ = stop(gone) // the job outlived the stop, by design
+		return jobID
+	}
+	dead := hung("host-s-2", false)
+	other := hung("elsewhere", false)
+	live := hung("host-s-3", true)
+
+	stop, err := h.start(store.WorkConfig{ClientID: "host-s", DeriveClientID: true})
+	noErr(t, "Work as host-s", err)
+	t.Cleanup(func() { _ = stop(context.Background()) })
+	waitStarted("2 host-s")
+	waitRiverState(t, s, dead, rivertype.JobStateCompleted)
+	equal(t, "live sibling's job", lastAttempt(t, s, live), running("host-s-3"))
+	equal(t, "another host's job", lastAttempt(t, s, other), running("elsewhere"))
+}

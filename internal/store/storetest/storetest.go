@@ -83,6 +83,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TheLastRowEndsAJobThatDoesNotMerge", testTheLastRowEndsAJobThatDoesNotMerge},
 		{"WorkReclaimsJobsOfThePreviousIncarnation", testWorkReclaims},
 		{"WorkDerivesANodeIDOnlyWhenAllowed", testWorkDerivesANodeIDOnlyWhenAllowed},
+		{"WorkReclaimsTheJobsOfAHostIDNoProcessHolds", testWorkReclaimsSiblings},
 		{"WorkStopWaitsForRunningJobs", testWorkStop},
 		{"CommittedHandOffsAreWorkedWithoutWaitingForThePoll", testHandOffsWakeTheQueue},
 		{"WebhookAttemptsAreRecordedAndEndWithTheSecret", testWebhookAttemptsAndRetention},
