@@ -10,9 +10,11 @@
 //
 // What leaves this package: JPEG, PNG, WebP and single-frame GIF files that
 // need no rotation go out as they came (after a full decode proves they are
-// intact). Everything that has to be re-encoded (rotated pages, TIFF and BMP
-// pages, the first frame of an animated GIF) becomes PNG, because PNG is
-// lossless and every vendor and Tesseract read it; the exceptions are
+// intact), but for a placeholder resolution in their header (a camera's 72
+// dpi on a photo 56 inches long at that), which is taken out. Everything
+// that has to be re-encoded (rotated pages, TIFF and BMP pages, the first
+// frame of an animated GIF) becomes PNG, because PNG is lossless and every
+// vendor and Tesseract read it; the exceptions are
 // rotated JPEGs and pages whose PNG would exceed the smallest vendor image
 // limit, which become JPEG at quality 90 (photos are lossy already, and a
 // phone photo as PNG is five to ten times larger than as JPEG). Not every
@@ -189,6 +191,7 @@ type Pages struct {
 	data []byte
 	f    format
 	tiff []tiffPage // TIFF pages; nil for the one-page formats
+	w, h int        // size of a one-page format's page, from its header
 }
 
 // Open checks data's pages from their headers alone: format, pixel count
@@ -221,6 +224,7 @@ func Open(cfg Config, data []byte) (*Pages, error) {
 	if err := checkDecoded(int64(c.Width), int64(c.Height), c.ColorModel, cfg.MaxDecodedBytes, 0); err != nil {
 		return nil, err
 	}
+	p.w, p.h = c.Width, c.Height
 	return p, nil
 }
 
@@ -357,7 +361,7 @@ func (p *Pages) single(ctx context.Context) (provider.Document, error) {
 		if err := p.checkIntact(ctx); err != nil {
 			return provider.Document{}, err
 		}
-		return provider.Document{Data: p.data, MIME: mime, Format: "markdown"}, nil
+		return provider.Document{Data: withoutPlaceholderResolution(p.f, p.data, p.w, p.h), MIME: mime, Format: "markdown"}, nil
 	}
 	img, err := p.decodeSingle(ctx)
 	if err != nil {

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 )
@@ -9,7 +10,8 @@ import (
 // re-encoded (provider.Document.DPI): the PNG written carries none, and
 // Tesseract, given none, guesses it from the text and reads the same
 // pixels otherwise by its guess. A page that goes out as it came keeps
-// its header, which says it.
+// its header, which says it, unless what it says is a placeholder
+// (withoutPlaceholderResolution).
 
 // TIFF tags of a page's resolution.
 const (
@@ -89,4 +91,121 @@ func ifdRational(b []byte, order binary.ByteOrder, off int64, tag uint16) (float
 	}
 	v := float64(num) / float64(den)
 	return v, !math.IsNaN(v)
+}
+
+// withoutPlaceholderResolution is the file of a page that goes out as it
+// came, w by h pixels and upright, without the resolution its header gives
+// when that resolution is a placeholder (plausiblePageDPI): the page is
+// then read as one that gives none, as a re-encoded page with such a
+// resolution is. Only the header is touched, not the pixels: a JPEG's
+// JFIF density unit becomes 0 (the densities then give the pixels' aspect
+// ratio only) and a PNG's pHYs chunk is left out, the two fields
+// leptonica reads from these formats (the EXIF resolution of a JPEG it
+// does not read, and WebP and GIF have no field it reads); the other
+// formats are re-encoded. data itself is never written to: a file that
+// changes is a copy.
+func withoutPlaceholderResolution(f format, data []byte, w, h int) []byte {
+	switch f {
+	case formatJPEG:
+		units, dpi := jfifDensity(data)
+		if dpi == 0 || plausiblePageDPI(dpi, w, h) != 0 {
+			return data
+		}
+		out := bytes.Clone(data)
+		for _, at := range units {
+			out[at] = 0
+		}
+		return out
+	case formatPNG:
+		chunks, dpi := pngPHYs(data)
+		if dpi == 0 || plausiblePageDPI(dpi, w, h) != 0 {
+			return data
+		}
+		out := make([]byte, 0, len(data))
+		from := 0
+		for _, c := range chunks {
+			out = append(out, data[from:c[0]]...)
+			from = c[1]
+		}
+		return append(out, data[from:]...)
+	}
+	return data
+}
+
+// jfifDensity finds a JPEG's JFIF APP0 segments as libjpeg reads them,
+// which leptonica takes the resolution from: any APP0 before the first
+// scan that starts "JFIF\0" and holds at least the 14 bytes of its fields,
+// each overriding the one before (it need not be the first segment). It
+// returns the offset of each one's density unit and the pixels per inch
+// down the image the last gives (0 for its unit 0, no unit), converted
+// from centimetres and rounded as leptonica does.
+func jfifDensity(b []byte) (units []int, dpi int) {
+	i := 2 // past SOI
+	for i+1 < len(b) {
+		if b[i] != 0xFF {
+			i++ // libjpeg skips stray bytes before a marker, with a warning
+			continue
+		}
+		marker := b[i+1]
+		switch {
+		case marker == 0xFF: // fill byte
+			i++
+			continue
+		case marker == 0xD8 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7):
+			i += 2 // markers without a length
+			continue
+		case marker == 0xDA || marker == 0xD9: // start of scan, end of image
+			return units, dpi
+		}
+		if i+4 > len(b) {
+			break
+		}
+		size := int(binary.BigEndian.Uint16(b[i+2 : i+4]))
+		if size < 2 || i+2+size > len(b) {
+			break
+		}
+		seg := b[i+4 : i+2+size]
+		if marker == 0xE0 && len(seg) >= 14 && bytes.HasPrefix(seg, []byte("JFIF\x00")) {
+			units = append(units, i+4+7)
+			switch y := int(binary.BigEndian.Uint16(seg[10:12])); seg[7] {
+			case 1: // dots per inch
+				dpi = y
+			case 2: // dots per centimetre
+				dpi = int(float32(y)*2.54 + 0.5)
+			default:
+				dpi = 0
+			}
+		}
+		i += 2 + size
+	}
+	return units, dpi
+}
+
+// pngPHYs finds a PNG's pHYs chunks before its image data, as start and
+// end offsets, and the pixels per inch down the image of the one libpng
+// reads, which leptonica takes the resolution from: the first of the
+// right length (a later one is a duplicate, one after the image data out
+// of place, both ignored), in pixels per metre (unit 1; 0 for any other),
+// rounded as leptonica does.
+func pngPHYs(b []byte) (chunks [][2]int, dpi int) {
+	read := false
+	for i := 8; i+8 <= len(b); { // past the signature
+		n := int64(binary.BigEndian.Uint32(b[i : i+4]))
+		end := int64(i) + 12 + n // length, type, data, CRC
+		typ := string(b[i+4 : i+8])
+		if end > int64(len(b)) || typ == "IDAT" || typ == "IEND" {
+			break
+		}
+		if typ == "pHYs" {
+			chunks = append(chunks, [2]int{i, int(end)})
+			if n == 9 && !read {
+				read = true
+				if b[i+16] == 1 { // the metre
+					dpi = int(float32(binary.BigEndian.Uint32(b[i+12:]))/39.37 + 0.5)
+				}
+			}
+		}
+		i = int(end)
+	}
+	return chunks, dpi
 }

@@ -3,8 +3,10 @@ package tesseract
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"image"
 	"image/png"
 	"math"
@@ -420,5 +422,47 @@ func TestRecognizeReadsATIFFScanAtItsResolution(t *testing.T) {
 	if got.Text != want.Text {
 		t.Errorf("the TIFF reads %d amounts, the PNG %d; it reads:\n%s\nthe PNG:\n%s",
 			len(amountPattern.FindAllString(got.Text, -1)), len(amountPattern.FindAllString(want.Text, -1)), got.Text, want.Text)
+	}
+}
+
+// TestRecognizeReadsAPlaceholderResolutionAsNone reads the invoice scan
+// labelled 72 dpi instead of its 350, as software writes for want of a
+// value: a page 53 inches long, no document. image.Prepare hands the PNG
+// over as it came but without its pHYs chunk, the scan as one written
+// with no resolution, which tesseract guesses (362 dpi): 12 of the 17
+// amounts are read, where believing the 72 (the file read as it is)
+// reads 1.
+func TestRecognizeReadsAPlaceholderResolutionAsNone(t *testing.T) {
+	ocr := newOCR(t, Config{})
+	scan := []byte(readTestdata(t, "AmazonWebServices.png"))
+	at := bytes.Index(scan, []byte("pHYs")) - 4 // the chunk: length, type, 9 bytes, CRC
+	if at < 8 || binary.BigEndian.Uint32(scan[at:]) != 9 {
+		t.Fatal("the scan has no pHYs chunk")
+	}
+	noResolution := slices.Concat(scan[:at], scan[at+21:])
+	at72 := slices.Clone(scan)
+	binary.BigEndian.PutUint32(at72[at+8:], 2835) // pixels per metre
+	binary.BigEndian.PutUint32(at72[at+12:], 2835)
+	binary.BigEndian.PutUint32(at72[at+17:], crc32.ChecksumIEEE(at72[at+4:at+17]))
+
+	docs, err := convimage.Prepare(context.Background(), convimage.Config{}, at72)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(docs[0].Data, noResolution) {
+		t.Errorf("the scan labelled 72 dpi is handed over as %d bytes, not as the %d of the scan without its pHYs chunk", len(docs[0].Data), len(noResolution))
+	}
+	got, err := ocr.Recognize(context.Background(), docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	believed, err := ocr.Recognize(context.Background(), provider.Document{Data: at72, MIME: "image/png"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, b := len(amountPattern.FindAllString(got.Text, -1)), len(amountPattern.FindAllString(believed.Text, -1))
+	t.Logf("amounts read: %d prepared, %d at the header's 72 dpi", g, b)
+	if g <= b {
+		t.Errorf("the prepared scan reads %d amounts, the scan at its 72 dpi %d; it reads:\n%s", g, b, got.Text)
 	}
 }
