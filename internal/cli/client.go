@@ -448,7 +448,7 @@ type progress struct {
 	polled bool
 }
 
-// Waits of follow. A service that restarts drains its work for up to 30 s
+// Waits of follow. A service that restarts drains its work for up to 30 s by default
 // with its port closed, and a proxy in front answers 502 to 504 meanwhile:
 // follow asks again after followBackoff, doubled after each failure up to
 // followMaxBackoff, and gives up once it has failed for followGiveUp in a

@@ -28,6 +28,9 @@ import (
 // testService is a running docjobs service and the key of its account.
 type testService struct {
 	base, key string
+	// stop stops the service as a signal does and returns what serve
+	// returned; the test's cleanup calls it when the test did not.
+	stop func() error
 }
 
 // startService starts the service; extra are more of its variables, as
@@ -57,9 +60,17 @@ func startService(t *testing.T, extra ...string) testService {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- serve(ctx, serveEnv, cfg) }()
+	var once sync.Once
+	var serveErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			serveErr = <-served
+		})
+		return serveErr
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	})
@@ -67,7 +78,7 @@ func startService(t *testing.T, extra ...string) testService {
 	if err := waitReady(ctx, base); err != nil {
 		t.Fatal(err)
 	}
-	return testService{base: base, key: key}
+	return testService{base: base, key: key, stop: stop}
 }
 
 // env is the client's environment for this service.

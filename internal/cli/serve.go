@@ -174,6 +174,25 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		log.Info("workers started", "node", node)
 	}
 
+	// The workers drain from the signal on, beside the requests in flight:
+	// one after the other, a stop took up to twice DOCJOBS_SHUTDOWN_TIMEOUT,
+	// past a supervisor's grace period.
+	drain, startDrain := context.WithCancel(ctx) // or when serving ends without a signal
+	defer startDrain()
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		if stopWork == nil {
+			return
+		}
+		<-drain.Done()
+		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		if err := stopWork(stopCtx); err != nil {
+			log.Warn("workers did not stop cleanly", "err", err)
+		}
+	}()
+
 	var serveErr error
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleAPI {
 		serveErr = serveAPI(ctx, ln, cfg, log, st, bucket, sealer, keys, registry, newID)
@@ -186,13 +205,8 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		serveErr = errors.Join(serveErr, cause)
 	}
 
-	if stopWork != nil {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := stopWork(stopCtx); err != nil {
-			log.Warn("workers did not stop cleanly", "err", err)
-		}
-	}
+	startDrain()
+	<-drained
 	log.Info("docjobs stopped")
 	return serveErr
 }
@@ -285,10 +299,11 @@ func serveAPI(ctx context.Context, ln net.Listener, cfg config.Config, log *slog
 // serverConfig is the edge's part of cfg.
 func serverConfig(cfg config.Config) server.Config {
 	return server.Config{
-		UploadMaxBytes: cfg.UploadMaxBytes,
-		MaxConnections: cfg.MaxConnections,
-		AccountRate:    cfg.AccountRate,
-		AccountBurst:   cfg.AccountBurst,
+		UploadMaxBytes:  cfg.UploadMaxBytes,
+		MaxConnections:  cfg.MaxConnections,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		AccountRate:     cfg.AccountRate,
+		AccountBurst:    cfg.AccountBurst,
 	}
 }
 

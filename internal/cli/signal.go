@@ -22,7 +22,7 @@ const repeatWindow = time.Second
 
 // StopOnSignal returns a context that ends at the first signal from sigs,
 // which starts the graceful stop (serve stops accepting, lets requests
-// finish and drains the workers for up to 30 s). A second signal does not
+// finish and drains the workers for up to DOCJOBS_SHUTDOWN_TIMEOUT). A second signal does not
 // wait for that: it logs and calls exit(ExitForced), as an operator's
 // second Ctrl-C means; one within repeatWindow of the first is the same
 // stop. stop ends the watch; signals after it are ignored.

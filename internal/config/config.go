@@ -107,6 +107,14 @@ type Config struct {
 	// derived id rather than be refused.
 	NodeIDFromHost bool
 	LogLevel       string // DOCJOBS_LOG_LEVEL, default "info"
+	// ShutdownTimeout bounds the graceful stop after a signal
+	// (DOCJOBS_SHUTDOWN_TIMEOUT, default 30s): requests in flight and the
+	// workers' jobs get this long together; jobs still running then are
+	// cancelled, back on the queue for the next process, and given up to
+	// 10 s more to return. Set it under a supervisor's grace period (a
+	// Kubernetes pod's 30 s), so that files are handed back rather than
+	// held by a killed process until it restarts.
+	ShutdownTimeout time.Duration
 }
 
 // MaxProviderTimeout bounds DOCJOBS_PROVIDER_TIMEOUT: a call that has not
@@ -146,6 +154,7 @@ func Load(getenv func(string) string) (Config, error) {
 		JobDeadline:         2 * time.Hour,
 		PDFMaxPages:         1000,
 		FileTimeout:         10 * time.Minute,
+		ShutdownTimeout:     30 * time.Second,
 		ProviderConcurrency: 8,
 		ProviderTimeout:     120 * time.Second,
 		ModelWorkers:        32,
@@ -199,6 +208,7 @@ func Load(getenv func(string) string) (Config, error) {
 		"DOCJOBS_FETCH_TOTAL_TIMEOUT": &c.FetchTotalTimeout,
 		"DOCJOBS_JOB_DEADLINE":        &c.JobDeadline,
 		"DOCJOBS_FILE_TIMEOUT":        &c.FileTimeout,
+		"DOCJOBS_SHUTDOWN_TIMEOUT":    &c.ShutdownTimeout,
 		// A vision model takes tens of seconds on a dense page, a reasoning
 		// model may take minutes: the operator knows which they use.
 		"DOCJOBS_PROVIDER_TIMEOUT": &c.ProviderTimeout,

@@ -34,7 +34,8 @@ func TestDefaultsFollowTheDataDir(t *testing.T) {
 	if c.UploadMaxBytes != 20<<20 || c.AllowPrivateURLs || c.JobDeadline != 2*time.Hour || len(c.WebhookRetrySchedule) != 7 ||
 		c.Retention != 0 || c.RecognizeWorkers != 16 || c.ProviderTimeout != 120*time.Second || c.MaxConnections != 4096 ||
 		c.AccountMaxActiveJobs != 1000 || c.AccountMaxUploadBytes != 1<<30 || c.AccountRate != 50 || c.AccountBurst != 100 ||
-		c.FetchWorkers != 16 || c.FetchTimeout != 2*time.Minute || c.FetchTotalTimeout != 10*time.Minute || c.MaxChunksPerFile != 1000 {
+		c.FetchWorkers != 16 || c.FetchTimeout != 2*time.Minute || c.FetchTotalTimeout != 10*time.Minute || c.MaxChunksPerFile != 1000 ||
+		c.ShutdownTimeout != 30*time.Second {
 		t.Errorf("defaults: %+v", c)
 	}
 }
@@ -58,6 +59,7 @@ func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
 		{"DOCJOBS_MAX_CHUNKS_PER_FILE", "0"},
 		{"DOCJOBS_ACCOUNT_RATE", "-1"},
 		{"DOCJOBS_ACCOUNT_BURST", "0"},
+		{"DOCJOBS_SHUTDOWN_TIMEOUT", "0s"},
 		{"DOCJOBS_LOG_LEVEL", "verbose"},
 		{"DOCJOBS_PUBLIC_URL", "ftp://x"},
 		{"DOCJOBS_PUBLIC_URL", "localhost:8080"},
