@@ -410,11 +410,8 @@ func (s *splitter) code(b span, o int, fence string) {
 		if i == 0 {
 			// The first unit holds the opening line itself. Its parts were
 			// sized with the context, so dropping it only makes room.
-			for u := &s.units[k]; ; u = &u.parts[0] {
-				u.open = ""
-				if len(u.parts) == 0 {
-					break
-				}
+			for u := &s.units[k]; u != nil; u = s.firstPart(u) {
+				u.open = 0
 			}
 		}
 		from, prio = e, prioSentence
@@ -556,8 +553,8 @@ func (s *splitter) row(start, end, prio int, header string) {
 		return
 	}
 	if len(s.units)-k == 1 {
-		if u := &s.units[k]; s.ctx(header)+u.tokens <= s.budget {
-			reopen(u, header)
+		if u := &s.units[k]; s.ctx(header)+int(u.tokens) <= s.budget {
+			s.reopen(u, s.intern(header))
 		}
 		return
 	}
@@ -567,10 +564,11 @@ func (s *splitter) row(start, end, prio int, header string) {
 
 // reopen sets the context a chunk starting at u, or at any of its parts,
 // re-opens.
-func reopen(u *unit, open string) {
+func (s *splitter) reopen(u *unit, open ctxID) {
 	u.open = open
-	for i := range u.parts {
-		reopen(&u.parts[i], open)
+	parts := s.partsOf(u)
+	for i := range parts {
+		s.reopen(&parts[i], open)
 	}
 }
 
