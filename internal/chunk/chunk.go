@@ -387,7 +387,7 @@ type splitter struct {
 	ctxs     []context
 	ctxIndex map[string]ctxID
 	recent   [2]ctxID
-	units    []unit
+	units    unitList
 	// parts are the units collapsed ones were counted as (unit.parts),
 	// nil once a unit is spliced back into them or dropped.
 	parts [][]unit
@@ -462,7 +462,7 @@ func (s *splitter) fits(start, end, limit int) (int, bool) {
 // caller counted that text whole.
 func (s *splitter) add(start, end, tokens, prio int, open, close string) {
 	s.tally(tokens)
-	s.units = append(s.units, s.newUnit(start, end, tokens, prio, open, close, tokens))
+	s.units.push(s.newUnit(start, end, tokens, prio, open, close, tokens))
 }
 
 // joins reports whether a and b, given in the order they are joined,
@@ -474,10 +474,11 @@ func (s *splitter) joins(a, b string) bool { return s.additive && cleanJoin(a, b
 // between two is clean. By induction from the right, count(P1+…+Pk) =
 // count(P1+…+Pk-1) + count(Pk), since P1+…+Pk-1 ends as Pk-1 does.
 // 0 when it is not known.
-func (s *splitter) countOf(parts []unit) int {
+func (s *splitter) countOf(k int, part func(i int) *unit) int {
 	n := 0
-	for i, u := range parts {
-		if u.count == 0 || i > 0 && !s.joins(s.text[parts[i-1].start:parts[i-1].end], s.text[u.start:u.end]) {
+	for i := range k {
+		u := part(i)
+		if u.count == 0 || i > 0 && !s.joins(s.text[part(i-1).start:part(i-1).end], s.text[u.start:u.end]) {
 			return 0
 		}
 		n += int(u.count)
@@ -485,34 +486,39 @@ func (s *splitter) countOf(parts []unit) int {
 	return n
 }
 
+// partsCount is countOf for a slice of units.
+func (s *splitter) partsCount(parts []unit) int {
+	return s.countOf(len(parts), func(i int) *unit { return &parts[i] })
+}
+
 // drop removes the units from first on.
 func (s *splitter) drop(first int) {
-	for i := range s.units[first:] {
-		u := &s.units[first+i]
+	for i := first; i < s.units.len(); i++ {
+		u := s.units.at(i)
 		s.tally(-int(u.tokens))
 		s.release(u, false)
 	}
-	s.units = s.units[:first]
+	s.units.truncate(first)
 }
 
 // collapse replaces the units from first on with one unit for
 // [start,end) when their summed tokens fit limit: a span split only
 // because its byte length made its token count uncertain stays whole.
 func (s *splitter) collapse(first, start, end, prio int, open, close string, limit int) {
-	if len(s.units)-first < 2 {
+	if s.units.len()-first < 2 {
 		return
 	}
 	sum := 0
-	for _, u := range s.units[first:] {
-		sum += int(u.tokens)
+	for i := first; i < s.units.len(); i++ {
+		sum += int(s.units.at(i).tokens)
 	}
 	if sum > limit {
 		return
 	}
-	parts := append([]unit(nil), s.units[first:]...)
+	parts := s.units.copyOut(first)
 	count := 0
 	if int(parts[0].start) == start && int(parts[len(parts)-1].end) == end {
-		count = s.countOf(parts) // units are contiguous
+		count = s.partsCount(parts) // units are contiguous
 	}
 	// Without a known count (a cut inside a run of spaces, after a
 	// newline before a blank line, between characters) every chunk
@@ -528,7 +534,8 @@ func (s *splitter) collapse(first, start, end, prio int, open, close string, lim
 	}
 	u := s.newUnit(start, end, sum, prio, open, close, count)
 	s.setParts(&u, parts)
-	s.units = append(s.units[:first], u)
+	s.units.truncate(first)
+	s.units.push(u)
 }
 
 // cleanAt reports whether s.text splits cleanly at p, so that a unit
@@ -549,21 +556,21 @@ func (s *splitter) pack() ([]Chunk, error) {
 	// the units' counts do (maxText).
 	var pre []int32
 	prefix := func() {
-		pre = slices.Grow(pre[:0], len(s.units)+1)[:len(s.units)+1]
+		pre = slices.Grow(pre[:0], s.units.len()+1)[:s.units.len()+1]
 		pre[0] = 0
-		for i, u := range s.units {
-			pre[i+1] = pre[i] + u.tokens
+		for i := range s.units.len() {
+			pre[i+1] = pre[i] + s.units.at(i).tokens
 		}
 	}
 	prefix()
 	cost := func(a, e int) int {
-		return s.ctxTokens(s.units[a].open) + int(pre[e]-pre[a]) + s.ctxTokens(s.units[e-1].close)
+		return s.ctxTokens(s.units.at(a).open) + int(pre[e]-pre[a]) + s.ctxTokens(s.units.at(e-1).close)
 	}
 	// fit returns the largest e in (next, n] with cost(a, e) ≤ budget, or next.
 	fit := func(a, next int) int {
 		best := next
-		openTok := s.ctxTokens(s.units[a].open)
-		for e := next + 1; e <= len(s.units) && openTok+int(pre[e]-pre[a]) <= s.budget; e++ {
+		openTok := s.ctxTokens(s.units.at(a).open)
+		for e := next + 1; e <= s.units.len() && openTok+int(pre[e]-pre[a]) <= s.budget; e++ {
 			if cost(a, e) <= s.budget {
 				best = e
 			}
@@ -571,10 +578,10 @@ func (s *splitter) pack() ([]Chunk, error) {
 		return best
 	}
 	boundary := func(e int) int {
-		if e == len(s.units) {
+		if e == s.units.len() {
 			return math.MaxInt
 		}
-		return int(s.units[e].prio)
+		return int(s.units.at(e).prio)
 	}
 	// A chunk must carry document content, not only whitespace, an XML
 	// declaration or a heading whose section is in the next chunk: each
@@ -582,20 +589,20 @@ func (s *splitter) pack() ([]Chunk, error) {
 	// after a unit that belongs with the next (keep) nor before a tail
 	// of the document without content, and its new units hold content.
 	keep := func(i int) bool {
-		u := s.units[i]
+		u := s.units.at(i)
 		return u.keep || s.mdHeadings && int(u.prio) == prioHeading && isHeadingOnly(s.text[u.start:u.end])
 	}
-	content := func(i int) bool { return !isBlank(s.text[s.units[i].start:s.units[i].end]) && !keep(i) }
+	content := func(i int) bool { return !isBlank(s.text[s.units.at(i).start:s.units.at(i).end]) && !keep(i) }
 	lastContent := -1
 	findLast := func() {
-		lastContent = len(s.units) - 1
+		lastContent = s.units.len() - 1
 		for lastContent >= 0 && !content(lastContent) {
 			lastContent--
 		}
 	}
 	findLast()
 	endsWell := func(c int) bool {
-		return c == len(s.units) || !keep(c-1) && c <= lastContent
+		return c == s.units.len() || !keep(c-1) && c <= lastContent
 	}
 	// pick returns the furthest end emax that fits a chunk from a, and
 	// the end e to take, -1 when no end up to emax ends well: among ends
@@ -637,7 +644,7 @@ func (s *splitter) pack() ([]Chunk, error) {
 	type making struct{ next, last, a int }
 	var made []making
 	next, last := 0, -1
-	for next < len(s.units) {
+	for next < s.units.len() {
 		a := next
 		if last >= 0 {
 			a = last // overlap: the previous chunk's last unit comes again
@@ -647,12 +654,12 @@ func (s *splitter) pack() ([]Chunk, error) {
 			a = next
 			emax, e = pick(a, next)
 		}
-		if emax == next && s.units[next].parts != 0 {
+		if emax == next && s.units.at(next).parts != 0 {
 			resplit(next)
 			continue
 		}
 		if emax == next {
-			u := s.units[next]
+			u := s.units.at(next)
 			return nil, fmt.Errorf("%w: %d tokens at byte %d with %d tokens of re-opened context and closing tags (budget %d)",
 				ErrBudgetTooSmall, u.tokens, u.start, s.ctxTokens(u.open)+s.ctxTokens(u.close), s.budget)
 		}
@@ -662,10 +669,10 @@ func (s *splitter) pack() ([]Chunk, error) {
 			// that a heading takes the start of its section along; with
 			// nothing left to split, end where it fits.
 			switch {
-			case emax < len(s.units) && s.units[emax].parts != 0:
+			case emax < s.units.len() && s.units.at(emax).parts != 0:
 				resplit(emax)
 				continue
-			case s.units[emax-1].parts != 0:
+			case s.units.at(emax-1).parts != 0:
 				resplit(emax - 1)
 				continue
 			}
@@ -681,8 +688,8 @@ func (s *splitter) pack() ([]Chunk, error) {
 			// rare, so give back at least the excess and confirm again.
 			if e-1 > next {
 				over := c.Tokens - s.budget
-				for e--; e-1 > next && over > int(s.units[e].tokens); e-- {
-					over -= int(s.units[e].tokens)
+				for e--; e-1 > next && over > int(s.units.at(e).tokens); e-- {
+					over -= int(s.units.at(e).tokens)
 				}
 				continue
 			}
@@ -695,8 +702,8 @@ func (s *splitter) pack() ([]Chunk, error) {
 		if c.Tokens > s.budget {
 			// One unit alone is over: a span that was kept whole because
 			// its parts' counts summed within the limit. Use the parts.
-			if s.units[next].parts == 0 {
-				return nil, fmt.Errorf("%w: %d tokens at byte %d (budget %d)", ErrBudgetTooSmall, c.Tokens, s.units[next].start, s.budget)
+			if s.units.at(next).parts == 0 {
+				return nil, fmt.Errorf("%w: %d tokens at byte %d (budget %d)", ErrBudgetTooSmall, c.Tokens, s.units.at(next).start, s.budget)
 			}
 			resplit(next)
 			continue
@@ -713,7 +720,7 @@ func (s *splitter) pack() ([]Chunk, error) {
 				last, next = e-1, e
 				continue
 			}
-			if e < len(s.units) {
+			if e < s.units.len() {
 				if n := s.build(next, next, e+1, len(chunks)); n.Tokens <= s.budget {
 					a, e, c = next, e+1, n
 				}
@@ -742,7 +749,7 @@ func (s *splitter) pack() ([]Chunk, error) {
 
 // blank reports whether the units [a,e) hold only white space.
 func (s *splitter) blank(a, e int) bool {
-	return isBlank(s.text[s.units[a].start:s.units[e-1].end])
+	return isBlank(s.text[s.units.at(a).start:s.units.at(e-1).end])
 }
 
 // giveChar moves the last character of unit i-1 into unit i, when unit
@@ -756,7 +763,7 @@ func (s *splitter) blank(a, e int) bool {
 // done here, not by fill, because only packing shows that no chunk can
 // carry the white space: most go with the text after them.
 func (s *splitter) giveChar(i int) bool {
-	u, w := &s.units[i-1], &s.units[i]
+	u, w := s.units.at(i-1), s.units.at(i)
 	if int(w.prio) != prioRune || w.parts != 0 {
 		return false
 	}
@@ -803,15 +810,15 @@ func (s *splitter) giveChar(i int) bool {
 
 // splice replaces the collapsed unit i by the units it was counted as.
 func (s *splitter) splice(i int) {
-	parts := s.partsOf(&s.units[i])
-	s.release(&s.units[i], true)
-	s.units = slices.Replace(s.units, i, i+1, parts...)
+	parts := s.partsOf(s.units.at(i))
+	s.release(s.units.at(i), true)
+	s.units.replace(i, i+1, parts...)
 }
 
 func (s *splitter) build(a, next, e, index int) Chunk {
-	u := s.units
-	open, close := s.ctxText(u[a].open), s.ctxText(u[e-1].close)
-	start, end := int(u[a].start), int(u[e-1].end)
+	first, last := s.units.at(a), s.units.at(e-1)
+	open, close := s.ctxText(first.open), s.ctxText(last.close)
+	start, end := int(first.start), int(last.end)
 	text := open + s.text[start:end] + close
 	tokens, ok := s.summed(a, e)
 	if !ok {
@@ -822,7 +829,7 @@ func (s *splitter) build(a, next, e, index int) Chunk {
 		Start: start, End: end, Prefix: len(open), Suffix: len(close),
 	}
 	if a < next {
-		c.Overlap = int(u[a].end - u[a].start)
+		c.Overlap = int(first.end - first.start)
 	}
 	return c
 }
@@ -833,11 +840,11 @@ func (s *splitter) build(a, next, e, index int) Chunk {
 // last unit to closing tags, is clean (see countOf). Otherwise build
 // counts the chunk's text.
 func (s *splitter) summed(a, e int) (int, bool) {
-	u := s.units
-	open, close := s.ctxText(u[a].open), s.ctxText(u[e-1].close)
-	n := s.countOf(u[a:e])
-	if n == 0 || !s.joins(open, s.text[u[a].start:u[a].end]) || !s.joins(s.text[u[e-1].start:u[e-1].end], close) {
+	first, last := s.units.at(a), s.units.at(e-1)
+	open, close := s.ctxText(first.open), s.ctxText(last.close)
+	n := s.countOf(e-a, func(i int) *unit { return s.units.at(a + i) })
+	if n == 0 || !s.joins(open, s.text[first.start:first.end]) || !s.joins(s.text[last.start:last.end], close) {
 		return 0, false
 	}
-	return s.ctxTokens(u[a].open) + n + s.ctxTokens(u[e-1].close), true
+	return s.ctxTokens(first.open) + n + s.ctxTokens(last.close), true
 }

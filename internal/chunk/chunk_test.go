@@ -981,9 +981,10 @@ func bytesAllocated(f func()) int64 {
 
 // A split holds a unit for every piece it counts up to the chunk limit's
 // tokens, so text just under the limit is the most a split holds: units
-// are kept lean and grown without copies (see unit). What a split
-// allocates, less its chunks' own text, is held to a few dozen bytes a
-// piece; with units of 104 bytes in a slice grown by append it was 630.
+// are kept lean and grown without copies (see unit, unitList). What a
+// split allocates, less its chunks' own text, is a unit's 32 bytes and
+// packing's 4 of a prefix sum a piece (36–47); with units of 104 bytes in
+// a slice grown by append it was 543–550.
 func TestSplitAtMostJustUnderTheLimitAllocatesLittleAPiece(t *testing.T) {
 	c := counter(t)
 	const pieces = 200_000 // 400 KB of text, under 1000 chunks of 4000
@@ -1021,7 +1022,7 @@ func TestSplitAtMostJustUnderTheLimitAllocatesLittleAPiece(t *testing.T) {
 
 // unitBytesAPiece is what TestSplitAtMostJustUnderTheLimitAllocatesLittleAPiece
 // allows a piece.
-const unitBytesAPiece = 320
+const unitBytesAPiece = 64
 
 func TestSplitAtMostRefusesANegativeLimit(t *testing.T) {
 	if _, err := SplitAtMost("text", FormatPlain, 0, -1, counter(t)); err == nil || errors.Is(err, ErrTooManyChunks) {

@@ -3,7 +3,6 @@ package chunk
 import (
 	"encoding/xml"
 	"io"
-	"slices"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -57,7 +56,7 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 		if tokens, ok := s.fits(n.start, n.end, limit); ok {
 			s.add(n.start, n.end, tokens, prio, open, endClose)
 			// A heading belongs with the section after it.
-			s.units[len(s.units)-1].keep = headings[strings.ToLower(n.name)]
+			s.units.at(s.units.len() - 1).keep = headings[strings.ToLower(n.name)]
 			return
 		}
 	}
@@ -92,14 +91,14 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 		return innerOpen
 	}
 
-	first := len(s.units)
+	first := s.units.len()
 	pending := -1 // start of whitespace waiting for the next child
 	for _, c := range n.children {
 		if c.kind == kindText && isBlank(s.text[c.start:c.end]) {
 			// Whitespace between elements is no block of its own: it
 			// stays with the unit before it (or after it, at the start).
-			if len(s.units) > first {
-				u := &s.units[len(s.units)-1]
+			if s.units.len() > first {
+				u := s.units.at(s.units.len() - 1)
 				ws := s.count(s.text[c.start:c.end])
 				if s.glueFits(u, ws, u.open, u.close) {
 					s.extendEnd(u, c.end, ws, u.close)
@@ -112,18 +111,18 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 			}
 			continue
 		}
-		k := len(s.units)
+		k := s.units.len()
 		s.tree(c, prioBlock, openAt(c.start), innerClose)
 		if s.over {
 			return
 		}
-		if pending >= 0 && len(s.units) > k {
-			u := &s.units[k]
+		if pending >= 0 && s.units.len() > k {
+			u := s.units.at(k)
 			ws := s.count(s.text[pending:u.start])
 			if open := s.intern(openAt(pending)); s.glueFits(u, ws, open, u.close) {
 				s.extendStart(u, pending, ws, open, int(u.prio))
 			} else {
-				s.units = slices.Insert(s.units, k, s.newUnit(pending, int(u.start), ws, int(u.prio), openAt(pending), innerClose, ws))
+				s.units.replace(k, k, s.newUnit(pending, int(u.start), ws, int(u.prio), openAt(pending), innerClose, ws))
 			}
 			s.tally(ws)
 			pending = -1
@@ -132,7 +131,7 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 	if pending >= 0 { // only whitespace inside
 		s.pieces(pending, n.closeStart, prioBlock, markupLevels, openAt(pending), innerClose)
 	}
-	if len(s.units) == first || s.over {
+	if s.units.len() == first || s.over {
 		return
 	}
 	// The start tag joins the first unit and the end tag the last, unless
@@ -141,22 +140,22 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 	// A glued tag stays a part of its own, so a chunk that cannot take
 	// the unit whole (to keep a heading or the XML declaration with it)
 	// can still be cut between the tag and the rest.
-	f := &s.units[first]
+	f := s.units.at(first)
 	tag := s.count(s.text[n.start:f.start])
 	switch {
 	case n.start == int(f.start):
 	case s.glueFits(f, tag, s.intern(open), f.close):
 		tagUnit := s.newUnit(n.start, int(f.start), tag, prio, open, innerClose, tag)
 		parts := []unit{tagUnit, *f}
-		g := s.newUnit(n.start, int(f.end), tag+int(f.tokens), prio, open, "", s.countOf(parts))
+		g := s.newUnit(n.start, int(f.end), tag+int(f.tokens), prio, open, "", s.partsCount(parts))
 		g.close, g.keep = f.close, f.keep
 		s.setParts(&g, parts)
 		*f = g
 	default:
-		s.units = slices.Insert(s.units, first, s.newUnit(n.start, int(f.start), tag, prio, open, innerClose, tag))
+		s.units.replace(first, first, s.newUnit(n.start, int(f.start), tag, prio, open, innerClose, tag))
 	}
 	s.tally(tag)
-	l := &s.units[len(s.units)-1]
+	l := s.units.at(s.units.len() - 1)
 	tag = s.count(s.text[l.end:n.end])
 	switch {
 	case int(l.end) == n.end:
@@ -164,7 +163,7 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 		// A heading that ends its element heads nothing after it.
 		tagUnit := s.newUnit(int(l.end), n.end, tag, prioBlock, openAt(int(l.end)), endClose, tag)
 		parts := []unit{*l, tagUnit}
-		g := s.newUnit(int(l.start), n.end, int(l.tokens)+tag, int(l.prio), "", endClose, s.countOf(parts))
+		g := s.newUnit(int(l.start), n.end, int(l.tokens)+tag, int(l.prio), "", endClose, s.partsCount(parts))
 		g.open = l.open
 		s.setParts(&g, parts)
 		*l = g
@@ -175,8 +174,8 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 	s.tally(tag)
 	if !n.root {
 		s.collapse(first, n.start, n.end, prio, open, endClose, limit)
-		if len(s.units) == first+1 {
-			s.units[first].keep = headings[strings.ToLower(n.name)]
+		if s.units.len() == first+1 {
+			s.units.at(first).keep = headings[strings.ToLower(n.name)]
 		}
 	}
 }
@@ -199,7 +198,7 @@ func (s *splitter) leaf(n *node, prio int, open, close string) {
 		// The XML declaration or doctype alone is no content: it goes
 		// with what follows.
 		lower := strings.ToLower(text[:min(len(text), 9)])
-		s.units[len(s.units)-1].keep = strings.HasPrefix(lower, "<?xml") || strings.HasPrefix(lower, "<!doctype")
+		s.units.at(s.units.len() - 1).keep = strings.HasPrefix(lower, "<?xml") || strings.HasPrefix(lower, "<!doctype")
 		return
 	}
 	for _, d := range []struct{ start, end, reopen, reclose string }{
@@ -212,22 +211,22 @@ func (s *splitter) leaf(n *node, prio int, open, close string) {
 		if from >= to || !strings.HasPrefix(text, d.start) || !strings.HasSuffix(text, d.end) {
 			continue
 		}
-		first := len(s.units)
+		first := s.units.len()
 		s.pieces(from, to, prio, markupLevels, open+d.reopen, d.reclose+close)
-		if s.over || len(s.units) == first {
+		if s.over || s.units.len() == first {
 			return
 		}
 		// The section's own delimiters join its first and last pieces,
 		// which then need no re-opened or added ones.
-		f := &s.units[first]
+		f := s.units.at(first)
 		tok := s.count(d.start)
 		if s.glueFits(f, tok, s.intern(open), f.close) {
 			s.extendStart(f, n.start, tok, s.intern(open), prio)
 		} else {
-			s.units = slices.Insert(s.units, first, s.newUnit(n.start, from, tok, prio, open, d.reclose+close, tok))
+			s.units.replace(first, first, s.newUnit(n.start, from, tok, prio, open, d.reclose+close, tok))
 		}
 		s.tally(tok)
-		l := &s.units[len(s.units)-1]
+		l := s.units.at(s.units.len() - 1)
 		if tok := s.count(d.end); s.glueFits(l, tok, l.open, s.intern(close)) {
 			s.extendEnd(l, n.end, tok, s.intern(close))
 			s.tally(tok)

@@ -65,7 +65,7 @@ func (s *splitter) pieces(start, end, prio int, levels []level, open, close stri
 			return
 		}
 		finer := levels[i+1:]
-		first := len(s.units)
+		first := s.units.len()
 		from, p := start, prio
 		for c := range l.cuts(seg) {
 			s.pieces(from, start+c, p, finer, open, close)
@@ -329,7 +329,7 @@ func fenceAt(text string, start, end int) (o int, fence string) {
 // take at most half the budget), so every chunk shows code as code; what
 // follows the closing line is a block of its own.
 func (s *splitter) code(b span, o int, fence string) {
-	first := len(s.units)
+	first := s.units.len()
 	// Blank lines before the fence (the text's first) are no prose:
 	// they go with the fence line.
 	from := leadingBlank(s.text, b.start, o)
@@ -398,9 +398,9 @@ func (s *splitter) code(b span, o int, fence string) {
 		if last && closed {
 			close = "" // the source closes the fence itself
 		}
-		k := len(s.units)
+		k := s.units.len()
 		s.pieces(from, e, prio, rowLevels, open, close)
-		if close != "" && !s.over && (len(s.units)-k > 1 || !strings.HasSuffix(s.text[from:e], "\n")) {
+		if close != "" && !s.over && (s.units.len()-k > 1 || !strings.HasSuffix(s.text[from:e], "\n")) {
 			s.drop(k)
 			s.pieces(from, e, prio, rowLevels, open, shutMidLine)
 		}
@@ -410,7 +410,7 @@ func (s *splitter) code(b span, o int, fence string) {
 		if i == 0 {
 			// The first unit holds the opening line itself. Its parts were
 			// sized with the context, so dropping it only makes room.
-			for u := &s.units[k]; u != nil; u = s.firstPart(u) {
+			for u := s.units.at(k); u != nil; u = s.firstPart(u) {
 				u.open = 0
 			}
 		}
@@ -461,7 +461,7 @@ func tableHeader(text string, start, end int) int {
 // header takes at most half the budget and fits with the row), then what
 // follows as lines.
 func (s *splitter) table(b span, h int) {
-	first := len(s.units)
+	first := s.units.len()
 	from := leadingBlank(s.text, b.start, h)
 	s.pieces(b.start, from, b.prio, proseLevels, "", "")
 	delim := lineEnd(s.text, h, b.end) // where the delimiter line starts
@@ -513,9 +513,9 @@ func (s *splitter) table(b span, h int) {
 	if from > b.start {
 		prio = prioSentence
 	}
-	k := len(s.units)
+	k := s.units.len()
 	s.pieces(from, end0, prio, rowLevels, "", "")
-	if len(s.units)-k > 1 && rowsEnd > rows && !s.over {
+	if s.units.len()-k > 1 && rowsEnd > rows && !s.over {
 		// The first row does not fit with the header: the header and
 		// delimiter lines become units of their own, cut only at their
 		// line end if need be, that go with the start of the row, which
@@ -523,8 +523,8 @@ func (s *splitter) table(b span, h int) {
 		// continues in.
 		s.drop(k)
 		s.pieces(from, rows, prio, linesLevels, "", "")
-		for i := k; i < len(s.units); i++ {
-			s.units[i].keep = true
+		for i := k; i < s.units.len(); i++ {
+			s.units.at(i).keep = true
 		}
 		s.pieces(rows, end0, prioSentence, rowLevels, open, "")
 	}
@@ -547,13 +547,13 @@ func (s *splitter) table(b span, h int) {
 // rather than being cut for the header's sake, and a row larger than the
 // budget is cut at words, each part re-opening the header.
 func (s *splitter) row(start, end, prio int, header string) {
-	k := len(s.units)
+	k := s.units.len()
 	s.pieces(start, end, prio, rowLevels, "", "")
 	if header == "" || s.over {
 		return
 	}
-	if len(s.units)-k == 1 {
-		if u := &s.units[k]; s.ctx(header)+int(u.tokens) <= s.budget {
+	if s.units.len()-k == 1 {
+		if u := s.units.at(k); s.ctx(header)+int(u.tokens) <= s.budget {
 			s.reopen(u, s.intern(header))
 		}
 		return
