@@ -293,9 +293,9 @@ func set(names ...string) map[string]bool {
 // HTML or XML document is built into; a document with more is split as
 // plain text. The tree is built whole before a unit is counted, so the
 // chunk limit (SplitAtMost) cannot stop it, and markup makes a node every
-// 3 to 5 bytes at about 130 bytes of heap each with its units: at the
-// HTML node limit of recognition (internal/convert), 19 MiB of <br/>
-// peaked at 1.2 GiB while chunked. Real pages make a node every 20 bytes
+// 3 to 5 bytes at 96 bytes of heap each and more (130 with its units
+// while a unit was 104 bytes): at the HTML node limit of recognition
+// (internal/convert), 19 MiB of <br/> peaked at 1.2 GiB while chunked. Real pages make a node every 20 bytes
 // or more (Node.js's 5.4 MiB API reference 287,248 of them), so every
 // real document the default chunk limit admits (about 16 MB of text)
 // keeps its structure.

@@ -92,7 +92,7 @@ func (s *splitter) pieces(start, end, prio int, levels []level, open, close stri
 // it. Each piece becomes units of at least one token, so pieces beyond
 // the tokens the limit still allows (maxChunks × budget less those
 // counted) prove the text over it as surely as counting them would, and
-// without a unit (about 100 bytes) for each piece until the tokens pass
+// without a unit (32 bytes) for each piece until the tokens pass
 // it: 100 MiB of one-token lines stops here after a scan. A piece is at
 // least a byte, so a span no longer than that room is not scanned.
 func (s *splitter) cutsOver(seg string, l level) bool {
