@@ -175,7 +175,7 @@ func SplitAtMost(text, format string, budget, maxChunks int, counter *Counter) (
 
 func newSplitter(text string, budget, maxChunks int, counter *Counter) *splitter {
 	return &splitter{text: text, budget: budget, maxChunks: maxChunks, maxNodes: maxMarkupNodes, counter: counter,
-		ctxs: []context{{}}, ctxIndex: map[string]ctxID{}, additive: counter.additive()}
+		ctxs: []ctxString{{}}, ctxIndex: map[string]ctxID{}, additive: counter.additive()}
 }
 
 // split cuts s.text, in a format SplitAtMost has checked, into chunks.
@@ -287,9 +287,9 @@ const maxText = math.MaxInt32 / 3
 // closing tags, in splitter.ctxs; 0 is the empty one.
 type ctxID int32
 
-// context is an interned context string and its token count, counted when
+// ctxString is an interned context string and its token count, counted when
 // first needed (-1 before).
-type context struct {
+type ctxString struct {
 	text   string
 	tokens int
 }
@@ -315,7 +315,7 @@ func (s *splitter) intern(c string) ctxID {
 	id, ok := s.ctxIndex[c]
 	if !ok {
 		id = ctxID(len(s.ctxs))
-		s.ctxs = append(s.ctxs, context{text: c, tokens: -1})
+		s.ctxs = append(s.ctxs, ctxString{text: c, tokens: -1})
 		s.ctxIndex[c] = id
 	}
 	s.recent[1], s.recent[0] = s.recent[0], id
@@ -386,7 +386,7 @@ type splitter struct {
 	markup   bool // text pieces must not cut an entity reference
 	// ctxs are the contexts units and chunks are given, ctxs[0] the
 	// empty one, found by ctxIndex; recent are the last two interned.
-	ctxs     []context
+	ctxs     []ctxString
 	ctxIndex map[string]ctxID
 	recent   [2]ctxID
 	units    unitList
