@@ -167,11 +167,15 @@ func SplitAtMost(text, format string, budget, maxChunks int, counter *Counter) (
 	if text == "" {
 		return nil, nil
 	}
+	if len(text) > maxText {
+		return nil, fmt.Errorf("chunk: a text of %d bytes, more than the %d a split takes", len(text), maxText)
+	}
 	return newSplitter(text, budget, maxChunks, counter).split(format)
 }
 
 func newSplitter(text string, budget, maxChunks int, counter *Counter) *splitter {
-	return &splitter{text: text, budget: budget, maxChunks: maxChunks, maxNodes: maxMarkupNodes, counter: counter, ctxTokens: map[string]int{}, additive: counter.additive()}
+	return &splitter{text: text, budget: budget, maxChunks: maxChunks, maxNodes: maxMarkupNodes, counter: counter,
+		ctxs: []ctxString{{}}, ctxIndex: map[string]ctxID{}, additive: counter.additive()}
 }
 
 // split cuts s.text, in a format SplitAtMost has checked, into chunks.
@@ -240,13 +244,18 @@ func Reassemble(chunks []Chunk) (string, error) {
 // unit is an indivisible run of input: a block, line, sentence, word or
 // element, whichever level first fits the budget. Units are contiguous and
 // cover the input; a chunk is a run of units plus their context.
+//
+// A unit is made for every piece a split counts, up to the chunk limit's
+// tokens (4 million at 1000 chunks of 4000), so it is kept lean, 32 bytes
+// without a pointer (held in pages the collector need not scan, see
+// unitList): with int offsets, its context strings and its parts slice in
+// it, it was 104, and 3,990,000 one-token words peaked at 1.4 GiB of heap.
+// Offsets and counts are int32 (see maxText); contexts are interned
+// (splitter.ctxs), and the parts of the few collapsed units are kept aside
+// (splitter.parts).
 type unit struct {
-	start, end int
-	tokens     int    // counted once, summed while packing
-	prio       int    // strength of the boundary before the unit: higher is a better place to split
-	open       string // context re-opened when a chunk starts at this unit
-	close      string // closing tags when a chunk ends at this unit
-	parts      []unit // the units a collapsed span was counted as
+	start, end int32
+	tokens     int32 // counted once, summed while packing
 	// count is the exact count of text[start:end] when it is known, 0
 	// when not (no unit is empty). tokens, the count packing plans with,
 	// is a collapsed unit's sum of its parts' counts, which a merge
@@ -255,10 +264,105 @@ type unit struct {
 	// A unit counted whole knows it; a collapsed one when each of its
 	// parts does and every boundary between them is clean (cleanJoin),
 	// or when collapse counted it.
-	count int
+	count int32
+	open  ctxID // context re-opened when a chunk starts at this unit
+	close ctxID // closing tags when a chunk ends at this unit
+	// parts is 1 + the index in splitter.parts of the units a collapsed
+	// span was counted as; 0 for none.
+	parts int32
+	prio  int8 // strength of the boundary before the unit: higher is a better place to split
 	// keep: the unit belongs with what follows it (an HTML heading, an
 	// XML declaration or doctype), so a chunk does not end with it.
 	keep bool
+}
+
+// maxText is the longest text a split takes (715 MB), so that offsets,
+// counts and their sums fit a unit's int32: a token is at least a byte of
+// the text as the counter sees it, each invalid byte replaced by U+FFFD's
+// three. The service's texts are at most about 100 MiB (its download and
+// recognition limits).
+const maxText = math.MaxInt32 / 3
+
+// ctxID names a context string, re-opened tags or a repeated header or
+// closing tags, in splitter.ctxs; 0 is the empty one.
+type ctxID int32
+
+// ctxString is an interned context string and its token count, counted when
+// first needed (-1 before).
+type ctxString struct {
+	text   string
+	tokens int
+}
+
+// newUnit returns a unit whose exact count is count (0: unknown).
+func (s *splitter) newUnit(start, end, tokens, prio int, open, close string, count int) unit {
+	return unit{start: int32(start), end: int32(end), tokens: int32(tokens), count: int32(count), prio: int8(prio), open: s.intern(open), close: s.intern(close)}
+}
+
+// intern returns c's id, adding c to the contexts when it is new. Units
+// made in a row mostly share their contexts, so the last two looked up are
+// compared first (a comparison of strings that share their bytes is one of
+// pointers).
+func (s *splitter) intern(c string) ctxID {
+	if c == "" {
+		return 0
+	}
+	for _, id := range s.recent {
+		if id != 0 && s.ctxs[id].text == c {
+			return id
+		}
+	}
+	id, ok := s.ctxIndex[c]
+	if !ok {
+		id = ctxID(len(s.ctxs))
+		s.ctxs = append(s.ctxs, ctxString{text: c, tokens: -1})
+		s.ctxIndex[c] = id
+	}
+	s.recent[1], s.recent[0] = s.recent[0], id
+	return id
+}
+
+// ctxText returns the context string id names.
+func (s *splitter) ctxText(id ctxID) string { return s.ctxs[id].text }
+
+// ctxTokens returns the token count of the context id names, counted
+// once per Split.
+func (s *splitter) ctxTokens(id ctxID) int {
+	c := &s.ctxs[id]
+	if c.tokens < 0 {
+		c.tokens = s.count(c.text)
+	}
+	return c.tokens
+}
+
+// partsOf returns the units u was collapsed from, nil for none. The
+// slice is u's own: changing its units changes u's parts.
+func (s *splitter) partsOf(u *unit) []unit {
+	if u.parts == 0 {
+		return nil
+	}
+	return s.parts[u.parts-1]
+}
+
+// setParts records parts as u's.
+func (s *splitter) setParts(u *unit, parts []unit) {
+	s.parts = append(s.parts, parts)
+	u.parts = int32(len(s.parts))
+}
+
+// release lets go of u's parts, and theirs, when u is dropped or
+// replaced by them (keep: the parts themselves live on as units).
+func (s *splitter) release(u *unit, keep bool) {
+	if u.parts == 0 {
+		return
+	}
+	if !keep {
+		for i := range s.partsOf(u) {
+			s.release(&s.parts[u.parts-1][i], false)
+		}
+	}
+	s.parts[u.parts-1] = nil
+	u.parts = 0
 }
 
 // Boundary strengths.
@@ -277,11 +381,18 @@ type splitter struct {
 	// maxNodes bounds the tree HTML and XML are built into: a document
 	// of more nodes is split as plain text (maxMarkupNodes; smaller in
 	// tests).
-	maxNodes  int
-	counter   *Counter
-	markup    bool // text pieces must not cut an entity reference
-	ctxTokens map[string]int
-	units     []unit
+	maxNodes int
+	counter  *Counter
+	markup   bool // text pieces must not cut an entity reference
+	// ctxs are the contexts units and chunks are given, ctxs[0] the
+	// empty one, found by ctxIndex; recent are the last two interned.
+	ctxs     []ctxString
+	ctxIndex map[string]ctxID
+	recent   [2]ctxID
+	units    unitList
+	// parts are the units collapsed ones were counted as (unit.parts),
+	// nil once a unit is spliced back into them or dropped.
+	parts [][]unit
 	// tokens is the sum of the units' tokens, kept as units are added,
 	// grown and dropped. Every chunk carries at most budget of them and
 	// every unit is in a chunk, so the text makes at least tokens/budget
@@ -327,12 +438,7 @@ func (s *splitter) ctx(c string) int {
 	if c == "" {
 		return 0
 	}
-	n, ok := s.ctxTokens[c]
-	if !ok {
-		n = s.count(c)
-		s.ctxTokens[c] = n
-	}
-	return n
+	return s.ctxTokens(s.intern(c))
 }
 
 // limit is the room for a unit between its contexts.
@@ -358,7 +464,7 @@ func (s *splitter) fits(start, end, limit int) (int, bool) {
 // caller counted that text whole.
 func (s *splitter) add(start, end, tokens, prio int, open, close string) {
 	s.tally(tokens)
-	s.units = append(s.units, unit{start: start, end: end, tokens: tokens, prio: prio, open: open, close: close, count: tokens})
+	s.units.push(s.newUnit(start, end, tokens, prio, open, close, tokens))
 }
 
 // joins reports whether a and b, given in the order they are joined,
@@ -370,43 +476,51 @@ func (s *splitter) joins(a, b string) bool { return s.additive && cleanJoin(a, b
 // between two is clean. By induction from the right, count(P1+…+Pk) =
 // count(P1+…+Pk-1) + count(Pk), since P1+…+Pk-1 ends as Pk-1 does.
 // 0 when it is not known.
-func (s *splitter) countOf(parts []unit) int {
+func (s *splitter) countOf(k int, part func(i int) *unit) int {
 	n := 0
-	for i, u := range parts {
-		if u.count == 0 || i > 0 && !s.joins(s.text[parts[i-1].start:parts[i-1].end], s.text[u.start:u.end]) {
+	for i := range k {
+		u := part(i)
+		if u.count == 0 || i > 0 && !s.joins(s.text[part(i-1).start:part(i-1).end], s.text[u.start:u.end]) {
 			return 0
 		}
-		n += u.count
+		n += int(u.count)
 	}
 	return n
 }
 
+// partsCount is countOf for a slice of units.
+func (s *splitter) partsCount(parts []unit) int {
+	return s.countOf(len(parts), func(i int) *unit { return &parts[i] })
+}
+
 // drop removes the units from first on.
 func (s *splitter) drop(first int) {
-	for _, u := range s.units[first:] {
-		s.tally(-u.tokens)
+	for i := first; i < s.units.len(); i++ {
+		u := s.units.at(i)
+		s.tally(-int(u.tokens))
+		s.release(u, false)
 	}
-	s.units = s.units[:first]
+	s.units.truncate(first)
 }
 
 // collapse replaces the units from first on with one unit for
 // [start,end) when their summed tokens fit limit: a span split only
 // because its byte length made its token count uncertain stays whole.
 func (s *splitter) collapse(first, start, end, prio int, open, close string, limit int) {
-	if len(s.units)-first < 2 {
+	if s.units.len()-first < 2 {
 		return
 	}
 	sum := 0
-	for _, u := range s.units[first:] {
-		sum += u.tokens
+	for i := first; i < s.units.len(); i++ {
+		sum += int(s.units.at(i).tokens)
 	}
 	if sum > limit {
 		return
 	}
-	parts := append([]unit(nil), s.units[first:]...)
+	parts := s.units.copyOut(first)
 	count := 0
-	if parts[0].start == start && parts[len(parts)-1].end == end {
-		count = s.countOf(parts) // units are contiguous
+	if int(parts[0].start) == start && int(parts[len(parts)-1].end) == end {
+		count = s.partsCount(parts) // units are contiguous
 	}
 	// Without a known count (a cut inside a run of spaces, after a
 	// newline before a blank line, between characters) every chunk
@@ -420,7 +534,10 @@ func (s *splitter) collapse(first, start, end, prio int, open, close string, lim
 	if count == 0 && !s.markup && s.cleanAt(start) && s.cleanAt(end) {
 		count = s.count(s.text[start:end])
 	}
-	s.units = append(s.units[:first], unit{start: start, end: end, tokens: sum, prio: prio, open: open, close: close, parts: parts, count: count})
+	u := s.newUnit(start, end, sum, prio, open, close, count)
+	s.setParts(&u, parts)
+	s.units.truncate(first)
+	s.units.push(u)
 }
 
 // cleanAt reports whether s.text splits cleanly at p, so that a unit
@@ -436,20 +553,26 @@ func (s *splitter) cleanAt(p int) bool {
 // pack groups units into chunks greedily, preferring strong boundaries,
 // with one unit of overlap, and gives each chunk its exact count (build).
 func (s *splitter) pack() ([]Chunk, error) {
-	var pre []int
+	// pre[i] is the units' tokens before unit i; made again, in place,
+	// after a unit is split back into its parts. The sums fit int32 as
+	// the units' counts do (maxText).
+	var pre []int32
 	prefix := func() {
-		pre = make([]int, len(s.units)+1)
-		for i, u := range s.units {
-			pre[i+1] = pre[i] + u.tokens
+		pre = slices.Grow(pre[:0], s.units.len()+1)[:s.units.len()+1]
+		pre[0] = 0
+		for i := range s.units.len() {
+			pre[i+1] = pre[i] + s.units.at(i).tokens
 		}
 	}
 	prefix()
-	cost := func(a, e int) int { return s.ctx(s.units[a].open) + pre[e] - pre[a] + s.ctx(s.units[e-1].close) }
+	cost := func(a, e int) int {
+		return s.ctxTokens(s.units.at(a).open) + int(pre[e]-pre[a]) + s.ctxTokens(s.units.at(e-1).close)
+	}
 	// fit returns the largest e in (next, n] with cost(a, e) ≤ budget, or next.
 	fit := func(a, next int) int {
 		best := next
-		openTok := s.ctx(s.units[a].open)
-		for e := next + 1; e <= len(s.units) && openTok+pre[e]-pre[a] <= s.budget; e++ {
+		openTok := s.ctxTokens(s.units.at(a).open)
+		for e := next + 1; e <= s.units.len() && openTok+int(pre[e]-pre[a]) <= s.budget; e++ {
 			if cost(a, e) <= s.budget {
 				best = e
 			}
@@ -457,10 +580,10 @@ func (s *splitter) pack() ([]Chunk, error) {
 		return best
 	}
 	boundary := func(e int) int {
-		if e == len(s.units) {
+		if e == s.units.len() {
 			return math.MaxInt
 		}
-		return s.units[e].prio
+		return int(s.units.at(e).prio)
 	}
 	// A chunk must carry document content, not only whitespace, an XML
 	// declaration or a heading whose section is in the next chunk: each
@@ -468,20 +591,20 @@ func (s *splitter) pack() ([]Chunk, error) {
 	// after a unit that belongs with the next (keep) nor before a tail
 	// of the document without content, and its new units hold content.
 	keep := func(i int) bool {
-		u := s.units[i]
-		return u.keep || s.mdHeadings && u.prio == prioHeading && isHeadingOnly(s.text[u.start:u.end])
+		u := s.units.at(i)
+		return u.keep || s.mdHeadings && int(u.prio) == prioHeading && isHeadingOnly(s.text[u.start:u.end])
 	}
-	content := func(i int) bool { return !isBlank(s.text[s.units[i].start:s.units[i].end]) && !keep(i) }
+	content := func(i int) bool { return !isBlank(s.text[s.units.at(i).start:s.units.at(i).end]) && !keep(i) }
 	lastContent := -1
 	findLast := func() {
-		lastContent = len(s.units) - 1
+		lastContent = s.units.len() - 1
 		for lastContent >= 0 && !content(lastContent) {
 			lastContent--
 		}
 	}
 	findLast()
 	endsWell := func(c int) bool {
-		return c == len(s.units) || !keep(c-1) && c <= lastContent
+		return c == s.units.len() || !keep(c-1) && c <= lastContent
 	}
 	// pick returns the furthest end emax that fits a chunk from a, and
 	// the end e to take, -1 when no end up to emax ends well: among ends
@@ -523,7 +646,7 @@ func (s *splitter) pack() ([]Chunk, error) {
 	type making struct{ next, last, a int }
 	var made []making
 	next, last := 0, -1
-	for next < len(s.units) {
+	for next < s.units.len() {
 		a := next
 		if last >= 0 {
 			a = last // overlap: the previous chunk's last unit comes again
@@ -533,14 +656,14 @@ func (s *splitter) pack() ([]Chunk, error) {
 			a = next
 			emax, e = pick(a, next)
 		}
-		if emax == next && len(s.units[next].parts) > 0 {
+		if emax == next && s.units.at(next).parts != 0 {
 			resplit(next)
 			continue
 		}
 		if emax == next {
-			u := s.units[next]
+			u := s.units.at(next)
 			return nil, fmt.Errorf("%w: %d tokens at byte %d with %d tokens of re-opened context and closing tags (budget %d)",
-				ErrBudgetTooSmall, u.tokens, u.start, s.ctx(u.open)+s.ctx(u.close), s.budget)
+				ErrBudgetTooSmall, u.tokens, u.start, s.ctxTokens(u.open)+s.ctxTokens(u.close), s.budget)
 		}
 		if e < 0 {
 			// The units about the reach are too large to end well
@@ -548,10 +671,10 @@ func (s *splitter) pack() ([]Chunk, error) {
 			// that a heading takes the start of its section along; with
 			// nothing left to split, end where it fits.
 			switch {
-			case emax < len(s.units) && len(s.units[emax].parts) > 0:
+			case emax < s.units.len() && s.units.at(emax).parts != 0:
 				resplit(emax)
 				continue
-			case len(s.units[emax-1].parts) > 0:
+			case s.units.at(emax-1).parts != 0:
 				resplit(emax - 1)
 				continue
 			}
@@ -567,8 +690,8 @@ func (s *splitter) pack() ([]Chunk, error) {
 			// rare, so give back at least the excess and confirm again.
 			if e-1 > next {
 				over := c.Tokens - s.budget
-				for e--; e-1 > next && over > s.units[e].tokens; e-- {
-					over -= s.units[e].tokens
+				for e--; e-1 > next && over > int(s.units.at(e).tokens); e-- {
+					over -= int(s.units.at(e).tokens)
 				}
 				continue
 			}
@@ -581,9 +704,8 @@ func (s *splitter) pack() ([]Chunk, error) {
 		if c.Tokens > s.budget {
 			// One unit alone is over: a span that was kept whole because
 			// its parts' counts summed within the limit. Use the parts.
-			parts := s.units[next].parts
-			if len(parts) == 0 {
-				return nil, fmt.Errorf("%w: %d tokens at byte %d (budget %d)", ErrBudgetTooSmall, c.Tokens, s.units[next].start, s.budget)
+			if s.units.at(next).parts == 0 {
+				return nil, fmt.Errorf("%w: %d tokens at byte %d (budget %d)", ErrBudgetTooSmall, c.Tokens, s.units.at(next).start, s.budget)
 			}
 			resplit(next)
 			continue
@@ -600,7 +722,7 @@ func (s *splitter) pack() ([]Chunk, error) {
 				last, next = e-1, e
 				continue
 			}
-			if e < len(s.units) {
+			if e < s.units.len() {
 				if n := s.build(next, next, e+1, len(chunks)); n.Tokens <= s.budget {
 					a, e, c = next, e+1, n
 				}
@@ -629,7 +751,7 @@ func (s *splitter) pack() ([]Chunk, error) {
 
 // blank reports whether the units [a,e) hold only white space.
 func (s *splitter) blank(a, e int) bool {
-	return isBlank(s.text[s.units[a].start:s.units[e-1].end])
+	return isBlank(s.text[s.units.at(a).start:s.units.at(e-1).end])
 }
 
 // giveChar moves the last character of unit i-1 into unit i, when unit
@@ -643,12 +765,12 @@ func (s *splitter) blank(a, e int) bool {
 // done here, not by fill, because only packing shows that no chunk can
 // carry the white space: most go with the text after them.
 func (s *splitter) giveChar(i int) bool {
-	u, w := &s.units[i-1], &s.units[i]
-	if w.prio != prioRune || len(w.parts) > 0 {
+	u, w := s.units.at(i-1), s.units.at(i)
+	if int(w.prio) != prioRune || w.parts != 0 {
 		return false
 	}
 	chain := []*unit{u} // u and its last parts, down to the piece
-	for v := lastPart(u); v != nil; v = lastPart(v) {
+	for v := s.lastPart(u); v != nil; v = s.lastPart(v) {
 		chain = append(chain, v)
 	}
 	v := chain[len(chain)-1]
@@ -656,47 +778,49 @@ func (s *splitter) giveChar(i int) bool {
 	if c == 0 {
 		return false
 	}
-	p := v.start + c
+	p := int(v.start) + c
 	if isBlank(s.text[u.start:p]) {
 		return false // it would only move the white space
 	}
 	right := s.text[p:w.end]
 	nr := s.count(right)
-	if !s.fitsWith(w.open, right, nr, w.close) {
+	if !s.fitsWith(s.ctxText(w.open), right, nr, s.ctxText(w.close)) {
 		return false
 	}
 	counts := make([]int, len(chain))
 	for k, x := range chain {
 		left := s.text[x.start:p]
 		counts[k] = s.count(left)
-		if !s.fitsWith(x.open, left, counts[k], x.close) {
+		if !s.fitsWith(s.ctxText(x.open), left, counts[k], s.ctxText(x.close)) {
 			return false
 		}
 	}
-	before := u.tokens
-	v.end, v.tokens, v.count = p, counts[len(chain)-1], counts[len(chain)-1]
+	before := int(u.tokens)
+	v.end, v.tokens, v.count = int32(p), int32(counts[len(chain)-1]), int32(counts[len(chain)-1])
 	for k := len(chain) - 2; k >= 0; k-- {
 		// tokens stays the parts' sum, as collapse made it.
 		x := chain[k]
-		x.end, x.tokens, x.count = p, 0, counts[k]
-		for _, part := range x.parts {
+		x.end, x.tokens, x.count = int32(p), 0, int32(counts[k])
+		for _, part := range s.partsOf(x) {
 			x.tokens += part.tokens
 		}
 	}
-	s.tally(u.tokens - before + nr - w.tokens)
-	w.start, w.tokens, w.count = p, nr, nr
+	s.tally(int(u.tokens) - before + nr - int(w.tokens))
+	w.start, w.tokens, w.count = int32(p), int32(nr), int32(nr)
 	return true
 }
 
 // splice replaces the collapsed unit i by the units it was counted as.
 func (s *splitter) splice(i int) {
-	s.units = slices.Replace(s.units, i, i+1, s.units[i].parts...)
+	parts := s.partsOf(s.units.at(i))
+	s.release(s.units.at(i), true)
+	s.units.replace(i, i+1, parts...)
 }
 
 func (s *splitter) build(a, next, e, index int) Chunk {
-	u := s.units
-	open, close := u[a].open, u[e-1].close
-	start, end := u[a].start, u[e-1].end
+	first, last := s.units.at(a), s.units.at(e-1)
+	open, close := s.ctxText(first.open), s.ctxText(last.close)
+	start, end := int(first.start), int(last.end)
 	text := open + s.text[start:end] + close
 	tokens, ok := s.summed(a, e)
 	if !ok {
@@ -707,7 +831,7 @@ func (s *splitter) build(a, next, e, index int) Chunk {
 		Start: start, End: end, Prefix: len(open), Suffix: len(close),
 	}
 	if a < next {
-		c.Overlap = u[a].end - u[a].start
+		c.Overlap = int(first.end - first.start)
 	}
 	return c
 }
@@ -718,11 +842,11 @@ func (s *splitter) build(a, next, e, index int) Chunk {
 // last unit to closing tags, is clean (see countOf). Otherwise build
 // counts the chunk's text.
 func (s *splitter) summed(a, e int) (int, bool) {
-	u := s.units
-	open, close := u[a].open, u[e-1].close
-	n := s.countOf(u[a:e])
-	if n == 0 || !s.joins(open, s.text[u[a].start:u[a].end]) || !s.joins(s.text[u[e-1].start:u[e-1].end], close) {
+	first, last := s.units.at(a), s.units.at(e-1)
+	open, close := s.ctxText(first.open), s.ctxText(last.close)
+	n := s.countOf(e-a, func(i int) *unit { return s.units.at(a + i) })
+	if n == 0 || !s.joins(open, s.text[first.start:first.end]) || !s.joins(s.text[last.start:last.end], close) {
 		return 0, false
 	}
-	return s.ctx(open) + n + s.ctx(close), true
+	return s.ctxTokens(first.open) + n + s.ctxTokens(last.close), true
 }

@@ -979,6 +979,51 @@ func bytesAllocated(f func()) int64 {
 	return int64(after.TotalAlloc - before.TotalAlloc)
 }
 
+// A split holds a unit for every piece it counts up to the chunk limit's
+// tokens, so text just under the limit is the most a split holds: units
+// are kept lean and grown without copies (see unit, unitList). What a
+// split allocates, less its chunks' own text, is a unit's 32 bytes and
+// packing's 4 of a prefix sum a piece (36–47); with units of 104 bytes in
+// a slice grown by append it was 543–550.
+func TestSplitAtMostJustUnderTheLimitAllocatesLittleAPiece(t *testing.T) {
+	c := counter(t)
+	const pieces = 200_000 // 400 KB of text, under 1000 chunks of 4000
+	words := strings.Repeat("x ", pieces)
+	lines := strings.Repeat("x\n", pieces)
+	tests := []struct {
+		name, format, text string
+		most               int64 // bytes a piece
+	}{
+		{"plain words", FormatPlain, words, unitBytesAPiece},
+		{"plain lines", FormatPlain, lines, unitBytesAPiece},
+		{"plain paragraphs", FormatPlain, strings.Repeat("x\n\n", pieces), unitBytesAPiece},
+		{"markdown lines", FormatMarkdown, lines, unitBytesAPiece},
+		{"markdown code lines", FormatMarkdown, "```\n" + lines, unitBytesAPiece},
+		{"markdown table rows", FormatMarkdown, "|a|\n|-|\n" + strings.Repeat("|x|\n", pieces), unitBytesAPiece},
+		{"words in one HTML paragraph", FormatHTML, "<p>" + words + "</p>", unitBytesAPiece},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var chunks []Chunk
+			var err error
+			allocated := bytesAllocated(func() { chunks, err = SplitAtMost(tt.text, tt.format, DefaultBudget, 1000, c) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ch := range chunks {
+				allocated -= int64(len(ch.Text))
+			}
+			if got := allocated / pieces; got > tt.most {
+				t.Errorf("%d chunks: %d bytes allocated a piece besides the chunks' text, want at most %d", len(chunks), got, tt.most)
+			}
+		})
+	}
+}
+
+// unitBytesAPiece is what TestSplitAtMostJustUnderTheLimitAllocatesLittleAPiece
+// allows a piece.
+const unitBytesAPiece = 64
+
 func TestSplitAtMostRefusesANegativeLimit(t *testing.T) {
 	if _, err := SplitAtMost("text", FormatPlain, 0, -1, counter(t)); err == nil || errors.Is(err, ErrTooManyChunks) {
 		t.Fatalf("err = %v, want a negative limit refused", err)
@@ -995,6 +1040,62 @@ func BenchmarkSplitAtMost8MBOverTheLimit(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkSplitAtMostJustUnderTheLimit splits the most pieces the default
+// chunk limit admits, 3,990,000 one-token words (8 MB) in 998 chunks, and
+// reports the heap's peak during a split (sampled every 2 ms, the heap
+// before it subtracted) and the bytes allocated a piece.
+func BenchmarkSplitAtMostJustUnderTheLimit(b *testing.B) {
+	c := counter(b)
+	const pieces = 3_990_000
+	text := strings.Repeat("x ", pieces)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	var peak, allocated uint64
+	for b.Loop() {
+		p, a := heapPeak(func() {
+			if _, err := SplitAtMost(text, FormatPlain, DefaultBudget, 1000, c); err != nil {
+				b.Fatal(err)
+			}
+		})
+		peak, allocated = max(peak, p), allocated+a
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+	b.ReportMetric(float64(allocated)/float64(b.N)/pieces, "B/piece")
+}
+
+// heapPeak runs f and returns the most heap it found in use meanwhile,
+// less what was in use before, sampled every 2 ms, and the bytes f
+// allocated.
+func heapPeak(f func()) (peak, allocated uint64) {
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	done, sampled := make(chan struct{}), make(chan uint64)
+	go func() {
+		var m runtime.MemStats
+		most := uint64(0)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				sampled <- most
+				return
+			case <-tick.C:
+				runtime.ReadMemStats(&m)
+				most = max(most, m.HeapAlloc)
+			}
+		}
+	}()
+	f()
+	close(done)
+	most := <-sampled
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	most = max(most, after.HeapAlloc)
+	return most - min(most, before.HeapAlloc), after.TotalAlloc - before.TotalAlloc
 }
 
 func BenchmarkSplit8MB(b *testing.B) {

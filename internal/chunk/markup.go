@@ -3,7 +3,6 @@ package chunk
 import (
 	"encoding/xml"
 	"io"
-	"slices"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -57,7 +56,7 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 		if tokens, ok := s.fits(n.start, n.end, limit); ok {
 			s.add(n.start, n.end, tokens, prio, open, endClose)
 			// A heading belongs with the section after it.
-			s.units[len(s.units)-1].keep = headings[strings.ToLower(n.name)]
+			s.units.at(s.units.len() - 1).keep = headings[strings.ToLower(n.name)]
 			return
 		}
 	}
@@ -92,17 +91,17 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 		return innerOpen
 	}
 
-	first := len(s.units)
+	first := s.units.len()
 	pending := -1 // start of whitespace waiting for the next child
 	for _, c := range n.children {
 		if c.kind == kindText && isBlank(s.text[c.start:c.end]) {
 			// Whitespace between elements is no block of its own: it
 			// stays with the unit before it (or after it, at the start).
-			if len(s.units) > first {
-				u := &s.units[len(s.units)-1]
+			if s.units.len() > first {
+				u := s.units.at(s.units.len() - 1)
 				ws := s.count(s.text[c.start:c.end])
 				if s.glueFits(u, ws, u.open, u.close) {
-					extendEnd(u, c.end, ws, u.close)
+					s.extendEnd(u, c.end, ws, u.close)
 					s.tally(ws)
 				} else {
 					s.add(c.start, c.end, ws, prioBlock, openAt(c.start), innerClose)
@@ -112,18 +111,18 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 			}
 			continue
 		}
-		k := len(s.units)
+		k := s.units.len()
 		s.tree(c, prioBlock, openAt(c.start), innerClose)
 		if s.over {
 			return
 		}
-		if pending >= 0 && len(s.units) > k {
-			u := &s.units[k]
+		if pending >= 0 && s.units.len() > k {
+			u := s.units.at(k)
 			ws := s.count(s.text[pending:u.start])
-			if s.glueFits(u, ws, openAt(pending), u.close) {
-				extendStart(u, pending, ws, openAt(pending), u.prio)
+			if open := s.intern(openAt(pending)); s.glueFits(u, ws, open, u.close) {
+				s.extendStart(u, pending, ws, open, int(u.prio))
 			} else {
-				s.units = slices.Insert(s.units, k, unit{start: pending, end: u.start, tokens: ws, prio: u.prio, open: openAt(pending), close: innerClose, count: ws})
+				s.units.replace(k, k, s.newUnit(pending, int(u.start), ws, int(u.prio), openAt(pending), innerClose, ws))
 			}
 			s.tally(ws)
 			pending = -1
@@ -132,7 +131,7 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 	if pending >= 0 { // only whitespace inside
 		s.pieces(pending, n.closeStart, prioBlock, markupLevels, openAt(pending), innerClose)
 	}
-	if len(s.units) == first || s.over {
+	if s.units.len() == first || s.over {
 		return
 	}
 	// The start tag joins the first unit and the end tag the last, unless
@@ -141,36 +140,42 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 	// A glued tag stays a part of its own, so a chunk that cannot take
 	// the unit whole (to keep a heading or the XML declaration with it)
 	// can still be cut between the tag and the rest.
-	f := &s.units[first]
+	f := s.units.at(first)
 	tag := s.count(s.text[n.start:f.start])
 	switch {
-	case n.start == f.start:
-	case s.glueFits(f, tag, open, f.close):
-		tagUnit := unit{start: n.start, end: f.start, tokens: tag, prio: prio, open: open, close: innerClose, count: tag}
+	case n.start == int(f.start):
+	case s.glueFits(f, tag, s.intern(open), f.close):
+		tagUnit := s.newUnit(n.start, int(f.start), tag, prio, open, innerClose, tag)
 		parts := []unit{tagUnit, *f}
-		*f = unit{start: n.start, end: f.end, tokens: tag + f.tokens, prio: prio, open: open, close: f.close, keep: f.keep, parts: parts, count: s.countOf(parts)}
+		g := s.newUnit(n.start, int(f.end), tag+int(f.tokens), prio, open, "", s.partsCount(parts))
+		g.close, g.keep = f.close, f.keep
+		s.setParts(&g, parts)
+		*f = g
 	default:
-		s.units = slices.Insert(s.units, first, unit{start: n.start, end: f.start, tokens: tag, prio: prio, open: open, close: innerClose, count: tag})
+		s.units.replace(first, first, s.newUnit(n.start, int(f.start), tag, prio, open, innerClose, tag))
 	}
 	s.tally(tag)
-	l := &s.units[len(s.units)-1]
+	l := s.units.at(s.units.len() - 1)
 	tag = s.count(s.text[l.end:n.end])
 	switch {
-	case l.end == n.end:
-	case s.glueFits(l, tag, l.open, endClose):
+	case int(l.end) == n.end:
+	case s.glueFits(l, tag, l.open, s.intern(endClose)):
 		// A heading that ends its element heads nothing after it.
-		tagUnit := unit{start: l.end, end: n.end, tokens: tag, prio: prioBlock, open: openAt(l.end), close: endClose, count: tag}
+		tagUnit := s.newUnit(int(l.end), n.end, tag, prioBlock, openAt(int(l.end)), endClose, tag)
 		parts := []unit{*l, tagUnit}
-		*l = unit{start: l.start, end: n.end, tokens: l.tokens + tag, prio: l.prio, open: l.open, close: endClose, parts: parts, count: s.countOf(parts)}
+		g := s.newUnit(int(l.start), n.end, int(l.tokens)+tag, int(l.prio), "", endClose, s.partsCount(parts))
+		g.open = l.open
+		s.setParts(&g, parts)
+		*l = g
 	default:
-		s.add(l.end, n.end, tag, prioBlock, openAt(l.end), endClose)
+		s.add(int(l.end), n.end, tag, prioBlock, openAt(int(l.end)), endClose)
 		tag = 0
 	}
 	s.tally(tag)
 	if !n.root {
 		s.collapse(first, n.start, n.end, prio, open, endClose, limit)
-		if len(s.units) == first+1 {
-			s.units[first].keep = headings[strings.ToLower(n.name)]
+		if s.units.len() == first+1 {
+			s.units.at(first).keep = headings[strings.ToLower(n.name)]
 		}
 	}
 }
@@ -193,7 +198,7 @@ func (s *splitter) leaf(n *node, prio int, open, close string) {
 		// The XML declaration or doctype alone is no content: it goes
 		// with what follows.
 		lower := strings.ToLower(text[:min(len(text), 9)])
-		s.units[len(s.units)-1].keep = strings.HasPrefix(lower, "<?xml") || strings.HasPrefix(lower, "<!doctype")
+		s.units.at(s.units.len() - 1).keep = strings.HasPrefix(lower, "<?xml") || strings.HasPrefix(lower, "<!doctype")
 		return
 	}
 	for _, d := range []struct{ start, end, reopen, reclose string }{
@@ -206,24 +211,24 @@ func (s *splitter) leaf(n *node, prio int, open, close string) {
 		if from >= to || !strings.HasPrefix(text, d.start) || !strings.HasSuffix(text, d.end) {
 			continue
 		}
-		first := len(s.units)
+		first := s.units.len()
 		s.pieces(from, to, prio, markupLevels, open+d.reopen, d.reclose+close)
-		if s.over || len(s.units) == first {
+		if s.over || s.units.len() == first {
 			return
 		}
 		// The section's own delimiters join its first and last pieces,
 		// which then need no re-opened or added ones.
-		f := &s.units[first]
+		f := s.units.at(first)
 		tok := s.count(d.start)
-		if s.glueFits(f, tok, open, f.close) {
-			extendStart(f, n.start, tok, open, prio)
+		if s.glueFits(f, tok, s.intern(open), f.close) {
+			s.extendStart(f, n.start, tok, s.intern(open), prio)
 		} else {
-			s.units = slices.Insert(s.units, first, unit{start: n.start, end: from, tokens: tok, prio: prio, open: open, close: d.reclose + close, count: tok})
+			s.units.replace(first, first, s.newUnit(n.start, from, tok, prio, open, d.reclose+close, tok))
 		}
 		s.tally(tok)
-		l := &s.units[len(s.units)-1]
-		if tok := s.count(d.end); s.glueFits(l, tok, l.open, close) {
-			extendEnd(l, n.end, tok, close)
+		l := s.units.at(s.units.len() - 1)
+		if tok := s.count(d.end); s.glueFits(l, tok, l.open, s.intern(close)) {
+			s.extendEnd(l, n.end, tok, s.intern(close))
 			s.tally(tok)
 		} else {
 			s.add(to, n.end, tok, prioBlock, open+d.reopen, close)
@@ -235,8 +240,8 @@ func (s *splitter) leaf(n *node, prio int, open, close string) {
 
 // glueFits reports whether u, grown by tokens and with the given
 // contexts, still fits the budget alone.
-func (s *splitter) glueFits(u *unit, tokens int, open, close string) bool {
-	return tokens == 0 || s.ctx(open)+u.tokens+tokens+s.ctx(close) <= s.budget
+func (s *splitter) glueFits(u *unit, tokens int, open, close ctxID) bool {
+	return tokens == 0 || s.ctxTokens(open)+int(u.tokens)+tokens+s.ctxTokens(close) <= s.budget
 }
 
 // extendStart moves u's start back to start over text of the given
@@ -244,31 +249,33 @@ func (s *splitter) glueFits(u *unit, tokens int, open, close string) bool {
 // unit's first part moves with it, so splitting it again loses nothing.
 // The grown counts are sums across a join after a tag or before one,
 // which is never clean: the text's exact count is no longer known.
-func extendStart(u *unit, start, tokens int, open string, prio int) {
-	for ; u != nil; u = firstPart(u) {
-		u.start, u.tokens, u.open, u.prio, u.count = start, u.tokens+tokens, open, prio, 0
+func (s *splitter) extendStart(u *unit, start, tokens int, open ctxID, prio int) {
+	for ; u != nil; u = s.firstPart(u) {
+		u.start, u.tokens, u.open, u.prio, u.count = int32(start), u.tokens+int32(tokens), open, int8(prio), 0
 	}
 }
 
 // extendEnd moves u's end forward to end, like extendStart.
-func extendEnd(u *unit, end, tokens int, close string) {
-	for ; u != nil; u = lastPart(u) {
-		u.end, u.tokens, u.close, u.count = end, u.tokens+tokens, close, 0
+func (s *splitter) extendEnd(u *unit, end, tokens int, close ctxID) {
+	for ; u != nil; u = s.lastPart(u) {
+		u.end, u.tokens, u.close, u.count = int32(end), u.tokens+int32(tokens), close, 0
 	}
 }
 
-func firstPart(u *unit) *unit {
-	if len(u.parts) == 0 {
+func (s *splitter) firstPart(u *unit) *unit {
+	parts := s.partsOf(u)
+	if len(parts) == 0 {
 		return nil
 	}
-	return &u.parts[0]
+	return &parts[0]
 }
 
-func lastPart(u *unit) *unit {
-	if len(u.parts) == 0 {
+func (s *splitter) lastPart(u *unit) *unit {
+	parts := s.partsOf(u)
+	if len(parts) == 0 {
 		return nil
 	}
-	return &u.parts[len(u.parts)-1]
+	return &parts[len(parts)-1]
 }
 
 // voidElements never have content or an end tag.
@@ -286,9 +293,9 @@ func set(names ...string) map[string]bool {
 // HTML or XML document is built into; a document with more is split as
 // plain text. The tree is built whole before a unit is counted, so the
 // chunk limit (SplitAtMost) cannot stop it, and markup makes a node every
-// 3 to 5 bytes at about 130 bytes of heap each with its units: at the
-// HTML node limit of recognition (internal/convert), 19 MiB of <br/>
-// peaked at 1.2 GiB while chunked. Real pages make a node every 20 bytes
+// 3 to 5 bytes at 96 bytes of heap each and more (130 with its units
+// while a unit was 104 bytes): at the HTML node limit of recognition
+// (internal/convert), 19 MiB of <br/> peaked at 1.2 GiB while chunked. Real pages make a node every 20 bytes
 // or more (Node.js's 5.4 MiB API reference 287,248 of them), so every
 // real document the default chunk limit admits (about 16 MB of text)
 // keeps its structure.

@@ -65,7 +65,7 @@ func (s *splitter) pieces(start, end, prio int, levels []level, open, close stri
 			return
 		}
 		finer := levels[i+1:]
-		first := len(s.units)
+		first := s.units.len()
 		from, p := start, prio
 		for c := range l.cuts(seg) {
 			s.pieces(from, start+c, p, finer, open, close)
@@ -92,7 +92,7 @@ func (s *splitter) pieces(start, end, prio int, levels []level, open, close stri
 // it. Each piece becomes units of at least one token, so pieces beyond
 // the tokens the limit still allows (maxChunks × budget less those
 // counted) prove the text over it as surely as counting them would, and
-// without a unit (about 100 bytes) for each piece until the tokens pass
+// without a unit (32 bytes) for each piece until the tokens pass
 // it: 100 MiB of one-token lines stops here after a scan. A piece is at
 // least a byte, so a span no longer than that room is not scanned.
 func (s *splitter) cutsOver(seg string, l level) bool {
@@ -329,7 +329,7 @@ func fenceAt(text string, start, end int) (o int, fence string) {
 // take at most half the budget), so every chunk shows code as code; what
 // follows the closing line is a block of its own.
 func (s *splitter) code(b span, o int, fence string) {
-	first := len(s.units)
+	first := s.units.len()
 	// Blank lines before the fence (the text's first) are no prose:
 	// they go with the fence line.
 	from := leadingBlank(s.text, b.start, o)
@@ -398,9 +398,9 @@ func (s *splitter) code(b span, o int, fence string) {
 		if last && closed {
 			close = "" // the source closes the fence itself
 		}
-		k := len(s.units)
+		k := s.units.len()
 		s.pieces(from, e, prio, rowLevels, open, close)
-		if close != "" && !s.over && (len(s.units)-k > 1 || !strings.HasSuffix(s.text[from:e], "\n")) {
+		if close != "" && !s.over && (s.units.len()-k > 1 || !strings.HasSuffix(s.text[from:e], "\n")) {
 			s.drop(k)
 			s.pieces(from, e, prio, rowLevels, open, shutMidLine)
 		}
@@ -410,11 +410,8 @@ func (s *splitter) code(b span, o int, fence string) {
 		if i == 0 {
 			// The first unit holds the opening line itself. Its parts were
 			// sized with the context, so dropping it only makes room.
-			for u := &s.units[k]; ; u = &u.parts[0] {
-				u.open = ""
-				if len(u.parts) == 0 {
-					break
-				}
+			for u := s.units.at(k); u != nil; u = s.firstPart(u) {
+				u.open = 0
 			}
 		}
 		from, prio = e, prioSentence
@@ -464,7 +461,7 @@ func tableHeader(text string, start, end int) int {
 // header takes at most half the budget and fits with the row), then what
 // follows as lines.
 func (s *splitter) table(b span, h int) {
-	first := len(s.units)
+	first := s.units.len()
 	from := leadingBlank(s.text, b.start, h)
 	s.pieces(b.start, from, b.prio, proseLevels, "", "")
 	delim := lineEnd(s.text, h, b.end) // where the delimiter line starts
@@ -516,9 +513,9 @@ func (s *splitter) table(b span, h int) {
 	if from > b.start {
 		prio = prioSentence
 	}
-	k := len(s.units)
+	k := s.units.len()
 	s.pieces(from, end0, prio, rowLevels, "", "")
-	if len(s.units)-k > 1 && rowsEnd > rows && !s.over {
+	if s.units.len()-k > 1 && rowsEnd > rows && !s.over {
 		// The first row does not fit with the header: the header and
 		// delimiter lines become units of their own, cut only at their
 		// line end if need be, that go with the start of the row, which
@@ -526,8 +523,8 @@ func (s *splitter) table(b span, h int) {
 		// continues in.
 		s.drop(k)
 		s.pieces(from, rows, prio, linesLevels, "", "")
-		for i := k; i < len(s.units); i++ {
-			s.units[i].keep = true
+		for i := k; i < s.units.len(); i++ {
+			s.units.at(i).keep = true
 		}
 		s.pieces(rows, end0, prioSentence, rowLevels, open, "")
 	}
@@ -550,14 +547,14 @@ func (s *splitter) table(b span, h int) {
 // rather than being cut for the header's sake, and a row larger than the
 // budget is cut at words, each part re-opening the header.
 func (s *splitter) row(start, end, prio int, header string) {
-	k := len(s.units)
+	k := s.units.len()
 	s.pieces(start, end, prio, rowLevels, "", "")
 	if header == "" || s.over {
 		return
 	}
-	if len(s.units)-k == 1 {
-		if u := &s.units[k]; s.ctx(header)+u.tokens <= s.budget {
-			reopen(u, header)
+	if s.units.len()-k == 1 {
+		if u := s.units.at(k); s.ctx(header)+int(u.tokens) <= s.budget {
+			s.reopen(u, s.intern(header))
 		}
 		return
 	}
@@ -567,10 +564,11 @@ func (s *splitter) row(start, end, prio int, header string) {
 
 // reopen sets the context a chunk starting at u, or at any of its parts,
 // re-opens.
-func reopen(u *unit, open string) {
+func (s *splitter) reopen(u *unit, open ctxID) {
 	u.open = open
-	for i := range u.parts {
-		reopen(&u.parts[i], open)
+	parts := s.partsOf(u)
+	for i := range parts {
+		s.reopen(&parts[i], open)
 	}
 }
 
