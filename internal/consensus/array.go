@@ -318,10 +318,6 @@ func (cl *clusters) find(i int32) int32 {
 // element votes the members of group g, an element of the array.
 func (v *voter) element(set []int, cl *clusters, g int32, keep bool) (*out, error) {
 	c := &cl.cs[g]
-	if !c.merged {
-		v.agree(keep, bits.OnesCount32(c.mask))
-		return &out{n: c.first}, nil // its earliest run's text
-	}
 	var byRun [MaxRuns]*node
 	for m := c.head; m >= 0; m = cl.members[m].next {
 		byRun[cl.members[m].run] = cl.members[m].n
@@ -332,6 +328,10 @@ func (v *voter) element(set []int, cl *clusters, g int32, keep bool) (*out, erro
 		if n != nil {
 			sub, vals = append(sub, set[r]), append(vals, n)
 		}
+	}
+	if !c.merged {
+		v.agree(keep, bits.OnesCount32(c.mask))
+		return agreedAs(vals), nil // its earliest run's text, and the null keys others wrote
 	}
 	return v.vote(sub, vals, keep)
 }

@@ -165,6 +165,33 @@ func TestVote(t *testing.T) {
 			minAgreement: 1,
 		},
 		{
+			name:         "a null all runs agree on is written when a later run wrote the key",
+			runs:         answers(`{"a":1}`, `{"a":1,"b":null}`, `{"a":1,"b":null}`),
+			agreed:       `{"a":1,"b":null}`,
+			minAgreement: 1,
+		},
+		{
+			name:         "a null key a later run wrote inside an agreed object is written",
+			runs:         answers(`{"x":{"a":1}}`, `{"x":{"b":null,"a":1}}`, `{"x":{"a":1,"c":null}}`),
+			agreed:       `{"x":{"a":1,"b":null,"c":null}}`,
+			minAgreement: 1,
+		},
+		{
+			name:         "a null key a later run wrote in agreed array elements is written",
+			runs:         answers(`[{"id":1},{"id":2}]`, `[{"id":1,"n":null},{"id":2}]`, `[{"id":1},{"id":2}]`),
+			agreed:       `[{"id":1,"n":null},{"id":2}]`,
+			minAgreement: 1,
+		},
+		{
+			name:         "a null key a later run wrote in an element all runs have is written",
+			runs:         answers(`[{"id":1},{"id":2}]`, `[{"id":1,"n":null}]`, `[{"id":1},{"id":2}]`),
+			agreed:       `[{"id":1,"n":null},{"id":2}]`,
+			minAgreement: 2.0 / 3,
+			disagreements: []Disagreement{
+				d("", v(`{"id":2}`, 2, true)),
+			},
+		},
+		{
 			name:         "a winning null no run wrote is included with its key omitted",
 			runs:         answers(`{"a":1,"b":"x"}`, `{"a":1}`, `{"a":1}`),
 			agreed:       `{"a":1}`,
@@ -424,9 +451,9 @@ func TestVote(t *testing.T) {
 			},
 		},
 		{
-			name:         "with two runs the agreed answer is the first run's, null keys as it wrote them",
+			name:         "with two runs the agreed answer is the first run's, and a null only the second wrote is written",
 			runs:         answers(`{"a":null,"b":1,"e":[1,2]}`, `{"b":2,"a":"x","c":null,"d":{"x":1},"e":[2,1,3]}`),
-			agreed:       `{"a":null,"b":1,"e":[1,2]}`,
+			agreed:       `{"a":null,"b":1,"e":[1,2],"c":null}`,
 			minAgreement: 0.5,
 			disagreements: []Disagreement{
 				d("a", v("null", 1, true), v(`"x"`, 1, false)),

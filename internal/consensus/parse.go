@@ -33,7 +33,11 @@ type node struct {
 	raw string
 	// vals holds an object's values aligned with its keys, or an array's
 	// elements.
-	vals    []*node
+	vals []*node
+	// nulls says a key inside is written null. Null and absence are one
+	// value, so equal values may differ in it; the agreed answer writes
+	// such a key (agreedAs).
+	nulls   bool
 	*object // objects only; scalars stay small, answers have many
 }
 
@@ -252,6 +256,7 @@ func (p *parser) object(n *node, depth int) error {
 		if n.vals[i].kind != kindNull { // null and absent are one value
 			n.feats = append(n.feats, feat{k, n.vals[i].id})
 		}
+		n.nulls = n.nulls || n.vals[i].kind == kindNull || n.vals[i].nulls
 	}
 	slices.SortFunc(n.feats, func(a, b feat) int { return int(a.key) - int(b.key) })
 	in := p.in
@@ -308,6 +313,7 @@ func (p *parser) array(n *node, depth int) error {
 	in.buf = append(in.buf[:0], 'a')
 	for _, e := range n.vals {
 		in.buf = binary.LittleEndian.AppendUint32(in.buf, uint32(e.id))
+		n.nulls = n.nulls || e.nulls
 	}
 	n.id = in.intern(in.buf)
 	return nil

@@ -79,10 +79,7 @@ func byRuns(a, b variant) int {
 func (v *voter) vote(set []int, vals []*node, keep bool) (*out, error) {
 	if unanimous(vals) {
 		v.agree(keep, len(set))
-		if vals[0] == nil {
-			return nil, nil // absent in the earliest run: stays absent
-		}
-		return &out{n: vals[0]}, nil // the earliest run's text, nulls included
+		return agreedAs(vals), nil
 	}
 
 	var objects, arrays, nones int
@@ -116,6 +113,68 @@ func written(vals []*node) *node {
 		}
 	}
 	return nil
+}
+
+// agreedAs is the agreed answer of vals that are one value (absent
+// counting as null): the earliest run's text, with the null keys it left
+// out that a later run wrote, at any depth. A null is written when any run
+// wrote its key, as for a null that wins a dispute (audit-merge2 F4): runs
+// that conform to a strict schema, which requires every key, then agree on
+// an answer that conforms whichever run came first. Nil means the key is
+// omitted: no run wrote it.
+func agreedAs(vals []*node) *out {
+	first := vals[0]
+	if none(first) {
+		if n := written(vals); n != nil {
+			return &out{n: n}
+		}
+		return nil
+	}
+	if first.kind != kindObject && first.kind != kindArray ||
+		!slices.ContainsFunc(vals[1:], func(n *node) bool { return n.nulls }) {
+		return &out{n: first} // nothing to add: the earliest run's text
+	}
+	col := make([]*node, len(vals))
+	o := &out{kind: first.kind}
+	if first.kind == kindArray { // equal arrays: equal elements in order
+		for i := range first.vals {
+			for r, n := range vals {
+				col[r] = n.vals[i]
+			}
+			o.vals = append(o.vals, agreedAs(col))
+		}
+		return o
+	}
+	at := make([]map[int32]int, len(vals))
+	for r, n := range vals {
+		at[r] = make(map[int32]int, len(n.keys))
+		for i, k := range n.keys {
+			at[r][k] = i
+		}
+	}
+	for i, k := range first.keys {
+		for r, n := range vals {
+			col[r] = nil
+			if j, ok := at[r][k]; ok {
+				col[r] = n.vals[j]
+			}
+		}
+		o.names = append(o.names, first.names[i])
+		o.vals = append(o.vals, agreedAs(col))
+	}
+	// Keys the earliest run lacks are null wherever they are written (the
+	// values are equal), in the order later runs first wrote them.
+	added := map[int32]bool{}
+	for _, n := range vals[1:] {
+		for i, k := range n.keys {
+			if _, ok := at[0][k]; !ok && !added[k] {
+				added[k] = true
+				o.names = append(o.names, n.names[i])
+				o.vals = append(o.vals, &out{n: n.vals[i]})
+			}
+		}
+	}
+	return o
 }
 
 // unanimous reports whether all vals are one value (absent counting as null).
@@ -210,7 +269,7 @@ func (v *voter) presence(set []int, vals []*node, keep bool) (*out, error) {
 func (v *voter) container(set []int, vals []*node, keep bool) (*out, error) {
 	if unanimous(vals) {
 		v.agree(keep, len(set))
-		return &out{n: vals[0]}, nil
+		return agreedAs(vals), nil
 	}
 	if vals[0].kind == kindArray {
 		return v.array(set, vals, keep)
