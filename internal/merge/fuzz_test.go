@@ -58,6 +58,8 @@ func FuzzMergeJSON(f *testing.F) {
 	// boundary, placeholders and root shapes (audit F1, F4, F6).
 	f.Add("{\"r\":[{\"id\":1,\"l\":[1,2],\"n\":\"\"}]}\x00{\"r\":[{\"id\":1,\"l\":[2,3],\"n\":\"x\"},{\"id\":1,\"l\":\"\"}]}\x00[{\"id\":\"\"}]\x00{\"r\":[{\"id\":1,\"l\":{\"z\":[2]}}]}", uint64(8<<5), uint8(4), "2 x")
 	f.Add("[{\"id\":1,\"l\":[\"a\",\"a\"]}]\x00{\"id\":1}\x00[{\"id\":1,\"l\":[\"a\",\"b\",\"a\",\"a\"]}]\x00\"\"", uint64(1<<5|4<<10), uint8(6), "")
+	// A key holding NUL beside the nested path it spells (audit-merge2 F3).
+	f.Add("{\"a\":{\"b\":[{\"id\":7}]}}\x00{\"a\\u0000b\":[{\"id\":7}],\"a\":{\"b\":[{\"id\":7}]}}", uint64(0), uint8(4), "7")
 	f.Fuzz(func(t *testing.T, data string, shape uint64, flags uint8, overlap string) {
 		cs := fuzzChunks(data, shape, overlap)
 		opts := fuzzOptions(flags)

@@ -550,7 +550,7 @@ func (m *jsonMerger) merge(n *mnode, v *value, src int, key string, rc recCtx) {
 				n.fields[k] = c
 				n.keys = append(n.keys, k)
 			}
-			m.merge(c, v.arr[i], src, key+"\x00"+k, rc.field(k))
+			m.merge(c, v.arr[i], src, childKey(key, k), rc.field(k))
 		}
 	case v.kind == kArray && (empty || n.shape == shapeArray):
 		if empty {
@@ -566,6 +566,20 @@ func (m *jsonMerger) merge(n *mnode, v *value, src int, key string, rc recCtx) {
 	default:
 		n.others = append(n.others, cand{v: v, src: src, h: m.hash(v)})
 	}
+}
+
+// childKey is the path key of key's field k: each key length-prefixed, so
+// that no two paths share one whatever their keys hold ({"a":{"b":…}} and
+// {"a\u0000b":…} did with a NUL separator, audit-merge2 F3). Technical and
+// content dedupe find an array's previous records by it.
+func childKey(key, k string) string {
+	var b strings.Builder
+	b.Grow(len(key) + binary.MaxVarintLen64 + len(k))
+	b.WriteString(key)
+	var n [binary.MaxVarintLen64]byte
+	b.Write(n[:binary.PutUvarint(n[:], uint64(len(k)))])
+	b.WriteString(k)
+	return b.String()
 }
 
 // appendArray concatenates a chunk's array, less the run at its head that

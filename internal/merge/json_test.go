@@ -200,6 +200,11 @@ func TestJSONTechnicalDedupe(t *testing.T) {
 			removed: 1,
 		},
 		{
+			name:   "a key holding NUL is its own path, not a nested one",
+			chunks: chunks("f", `{"a":{"b":[{"k":"X1"}]}}`, `{"a\u0000b":[{"k":"X1"}]}`),
+			want:   `{"a":{"b":[{"k":"X1"}]},"a\u0000b":[{"k":"X1"}]}`,
+		},
+		{
 			name: "files are not compared with each other at scope job",
 			chunks: []Chunk{{File: "a", Index: 0, Content: `[1,2]`},
 				{File: "b", Index: 1, Content: `[2,3]`}},
@@ -281,6 +286,13 @@ func TestJSONContentDedupe(t *testing.T) {
 			opts:    Options{DedupeBy: []string{"id"}, HasSchema: true},
 			chunks:  chunks("f", `{"a":[{"id":1}]}`, `{"b":[{"id":1}]}`),
 			want:    `{"a":[{"id":1}],"b":[{"id":1}]}`,
+			removed: 0,
+		},
+		{
+			name:    "a key holding NUL is its own array path, not a nested one",
+			opts:    Options{DedupeBy: []string{"id"}, HasSchema: true},
+			chunks:  chunks("f", `{"a":{"b":[{"id":7,"v":"one"}]}}`, `{"a\u0000b":[{"id":7,"v":"two"}]}`),
+			want:    `{"a":{"b":[{"id":7,"v":"one"}]},"a\u0000b":[{"id":7,"v":"two"}]}`,
 			removed: 0,
 		},
 		{
