@@ -111,6 +111,10 @@ func FuzzMergeMarkup(f *testing.F) {
 	f.Add("| Coffee | 2.50 |\n| Coffee | 2.50 |\x00| Coffee | 2.50 |\n| Bagel |", uint64(8<<5), uint8(0), "Coffee $2.50")
 	f.Add("<p>Coffee 2.50</p>\x00<p>Coffee 2.50</p><p>x</p>", uint64(8<<5), uint8(1), "<p>Coffee &amp; 2,50</p>")
 	f.Add("<r><i a=\"SKU-4\">x</i></r>\x00<r><i a=\"SKU-4\">x</i><j/></r>", uint64(8<<5), uint8(2), "SKU-4 x")
+	// Rows without a header between answers that repeat it, and after a
+	// failed chunk (audit-merge2 F1).
+	f.Add("| a | b |\n|-|-|\n| 1 | 2 |\x00| 1 | 2 |\n| 3 | 4 |\x00| a | b |\n|-|-|\n| 3 | 4 |\x00x\x00| 5 |\x00| a | b |\n|-|-|\n| 5 |\n\nz", uint64(2<<15), uint8(0), "")
+	f.Add("| a |\n|-|\n| 1 |\x00| 1 |\x00| b |\n|-|\n| 1 |\x00| b |\n|-|\n| 1 |\n| 2 |", uint64(0), uint8(3), "1")
 	formats := []string{FormatMarkdown, FormatHTML, FormatXML, FormatText, ""}
 	f.Fuzz(func(t *testing.T, data string, shape uint64, flags uint8, overlap string) {
 		cs := fuzzChunks(data, shape, overlap)

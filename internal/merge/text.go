@@ -34,6 +34,7 @@ type tunit struct {
 	from, to int // lines [from, to)
 	kind     ukind
 	table    int // table lines: index of the table's header unit; -1 when the answer shows none
+	first    int // table lines: index of the table's first unit (its header, or its first row)
 	key      int // interned normalized text
 	sig      bool
 }
@@ -76,6 +77,7 @@ func (j *textJoiner) parse(s string) *tdoc {
 	}
 	const noTable = -2
 	open, table := -1, noTable // the unit a plain line continues; the table being read
+	first := -1                // the first unit of the table being read
 	for i := 0; i < len(lines); i++ {
 		ln := lines[i]
 		if isBlank(ln) {
@@ -99,14 +101,14 @@ func (j *textJoiner) parse(s string) *tdoc {
 			open, table = -1, noTable
 		case table == noTable && strings.Contains(ln, "|") && i+1 < len(lines) && tableSep.MatchString(lines[i+1]) && strings.Contains(lines[i+1], "-"):
 			h := add(i, i+1, uHeader, -1)
-			d.units[h].table = h
-			add(i+1, i+2, uSep, h)
-			i, open, table = i+1, -1, h
+			d.units[h].table, d.units[h].first = h, h
+			d.units[add(i+1, i+2, uSep, h)].first = h
+			i, open, table, first = i+1, -1, h, h
 		case table != noTable && strings.Contains(ln, "|"), table == noTable && isPipeRow(ln):
 			if table == noTable {
-				table = -1 // rows whose header this answer does not show
+				table, first = -1, len(d.units) // rows whose header this answer does not show
 			}
-			add(i, i+1, uRow, table)
+			d.units[add(i, i+1, uRow, table)].first = first
 			open = -1
 		case listItem.MatchString(ln):
 			open, table = add(i, i+1, uItem, -1), noTable
@@ -168,6 +170,12 @@ func joinText(g []*part) Answer {
 	}
 	var prev *part
 	var prevDoc *tdoc
+	// The key of the header of the table the merged content ends in, across
+	// answers: rows an answer gives without a header continue that table,
+	// so the next answer's repeated header is recognised against it, not
+	// only against its own answer's (audit-merge2 F1). -1 when the content
+	// ends in no table, or in rows whose header no answer showed.
+	openHeader := -1
 	for _, p := range g {
 		if p.skip != "" {
 			a.incomplete(p, p.skip)
@@ -175,16 +183,17 @@ func joinText(g []*part) Answer {
 				sep("\n\n")
 				b.WriteString(p.Content)
 			}
-			prev, prevDoc = nil, nil
+			prev, prevDoc, openHeader = nil, nil, -1
 			continue
 		}
 		d := j.parse(p.Content)
 		start, cont := 0, false
+		cut := 0 // units removed after a leading header that stays
 		if p.follows(prev) && len(prevDoc.units) > 0 && len(d.units) > 0 {
 			last := prevDoc.units[len(prevDoc.units)-1]
+			headed := len(d.units) >= 2 && d.units[0].kind == uHeader && d.units[1].kind == uSep
 			headerDropped := false
-			if last.kind.tableLine() && last.table >= 0 && len(d.units) >= 2 &&
-				d.units[0].kind == uHeader && d.units[1].kind == uSep && d.units[0].key == prevDoc.units[last.table].key {
+			if headed && last.kind.tableLine() && d.units[0].key == openHeader {
 				start, headerDropped = 2, true
 			}
 			if !p.NoOverlap {
@@ -195,6 +204,18 @@ func joinText(g []*part) Answer {
 				k := overlapUnits(prevDoc.units, d, start, g)
 				start += k
 				a.DedupeRemovedTechnical += k
+				if k == 0 && headed && !headerDropped {
+					// A header is not a record: the repeated rows may
+					// follow one that cannot be dropped.
+					if c := overlapUnits(prevDoc.units, d, 2, g); c > 0 {
+						a.DedupeRemovedTechnical += c
+						if 2+c == len(d.units) {
+							start = len(d.units) // the header heads nothing left
+						} else {
+							cut = c
+						}
+					}
+				}
 			}
 			if start < len(d.units) {
 				next := d.units[start]
@@ -212,7 +233,23 @@ func joinText(g []*part) Answer {
 		} else {
 			sep("\n\n")
 		}
-		b.WriteString(strings.Join(d.lines[d.units[start].from:], "\n"))
+		if cut > 0 {
+			// The header and its delimiter, then what follows the removed
+			// rows (with the blank lines before it).
+			b.WriteString(strings.Join(d.lines[d.units[0].from:d.units[1].to], "\n"))
+			b.WriteString("\n")
+			b.WriteString(strings.Join(d.lines[d.units[1+cut].to:], "\n"))
+		} else {
+			b.WriteString(strings.Join(d.lines[d.units[start].from:], "\n"))
+		}
+		switch last := d.units[len(d.units)-1]; {
+		case !last.kind.tableLine():
+			openHeader = -1
+		case last.table >= 0:
+			openHeader = d.units[last.table].key
+		case !cont || last.first != d.units[start].first:
+			openHeader = -1 // rows of a table of their own, header unknown
+		}
 	}
 	a.Content = b.String()
 	return a

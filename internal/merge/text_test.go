@@ -51,8 +51,45 @@ func TestJoinText(t *testing.T) {
 		{
 			name:   "a table with another header is another table",
 			format: FormatMarkdown,
-			chunks: chunks("f", "| a |\n|---|\n| 1 |", "| b |\n|---|\n| 1 |"),
-			want:   "| a |\n|---|\n| 1 |\n\n| b |\n|---|\n| 1 |",
+			chunks: chunks("f", "| a |\n|---|\n| 1 |", "| b |\n|---|\n| 2 |"),
+			want:   "| a |\n|---|\n| 1 |\n\n| b |\n|---|\n| 2 |",
+		},
+		{
+			name:   "a header repeated after an answer of rows without one is dropped, and the overlap row with it",
+			format: FormatMarkdown,
+			chunks: chunks("f", "| sku | qty |\n|---|---|\n| S1 | 1 |\n| S2 | 2 |", "| S2 | 2 |\n| S3 | 3 |",
+				"|sku|qty|\n|-|-|\n| S3 | 3 |\n| S4 | 4 |"),
+			want:    "| sku | qty |\n|---|---|\n| S1 | 1 |\n| S2 | 2 |\n| S3 | 3 |\n| S4 | 4 |",
+			removed: 2,
+		},
+		{
+			name:   "plain text drops a header repeated after rows without one the same way",
+			format: FormatText,
+			chunks: chunks("f", "| sku | qty |\n|---|---|\n| S1 | 1 |", "| S1 | 1 |\n| S2 | 2 |", "| S3 | 3 |",
+				"| sku | qty |\n|---|---|\n| S3 | 3 |\n| S4 | 4 |"),
+			want:    "| sku | qty |\n|---|---|\n| S1 | 1 |\n| S2 | 2 |\n| S3 | 3 |\n| S4 | 4 |",
+			removed: 2,
+		},
+		{
+			name:   "rows without a header after a paragraph do not inherit the table above",
+			format: FormatMarkdown,
+			chunks: chunks("f", "| a |\n|---|\n| 1 |\n\nNote.", "Note.\n\n| 2 |", "| a |\n|---|\n| 2 |\n| 3 |"),
+			want:    "| a |\n|---|\n| 1 |\n\nNote.\n\n| 2 |\n\n| a |\n|---|\n| 3 |",
+			removed: 2,
+		},
+		{
+			name:   "the overlap row after a header that stays is removed",
+			format: FormatMarkdown,
+			chunks: chunks("f", "| a |\n|---|\n| 1 |\n| 2 |", "| b |\n|---|\n| 2 |\n| 3 |\n\nAfter."),
+			want:    "| a |\n|---|\n| 1 |\n| 2 |\n\n| b |\n|---|\n| 3 |\n\nAfter.",
+			removed: 1,
+		},
+		{
+			name:   "a header whose rows all repeat the tail goes with them",
+			format: FormatMarkdown,
+			chunks: chunks("f", "| a |\n|---|\n| 1 |\n| 2 |", "| b |\n|---|\n| 2 |"),
+			want:    "| a |\n|---|\n| 1 |\n| 2 |",
+			removed: 1,
 		},
 		{
 			name:   "a part of a paragraph is not a repeat",
@@ -128,6 +165,29 @@ func TestJoinTextAppendsFailedChunksUnchanged(t *testing.T) {
 	}
 	if !reflect.DeepEqual(refs(a), []ChunkRef{{"f", 1}}) || a.DedupeRemovedTechnical != 0 {
 		t.Errorf("incomplete %+v, removed %d", a.IncompleteChunks, a.DedupeRemovedTechnical)
+	}
+}
+
+// TestJoinTextComparesRowsAfterAHeaderThatStays: after a chunk that could
+// not be merged, the table rows that follow have no header above them, so
+// the next answer's header stays; the overlap row behind it is still the
+// previous answer's tail and goes (audit-merge2 F1).
+func TestJoinTextComparesRowsAfterAHeaderThatStays(t *testing.T) {
+	cs := []Chunk{
+		{File: "f", Index: 0, Content: "| sku | qty |\n|---|---|\n| S1 | 1 |\n| S2 | 2 |"},
+		{File: "f", Index: 1, Failed: true},
+		{File: "f", Index: 2, Content: "| S3 | 3 |\n| S4 | 4 |"},
+		{File: "f", Index: 3, Content: "| sku | qty |\n|---|---|\n| S4 | 4 |\n| S5 | 5 |"},
+	}
+	for _, format := range []string{FormatMarkdown, FormatText} {
+		a := mergeOne(t, Options{Format: format}, cs)
+		want := "| sku | qty |\n|---|---|\n| S1 | 1 |\n| S2 | 2 |\n\n| S3 | 3 |\n| S4 | 4 |\n\n| sku | qty |\n|---|---|\n| S5 | 5 |"
+		if a.Content != want {
+			t.Errorf("%s: content\n%s\nwant\n%s", format, a.Content, want)
+		}
+		if !reflect.DeepEqual(refs(a), []ChunkRef{{"f", 1}}) || a.DedupeRemovedTechnical != 1 {
+			t.Errorf("%s: incomplete %+v, removed %d, want f#1 and 1", format, a.IncompleteChunks, a.DedupeRemovedTechnical)
+		}
 	}
 }
 
