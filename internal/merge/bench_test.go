@@ -118,3 +118,35 @@ func BenchmarkMergeXML(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMergeJSONLargeAnswers merges 32 answers of 512 KiB of distinct
+// records (16 MiB), the shape of a merge near its input limit: B/op is what
+// the merge allocates for it, most of it the parsed answers and the merged
+// content (docs/benchmarks.md, "merge memory", has the peak RSS at the
+// limit).
+func BenchmarkMergeJSONLargeAnswers(b *testing.B) {
+	var cs []Chunk
+	total, id := 0, 0
+	for c := range 32 {
+		var s strings.Builder
+		s.WriteString(`{"items":[`)
+		for first := true; s.Len() < 512<<10-200; first = false {
+			if !first {
+				s.WriteString(",")
+			}
+			fmt.Fprintf(&s, `{"id":"R%d","name":"customer number %d","qty":%d,"price":"%d.50"}`, id, id, id%7, id)
+			id++
+		}
+		s.WriteString(`]}`)
+		cs = append(cs, Chunk{File: "f", Index: c, Content: s.String()})
+		total += s.Len()
+	}
+	b.SetBytes(int64(total))
+	b.ReportAllocs()
+	for b.Loop() {
+		as, err := Merge(cs, Options{HasSchema: true})
+		if err != nil || len(as) != 1 || as[0].MergeIncomplete {
+			b.Fatalf("%v %+v", err, as)
+		}
+	}
+}

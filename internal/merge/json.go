@@ -70,6 +70,11 @@ type jsonScanner struct {
 	lim   Limits
 	nodes int
 	slab  []value // values are allocated in blocks: one allocation per many
+	// The children of the open containers, copied into exact slices when
+	// their container closes: growing each container's own slices left
+	// their discarded halves as garbage and up to half of each unused.
+	vals []*value
+	keys []string
 }
 
 func (p *jsonScanner) alloc(v value) *value {
@@ -135,16 +140,19 @@ func (p *jsonScanner) array(depth int) (*value, error) {
 		p.i++
 		return v, nil
 	}
+	base := len(p.vals)
 	for {
 		e, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
-		v.arr = append(v.arr, e)
+		p.vals = append(p.vals, e)
 		p.skipSpace()
 		c := p.s[p.i]
 		p.i++
 		if c == ']' {
+			v.arr = slices.Clone(p.vals[base:])
+			p.vals = p.vals[:base]
 			return v, nil
 		}
 	}
@@ -158,6 +166,7 @@ func (p *jsonScanner) object(depth int) (*value, error) {
 		p.i++
 		return v, nil
 	}
+	base, kbase := len(p.vals), len(p.keys)
 	for {
 		p.skipSpace()
 		k, err := p.str()
@@ -176,17 +185,17 @@ func (p *jsonScanner) object(depth int) (*value, error) {
 				at = i
 			}
 		} else {
-			at = slices.Index(v.keys, k)
+			at = slices.Index(p.keys[kbase:], k)
 		}
 		if at >= 0 {
-			v.arr[at] = e // the last of a repeated key wins, as in encoding/json
+			p.vals[base+at] = e // the last of a repeated key wins, as in encoding/json
 		} else {
-			v.keys, v.arr = append(v.keys, k), append(v.arr, e)
-			if index != nil {
-				index[k] = len(v.keys) - 1
-			} else if len(v.keys) > 16 {
+			p.keys, p.vals = append(p.keys, k), append(p.vals, e)
+			if n := len(p.keys) - kbase; index != nil {
+				index[k] = n - 1
+			} else if n > 16 {
 				index = make(map[string]int, 32)
-				for i, k := range v.keys {
+				for i, k := range p.keys[kbase:] {
 					index[k] = i
 				}
 			}
@@ -195,6 +204,8 @@ func (p *jsonScanner) object(depth int) (*value, error) {
 		c := p.s[p.i]
 		p.i++
 		if c == '}' {
+			v.keys, v.arr = slices.Clone(p.keys[kbase:]), slices.Clone(p.vals[base:])
+			p.keys, p.vals = p.keys[:kbase], p.vals[:base]
 			return v, nil
 		}
 	}
@@ -464,9 +475,18 @@ func mergeJSON(g []*part, opts Options, lim Limits) Answer {
 		m.merge(m.root, v, p.src, "", recCtx{})
 		prev, m.prev, m.prevRec = p, m.cur, m.curRec
 	}
+	// The merged content is about as long as its input: grown by appends,
+	// its discarded copies summed to several times that (audit-merge2 F2).
 	o := &out{max: -1}
+	size := 0
+	for _, p := range g {
+		if p.skip == "" {
+			size += len(p.Content)
+		}
+	}
+	o.b.Grow(size)
 	m.render(o, m.root)
-	a.Content = string(o.b)
+	a.Content = o.b.String()
 	m.walk(m.root, "")
 	// Chunks left out while merging and chunks that lost values in the
 	// walk are listed together, in chunk order.
@@ -847,52 +867,70 @@ func joinPath(path, seg string) string {
 }
 
 // out is a JSON writer that stops once max bytes are written (max < 0:
-// no limit), so a conflict value costs at most that much work.
+// no limit), so a conflict value costs at most that much work. A
+// strings.Builder, so the merged content is not copied once written.
 type out struct {
-	b   []byte
+	b   strings.Builder
 	max int
 }
 
-func (o *out) full() bool { return o.max >= 0 && len(o.b) > o.max }
+func (o *out) full() bool { return o.max >= 0 && o.b.Len() > o.max }
 
 func (o *out) raw(s string) {
 	if !o.full() {
-		o.b = append(o.b, s...)
+		o.b.WriteString(s)
 	}
 }
 
-// str writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
+// str writes s as a JSON string; invalid UTF-8 becomes U+FFFD. Runs that
+// need no escape are written whole, up to the room max leaves.
 func (o *out) str(s string) {
-	o.b = append(o.b, '"')
+	o.b.WriteByte('"')
 	for i := 0; i < len(s) && !o.full(); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				o.b = append(o.b, '\\', c)
-			case c == '\n':
-				o.b = append(o.b, '\\', 'n')
-			case c == '\r':
-				o.b = append(o.b, '\\', 'r')
-			case c == '\t':
-				o.b = append(o.b, '\\', 't')
-			case c < 0x20:
-				o.b = append(o.b, '\\', 'u', '0', '0', "0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xf])
-			default:
-				o.b = append(o.b, c)
+		end := len(s)
+		if o.max >= 0 {
+			end = min(end, i+o.max+1-o.b.Len())
+		}
+		j := i
+		for j < end {
+			if c := s[j]; c < utf8.RuneSelf {
+				if c < 0x20 || c == '"' || c == '\\' {
+					break
+				}
+				j++
+				continue
 			}
-			i++
+			r, size := utf8.DecodeRuneInString(s[j:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			j += size
+		}
+		if j > i {
+			o.b.WriteString(s[i:j])
+			i = j
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			o.b = append(o.b, `\ufffd`...)
-		} else {
-			o.b = append(o.b, s[i:i+size]...)
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			o.b.WriteByte('\\')
+			o.b.WriteByte(c)
+		case c == '\n':
+			o.b.WriteString(`\n`)
+		case c == '\r':
+			o.b.WriteString(`\r`)
+		case c == '\t':
+			o.b.WriteString(`\t`)
+		case c < 0x20:
+			o.b.WriteString(`\u00`)
+			o.b.WriteByte("0123456789abcdef"[c>>4])
+			o.b.WriteByte("0123456789abcdef"[c&0xf])
+		default: // a byte that is not UTF-8
+			o.b.WriteString(`\ufffd`)
 		}
-		i += size
+		i++
 	}
-	o.b = append(o.b, '"')
+	o.b.WriteByte('"')
 }
 
 func (m *jsonMerger) renderValue(o *out, v *value) {
@@ -976,16 +1014,16 @@ func (m *jsonMerger) render(o *out, n *mnode) {
 func clipValue(render func(*out)) string {
 	o := &out{max: MaxValueBytes}
 	render(o)
-	return clip(o.b, MaxValueBytes)
+	return clip(o.b.String(), MaxValueBytes)
 }
 
-func clip(b []byte, max int) string {
-	if len(b) <= max {
-		return string(b)
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
 	}
 	cut := max
-	for cut > 0 && !utf8.RuneStart(b[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return string(b[:cut])
+	return s[:cut]
 }

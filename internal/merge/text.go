@@ -32,10 +32,10 @@ func (k ukind) tableLine() bool { return k >= uHeader }
 
 type tunit struct {
 	from, to int // lines [from, to)
-	kind     ukind
 	table    int // table lines: index of the table's header unit; -1 when the answer shows none
 	first    int // table lines: index of the table's first unit (its header, or its first row)
 	key      int // interned normalized text
+	kind     ukind
 	sig      bool
 }
 

@@ -301,7 +301,7 @@ func mergeXML(g []*part, lim Limits) Answer {
 			func(i int) string {
 				o := &out{max: MaxValueBytes}
 				o.str(c.values[i])
-				return clip(o.b, MaxValueBytes)
+				return clip(o.b.String(), MaxValueBytes)
 			},
 			func(i int) ChunkRef { return c.srcs[i] })
 	}
