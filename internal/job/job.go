@@ -201,8 +201,11 @@ type LLMRow struct {
 	// (empty for the first chunk, or when the chunker kept none); merge
 	// reads it, the API never returns it.
 	Overlap string
-	Created time.Time
-	Updated time.Time
+	// ContentUnread says Content was not read: the answer would have
+	// passed the byte budget of Store.ResultToFinish. Never stored.
+	ContentUnread bool
+	Created       time.Time
+	Updated       time.Time
 }
 
 // Result is everything GET /v1/jobs/{id}/result returns.

@@ -443,6 +443,48 @@ func TestJSONLimits(t *testing.T) {
 	})
 }
 
+// TestTotalInputLimit: the chunk that would pass MaxTotalBytes is left out
+// and counts for nothing, so a later, smaller chunk that still fits is
+// merged (audit-merge2 F5: what docs/merge.md says); a chunk the caller
+// left unread for that limit (Unread) is listed the same way.
+func TestTotalInputLimit(t *testing.T) {
+	big := `{"a":"` + strings.Repeat("x", 90) + `"}` // 97 bytes
+	reason := "the merge's input limit of 100 bytes was reached"
+	tests := []struct {
+		name   string
+		chunks []Chunk
+		want   string
+		left   []ChunkRef
+	}{
+		{
+			name:   "a later, smaller chunk is merged after the one that would pass the limit",
+			chunks: chunks("f", `{"b":1}`, big, `{"c":2}`),
+			want:   `{"b":1,"c":2}`,
+			left:   []ChunkRef{{"f", 1}},
+		},
+		{
+			name: "a chunk the caller left unread is listed as past the limit",
+			chunks: []Chunk{{File: "f", Index: 0, Content: `{"b":1}`}, {File: "f", Index: 1, Unread: true},
+				{File: "f", Index: 2, Content: `{"c":2}`}},
+			want: `{"b":1,"c":2}`,
+			left: []ChunkRef{{"f", 1}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mergeOne(t, Options{Format: FormatJSON, Limits: Limits{MaxTotalBytes: 100}}, tt.chunks)
+			if a.Content != tt.want || !reflect.DeepEqual(refs(a), tt.left) {
+				t.Fatalf("content %s, incomplete %+v; want %s and %v", a.Content, a.IncompleteChunks, tt.want, tt.left)
+			}
+			for _, c := range a.IncompleteChunks {
+				if c.Reason != reason {
+					t.Errorf("reason %q, want %q", c.Reason, reason)
+				}
+			}
+		})
+	}
+}
+
 func TestBorders(t *testing.T) {
 	tests := []struct {
 		tail, head string

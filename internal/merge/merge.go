@@ -54,10 +54,12 @@ const (
 	MaxDedupeBy       = 32  // names in merge.dedupeBy
 )
 
-// Default limits; see Limits.
+// Default limits; see Limits. DefaultMaxTotalBytes keeps a merge's peak
+// near 1 GiB: a JSON merge holds every answer parsed until it renders, about
+// 8–11 times the input at its peak (docs/benchmarks.md, "merge memory").
 const (
 	DefaultMaxAnswerBytes = 8 << 20
-	DefaultMaxTotalBytes  = 256 << 20
+	DefaultMaxTotalBytes  = 64 << 20
 	DefaultMaxDepth       = 128
 	DefaultMaxNodes       = 1 << 20
 )
@@ -67,9 +69,12 @@ const (
 // Zero fields take the defaults.
 type Limits struct {
 	MaxAnswerBytes int // bytes of one chunk answer
-	MaxTotalBytes  int // bytes of all answers of one Merge call; later chunks are left out entirely
-	MaxDepth       int // nesting of JSON values and of HTML/XML elements
-	MaxNodes       int // JSON values or HTML/XML tokens in one answer
+	// Bytes of all answers of one Merge call, counted in chunk order: a
+	// chunk that would pass it is left out (and counts for nothing), so a
+	// later, smaller chunk that still fits is merged.
+	MaxTotalBytes int
+	MaxDepth      int // nesting of JSON values and of HTML/XML elements
+	MaxNodes      int // JSON values or HTML/XML tokens in one answer
 }
 
 func (l Limits) withDefaults() Limits {
@@ -113,6 +118,12 @@ type Chunk struct {
 	// is removed as overlap only if each is grounded in that text (see
 	// docs/merge.md); without it, the longest tail/head run is removed.
 	Overlap string
+	// Unread says the caller did not read the answer because it would have
+	// passed Limits.MaxTotalBytes, reading answers in chunk order as Merge
+	// counts them: the chunk is listed as past the input limit, as Merge
+	// would have left it out, and counts for nothing. A caller bounds what
+	// it loads with the same limit this way.
+	Unread bool
 	// NoText marks the one row of a file that has no text to answer (its
 	// model row skipped as no_ocr_content or empty_ocr_content). Nothing
 	// is merged from it and nothing is lost, so it is not listed; at
@@ -294,7 +305,7 @@ func Merge(chunks []Chunk, opts Options) ([]Answer, error) {
 		case c.Failed:
 			p.skip = "the chunk has no answer: its model call or its file's recognition failed"
 		}
-		if total+len(c.Content) > lim.MaxTotalBytes {
+		if c.Unread || total+len(c.Content) > lim.MaxTotalBytes {
 			p.skip = fmt.Sprintf("the merge's input limit of %d bytes was reached", lim.MaxTotalBytes)
 			p.drop = true
 		} else {

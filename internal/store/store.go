@@ -242,8 +242,14 @@ type Store interface {
 	// ResultToFinish is GetResult of any account's job without what ending
 	// a job never reads: OCR rows come without content, request and raw
 	// data, model rows without request and raw data, and there is no
-	// merged answer. Model rows keep their content, which merge reads.
-	ResultToFinish(ctx context.Context, id string) (*job.Result, error)
+	// merged answer. DONE model rows keep their content, which merge reads,
+	// within maxContent bytes (<= 0: no limit): in row order, an answer is
+	// read while the answers read and it stay within the budget; one that
+	// would pass it is not read at all and has ContentUnread set, and a
+	// later, smaller one still is (merge.Limits.MaxTotalBytes's rule, so
+	// what is not read is exactly what merge would leave out). Other rows'
+	// content is not read.
+	ResultToFinish(ctx context.Context, id string, maxContent int64) (*job.Result, error)
 	// JobProgress returns the job's status and its counts of terminal OCR
 	// and model rows in one cheap read, for live progress polled by the API
 	// process; ErrNotFound for an unknown job or another account's.

@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/merge"
 	"github.com/docjobs/docjobs/internal/store"
 )
 
@@ -39,7 +40,10 @@ func (w *finalizeWorker) NextRetry(j *river.Job[FinalizeArgs]) time.Time {
 
 func (w *finalizeWorker) Work(ctx context.Context, rj *river.Job[FinalizeArgs]) error {
 	start := time.Now()
-	res, err := w.deps.Store.ResultToFinish(ctx, rj.Args.JobID)
+	// Answers merge would leave out past its input limit are not read:
+	// the limit bounds finalize's memory only if it bounds the load too
+	// (audit-merge2 F2).
+	res, err := w.deps.Store.ResultToFinish(ctx, rj.Args.JobID, merge.DefaultMaxTotalBytes)
 	if errors.Is(err, job.ErrNotFound) {
 		return nil
 	}

@@ -70,6 +70,7 @@ func mergeAnswers(res *job.Result, log *slog.Logger) ([]byte, error) {
 		switch {
 		case r.Status == job.RowDone:
 			c.Content, c.Overlap, c.NoOverlap = r.Content, r.Overlap, r.ChunkIndex > 0 && r.Overlap == ""
+			c.Unread = r.ContentUnread // past the merge's input limit, left unread
 		case r.Status == job.RowSkipped && (r.SkipReason == job.SkipNoOCRContent || r.SkipReason == job.SkipEmptyOCRContent):
 			c.NoText = true
 		default:

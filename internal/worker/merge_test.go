@@ -78,3 +78,33 @@ func TestMergeAnswersOneEntryPerFile(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeAnswersListsAnswersLeftUnread: an answer ResultToFinish did not
+// read, as it would have passed the merge's input limit, is listed as not
+// merged, like one merge leaves out for that limit (audit-merge2 F2); the
+// answers around it are merged. In text, where an empty answer is no
+// error, the chunk would otherwise vanish without a word.
+func TestMergeAnswersListsAnswersLeftUnread(t *testing.T) {
+	url := "https://x/a.txt"
+	res := &job.Result{
+		Job: &job.Job{SourceURLs: []string{url}, Prompts: []string{"extract"},
+			Merge: job.Merge{Enabled: true, Format: "MERGE_FORMAT_TEXT"}},
+		LLM: []job.LLMRow{
+			{File: url, ChunkIndex: 0, ChunkTotal: 3, Status: job.RowDone, Content: "A."},
+			{File: url, ChunkIndex: 1, ChunkTotal: 3, Status: job.RowDone, ContentUnread: true},
+			{File: url, ChunkIndex: 2, ChunkTotal: 3, Status: job.RowDone, Content: "C.", Overlap: "x"},
+		},
+	}
+	raw, err := mergeAnswers(res, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answers []mergedAnswer
+	if err := json.Unmarshal(raw, &answers); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	if len(answers) != 1 || answers[0].Content != "A.\n\nC." || !answers[0].MergeIncomplete ||
+		!reflect.DeepEqual(answers[0].IncompleteChunks, []chunkRef{{File: url, ChunkIndex: 1}}) {
+		t.Errorf("merged[] %s, want A. and C. with chunk 1 listed", raw)
+	}
+}

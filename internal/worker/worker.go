@@ -42,7 +42,7 @@ type Store interface {
 	GetJob(ctx context.Context, accountID, id string) (*job.Job, error)
 	// WatchEnd signals a job's end (store.Store.WatchEnd).
 	WatchEnd(jobID string) (ended <-chan struct{}, stop func())
-	ResultToFinish(ctx context.Context, id string) (*job.Result, error)
+	ResultToFinish(ctx context.Context, id string, maxContent int64) (*job.Result, error)
 	MarkRunning(ctx context.Context, jobID string) error
 	FinishOCR(ctx context.Context, d store.OCRDone) (bool, error)
 	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f store.Finish) (bool, error)

@@ -546,9 +546,17 @@ func (s *Store[TTx]) ResultRows(ctx context.Context, accountID, id string) (*job
 }
 
 // ResultToFinish reads what ending job id needs: the job and its rows,
-// without the recognized text and the provider exchanges; see store.Store.
-func (s *Store[TTx]) ResultToFinish(ctx context.Context, id string) (*job.Result, error) {
-	return s.result(ctx, "", id, ocrColumnsLean, llmColumnsLean)
+// without the recognized text and the provider exchanges, and the answers
+// within maxContent bytes; see store.Store.
+func (s *Store[TTx]) ResultToFinish(ctx context.Context, id string, maxContent int64) (*job.Result, error) {
+	res, err := s.result(ctx, "", id, ocrColumnsLean, llmColumnsLean)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.answerContents(ctx, s.backend.DB(), id, res.LLM, maxContent); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // result reads the job and its rows with the given column lists.

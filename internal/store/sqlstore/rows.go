@@ -20,8 +20,10 @@ const ocrColumns = `job_id, file_index, file, status, content, output_format, mo
 const (
 	ocrColumnsLean = `job_id, file_index, file, status, '', output_format, model, '', '',
 	error, duration_ns, created, updated`
+	// llmColumnsLean leaves out the answers too: ResultToFinish reads
+	// them apart, within a byte budget (answerContents).
 	llmColumnsLean = `job_id, file_index, prompt_index, chunk_index, chunk_total, file, status, skip_reason,
-	content, model, '', '', error, duration_ns, schema_valid, schema_errors, consensus,
+	'', model, '', '', error, duration_ns, schema_valid, schema_errors, consensus,
 	created, updated, input_tokens, output_tokens, overlap`
 )
 
@@ -317,4 +319,105 @@ func (s *Store[TTx]) anyPending(ctx context.Context, q Querier, jobID string) (b
 		return false, fmt.Errorf("count pending rows: %w", err)
 	}
 	return n > 0, nil
+}
+
+// answerContents sets the Content of the DONE rows of llm, the job's model
+// rows in result order, reading them in that order while the contents read
+// stay within budget bytes (<= 0: no limit). A row whose content would pass
+// the budget is not read, and is marked ContentUnread; later, smaller ones
+// still are, as merge takes answers (merge.Limits.MaxTotalBytes). Sizes come
+// first (octet_length reads no value), so an answer left out is never
+// loaded: a job's answers may be up to 100,000 times the provider's
+// response limit, and finalize runs beside every other account's work.
+func (s *Store[TTx]) answerContents(ctx context.Context, q Querier, jobID string, llm []job.LLMRow, budget int64) error {
+	const keys = "file_index, prompt_index, chunk_index"
+	done := string(job.RowDone)
+	rows, err := s.query(ctx, q, `SELECT `+keys+`, octet_length(content) FROM llm_rows
+		WHERE job_id = ? AND status = ? ORDER BY `+keys, jobID, done)
+	if err != nil {
+		return fmt.Errorf("answer sizes of %s: %w", jobID, err)
+	}
+	type answer struct {
+		key  [3]int
+		size int64
+		at   int // index in llm
+	}
+	var answers []answer
+	at := make(map[[3]int]int, len(llm))
+	for i, r := range llm {
+		at[[3]int{r.FileIndex, r.PromptIndex, r.ChunkIndex}] = i
+	}
+	for rows.Next() {
+		var a answer
+		if err := rows.Scan(&a.key[0], &a.key[1], &a.key[2], &a.size); err != nil {
+			rows.Close()
+			return fmt.Errorf("answer sizes of %s: %w", jobID, err)
+		}
+		i, ok := at[a.key]
+		if !ok || llm[i].Status != job.RowDone {
+			continue // a row that changed between the reads is left as first read
+		}
+		a.at = i
+		answers = append(answers, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("answer sizes of %s: %w", jobID, err)
+	}
+
+	var total, left int64
+	prefix := 0 // answers[:prefix] are all read: one range query
+	for i, a := range answers {
+		if budget > 0 && total+a.size > budget {
+			if prefix == i {
+				left = budget - total
+			}
+			llm[a.at].ContentUnread = true
+			continue
+		}
+		total += a.size
+		if prefix == i {
+			prefix++
+		}
+	}
+	byKey := func(query string, args ...any) error {
+		rows, err := s.query(ctx, q, query, args...)
+		if err != nil {
+			return fmt.Errorf("answers of %s: %w", jobID, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k [3]int
+			var content string
+			if err := rows.Scan(&k[0], &k[1], &k[2], &content); err != nil {
+				return fmt.Errorf("answers of %s: %w", jobID, err)
+			}
+			if i, ok := at[k]; ok && llm[i].Status == job.RowDone && !llm[i].ContentUnread {
+				llm[i].Content = content
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("answers of %s: %w", jobID, err)
+		}
+		return nil
+	}
+	if prefix > 0 {
+		last := answers[prefix-1].key
+		if err := byKey(`SELECT `+keys+`, content FROM llm_rows WHERE job_id = ? AND status = ?
+			AND (`+keys+`) <= (?, ?, ?) ORDER BY `+keys, jobID, done, last[0], last[1], last[2]); err != nil {
+			return err
+		}
+	}
+	if prefix < len(answers) {
+		// The rest that fit is each no larger than what the budget had
+		// left after the first that did not: only rows that small are read,
+		// and those not kept are dropped one at a time.
+		first := answers[prefix].key
+		if err := byKey(`SELECT `+keys+`, content FROM llm_rows WHERE job_id = ? AND status = ?
+			AND (`+keys+`) > (?, ?, ?) AND octet_length(content) <= ? ORDER BY `+keys,
+			jobID, done, first[0], first[1], first[2], left); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -309,7 +310,7 @@ func testResultToFinish(t *testing.T, s Store) {
 	noErr(t, "FinishLLM", err)
 
 	full := getResult(t, s, j.ID)
-	lean, err := s.ResultToFinish(ctx(t), j.ID)
+	lean, err := s.ResultToFinish(ctx(t), j.ID, 0)
 	noErr(t, "ResultToFinish", err)
 	equal(t, "job", lean.Job.ID, j.ID)
 	// Everything the full result says, less the text and the exchanges.
@@ -326,8 +327,57 @@ func testResultToFinish(t *testing.T, s Store) {
 		t.Errorf("merged = %s, want none", lean.Merged)
 	}
 
-	_, err = s.ResultToFinish(ctx(t), "job-unknown")
+	_, err = s.ResultToFinish(ctx(t), "job-unknown", 0)
 	isErr(t, "ResultToFinish of an unknown job", err, store.ErrNotFound)
+}
+
+// testResultToFinishReadsAnswersWithinTheBudget: answers are read in row
+// order while they fit the budget; one that would pass it is not read (and
+// is marked), a later, smaller one still is: merge's rule for its input
+// limit, so finalize loads no answer merge leaves out (audit-merge2 F2).
+// A failed row's content is not read at all.
+func testResultToFinishReadsAnswersWithinTheBudget(t *testing.T, s Store) {
+	j, rows := recognizedJob(t, s, 5)
+	contents := []string{"0123456789", strings.Repeat("x", 30), "", "12345", "partial"}
+	for i, r := range rows {
+		r.Status, r.Content = job.RowDone, contents[i]
+		if i == 4 {
+			r.Status, r.Error = job.RowFailed, "truncated"
+		}
+		_, err := s.FinishLLM(ctx(t), store.LLMDone{Row: r})
+		noErr(t, "FinishLLM", err)
+	}
+	type read struct {
+		Content string
+		Unread  bool
+	}
+	tests := []struct {
+		name   string
+		budget int64
+		want   []read
+	}{
+		{"no budget reads every answer", 0,
+			[]read{{"0123456789", false}, {contents[1], false}, {"", false}, {"12345", false}, {"", false}}},
+		{"a budget all answers fit reads them all", 45,
+			[]read{{"0123456789", false}, {contents[1], false}, {"", false}, {"12345", false}, {"", false}}},
+		{"the answer that would pass the budget is not read, a later smaller one is", 20,
+			[]read{{"0123456789", false}, {"", true}, {"", false}, {"12345", false}, {"", false}}},
+		{"answers past the budget from the first", 9,
+			[]read{{"", true}, {"", true}, {"", false}, {"12345", false}, {"", false}}},
+		{"nothing fits", 1,
+			[]read{{"", true}, {"", true}, {"", false}, {"", true}, {"", false}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := s.ResultToFinish(ctx(t), j.ID, tt.budget)
+			noErr(t, "ResultToFinish", err)
+			var got []read
+			for _, r := range res.LLM {
+				got = append(got, read{r.Content, r.ContentUnread})
+			}
+			equal(t, "answers read", got, tt.want)
+		})
+	}
 }
 
 func testFinishLLMWritesEveryField(t *testing.T, s Store) {

@@ -95,6 +95,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FinishOCRManyChunks", testFinishOCRManyChunks},
 		{"FileModelRowsIsWhatARetriedFileHasLeft", testFileModelRows},
 		{"ResultToFinishLeavesOutTheTextAndTheExchanges", testResultToFinish},
+		{"ResultToFinishReadsAnswersWithinTheBudget", testResultToFinishReadsAnswersWithinTheBudget},
 		{"ResultRowsIsGetResultOneRowAtATime", testResultRowsIsGetResultOneRowAtATime},
 		{"ResultRowsOfANewJob", testResultRowsOfANewJob},
 		{"ResultRowsReadsLargeAndManyRows", testResultRowsReadsLargeAndManyRows},
