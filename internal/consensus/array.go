@@ -318,6 +318,14 @@ func (cl *clusters) find(i int32) int32 {
 // element votes the members of group g, an element of the array.
 func (v *voter) element(set []int, cl *clusters, g int32, keep bool) (*out, error) {
 	c := &cl.cs[g]
+	nulls := false
+	for m := c.head; m >= 0; m = cl.members[m].next {
+		nulls = nulls || cl.members[m].n.nulls
+	}
+	if !c.merged && !nulls {
+		v.agree(keep, bits.OnesCount32(c.mask))
+		return &out{n: c.first}, nil // its earliest run's text
+	}
 	var byRun [MaxRuns]*node
 	for m := c.head; m >= 0; m = cl.members[m].next {
 		byRun[cl.members[m].run] = cl.members[m].n
@@ -331,7 +339,7 @@ func (v *voter) element(set []int, cl *clusters, g int32, keep bool) (*out, erro
 	}
 	if !c.merged {
 		v.agree(keep, bits.OnesCount32(c.mask))
-		return agreedAs(vals), nil // its earliest run's text, and the null keys others wrote
+		return agreedAs(vals), nil // and the null keys later runs wrote
 	}
 	return v.vote(sub, vals, keep)
 }

@@ -25,6 +25,10 @@ const (
 // node is one JSON value of one run's answer.
 type node struct {
 	kind kind
+	// nulls says a key inside is written null. Null and absence are one
+	// value, so equal values may differ in it; the agreed answer writes
+	// such a key (agreedAs).
+	nulls bool
 	// id is the value's identity, shared by equal values of every run: the
 	// vote compares ids, never text. See interner.
 	id int32
@@ -33,11 +37,7 @@ type node struct {
 	raw string
 	// vals holds an object's values aligned with its keys, or an array's
 	// elements.
-	vals []*node
-	// nulls says a key inside is written null. Null and absence are one
-	// value, so equal values may differ in it; the agreed answer writes
-	// such a key (agreedAs).
-	nulls   bool
+	vals    []*node
 	*object // objects only; scalars stay small, answers have many
 }
 
