@@ -198,7 +198,7 @@ func (s *Server) mapErrorsStream(srv any, ss grpc.ServerStream, _ *grpc.StreamSe
 	if status.Code(err) == codes.Unavailable && ctx.Err() != nil {
 		if call := callFrom(ctx); call != nil && call.answerCut() {
 			s.logAnswerCut(ctx, call)
-			return s.answerIdleStatus().Err()
+			return s.answerCutStatus(call).Err()
 		}
 		return endedStatus(ctx).Err()
 	}

@@ -102,6 +102,9 @@ type grpcCall struct {
 	idleDeadline atomic.Int64
 	// cutLogged is set once an answer cut by the idle rule was logged.
 	cutLogged atomic.Bool
+	// shutdownDeadline is set once the write deadline was set by the
+	// shutdown's grace (keylessAnswerWriter) rather than the idle rule.
+	shutdownDeadline atomic.Bool
 	// refused is why the edge stopped handing grpc-go a client stream's
 	// messages (frameLimitReader), set before refusedCh is closed; nil
 	// refusedCh: the edge does not check the stream's messages.
@@ -551,6 +554,9 @@ type keylessAnswerWriter struct {
 
 // arm sets the write deadline to dl; w.mu is held.
 func (w *keylessAnswerWriter) arm(dl time.Time) {
+	if w.stopping {
+		w.call.shutdownDeadline.Store(true)
+	}
 	w.call.idleDeadline.Store(dl.UnixNano())
 	_ = w.set(dl) // ErrNotSupported: the server's own timeouts still apply
 }
@@ -718,9 +724,13 @@ func checkFrameHeader(head []byte, limit uint32, encoding string) *status.Status
 	return nil
 }
 
-// answerIdleStatus is what an answer cut by the idle rule is logged and
-// counted as (the client, which stopped reading, sees the stream reset).
-func (s *Server) answerIdleStatus() *status.Status {
+// answerCutStatus is what an answer cut by the idle rule, or by the
+// shutdown's grace, is logged and counted as (the client, which stopped
+// reading, sees the stream reset).
+func (s *Server) answerCutStatus(call *grpcCall) *status.Status {
+	if call.shutdownDeadline.Load() {
+		return status.Newf(codes.Unavailable, "the server is shutting down and the client read nothing of the answer for %s", keylessShutdownGrace)
+	}
 	return status.Newf(codes.DeadlineExceeded, "the client read nothing of the answer for %s", s.cfg.IOIdleTimeout)
 }
 
@@ -730,5 +740,5 @@ func (s *Server) logAnswerCut(ctx context.Context, call *grpcCall) {
 		return
 	}
 	s.log.LogAttrs(ctx, slog.LevelWarn, "grpc answer cut", append(requestAttrs(ctx),
-		slog.String("error", s.answerIdleStatus().Message()))...)
+		slog.String("error", s.answerCutStatus(call).Message()))...)
 }

@@ -700,6 +700,13 @@ func TestShutdownDoesNotWaitForAKeylessAnswerNobodyReads(t *testing.T) {
 	if d := time.Since(start); d > keylessShutdownGrace+time.Second {
 		t.Errorf("shutdown took %s, want about %s at most", d, keylessShutdownGrace)
 	}
+	var logged bool
+	for _, rec := range env.logs.Records(t) {
+		logged = logged || rec["msg"] == "grpc request" && rec["method"] == reflectionMethod && rec["code"] == "Unavailable"
+	}
+	if !logged || !strings.Contains(env.logs.String(), "the server is shutting down and the client read nothing of the answer for 1s") {
+		t.Errorf("the cut stream is not logged Unavailable for the shutdown:\n%s", env.logs.String())
+	}
 }
 
 func TestWhatGRPCGoRefusesFromTheHeadersIsAnsweredAloneAndCounted(t *testing.T) {
