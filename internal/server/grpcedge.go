@@ -42,7 +42,12 @@ import (
 //     JSONReadTimeout, and refused past grpcMaxRequestBytes, then handed
 //     to grpc-go from memory;
 //   - the answer of a JobService call moving no byte for IOIdleTimeout is
-//     cut, as a REST download is.
+//     cut, as a REST download is, and so is a write of a keyless answer
+//     (health, reflection), which also gets a second at shutdown;
+//   - the messages of a keyless client stream (reflection) are bounded
+//     as a health check's, from each length prefix;
+//   - what grpc-go would refuse from the headers (content type,
+//     grpc-timeout, -bin metadata) is refused before the key is looked at.
 //
 // grpc.InTapHandle would see a call's method and metadata before its
 // stream is created, but grpc-go runs tap handles only in its own HTTP/2
