@@ -17,6 +17,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -473,6 +474,18 @@ func (s *Service) GetJobResult(ctx context.Context, req *docjobsv1.GetJobResultR
 // every field of a result is) whose message encodes to n bytes.
 func fieldSize(n int) int { return 1 + protowire.SizeBytes(n) }
 
+// jsonSize is the size of m in a JSON answer, and of the comma before it
+// (a REST list page's jobs are a JSON array), written into buf, which it
+// returns for the next call. A message protojson cannot write counts as
+// its protobuf size: the answer fails on it anyway.
+func jsonSize(buf []byte, m proto.Message) ([]byte, int) {
+	b, err := protojson.MarshalOptions{}.MarshalAppend(buf[:0], m)
+	if err != nil {
+		return buf, proto.Size(m)
+	}
+	return b, len(b) + 2
+}
+
 // ResultRow is one element of a job's result as JobResultRows yields it:
 // exactly one field is set.
 type ResultRow struct {
@@ -568,15 +581,22 @@ func (s *Service) ListJobs(ctx context.Context, req *docjobsv1.ListJobsRequest) 
 	// and metadata (up to ~1.3 MB within the create limits), and 100 of
 	// them made a 132 MB answer that a default gRPC client refuses and
 	// that cost the server hundreds of MB to build. The store sizes each
-	// job as the answer will carry it, converting it once.
+	// job as the answer will carry it, converting it once: the larger of
+	// its protobuf (gRPC) and JSON (REST) encodings, so that the bound
+	// holds on both transports and both give the same pages. JSON escapes
+	// a quote or a backslash in two bytes, and a control character a job
+	// created before they were refused holds in six.
 	converted := map[*job.Job]*docjobsv1.Job{}
+	var buf []byte // the JSON of the job sized last, reused
 	page, err := s.store.ListJobs(ctx, store.ListParams{
 		AccountID: acct, Status: st, PageSize: size, PageToken: req.GetPageToken(),
 		MaxBytes: s.cfg.MaxListPageBytes,
 		Size: func(j *job.Job) int {
 			c := toJob(j)
 			converted[j] = c
-			return fieldSize(proto.Size(c))
+			var n int
+			buf, n = jsonSize(buf, c)
+			return max(fieldSize(proto.Size(c)), n)
 		},
 	})
 	if errors.Is(err, store.ErrBadPageToken) {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
@@ -72,6 +73,52 @@ func TestListJobsPagesAreBoundedInBytes(t *testing.T) {
 				t.Fatalf("paged through %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// A page's bound counts each job as the larger of its protobuf and its JSON
+// (field names, quotes and escapes included), so that a REST page keeps it
+// too: the pages of small jobs under a small bound show the difference.
+func TestListJobsPagesAreBoundedInJSONBytesToo(t *testing.T) {
+	probe := newHarness(t, Config{})
+	one := probe.create(t, "acme", createRequest())
+	jsonOne, _ := protojson.Marshal(one)
+	bound := len(jsonOne)*5/2 + 10 // two jobs' JSON, not three
+	if 3*proto.Size(one)+64 > bound {
+		t.Fatalf("a job is %d bytes of protobuf and %d of JSON: the test proves nothing", proto.Size(one), len(jsonOne))
+	}
+	t.Logf("a job: %d bytes of protobuf, %d of JSON; bound %d", proto.Size(one), len(jsonOne), bound)
+
+	h := newHarness(t, Config{MaxListPageBytes: bound})
+	var want []string
+	for range 5 {
+		want = append([]string{h.create(t, "acme", createRequest()).GetId()}, want...)
+	}
+	var got []string
+	for token, pages := "", 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("listing does not end")
+		}
+		page, err := h.svc.ListJobs(as("acme"), &docjobsv1.ListJobsRequest{PageToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var jobsJSON int
+		for _, j := range page.GetJobs() {
+			b, _ := protojson.Marshal(j)
+			jobsJSON += len(b) + 1
+			got = append(got, j.GetId())
+		}
+		if n := len(page.GetJobs()); n == 0 || (n > 1 && jobsJSON > bound) {
+			t.Fatalf("page %d: %d jobs in %d bytes of JSON (%d of protobuf); want at least one, and at most %d bytes",
+				pages, n, jobsJSON, proto.Size(page), bound)
+		}
+		if token = page.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("paged through %v, want %v", got, want)
 	}
 }
 

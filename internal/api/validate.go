@@ -165,6 +165,9 @@ func validatePrompts(prompts []string) error {
 		if strings.TrimSpace(p) == "" {
 			return invalid(field, "must not be empty (omit prompts to skip the model)")
 		}
+		if err := checkText(field, p); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -270,6 +273,9 @@ func validateMerge(m *docjobsv1.MergeOptions) error {
 		if len(name) > maxDedupeNameBytes {
 			return invalid(field, "at most %d bytes", maxDedupeNameBytes)
 		}
+		if err := checkText(field, name); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -288,27 +294,52 @@ func validateMetadata(md map[string]string) error {
 		if len(k) > maxMetadataKey {
 			return invalid("metadata", "key %q… longer than %d bytes", truncateUTF8(k, 32), maxMetadataKey)
 		}
+		if problem := textProblem(k); problem != "" {
+			return invalid("metadata", "key %q: %s", truncateUTF8(k, 32), problem)
+		}
 		if len(md[k]) > maxMetadataValue {
 			return invalid("metadata["+strconv.Quote(k)+"]", "at most %d bytes", maxMetadataValue)
+		}
+		if err := checkText("metadata["+strconv.Quote(k)+"]", md[k]); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// checkText refuses, in a request field stored as plain text, what
-// PostgreSQL cannot store in a TEXT column: NUL, and bytes that are not
-// UTF-8 (the JSON decoder and gRPC's codec refuse those before; the check
-// keeps the rule whole for any other caller). Stored, the store would
-// replace them (sqlstore.storable), and the job would not echo what the
-// client sent; refused, both databases answer alike.
+// checkText refuses, in a request field of free text, what PostgreSQL
+// cannot store in a TEXT column: NUL, and bytes that are not UTF-8 (the
+// JSON decoder and gRPC's codec refuse those before; the check keeps the
+// rule whole for any other caller). Stored, the store would replace them
+// (sqlstore.storable), and the job would not echo what the client sent;
+// refused, both databases answer alike.
+//
+// It also refuses the other C0 control characters but tab, line feed and
+// carriage return: no prompt, title or label needs them, and JSON writes
+// each as six bytes (\u0001), so a request the field caps allow over gRPC
+// became six times larger as JSON: too large for REST's body limit, and a
+// job that a list page bounded in protobuf bytes echoed at 6 MB.
 func checkText(field, s string) error {
-	if strings.IndexByte(s, 0) >= 0 {
-		return invalid(field, "must not contain NUL characters")
-	}
-	if !utf8.ValidString(s) {
-		return invalid(field, "must be valid UTF-8")
+	if problem := textProblem(s); problem != "" {
+		return invalid(field, "%s", problem)
 	}
 	return nil
+}
+
+// textProblem is what checkText finds wrong with s, or "".
+func textProblem(s string) string {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c == 0:
+			return "must not contain NUL characters"
+		case c < 0x20 && c != '\t' && c != '\n' && c != '\r':
+			return fmt.Sprintf("must not contain control characters other than tab, line feed and carriage return (U+%04X)", c)
+		}
+	}
+	if !utf8.ValidString(s) {
+		return "must be valid UTF-8"
+	}
+	return ""
 }
 
 // checkHeaderValue refuses a provider key that cannot be sent in an HTTP

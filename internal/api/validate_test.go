@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/url"
 	"slices"
@@ -11,8 +12,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+	"github.com/docjobs/docjobs/internal/schema"
 )
 
 const testPublicURL = "http://localhost:8080"
@@ -318,6 +321,32 @@ func TestValidateCreate(t *testing.T) {
 		}, want: "neural.model: must not contain NUL characters"},
 		{name: "an ocr model with NUL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Model = "m\x00" },
 			want: "ocr.model: must not contain NUL characters"},
+
+		// Other C0 controls, which JSON writes as six bytes each, are
+		// refused in every free-text field; tab, line feed and carriage
+		// return stay allowed.
+		{name: "a prompt with a control character is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Prompts = []string{"fine", "bad\x01"}
+		}, want: "prompts[1]: must not contain control characters other than tab, line feed and carriage return (U+0001)"},
+		{name: "a prompt with NUL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Prompts = []string{"a\x00"} },
+			want: "prompts[0]: must not contain NUL characters"},
+		{name: "a prompt with tabs, line feeds and carriage returns is accepted", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Prompts = []string{"Extract:\r\n\t- the total\n\t- the date"}
+		}},
+		{name: "a title with an escape character is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Title = "\x1b[31mred" },
+			want: "title: must not contain control characters other than tab, line feed and carriage return (U+001B)"},
+		{name: "a metadata value with a control character is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Metadata = map[string]string{"k": "v\x1f"}
+		}, want: `metadata["k"]: must not contain control characters other than tab, line feed and carriage return (U+001F)`},
+		{name: "a metadata key with a control character is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.Metadata = map[string]string{"k\x02": "v"}
+		}, want: `metadata: key "k\x02": must not contain control characters other than tab, line feed and carriage return (U+0002)`},
+		{name: "a dedupeBy name with a control character is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.ResponseSchema = `{"type":"object"}`
+			r.Merge = &docjobsv1.MergeOptions{Enabled: true, DedupeBy: []string{"id\x7f", "n\x08"}}
+		}, want: "merge.dedupeBy[1]: must not contain control characters other than tab, line feed and carriage return (U+0008)"},
+		{name: "an idempotency key with a control character is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.IdempotencyKey = "k\x03" },
+			want: "idempotencyKey: must not contain control characters other than tab, line feed and carriage return (U+0003)"},
 		{name: "an ocr model that is not UTF-8 is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Model = "m\xff" },
 			want: "ocr.model: must be valid UTF-8"},
 
@@ -501,6 +530,73 @@ func FuzzValidateCreate(f *testing.F) {
 		}
 		if req.GetConsensus().GetMode() != docjobsv1.ConsensusMode_CONSENSUS_MODE_UNSPECIFIED && req.GetResponseSchema() == "" {
 			t.Fatalf("accepted consensus without a schema: %s", body)
+		}
+	})
+}
+
+// maxJSONBodyBytes is the REST body limit (server.DefaultMaxJSONBodyBytes),
+// grpc-go's default receive limit.
+const maxJSONBodyBytes = 4 << 20
+
+// worstCaseRequest is a create request with every field at its cap, each
+// filled with what JSON makes largest: a quote (escaped to two bytes) where
+// a field is capped in bytes, a four-byte character where it is capped in
+// characters.
+func worstCaseRequest(t *testing.T) *docjobsv1.CreateJobRequest {
+	t.Helper()
+	const quotes = `"`
+	const wide = "😀"
+	fill := func(prefix string, n int) string { return prefix + strings.Repeat(quotes, n-len(prefix)) }
+	r := validRequest()
+	r.SourceUrls = nil
+	for i := range maxSourceURLs {
+		r.SourceUrls = append(r.SourceUrls, fill(fmt.Sprintf("https://example.com/%d/", i), maxURLBytes))
+	}
+	r.Prompts = slices.Repeat([]string{fill("p", maxPromptBytes)}, maxPrompts)
+	r.Neural.Model = fill("m", maxModelBytes)
+	r.Neural.ApiKey = fill("k", maxSecretBytes)
+	r.Ocr.Model = fill("m", maxModelBytes)
+	r.Ocr.ProviderKey = fill("k", maxSecretBytes)
+	// A JSON string of backslash pairs: each written \\\\ again in the echo.
+	head, tail := `{"type":"object","description":"`, `"}`
+	r.ResponseSchema = head + strings.Repeat(`\\`, (schema.MaxBytes-len(head)-len(tail))/2) + tail
+	r.Merge = &docjobsv1.MergeOptions{Enabled: true}
+	for i := range maxDedupeBy {
+		r.Merge.DedupeBy = append(r.Merge.DedupeBy, fill(fmt.Sprintf("%d", i), maxDedupeNameBytes))
+	}
+	r.Title = strings.Repeat(wide, maxTitleChars)
+	r.Metadata = map[string]string{}
+	for i := range maxMetadataPairs {
+		r.Metadata[fill(fmt.Sprintf("%d", i), maxMetadataKey)] = fill("v", maxMetadataValue)
+	}
+	r.WebhookUrl = fill("https://hooks.example.com/", maxURLBytes)
+	r.WebhookSecret = "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, (maxSecretBytes-len("whsec_"))/4*3))
+	r.IdempotencyKey = strings.Repeat(wide, maxIdempotencyKey)
+	return r
+}
+
+func TestEveryRequestTheFieldCapsAllowFitsInARESTBody(t *testing.T) {
+	req := worstCaseRequest(t)
+	if _, err := validateCreate(req, testRules(t, false)); err != nil {
+		t.Fatalf("the request at every cap is refused: %v", err)
+	}
+	body, err := protojson.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body) > maxJSONBodyBytes {
+		t.Errorf("the request at every cap is %d bytes of JSON (%d of protobuf), more than REST's %d",
+			len(body), proto.Size(req), maxJSONBodyBytes)
+	}
+	t.Logf("at every cap: %d bytes of protobuf, %d of JSON", proto.Size(req), len(body))
+
+	t.Run("prompts of control characters, six bytes each in JSON, are refused", func(t *testing.T) {
+		req.Prompts = slices.Repeat([]string{"p" + strings.Repeat("\x01", maxPromptBytes-1)}, maxPrompts)
+		if body, _ := protojson.Marshal(req); len(body) <= maxJSONBodyBytes {
+			t.Fatalf("the request is %d bytes of JSON: the test proves nothing", len(body))
+		}
+		if _, err := validateCreate(req, testRules(t, false)); err == nil {
+			t.Error("accepted over gRPC a request REST cannot take")
 		}
 	})
 }

@@ -144,12 +144,14 @@ func observedCall(ctx context.Context, fullMethod string) context.Context {
 }
 
 // recordGRPC counts, times and logs one finished call, unary or streaming.
-func (s *Server) recordGRPC(ctx context.Context, method string, start time.Time, err error) {
+// extra attributes go to the log line only.
+func (s *Server) recordGRPC(ctx context.Context, method string, start time.Time, err error, extra ...slog.Attr) {
 	code := status.Code(err)
 	d := time.Since(start)
 	s.metrics.grpcRequests.WithLabelValues(method, code.String()).Inc()
 	s.metrics.grpcDuration.WithLabelValues(method).Observe(d.Seconds())
 	attrs := append(requestAttrs(ctx), slog.String("code", code.String()), slog.Duration("duration", d))
+	attrs = append(attrs, extra...)
 	s.log.LogAttrs(ctx, slog.LevelInfo, "grpc request", attrs...)
 }
 
@@ -196,7 +198,7 @@ func (s *Server) mapErrorsStream(srv any, ss grpc.ServerStream, _ *grpc.StreamSe
 	if status.Code(err) == codes.Unavailable && ctx.Err() != nil {
 		if call := callFrom(ctx); call != nil && call.answerCut() {
 			s.logAnswerCut(ctx, call)
-			return s.answerIdleStatus().Err()
+			return s.answerCutStatus(call).Err()
 		}
 		return endedStatus(ctx).Err()
 	}
@@ -230,7 +232,7 @@ func (s *Server) idleStream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 	if !info.IsClientStream {
 		return handler(srv, ss)
 	}
-	idle := &idleRecvStream{ServerStream: ss, timeout: s.cfg.IOIdleTimeout, idle: s.idleStatus()}
+	idle := &idleRecvStream{ServerStream: ss, timeout: s.cfg.IOIdleTimeout, idle: s.idleStatus(), call: callFrom(ss.Context())}
 	if !needsKey(info.FullMethod) {
 		idle.idle, idle.stop = status.Newf(codes.DeadlineExceeded, "the stream sent nothing for %s", s.cfg.IOIdleTimeout), s.stopping.Done()
 	}
@@ -245,12 +247,22 @@ type idleRecvStream struct {
 	timeout time.Duration
 	idle    *status.Status
 	stop    <-chan struct{} // nil: the stream is not ended at shutdown
+	call    *grpcCall       // the edge's record (nil: none)
 }
 
 // RecvMsg waits for the next message at most timeout. A receive given up
 // on stays blocked until the handler returns and grpc ends the stream, and
 // then returns; only one receive is ever pending, as grpc requires.
 func (s *idleRecvStream) RecvMsg(m any) error {
+	var refused <-chan struct{} // nil: none can come
+	if s.call != nil {
+		refused = s.call.refusedCh
+	}
+	select {
+	case <-refused:
+		return s.call.refused.Load().Err() // the edge's refusal of the next message
+	default:
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.ServerStream.RecvMsg(m) }()
 	t := time.NewTimer(s.timeout)
@@ -258,6 +270,8 @@ func (s *idleRecvStream) RecvMsg(m any) error {
 	select {
 	case err := <-done:
 		return err
+	case <-refused:
+		return s.call.refused.Load().Err()
 	case <-t.C:
 		return s.idle.Err()
 	case <-s.stop:

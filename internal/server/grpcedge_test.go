@@ -48,22 +48,26 @@ func rawGRPC(t *testing.T, env *testEnv, method, key string, body io.Reader) (co
 // tryRawGRPC is rawGRPC for another goroutine than the test's: it returns
 // what went wrong.
 func tryRawGRPC(env *testEnv, method, key string, body io.Reader) (code codes.Code, msg string, took time.Duration, err error) {
-	var protocols http.Protocols
-	protocols.SetUnencryptedHTTP2(true)
-	client := &http.Client{Transport: &http.Transport{Protocols: &protocols}, Timeout: 10 * time.Second}
-	req, err := http.NewRequest("POST", env.baseURL+method, body)
+	return tryRawGRPCWith(context.Background(), env, method, key, nil, body)
+}
+
+// rawGRPCWith is rawGRPC with more request headers.
+func rawGRPCWith(t *testing.T, env *testEnv, method, key string, header http.Header, body io.Reader) (code codes.Code, msg string, took time.Duration) {
+	t.Helper()
+	code, msg, took, err := tryRawGRPCWith(context.Background(), env, method, key, header, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, msg, took
+}
+
+// tryRawGRPCWith is tryRawGRPC with more request headers, sent under ctx:
+// ending ctx resets the stream, as a gRPC client does at its deadline.
+func tryRawGRPCWith(ctx context.Context, env *testEnv, method, key string, header http.Header, body io.Reader) (code codes.Code, msg string, took time.Duration, err error) {
+	start := time.Now()
+	resp, err := rawH2(ctx, env, method, key, header, body)
 	if err != nil {
 		return 0, "", 0, err
-	}
-	req.Header.Set("Content-Type", "application/grpc")
-	req.Header.Set("TE", "trailers")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	start := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, "", 0, fmt.Errorf("%s: %w", method, err)
 	}
 	defer resp.Body.Close()
 	h := resp.Header
@@ -74,10 +78,35 @@ func tryRawGRPC(env *testEnv, method, key string, body io.Reader) (code codes.Co
 	took = time.Since(start)
 	var n int
 	if _, err := fmt.Sscan(h.Get("Grpc-Status"), &n); err != nil {
-		return 0, "", took, fmt.Errorf("%s: no grpc-status in %v", method, h)
+		return 0, "", took, fmt.Errorf("%s: HTTP %d, no grpc-status in %v", method, resp.StatusCode, h)
 	}
 	msg, _ = url.PathUnescape(h.Get("Grpc-Message"))
 	return codes.Code(n), msg, took, nil
+}
+
+// rawH2 posts body to method over h2c as a gRPC call (content type
+// application/grpc unless header says otherwise) and returns the answer.
+func rawH2(ctx context.Context, env *testEnv, method, key string, header http.Header, body io.Reader) (*http.Response, error) {
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	client := &http.Client{Transport: &http.Transport{Protocols: &protocols}, Timeout: 10 * time.Second}
+	req, err := http.NewRequestWithContext(ctx, "POST", env.baseURL+method, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/grpc")
+	req.Header.Set("TE", "trailers")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, vv := range header {
+		req.Header[k] = vv
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	return resp, nil
 }
 
 // grpcFrame is one length-prefixed, uncompressed gRPC message of length n
@@ -180,14 +209,26 @@ func TestAGRPCCallIsAuthenticatedBeforeItsMessageIsRead(t *testing.T) {
 			t.Errorf("got %v %q, want ResourceExhausted %q", code, msg, want)
 		}
 	})
+	t.Run("a message marked compressed without an encoding is the client's fault", func(t *testing.T) {
+		frame := grpcFrame(0, nil)
+		frame[0] = 1 // compressed, with no grpc-encoding: grpc-go says Internal
+		code, msg, _ := rawGRPC(t, env, "/docjobs.v1.JobService/ListJobs", keyAlice, bytes.NewReader(frame))
+		if want := "the request message is marked compressed, but the call names no grpc-encoding"; code != codes.InvalidArgument || msg != want {
+			t.Errorf("got %v %q, want InvalidArgument %q", code, msg, want)
+		}
+		if got := grpcCount(t, env, "ListJobs", codes.InvalidArgument); got != 1 {
+			t.Errorf("ListJobs InvalidArgument = %v, want 1", got)
+		}
+	})
 	t.Run("a call grpc-go refuses itself is counted too", func(t *testing.T) {
 		frame := grpcFrame(0, nil)
-		frame[0] = 1 // compressed, with no grpc-encoding
-		if code, _, _ := rawGRPC(t, env, "/docjobs.v1.JobService/ListJobs", keyAlice, bytes.NewReader(frame)); code != codes.Internal {
-			t.Errorf("got %v, want grpc-go's Internal", code)
+		frame[0] = 1
+		if code, _, _ := rawGRPCWith(t, env, "/docjobs.v1.JobService/ListJobs", keyAlice,
+			http.Header{"Grpc-Encoding": {"gzip"}}, bytes.NewReader(frame)); code != codes.Unimplemented {
+			t.Errorf("a gzip message: got %v, want grpc-go's Unimplemented (no decompressor)", code)
 		}
-		if got := grpcCount(t, env, "ListJobs", codes.Internal); got != 1 {
-			t.Errorf("ListJobs Internal = %v, want 1", got)
+		if got := grpcCount(t, env, "ListJobs", codes.Unimplemented); got != 1 {
+			t.Errorf("ListJobs Unimplemented = %v, want 1", got)
 		}
 	})
 	t.Run("refused calls are counted and logged as the interceptors did", func(t *testing.T) {
@@ -464,4 +505,284 @@ func TestADefaultGRPCClientGetsTheServicesMessageForAResultAboveItsLimit(t *test
 	if st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "read it from GET /v1/jobs/"+large+"/result") {
 		t.Errorf("a result over 4 MiB: %v %q, want ResourceExhausted naming the REST result", st.Code(), st.Message())
 	}
+}
+
+const reflectionMethod = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+
+// grpcCodes is docjobs_grpc_requests_total of the full method by code.
+func grpcCodes(t *testing.T, env *testEnv, fullMethod string) map[string]float64 {
+	t.Helper()
+	families, err := env.srv.deps.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "docjobs_grpc_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["method"] == fullMethod {
+				got[labels["code"]] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return got
+}
+
+// symbolRequest asks reflection for a symbol of n bytes, which it does not
+// know: its answer echoes the request.
+func symbolRequest(n int) *grpc_reflection_v1.ServerReflectionRequest {
+	return &grpc_reflection_v1.ServerReflectionRequest{MessageRequest: &grpc_reflection_v1.ServerReflectionRequest_FileContainingSymbol{
+		FileContainingSymbol: strings.Repeat("x", n)}}
+}
+
+// smallWindowConn is a gRPC connection whose receive windows are the
+// smallest grpc-go allows, so that a client that stops reading soon stops
+// the server's sends.
+func smallWindowConn(t *testing.T, env *testEnv) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///"+env.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// stallReflection opens a reflection stream on conn and sends requests
+// whose answers (about 60 KB each) pass the client's 64 KiB window, and
+// reads none: the server's write of the answers then waits on the client.
+func stallReflection(t *testing.T, ctx context.Context, conn *grpc.ClientConn) grpc.BidiStreamingClient[grpc_reflection_v1.ServerReflectionRequest, grpc_reflection_v1.ServerReflectionResponse] {
+	t.Helper()
+	stream, err := grpc_reflection_v1.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if err := stream.Send(symbolRequest(60_000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return stream
+}
+
+func TestAReflectionStreamNeedsNoKeyAndIsBoundedAsAHealthCheck(t *testing.T) {
+	env := startServer(t)
+	_, conn, _ := grpcClient(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	open := func(t *testing.T) grpc.BidiStreamingClient[grpc_reflection_v1.ServerReflectionRequest, grpc_reflection_v1.ServerReflectionResponse] {
+		t.Helper()
+		stream, err := grpc_reflection_v1.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stream
+	}
+
+	t.Run("a request under the keyless limit is answered, as many as the client sends", func(t *testing.T) {
+		stream := open(t)
+		for range 3 {
+			if err := stream.Send(symbolRequest(60_000)); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := stream.Recv()
+			if err != nil || resp.GetErrorResponse().GetErrorCode() != int32(codes.NotFound) {
+				t.Fatalf("answer %v, %v; want reflection's NotFound for an unknown symbol", resp.GetErrorResponse(), err)
+			}
+		}
+		_ = stream.CloseSend()
+		if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+			t.Errorf("end: %v, want io.EOF", err)
+		}
+	})
+	t.Run("a request above it is refused before it is read", func(t *testing.T) {
+		stream := open(t)
+		if err := stream.Send(symbolRequest(100 << 10)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := stream.Recv()
+		if st := status.Convert(err); st.Code() != codes.ResourceExhausted || st.Message() != "request message exceeds the limit of 65536 bytes" {
+			t.Errorf("got %v %q, want ResourceExhausted %q", st.Code(), st.Message(), "request message exceeds the limit of 65536 bytes")
+		}
+	})
+	t.Run("so is a length prefix above it, after a request that was answered", func(t *testing.T) {
+		list, err := proto.Marshal(&grpc_reflection_v1.ServerReflectionRequest{
+			MessageRequest: &grpc_reflection_v1.ServerReflectionRequest_ListServices{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := stalledBody(t, append(grpcFrame(len(list), list), grpcFrame(2<<30, []byte("x"))...))
+		code, msg, took := rawGRPC(t, env, reflectionMethod, "", body)
+		if code != codes.ResourceExhausted || msg != "request message exceeds the limit of 65536 bytes" {
+			t.Errorf("got %v %q, want ResourceExhausted", code, msg)
+		}
+		if took > 2*time.Second {
+			t.Errorf("answered after %s, want at once", took)
+		}
+	})
+	t.Run("the refusals are counted as what the client got", func(t *testing.T) {
+		if got := grpcCodes(t, env, reflectionMethod)[codes.ResourceExhausted.String()]; got != 2 {
+			t.Errorf("reflection ResourceExhausted = %v, want 2", got)
+		}
+	})
+}
+
+func TestAKeylessAnswerNobodyReadsIsCut(t *testing.T) {
+	const idle = 500 * time.Millisecond
+	env := startServer(t, func(c *Config, _ *Deps) { c.IOIdleTimeout = idle })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream := stallReflection(t, ctx, smallWindowConn(t, env))
+	time.Sleep(5 * idle)
+	var answers int
+	for {
+		if _, err := stream.Recv(); err != nil {
+			break
+		}
+		answers++
+	}
+	if answers == 4 {
+		t.Errorf("all 4 answers arrived after the client read nothing for %s", 5*idle)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(env.logs.String(), `"msg":"grpc answer cut"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer cut logged:\n%s", env.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(env.logs.String(), "the client read nothing of the answer for 500ms") {
+		t.Errorf("the log does not say why the answer was cut:\n%s", env.logs.String())
+	}
+}
+
+func TestAKeylessAnswerThatWaitsBetweenWritesIsNotCut(t *testing.T) {
+	// A Health.Watch writes when the status changes, minutes apart: the
+	// idle rule counts only the time a write waits on the client.
+	const idle = 300 * time.Millisecond
+	env := startServer(t, func(c *Config, _ *Deps) { c.IOIdleTimeout = idle })
+	_, conn, _ := grpcClient(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	watch, err := grpc_health_v1.NewHealthClient(conn).Watch(ctx, &grpc_health_v1.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, err := watch.Recv(); err != nil || first.GetStatus() != grpc_health_v1.HealthCheckResponse_SERVING {
+		t.Fatalf("first watch answer: %v, %v", first, err)
+	}
+	env.setReady(errors.New("store down"))
+	// The watch checks every healthWatchInterval (5 s): far past idle.
+	next, err := watch.Recv()
+	if err != nil || next.GetStatus() != grpc_health_v1.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("watch answer after %s: %v, %v; want NOT_SERVING", healthWatchInterval, next, err)
+	}
+}
+
+func TestShutdownDoesNotWaitForAKeylessAnswerNobodyReads(t *testing.T) {
+	env := startServer(t) // IOIdleTimeout 1m, ShutdownTimeout 5s
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stallReflection(t, ctx, smallWindowConn(t, env))
+	time.Sleep(300 * time.Millisecond) // the answers fill the window
+
+	start := time.Now()
+	if err := env.stop(); err != nil {
+		t.Errorf("Serve = %v, want nil", err)
+	}
+	if d := time.Since(start); d > keylessShutdownGrace+time.Second {
+		t.Errorf("shutdown took %s, want about %s at most", d, keylessShutdownGrace)
+	}
+	var logged bool
+	for _, rec := range env.logs.Records(t) {
+		logged = logged || rec["msg"] == "grpc request" && rec["method"] == reflectionMethod && rec["code"] == "Unavailable"
+	}
+	if !logged || !strings.Contains(env.logs.String(), "the server is shutting down and the client read nothing of the answer for 1s") {
+		t.Errorf("the cut stream is not logged Unavailable for the shutdown:\n%s", env.logs.String())
+	}
+}
+
+func TestWhatGRPCGoRefusesFromTheHeadersIsAnsweredAloneAndCounted(t *testing.T) {
+	// A rate of one call and no more, so that a call charged to alice shows.
+	env := startServer(t, func(c *Config, _ *Deps) { c.AccountRate, c.AccountBurst = 0.001, 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	t.Run("a content type gRPC does not know is 415 with a key or without", func(t *testing.T) {
+		for _, key := range []string{keyAlice, ""} {
+			for _, ct := range []string{"application/grpc-web", "application/grpcxyz"} {
+				resp, err := rawH2(ctx, env, "/docjobs.v1.JobService/ListJobs", key, http.Header{"Content-Type": {ct}}, bytes.NewReader(grpcFrame(0, nil)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = resp.Body.Close()
+				if resp.StatusCode != http.StatusUnsupportedMediaType || resp.Header.Get("Grpc-Status") != "" {
+					t.Errorf("key %q, %s: HTTP %d grpc-status %q; want grpc-go's 415 and no gRPC status",
+						key, ct, resp.StatusCode, resp.Header.Get("Grpc-Status"))
+				}
+			}
+		}
+		got := grpcCodes(t, env, "/docjobs.v1.JobService/ListJobs")
+		if got["OK"] != 0 || got["Unknown"] != 4 {
+			t.Errorf("counted %v, want 4 Unknown (what a gRPC client makes of a 415) and no OK", got)
+		}
+		if !strings.Contains(env.logs.String(), `"http_status":415`) {
+			t.Errorf("the log does not name the HTTP status:\n%s", env.logs.String())
+		}
+	})
+	t.Run("a malformed grpc-timeout or binary header is InvalidArgument with a key or without", func(t *testing.T) {
+		for _, tt := range []struct {
+			header http.Header
+			want   string
+		}{
+			{http.Header{"Grpc-Timeout": {"abc"}}, `malformed grpc-timeout "abc"`},
+			{http.Header{"Grpc-Timeout": {"-5S"}}, `malformed grpc-timeout "-5S"`},
+			{http.Header{"Grpc-Timeout": {"123456789S"}}, `malformed grpc-timeout "123456789S"`},
+			{http.Header{"X-Trace-Bin": {"!!!"}}, `malformed binary metadata in header "x-trace-bin"`},
+		} {
+			for _, key := range []string{keyAlice, ""} {
+				code, msg, _ := rawGRPCWith(t, env, "/docjobs.v1.JobService/ListJobs", key, tt.header, bytes.NewReader(grpcFrame(0, nil)))
+				if code != codes.InvalidArgument || msg != tt.want {
+					t.Errorf("%v, key %q: got %v %q, want InvalidArgument %q", tt.header, key, code, msg, tt.want)
+				}
+			}
+		}
+	})
+	t.Run("none of them was charged to the account", func(t *testing.T) {
+		code, msg, _ := rawGRPC(t, env, "/docjobs.v1.JobService/ListJobs", keyAlice, bytes.NewReader(grpcFrame(0, nil)))
+		if code != codes.OK {
+			t.Errorf("alice's one call: %v %q, want OK", code, msg)
+		}
+	})
+}
+
+func TestAGRPCRequestStillArrivingAtTheCallsDeadlineIsDeadlineExceeded(t *testing.T) {
+	env := startServer(t) // JSONReadTimeout 30s
+	t.Run("the client resets the stream at its deadline", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, _, _, err := tryRawGRPCWith(ctx, env, "/docjobs.v1.JobService/ListJobs", keyAlice,
+			http.Header{"Grpc-Timeout": {"300m"}}, stalledBody(t, grpcFrame(100, []byte("x"))))
+		if err == nil {
+			t.Log("the answer came before the client's reset")
+		}
+		waitForGRPCLog(t, env, "ListJobs", codes.DeadlineExceeded)
+		if got := grpcCodes(t, env, "/docjobs.v1.JobService/ListJobs"); got["Canceled"] != 0 {
+			t.Errorf("counted %v, want no Canceled", got)
+		}
+	})
+	t.Run("a client that does not reset is answered at the deadline, not the read timeout", func(t *testing.T) {
+		code, _, took := rawGRPCWith(t, env, "/docjobs.v1.JobService/ListJobs", keyAlice,
+			http.Header{"Grpc-Timeout": {"300m"}}, stalledBody(t, grpcFrame(100, []byte("x"))))
+		if code != codes.DeadlineExceeded || took > 3*time.Second {
+			t.Errorf("got %v after %s, want DeadlineExceeded soon after 300ms", code, took)
+		}
+	})
 }
