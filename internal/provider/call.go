@@ -105,6 +105,26 @@ func Malformed(status int, what string) *Error {
 	return &Error{Category: CategoryServer, Status: status, Err: errors.New("malformed response: " + what)}
 }
 
+// EmptyAnswer is the error of a 2xx answer without any text: not the
+// blank-page answer (the prompt asks for BlankAnswer), not a refusal, not
+// cut off, just nothing, which vendors return now and then (Gemini's STOP
+// without parts) and a second call usually mends. It is a server error, so
+// it is retried, and the row says what happened when it stays empty.
+func EmptyAnswer(status int) *Error {
+	return &Error{Category: CategoryServer, Status: status, Reason: "empty answer",
+		Err: errors.New("malformed response: the answer holds no text")}
+}
+
+// QuotaExhausted marks pe, a 429, as a spent quota or credit (OpenAI's
+// insufficient_quota, Gemini's per-day quota): a rate limit by its status
+// and category, but one that lifts at the end of the day or the billing
+// month, or never, so it is not retried and the row says why.
+func QuotaExhausted(pe *Error) *Error {
+	pe.Permanent = true
+	pe.Reason = "quota exhausted"
+	return pe
+}
+
 // Identifier returns a vendor's error code or type fit for a log line: at
 // most 64 characters of letters, digits and _.-: (anything else means it
 // is not an identifier but text, which may echo the request).

@@ -84,6 +84,8 @@ func TestClassify(t *testing.T) {
 		want   provider.Category
 	}{
 		{"an error status decides", 429, errors.New("sdk"), provider.CategoryRateLimit},
+		// The request's bytes (a large page image), not the prompt's tokens.
+		{"a body too large is an invalid request", 413, errors.New("sdk"), provider.CategoryInvalidRequest},
 		{"a deadline is a timeout", 0, context.DeadlineExceeded, provider.CategoryTimeout},
 		{"a refused connection is a network failure", 0, refused, provider.CategoryNetwork},
 		{"an undecodable 200 is a server error", 200, errors.New("invalid character"), provider.CategoryServer},

@@ -58,6 +58,25 @@ func AnswerFormat(doc Document) string {
 // whole answer (which models add despite being asked not to) are removed,
 // and the blank-page answer becomes "".
 func CleanTranscription(answer string) string {
+	s, _ := clean(answer)
+	return s
+}
+
+// Transcription is CleanTranscription for an adapter reading a vision
+// model's answer given with status: an answer with no text at all is not
+// a blank page (the prompt asks for BlankAnswer there) but a failed call,
+// EmptyAnswer, which is retried instead of recording the page as blank.
+func Transcription(answer string, status int) (string, *Error) {
+	s, blank := clean(answer)
+	if s == "" && !blank {
+		return "", EmptyAnswer(status)
+	}
+	return s, nil
+}
+
+// clean is CleanTranscription, also reporting whether the answer was the
+// blank-page answer.
+func clean(answer string) (text string, blank bool) {
 	s := strings.TrimSpace(answer)
 	if strings.HasPrefix(s, "```") && strings.HasSuffix(s, "```") && len(s) >= 6 {
 		inner := strings.TrimSuffix(s[3:], "```")
@@ -68,9 +87,9 @@ func CleanTranscription(answer string) string {
 		s = strings.TrimSpace(inner)
 	}
 	if isBlankAnswer(s) {
-		return ""
+		return "", true
 	}
-	return s
+	return s, false
 }
 
 func isBlankAnswer(s string) bool {

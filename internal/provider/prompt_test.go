@@ -47,3 +47,29 @@ func TestCleanTranscription(t *testing.T) {
 		})
 	}
 }
+
+func TestTranscription(t *testing.T) {
+	cases := []struct {
+		name, in, want string
+		empty          bool
+	}{
+		{"a transcription is its text", "```\n# Title\n```", "# Title", false},
+		{"the blank answer is a blank page", provider.BlankAnswer, "", false},
+		{"the blank answer in a fence is a blank page", "```\n[blank]\n```", "", false},
+		{"no text at all is an empty answer", "", "", true},
+		{"white space is an empty answer", " \n\t", "", true},
+		{"an empty fence is an empty answer", "```\n```", "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := provider.Transcription(c.in, 200)
+			if got != c.want || (err != nil) != c.empty {
+				t.Fatalf("Transcription(%q) = %q, %v; want %q, empty answer %t", c.in, got, err, c.want, c.empty)
+			}
+			if c.empty && (err.Category != provider.CategoryServer || !err.Retryable() ||
+				err.Error() != "provider error (category=server, status=200): empty answer") {
+				t.Errorf("error = %q (%s), want a retryable server error saying the answer was empty", err, err.Category)
+			}
+		})
+	}
+}

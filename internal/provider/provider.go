@@ -85,18 +85,34 @@ type Error struct {
 	Status   int // HTTP status; 0 when no response came
 	// RetryAfter is the vendor's Retry-After, when it sent one.
 	RetryAfter time.Duration
+	// Permanent marks a failure that waiting does not mend although its
+	// category usually passes with time: a quota spent for the day or the
+	// month answers 429 like a rate limit, and retried it only spends
+	// calls until the job's deadline.
+	Permanent bool
+	// Reason, when set, is a fixed phrase of ours that the row shows after
+	// the category where the category alone would mislead ("empty answer",
+	// "quota exhausted"); never the vendor's text.
+	Reason string
 	// Err is the cause, for logs; it must not contain the key.
 	Err error
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("provider error (category=%s, status=%d)", e.Category, e.Status)
+	s := fmt.Sprintf("provider error (category=%s, status=%d)", e.Category, e.Status)
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
 }
 
 func (e *Error) Unwrap() error { return e.Err }
 
 // Retryable reports whether trying again later may succeed.
 func (e *Error) Retryable() bool {
+	if e.Permanent {
+		return false
+	}
 	switch e.Category {
 	case CategoryRateLimit, CategoryServer, CategoryTimeout, CategoryNetwork:
 		return true
@@ -137,7 +153,10 @@ func CategoryForStatus(status int) Category {
 	case status == 408 || status == 504:
 		return CategoryTimeout
 	case status == 413:
-		return CategoryContextLength
+		// The body's bytes, not the prompt's tokens: a page image past the
+		// vendor's request size (Anthropic's request_too_large). A prompt
+		// over the context window is a 400 each adapter tells apart.
+		return CategoryInvalidRequest
 	case status == 429:
 		return CategoryRateLimit
 	case status >= 500:

@@ -123,6 +123,25 @@ func (r retryingOCR) Accepts(ctx context.Context, mime string) (ok, known bool) 
 	return Accepts(ctx, r.next, mime)
 }
 
+// maxRetryAfter bounds a wait a vendor asks for; a longer one is taken
+// for garbage, as no vendor means it.
+const maxRetryAfter = 1e6 * time.Second
+
+// ParseRetryDelay reads a google.rpc.RetryInfo retryDelay, a
+// google.protobuf.Duration in its JSON form ("37s", "0.5s"), which Gemini
+// sends in the body of a 429 instead of a Retry-After header. It returns
+// 0 when it is unreadable or out of the bounds ParseRetryAfter keeps.
+func ParseRetryDelay(s string) time.Duration {
+	if !strings.HasSuffix(s, "s") {
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 || d > maxRetryAfter {
+		return 0
+	}
+	return d
+}
+
 // ParseRetryAfter reads how long a vendor asks to wait: Retry-After-Ms
 // (OpenAI-style), else Retry-After in seconds or as an HTTP date. It
 // returns 0 when there is none or it is unreadable.
@@ -137,7 +156,7 @@ func ParseRetryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 || s > 1e6 {
+		if s <= 0 || s > maxRetryAfter.Seconds() {
 			return 0
 		}
 		return time.Duration(s * float64(time.Second))

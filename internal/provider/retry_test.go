@@ -47,6 +47,7 @@ func TestRetry(t *testing.T) {
 		{"content filters are not retried", []error{perr(provider.CategoryContentFilter, 0)}, 1, true},
 		{"truncated answers are not retried", []error{perr(provider.CategoryTruncated, 0)}, 1, true},
 		{"unsupported input is not retried", []error{provider.ErrUnsupportedInput}, 1, true},
+		{"a spent quota is not retried, though a 429", []error{provider.QuotaExhausted(&provider.Error{Category: provider.CategoryRateLimit, Status: 429})}, 1, true},
 		{"plain errors are not retried", []error{errors.New("disk full")}, 1, true},
 		{"attempts are bounded", []error{
 			perr(provider.CategoryServer, 0), perr(provider.CategoryServer, 0), perr(provider.CategoryServer, 0),
@@ -148,5 +149,27 @@ func TestParseRetryAfter(t *testing.T) {
 				t.Errorf("ParseRetryAfter = %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+func TestParseRetryDelay(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"37s", 37 * time.Second},
+		{"0.5s", 500 * time.Millisecond},
+		{"51.606482386s", 51606482386 * time.Nanosecond},
+		{"", 0},
+		{"0s", 0},
+		{"-3s", 0},
+		{"37", 0},
+		{"soon", 0},
+		{"2000000s", 0},
+	}
+	for _, c := range cases {
+		if got := provider.ParseRetryDelay(c.in); got != c.want {
+			t.Errorf("ParseRetryDelay(%q) = %v, want %v", c.in, got, c.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ package anthropic
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -147,11 +148,13 @@ func answer(res *an.Message, status int) (string, *provider.Error) {
 	if res.Type != "message" && len(res.Content) == 0 {
 		return "", provider.Malformed(status, "not a message")
 	}
-	return provider.CleanTranscription(b.String()), nil
+	return provider.Transcription(b.String(), status)
 }
 
 // refine sharpens a classified HTTP error with Anthropic's error type, a
-// fixed identifier (the message may echo the request and is not kept).
+// fixed identifier (the message may echo the request and is not kept). A
+// prompt over the model's context window is a 400 invalid_request_error
+// told apart only by its message's fixed opening.
 func refine(err, sdkErr error) error {
 	pe := (*provider.Error)(nil)
 	ae := (*an.Error)(nil)
@@ -164,9 +167,28 @@ func refine(err, sdkErr error) error {
 		pe.Category = provider.CategoryServer
 	case "timeout_error":
 		pe.Category = provider.CategoryTimeout
+	case "invalid_request_error":
+		if promptTooLong(ae.RawJSON()) {
+			pe.Category = provider.CategoryContextLength
+		}
 	}
 	if t != "" {
 		pe.Err = fmt.Errorf("%w (type %q)", pe.Err, provider.Identifier(t))
 	}
 	return pe
+}
+
+// promptTooLong reports Anthropic's error body for a prompt over the
+// context window: {"type":"error","error":{"type":"invalid_request_error",
+// "message":"prompt is too long: 208310 tokens > 200000 maximum"}}.
+func promptTooLong(body string) bool {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(body), &e) != nil {
+		return false
+	}
+	return strings.HasPrefix(e.Error.Message, "prompt is too long")
 }

@@ -49,7 +49,8 @@ func TestMessagesProtocol(t *testing.T) {
 			s, _ := providertest.Field(t, body, "messages", 0, "content", 0, "source", "data").(string)
 			return s
 		},
-		Doc: providertest.TestImage(),
+		Doc:   providertest.TestImage(),
+		Empty: `{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1200,"output_tokens":0}}`,
 	})
 }
 
@@ -113,7 +114,11 @@ func TestAnswers(t *testing.T) {
 		{"stop max_tokens is a truncated answer", 200, message("# half", "max_tokens"), "", provider.CategoryTruncated},
 		{"stop refusal is a content filter", 200, message("", "refusal"), "", provider.CategoryContentFilter},
 		{"529 overloaded is a server error", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "", provider.CategoryServer},
-		{"413 request too large is context length", 413, `{"type":"error","error":{"type":"request_too_large","message":"too big"}}`, "", provider.CategoryContextLength},
+		// A body over 32 MB (a large page image), not a prompt over the
+		// context window.
+		{"413 request too large is an invalid request", 413, `{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`, "", provider.CategoryInvalidRequest},
+		{"a prompt over the context window is context length", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`, "", provider.CategoryContextLength},
+		{"another invalid request stays one", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 10000 > 4096, which is the maximum allowed number of output tokens"}}`, "", provider.CategoryInvalidRequest},
 		{"403 permission is auth", 403, `{"type":"error","error":{"type":"permission_error","message":"no"}}`, "", provider.CategoryAuth},
 	}
 	for _, c := range cases {

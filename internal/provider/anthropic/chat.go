@@ -120,6 +120,11 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 		}
 		content = b.String()
 	}
+	if strings.TrimSpace(content) == "" {
+		// No text and no tool input: not an answer, and not one a model
+		// means; a glitch a second call mends, as in recognition.
+		return failed(provider.EmptyAnswer(status))
+	}
 	return provider.ChatAnswer{
 		Content:      content,
 		FinishReason: string(res.StopReason),

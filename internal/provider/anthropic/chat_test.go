@@ -52,6 +52,7 @@ func TestChatProtocol(t *testing.T) {
 		Unauthorized: func(echo string) string {
 			return `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + echo + `"}}`
 		},
+		Empty: chatMessage(``, "end_turn"),
 		Messages: func(t *testing.T, body []byte) (string, string) {
 			sys, _ := providertest.Field(t, body, "system", 0, "text").(string)
 			user, _ := providertest.Field(t, body, "messages", 0, "content", 0, "text").(string)

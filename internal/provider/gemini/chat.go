@@ -3,7 +3,6 @@ package gemini
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"google.golang.org/genai"
@@ -31,10 +30,9 @@ func NewChat(cfg Config) (*Chat, error) {
 // JSON Schema as it is (responseSchema takes only Google's OpenAPI
 // subset); any root type is allowed, so nothing is wrapped.
 func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider.ChatAnswer, error) {
-	zero := float32(0)
 	noContinuation := false
 	config := &genai.GenerateContentConfig{
-		Temperature:           &zero,
+		Temperature:           temperature(c.cfg.Model),
 		AutomaticContinuation: &noContinuation,
 	}
 	if req.System != "" {
@@ -72,37 +70,16 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 		}
 		return a, err
 	}
-	if res == nil {
-		return failed(provider.Malformed(status, "no response"))
+	cand, perr := candidate(res, status)
+	if perr != nil {
+		return failed(perr)
 	}
-	if res.PromptFeedback != nil && res.PromptFeedback.BlockReason != "" {
-		return failed(&provider.Error{Category: provider.CategoryContentFilter, Status: status,
-			Err: fmt.Errorf("prompt blocked: %s", provider.Identifier(string(res.PromptFeedback.BlockReason)))})
-	}
-	if len(res.Candidates) == 0 || res.Candidates[0] == nil {
-		return failed(provider.Malformed(status, "no candidates"))
-	}
-	cand := res.Candidates[0]
-	switch cand.FinishReason {
-	case genai.FinishReasonMaxTokens:
-		return failed(provider.Truncated(status, string(cand.FinishReason)))
-	case genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonBlocklist,
-		genai.FinishReasonProhibitedContent, genai.FinishReasonSPII:
-		return failed(&provider.Error{Category: provider.CategoryContentFilter, Status: status,
-			Err: fmt.Errorf("finishReason %s", provider.Identifier(string(cand.FinishReason)))})
-	case genai.FinishReasonMalformedFunctionCall:
-		return failed(provider.Malformed(status, "finishReason MALFORMED_FUNCTION_CALL"))
-	}
-	var b strings.Builder
-	if cand.Content != nil {
-		for _, p := range cand.Content.Parts {
-			if p != nil && !p.Thought {
-				b.WriteString(p.Text)
-			}
-		}
+	content := candidateText(cand)
+	if strings.TrimSpace(content) == "" {
+		return failed(provider.EmptyAnswer(status))
 	}
 	ans := provider.ChatAnswer{
-		Content:      b.String(),
+		Content:      content,
 		FinishReason: string(cand.FinishReason),
 		Model:        c.cfg.Model,
 		Request:      ex.Request(c.cfg.Key),

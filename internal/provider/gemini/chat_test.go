@@ -43,6 +43,7 @@ func TestChatProtocol(t *testing.T) {
 			user, _ := providertest.Field(t, body, "contents", 0, "parts", 0, "text").(string)
 			return sys, user
 		},
+		Empty: `{"candidates":[{"content":{"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":11,"candidatesTokenCount":5,"thoughtsTokenCount":2}}`,
 		SchemaIn: func(t *testing.T, body []byte) any {
 			s := providertest.Field(t, body, "generationConfig", "responseJsonSchema")
 			if s == nil {

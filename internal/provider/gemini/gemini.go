@@ -84,11 +84,10 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 		return provider.Recognition{}, fmt.Errorf("gemini: %s: %w", doc.MIME, provider.ErrUnsupportedInput)
 	}
 	format := provider.AnswerFormat(doc)
-	zero := float32(0)
 	noContinuation := false
 	config := &genai.GenerateContentConfig{
 		SystemInstruction: genai.NewContentFromText(provider.SystemPrompt(format), genai.RoleUser),
-		Temperature:       &zero,
+		Temperature:       temperature(o.cfg.Model),
 		// One request per call: the recorded exchange is the whole story
 		// and our retry policy is the only one.
 		AutomaticContinuation: &noContinuation,
@@ -121,43 +120,99 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 }
 
 func answer(res *genai.GenerateContentResponse, status int) (string, *provider.Error) {
+	c, perr := candidate(res, status)
+	if perr != nil {
+		return "", perr
+	}
+	return provider.Transcription(candidateText(c), status)
+}
+
+// candidate returns the answer's first candidate when it ended as an
+// answer should, else the error it is: cut off, filtered, or stopped for
+// a reason that is no answer.
+func candidate(res *genai.GenerateContentResponse, status int) (*genai.Candidate, *provider.Error) {
 	if res == nil {
-		return "", provider.Malformed(status, "no response")
+		return nil, provider.Malformed(status, "no response")
 	}
 	if res.PromptFeedback != nil && res.PromptFeedback.BlockReason != "" {
-		return "", &provider.Error{Category: provider.CategoryContentFilter, Status: status,
+		return nil, &provider.Error{Category: provider.CategoryContentFilter, Status: status,
 			Err: fmt.Errorf("prompt blocked: %s", provider.Identifier(string(res.PromptFeedback.BlockReason)))}
 	}
 	if len(res.Candidates) == 0 || res.Candidates[0] == nil {
-		return "", provider.Malformed(status, "no candidates")
+		return nil, provider.Malformed(status, "no candidates")
 	}
 	c := res.Candidates[0]
 	switch c.FinishReason {
 	case genai.FinishReasonMaxTokens:
-		return "", &provider.Error{Category: provider.CategoryTruncated, Status: status,
-			Err: errors.New("finishReason MAX_TOKENS: the answer hit the token limit")}
+		return nil, provider.Truncated(status, string(c.FinishReason))
 	case genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonBlocklist,
 		genai.FinishReasonProhibitedContent, genai.FinishReasonSPII, genai.FinishReasonImageSafety,
-		genai.FinishReasonImageProhibitedContent, genai.FinishReasonImageRecitation:
-		return "", &provider.Error{Category: provider.CategoryContentFilter, Status: status,
+		genai.FinishReasonImageProhibitedContent, genai.FinishReasonImageRecitation,
+		// The model declined the input's language: asking again gets the
+		// same refusal.
+		genai.FinishReasonLanguage:
+		return nil, &provider.Error{Category: provider.CategoryContentFilter, Status: status,
 			Err: fmt.Errorf("finishReason %s", provider.Identifier(string(c.FinishReason)))}
+	case genai.FinishReasonOther, genai.FinishReasonUnspecified, genai.FinishReasonMalformedFunctionCall,
+		genai.FinishReasonUnexpectedToolCall, genai.FinishReasonTooManyToolCalls:
+		// Generation stopped short of its natural end (OTHER: "all other
+		// reasons"), mostly with no text and now and then with some: not
+		// an answer, and a second call usually gives one.
+		return nil, provider.Malformed(status, "finishReason "+provider.Identifier(string(c.FinishReason)))
+	}
+	return c, nil
+}
+
+// candidateText is the text of c's parts. Thought summaries are the
+// model's notes, not the answer.
+func candidateText(c *genai.Candidate) string {
+	if c.Content == nil {
+		return ""
 	}
 	var b strings.Builder
-	if c.Content != nil {
-		for _, p := range c.Content.Parts {
-			// Thought summaries are the model's notes, not the page.
-			if p != nil && !p.Thought {
-				b.WriteString(p.Text)
-			}
+	for _, p := range c.Content.Parts {
+		if p != nil && !p.Thought {
+			b.WriteString(p.Text)
 		}
 	}
-	return provider.CleanTranscription(b.String()), nil
+	return b.String()
+}
+
+// temperature is the temperature sent to model: 0, for the most literal
+// reading, except for Gemini 3 and later, whose guide asks to keep the
+// default of 1.0 ("setting it to less than 1.0 may lead to unexpected
+// behavior, looping, or degraded performance"): a transcription that
+// loops ends as MAX_TOKENS, a page lost. A "-latest" alias follows the
+// newest models, so it keeps the default too.
+func temperature(model string) *float32 {
+	name := strings.TrimPrefix(strings.TrimPrefix(model, "models/"), "tunedModels/")
+	rest, ok := strings.CutPrefix(name, "gemini-")
+	if !ok {
+		zero := float32(0)
+		return &zero // Gemma and tuned models: not Gemini 3
+	}
+	major := 0
+	for _, r := range rest {
+		if r < '0' || r > '9' {
+			break
+		}
+		major = major*10 + int(r-'0')
+	}
+	if major == 0 || major >= 3 {
+		return nil
+	}
+	zero := float32(0)
+	return &zero
 }
 
 // refine sharpens a classified HTTP error with the Gemini API's status
-// name and error reasons, fixed identifiers (the message may echo the
-// request and is not kept). Gemini answers an invalid key with 400
-// INVALID_ARGUMENT and reason API_KEY_INVALID: that is an auth failure.
+// name, error reasons and details, fixed identifiers (the message may
+// echo the request and is not kept). Gemini answers an invalid key with
+// 400 INVALID_ARGUMENT and reason API_KEY_INVALID: that is an auth
+// failure. A 429 says in its details how long to wait (RetryInfo, in the
+// body, not a Retry-After header) and which quota ran out (QuotaFailure):
+// a per-day quota, or one of zero (a model the key's tier has no access
+// to), is not waited out.
 func refine(err, sdkErr error) error {
 	pe := (*provider.Error)(nil)
 	if !errors.As(err, &pe) {
@@ -168,6 +223,7 @@ func refine(err, sdkErr error) error {
 		return err
 	}
 	var reasons []string
+	quota := ""
 	for _, d := range ae.Details {
 		if r, ok := d["reason"].(string); ok {
 			reasons = append(reasons, provider.Identifier(r))
@@ -175,9 +231,51 @@ func refine(err, sdkErr error) error {
 				pe.Category = provider.CategoryAuth
 			}
 		}
+		if delay, ok := d["retryDelay"].(string); ok && pe.RetryAfter == 0 {
+			pe.RetryAfter = provider.ParseRetryDelay(delay)
+		}
+		if q := spentQuota(d); q != "" && quota == "" {
+			quota = q
+		}
+	}
+	if pe.Category == provider.CategoryRateLimit && quota != "" {
+		provider.QuotaExhausted(pe)
+		reasons = append(reasons, quota)
+	}
+	if pe.Category == provider.CategoryInvalidRequest && promptTooLong(ae.Message) {
+		pe.Category = provider.CategoryContextLength
 	}
 	if ae.Status != "" || len(reasons) > 0 {
 		pe.Err = fmt.Errorf("%w (status %q, reasons %q)", pe.Err, provider.Identifier(ae.Status), reasons)
 	}
 	return pe
+}
+
+// spentQuota returns the id of the first quota in a QuotaFailure detail
+// that waiting seconds does not restore: one counted per day
+// (GenerateRequestsPerDayPerProjectPerModel-FreeTier, which resets at
+// midnight Pacific time) or one whose limit is 0. "" when there is none:
+// a per-minute quota passes within the minute.
+func spentQuota(detail map[string]any) string {
+	if t, _ := detail["@type"].(string); !strings.HasSuffix(t, "google.rpc.QuotaFailure") {
+		return ""
+	}
+	violations, _ := detail["violations"].([]any)
+	for _, v := range violations {
+		m, _ := v.(map[string]any)
+		id, _ := m["quotaId"].(string)
+		value, _ := m["quotaValue"].(string)
+		if strings.Contains(id, "PerDay") || value == "0" {
+			return provider.Identifier(id)
+		}
+	}
+	return ""
+}
+
+// promptTooLong reports Gemini's 400 for a prompt over the model's
+// context window ("The input token count (1200293) exceeds the maximum
+// number of tokens allowed (1048576)."), matched by its fixed words.
+func promptTooLong(message string) bool {
+	return strings.HasPrefix(message, "The input token count") &&
+		strings.Contains(message, "exceeds the maximum number of tokens")
 }

@@ -49,6 +49,8 @@ func TestGenerateContentProtocol(t *testing.T) {
 			return s
 		},
 		Doc: providertest.TestImage(),
+		// Gemini 2.5 now and then ends a candidate with STOP and no parts.
+		Empty: `{"candidates":[{"content":{"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":1300,"totalTokenCount":1300}}`,
 	})
 }
 
@@ -105,6 +107,13 @@ func TestAnswers(t *testing.T) {
 			"", provider.CategoryAuth},
 		{"400 INVALID_ARGUMENT is an invalid request", 400, `{"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT"}}`, "", provider.CategoryInvalidRequest},
 		{"503 UNAVAILABLE is a server error", 503, `{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`, "", provider.CategoryServer},
+		{"OTHER without content is no answer", 200, `{"candidates":[{"finishReason":"OTHER","index":0}],"usageMetadata":{"promptTokenCount":300}}`, "", provider.CategoryServer},
+		{"OTHER with some text is no answer either", 200, generated("Total:", "OTHER"), "", provider.CategoryServer},
+		{"an unspecified finish reason is no answer", 200, generated("Total: 10", "FINISH_REASON_UNSPECIFIED"), "", provider.CategoryServer},
+		{"LANGUAGE is the model declining the input", 200, `{"candidates":[{"finishReason":"LANGUAGE","index":0}]}`, "", provider.CategoryContentFilter},
+		{"a prompt over the context window is context length", 400,
+			`{"error":{"code":400,"message":"The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}`,
+			"", provider.CategoryContextLength},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -147,5 +156,114 @@ func TestNewNeedsAKey(t *testing.T) {
 	t.Setenv("GEMINI_API_KEY", "AIza-from-the-server-environment")
 	if _, err := gemini.New(gemini.Config{BaseURL: "http://127.0.0.1:1", Model: "m"}); err == nil {
 		t.Fatal("New without a key succeeded: the environment's key would be used")
+	}
+}
+
+// quota429 is the Gemini API's 429 for a spent quota: which one in a
+// QuotaFailure, how long to wait in a RetryInfo.
+func quota429(quotaID, value, delay string) string {
+	return `{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[` +
+		`{"@type":"type.googleapis.com/google.rpc.Help","links":[{"description":"Learn more about Gemini API quotas","url":"https://ai.google.dev/gemini-api/docs/rate-limits"}]},` +
+		`{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"` + quotaID + `","quotaDimensions":{"location":"global","model":"gemini-2.5-flash"},"quotaValue":"` + value + `"}]},` +
+		`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"` + delay + `"}]}}`
+}
+
+func TestQuotas(t *testing.T) {
+	fast := provider.RetryPolicy{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, MaxRetryAfter: 10 * time.Millisecond}
+	cases := []struct {
+		name          string
+		body          string
+		wantPermanent bool
+		wantCalls     int
+	}{
+		{"a per-day quota fails at once", quota429("GenerateRequestsPerDayPerProjectPerModel-FreeTier", "20", "51s"), true, 1},
+		{"a quota of zero fails at once", quota429("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "0", "20s"), true, 1},
+		{"a per-minute quota is waited out", quota429("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "10", "37s"), false, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := providertest.NewServer(t, providertest.Reply(429, c.body), providertest.Reply(200, generated("ok", "STOP")))
+			_, err := provider.WithRetry(open(t, srv.URL, time.Second), fast).Recognize(t.Context(), providertest.TestImage())
+			if n := len(srv.Requests()); n != c.wantCalls {
+				t.Errorf("calls = %d, want %d", n, c.wantCalls)
+			}
+			if !c.wantPermanent {
+				if err != nil {
+					t.Errorf("Recognize: %v, want the retry's answer", err)
+				}
+				return
+			}
+			pe := providertest.AssertCategory(t, err, provider.CategoryRateLimit, 429)
+			if pe.Retryable() || err.Error() != "provider error (category=rate_limit, status=429): quota exhausted" {
+				t.Errorf("error %q, retryable %t: want a quota that is not retried", err, pe.Retryable())
+			}
+		})
+	}
+}
+
+// Gemini says how long to wait in the body (RetryInfo), not in a
+// Retry-After header.
+func TestRetryInfoIsTheRetryAfter(t *testing.T) {
+	cases := []struct {
+		name   string
+		header []string
+		want   time.Duration
+	}{
+		{"RetryInfo alone", nil, 37 * time.Second},
+		{"a Retry-After header wins", []string{"Retry-After", "5"}, 5 * time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := providertest.NewServer(t, providertest.Reply(429, quota429("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "10", "37s"), c.header...))
+			_, err := open(t, srv.URL, time.Second).Recognize(t.Context(), providertest.TestImage())
+			pe := providertest.AssertCategory(t, err, provider.CategoryRateLimit, 429)
+			if pe.RetryAfter != c.want || !pe.Retryable() {
+				t.Errorf("RetryAfter = %v, retryable %t; want %v and retried", pe.RetryAfter, pe.Retryable(), c.want)
+			}
+		})
+	}
+}
+
+// Google's Gemini 3 guide: keep the temperature at its default of 1.0;
+// lower values may loop. Older models keep 0, for the most literal
+// reading.
+func TestTemperature(t *testing.T) {
+	cases := []struct {
+		model string
+		want  any // nil: not sent
+	}{
+		{"gemini-2.5-flash", float64(0)},
+		{"models/gemini-2.0-flash", float64(0)},
+		{"gemini-1.5-pro", float64(0)},
+		{"gemma-3-27b-it", float64(0)},
+		{"gemini-3-pro-preview", nil},
+		{"models/gemini-3.1-flash", nil},
+		{"gemini-flash-latest", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.model, func(t *testing.T) {
+			srv := providertest.NewServer(t, providertest.Reply(200, generated("ok", "STOP")))
+			cfg := gemini.Config{BaseURL: srv.URL, Model: c.model, Key: key, Timeout: time.Second}
+			ocr, err := gemini.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chat, err := gemini.NewChat(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ocr.Recognize(t.Context(), providertest.TestImage()); err != nil {
+				t.Fatalf("Recognize: %v", err)
+			}
+			if _, err := chat.Complete(t.Context(), provider.ChatRequest{User: "u"}); err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			for i, r := range srv.Requests() {
+				if got := providertest.Field(t, r.Body, "generationConfig", "temperature"); got != c.want {
+					t.Errorf("request %d: temperature = %v, want %v", i, got, c.want)
+				}
+			}
+		})
 	}
 }

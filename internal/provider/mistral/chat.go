@@ -101,11 +101,13 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 	}
 
 	var res chatResponse
+	var sent error
 	ex, err := provider.Call(ctx, cfg.Timeout, cfg.Key, func(ctx context.Context) error {
-		return c.ocr.post(ctx, c.url, data, &res)
+		sent = c.ocr.post(ctx, c.url, data, &res)
+		return sent
 	})
 	if err != nil {
-		return ex.FailedAnswer(cfg.Model, cfg.Key), err
+		return ex.FailedAnswer(cfg.Model, cfg.Key), refine(err, sent)
 	}
 	status := ex.Status()
 	// failed keeps what a 200 without a usable answer left, usage included:
@@ -130,6 +132,11 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 	content, ok := messageText(ch.Message.Content)
 	if !ok {
 		return failed(provider.Malformed(status, "no message content"))
+	}
+	if strings.TrimSpace(content) == "" {
+		// Not an answer, and not one a model means: a glitch a second
+		// call mends.
+		return failed(provider.EmptyAnswer(status))
 	}
 	if wrapped {
 		content = provider.UnwrapAnswer(content)

@@ -38,6 +38,7 @@ func TestChatProtocol(t *testing.T) {
 		Unauthorized: func(echo string) string {
 			return `{"message":"Unauthorized ` + echo + `","request_id":"r1"}`
 		},
+		Empty: completion(`null`, "stop"),
 		Messages: func(t *testing.T, body []byte) (string, string) {
 			sys, _ := providertest.Field(t, body, "messages", 0, "content").(string)
 			user, _ := providertest.Field(t, body, "messages", 1, "content").(string)
@@ -140,5 +141,32 @@ func TestChatRequests(t *testing.T) {
 func TestChatNeedsAModel(t *testing.T) {
 	if _, err := mistral.NewChat(mistral.Config{BaseURL: "http://x", Key: key}); err == nil {
 		t.Fatal("NewChat without a model succeeded; the OCR default is not a chat model")
+	}
+}
+
+func TestChatErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		status int
+		body   string
+		want   provider.Category
+	}{
+		{"a prompt over the context window is context length", 400,
+			`{"object":"error","message":"Prompt contains 300000 tokens, too large for model with 131072 maximum context length","type":"invalid_request_error","param":null,"code":null}`,
+			provider.CategoryContextLength},
+		{"another invalid request stays one", 400,
+			`{"object":"error","message":"Invalid response_format","type":"invalid_request_error","param":null,"code":null}`,
+			provider.CategoryInvalidRequest},
+		{"a validation error with an object message stays one", 422,
+			`{"object":"error","message":{"detail":[{"type":"missing","loc":["body","messages"]}]},"type":"invalid_request_error"}`,
+			provider.CategoryInvalidRequest},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := providertest.NewServer(t, providertest.Reply(c.status, c.body))
+			_, err := openChat(t, srv.URL, time.Second).Complete(t.Context(), provider.ChatRequest{User: "u"})
+			providertest.AssertCategory(t, err, c.want, c.status)
+		})
 	}
 }

@@ -117,11 +117,13 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 	}
 
 	var res response
+	var sent error
 	ex, err := provider.Call(ctx, o.cfg.Timeout, o.cfg.Key, func(ctx context.Context) error {
-		return o.post(ctx, o.url, body, &res)
+		sent = o.post(ctx, o.url, body, &res)
+		return sent
 	})
 	if err != nil {
-		return provider.Recognition{}, err
+		return provider.Recognition{}, refine(err, sent)
 	}
 	if res.Pages == nil {
 		return provider.Recognition{}, provider.Malformed(ex.Status(), "no pages")
@@ -132,6 +134,9 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 		Request: ex.Request(o.cfg.Key),
 		RawData: ex.Response(o.cfg.Key),
 	}
+	// A page whose markdown is empty is a blank page: Mistral OCR is given
+	// no prompt and has no blank-page answer, and reads a page without
+	// text as "".
 	var texts []string
 	for _, p := range res.Pages {
 		md := cleanMarkdown(p.Markdown)
@@ -148,8 +153,12 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 }
 
 // errStatus marks a non-2xx answer; provider.Call classifies it by the
-// status it recorded.
-var errStatus = errors.New("mistral: error status")
+// status it recorded. errPromptTooLong is the 400 of a prompt over the
+// model's context window, which refine tells apart.
+var (
+	errStatus        = errors.New("mistral: error status")
+	errPromptTooLong = fmt.Errorf("%w: prompt too long", errStatus)
+)
 
 func (o *OCR) post(ctx context.Context, url string, body []byte, res any) error {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
@@ -167,7 +176,10 @@ func (o *OCR) post(ctx context.Context, url string, body []byte, res any) error 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Read (a bounded part of) the body so the exchange records it and
 		// the connection can be reused; it is not put in any error.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		errBody, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if promptTooLong(errBody) {
+			return errPromptTooLong
+		}
 		return errStatus
 	}
 	dec := json.NewDecoder(io.LimitReader(resp.Body, maxResponse))
@@ -175,6 +187,30 @@ func (o *OCR) post(ctx context.Context, url string, body []byte, res any) error 
 		return fmt.Errorf("decode answer: %w", err)
 	}
 	return nil
+}
+
+// promptTooLong reports Mistral's error body for a prompt over the
+// model's context window, by the message's fixed words: "Prompt contains
+// 300000 tokens, too large for model with 131072 maximum context length".
+func promptTooLong(body []byte) bool {
+	var e struct {
+		Message json.RawMessage `json:"message"`
+	}
+	var msg string
+	if json.Unmarshal(body, &e) != nil || json.Unmarshal(e.Message, &msg) != nil {
+		return false
+	}
+	return strings.HasPrefix(msg, "Prompt contains") && strings.Contains(msg, "too large for model with")
+}
+
+// refine sharpens a classified error with what post saw of the body.
+func refine(err, sent error) error {
+	pe := (*provider.Error)(nil)
+	if errors.As(err, &pe) && pe.Category == provider.CategoryInvalidRequest && errors.Is(sent, errPromptTooLong) {
+		pe.Category = provider.CategoryContextLength
+		pe.Err = fmt.Errorf("%w (prompt too long)", pe.Err)
+	}
+	return err
 }
 
 // imageRef matches the placeholders Mistral OCR puts where a page has a

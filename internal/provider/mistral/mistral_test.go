@@ -129,6 +129,21 @@ func TestPDFPages(t *testing.T) {
 	}
 }
 
+// Mistral OCR is given no prompt, so it has no blank-page answer: an
+// image without text reads as empty markdown, which is a blank page, not
+// a failed call.
+func TestAnEmptyPageIsBlank(t *testing.T) {
+	srv := providertest.NewServer(t, providertest.Reply(200, pages("")))
+	rec, err := provider.WithRetry(open(t, srv.URL, time.Second), provider.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond}).
+		Recognize(t.Context(), providertest.TestImage())
+	if err != nil || rec.Text != "" {
+		t.Fatalf("text %q, err %v; want a blank page", rec.Text, err)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("calls = %d, want 1", n)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	cases := []struct {
 		name   string

@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	oa "github.com/openai/openai-go"
 
@@ -76,6 +77,11 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 		return failed(provider.Malformed(status, "a tool call instead of an answer"))
 	}
 	content := ch.Message.Content
+	if strings.TrimSpace(content) == "" {
+		// Not an answer (JSON mode's least is "{}"), and not one a model
+		// means: a glitch a second call mends, as in recognition.
+		return failed(provider.EmptyAnswer(status))
+	}
 	if wrapped {
 		content = provider.UnwrapAnswer(content)
 	}

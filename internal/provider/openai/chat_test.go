@@ -43,6 +43,9 @@ func chatVendor(legacy bool) providertest.ChatVendor {
 		Unauthorized: func(echo string) string {
 			return `{"error":{"message":"Incorrect API key provided: ` + echo + `","type":"invalid_request_error","code":"invalid_api_key"}}`
 		},
+		Empty: `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"gpt-4.1",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":null},"finish_reason":"stop"}],` +
+			`"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18}}`,
 		Messages: func(t *testing.T, body []byte) (string, string) {
 			sys, _ := providertest.Field(t, body, "messages", 0, "content").(string)
 			user, _ := providertest.Field(t, body, "messages", 1, "content").(string)

@@ -151,12 +151,14 @@ func answer(res *completion, status int) (string, *provider.Error) {
 		return "", &provider.Error{Category: provider.CategoryTruncated, Status: status,
 			Err: errors.New("finish_reason length: the answer hit the token limit")}
 	}
-	return provider.CleanTranscription(c.Message.Content), nil
+	return provider.Transcription(c.Message.Content, status)
 }
 
 // refine sharpens the category of a classified HTTP error with the SDK
 // error's code and type, which are fixed identifiers (never its message,
-// which may echo the request).
+// which may echo the request). OpenAI answers a spent quota or credit
+// with 429 like a rate limit, but insufficient_quota (in code, or in type
+// alone from older accounts): waiting does not restore it.
 func refine(err, sdkErr error) error {
 	pe := (*provider.Error)(nil)
 	ae := (*oa.Error)(nil)
@@ -169,6 +171,8 @@ func refine(err, sdkErr error) error {
 		pe.Category = provider.CategoryContextLength
 	case strings.Contains(code, "content_filter") || strings.Contains(code, "content_policy"):
 		pe.Category = provider.CategoryContentFilter
+	case pe.Category == provider.CategoryRateLimit && strings.Contains(code, "insufficient_quota"):
+		provider.QuotaExhausted(pe)
 	}
 	if ae.Code != "" || ae.Type != "" {
 		pe.Err = fmt.Errorf("%w (code %q, type %q)", pe.Err, provider.Identifier(ae.Code), provider.Identifier(ae.Type))

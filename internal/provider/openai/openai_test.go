@@ -51,6 +51,8 @@ func TestOpenAIProtocol(t *testing.T) {
 			return strings.TrimPrefix(url, "data:image/png;base64,")
 		},
 		Doc: providertest.TestImage(),
+		Empty: `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"gpt-4o",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":0}}`,
 	})
 }
 
@@ -143,6 +145,46 @@ func TestErrorCodes(t *testing.T) {
 			providertest.AssertCategory(t, err, c.want, c.status)
 		})
 	}
+}
+
+// OpenAI answers a spent quota or credit with a 429 like a rate limit;
+// its code (or, from older accounts, its type alone) says insufficient_quota,
+// which waiting does not restore.
+func TestASpentQuotaIsNotRetried(t *testing.T) {
+	cases := []struct {
+		name, body string
+	}{
+		{"in code and type", `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`},
+		{"in type alone", `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":null}}`},
+	}
+	fast := provider.RetryPolicy{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := providertest.NewServer(t, providertest.Reply(429, c.body), providertest.Reply(200, completion("ok", "stop")))
+			_, err := provider.WithRetry(open(t, srv.URL, time.Second), fast).Recognize(t.Context(), providertest.TestImage())
+			pe := providertest.AssertCategory(t, err, provider.CategoryRateLimit, 429)
+			if pe.Retryable() || err.Error() != "provider error (category=rate_limit, status=429): quota exhausted" {
+				t.Errorf("error %q, retryable %t: want a quota that is not retried", err, pe.Retryable())
+			}
+			if n := len(srv.Requests()); n != 1 {
+				t.Errorf("calls = %d, want 1", n)
+			}
+		})
+	}
+
+	t.Run("a rate limit is still retried", func(t *testing.T) {
+		t.Parallel()
+		srv := providertest.NewServer(t,
+			providertest.Reply(429, `{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`, "Retry-After-Ms", "5"),
+			providertest.Reply(200, completion("ok", "stop")))
+		if _, err := provider.WithRetry(open(t, srv.URL, time.Second), fast).Recognize(t.Context(), providertest.TestImage()); err != nil {
+			t.Fatalf("Recognize: %v", err)
+		}
+		if n := len(srv.Requests()); n != 2 {
+			t.Errorf("calls = %d, want 2", n)
+		}
+	})
 }
 
 func TestPDFIsUnsupported(t *testing.T) {

@@ -52,6 +52,9 @@ type ChatVendor struct {
 	// SchemaIn returns the schema found in a request body in the vendor's
 	// native place, nil when there is none.
 	SchemaIn func(t *testing.T, body []byte) any
+	// Empty is a 200 body of a free-text answer holding no text at all,
+	// reporting ChatInputTokens and ChatOutputTokens as usage.
+	Empty string
 }
 
 // RunChat checks the behaviours every chat adapter shares.
@@ -161,6 +164,32 @@ func RunChat(t *testing.T, v ChatVendor) {
 		}
 		if ans.Model == "" || ans.Content != "" {
 			t.Errorf("model %q, content %q: want the model and no content", ans.Model, ans.Content)
+		}
+	})
+
+	t.Run("an empty answer is a failed call, retried, and kept when it stays empty", func(t *testing.T) {
+		t.Parallel()
+		free := provider.ChatRequest{System: "Summarise.", User: "Invoice 7"}
+		srv := NewServer(t, Reply(200, v.Empty), Reply(200, v.Text("Total: 42.50")))
+		ans, err := provider.WithChatRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(4)).Complete(t.Context(), free)
+		if err != nil || ans.Content != "Total: 42.50" || len(srv.Requests()) != 2 {
+			t.Fatalf("answer %q, err %v, calls %d; want the second call's answer", ans.Content, err, len(srv.Requests()))
+		}
+
+		srv = NewServer(t, Reply(200, v.Empty))
+		ans, err = provider.WithChatRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(3)).Complete(t.Context(), free)
+		pe := AssertCategory(t, err, provider.CategoryServer, 200)
+		if pe.Reason != "empty answer" {
+			t.Errorf("reason = %q, want %q", pe.Reason, "empty answer")
+		}
+		if n := len(srv.Requests()); n != 3 {
+			t.Errorf("calls = %d, want 3 (MaxAttempts)", n)
+		}
+		if ans.Content != "" || !strings.Contains(ans.Request, "Invoice 7") || ans.RawData == "" {
+			t.Errorf("content %q, Request %.100q, RawData %.100q: want no content and the exchange", ans.Content, ans.Request, ans.RawData)
+		}
+		if ans.InputTokens != ChatInputTokens || ans.OutputTokens != ChatOutputTokens {
+			t.Errorf("tokens = %d in, %d out; want %d, %d: an empty answer is billed", ans.InputTokens, ans.OutputTokens, ChatInputTokens, ChatOutputTokens)
 		}
 	})
 

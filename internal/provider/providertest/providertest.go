@@ -137,6 +137,11 @@ type Vendor struct {
 	Payload func(t *testing.T, body []byte) string
 	// Doc is the document sent (an image the vendor accepts).
 	Doc provider.Document
+	// Empty is a 200 body whose answer holds no text at all (not the
+	// blank-page answer): a vendor glitch that a retry mends. "" for a
+	// vendor whose empty answer is a blank page (Mistral OCR, which is
+	// given no prompt).
+	Empty string
 }
 
 // fastRetry keeps the retry tests quick; Retry-After is still honoured.
@@ -271,6 +276,37 @@ func Run(t *testing.T, v Vendor) {
 		}
 	})
 
+	t.Run("an empty answer is a failed call, retried, not a blank page", func(t *testing.T) {
+		if v.Empty == "" {
+			t.Skip("the vendor's empty answer is a blank page")
+		}
+		t.Parallel()
+		srv := NewServer(t, Reply(200, v.Empty), Reply(200, v.Success))
+		rec, err := provider.WithRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(4)).Recognize(t.Context(), v.Doc)
+		if err != nil {
+			t.Fatalf("Recognize: %v", err)
+		}
+		if n := len(srv.Requests()); n != 2 || rec.Text != v.SuccessText {
+			t.Errorf("calls = %d, text %q; want 2 calls and the transcription", n, rec.Text)
+		}
+	})
+
+	t.Run("an answer that stays empty fails its call saying so", func(t *testing.T) {
+		if v.Empty == "" {
+			t.Skip("the vendor's empty answer is a blank page")
+		}
+		t.Parallel()
+		srv := NewServer(t, Reply(200, v.Empty))
+		rec, err := provider.WithRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(3)).Recognize(t.Context(), v.Doc)
+		pe := AssertCategory(t, err, provider.CategoryServer, 200)
+		if pe.Reason != "empty answer" {
+			t.Errorf("reason = %q, want %q", pe.Reason, "empty answer")
+		}
+		if n := len(srv.Requests()); n != 3 || rec.Text != "" {
+			t.Errorf("calls = %d, text %q; want 3 (MaxAttempts) and no text", n, rec.Text)
+		}
+	})
+
 	t.Run("a 200 body of the wrong shape is a server error", func(t *testing.T) {
 		t.Parallel()
 		srv := NewServer(t, Reply(200, `{"unexpected": true}`))
@@ -296,7 +332,8 @@ func Run(t *testing.T, v Vendor) {
 }
 
 // AssertCategory fails unless err is a *provider.Error of category c and
-// HTTP status status, with the message rows show.
+// HTTP status status, with the message rows show (which names the
+// error's Reason after the category when it has one).
 func AssertCategory(t *testing.T, err error, c provider.Category, status int) *provider.Error {
 	t.Helper()
 	pe := (*provider.Error)(nil)
@@ -306,7 +343,11 @@ func AssertCategory(t *testing.T, err error, c provider.Category, status int) *p
 	if pe.Category != c || pe.Status != status {
 		t.Fatalf("error = category %s, status %d (%v); want %s, %d", pe.Category, pe.Status, pe.Err, c, status)
 	}
-	if want := fmt.Sprintf("provider error (category=%s, status=%d)", c, status); err.Error() != want {
+	want := fmt.Sprintf("provider error (category=%s, status=%d)", c, status)
+	if pe.Reason != "" {
+		want += ": " + pe.Reason
+	}
+	if err.Error() != want {
 		t.Errorf("message = %q, want %q", err.Error(), want)
 	}
 	return pe
