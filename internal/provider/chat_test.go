@@ -294,3 +294,69 @@ func TestWrappedRecursiveSchemaAdmitsTheUsersAnswers(t *testing.T) {
 		t.Errorf("unwrapped answer refused by the user's schema: %v", errs)
 	}
 }
+
+// Whatever the job's schema, what is sent is a JSON object schema that
+// compiles wherever the job's did (its references still resolve after
+// wrapping), and strict mode gets JSON whose every $ref stands alone.
+func FuzzObjectSchema(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"array","items":{"type":"object","properties":{"c":{"$ref":"#"}},"required":["c"],"additionalProperties":false}}`,
+		`{"$ref":"#/$defs/a","$defs":{"a":{"items":{"$ref":"#"}},"root":{}}}`,
+		`{"type":"object","properties":{"b":{"$ref":"#/$defs/P","description":"d"}},"required":["b"],"additionalProperties":false,"$defs":{"P":{"type":"string"}}}`,
+		`{"type":"object","oneOf":[{"required":["a"]}],"properties":{"a":{"$ref":"#/properties/b"},"b":{}}}`,
+		`{"items":[{"$ref":"#/items/1"},{"type":"string"}],"definitions":{"x":{"$ref":"#"}}}`,
+		`{"anyOf":[{"$ref":"#/anyOf/1"},{"type":"null"}],"properties":{"value":{}}}`,
+		`{"type":"string","const":{"$ref":"#"}}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, prepare := range []func(string) (json.RawMessage, map[string]any, bool, error){provider.ObjectSchema, provider.ToolInputSchema} {
+			out, decoded, _, err := prepare(text)
+			if err != nil {
+				return
+			}
+			if !json.Valid(out) || decoded["type"] != "object" {
+				t.Fatalf("%s → %s: not a JSON object schema", text, out)
+			}
+			if _, err := schema.Compile(text); err == nil {
+				if _, err := schema.Compile(string(out)); err != nil {
+					t.Fatalf("%s compiles, %s does not: %v", text, out, err)
+				}
+			}
+			sent, strict := provider.StrictSchema(out, decoded)
+			if !json.Valid(sent) {
+				t.Fatalf("strict copy of %s is not JSON: %s", out, sent)
+			}
+			if strict {
+				var d map[string]any
+				if err := json.Unmarshal(sent, &d); err != nil || !refsAlone(d) {
+					t.Fatalf("strict copy %s has a $ref with keywords beside it", sent)
+				}
+			}
+		}
+	})
+}
+
+// refsAlone reports whether every object in v holding a string $ref holds
+// nothing else, enum values (data) aside.
+func refsAlone(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v["$ref"].(string); ok && len(v) > 1 {
+			return false
+		}
+		for k, e := range v {
+			if k != "enum" && !refsAlone(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if !refsAlone(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
