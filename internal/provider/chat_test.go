@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -307,10 +308,17 @@ func FuzzObjectSchema(f *testing.F) {
 		`{"items":[{"$ref":"#/items/1"},{"type":"string"}],"definitions":{"x":{"$ref":"#"}}}`,
 		`{"anyOf":[{"$ref":"#/anyOf/1"},{"type":"null"}],"properties":{"value":{}}}`,
 		`{"type":"string","const":{"$ref":"#"}}`,
+		" {\"properties\" : {\"a\\\"b\" : { \"$ref\" : \"#/$defs/x\" ,\"title\":\"t\\u0041\" } } ,\"$defs\":{\"x\":{}}}\n",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
+		if out, changed := provider.DropRefSiblings(json.RawMessage(text), func(string) bool { return true }); changed || string(out) != text {
+			t.Fatalf("keeping every keyword changed %q into %q", text, out)
+		}
+		if out, _ := provider.DropRefSiblings(json.RawMessage(text), func(string) bool { return false }); json.Valid([]byte(text)) && !json.Valid(out) {
+			t.Fatalf("dropping $ref siblings from %q gave %q, not JSON", text, out)
+		}
 		for _, prepare := range []func(string) (json.RawMessage, map[string]any, bool, error){provider.ObjectSchema, provider.ToolInputSchema} {
 			out, decoded, _, err := prepare(text)
 			if err != nil {
@@ -359,4 +367,49 @@ func refsAlone(v any) bool {
 		}
 	}
 	return true
+}
+
+// benchSchema is a large extraction schema: 200 described nested models
+// of 6 fields each (~60 KB), the $refs Pydantic-style with descriptions.
+func benchSchema() string {
+	var props, defs []string
+	for i := range 200 {
+		n := strconv.Itoa(i)
+		props = append(props, `"f`+n+`":{"$ref":"#/$defs/M`+n+`","description":"field `+n+`"}`)
+		var fields []string
+		for j := range 6 {
+			fields = append(fields, `"g`+strconv.Itoa(j)+`":{"type":["string","null"],"description":"a value of the document"}`)
+		}
+		defs = append(defs, `"M`+n+`":{"type":"object","properties":{`+strings.Join(fields, ",")+`},"required":["g0","g1","g2","g3","g4","g5"],"additionalProperties":false}`)
+	}
+	req := make([]string, 200)
+	for i := range req {
+		req[i] = `"f` + strconv.Itoa(i) + `"`
+	}
+	return `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":[` + strings.Join(req, ",") + `],"additionalProperties":false,"$defs":{` + strings.Join(defs, ",") + `}}`
+}
+
+// The strict copy is made once per model-stage call (each chunk, each
+// consensus run).
+func BenchmarkStrictSchema(b *testing.B) {
+	s := benchSchema()
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		out, decoded, _, err := provider.ObjectSchema(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := provider.StrictSchema(out, decoded); !ok {
+			b.Fatal("not strict")
+		}
+	}
+}
+
+// Gemini drops $ref siblings from every schema it sends.
+func BenchmarkDropRefSiblings(b *testing.B) {
+	s := json.RawMessage(benchSchema())
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		provider.DropRefSiblings(s, func(k string) bool { return strings.HasPrefix(k, "$") })
+	}
 }

@@ -50,30 +50,37 @@ var strictFormats = map[string]bool{
 // still validated against the job's own schema); any other keyword beside
 // a $ref makes the schema not strict-compatible.
 func StrictSchema(schema json.RawMessage, decoded map[string]any) (json.RawMessage, bool) {
-	if !strictCompatible(decoded) {
+	ok, annotatedRefs := strictCompatible(decoded)
+	if !ok {
 		return schema, false
 	}
-	out, _ := DropRefSiblings(schema, func(string) bool { return false })
-	return out, true
+	if annotatedRefs {
+		schema, _ = DropRefSiblings(schema, func(string) bool { return false })
+	}
+	return schema, true
 }
 
 // strictRefAnnotations are the keywords a $ref may have beside it in the
 // schema given to StrictSchema: the copy it returns drops them.
 var strictRefAnnotations = map[string]bool{"$ref": true, "description": true, "title": true}
 
-func strictCompatible(schema map[string]any) bool {
+// strictCompatible reports whether strict mode takes schema once the
+// annotations beside its $refs are dropped, and whether there are any.
+func strictCompatible(schema map[string]any) (ok, annotatedRefs bool) {
 	if schema["type"] != "object" {
-		return false
+		return false, false
 	}
 	if _, ok := schema["anyOf"]; ok {
-		return false
+		return false, false
 	}
 	c := strictChecker{}
-	return c.node(schema, 1) && c.properties <= strictMaxProperties && c.enumValues <= strictMaxEnumValues
+	ok = c.node(schema, 1) && c.properties <= strictMaxProperties && c.enumValues <= strictMaxEnumValues
+	return ok, c.annotatedRefs
 }
 
 type strictChecker struct {
 	properties, enumValues int
+	annotatedRefs          bool // a $ref has description or title beside it
 }
 
 func (c *strictChecker) node(v any, depth int) bool {
@@ -126,6 +133,7 @@ func (c *strictChecker) node(v any, depth int) bool {
 				return false
 			}
 		}
+		c.annotatedRefs = c.annotatedRefs || len(m) > 1
 	}
 	if defs, ok := m["$defs"]; ok {
 		dm, ok := defs.(map[string]any)
