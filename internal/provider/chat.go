@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -135,11 +136,29 @@ const WrappedKey = "value"
 // {"type":"object","properties":{"value":…},"required":["value"],
 // "additionalProperties":false} and wrapped is true: UnwrapAnswer then
 // takes the value back out of the answer. $defs move to the wrapper's root
-// so local references keep resolving. The text is kept byte for byte
-// where it is not changed: property order steers the order in which
-// models write the answer. A schema that is not a JSON object gives
-// ErrInvalidSchema.
+// so local references keep resolving; a schema that refers to its own root
+// ("#", "#/items/…") is moved into $defs instead (see wrapSchema). The
+// text is kept byte for byte where it is not changed: property order
+// steers the order in which models write the answer. A schema that is not
+// a JSON object gives ErrInvalidSchema.
 func ObjectSchema(schema string) (out json.RawMessage, decoded map[string]any, wrapped bool, err error) {
+	return objectSchema(schema, false)
+}
+
+// ToolInputSchema is ObjectSchema for Anthropic's tool input_schema, which
+// also refuses an object root that has anyOf, oneOf or allOf ("input_schema
+// does not support oneOf, allOf, or anyOf at the top level"): such a root
+// is wrapped too. OpenAI's strict mode refuses a root anyOf as well, but
+// there the schema goes in JSON mode instead (StrictSchema), unwrapped.
+func ToolInputSchema(schema string) (out json.RawMessage, decoded map[string]any, wrapped bool, err error) {
+	return objectSchema(schema, true)
+}
+
+// rootCombinators are the keywords Anthropic refuses at the root of a tool
+// input schema.
+var rootCombinators = []string{"anyOf", "oneOf", "allOf"}
+
+func objectSchema(schema string, wrapCombinators bool) (out json.RawMessage, decoded map[string]any, wrapped bool, err error) {
 	members, err := topLevel(schema)
 	if err != nil {
 		return nil, nil, false, ErrInvalidSchema
@@ -147,7 +166,7 @@ func ObjectSchema(schema string) (out json.RawMessage, decoded map[string]any, w
 	if err := json.Unmarshal([]byte(schema), &decoded); err != nil {
 		return nil, nil, false, ErrInvalidSchema
 	}
-	if decoded["type"] == "object" {
+	if decoded["type"] == "object" && !(wrapCombinators && hasAny(decoded, rootCombinators)) {
 		return json.RawMessage(schema), decoded, false, nil
 	}
 	if objectLike(decoded) {
@@ -155,41 +174,134 @@ func ObjectSchema(schema string) (out json.RawMessage, decoded map[string]any, w
 		decoded["type"] = "object"
 		return json.RawMessage(schema[:open] + `"type":"object",` + schema[open:]), decoded, false, nil
 	}
-	var inner, root bytes.Buffer
-	inner.WriteByte('{')
-	root.WriteString(`{"type":"object","properties":{"` + WrappedKey + `":`)
-	var hoisted []member
-	for _, m := range members {
-		switch m.key {
-		case "$defs", "definitions", "$schema":
-			hoisted = append(hoisted, m)
-			continue
-		}
-		if inner.Len() > 1 {
-			inner.WriteByte(',')
-		}
-		k, _ := json.Marshal(m.key)
-		inner.Write(k)
-		inner.WriteByte(':')
-		inner.Write(m.raw)
-	}
-	inner.WriteByte('}')
-	root.Write(inner.Bytes())
-	root.WriteString(`},"required":["` + WrappedKey + `"],"additionalProperties":false`)
-	for _, m := range hoisted {
-		k, _ := json.Marshal(m.key)
-		root.WriteByte(',')
-		root.Write(k)
-		root.WriteByte(':')
-		root.Write(m.raw)
-	}
-	root.WriteByte('}')
-	out = json.RawMessage(root.Bytes())
+	out = wrapSchema(schema, members)
 	decoded = nil
 	if err := json.Unmarshal(out, &decoded); err != nil {
 		return nil, nil, false, ErrInvalidSchema
 	}
 	return out, decoded, true, nil
+}
+
+// wrapSchema puts the schema whose top-level members are members under the
+// wrapper's "value" property, with $defs, definitions and $schema hoisted
+// to the wrapper's root. A reference to the schema's own root ("#", a
+// recursive list's items) would point at the wrapper once wrapped (strict
+// servers then force every nested level into {"value":…}, which the user's
+// schema refuses), and one into it ("#/items/…") would point nowhere. Such
+// a schema goes into $defs under a free name (rootDef) with those
+// references rewritten to it, and "value" refers to it: $defs references
+// are the form every vendor documents for recursion.
+func wrapSchema(schema string, members []member) json.RawMessage {
+	var hoisted []member
+	inner := make([]member, 0, len(members))
+	var defs *member
+	for i, m := range members {
+		switch m.key {
+		case "$defs":
+			defs = &members[i]
+			fallthrough
+		case "definitions", "$schema":
+			hoisted = append(hoisted, m)
+			continue
+		}
+		inner = append(inner, m)
+	}
+	innerText := writeMembers(inner)
+	name := rootDef(defs)
+	prefix := "#/$defs/" + name
+	if rebased, ok := rebaseRootRefs(json.RawMessage(schema), prefix); ok {
+		// Hoisted $defs may refer to the root too: rebase the whole
+		// document, then split it again.
+		members, _ = topLevel(string(rebased))
+		hoisted, inner = hoisted[:0], inner[:0]
+		var defsRaw json.RawMessage
+		for _, m := range members {
+			switch m.key {
+			case "$defs":
+				defsRaw = m.raw
+			case "definitions", "$schema":
+				hoisted = append(hoisted, m)
+			default:
+				inner = append(inner, m)
+			}
+		}
+		defsText := `{` + mustQuote(name) + `:` + string(writeMembers(inner)) + `}`
+		if defsRaw != nil {
+			defsText = addMember(defsRaw, name, writeMembers(inner))
+		}
+		hoisted = append(hoisted, member{key: "$defs", raw: json.RawMessage(defsText)})
+		innerText = []byte(`{"$ref":` + mustQuote(prefix) + `}`)
+	}
+	var root bytes.Buffer
+	root.WriteString(`{"type":"object","properties":{"` + WrappedKey + `":`)
+	root.Write(innerText)
+	root.WriteString(`},"required":["` + WrappedKey + `"],"additionalProperties":false`)
+	for _, m := range hoisted {
+		root.WriteByte(',')
+		root.WriteString(mustQuote(m.key))
+		root.WriteByte(':')
+		root.Write(m.raw)
+	}
+	root.WriteByte('}')
+	return root.Bytes()
+}
+
+// rootDef is the $defs name the wrapped root takes when it must move
+// there: "root", or "root_N" when the schema's own $defs has that name.
+func rootDef(defs *member) string {
+	var names map[string]json.RawMessage
+	if defs != nil {
+		_ = json.Unmarshal(defs.raw, &names)
+	}
+	name := "root"
+	for i := 2; ; i++ {
+		if _, taken := names[name]; !taken {
+			return name
+		}
+		name = "root_" + strconv.Itoa(i)
+	}
+}
+
+// addMember returns the JSON object obj with name: value as its last
+// member; obj's own members are kept byte for byte.
+func addMember(obj json.RawMessage, name string, value []byte) string {
+	t := strings.TrimSpace(string(obj))
+	body := strings.TrimSpace(t[1 : len(t)-1])
+	if body == "" {
+		return "{" + mustQuote(name) + ":" + string(value) + "}"
+	}
+	return "{" + body + "," + mustQuote(name) + ":" + string(value) + "}"
+}
+
+// writeMembers writes members as a JSON object, their values byte for
+// byte.
+func writeMembers(members []member) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range members {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(mustQuote(m.key))
+		b.WriteByte(':')
+		b.Write(m.raw)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+func mustQuote(s string) string {
+	q, _ := json.Marshal(s)
+	return string(q)
+}
+
+func hasAny(m map[string]any, keys []string) bool {
+	for _, k := range keys {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // objectKeywords only constrain objects; a root that uses one and says

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/docjobs/docjobs/internal/provider"
+	"github.com/docjobs/docjobs/internal/schema"
 )
 
 func decode(t *testing.T, s string) map[string]any {
@@ -21,7 +23,7 @@ func decode(t *testing.T, s string) map[string]any {
 	return m
 }
 
-func TestStrictCompatible(t *testing.T) {
+func TestStrictSchema(t *testing.T) {
 	cases := []struct {
 		name   string
 		schema string
@@ -45,11 +47,19 @@ func TestStrictCompatible(t *testing.T) {
 		{"anyOf at the root", `{"type":"object","anyOf":[{"type":"object","properties":{},"additionalProperties":false}],"properties":{},"additionalProperties":false}`, false},
 		{"a boolean subschema", `{"type":"object","properties":{"a":true},"required":["a"],"additionalProperties":false}`, false},
 		{"an unknown type", `{"type":"object","properties":{"a":{"type":"date"}},"required":["a"],"additionalProperties":false}`, false},
+		// OpenAI: "$ref cannot have keywords {'type'}": beside a $ref only
+		// annotations, which the sent copy drops, may stand.
+		{"a keyword that constrains beside a $ref", `{"type":"object","properties":{"p":{"$ref":"#/$defs/P","type":"object"}},"required":["p"],"additionalProperties":false,"$defs":{"P":{"type":"object","properties":{},"additionalProperties":false}}}`, false},
+		{"a default beside a $ref", `{"type":"object","properties":{"p":{"$ref":"#/$defs/P","default":"x"}},"required":["p"],"additionalProperties":false,"$defs":{"P":{"type":"string"}}}`, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := provider.StrictCompatible(decode(t, c.schema)); got != c.want {
-				t.Errorf("StrictCompatible = %t, want %t", got, c.want)
+			sent, got := provider.StrictSchema(json.RawMessage(c.schema), decode(t, c.schema))
+			if got != c.want {
+				t.Errorf("strict = %t, want %t", got, c.want)
+			}
+			if string(sent) != c.schema {
+				t.Errorf("sent %s, want the schema byte for byte: %s", sent, c.schema)
 			}
 		})
 	}
@@ -58,10 +68,40 @@ func TestStrictCompatible(t *testing.T) {
 		for range 10 {
 			s = `{"type":"object","properties":{"a":` + s + `},"required":["a"],"additionalProperties":false}`
 		}
-		if provider.StrictCompatible(decode(t, s)) {
+		if _, ok := provider.StrictSchema(json.RawMessage(s), decode(t, s)); ok {
 			t.Error("11 levels accepted")
 		}
 	})
+}
+
+// Pydantic writes a described nested model as {"$ref":…,"description":…},
+// which OpenAI's strict mode refuses with a 400 ("$ref cannot have
+// keywords {'description'}") for every row. The annotations beside a $ref
+// constrain nothing: the strict copy drops them and stays strict.
+func TestStrictSchemaDropsAnnotationsBesideARef(t *testing.T) {
+	cases := []struct {
+		name, schema, want string
+	}{
+		{"a described nested model",
+			`{"type":"object","properties":{"buyer":{"$ref":"#/$defs/Party","description":"who buys"}},"required":["buyer"],"additionalProperties":false,` +
+				`"$defs":{"Party":{"type":"object","description":"a party","properties":{"name":{"type":"string","title":"Name"}},"required":["name"],"additionalProperties":false}}}`,
+			`{"type":"object","properties":{"buyer":{"$ref":"#/$defs/Party"}},"required":["buyer"],"additionalProperties":false,` +
+				`"$defs":{"Party":{"type":"object","description":"a party","properties":{"name":{"type":"string","title":"Name"}},"required":["name"],"additionalProperties":false}}}`},
+		{"a titled $ref in array items and anyOf, properties named description and title kept",
+			`{"type":"object","properties":{"title":{"type":"array","items":{"title":"T","$ref":"#/$defs/S"}},"description":{"anyOf":[{"$ref":"#/$defs/S","description":"d"},{"type":"null"}]}},"required":["title","description"],"additionalProperties":false,"$defs":{"S":{"type":"string"}}}`,
+			`{"type":"object","properties":{"title":{"type":"array","items":{"$ref":"#/$defs/S"}},"description":{"anyOf":[{"$ref":"#/$defs/S"},{"type":"null"}]}},"required":["title","description"],"additionalProperties":false,"$defs":{"S":{"type":"string"}}}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sent, ok := provider.StrictSchema(json.RawMessage(c.schema), decode(t, c.schema))
+			if !ok {
+				t.Fatal("not strict: the schema goes in JSON mode, unenforced")
+			}
+			if string(sent) != c.want {
+				t.Errorf("sent %s\nwant %s", sent, c.want)
+			}
+		})
+	}
 }
 
 func TestObjectSchema(t *testing.T) {
@@ -93,6 +133,19 @@ func TestObjectSchema(t *testing.T) {
 			`{"type":"object","properties":{"value":{"properties":{"a":{}},"anyOf":[{"required":["a"]},{"type":"string"}]}},"required":["value"],"additionalProperties":false}`, true},
 		{"a type list is wrapped", `{"type":["object","null"],"properties":{"a":{}}}`,
 			`{"type":"object","properties":{"value":{"type":["object","null"],"properties":{"a":{}}}},"required":["value"],"additionalProperties":false}`, true},
+		// Wrapped, "#" would name the wrapper: the root moves into $defs and
+		// its references follow it.
+		{"a root that refers to itself moves into $defs",
+			`{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"children":{"$ref":"#"}},"required":["name","children"],"additionalProperties":false}}`,
+			`{"type":"object","properties":{"value":{"$ref":"#/$defs/root"}},"required":["value"],"additionalProperties":false,` +
+				`"$defs":{"root":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"children":{"$ref":"#/$defs/root"}},"required":["name","children"],"additionalProperties":false}}}}`, true},
+		{"references into the root and from $defs to it follow it, beside a root of its own",
+			`{"$schema":"x","type":"array","items":{"type":"object","properties":{"sub":{"$ref":"#/items"},"d":{"$ref":"#/$defs/n"}}},"$defs":{"root":{"type":"string"},"n":{"items":{"$ref":"#"}}}}`,
+			`{"type":"object","properties":{"value":{"$ref":"#/$defs/root_2"}},"required":["value"],"additionalProperties":false,"$schema":"x",` +
+				`"$defs":{"root":{"type":"string"},"n":{"items":{"$ref":"#/$defs/root_2"}},"root_2":{"type":"array","items":{"type":"object","properties":{"sub":{"$ref":"#/$defs/root_2/items"},"d":{"$ref":"#/$defs/n"}}}}}}`, true},
+		{"references to $defs, anchors, other documents and data are not the root's",
+			`{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/a"},{"$ref":"#x"},{"$ref":"other.json#"},{"const":{"$ref":"#"}}]},"$defs":{"a":{}}}`,
+			`{"type":"object","properties":{"value":{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/a"},{"$ref":"#x"},{"$ref":"other.json#"},{"const":{"$ref":"#"}}]}}},"required":["value"],"additionalProperties":false,"$defs":{"a":{}}}`, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -108,6 +161,26 @@ func TestObjectSchema(t *testing.T) {
 			}
 		})
 	}
+	t.Run("Anthropic's tool input: an object root with anyOf, oneOf or allOf is wrapped", func(t *testing.T) {
+		for _, c := range []struct{ schema, want string }{
+			{`{"type":"object","properties":{"iban":{"type":"string"},"account":{"type":"string"}},"oneOf":[{"required":["iban"]},{"required":["account"]}]}`,
+				`{"type":"object","properties":{"value":{"type":"object","properties":{"iban":{"type":"string"},"account":{"type":"string"}},"oneOf":[{"required":["iban"]},{"required":["account"]}]}},"required":["value"],"additionalProperties":false}`},
+			{`{"type":"object","anyOf":[{"required":["a"]}],"$defs":{}}`,
+				`{"type":"object","properties":{"value":{"type":"object","anyOf":[{"required":["a"]}]}},"required":["value"],"additionalProperties":false,"$defs":{}}`},
+			{`{"allOf":[{"type":"object"}]}`, `{"type":"object","properties":{"value":{"allOf":[{"type":"object"}]}},"required":["value"],"additionalProperties":false}`},
+			{`{"type":"object","properties":{"a":{"anyOf":[{"type":"string"},{"type":"null"}]}}}`, `{"type":"object","properties":{"a":{"anyOf":[{"type":"string"},{"type":"null"}]}}}`},
+		} {
+			out, _, wrapped, err := provider.ToolInputSchema(c.schema)
+			if err != nil || string(out) != c.want || wrapped != (c.want != c.schema) {
+				t.Errorf("ToolInputSchema(%s) = %s (wrapped %t, err %v), want %s", c.schema, out, wrapped, err, c.want)
+			}
+		}
+		// The other vendors take such a root (OpenAI in JSON mode).
+		const root = `{"type":"object","properties":{"a":{}},"oneOf":[{"required":["a"]}]}`
+		if out, _, wrapped, _ := provider.ObjectSchema(root); wrapped || string(out) != root {
+			t.Errorf("ObjectSchema(%s) = %s, wrapped %t; want it as it is", root, out, wrapped)
+		}
+	})
 	// The row's error names the job's field: it is the job's schema, not
 	// the provider, that is wrong (create refuses these since).
 	for _, bad := range []string{``, `[]`, `"object"`, `null`, `true`, `false`, `{"a":1} {}`, `{"a":`} {
@@ -185,5 +258,158 @@ func TestWithChatRetry(t *testing.T) {
 				t.Errorf("calls %d, err %v; want %d calls, error %t", s.calls, err, c.wantCalls, c.wantErr)
 			}
 		})
+	}
+}
+
+// A recursive schema whose root is not an object, wrapped: strict servers
+// decode by the schema sent, so the answer the user means must fit it, and
+// what it admits must fit the user's schema once unwrapped.
+func TestWrappedRecursiveSchemaAdmitsTheUsersAnswers(t *testing.T) {
+	const user = `{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"children":{"$ref":"#"}},"required":["name","children"],"additionalProperties":false}}`
+	out, decoded, wrapped, err := provider.ObjectSchema(user)
+	if err != nil || !wrapped {
+		t.Fatalf("ObjectSchema: wrapped %t, err %v", wrapped, err)
+	}
+	sentText, strict := provider.StrictSchema(out, decoded)
+	if !strict {
+		t.Errorf("not strict: %s", sentText)
+	}
+	sent, err := schema.Compile(string(sentText))
+	if err != nil {
+		t.Fatalf("the sent schema does not compile: %v", err)
+	}
+	own, err := schema.Compile(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const meant = `[{"name":"root","children":[{"name":"leaf","children":[]}]}]`
+	if ok, errs := schema.Verdict(sent, `{"value":`+meant+`}`); !ok {
+		t.Errorf("the user's answer, wrapped, is refused by the schema sent: %v", errs)
+	}
+	// What the old wrapping forced: every level in the wrapper's shape.
+	const forced = `{"value":[{"name":"root","children":{"value":[]}}]}`
+	if ok, _ := schema.Verdict(sent, forced); ok {
+		t.Errorf("the schema sent admits %s, which the user's schema refuses once unwrapped", forced)
+	}
+	if ok, errs := schema.Verdict(own, provider.UnwrapAnswer(`{"value":`+meant+`}`)); !ok {
+		t.Errorf("unwrapped answer refused by the user's schema: %v", errs)
+	}
+}
+
+// Whatever the job's schema, what is sent is a JSON object schema that
+// compiles wherever the job's did (its references still resolve after
+// wrapping), and strict mode gets JSON whose every $ref stands alone.
+func FuzzObjectSchema(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"array","items":{"type":"object","properties":{"c":{"$ref":"#"}},"required":["c"],"additionalProperties":false}}`,
+		`{"$ref":"#/$defs/a","$defs":{"a":{"items":{"$ref":"#"}},"root":{}}}`,
+		`{"type":"object","properties":{"b":{"$ref":"#/$defs/P","description":"d"}},"required":["b"],"additionalProperties":false,"$defs":{"P":{"type":"string"}}}`,
+		`{"type":"object","oneOf":[{"required":["a"]}],"properties":{"a":{"$ref":"#/properties/b"},"b":{}}}`,
+		`{"items":[{"$ref":"#/items/1"},{"type":"string"}],"definitions":{"x":{"$ref":"#"}}}`,
+		`{"anyOf":[{"$ref":"#/anyOf/1"},{"type":"null"}],"properties":{"value":{}}}`,
+		`{"type":"string","const":{"$ref":"#"}}`,
+		" {\"properties\" : {\"a\\\"b\" : { \"$ref\" : \"#/$defs/x\" ,\"title\":\"t\\u0041\" } } ,\"$defs\":{\"x\":{}}}\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if out, changed := provider.DropRefSiblings(json.RawMessage(text), func(string) bool { return true }); changed || string(out) != text {
+			t.Fatalf("keeping every keyword changed %q into %q", text, out)
+		}
+		if out, _ := provider.DropRefSiblings(json.RawMessage(text), func(string) bool { return false }); json.Valid([]byte(text)) && !json.Valid(out) {
+			t.Fatalf("dropping $ref siblings from %q gave %q, not JSON", text, out)
+		}
+		for _, prepare := range []func(string) (json.RawMessage, map[string]any, bool, error){provider.ObjectSchema, provider.ToolInputSchema} {
+			out, decoded, _, err := prepare(text)
+			if err != nil {
+				return
+			}
+			if !json.Valid(out) || decoded["type"] != "object" {
+				t.Fatalf("%s → %s: not a JSON object schema", text, out)
+			}
+			if _, err := schema.Compile(text); err == nil {
+				if _, err := schema.Compile(string(out)); err != nil {
+					t.Fatalf("%s compiles, %s does not: %v", text, out, err)
+				}
+			}
+			sent, strict := provider.StrictSchema(out, decoded)
+			if !json.Valid(sent) {
+				t.Fatalf("strict copy of %s is not JSON: %s", out, sent)
+			}
+			if strict {
+				var d map[string]any
+				if err := json.Unmarshal(sent, &d); err != nil || !refsAlone(d) {
+					t.Fatalf("strict copy %s has a $ref with keywords beside it", sent)
+				}
+			}
+		}
+	})
+}
+
+// refsAlone reports whether every object in v holding a string $ref holds
+// nothing else, enum values (data) aside.
+func refsAlone(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v["$ref"].(string); ok && len(v) > 1 {
+			return false
+		}
+		for k, e := range v {
+			if k != "enum" && !refsAlone(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if !refsAlone(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// benchSchema is a large extraction schema: 200 described nested models
+// of 6 fields each (~60 KB), the $refs Pydantic-style with descriptions.
+func benchSchema() string {
+	var props, defs []string
+	for i := range 200 {
+		n := strconv.Itoa(i)
+		props = append(props, `"f`+n+`":{"$ref":"#/$defs/M`+n+`","description":"field `+n+`"}`)
+		var fields []string
+		for j := range 6 {
+			fields = append(fields, `"g`+strconv.Itoa(j)+`":{"type":["string","null"],"description":"a value of the document"}`)
+		}
+		defs = append(defs, `"M`+n+`":{"type":"object","properties":{`+strings.Join(fields, ",")+`},"required":["g0","g1","g2","g3","g4","g5"],"additionalProperties":false}`)
+	}
+	req := make([]string, 200)
+	for i := range req {
+		req[i] = `"f` + strconv.Itoa(i) + `"`
+	}
+	return `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":[` + strings.Join(req, ",") + `],"additionalProperties":false,"$defs":{` + strings.Join(defs, ",") + `}}`
+}
+
+// The strict copy is made once per model-stage call (each chunk, each
+// consensus run).
+func BenchmarkStrictSchema(b *testing.B) {
+	s := benchSchema()
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		out, decoded, _, err := provider.ObjectSchema(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := provider.StrictSchema(out, decoded); !ok {
+			b.Fatal("not strict")
+		}
+	}
+}
+
+// Gemini drops $ref siblings from every schema it sends.
+func BenchmarkDropRefSiblings(b *testing.B) {
+	s := json.RawMessage(benchSchema())
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		provider.DropRefSiblings(s, func(k string) bool { return strings.HasPrefix(k, "$") })
 	}
 }

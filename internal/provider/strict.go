@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"encoding/json"
 	"strings"
 )
 
@@ -33,25 +34,53 @@ var strictFormats = map[string]bool{
 	"hostname": true, "ipv4": true, "ipv6": true, "uuid": true,
 }
 
-// StrictCompatible reports whether schema (decoded JSON Schema) can be
-// sent with strict: true: the root is an object, every object lists all
+// StrictSchema returns what to send with strict: true for schema
+// (ObjectSchema's output) and decoded (its decoded form), and whether
+// strict mode can take it: the root is an object, every object lists all
 // its properties as required and forbids additional ones, and only the
 // keywords and formats strict mode supports appear, within its size
-// limits. A schema that is not compatible is still sent, but as guidance
-// the server does not enforce.
-func StrictCompatible(schema map[string]any) bool {
+// limits. A schema it cannot take is still sent, but as guidance the
+// server does not enforce.
+//
+// Strict mode takes a $ref only alone ("$ref cannot have keywords
+// {'description'}", a 400 for the whole request), and Pydantic writes
+// every described nested model as {"$ref":…,"description":…}. Beside a
+// $ref, description and title are annotations that constrain nothing, so
+// the copy sent drops them and the schema stays strict (the answer is
+// still validated against the job's own schema); any other keyword beside
+// a $ref makes the schema not strict-compatible.
+func StrictSchema(schema json.RawMessage, decoded map[string]any) (json.RawMessage, bool) {
+	ok, annotatedRefs := strictCompatible(decoded)
+	if !ok {
+		return schema, false
+	}
+	if annotatedRefs {
+		schema, _ = DropRefSiblings(schema, func(string) bool { return false })
+	}
+	return schema, true
+}
+
+// strictRefAnnotations are the keywords a $ref may have beside it in the
+// schema given to StrictSchema: the copy it returns drops them.
+var strictRefAnnotations = map[string]bool{"$ref": true, "description": true, "title": true}
+
+// strictCompatible reports whether strict mode takes schema once the
+// annotations beside its $refs are dropped, and whether there are any.
+func strictCompatible(schema map[string]any) (ok, annotatedRefs bool) {
 	if schema["type"] != "object" {
-		return false
+		return false, false
 	}
 	if _, ok := schema["anyOf"]; ok {
-		return false
+		return false, false
 	}
 	c := strictChecker{}
-	return c.node(schema, 1) && c.properties <= strictMaxProperties && c.enumValues <= strictMaxEnumValues
+	ok = c.node(schema, 1) && c.properties <= strictMaxProperties && c.enumValues <= strictMaxEnumValues
+	return ok, c.annotatedRefs
 }
 
 type strictChecker struct {
 	properties, enumValues int
+	annotatedRefs          bool // a $ref has description or title beside it
 }
 
 func (c *strictChecker) node(v any, depth int) bool {
@@ -99,6 +128,12 @@ func (c *strictChecker) node(v any, depth int) bool {
 		if s, _ := r.(string); !strings.HasPrefix(s, "#") {
 			return false
 		}
+		for k := range m {
+			if !strictRefAnnotations[k] {
+				return false
+			}
+		}
+		c.annotatedRefs = c.annotatedRefs || len(m) > 1
 	}
 	if defs, ok := m["$defs"]; ok {
 		dm, ok := defs.(map[string]any)

@@ -34,7 +34,9 @@ func NewChat(cfg Config) (*Chat, error) {
 // response format: the schema becomes the input_schema of a single tool
 // the model is forced to call, and the answer is that call's input as
 // compact JSON. A schema whose root is not an object (tool inputs must
-// be objects) is wrapped and the answer unwrapped (provider.ObjectSchema).
+// be objects), or is one with anyOf, oneOf or allOf (which input_schema
+// refuses at the top level), is wrapped and the answer unwrapped
+// (provider.ToolInputSchema).
 func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider.ChatAnswer, error) {
 	params := an.MessageNewParams{
 		Model:       an.Model(c.cfg.Model),
@@ -50,7 +52,7 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 	}
 	wrapped := false
 	if req.Schema != "" {
-		schema, _, w, err := provider.ObjectSchema(req.Schema)
+		schema, _, w, err := provider.ToolInputSchema(req.Schema)
 		if err != nil {
 			return provider.ChatAnswer{}, err
 		}

@@ -114,10 +114,26 @@ func TestChatSchemaShapes(t *testing.T) {
 			want:       `{"field":"total","value":"118.00","confidence":0.9}`,
 		},
 		{
+			// Anthropic: "input_schema does not support oneOf, allOf, or
+			// anyOf at the top level", a 400 on every row.
+			name:       "an object schema with oneOf at the root is wrapped and the answer unwrapped",
+			schema:     `{"type":"object","properties":{"iban":{"type":"string"},"account":{"type":"string"}},"oneOf":[{"required":["iban"]},{"required":["account"]}]}`,
+			answer:     chatMessage(toolUse(`{"value": {"iban": "DE89"}}`), "tool_use"),
+			wantSchema: `{"type":"object","properties":{"value":{"type":"object","properties":{"iban":{"type":"string"},"account":{"type":"string"}},"oneOf":[{"required":["iban"]},{"required":["account"]}]}},"required":["value"],"additionalProperties":false}`,
+			want:       `{"iban":"DE89"}`,
+		},
+		{
+			name:       "a recursive array schema is wrapped with its root in $defs",
+			schema:     `{"type":"array","items":{"type":"object","properties":{"kids":{"$ref":"#"}}}}`,
+			answer:     chatMessage(toolUse(`{"value": [{"kids": []}]}`), "tool_use"),
+			wantSchema: `{"type":"object","properties":{"value":{"$ref":"#/$defs/root"}},"required":["value"],"additionalProperties":false,"$defs":{"root":{"type":"array","items":{"type":"object","properties":{"kids":{"$ref":"#/$defs/root"}}}}}}`,
+			want:       `[{"kids":[]}]`,
+		},
+		{
 			name:       "an object schema that is not strict-compatible goes as it is",
-			schema:     `{"type":"object","properties":{"a":{"type":"string","minLength":1}},"allOf":[{"required":["a"]}]}`,
+			schema:     `{"type":"object","properties":{"a":{"type":"string","minLength":1,"allOf":[{"pattern":"z"}]}},"patternProperties":{"^x":{}}}`,
 			answer:     chatMessage(textBlock("Here you go.")+","+toolUse(`{"a":"z"}`), "tool_use"),
-			wantSchema: `{"type":"object","properties":{"a":{"type":"string","minLength":1}},"allOf":[{"required":["a"]}]}`,
+			wantSchema: `{"type":"object","properties":{"a":{"type":"string","minLength":1,"allOf":[{"pattern":"z"}]}},"patternProperties":{"^x":{}}}`,
 			want:       `{"a":"z"}`,
 		},
 	}

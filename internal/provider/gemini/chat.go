@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"google.golang.org/genai"
@@ -28,7 +27,9 @@ func NewChat(cfg Config) (*Chat, error) {
 // Complete asks one question. With a schema the answer is constrained by
 // responseMimeType application/json and responseJsonSchema, which takes
 // JSON Schema as it is (responseSchema takes only Google's OpenAPI
-// subset); any root type is allowed, so nothing is wrapped.
+// subset); any root type is allowed, so nothing is wrapped. The schema
+// goes out as the job wrote it, in its key order (responseSchema,
+// schemaBody).
 func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider.ChatAnswer, error) {
 	noContinuation := false
 	config := &genai.GenerateContentConfig{
@@ -42,12 +43,12 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 		config.MaxOutputTokens = int32(min(req.MaxTokens, 1<<30))
 	}
 	if req.Schema != "" {
-		var probe map[string]any
-		if err := json.Unmarshal([]byte(req.Schema), &probe); err != nil || probe == nil {
-			return provider.ChatAnswer{}, provider.ErrInvalidSchema
+		schema, err := responseSchema(req.Schema)
+		if err != nil {
+			return provider.ChatAnswer{}, err
 		}
 		config.ResponseMIMEType = "application/json"
-		config.ResponseJsonSchema = json.RawMessage(req.Schema)
+		config.HTTPOptions = schemaBody(schema)
 	}
 	contents := []*genai.Content{genai.NewContentFromText(req.User, genai.RoleUser)}
 

@@ -2,6 +2,7 @@ package gemini_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +83,52 @@ func TestChatSafetyStopIsAContentFilter(t *testing.T) {
 	srv := providertest.NewServer(t, providertest.Reply(200, answer("", "SAFETY")))
 	_, err := openChat(t, srv.URL, time.Second).Complete(t.Context(), provider.ChatRequest{User: "u"})
 	providertest.AssertCategory(t, err, provider.CategoryContentFilter, 200)
+}
+
+// The schema reaches Gemini as the job wrote it: Gemini 2.5 and later
+// write the answer's keys in the schema's order (the SDK's own encoding
+// sorted them alphabetically), and integers past 2^53 keep every digit
+// (the SDK's float64 rounded 9007199254740993 to ...992).
+func TestChatSchemaGoesAsWritten(t *testing.T) {
+	const schema = `{"type":"object","properties":{"zeta":{"type":"string"},"evidence":{"type":"string"},` +
+		`"amount":{"type":"integer","maximum":9007199254740993},"alpha":{"type":"object","properties":{"yy":{"type":"string"},"bb":{"type":"string"}}}},` +
+		`"required":["zeta","evidence","amount","alpha"]}`
+	srv := providertest.NewServer(t, providertest.Reply(200, answer(`{"zeta":"z"}`, "STOP")))
+	ans, err := openChat(t, srv.URL, time.Second).Complete(t.Context(), provider.ChatRequest{User: "u", Schema: " " + schema + "\n"})
+	if err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	body := srv.Requests()[0].Body
+	if want := `"responseJsonSchema":` + schema; !strings.Contains(string(body), want) {
+		t.Errorf("request body %s\ndoes not hold %s", body, want)
+	}
+	if !strings.Contains(ans.Request, schema) {
+		t.Errorf("the row's request %s does not hold the schema as sent", ans.Request)
+	}
+	if got := providertest.Field(t, body, "generationConfig", "responseMimeType"); got != "application/json" {
+		t.Errorf("responseMimeType = %v", got)
+	}
+	for _, k := range []string{"httpOptions", "extraBody"} {
+		if strings.Contains(string(body), k) {
+			t.Errorf("request body carries %q: %s", k, body)
+		}
+	}
+}
+
+// Gemini refuses a $ref with keywords beside it other than $-keywords
+// (400 "schema at properties.buyer can only contain properties starting
+// with '$' when $ref is present"), which is how Pydantic writes a
+// described nested model: they are dropped, everything else kept.
+func TestChatSchemaRefStandsAlone(t *testing.T) {
+	const schema = `{"type":"object","properties":{"buyer":{"$ref":"#/$defs/Party","description":"who buys","title":"Buyer","$comment":"c"},` +
+		`"description":{"type":"string","description":"a property named description"}},"$defs":{"Party":{"type":"object","description":"a party"}}}`
+	const sent = `{"type":"object","properties":{"buyer":{"$ref":"#/$defs/Party","$comment":"c"},` +
+		`"description":{"type":"string","description":"a property named description"}},"$defs":{"Party":{"type":"object","description":"a party"}}}`
+	srv := providertest.NewServer(t, providertest.Reply(200, answer(`{}`, "STOP")))
+	if _, err := openChat(t, srv.URL, time.Second).Complete(t.Context(), provider.ChatRequest{User: "u", Schema: schema}); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if body := srv.Requests()[0].Body; !strings.Contains(string(body), `"responseJsonSchema":`+sent) {
+		t.Errorf("request body %s\nwant the schema as %s", body, sent)
+	}
 }

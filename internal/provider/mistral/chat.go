@@ -75,7 +75,7 @@ type chatResponse struct {
 
 // Complete asks one question. With a schema the answer is constrained by
 // response_format json_schema, strict when the schema allows it
-// (provider.StrictCompatible); a schema whose root is not an object is
+// (provider.StrictSchema); a schema whose root is not an object is
 // wrapped and the answer unwrapped (provider.ObjectSchema).
 func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider.ChatAnswer, error) {
 	cfg := c.ocr.cfg
@@ -91,8 +91,11 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 			return provider.ChatAnswer{}, err
 		}
 		wrapped = w
+		// Without strict the schema goes as the job gave it; with strict,
+		// as strict mode takes it (provider.StrictSchema).
+		sent, strict := provider.StrictSchema(schema, decoded)
 		body.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: &jsonSchema{
-			Name: SchemaName, Schema: schema, Strict: provider.StrictCompatible(decoded),
+			Name: SchemaName, Schema: sent, Strict: strict,
 		}}
 	}
 	data, err := json.Marshal(body)

@@ -102,6 +102,31 @@ func TestChatRequests(t *testing.T) {
 			content: `{"field":"total","value":"118.00","confidence":0.9}`,
 		},
 		{
+			// Mistral's strict mode follows OpenAI's: a $ref stands alone.
+			name:   "a described nested model stays strict, its $ref sent alone",
+			req:    provider.ChatRequest{User: "u", Schema: `{"type":"object","properties":{"p":{"title":"P","$ref":"#/$defs/P"}},"required":["p"],"additionalProperties":false,"$defs":{"P":{"type":"string"}}}`},
+			answer: completion(`"{\"p\":\"x\"}"`, "stop"),
+			check: func(t *testing.T, body []byte) {
+				if got := providertest.Field(t, body, "response_format", "json_schema", "strict"); got != true {
+					t.Errorf("strict = %v, want true", got)
+				}
+				providertest.AssertSameJSON(t, "schema", providertest.Field(t, body, "response_format", "json_schema", "schema"),
+					`{"type":"object","properties":{"p":{"$ref":"#/$defs/P"}},"required":["p"],"additionalProperties":false,"$defs":{"P":{"type":"string"}}}`)
+			},
+			content: `{"p":"x"}`,
+		},
+		{
+			name:   "a recursive array schema is wrapped with its root in $defs",
+			req:    provider.ChatRequest{User: "u", Schema: `{"type":"array","items":{"type":"object","properties":{"n":{"type":"string"},"kids":{"$ref":"#"}},"required":["n","kids"],"additionalProperties":false}}`},
+			answer: completion(providertest.JSONString(`{"value":[{"n":"a","kids":[]}]}`), "stop"),
+			check: func(t *testing.T, body []byte) {
+				providertest.AssertSameJSON(t, "schema", providertest.Field(t, body, "response_format", "json_schema", "schema"),
+					`{"type":"object","properties":{"value":{"$ref":"#/$defs/root"}},"required":["value"],"additionalProperties":false,`+
+						`"$defs":{"root":{"type":"array","items":{"type":"object","properties":{"n":{"type":"string"},"kids":{"$ref":"#/$defs/root"}},"required":["n","kids"],"additionalProperties":false}}}}`)
+			},
+			content: `[{"n":"a","kids":[]}]`,
+		},
+		{
 			name:   "the model, max_tokens and temperature 0 are sent",
 			req:    provider.ChatRequest{User: "u", MaxTokens: 64},
 			answer: completion(`"fine"`, "stop"),

@@ -40,7 +40,7 @@ func NewChat(cfg ChatConfig) (*Chat, error) {
 
 // Complete asks one question. With a schema the answer is constrained by
 // response_format: json_schema with strict: true when the schema is
-// strict-compatible (provider.StrictCompatible), else JSON mode
+// strict-compatible (provider.StrictSchema), else JSON mode
 // (json_object) with the schema spelled out in the system message. A
 // schema whose root is not an object is wrapped (provider.ObjectSchema)
 // and the answer unwrapped, since both modes answer an object.
@@ -107,9 +107,9 @@ func (c *Chat) body(req provider.ChatRequest) (*chatBody, bool, error) {
 			return nil, false, err
 		}
 		wrapped = w
-		if provider.StrictCompatible(decoded) {
+		if strict, ok := provider.StrictSchema(schema, decoded); ok {
 			body.ResponseFormat = &responseFormat{Type: "json_schema",
-				JSONSchema: &jsonSchema{Name: SchemaName, Schema: schema, Strict: true}}
+				JSONSchema: &jsonSchema{Name: SchemaName, Schema: strict, Strict: true}}
 		} else {
 			body.ResponseFormat = &responseFormat{Type: "json_object"}
 			system += provider.SchemaInstruction(string(schema))

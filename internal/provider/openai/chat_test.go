@@ -137,6 +137,39 @@ func TestChatRequests(t *testing.T) {
 			content: `{"field":"total","value":"118.00","confidence":0.9}`,
 		},
 		{
+			// OpenAI refuses a $ref with keywords beside it ("$ref cannot
+			// have keywords {'description'}"), a 400 on every row.
+			name: "a described nested model stays strict, its $ref sent alone",
+			req: provider.ChatRequest{User: "u", Schema: `{"type":"object","properties":{"buyer":{"$ref":"#/$defs/Party","description":"who buys"}},"required":["buyer"],"additionalProperties":false,` +
+				`"$defs":{"Party":{"type":"object","properties":{"name":{"type":"string","description":"full name"}},"required":["name"],"additionalProperties":false}}}`},
+			answer: chatCompletion(`{"buyer":{"name":"Ann"}}`, "stop"),
+			check: func(t *testing.T, body []byte) {
+				if got := providertest.Field(t, body, "response_format", "json_schema", "strict"); got != true {
+					t.Errorf("strict = %v, want true", got)
+				}
+				providertest.AssertSameJSON(t, "schema", providertest.Field(t, body, "response_format", "json_schema", "schema"),
+					`{"type":"object","properties":{"buyer":{"$ref":"#/$defs/Party"}},"required":["buyer"],"additionalProperties":false,`+
+						`"$defs":{"Party":{"type":"object","properties":{"name":{"type":"string","description":"full name"}},"required":["name"],"additionalProperties":false}}}`)
+			},
+			content: `{"buyer":{"name":"Ann"}}`,
+		},
+		{
+			// Wrapped in place, "#" would name the wrapper and strict
+			// decoding would force {"value":…} into every level.
+			name:   "a recursive array schema is wrapped with its root in $defs",
+			req:    provider.ChatRequest{User: "u", Schema: `{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"children":{"$ref":"#"}},"required":["name","children"],"additionalProperties":false}}`},
+			answer: chatCompletion(`{"value":[{"name":"a","children":[]}]}`, "stop"),
+			check: func(t *testing.T, body []byte) {
+				if got := providertest.Field(t, body, "response_format", "json_schema", "strict"); got != true {
+					t.Errorf("strict = %v, want true", got)
+				}
+				providertest.AssertSameJSON(t, "schema", providertest.Field(t, body, "response_format", "json_schema", "schema"),
+					`{"type":"object","properties":{"value":{"$ref":"#/$defs/root"}},"required":["value"],"additionalProperties":false,`+
+						`"$defs":{"root":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"children":{"$ref":"#/$defs/root"}},"required":["name","children"],"additionalProperties":false}}}}`)
+			},
+			content: `[{"name":"a","children":[]}]`,
+		},
+		{
 			name:   "OpenAI gets max_completion_tokens",
 			req:    provider.ChatRequest{User: "u", MaxTokens: 300},
 			answer: chatCompletion("ok", "stop"),
