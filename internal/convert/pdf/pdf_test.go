@@ -227,6 +227,29 @@ func TestTesseractReadsColouredPrintOnARenderedPage(t *testing.T) {
 	}
 }
 
+// Under OCR_ALWAYS a page whose only text Tesseract's layout analysis
+// misses is not returned empty: secHandler.pdf's title is on a grey form
+// button, and the row was DONE with no content. The engine reads the page
+// again as sparse text (internal/provider/tesseract).
+func TestOCRAlwaysReadsTextOnAGreyFormButton(t *testing.T) {
+	t.Parallel()
+	ocr, err := tesseract.New(tesseract.Config{})
+	if errors.Is(err, tesseract.ErrNotInstalled) {
+		t.Skip("tesseract is not installed (make deps installs it)")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Convert(context.Background(), Config{}, readFile(t, "encrypted", "secHandler.pdf"),
+		Options{OCRAlways: true, Format: "html"}, ocr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Content, "Security Handler") {
+		t.Errorf("content = %q, want the button's Security Handler", res.Content)
+	}
+}
+
 func TestHybridSendsOnlyTheScannedPage(t *testing.T) {
 	t.Parallel()
 	ocr := &recordingOCR{}
