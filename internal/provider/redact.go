@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -10,9 +11,38 @@ import (
 // a vendor exchange are far shorter; an inline image is far longer.
 const MinBase64Run = 128
 
-// keyMarker replaces a secret. It has no run of base64 characters long
-// enough to be part of a realistic key, so replacing cannot rebuild one.
-const keyMarker = "[key elided]"
+// pickMarker is the marker that replaces a secret of the set: the first,
+// in order of preference, that no secret overlaps (see overlaps), else ""
+// (secrets are then removed outright). A short dummy key such as "k"
+// (local Tesseract needs none, yet the API requires one) is inside
+// "[key elided]", and a marker that spells the key would be cut up by the
+// next replacement ("[[ey elided]ey elided]"). No candidate has a run of
+// base64 characters long enough to be part of a realistic key.
+func pickMarker(secrets []string) string {
+	for _, m := range [...]string{"[key elided]", "[KEY ELIDED]", "<key elided>", "***", "###", "~~~", "^^^", "|||"} {
+		if !slices.ContainsFunc(secrets, func(s string) bool { return overlaps(s, m) }) {
+			return m
+		}
+	}
+	return ""
+}
+
+// overlaps reports whether secret and marker can share a character when
+// the marker is placed into text: one contains the other, or one ends with
+// what the other starts with. A marker no secret overlaps cannot take part
+// in an occurrence of a secret, so replacing every occurrence once leaves
+// none.
+func overlaps(secret, marker string) bool {
+	if strings.Contains(marker, secret) || strings.Contains(secret, marker) {
+		return true
+	}
+	for n := 1; n < min(len(secret), len(marker)); n++ {
+		if secret[:n] == marker[len(marker)-n:] || secret[len(secret)-n:] == marker[:n] {
+			return true
+		}
+	}
+	return false
+}
 
 // Redact makes text from a vendor exchange fit for a row's request or
 // rawData field: base64 payloads are elided (data URLs keep their media
@@ -33,7 +63,7 @@ func (s Secrets) Redact(text string) string {
 	// base64 runs), so both repeat until neither finds anything; realistic
 	// input settles in one round.
 	for range 4 {
-		next := elideBase64(removeSecrets(text, s.all))
+		next := elideBase64(s.removeSecrets(text, s.all))
 		if next == text {
 			return text
 		}
@@ -51,7 +81,7 @@ func (s Secrets) Redact(text string) string {
 // left, since eliding them would cut ordinary words out of the text.
 func (s Secrets) Elide(text string) string {
 	for range 4 {
-		next := removeSecrets(text, s.long)
+		next := s.removeSecrets(text, s.long)
 		if next == text {
 			return text
 		}
@@ -70,19 +100,25 @@ func (s Secrets) Elide(text string) string {
 	return text
 }
 
-func removeSecrets(text string, secrets []string) string {
-	for _, s := range secrets {
-		if !strings.Contains(text, s) {
-			continue
+// removeSecrets replaces every occurrence of each spelling, longest
+// first, by the set's marker. The marker overlaps no spelling, so neither
+// a marker nor the text beside one can spell a secret, and what is left
+// between markers was searched already: one pass leaves no secret.
+// Without a marker, removing a secret can join the text around it into
+// another, so that repeats (each pass shortens the text, so it ends).
+func (s Secrets) removeSecrets(text string, spellings []string) string {
+	for {
+		next := text
+		for _, sp := range spellings {
+			if strings.Contains(next, sp) {
+				next = strings.ReplaceAll(next, sp, s.marker)
+			}
 		}
-		text = strings.ReplaceAll(text, s, keyMarker)
-		// A secret the marker itself spells (or that straddles it) is
-		// removed outright; each pass shortens the text, so this ends.
-		for strings.Contains(text, s) {
-			text = strings.ReplaceAll(text, s, "")
+		if s.marker != "" || next == text {
+			return next
 		}
+		text = next
 	}
-	return text
 }
 
 func containsAny(text string, secrets []string) bool {

@@ -78,6 +78,57 @@ func TestRedactAdversarialKeys(t *testing.T) {
 	}
 }
 
+// A short dummy key (local Tesseract needs none, yet the API requires one)
+// is replaced by a marker that does not spell it, so the text around it
+// still reads: the marker never holds the key, and markers never nest.
+func TestRedactShortKeysReadSensibly(t *testing.T) {
+	cases := []struct {
+		name    string
+		in      string
+		secrets []string
+		want    string
+	}{
+		{"a one-letter key inside the usual marker gets the upper-case one",
+			"tsv < image/x-portable-graymap", []string{"x", "k"},
+			"tsv < image/[KEY ELIDED]-portable-graymap"},
+		{"every letter the key is replaced once, with no nesting",
+			"block_num text", []string{"x", "k"},
+			"bloc[KEY ELIDED]_num te[KEY ELIDED]t"},
+		{"a key that fits neither bracketed marker gets stars",
+			"a k and a K", []string{"k", "K"},
+			"a *** and a ***"},
+		{"a key unrelated to the marker keeps the usual one",
+			"test key", []string{"test"},
+			"[key elided] key"},
+		{"a key that ends where the marker starts does not take it",
+			"a[b", []string{"a["},
+			"<key elided>b"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := provider.Redact(c.in, c.secrets...); got != c.want {
+				t.Errorf("Redact = %q\nwant     %q", got, c.want)
+			}
+		})
+	}
+}
+
+// With every marker spelled by some key, keys are removed outright, and
+// still none survives.
+func TestRedactWithoutAFreeMarker(t *testing.T) {
+	keys := []string{"k", "K", "<", "*", "#", "~", "^", "|"}
+	in := "a k, K, <b>, **, ##, ~~, ^^, || and kK"
+	got := provider.Redact(in, keys...)
+	for _, k := range keys {
+		if strings.Contains(got, k) {
+			t.Fatalf("Redact = %q keeps %q", got, k)
+		}
+	}
+	if want := "a , , b>, , , , ,  and "; got != want {
+		t.Errorf("Redact = %q, want %q", got, want)
+	}
+}
+
 // Redacting a JSON document keeps it JSON: a base64 run right after an
 // escape ("\n", "\/", "\u00e9") is elided without the escape's letters.
 func TestRedactKeepsJSONEscapesWhole(t *testing.T) {
@@ -97,6 +148,7 @@ func FuzzRedact(f *testing.F) {
 	f.Add("key in the clear: sk-abcdefgh", "sk-abcdefgh")
 	f.Add(strings.Repeat("A", 127)+"sk"+strings.Repeat("B", 127), "sk")
 	f.Add("[key elided]", "key")
+	f.Add("image/x-portable-graymap", "x")
 	f.Fuzz(func(t *testing.T, text, key string) {
 		got := provider.Redact(text, key)
 		if key != "" && strings.Contains(got, key) {
@@ -121,6 +173,21 @@ func FuzzRedact(f *testing.F) {
 				}
 			} else {
 				run = 0
+			}
+		}
+	})
+}
+
+// Two keys at once: neither survives, whichever marker the pair gets.
+func FuzzRedactTwoKeys(f *testing.F) {
+	f.Add("tsv < image/x-portable-graymap block_num text", "x", "k")
+	f.Add("[key elided] [KEY ELIDED]", "k", "K")
+	f.Add("aabb", "ab", "b")
+	f.Fuzz(func(t *testing.T, text, k1, k2 string) {
+		got := provider.Redact(text, k1, k2)
+		for _, k := range []string{k1, k2} {
+			if k != "" && strings.Contains(got, k) {
+				t.Fatalf("Redact(%q, %q, %q) = %q keeps %q", text, k1, k2, got, k)
 			}
 		}
 	})

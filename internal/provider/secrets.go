@@ -26,6 +26,9 @@ type Secrets struct {
 	// long are the spellings of the secrets of MinElidedSecret bytes or
 	// more, the ones removed from recognized text and answers.
 	long []string
+	// marker replaces a secret: the first of keyMarkers that no spelling
+	// overlaps, so that it never spells a secret itself.
+	marker string
 }
 
 // NewSecrets returns the set of secrets; empty ones are ignored. Each is
@@ -54,6 +57,7 @@ func NewSecrets(secrets ...string) Secrets {
 		s.long = append(s.long, sp...)
 	}
 	s.all, s.long = unique(s.all), unique(s.long)
+	s.marker = pickMarker(s.all)
 	return s
 }
 

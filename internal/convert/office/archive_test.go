@@ -259,3 +259,23 @@ func TestEntryCountIsNotTakenFromTheEndRecord(t *testing.T) {
 		t.Errorf("Markdown = %v, want a zip bomb error", err)
 	}
 }
+
+// A damaged archive says the same in both modes: HYBRID reads it with
+// Markdown and OCR_ALWAYS checks it in ToPDF, and a zip that cannot be
+// read is an unknown kind of office document to both.
+func TestADamagedArchiveSaysTheSameInBothModes(t *testing.T) {
+	docx := readTestdata(t, "docx/TestDocument.docx")
+	truncated := docx[:len(docx)/2]
+	for _, kind := range []string{ZIP, DOCX} {
+		t.Run(kind, func(t *testing.T) {
+			_, _, hybrid := Markdown(context.Background(), Config{}, kind, truncated)
+			_, ocrAlways := ToPDF(context.Background(), Config{}, kind, truncated)
+			if hybrid == nil || ocrAlways == nil || hybrid.Error() != ocrAlways.Error() {
+				t.Fatalf("Markdown says %v\nToPDF says    %v", hybrid, ocrAlways)
+			}
+			if !errors.Is(ocrAlways, ErrInvalid) || !strings.Contains(ocrAlways.Error(), "it is not a readable zip archive") {
+				t.Errorf("ToPDF = %v, want ErrInvalid saying it is not a readable zip archive", ocrAlways)
+			}
+		})
+	}
+}

@@ -206,12 +206,10 @@ func ToPDF(ctx context.Context, cfg Config, kind string, data []byte) ([]byte, e
 	}
 	switch k {
 	case DOCX, PPTX, XLSX, ZIP:
-		// LibreOffice inflates the whole package; check it first.
-		doc := docName(k)
-		if k == ZIP {
-			doc = "document"
-		}
-		if _, err := openArchive(data, doc, cfg); err != nil {
+		// LibreOffice inflates the whole package; check it first. A zip
+		// of no known kind is an "office document", as in Markdown, so
+		// both modes word a damaged file alike.
+		if _, err := openArchive(data, docName(k), cfg); err != nil {
 			return nil, err
 		}
 	case ODT, ODS, ODP:

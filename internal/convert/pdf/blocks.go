@@ -232,7 +232,12 @@ func (b *builder) continues(l *line, u *unit) bool {
 		return false
 	}
 	if !endsSentence(p.text) && startsLower(l.text) {
-		return true
+		// A sentence runs on down its column, or from a column's foot to
+		// the next column's head. Reading order that jumps back up the
+		// page to a block beside a column that goes on (a magazine scan's
+		// text layer) would otherwise splice words of two columns into
+		// one ("igno-" + "need" → "ignoneed").
+		return l.y0 >= p.y0-1 || b.columnBreak(p, l)
 	}
 	if e.blockLines != 1 {
 		return false // poppler kept the lines before together: its block break is a paragraph break
@@ -246,6 +251,37 @@ func (b *builder) continues(l *line, u *unit) bool {
 	}
 	right := max(e.maxX, u.x1)
 	return p.x1 >= right-max(2*p.size, 0.1*(right-e.minX))
+}
+
+// columnBreak reports whether l, a block starting higher on the page than
+// p, the last line of the paragraph before it, is the head of the column
+// after p's: it lies to the right of p, no line follows p closely in p's
+// column and none stands closely above l in its own. Only text of their
+// size counts: a headline set across the columns under the first one's
+// foot (a magazine's title) does not carry the column on.
+func (b *builder) columnBreak(p, l *line) bool {
+	if l.x0 < p.x1-p.size {
+		return false
+	}
+	for i := range b.ls {
+		m := &b.ls[i]
+		if m == p || m == l || math.Abs(m.size-p.size) > 0.1*p.size {
+			continue
+		}
+		if overlapX(m, p) && m.y0 >= p.y1-1 && m.y0-p.y1 <= 1.5*p.height() {
+			return false
+		}
+		if overlapX(m, l) && m.y1 <= l.y0+1 && l.y0-m.y1 <= 1.5*l.height() {
+			return false
+		}
+	}
+	return true
+}
+
+// overlapX reports whether two lines share some of their horizontal
+// extent.
+func overlapX(a, b *line) bool {
+	return min(a.x1, b.x1) > max(a.x0, b.x0)
 }
 
 // finish turns list runs that are not lists (one item after a weak marker

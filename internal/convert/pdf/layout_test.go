@@ -156,6 +156,38 @@ func TestLayout(t *testing.T) {
 				"<p>and the right column ends the story with the last words of the whole page here.</p>\n<p>The right column has a second paragraph.</p>\n",
 		},
 		{
+			name: "a sentence runs on from a column's foot to the head of the next column",
+			lines: []textLine{
+				ln(0, 72, 100, 10, "The left column starts the story and it"),
+				ln(0, 72, 112, 10, "goes on to the foot of the page, where"),
+				ln(0, 72, 124, 10, "its last word breaks at a hyphen, igno-"),
+				ln(1, 320, 100, 10, "rant of the column break, and the story"),
+				ln(1, 320, 112, 10, "ends in the right column of the page."),
+			},
+			want: "<p>The left column starts the story and it goes on to the foot of the page, where its last word breaks at a hyphen, ignorant of the column break, and the story ends in the right column of the page.</p>\n",
+		},
+		{
+			name: "a block higher up beside a column that goes on does not take a hyphenated word's end",
+			lines: []textLine{
+				// A scan's text layer: a line across the page under the
+				// columns keeps them from being cut apart whole, and the
+				// right column's block, which poppler reads first in the
+				// band below, makes the bands two sections; the upper one
+				// is read left then right, jumping up to "need".
+				ln(0, 72, 100, 10, "The left column starts the story and it"),
+				ln(0, 72, 112, 10, "says that historians remain quite igno-"),
+				ln(1, 320, 90, 10, "need receives flour, sugar and oil and"),
+				ln(1, 320, 102, 10, "sometimes clothing from the Red Cross."),
+				ln(2, 320, 127, 10, "other hotels and private homes are open."),
+				ln(3, 72, 127, 10, "rant of its origins, which are very old."),
+				ln(4, 72, 180, 10, "A line set across both columns at the foot of the page, as poppler joins a scan's lines."),
+			},
+			want: "<p>The left column starts the story and it says that historians remain quite igno-</p>\n" +
+				"<p>need receives flour, sugar and oil and sometimes clothing from the Red Cross.</p>\n" +
+				"<p>rant of its origins, which are very old.</p>\n<p>other hotels and private homes are open.</p>\n" +
+				"<p>A line set across both columns at the foot of the page, as poppler joins a scan&#39;s lines.</p>\n",
+		},
+		{
 			name: "a paragraph ends at a short line ending a sentence and at an indented line",
 			lines: []textLine{
 				ln(0, 72, 100, 10, "The first paragraph is long enough to fill the whole width of it."),

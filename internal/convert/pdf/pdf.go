@@ -200,6 +200,7 @@ type pageOut struct {
 	ocr              bool
 	model            string
 	request, rawData string
+	chars            int // letters and digits of the provider's reading (OCR'd pages)
 }
 
 type conversion struct {
@@ -211,6 +212,10 @@ type conversion struct {
 	info   docInfo
 	pages  []pageOut // written by page index only: no lock needed
 	calls  atomic.Int64
+	// layerChars are, under OCR_ALWAYS, the letters and digits of each
+	// page's text layer (by page index; -1 unknown), to note a reading far
+	// short of them (see shortOfLayer).
+	layerChars []int
 
 	pageTypeOnce sync.Once
 	pageType     string // see renderType
@@ -274,6 +279,15 @@ func (c *conversion) run(parent context.Context) (Result, error) {
 
 	n := c.info.pages
 	if c.opts.OCRAlways {
+		c.layerChars = make([]int, n)
+		for i := range c.layerChars {
+			c.layerChars[i] = -1
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.countLayerChars(ctx)
+		}()
 		for p := 1; p <= n; p++ {
 			if !schedule(p, "OCR_ALWAYS") {
 				break
@@ -377,6 +391,55 @@ func (c *conversion) textBatch(ctx context.Context, first, last int) ([]int, err
 	return need, nil
 }
 
+// countLayerChars counts the letters and digits of every page's text
+// layer, for OCR_ALWAYS, where the layer is not read otherwise. A layer
+// that cannot be read leaves its pages unknown: the count only adds a
+// note. Characters, not words: poppler makes a word of every glyph of a
+// font with vertical metrics, which the engine reads as words.
+func (c *conversion) countLayerChars(ctx context.Context) {
+	for first := 1; first <= c.info.pages; first += batchPages {
+		last := min(c.info.pages, first+batchPages-1)
+		text, err := c.r.textLayer(ctx, first, last)
+		if err != nil {
+			return
+		}
+		for _, tp := range parseBBox(text, first) {
+			if tp.number < first || tp.number > last {
+				continue
+			}
+			n := 0
+			for _, l := range tp.lines {
+				for _, w := range l.words {
+					n += letterCount(w.text, false)
+				}
+			}
+			c.layerChars[tp.number-1] = n
+		}
+		for p := first; p <= last; p++ {
+			if c.layerChars[p-1] < 0 {
+				c.layerChars[p-1] = 0 // no text on the page
+			}
+		}
+	}
+}
+
+// letterCount counts the letters and digits in text; in HTML, outside its
+// tags.
+func letterCount(text string, html bool) int {
+	n, tag := 0, false
+	for _, r := range text {
+		switch {
+		case html && r == '<':
+			tag = true
+		case html && r == '>':
+			tag = false
+		case !tag && (unicode.IsLetter(r) || unicode.IsNumber(r)):
+			n++
+		}
+	}
+	return n
+}
+
 func (c *conversion) textPage(tp *textPage, spans []span) {
 	applyFonts(tp, spans)
 	els := layoutPage(tp)
@@ -436,7 +499,8 @@ func (c *conversion) ocrPage(ctx context.Context, p int) error {
 	if content != "" && !strings.HasSuffix(content, "\n") {
 		content += "\n"
 	}
-	c.pages[p-1] = pageOut{content: content, ocr: true, model: rec.Model, request: rec.Request, rawData: rec.RawData}
+	c.pages[p-1] = pageOut{content: content, ocr: true, model: rec.Model, request: rec.Request, rawData: rec.RawData,
+		chars: letterCount(text, format == "html")}
 	return nil
 }
 
@@ -469,6 +533,18 @@ func (c *conversion) dpi(p int) int {
 	return max(dpi, 1)
 }
 
+// shortOfLayer is a note for the request of OCR'd page index i, whose
+// reading has chars letters and digits, when that is under half of those
+// of the page's text layer (OCR_ALWAYS): text the engine did not read, in
+// a script it was not given, or that it took for a picture, would
+// otherwise pass unremarked, down to an empty page.
+func (c *conversion) shortOfLayer(i, chars int) string {
+	if c.layerChars == nil || c.layerChars[i] <= 0 || 2*chars >= c.layerChars[i] {
+		return ""
+	}
+	return fmt.Sprintf("\n(this reading has %d letters and digits, the page's text layer %d: the engine may have missed text)", chars, c.layerChars[i])
+}
+
 func (c *conversion) assemble() Result {
 	res := Result{Pages: len(c.pages), ProviderCalls: int(c.calls.Load())}
 	var sb strings.Builder
@@ -481,7 +557,7 @@ func (c *conversion) assemble() Result {
 			if model == "" {
 				model = pg.model
 			}
-			requests = append(requests, "page "+strconv.Itoa(n)+":\n"+pg.request)
+			requests = append(requests, "page "+strconv.Itoa(n)+":\n"+pg.request+c.shortOfLayer(i, pg.chars))
 			raws = append(raws, "page "+strconv.Itoa(n)+":\n"+pg.rawData)
 		}
 		if c.format == "markdown" {

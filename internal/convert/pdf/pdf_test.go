@@ -227,6 +227,67 @@ func TestTesseractReadsColouredPrintOnARenderedPage(t *testing.T) {
 	}
 }
 
+// Under OCR_ALWAYS a page whose only text Tesseract's layout analysis
+// misses is not returned empty: secHandler.pdf's title is on a grey form
+// button, and the row was DONE with no content. The engine reads the page
+// again as sparse text (internal/provider/tesseract).
+func TestOCRAlwaysReadsTextOnAGreyFormButton(t *testing.T) {
+	t.Parallel()
+	ocr, err := tesseract.New(tesseract.Config{})
+	if errors.Is(err, tesseract.ErrNotInstalled) {
+		t.Skip("tesseract is not installed (make deps installs it)")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Convert(context.Background(), Config{}, readFile(t, "encrypted", "secHandler.pdf"),
+		Options{OCRAlways: true, Format: "html"}, ocr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Content, "Security Handler") {
+		t.Errorf("content = %q, want the button's Security Handler", res.Content)
+	}
+}
+
+// Under OCR_ALWAYS the text layer is not read, but its letters and digits
+// are counted: a page whose reading has fewer than half of them says so in
+// the request, so that text the engine missed (a script it was not given,
+// print it took for a picture) does not pass as a blank page.
+func TestOCRAlwaysNotesAReadingFarShortOfTheTextLayer(t *testing.T) {
+	t.Parallel()
+	// "I am a simple pdf." has 13 letters.
+	const note = "\n(this reading has %d letters and digits, the page's text layer 13: the engine may have missed text)"
+	tests := []struct {
+		name     string
+		reading  string
+		format   string
+		wantNote int // the reading's letters in the note; -1 no note
+	}{
+		{"an empty reading of a page with text", "", "markdown", 0},
+		{"a reading of the page's words", "I am a simple pdf.", "markdown", -1},
+		{"a reading with a word missed", "I am a pdf.", "markdown", -1},
+		{"an HTML reading counts its text, not its tags", "<p class=\"abcdefghijklmnop\">simple</p>", "html", 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ocr := &recordingOCR{text: map[int]string{1: tt.reading}, format: tt.format}
+			res, err := Convert(context.Background(), Config{DPI: 72}, readFile(t, "pdfbox", "simple-openoffice.pdf"),
+				Options{OCRAlways: true, Format: "html"}, ocr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch noted := strings.Contains(res.Request, "may have missed text"); {
+			case tt.wantNote < 0 && noted:
+				t.Errorf("request = %q, want no note", res.Request)
+			case tt.wantNote >= 0 && !strings.HasSuffix(res.Request, fmt.Sprintf(note, tt.wantNote)):
+				t.Errorf("request = %q, want it to end %q", res.Request, fmt.Sprintf(note, tt.wantNote))
+			}
+		})
+	}
+}
+
 func TestHybridSendsOnlyTheScannedPage(t *testing.T) {
 	t.Parallel()
 	ocr := &recordingOCR{}

@@ -54,6 +54,63 @@ func TestTextLayerCERIsNoWorseThanPdftotext(t *testing.T) {
 	}
 }
 
+// A magazine scan made searchable by Tesseract (`tesseract IMAGE out
+// pdf`: the page image under an invisible text layer, as scanners and
+// ocrmypdf write them) is read from its text layer, against the human
+// transcription of the page (testdata/scans, see testdata/README.md). The
+// CER bars are the numbers docs/quality.md records; the text layer's own
+// order, not ours, is most of 8087's (pdftotext 0.68). No word may be made
+// that neither the page nor pdftotext has: reading order that jumps
+// between columns must not join a hyphenated word's first half to the
+// other column's next word ("igno-" + "need" → "ignoneed").
+func TestScanTextLayerKeepsItsCERAndSplicesNoWords(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		doc    string
+		maxCER float64
+	}{
+		{"8071_093.3B.pdf", 0.077}, // pdftotext 0.0738: the title block is read after the third column
+		{"8087_054.3B.pdf", 0.64},  // pdftotext 0.6835
+	}
+	for _, tt := range tests {
+		t.Run(tt.doc, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join("testdata", "scans", tt.doc)
+			want := readText(t, path+".txt")
+			res := convertFile(t, path, Options{Format: "html"})
+			if res.ProviderCalls != 0 || res.Model != "pdftotext" {
+				t.Fatalf("text-layer PDF: calls=%d model=%q, want 0 calls and pdftotext", res.ProviderCalls, res.Model)
+			}
+			got, plain := htmlText(res.Content), pdftotextPlain(t, path)
+			ours := cer(got, want)
+			t.Logf("%s: CER ours %.4f, pdftotext %.4f (%d runes expected)", tt.doc, ours, cer(plain, want), len(normalizeForCER(want)))
+			if ours > tt.maxCER {
+				t.Errorf("CER %.4f is above the recorded %.4f", ours, tt.maxCER)
+			}
+			// The page's words broken at a line end count whole (we join
+			// them: "uncondi-" "tional") and as their halves (a column
+			// break we keep, "Epi-" … "daurus").
+			known := wordSet(want + "\n" + lineHyphenRE.ReplaceAllString(want, "$1$2") + "\n" + plain)
+			for w := range wordSet(got) {
+				if !known[w] {
+					t.Errorf("%q is a word neither the page nor pdftotext has", w)
+				}
+			}
+		})
+	}
+}
+
+var wordRE = regexp.MustCompile(`[\p{L}\p{N}]+`)
+
+// wordSet is the set of s's words, lowercased.
+func wordSet(s string) map[string]bool {
+	set := map[string]bool{}
+	for _, w := range wordRE.FindAllString(strings.ToLower(s), -1) {
+		set[w] = true
+	}
+	return set
+}
+
 func TestTextLayerKeepsStructure(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -96,6 +96,7 @@ type tsvWord struct {
 	page, block, par, line int
 	box                    rect
 	text                   string
+	conf                   float64 // the engine's confidence, 0–100
 }
 
 // parseTSV returns the words of tesseract's TSV in its order. Words with
@@ -113,14 +114,15 @@ func parseTSV(tsv string) []tsvWord {
 		if text == "" {
 			continue
 		}
-		if conf, err := strconv.ParseFloat(f[colConf], 64); err != nil || conf < 0 {
+		conf, err := strconv.ParseFloat(f[colConf], 64)
+		if err != nil || conf < 0 {
 			continue
 		}
 		x, y := atoi(f[colLeft]), atoi(f[colTop])
 		words = append(words, tsvWord{
 			page: atoi(f[colPage]), block: atoi(f[colBlock]), par: atoi(f[colPar]), line: atoi(f[colLine]),
 			box:  rect{x, y, x + max(atoi(f[colWidth]), 0), y + max(atoi(f[colHeight]), 0)},
-			text: text,
+			text: text, conf: conf,
 		})
 	}
 	return words

@@ -68,6 +68,15 @@ const (
 	maxRawData   = 64 << 10
 	maxLangsLen  = 200
 	listLangsMax = 10 * time.Second
+	// fewWords and minSparseConf decide the sparse reading (see
+	// sparseArgs): a page read with fewer than fewWords words is read
+	// again, and the new reading is kept when it has more words and their
+	// mean confidence is at least minSparseConf. Measured on 200-dpi
+	// renderings: text on a grey form button reads 89 and a page of two
+	// rotated headlines 93, while a photograph reads 40 and a grey page of
+	// specks 20 (docs/quality.md, "OCR_ALWAYS on text PDFs").
+	fewWords      = 3
+	minSparseConf = 60
 	// minDPI and maxDPI are the resolutions tesseract believes
 	// (kMinCredibleResolution, kMaxCredibleResolution); it guesses
 	// from the text outside them, as it does with none.
@@ -220,6 +229,7 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 	// for it, with a second run; a page that cannot be turned here, or
 	// whose second run fails, keeps its first reading, turned boxes and
 	// all (uprightBoxes).
+	read, readArgs := doc.Data, args // the image and arguments of the reading kept
 	if t := singlePageTurn(tsv); t.quarterOrHalf() {
 		rec.Request += fmt.Sprintf("; read %s, so read again from the image turned upright", t)
 		up, err := uprightImage(doc.Data, t)
@@ -231,7 +241,7 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 			var again string
 			again, err = o.run(ctx, runCtx, againArgs, up)
 			if err == nil {
-				tsv = again
+				tsv, read, readArgs = again, up, againArgs
 				rec.Request += fmt.Sprintf(": tesseract %s < image/png (%d bytes)", strings.Join(againArgs, " "), len(up))
 			}
 		}
@@ -242,9 +252,69 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 			rec.Request += fmt.Sprintf(": not done (%v), the first reading is kept", err)
 		}
 	}
+	// A page with no text found, or almost none, is read once more as
+	// sparse text at one threshold (sparseArgs). Only such pages pay for
+	// it, and a blank one reads nothing either way.
+	if words := parseTSV(tsv); len(words) < fewWords {
+		sparse := sparseArgs(readArgs)
+		again, err := o.run(ctx, runCtx, sparse, read)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return provider.Recognition{}, fmt.Errorf("tesseract: %w", ctx.Err())
+		case err != nil:
+			rec.Request += fmt.Sprintf("; %s found, so read again as sparse text: not done (%v), the first reading is kept", countWords(len(words)), err)
+		default:
+			more := parseTSV(again)
+			verdict := "not kept"
+			if len(more) > len(words) && meanConf(more) >= minSparseConf {
+				tsv, verdict = again, "kept"
+			}
+			rec.Request += fmt.Sprintf("; %s found, so read again as sparse text: tesseract %s: %s, mean confidence %.0f, %s",
+				countWords(len(words)), strings.Join(sparse, " "), countWords(len(more)), meanConf(more), verdict)
+		}
+	}
 	rec.Text = tsvToMarkdown(tsv)
 	rec.RawData = capString(tsv, maxRawData)
 	return rec, nil
+}
+
+// sparseArgs are args for a second reading of a page on which the layout
+// analysis found no text, or almost none: --psm 11 finds text in any
+// order without looking for blocks, and one Otsu threshold for the page
+// (thresholding_method=0) keeps what tiles cut apart. Text on a grey form
+// button is missed by --psm 1 either way and read by --psm 11 at one
+// threshold, at confidence 96 against 38 with tiles; a page of a few
+// rotated headlines loses one to --psm 1.
+func sparseArgs(args []string) []string {
+	out := slices.Clone(args)
+	for i := 0; i+1 < len(out); i++ {
+		switch {
+		case out[i] == "--psm":
+			out[i+1] = "11"
+		case out[i] == "-c" && strings.HasPrefix(out[i+1], "thresholding_method="):
+			out[i+1] = "thresholding_method=0"
+		}
+	}
+	return out
+}
+
+func countWords(n int) string {
+	if n == 1 {
+		return "1 word"
+	}
+	return strconv.Itoa(n) + " words"
+}
+
+// meanConf is the words' mean confidence, 0 for none.
+func meanConf(words []tsvWord) float64 {
+	if len(words) == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, w := range words {
+		sum += w.conf
+	}
+	return sum / float64(len(words))
 }
 
 // run runs tesseract once on image, under runCtx (the page's time limit,

@@ -10,6 +10,7 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,6 +149,144 @@ func TestRecognizeGivesEmptyTextForABlankPage(t *testing.T) {
 	}
 }
 
+// A page on which the layout analysis finds no text, or almost none, is
+// read again as sparse text at one threshold, and that reading is kept
+// when it finds more words, read with confidence. The pages are PDF pages
+// rendered grey at 200 dpi as the PDF path renders them (testdata/README.md):
+// secHandler.pdf's only text is on a grey form button that --psm 1 does
+// not see (the row was DONE and empty), and of the last page of
+// PDFBOX-2984-rotations.pdf --psm 1 reads the small label, not the
+// headline.
+func TestRecognizeReadsAPageWithAlmostNoTextAgainAsSparseText(t *testing.T) {
+	ocr := newOCR(t, Config{})
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"sechandler-button.png", []string{"Security Handler"}},
+		{"rotated-headlines.png", []string{"Apache PDFBox", "270°"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			rec, err := ocr.Recognize(context.Background(), provider.Document{Data: []byte(readTestdata(t, tt.file)), MIME: "image/png"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(rec.Text, w) {
+					t.Errorf("text = %q, want %q in it", rec.Text, w)
+				}
+			}
+			if !strings.Contains(rec.Request, "read again as sparse text: tesseract stdin stdout -l eng --psm 11 -c thresholding_method=0 tsv") ||
+				!strings.HasSuffix(rec.Request, ", kept") {
+				t.Errorf("request = %q, want it to say the sparse reading was kept", rec.Request)
+			}
+		})
+	}
+}
+
+// The sparse reading's rule, with a stand-in binary whose first reading
+// has one word: the second is kept only with more words at a mean
+// confidence of 60 or more, and a second run that fails keeps the first
+// reading. It runs with the first run's arguments but --psm 11 at one
+// threshold.
+func TestRecognizeKeepsASparseReadingOnlyWithMoreConfidentWords(t *testing.T) {
+	const word = "printf '5\\t1\\t%d\\t1\\t1\\t1\\t%d\\t0\\t10\\t10\\t%s\\t%s\\n'\n"
+	words := func(conf string, texts ...string) string {
+		var b strings.Builder
+		for i, w := range texts {
+			fmt.Fprintf(&b, word, i+1, 20*i, conf, w)
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name        string
+		second      string // the stand-in's second run
+		wantText    string
+		wantRequest string
+	}{
+		{"more words read with confidence are kept", words("90", "Security", "Handler", "button"), "Security Handler button",
+			"3 words, mean confidence 90, kept"},
+		{"more words at low confidence are not", words("40", "ae", "oe", "ee"), "lone",
+			"3 words, mean confidence 40, not kept"},
+		{"no more words are not", words("95", "lone"), "lone",
+			"1 word, mean confidence 95, not kept"},
+		{"a failed run keeps the first reading", "echo broken >&2; exit 3\n", "lone",
+			"not done (tesseract failed: exit status 3: broken), the first reading is kept"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			script := filepath.Join(dir, "tesseract")
+			err := os.WriteFile(script, []byte(`#!/bin/sh
+if [ "$1" = "--list-langs" ]; then
+  printf 'List of available languages in "/x/" (2):\neng\nosd\n'
+  exit 0
+fi
+cat > /dev/null
+echo "$@" >> "`+dir+`/args"
+if [ ! -e "`+dir+`/first" ]; then
+  touch "`+dir+`/first"
+  `+fmt.Sprintf(word, 1, 0, "96", "lone")+`  exit 0
+fi
+`+tt.second), 0o755)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ocr, err := New(Config{Binary: script, Langs: "eng"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pgm := []byte("P5\n3 2\n255\n\x01\x02\x03\x04\x05\x06")
+			rec, err := ocr.Recognize(context.Background(), provider.Document{Data: pgm, MIME: "image/x-portable-graymap", DPI: 200})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Text != tt.wantText {
+				t.Errorf("Text = %q, want %q", rec.Text, tt.wantText)
+			}
+			const first = "stdin stdout --dpi 200 -l eng --psm 1 -c thresholding_method=1 tsv"
+			const sparse = "stdin stdout --dpi 200 -l eng --psm 11 -c thresholding_method=0 tsv"
+			if runs := readFile(t, filepath.Join(dir, "args")); runs != first+"\n"+sparse+"\n" {
+				t.Errorf("runs:\n%swant:\n%s\n%s", runs, first, sparse)
+			}
+			want := "; 1 word found, so read again as sparse text: "
+			if !strings.Contains(tt.wantRequest, "not done") {
+				want += "tesseract " + sparse + ": "
+			}
+			if want += tt.wantRequest; !strings.HasSuffix(rec.Request, want) {
+				t.Errorf("Request = %q\nwant it to end %q", rec.Request, want)
+			}
+		})
+	}
+}
+
+// Specks are not text: a grey page of dark specks has no text for --psm 1,
+// and --psm 11 reads hundreds of "words" off it at low confidence, a
+// reading that is not kept. A blank page reads nothing either way.
+func TestRecognizeKeepsNoSparseReadingOfSpecks(t *testing.T) {
+	ocr := newOCR(t, Config{})
+	specks := image.NewGray(image.Rect(0, 0, 850, 1100))
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range specks.Pix {
+		specks.Pix[i] = 235 + uint8(r.IntN(20))
+		if r.IntN(2000) == 0 {
+			specks.Pix[i] = 40
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, specks); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ocr.Recognize(context.Background(), provider.Document{Data: buf.Bytes(), MIME: "image/png"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Text != "" || !strings.HasSuffix(rec.Request, ", not kept") {
+		t.Errorf("text = %.200q\nrequest = %q\nwant no text and the sparse reading not kept", rec.Text, rec.Request)
+	}
+}
+
 func TestRecognizeRefusesWhatItCannotRead(t *testing.T) {
 	ocr := newOCR(t, Config{})
 	tif := []byte(readTestdata(t, "phototest.tif"))
@@ -230,6 +369,8 @@ env > "`+dir+`/env"
 cat > "`+dir+`/stdin"
 printf 'level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n'
 printf '5\t1\t1\t1\t1\t1\t0\t0\t10\t10\t91.5\tHello\n'
+printf '5\t1\t1\t1\t1\t2\t20\t0\t10\t10\t91.5\tfrom\n'
+printf '5\t1\t1\t1\t1\t3\t40\t0\t10\t10\t91.5\ttesseract\n'
 `), 0o755)
 	if err != nil {
 		t.Fatal(err)
@@ -244,8 +385,8 @@ printf '5\t1\t1\t1\t1\t1\t0\t0\t10\t10\t91.5\tHello\n'
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Text != "Hello" || rec.Model != "tesseract:eng" {
-		t.Errorf("Text, Model = %q, %q; want Hello, tesseract:eng", rec.Text, rec.Model)
+	if rec.Text != "Hello from tesseract" || rec.Model != "tesseract:eng" {
+		t.Errorf("Text, Model = %q, %q; want Hello from tesseract, tesseract:eng", rec.Text, rec.Model)
 	}
 	if got := readFile(t, filepath.Join(dir, "args")); got != "stdin stdout -l eng --psm 1 -c thresholding_method=1 tsv\n" {
 		t.Errorf("args = %q", got)
@@ -443,6 +584,8 @@ if [ -e "`+dir+`/turned.tsv" ]; then
 fi
 printf 'level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n'
 printf '5\t1\t1\t1\t1\t1\t0\t0\t10\t10\t91.5\tHello\n'
+printf '5\t1\t1\t1\t1\t2\t20\t0\t10\t10\t91.5\tfrom\n'
+printf '5\t1\t1\t1\t1\t3\t40\t0\t10\t10\t91.5\ttesseract\n'
 `), 0o755)
 			if err != nil {
 				t.Fatal(err)
@@ -462,8 +605,8 @@ printf '5\t1\t1\t1\t1\t1\t0\t0\t10\t10\t91.5\tHello\n'
 			if want := "OMP_THREAD_LIMIT=1 tesseract " + tt.wantRuns[0] + " < "; !strings.HasPrefix(rec.Request, want) {
 				t.Errorf("Request = %q, want it to start %q", rec.Request, want)
 			}
-			if rec.Text != "Hello" {
-				t.Errorf("Text = %q, want the last run's Hello", rec.Text)
+			if rec.Text != "Hello from tesseract" {
+				t.Errorf("Text = %q, want the last run's Hello from tesseract", rec.Text)
 			}
 		})
 	}

@@ -460,7 +460,7 @@ func TestRecognizeReadsAPageFoundTurnedAgainUpright(t *testing.T) {
 		wantText    string
 		wantRequest string
 	}{
-		{"the second reading is returned", false, "read upright",
+		{"the second reading is returned", false, "read upright now",
 			"; read turned left, so read again from the image turned upright: tesseract stdin stdout --dpi 300 -l eng --psm 1 -c thresholding_method=1 tsv < image/png (%d bytes)"},
 		{"a failed second run keeps the first reading", true, labelsTable,
 			"; read turned left, so read again from the image turned upright: not done (tesseract failed: exit status 3: broken), the first reading is kept"},
@@ -491,6 +491,7 @@ cat > "`+dir+`/stdin"
 printf 'level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n'
 printf '5\t1\t1\t1\t1\t1\t0\t0\t10\t10\t91.5\tread\n'
 printf '5\t1\t1\t1\t1\t2\t20\t0\t10\t10\t91.5\tupright\n'
+printf '5\t1\t1\t1\t1\t3\t40\t0\t10\t10\t91.5\tnow\n'
 `), 0o755)
 			if err != nil {
 				t.Fatal(err)
