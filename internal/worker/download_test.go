@@ -68,6 +68,12 @@ func startObservedWorkers(t *testing.T, st store.Store, cfg Config, obs Observer
 // reporting stage durations to obs.
 func startPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunker Chunker, obs Observer) {
 	t.Helper()
+	startLoggingPipeline(t, st, cfg, chats, chunker, obs, slog.New(slog.DiscardHandler))
+}
+
+// startLoggingPipeline is startPipeline with the workers logging to log.
+func startLoggingPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunker Chunker, obs Observer, log *slog.Logger) {
+	t.Helper()
 	if cfg.FetchTimeout == 0 {
 		cfg.FetchTimeout = time.Hour
 	}
@@ -80,7 +86,7 @@ func startPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunke
 	workers := river.NewWorkers()
 	queues, err := Register(workers, cfg, Deps{
 		Store: st, Fetcher: fetcher, Convert: convert.New(convert.Config{}).Convert, Webhooks: sender,
-		Bucket: bucket, Chats: chats, Chunker: chunker, Observer: obs, Logger: slog.New(slog.DiscardHandler),
+		Bucket: bucket, Chats: chats, Chunker: chunker, Observer: obs, Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)

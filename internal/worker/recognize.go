@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -15,7 +14,6 @@ import (
 	"github.com/docjobs/docjobs/internal/convert"
 	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
-	"github.com/docjobs/docjobs/internal/outbound"
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/store"
 )
@@ -267,7 +265,7 @@ func (w *fileWorker) download(ctx context.Context, j *job.Job, i int, sofar down
 		// The time ran out while the file waited (for a place, or for
 		// River's retry): the last try's failure is why it never
 		// downloaded, and what the row says.
-		msg := fmt.Sprintf("download of %s was not tried again", redacted(j.SourceURLs[i]))
+		msg := fmt.Sprintf("download of %s was not tried again", fetch.DisplayString(j.SourceURLs[i]))
 		if sofar.lastError != "" {
 			msg = sofar.lastError
 		}
@@ -318,8 +316,10 @@ const downloadsBeganKey = "docjobs_downloads_began"
 // lastDownloadErrorKey is the River metadata under which a file's job
 // keeps the row message of its last failed download, for the row of an
 // attempt whose time runs out before it downloads. It is a *fetch.Error's
-// message, fit for the row: no credentials (a source URL with them is
-// refused), the URL as the row shows it.
+// message, fit for the row: no credentials (a source URL with user
+// information is refused, and fetch.Display leaves out query values), the
+// URL as the row shows it. River keeps it for a day after the file's job
+// ends, however soon the job is deleted.
 const lastDownloadErrorKey = "docjobs_last_download_error"
 
 // downloads is what earlier attempts of a file left of its downloads.
@@ -381,15 +381,6 @@ func (w *fileWorker) downloadsOver(dl *downloadError, attempt int) (string, bool
 		return fmt.Sprintf("%s; gave up: %s would run out before the next try", dl.err, limit), true
 	}
 	return "", false
-}
-
-// redacted is raw without its user info, for a row's error.
-func redacted(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "the source URL"
-	}
-	return outbound.Redact(u)
 }
 
 // providerBusyError is a provider failure that may pass with time.
