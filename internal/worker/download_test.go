@@ -71,8 +71,9 @@ func startPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunke
 	startLoggingPipeline(t, st, cfg, chats, chunker, obs, slog.New(slog.DiscardHandler))
 }
 
-// startLoggingPipeline is startPipeline with the workers logging to log.
-func startLoggingPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunker Chunker, obs Observer, log *slog.Logger) {
+// startLoggingPipeline is startPipeline with the workers logging to log;
+// it returns the bucket the files are stored in.
+func startLoggingPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunker Chunker, obs Observer, log *slog.Logger) *blob.Bucket {
 	t.Helper()
 	if cfg.FetchTimeout == 0 {
 		cfg.FetchTimeout = time.Hour
@@ -103,6 +104,7 @@ func startLoggingPipeline(t *testing.T, st store.Store, cfg Config, chats Chats,
 			t.Errorf("stop workers: %v", err)
 		}
 	})
+	return bucket
 }
 
 // createJob stores a job of sources without prompts, its files queued.

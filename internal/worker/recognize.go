@@ -145,6 +145,10 @@ func (w *fileWorker) discardUnrecorded(ctx context.Context, source fetch.Result,
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
 	defer cancel()
+	if source.Shared {
+		w.discardShared(ctx, source, log)
+		return
+	}
 	_, err := w.deps.Store.GetFile(ctx, "", source.File.ID)
 	if !errors.Is(err, job.ErrNotFound) {
 		if err != nil {
@@ -161,6 +165,41 @@ func (w *fileWorker) discardUnrecorded(ctx context.Context, source fetch.Result,
 	}
 	if err := w.removeLeftovers(ctx, source.File.JobID); err != nil {
 		log.Warn("recognize: could not remove what is left of a deleted job", "err", err)
+	}
+}
+
+// discardShared is discardUnrecorded for a copy the job's other files may
+// read and name too (fetch.SharedCopyKey). While the job lives another
+// file may still record it, after any check made here, so it stays, for
+// them and for this file's retry, which finds it; it goes with the job's
+// prefix if nothing ever names it. Once the job ended no file can record
+// it any more, and it goes unless a record names it already.
+func (w *fileWorker) discardShared(ctx context.Context, source fetch.Result, log *slog.Logger) {
+	jobID := source.File.JobID
+	j, err := w.deps.Store.GetJob(ctx, "", jobID)
+	if errors.Is(err, job.ErrNotFound) {
+		if err := w.removeLeftovers(ctx, jobID); err != nil {
+			log.Warn("recognize: could not remove what is left of a deleted job", "err", err)
+		}
+		return
+	}
+	if err != nil {
+		log.Warn("recognize: could not tell whether an unrecorded copy is still needed; kept", "key", source.Key, "err", err)
+		return
+	}
+	if !j.Status.Terminal() {
+		return
+	}
+	recorded, err := w.deps.Store.JobFileKeyRecorded(ctx, jobID, source.Key)
+	if err != nil {
+		log.Warn("recognize: could not tell whether an unrecorded copy is recorded; kept", "key", source.Key, "err", err)
+		return
+	}
+	if recorded {
+		return
+	}
+	if err := w.deps.Fetcher.Discard(ctx, source); err != nil {
+		log.Warn("recognize: could not discard an unrecorded copy", "key", source.Key, "err", err)
 	}
 }
 
