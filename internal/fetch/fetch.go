@@ -9,7 +9,9 @@ package fetch
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -130,6 +132,9 @@ type Result struct {
 	// and must before File is recorded. Nil for a copy of a stored file,
 	// which is in storage already and which Read returns.
 	Data []byte
+	// Shared is true for a copy of a stored file (SharedCopyKey): other
+	// files of the job may read it, and name it in their records.
+	Shared bool
 }
 
 // Error is a failed fetch. Error() is a sentence for the OCR row; Err is
@@ -234,14 +239,14 @@ func OwnFileURLID(public *url.URL, raw string) (string, bool) {
 // Every error is an *Error.
 func (f *Fetcher) Fetch(ctx context.Context, accountID, jobID string, index int, sourceURL string) (Result, error) {
 	if id, ok := f.OwnFileID(sourceURL); ok {
-		return f.own(ctx, accountID, jobID, index, id)
+		return f.own(ctx, accountID, jobID, id)
 	}
 	return f.download(ctx, accountID, jobID, index, sourceURL)
 }
 
 // own copies a stored file of the account for the job, without a request
 // to ourselves.
-func (f *Fetcher) own(ctx context.Context, accountID, jobID string, index int, id string) (Result, error) {
+func (f *Fetcher) own(ctx context.Context, accountID, jobID, id string) (Result, error) {
 	display := f.FileURL(id)
 	file, err := f.deps.Files.GetFile(ctx, accountID, id)
 	if errors.Is(err, job.ErrNotFound) {
@@ -253,20 +258,42 @@ func (f *Fetcher) own(ctx context.Context, accountID, jobID string, index int, i
 	// The job stores its own copy of an upload, as of any other source: the
 	// upload may be deleted by its owner or expire by retention, and a copy
 	// stored for another job goes when that job is deleted; the job's file
-	// must outlive both.
-	newID := f.deps.NewID()
-	key := objectKey(jobID, index, newID)
-	if err := f.deps.Bucket.Copy(ctx, key, file.Key, &blob.CopyOptions{BeforeCopy: PrivateFile}); err != nil {
-		if gcerrors.Code(err) == gcerrors.NotFound {
-			return Result{}, &Error{Msg: fmt.Sprintf("source file %s not found", display), Err: errors.Join(job.ErrNotFound, err)}
-		}
+	// must outlive both. One copy per job and stored file, whichever of the
+	// job's sources name it: one upload listed a hundred times was a
+	// hundred copies, bytes that no quota counted.
+	key := SharedCopyKey(jobID, file.Key)
+	stored, err := f.deps.Bucket.Exists(ctx, key)
+	if err != nil {
 		return Result{}, &Error{Msg: fmt.Sprintf("copying source file %s failed", display), Retryable: true, Err: err}
 	}
+	// Two files of the job may both find no copy and both make it: the
+	// bucket replaces a key whole, with the same bytes, so a reader of
+	// the first copy reads it to its end.
+	if !stored {
+		if err := f.deps.Bucket.Copy(ctx, key, file.Key, &blob.CopyOptions{BeforeCopy: PrivateFile}); err != nil {
+			if gcerrors.Code(err) == gcerrors.NotFound {
+				return Result{}, &Error{Msg: fmt.Sprintf("source file %s not found", display), Err: errors.Join(job.ErrNotFound, err)}
+			}
+			return Result{}, &Error{Msg: fmt.Sprintf("copying source file %s failed", display), Retryable: true, Err: err}
+		}
+	}
+	newID := f.deps.NewID()
 	rec := &job.File{
 		ID: newID, AccountID: accountID, JobID: jobID, Name: file.Name, Size: file.Size,
 		ContentType: file.ContentType, Key: key, Created: time.Now().UTC(),
 	}
-	return Result{URL: f.FileURL(newID), File: rec, Key: key, Name: rec.Name, ContentType: rec.ContentType, Size: rec.Size}, nil
+	return Result{URL: f.FileURL(newID), File: rec, Key: key, Name: rec.Name, ContentType: rec.ContentType, Size: rec.Size, Shared: true}, nil
+}
+
+// SharedCopyKey is the key of job jobID's copy of the stored file at
+// sourceKey: one key per job and stored bytes, so that every source of
+// the job naming those bytes (an upload under any of its URLs, another
+// job's copies of one upload) reads the one copy, and a retry of a file
+// finds the copy an earlier attempt made. The source key is hashed: it
+// holds slashes, and an account's name.
+func SharedCopyKey(jobID, sourceKey string) string {
+	sum := sha256.Sum256([]byte(sourceKey))
+	return JobKeyPrefix(jobID) + "src-" + hex.EncodeToString(sum[:16])
 }
 
 func objectKey(jobID string, index int, id string) string {
@@ -279,13 +306,56 @@ func JobKeyPrefix(jobID string) string {
 	return "jobs/" + jobID + "/"
 }
 
+// Display is a source URL as an error, and so a row, a log line and
+// River's job row, show it: scheme, host, path and the names of its query
+// parameters, without user information, query values or fragment. A
+// presigned URL's signature (X-Amz-Signature, a token=) is a bearer
+// credential of the caller's, and an error's text is kept where the job
+// is not: in logs, and in River's rows for a day after the job is
+// deleted. Every value goes, not only those whose names look secret (as
+// the logged database URL does it): a source's server names its
+// parameters as it likes (sig, s, p). A parameter without "=" may be a
+// bare token and is shown as "…" whole. The row's file and the job's
+// sourceUrls keep the URL as given.
+func Display(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	c := *u
+	c.User = nil
+	c.Fragment, c.RawFragment = "", ""
+	if c.RawQuery != "" {
+		params := strings.Split(c.RawQuery, "&")
+		for i, p := range params {
+			switch name, _, named := strings.Cut(p, "="); {
+			case named:
+				params[i] = name + "=…"
+			case p != "":
+				params[i] = "…"
+			}
+		}
+		c.RawQuery = strings.Join(params, "&")
+	}
+	return c.String()
+}
+
+// DisplayString is Display of a URL in text, "the source URL" for one
+// that does not parse (where its secrets sit is unknown).
+func DisplayString(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "the source URL"
+	}
+	return Display(u)
+}
+
 // download reads an external URL into memory, for Save to store.
 func (f *Fetcher) download(ctx context.Context, accountID, jobID string, index int, sourceURL string) (Result, error) {
 	if err := outbound.CheckURL(sourceURL); err != nil {
 		return Result{}, &Error{Msg: "source URL " + err.Error()}
 	}
 	u, _ := url.Parse(sourceURL) // CheckURL parsed it
-	display := outbound.Redact(u)
+	display := Display(u)
 
 	ctx, cancel := context.WithTimeoutCause(ctx, f.cfg.Timeout, errAttemptLimit)
 	defer cancel()
@@ -361,7 +431,9 @@ func (f *Fetcher) Save(ctx context.Context, r Result) error {
 
 // Discard deletes the copy Fetch made for a job (r.File set) whose record
 // was not written, so that nothing of it stays stored. Only the job's copy
-// is deleted, never the upload or other file it was copied from.
+// is deleted, never the upload or other file it was copied from. A shared
+// copy (r.Shared) may be named by another file's record: the caller makes
+// sure none does, nor can any more.
 func (f *Fetcher) Discard(ctx context.Context, r Result) error {
 	if r.File == nil {
 		return nil
@@ -382,7 +454,14 @@ func (f *Fetcher) requestError(ctx context.Context, display string, err error) *
 		opErr   *net.OpError
 		dnsErr  *net.DNSError
 		certErr *tls.CertificateVerificationError
+		urlErr  *url.Error
 	)
+	if errors.As(err, &urlErr) {
+		// The client's error names the URL it asked (a redirect's
+		// location too) in full; it is kept as the cause, which a log
+		// may print.
+		urlErr.URL = DisplayString(urlErr.URL)
+	}
 	switch {
 	case errors.Is(err, outbound.ErrForbiddenAddress):
 		msg := fmt.Sprintf("download of %s refused: the host resolves to a private or reserved address", display)

@@ -352,6 +352,10 @@ type Store interface {
 	// process gets the same key.
 	ServiceKey(ctx context.Context, name string, sealed []byte) ([]byte, error)
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
+	// JobFileKeyRecorded reports whether a file record of job jobID names
+	// the blob key; the files of a job that read one stored file share
+	// its copy (fetch.SharedCopyKey).
+	JobFileKeyRecorded(ctx context.Context, jobID, key string) (bool, error)
 	// DeleteUpload removes the record of an upload (JobID "") of accountID;
 	// ErrNotFound for a missing file, another account's, or a job's copy,
 	// which goes only with its job (DeleteJob). The caller deletes the blob.

@@ -68,6 +68,13 @@ func startObservedWorkers(t *testing.T, st store.Store, cfg Config, obs Observer
 // reporting stage durations to obs.
 func startPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunker Chunker, obs Observer) {
 	t.Helper()
+	startLoggingPipeline(t, st, cfg, chats, chunker, obs, slog.New(slog.DiscardHandler))
+}
+
+// startLoggingPipeline is startPipeline with the workers logging to log;
+// it returns the bucket the files are stored in.
+func startLoggingPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunker Chunker, obs Observer, log *slog.Logger) *blob.Bucket {
+	t.Helper()
 	if cfg.FetchTimeout == 0 {
 		cfg.FetchTimeout = time.Hour
 	}
@@ -80,7 +87,7 @@ func startPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunke
 	workers := river.NewWorkers()
 	queues, err := Register(workers, cfg, Deps{
 		Store: st, Fetcher: fetcher, Convert: convert.New(convert.Config{}).Convert, Webhooks: sender,
-		Bucket: bucket, Chats: chats, Chunker: chunker, Observer: obs, Logger: slog.New(slog.DiscardHandler),
+		Bucket: bucket, Chats: chats, Chunker: chunker, Observer: obs, Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +104,7 @@ func startPipeline(t *testing.T, st store.Store, cfg Config, chats Chats, chunke
 			t.Errorf("stop workers: %v", err)
 		}
 	})
+	return bucket
 }
 
 // createJob stores a job of sources without prompts, its files queued.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -15,7 +14,6 @@ import (
 	"github.com/docjobs/docjobs/internal/convert"
 	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
-	"github.com/docjobs/docjobs/internal/outbound"
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/store"
 )
@@ -147,6 +145,10 @@ func (w *fileWorker) discardUnrecorded(ctx context.Context, source fetch.Result,
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
 	defer cancel()
+	if source.Shared {
+		w.discardShared(ctx, source, log)
+		return
+	}
 	_, err := w.deps.Store.GetFile(ctx, "", source.File.ID)
 	if !errors.Is(err, job.ErrNotFound) {
 		if err != nil {
@@ -163,6 +165,41 @@ func (w *fileWorker) discardUnrecorded(ctx context.Context, source fetch.Result,
 	}
 	if err := w.removeLeftovers(ctx, source.File.JobID); err != nil {
 		log.Warn("recognize: could not remove what is left of a deleted job", "err", err)
+	}
+}
+
+// discardShared is discardUnrecorded for a copy the job's other files may
+// read and name too (fetch.SharedCopyKey). While the job lives another
+// file may still record it, after any check made here, so it stays, for
+// them and for this file's retry, which finds it; it goes with the job's
+// prefix if nothing ever names it. Once the job ended no file can record
+// it any more, and it goes unless a record names it already.
+func (w *fileWorker) discardShared(ctx context.Context, source fetch.Result, log *slog.Logger) {
+	jobID := source.File.JobID
+	j, err := w.deps.Store.GetJob(ctx, "", jobID)
+	if errors.Is(err, job.ErrNotFound) {
+		if err := w.removeLeftovers(ctx, jobID); err != nil {
+			log.Warn("recognize: could not remove what is left of a deleted job", "err", err)
+		}
+		return
+	}
+	if err != nil {
+		log.Warn("recognize: could not tell whether an unrecorded copy is still needed; kept", "key", source.Key, "err", err)
+		return
+	}
+	if !j.Status.Terminal() {
+		return
+	}
+	recorded, err := w.deps.Store.JobFileKeyRecorded(ctx, jobID, source.Key)
+	if err != nil {
+		log.Warn("recognize: could not tell whether an unrecorded copy is recorded; kept", "key", source.Key, "err", err)
+		return
+	}
+	if recorded {
+		return
+	}
+	if err := w.deps.Fetcher.Discard(ctx, source); err != nil {
+		log.Warn("recognize: could not discard an unrecorded copy", "key", source.Key, "err", err)
 	}
 }
 
@@ -267,7 +304,7 @@ func (w *fileWorker) download(ctx context.Context, j *job.Job, i int, sofar down
 		// The time ran out while the file waited (for a place, or for
 		// River's retry): the last try's failure is why it never
 		// downloaded, and what the row says.
-		msg := fmt.Sprintf("download of %s was not tried again", redacted(j.SourceURLs[i]))
+		msg := fmt.Sprintf("download of %s was not tried again", fetch.DisplayString(j.SourceURLs[i]))
 		if sofar.lastError != "" {
 			msg = sofar.lastError
 		}
@@ -318,8 +355,10 @@ const downloadsBeganKey = "docjobs_downloads_began"
 // lastDownloadErrorKey is the River metadata under which a file's job
 // keeps the row message of its last failed download, for the row of an
 // attempt whose time runs out before it downloads. It is a *fetch.Error's
-// message, fit for the row: no credentials (a source URL with them is
-// refused), the URL as the row shows it.
+// message, fit for the row: no credentials (a source URL with user
+// information is refused, and fetch.Display leaves out query values), the
+// URL as the row shows it. River keeps it for a day after the file's job
+// ends, however soon the job is deleted.
 const lastDownloadErrorKey = "docjobs_last_download_error"
 
 // downloads is what earlier attempts of a file left of its downloads.
@@ -381,15 +420,6 @@ func (w *fileWorker) downloadsOver(dl *downloadError, attempt int) (string, bool
 		return fmt.Sprintf("%s; gave up: %s would run out before the next try", dl.err, limit), true
 	}
 	return "", false
-}
-
-// redacted is raw without its user info, for a row's error.
-func redacted(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "the source URL"
-	}
-	return outbound.Redact(u)
 }
 
 // providerBusyError is a provider failure that may pass with time.

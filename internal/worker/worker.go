@@ -58,6 +58,7 @@ type Store interface {
 	PendingFileRemovals(ctx context.Context, cutoff time.Time, limit int) ([]store.FileRemoval, error)
 	FileRemovalDone(ctx context.Context, jobID string) error
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
+	JobFileKeyRecorded(ctx context.Context, jobID, key string) (bool, error)
 	ExpiredUploads(ctx context.Context, cutoff time.Time, limit int) ([]job.File, error)
 	DeleteUpload(ctx context.Context, accountID, id string) error
 	PageCache

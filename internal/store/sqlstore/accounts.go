@@ -101,6 +101,21 @@ func (s *Store[TTx]) GetFile(ctx context.Context, accountID, id string) (job.Fil
 	return f, nil
 }
 
+// JobFileKeyRecorded reports whether a file record of job jobID names the
+// blob key: files of a job that read one stored file share its copy.
+func (s *Store[TTx]) JobFileKeyRecorded(ctx context.Context, jobID, key string) (bool, error) {
+	var one int
+	err := s.queryRow(ctx, s.backend.DB(), `SELECT 1 FROM files WHERE job_id = ? AND key = ? LIMIT 1`,
+		[]any{jobID, key}, &one)
+	if errors.Is(err, errNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("file records of job %s naming %s: %w", jobID, key, err)
+	}
+	return true, nil
+}
+
 // DeleteUpload removes the record of an upload (a file with no job) of
 // accountID ("" = any account). A job's copy is not an upload: it gives
 // ErrNotFound here, as a missing file or another account's does, and goes

@@ -692,7 +692,9 @@ func (s *Store[TTx]) DeleteJob(ctx context.Context, accountID, id string) ([]str
 		if err != nil {
 			return err
 		}
-		rows, err := s.query(ctx, q, `SELECT key FROM files WHERE job_id = ? ORDER BY id`, id)
+		// Distinct: the files of a job that read one stored file share its
+		// copy, which is removed once.
+		rows, err := s.query(ctx, q, `SELECT DISTINCT key FROM files WHERE job_id = ? ORDER BY key`, id)
 		if err != nil {
 			return fmt.Errorf("list job files: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -515,6 +516,44 @@ func testDeleteJob(t *testing.T, s Store) {
 
 	_, err = s.DeleteJob(ctx(t), "acct", j.ID)
 	isErr(t, "deleting again", err, store.ErrNotFound)
+}
+
+// testSharedCopy: the files of a job that read one stored file have a
+// record each, naming one copy, which the delete returns once.
+func testSharedCopy(t *testing.T, s Store) {
+	j := newJob("acct", 3)
+	createJob(t, s, j, store.CreateJobParams{})
+	other := newJob("acct", 1)
+	createJob(t, s, other, store.CreateJobParams{})
+	shared, own := "jobs/"+j.ID+"/src-1", "jobs/"+j.ID+"/2-x"
+	for _, f := range []job.File{
+		{ID: newID("file"), AccountID: "acct", JobID: j.ID, Name: "a.txt", Key: shared},
+		{ID: newID("file"), AccountID: "acct", JobID: j.ID, Name: "a.txt", Key: shared},
+		{ID: newID("file"), AccountID: "acct", JobID: j.ID, Name: "b.txt", Key: own},
+		{ID: newID("file"), AccountID: "acct", JobID: other.ID, Name: "c.txt", Key: "jobs/" + other.ID + "/src-1"},
+	} {
+		noErr(t, "CreateFile", s.CreateFile(ctx(t), f))
+	}
+	for _, tt := range []struct {
+		job, key string
+		want     bool
+	}{
+		{j.ID, shared, true},
+		{j.ID, own, true},
+		{j.ID, "jobs/" + j.ID + "/src-2", false},
+		{other.ID, shared, false}, // another job's records do not count
+		{other.ID, "jobs/" + other.ID + "/src-1", true},
+	} {
+		got, err := s.JobFileKeyRecorded(ctx(t), tt.job, tt.key)
+		noErr(t, "JobFileKeyRecorded", err)
+		equal(t, "JobFileKeyRecorded("+tt.key+")", got, tt.want)
+	}
+	keys, err := s.DeleteJob(ctx(t), "acct", j.ID)
+	noErr(t, "DeleteJob", err)
+	equal(t, "blob keys", strings.Join(keys, " "), own+" "+shared)
+	got, err := s.JobFileKeyRecorded(ctx(t), j.ID, shared)
+	noErr(t, "JobFileKeyRecorded", err)
+	equal(t, "JobFileKeyRecorded after the delete", got, false)
 }
 
 func testDeleteJobRecordsFileRemoval(t *testing.T, s Store) {

@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AFileNeverStoredNamesItsSourceURL", testAFileNeverStoredNamesItsSourceURL},
 		{"DeleteJobRemovesEverythingAndReturnsBlobKeys", testDeleteJob},
 		{"DeleteJobRecordsItsFilesForRemovalUntilDone", testDeleteJobRecordsFileRemoval},
+		{"FilesOfAJobMayShareOneStoredCopy", testSharedCopy},
 		{"MarkRunningMovesOnlyNewJobs", testMarkRunning},
 		{"FilesAreScopedToTheirAccount", testFiles},
 		{"DeleteUploadRemovesOnlyTheAccountsUpload", testDeleteUpload},
