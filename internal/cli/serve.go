@@ -20,6 +20,7 @@ import (
 	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/config"
 	"github.com/docjobs/docjobs/internal/convert"
+	"github.com/docjobs/docjobs/internal/convert/office"
 	"github.com/docjobs/docjobs/internal/convert/pdf"
 	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/outbound"
@@ -142,8 +143,10 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		if err != nil {
 			return err
 		}
+		temp := newConvertTemp()
 		converter := convert.New(convert.Config{
-			PDF: pdf.Config{MaxPages: cfg.PDFMaxPages, Timeout: cfg.FileTimeout},
+			PDF:    pdf.Config{MaxPages: cfg.PDFMaxPages, Timeout: cfg.FileTimeout},
+			Office: office.Config{TempDir: temp.Dir},
 		})
 		providers := slots.New(slotsConfig(cfg, metrics))
 		queues, err := worker.Register(workers, wcfg, worker.Deps{
@@ -159,7 +162,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 			PeriodicJobs:         worker.PeriodicJobs(wcfg),
 			ClientID:             cfg.NodeID,
 			DeriveClientID:       cfg.NodeIDFromHost,
-			OnClientID:           func(id string) { node = id },
+			OnClientID:           func(id string) { node = id; temp.take(cfg.DataDir, id, log) },
 			OnNodeLost:           func(err error) { stopProcess(err) },
 			RescueStuckJobsAfter: wcfg.LongestStageTimeout() + time.Minute,
 			FetchPollInterval:    50 * time.Millisecond,

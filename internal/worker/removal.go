@@ -4,9 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/riverqueue/river"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 
 	"github.com/docjobs/docjobs/internal/fetch"
 )
@@ -28,10 +35,35 @@ func (FileRemovalSweepArgs) InsertOpts() river.InsertOpts {
 // Config.RemovalGrace.
 const removalSweepEvery = time.Minute
 
+// What a write cut off by a crash leaves in storage: no record names it, so
+// neither a delete nor retention reaches it, and the bytes are (part of) a
+// user's document.
+//   - file://: a write is staged as <key>.<hex time>.tmp beside its key
+//     (fileblob's no_tmp_dir) and renamed into place at Close. Under
+//     uploads/ a staged file untouched for staleStagingAge is one no
+//     process is writing: an upload that sends nothing for a minute is cut
+//     (IOIdleTimeout). A job's own (jobs/<id>/) go with the job.
+//   - s3://: a write past 16 MiB is a multipart upload, invisible to
+//     listings and billed until completed or aborted; under uploads/ and
+//     jobs/ one begun staleMultipartAge ago is abandoned (a download is
+//     bounded by DOCJOBS_FETCH_TOTAL_TIMEOUT, an upload by the idle cut).
+//
+// Listing a prefix is not free, so the removal sweep does this once per
+// stagingSweepEvery per process.
+const (
+	stagingSweepEvery = time.Hour
+	staleStagingAge   = time.Hour
+	staleMultipartAge = 24 * time.Hour
+)
+
 type removalWorker struct {
 	river.WorkerDefaults[FileRemovalSweepArgs]
 	cfg  Config
 	deps Deps
+
+	now         func() time.Time // nil: time.Now; tests move the clock
+	stagingMu   sync.Mutex
+	lastStaging time.Time // when this process last swept staging
 }
 
 // Work removes the stored files of jobs deleted more than
@@ -59,7 +91,129 @@ func (w *removalWorker) Work(ctx context.Context, _ *river.Job[FileRemovalSweepA
 		w.deps.Logger.Info("stored files of a deleted job removed by the sweep",
 			"job_id", r.JobID, "account_id", r.AccountID, "deleted", r.Deleted)
 	}
+	return w.sweepStaging(ctx)
+}
+
+// sweepStaging removes the staged writes crashes left (see staleStagingAge),
+// at most once per stagingSweepEvery. What cannot be removed is logged and
+// tried again at the next one.
+func (w *removalWorker) sweepStaging(ctx context.Context) error {
+	now := time.Now
+	if w.now != nil {
+		now = w.now
+	}
+	if !w.stagingMu.TryLock() {
+		return nil // a sweep of this process is at it
+	}
+	defer w.stagingMu.Unlock()
+	if t := now(); !w.lastStaging.IsZero() && t.Sub(w.lastStaging) < stagingSweepEvery {
+		return nil
+	}
+	w.lastStaging = now()
+	var errs []error
+	if w.cfg.StorageDir != "" {
+		errs = append(errs, w.removeStaleStaging(ctx, now().Add(-staleStagingAge)))
+	}
+	var client *s3.Client
+	if w.deps.Bucket.As(&client) {
+		errs = append(errs, w.abortStaleUploads(ctx, client, now().Add(-staleMultipartAge)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		w.deps.Logger.Warn("writes a crash cut off not all removed; tried again at the next sweep", "err", err)
+	}
 	return nil
+}
+
+// removeStaleStaging removes uploads/…/*.tmp last written before cutoff,
+// and the account's upload folder once empty.
+func (w *removalWorker) removeStaleStaging(ctx context.Context, cutoff time.Time) error {
+	var errs []error
+	it := w.deps.Bucket.List(&blob.ListOptions{Prefix: "uploads/"})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return errors.Join(append(errs, fmt.Errorf("list staged uploads: %w", err))...)
+		}
+		if obj.IsDir || !strings.HasSuffix(obj.Key, ".tmp") || !obj.ModTime.Before(cutoff) {
+			continue
+		}
+		if err := w.deps.Bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			errs = append(errs, fmt.Errorf("remove staged upload %s: %w", obj.Key, err))
+			continue
+		}
+		if err := fetch.RemoveUploadFolder(w.cfg.StorageDir, obj.Key); err != nil {
+			errs = append(errs, err)
+		}
+		w.deps.Logger.Info("partial upload a crash cut off removed", "key", obj.Key, "size", obj.Size,
+			"last_written", obj.ModTime.UTC().Format(time.RFC3339))
+	}
+	return errors.Join(errs...)
+}
+
+// abortStaleUploads aborts the multipart uploads under uploads/ and jobs/
+// begun before cutoff.
+func (w *removalWorker) abortStaleUploads(ctx context.Context, client *s3.Client, cutoff time.Time) error {
+	name, prefix, err := s3Location(ctx, w.deps.Bucket)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range []string{prefix + "uploads/", prefix + "jobs/"} {
+		pages := s3.NewListMultipartUploadsPaginator(client, &s3.ListMultipartUploadsInput{Bucket: &name, Prefix: aws.String(p)})
+		for pages.HasMorePages() {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("list multipart uploads under %s: %w", p, err))
+				break
+			}
+			for _, u := range page.Uploads {
+				if u.Initiated == nil || !u.Initiated.Before(cutoff) {
+					continue
+				}
+				_, err := client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &name, Key: u.Key, UploadId: u.UploadId})
+				if err != nil {
+					errs = append(errs, fmt.Errorf("abort multipart upload of %s: %w", aws.ToString(u.Key), err))
+					continue
+				}
+				w.deps.Logger.Info("multipart upload a crash cut off aborted", "key", aws.ToString(u.Key),
+					"initiated", u.Initiated.UTC().Format(time.RFC3339))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// errLocated stops the listing s3Location starts before it is sent.
+var errLocated = errors.New("located")
+
+// s3Location is the S3 bucket name and key prefix (a prefix=… of the
+// storage URL) behind bucket: s3blob shows them only in the request of a
+// listing, which is stopped before it is sent.
+func s3Location(ctx context.Context, bucket *blob.Bucket) (name, prefix string, err error) {
+	it := bucket.List(&blob.ListOptions{Prefix: "uploads/", BeforeList: func(as func(any) bool) error {
+		var in *s3.ListObjectsV2Input
+		var legacy *s3.ListObjectsInput
+		switch {
+		case as(&in):
+			name, prefix = aws.ToString(in.Bucket), aws.ToString(in.Prefix)
+		case as(&legacy):
+			name, prefix = aws.ToString(legacy.Bucket), aws.ToString(legacy.Prefix)
+		}
+		return errLocated
+	}})
+	if _, err := it.Next(ctx); !errors.Is(err, errLocated) {
+		return "", "", fmt.Errorf("find the S3 bucket's name: %w", err)
+	}
+	if name == "" {
+		return "", "", errors.New("find the S3 bucket's name: s3blob's listing shows no request")
+	}
+	return name, strings.TrimSuffix(prefix, "uploads/"), nil
 }
 
 // removeLeftovers removes what is stored under the prefix of job jobID,

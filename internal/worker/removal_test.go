@@ -6,11 +6,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 
@@ -266,4 +270,174 @@ func TestAFileOfADeletedJobRemovesWhatAnEarlierAttemptStored(t *testing.T) {
 			wantNothingLeftOf(t, st, bucket, dir, "job-1")
 		})
 	})
+}
+
+// sweepAt runs a removal sweep as a fresh process's first, its clock at now.
+func sweepAt(t *testing.T, st Store, bucket *blob.Bucket, dir string, now time.Time) {
+	t.Helper()
+	w := &removalWorker{cfg: Config{StorageDir: dir}.withDefaults(), now: func() time.Time { return now },
+		deps: Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)}}
+	if err := w.Work(context.Background(), nil); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+}
+
+// stage starts a write of key to a file:// bucket and leaves it as a crash
+// does, staged under fileblob's name for it, last written at mtime; the
+// staged file's path is returned.
+func stage(t *testing.T, bucket *blob.Bucket, dir, key string, mtime time.Time) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	// A content type opens the file at once (else the first 512 bytes
+	// wait to be sniffed).
+	w, err := bucket.NewWriter(ctx, key, &blob.WriterOptions{ContentType: "application/pdf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = w.Close() })
+	if _, err := w.Write([]byte("the first part of a user's document")); err != nil {
+		t.Fatal(err)
+	}
+	staged, err := filepath.Glob(filepath.Join(dir, filepath.FromSlash(key)) + ".*.tmp")
+	if err != nil || len(staged) != 1 {
+		t.Fatalf("staged files of %s: %v (%v), want one", key, staged, err)
+	}
+	if err := os.Chtimes(staged[0], mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	return staged[0]
+}
+
+// A partial upload a crash cut off (fileblob's <key>.<hex>.tmp) is named by
+// no record: the sweep removes it once nothing has written to it for an
+// hour, and its account's folder if that leaves it empty. One still being
+// written, stored uploads and a job's staged copies (which go with their
+// job) stay.
+func TestTheSweepRemovesAPartialUploadACrashCutOff(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		bucket, dir := fileBucket(t)
+		now := time.Now()
+		cut := stage(t, bucket, dir, "uploads/acme/u1", now.Add(-2*time.Hour))
+		writing := stage(t, bucket, dir, "uploads/bob/u2", now.Add(-time.Minute))
+		jobs := stage(t, bucket, dir, "jobs/job-1/0-f1", now.Add(-2*time.Hour))
+		if err := bucket.WriteAll(context.Background(), "uploads/carol/u3", []byte("stored"), nil); err != nil {
+			t.Fatal(err)
+		}
+		old := now.Add(-48 * time.Hour)
+		if err := os.Chtimes(filepath.Join(dir, "uploads", "carol", "u3"), old, old); err != nil {
+			t.Fatal(err)
+		}
+
+		sweepAt(t, st, bucket, dir, now)
+		if _, err := os.Stat(cut); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the partial upload untouched for 2h: %v, want it removed", err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "uploads", "acme")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("acme's upload folder: %v, want it removed once empty", err)
+		}
+		for _, kept := range []string{writing, jobs, filepath.Join(dir, "uploads", "carol", "u3")} {
+			if _, err := os.Stat(kept); err != nil {
+				t.Errorf("%s: %v, want it kept", kept, err)
+			}
+		}
+	})
+}
+
+// Listing uploads/ is not free: a process looks for staged writes once an
+// hour, not at every (minutely) removal sweep.
+func TestTheSweepLooksForPartialUploadsOnceAnHour(t *testing.T) {
+	st := openStore(t)
+	bucket, dir := fileBucket(t)
+	clock := time.Now()
+	w := &removalWorker{cfg: Config{StorageDir: dir}.withDefaults(), now: func() time.Time { return clock },
+		deps: Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)}}
+	sweep := func() {
+		t.Helper()
+		if err := w.Work(context.Background(), nil); err != nil {
+			t.Fatalf("sweep: %v", err)
+		}
+	}
+	sweep()
+	cut := stage(t, bucket, dir, "uploads/acme/u1", clock.Add(-2*time.Hour))
+	clock = clock.Add(59 * time.Minute)
+	sweep()
+	if _, err := os.Stat(cut); err != nil {
+		t.Fatalf("a sweep 59 minutes after the last look: %v, want the partial upload left to the next look", err)
+	}
+	clock = clock.Add(time.Minute)
+	sweep()
+	if _, err := os.Stat(cut); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a sweep an hour after the last look: %v, want the partial upload removed", err)
+	}
+}
+
+// multipartUploads lists the unfinished multipart uploads of the test's
+// S3 bucket by key.
+func multipartUploads(t *testing.T, client *s3.Client) []string {
+	t.Helper()
+	out, err := client.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String("docjobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, u := range out.Uploads {
+		keys = append(keys, aws.ToString(u.Key))
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// An s3:// write past 16 MiB is a multipart upload, unseen by listings and
+// billed until completed or aborted: the sweep aborts those of the
+// service's prefixes begun over a day ago (a process killed mid-upload or
+// mid-download), and leaves younger ones and other prefixes alone.
+func TestTheSweepAbortsMultipartUploadsACrashLeft(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		bucket, _ := s3Bucket(t)
+		var client *s3.Client
+		if !bucket.As(&client) {
+			t.Fatal("no S3 client behind the bucket")
+		}
+		ctx := context.Background()
+		for _, key := range []string{"uploads/acme/u1", "jobs/job-1/0-f1", "elsewhere/x"} {
+			up, err := client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("docjobs"), Key: aws.String(key)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("docjobs"), Key: aws.String(key),
+				UploadId: up.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader("the first part of a user's document")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all := []string{"elsewhere/x", "jobs/job-1/0-f1", "uploads/acme/u1"}
+
+		sweepAt(t, st, bucket, "", time.Now().Add(time.Hour))
+		if got := multipartUploads(t, client); !slices.Equal(got, all) {
+			t.Errorf("after a sweep an hour on: %q, want all kept %q", got, all)
+		}
+		sweepAt(t, st, bucket, "", time.Now().Add(25*time.Hour))
+		if got := multipartUploads(t, client); !slices.Equal(got, []string{"elsewhere/x"}) {
+			t.Errorf("after a sweep a day on: %q, want only elsewhere/x kept", got)
+		}
+	})
+}
+
+// Under a storage URL's prefix=… the service owns only its prefix: the
+// sweep leaves the multipart uploads of the rest of the bucket alone.
+func TestTheSweepAbortsOnlyTheMultipartUploadsOfItsPrefix(t *testing.T) {
+	whole, _ := s3Bucket(t)
+	var client *s3.Client
+	if !whole.As(&client) {
+		t.Fatal("no S3 client behind the bucket")
+	}
+	ctx := context.Background()
+	for _, key := range []string{"svc/uploads/acme/u1", "uploads/acme/u1"} {
+		if _, err := client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("docjobs"), Key: aws.String(key)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepAt(t, openStore(t), blob.PrefixedBucket(whole, "svc/"), "", time.Now().Add(25*time.Hour))
+	if got := multipartUploads(t, client); !slices.Equal(got, []string{"uploads/acme/u1"}) {
+		t.Errorf("after a sweep of svc/ a day on: %q, want only the upload outside svc/ kept", got)
+	}
 }

@@ -108,7 +108,11 @@ const maxStderr = 16 << 10
 // share no state), killing LibreOffice's whole process group when the
 // time is up. It returns the converted file.
 func convertWithLibreOffice(ctx context.Context, cfg Config, bin string, data []byte, inExt, target string) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "docjobs-office-")
+	tmp, err := cfg.tempDir(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("LibreOffice conversion: %w", err)
+	}
+	dir, err := os.MkdirTemp(tmp, "docjobs-office-")
 	if err != nil {
 		return nil, fmt.Errorf("LibreOffice conversion: %w", err)
 	}

@@ -113,6 +113,48 @@ func TestLibreOfficeFailureSaysWhy(t *testing.T) {
 	}
 }
 
+// LibreOffice works on a copy of the document: in the directory
+// Config.TempDir gives (serve's own, emptied at start), never in the
+// system's, where a crash would leave the copy for good.
+func TestLibreOfficeWorksInTheGivenTempDir(t *testing.T) {
+	system, own := t.TempDir(), t.TempDir()
+	t.Setenv("TMPDIR", system)
+	pwdFile := filepath.Join(t.TempDir(), "pwd")
+	t.Setenv("DOCJOBS_TEST_PWDFILE", pwdFile)
+	bin := fakeSoffice(t, `pwd > "$DOCJOBS_TEST_PWDFILE"; exit 1`)
+	cfg := Config{Soffice: bin, TempDir: func(context.Context) (string, error) { return own, nil }}
+	if _, _, err := Markdown(context.Background(), cfg, DOC, readTestdata(t, "doc/test2.doc")); err == nil {
+		t.Fatal("a LibreOffice that failed converted")
+	}
+	pwd, err := os.ReadFile(pwdFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir := strings.TrimSpace(string(pwd)); filepath.Dir(dir) != own {
+		t.Errorf("LibreOffice ran in %s, want a folder of %s", dir, own)
+	}
+	for _, d := range []string{system, own} {
+		if left, _ := os.ReadDir(d); len(left) != 0 {
+			t.Errorf("left in %s: %v", d, left)
+		}
+	}
+}
+
+// The directory may not be ready yet (serve's waits for the node id): a
+// conversion ended meanwhile ends with its context.
+func TestAConversionWaitingForTheTempDirEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := Config{TempDir: func(ctx context.Context) (string, error) {
+		cancel() // the job is cancelled while its conversion waits
+		<-ctx.Done()
+		return "", ctx.Err()
+	}}
+	data := workbook(t, func(f *excelize.File, s string) { set(t, f, s, "A1", "x") })
+	if _, _, err := Markdown(ctx, cfg, XLSX, data); !errors.Is(err, context.Canceled) {
+		t.Errorf("Markdown = %v, want context.Canceled", err)
+	}
+}
+
 // TestOLEContainers: what an OLE compound file holds decides its fate.
 func TestOLEContainers(t *testing.T) {
 	f := excelize.NewFile()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 )
@@ -28,6 +29,13 @@ type Config struct {
 	// Soffice is the LibreOffice binary; "" looks up soffice/libreoffice on PATH.
 	Soffice string
 	Timeout time.Duration // per LibreOffice conversion, default 2m
+	// TempDir gives the directory for what a conversion writes to disk:
+	// excelize's copies of sheets past 16 MiB and LibreOffice's working
+	// folder, both a user's document in plain text. A process killed
+	// mid-conversion leaves them there, so serve gives a folder of its own
+	// that it empties at start (DOCJOBS_DATA_DIR/tmp/<node id>). It may wait
+	// until that folder is ready. nil: the system's temporary directory.
+	TempDir func(context.Context) (string, error)
 }
 
 // Defaults of Config.
@@ -64,6 +72,18 @@ func (c Config) withDefaults() Config {
 		c.Timeout = DefaultTimeout
 	}
 	return c
+}
+
+// tempDir is the directory for a conversion's files.
+func (c Config) tempDir(ctx context.Context) (string, error) {
+	if c.TempDir == nil {
+		return os.TempDir(), nil
+	}
+	dir, err := c.TempDir(ctx)
+	if err != nil {
+		return "", fmt.Errorf("temporary directory: %w", err)
+	}
+	return dir, nil
 }
 
 // Kinds of office documents, by the media type the dispatcher sniffed

@@ -6,7 +6,6 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -34,10 +33,14 @@ func xlsxMarkdown(ctx context.Context, cfg Config, data []byte) (md string, err 
 			md, err = "", invalidError("XLSX", nil, "it cannot be parsed (%v)", p)
 		}
 	}()
+	tmp, err := cfg.tempDir(ctx)
+	if err != nil {
+		return "", err
+	}
 	f, err := excelize.OpenReader(bytes.NewReader(data), excelize.Options{
 		UnzipSizeLimit:    cfg.MaxInflatedBytes,
 		UnzipXMLSizeLimit: min(cfg.MaxInflatedBytes, xmlPartInMemory),
-		TmpDir:            os.TempDir(),
+		TmpDir:            tmp,
 		// Built-in formats 14 and 22 are "the system's short date": the
 		// file says mm-dd-yy, which reads 01-02-24 (which day? which
 		// century?). ISO dates are unambiguous to people and models.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/docjobs/docjobs/internal/provider"
 )
 
 // BenchmarkStructure measures the Go side of text-layer recognition (parse
@@ -38,12 +40,12 @@ func popplerOutput(tb testing.TB, path string) (text, fonts []byte, pages int) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	file, err := writeTemp(data)
+	src, err := writeSource(data)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer os.Remove(file)
-	r := newRunner(Config{}.withDefaults(), file)
+	defer src.close()
+	r := newRunner(Config{}.withDefaults(), src)
 	ctx := context.Background()
 	info, err := r.info(ctx, DefaultMaxPages)
 	if err != nil {
@@ -68,6 +70,33 @@ func BenchmarkConvert(b *testing.B) {
 	pages := 0
 	for b.Loop() {
 		res, err := Convert(context.Background(), Config{}, data, Options{Format: "html"}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pages += res.Pages
+	}
+	b.ReportMetric(float64(pages)/b.Elapsed().Seconds(), "pages/s")
+}
+
+// instantOCR answers every page at once, so that a benchmark measures
+// poppler's rendering, not a provider.
+type instantOCR struct{}
+
+func (instantOCR) Recognize(context.Context, provider.Document) (provider.Recognition, error) {
+	return provider.Recognition{Text: "page", Format: "markdown", Model: "instant"}, nil
+}
+
+// BenchmarkRenderedPages measures an OCR_ALWAYS conversion with a provider
+// that answers at once: pdfinfo and one pdftoppm per page, each opening
+// the file and seeking through it.
+func BenchmarkRenderedPages(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "pdfbox", "eu-001.pdf"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pages := 0
+	for b.Loop() {
+		res, err := Convert(context.Background(), Config{DPI: 100}, data, Options{OCRAlways: true, Format: "html"}, instantOCR{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -79,12 +79,12 @@ func popplerOutputQuiet(path string) (text, fonts []byte, pages int) {
 	if err != nil {
 		return nil, nil, 0
 	}
-	file, err := writeTemp(data)
+	src, err := writeSource(data)
 	if err != nil {
 		return nil, nil, 0
 	}
-	defer os.Remove(file)
-	r := newRunner(Config{}.withDefaults(), file)
+	defer src.close()
+	r := newRunner(Config{}.withDefaults(), src)
 	text, err = r.textLayer(context.Background(), 1, 1)
 	if err != nil {
 		return nil, nil, 0

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,13 +154,13 @@ func Convert(ctx context.Context, cfg Config, data []byte, opts Options, ocr pro
 	if len(data) == 0 {
 		return Result{}, fmt.Errorf("%w: the file is empty", ErrDamaged)
 	}
-	file, err := writeTemp(data)
+	src, err := writeSource(data)
 	if err != nil {
 		return Result{}, err
 	}
-	defer os.Remove(file)
+	defer src.close()
 
-	r := newRunner(cfg, file)
+	r := newRunner(cfg, src)
 	info, err := r.info(ctx, cfg.MaxPages)
 	if err != nil {
 		return Result{}, err
@@ -175,23 +174,6 @@ func Convert(ctx context.Context, cfg Config, data []byte, opts Options, ocr pro
 	c := &conversion{cfg: cfg, opts: opts, format: format, ocr: ocr, r: r, info: info,
 		pages: make([]pageOut, info.pages)}
 	return c.run(ctx)
-}
-
-func writeTemp(data []byte) (string, error) {
-	f, err := os.CreateTemp("", "docjobs-pdf-*.pdf")
-	if err != nil {
-		return "", fmt.Errorf("pdf: temp file: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return "", fmt.Errorf("pdf: temp file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("pdf: temp file: %w", err)
-	}
-	return f.Name(), nil
 }
 
 // pageOut is one page's recognized content.

@@ -1,12 +1,14 @@
 package pdf
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -597,6 +599,86 @@ func TestTheTempFileIsRemoved(t *testing.T) {
 	}
 	if len(left) != 0 {
 		t.Errorf("left behind %v", left)
+	}
+}
+
+// blockingOCR calls seen on its first page, then waits for the context:
+// the conversion is mid-way, its PDF being read, until the test is done.
+type blockingOCR struct {
+	once sync.Once
+	seen func()
+}
+
+func (f *blockingOCR) Recognize(ctx context.Context, _ provider.Document) (provider.Recognition, error) {
+	f.once.Do(f.seen)
+	<-ctx.Done()
+	return provider.Recognition{}, ctx.Err()
+}
+
+// The PDF is a user's document: while poppler reads it (here the scanned
+// page has been rendered and is with the provider) no file in the
+// temporary directory holds it, so nothing of it can outlive the process.
+func TestTheDocumentBeingReadIsInNoNamedFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	var left []string
+	ocr := &blockingOCR{seen: func() {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Error(err)
+		}
+		for _, e := range entries {
+			left = append(left, e.Name())
+		}
+		cancel()
+	}}
+	_, err := Convert(ctx, Config{}, readFile(t, "scan-page2.pdf"), Options{Format: "html"}, ocr)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the conversion to reach the provider and be cancelled there", err)
+	}
+	if len(left) != 0 {
+		t.Errorf("while the PDF was being read, the temporary directory held %q; want nothing", left)
+	}
+}
+
+// killedMidConversion is set in the process TestAProcessKilledMidConversionLeavesNoCopy
+// starts: it converts a PDF whose provider never answers, says so, and
+// waits to be killed.
+const killedMidConversion = "DOCJOBS_TEST_PDF_KILLED_MID_CONVERSION"
+
+func TestAProcessKilledMidConversionLeavesNoCopy(t *testing.T) {
+	if os.Getenv(killedMidConversion) != "" {
+		ocr := &blockingOCR{seen: func() { fmt.Println("reading") }}
+		_, _ = Convert(context.Background(), Config{}, readFile(t, "scan-page2.pdf"), Options{Format: "html"}, ocr)
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAProcessKilledMidConversionLeavesNoCopy$")
+	cmd.Env = append(os.Environ(), killedMidConversion+"=1", "TMPDIR="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if line != "reading\n" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the converting process said %q (%v), want reading", line, err)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("a process killed mid-conversion left %s in the temporary directory", e.Name())
 	}
 }
 

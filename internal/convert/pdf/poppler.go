@@ -35,11 +35,12 @@ type runner struct {
 	env      []string
 	budget   *budget
 	procs    *Processes
-	file     string // the PDF on disk, never shown in messages
+	file     string // the path poppler opens the PDF by, never shown in messages
+	extra    []*os.File
 }
 
-func newRunner(cfg Config, file string) *runner {
-	r := &runner{memLimit: cfg.MemoryLimit, file: file, budget: &budget{limit: cfg.Timeout, remaining: cfg.Timeout},
+func newRunner(cfg Config, src *source) *runner {
+	r := &runner{memLimit: cfg.MemoryLimit, file: src.arg, extra: src.extraFiles(), budget: &budget{limit: cfg.Timeout, remaining: cfg.Timeout},
 		procs: cfg.Processes}
 	if cfg.MemoryLimit > 0 {
 		// Without prlimit (not Linux, or util-linux missing) the processes
@@ -128,6 +129,7 @@ func (r *runner) run(ctx context.Context, maxOut int, tool string, args ...strin
 	}
 	cmd := exec.CommandContext(pctx, argv[0], argv[1:]...)
 	cmd.Env = r.env
+	cmd.ExtraFiles = r.extra
 	cmd.WaitDelay = 2 * time.Second
 	stderr := &cappedBuffer{max: maxStderr}
 	cmd.Stderr = stderr
