@@ -298,24 +298,44 @@ func FuzzShrink(f *testing.F) {
 	})
 }
 
-// BenchmarkFit measures what a phone photo costs when a vendor takes it
-// only re-encoded: a 12-megapixel JPEG at quality 92 to Anthropic.
+// BenchmarkFit measures what fitting costs a page: reading its header
+// when it is within the limits; for a phone photo over Anthropic's bytes,
+// decoding it and encoding it again until it fits; for a scan strip wider
+// than Anthropic takes, decoding, shrinking and encoding it.
 func BenchmarkFit(b *testing.B) {
-	photo := encodeJPEGAt(b, phonePhoto(4000, 3000), 92)
-	b.Logf("the photo takes %d bytes, %d of base64", len(photo), base64Len(len(photo)))
-	page := provider.Document{Data: photo, MIME: MIMEJPEG}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Fit(b.Context(), page, anthropicLimits); err != nil {
-			b.Fatal(err)
-		}
+	detailed := encodeJPEGAt(b, phonePhoto(4000, 3000, 24), 92)
+	plain := encodeJPEGAt(b, phonePhoto(4000, 3000, 4), 92)
+	wide := encodePNGBytes(b, strip(8400, 1200))
+	for _, bm := range []struct {
+		name string
+		page provider.Document
+	}{
+		{"12-megapixel photo within the limits", provider.Document{Data: plain, MIME: MIMEJPEG}},
+		{"12-megapixel photo over 5 MiB of base64", provider.Document{Data: detailed, MIME: MIMEJPEG}},
+		{"8400x1200 scan strip", provider.Document{Data: wide, MIME: MIMEPNG}},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			out, err := Fit(b.Context(), bm.page, anthropicLimits)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, _, _ := image.DecodeConfig(bytes.NewReader(out.Data))
+			b.Logf("%d bytes of base64 went as %s %d×%d, %d bytes of base64",
+				base64Len(len(bm.page.Data)), out.MIME, c.Width, c.Height, base64Len(len(out.Data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Fit(b.Context(), bm.page, anthropicLimits); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
 // BenchmarkShrink measures the shrinking alone: 12 megapixels of YCbCr
 // to three quarters a side.
 func BenchmarkShrink(b *testing.B) {
-	img, err := jpeg.Decode(bytes.NewReader(encodeJPEGAt(b, phonePhoto(4000, 3000), 92)))
+	img, err := jpeg.Decode(bytes.NewReader(encodeJPEGAt(b, phonePhoto(4000, 3000, 24), 92)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -359,13 +379,13 @@ func noise(w, h int, seed uint64) *image.RGBA {
 }
 
 // phonePhoto is a photo of a page as a phone takes it: paper lit unevenly,
-// lines of print, and a little sensor noise.
-func phonePhoto(w, h int) *image.YCbCr {
+// lines of print, and sensor noise (and texture) of up to grain levels.
+func phonePhoto(w, h, grain int) *image.YCbCr {
 	img := image.NewYCbCr(image.Rect(0, 0, w, h), image.YCbCrSubsampleRatio420)
 	r := rand.New(rand.NewPCG(7, 7))
 	for y := range h {
 		for x := range w {
-			v := 200 - 40*x/w - 30*y/h + r.IntN(9) - 4
+			v := 200 - 40*x/w - 30*y/h + r.IntN(2*grain+1) - grain
 			if y%60 >= 40 && y%60 < 52 && (x/9)%4 != 0 && x > w/10 && x < w*9/10 {
 				v = 40 + r.IntN(20)
 			}
