@@ -133,18 +133,26 @@ func Fit(ctx context.Context, page provider.Document, lim Limits) (provider.Docu
 	if err != nil {
 		return provider.Document{}, err
 	}
-	img = eightBit(img)
+	// A page goes upright from Prepare; one that came another way with an
+	// orientation tag would lose it here and go sideways.
+	o := orientation(f, page.Data)
+	img = orient(eightBit(img), o)
+	b := img.Bounds()
+	w, h = b.Dx(), b.Dy()
 
 	dw, dh := w, h
 	if overSide {
 		dw, dh = fitSide(w, h, lim.MaxSide)
 	}
-	_, photo := img.(*image.YCbCr) // a JPEG, or a lossy WebP
+	// A JPEG stays JPEG, as Prepare keeps it: lossy already, and five to
+	// ten times smaller than its PNG. So does a lossy WebP.
+	_, ycbcr := img.(*image.YCbCr)
+	photo := f == formatJPEG || ycbcr
 	out, err := fitEncode(ctx, img, dw, dh, photo, lim)
 	if err != nil {
 		return provider.Document{}, err
 	}
-	page.DPI = scaledDPI(page, h, out.h)
+	page.DPI = scaledDPI(page, o, h, out.h)
 	page.Data, page.MIME = out.data, out.mime
 	return page, nil
 }
@@ -237,16 +245,29 @@ func fitSide(w, h, maxSide int) (int, int) {
 	return max(int(math.Round(float64(w)*float64(maxSide)/float64(h))), 1), maxSide
 }
 
-// scaledDPI is the resolution down a page h pixels long once it is newH
-// long: the one the sender gave, or else the one its header gave (the
-// re-encoded page has no header to say it), scaled. 0 when neither says.
-func scaledDPI(page provider.Document, h, newH int) int {
+// orientation is the EXIF orientation a page's header gives, 1 when none.
+func orientation(f format, data []byte) int {
+	switch f {
+	case formatJPEG:
+		return jpegOrientation(data)
+	case formatPNG:
+		return pngOrientation(data)
+	case formatWebP:
+		return webpOrientation(data)
+	}
+	return 1
+}
+
+// scaledDPI is the resolution down a page h pixels long (upright, under
+// EXIF orientation o) once it is newH long: the one the sender gave, or
+// else the one its header gave (the re-encoded page has no header to say
+// it), scaled. 0 when neither says.
+func scaledDPI(page provider.Document, o, h, newH int) int {
 	dpi := page.DPI
 	if dpi <= 0 {
 		x, y := provider.ImageResolution(page.Data)
-		dpi = y
-		if dpi <= 0 {
-			dpi = x
+		if dpi = uprightDPI(x, y, o); dpi <= 0 {
+			dpi = max(x, y)
 		}
 	}
 	if dpi <= 0 || h <= 0 {

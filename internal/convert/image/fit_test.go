@@ -63,6 +63,8 @@ func TestFitShrinksAPageLargerThanTheVendorTakesToItsLongSide(t *testing.T) {
 		{"a tall photo stays JPEG", encodeJPEGBytes(t, noise(600, 8400, 2)), MIMEJPEG, 0, MIMEJPEG, 571, 8000, 0},
 		{"a GIF becomes PNG", encodeGIFBytes(t, strip(8100, 100), 1), MIMEGIF, 0, MIMEPNG, 8000, 99, 0},
 		{"the resolution the PNG header gave goes with it, scaled", withPHYsDPI(t, encodePNGBytes(t, wide), 300), MIMEPNG, 0, MIMEPNG, 8000, 1143, 286},
+		{"a JPEG tagged to be turned goes upright", withJPEGExif(t, encodeJPEGBytes(t, strip(8400, 600)), exifBlock(binary.BigEndian, 6)),
+			MIMEJPEG, 0, MIMEJPEG, 571, 8000, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
