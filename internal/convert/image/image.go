@@ -23,6 +23,9 @@
 // A re-encoded page loses its file's header, so the resolution the header
 // gave (TIFF, PNG pHYs, JPEG JFIF, BMP) goes with it in Document.DPI:
 // Tesseract reads a page otherwise at the resolution it would guess.
+//
+// Pages leave at their full size, which Tesseract reads best; each vision
+// adapter fits a page to its vendor's limits just before sending it (Fit).
 package image
 
 import (
