@@ -23,6 +23,9 @@
 // A re-encoded page loses its file's header, so the resolution the header
 // gave (TIFF, PNG pHYs, JPEG JFIF, BMP) goes with it in Document.DPI:
 // Tesseract reads a page otherwise at the resolution it would guess.
+//
+// Pages leave at their full size, which Tesseract reads best; each vision
+// adapter fits a page to its vendor's limits just before sending it (Fit).
 package image
 
 import (
@@ -473,8 +476,11 @@ func Reencode(ctx context.Context, cfg Config, page provider.Document) (provider
 }
 
 // maxPNGBytes is the size above which a re-encoded page goes out as JPEG
-// instead: Anthropic's 5 MB per-image limit, the smallest among the vendors.
-const maxPNGBytes = 5 << 20
+// instead: the most whose base64 Anthropic takes (5 MiB of base64 text),
+// the smallest limit among the vendors, so that its adapter need not
+// re-encode the page again (Fit). A PNG is five to ten times a JPEG of a
+// photo; a scan's PNG rarely comes near this.
+const maxPNGBytes = 5 << 20 / 4 * 3
 
 // encode writes a re-encoded page: JPEG for photos, PNG otherwise (and
 // JPEG when the PNG would be too large for vendors to take).
@@ -509,10 +515,16 @@ func encode(ctx context.Context, img image.Image, photo bool) ([]byte, string, e
 func encodePNG(w io.Writer, img image.Image) error {
 	if g, ok := img.(*image.Gray); ok && bilevel(g) {
 		// Palette index 0 is black, 1 is white. The page's own buffer is
-		// rewritten in place: nothing else holds it.
+		// rewritten in place, and back afterwards: a page whose PNG is
+		// too large is written again as JPEG from the same pixels.
 		for i, v := range g.Pix {
 			g.Pix[i] = v >> 7
 		}
+		defer func() {
+			for i, v := range g.Pix {
+				g.Pix[i] = -v // 0 stays 0, 1 is 255 again
+			}
+		}()
 		img = &image.Paletted{
 			Pix: g.Pix, Stride: g.Stride, Rect: g.Rect,
 			Palette: color.Palette{color.Gray{Y: 0}, color.Gray{Y: 255}},

@@ -17,6 +17,7 @@ import (
 	an "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
+	pageimage "github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/provider"
 )
 
@@ -73,6 +74,12 @@ func New(cfg Config) (*OCR, error) {
 	return &OCR{cfg: cfg, messages: client.Messages}, nil
 }
 
+// ImageLimits are Anthropic's for one image: larger than 8000×8000 pixels
+// is refused (2000×2000 in a request of more than 20 images; we send one),
+// and so is more than 5 MB, counted on the base64 text ("image exceeds 5
+// MB maximum: 5316036 bytes > 5242880 bytes").
+var ImageLimits = pageimage.Limits{Vendor: "Anthropic", MaxSide: 8000, MaxBase64: 5 << 20}
+
 var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
 // Accepts reports whether Recognize reads mime; it never calls the server.
@@ -80,9 +87,16 @@ func (o *OCR) Accepts(_ context.Context, mime string) (ok, known bool) {
 	return mime == "application/pdf" || imageTypes[mime], true
 }
 
-// Recognize transcribes one image or PDF. Other types return an error
-// wrapping provider.ErrUnsupportedInput without calling the server.
+// Recognize transcribes one image or PDF. An image past ImageLimits is
+// shrunk or re-encoded to fit first. Other types return an error wrapping
+// provider.ErrUnsupportedInput without calling the server.
 func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
+	if imageTypes[doc.MIME] {
+		var err error
+		if doc, err = pageimage.Fit(ctx, doc, ImageLimits); err != nil {
+			return provider.Recognition{}, err
+		}
+	}
 	data := base64.StdEncoding.EncodeToString(doc.Data)
 	var block an.ContentBlockParamUnion
 	switch {

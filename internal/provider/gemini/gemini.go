@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/genai"
 
+	pageimage "github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/provider"
 )
 
@@ -72,16 +73,27 @@ var accepted = map[string]bool{
 	"application/pdf": true,
 }
 
+// ImageLimits are Gemini's for an image sent inline: the whole request at
+// most 20 MB (the prompts take a few kilobytes of it; the image's base64 is
+// held to 19 MB). Gemini documents no pixel limit: it scales large images
+// down itself.
+var ImageLimits = pageimage.Limits{Vendor: "Gemini", MaxBase64: 19_000_000}
+
 // Accepts reports whether Recognize reads mime; it never calls the server.
 func (o *OCR) Accepts(_ context.Context, mime string) (ok, known bool) {
 	return accepted[mime], true
 }
 
-// Recognize transcribes one image or PDF. Other types return an error
-// wrapping provider.ErrUnsupportedInput without calling the server.
+// Recognize transcribes one image or PDF. An image past ImageLimits is
+// re-encoded or shrunk to fit first. Other types return an error wrapping
+// provider.ErrUnsupportedInput without calling the server.
 func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
 	if !accepted[doc.MIME] {
 		return provider.Recognition{}, fmt.Errorf("gemini: %s: %w", doc.MIME, provider.ErrUnsupportedInput)
+	}
+	doc, err := pageimage.Fit(ctx, doc, ImageLimits)
+	if err != nil {
+		return provider.Recognition{}, err
 	}
 	format := provider.AnswerFormat(doc)
 	noContinuation := false

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	pageimage "github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/provider"
 )
 
@@ -92,17 +93,27 @@ var accepted = map[string]bool{
 	"image/tiff": true, "image/bmp": true, "image/avif": true,
 }
 
+// ImageLimits are Mistral OCR's: a document of at most 50 MB (counted here
+// on the base64 sent, the stricter reading). Mistral documents no pixel
+// limit.
+var ImageLimits = pageimage.Limits{Vendor: "Mistral OCR", MaxBase64: 50_000_000}
+
 // Accepts reports whether Recognize reads mime; it never calls the server.
 func (o *OCR) Accepts(_ context.Context, mime string) (ok, known bool) {
 	return accepted[mime], true
 }
 
 // Recognize reads one image, or a whole PDF (Recognition.Pages then holds
-// each page's markdown). Other types return an error wrapping
+// each page's markdown). An image past ImageLimits is re-encoded or shrunk
+// to fit first. Other types return an error wrapping
 // provider.ErrUnsupportedInput without calling the server.
 func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
 	if !accepted[doc.MIME] {
 		return provider.Recognition{}, fmt.Errorf("mistral: %s: %w", doc.MIME, provider.ErrUnsupportedInput)
+	}
+	doc, err := pageimage.Fit(ctx, doc, ImageLimits)
+	if err != nil {
+		return provider.Recognition{}, err
 	}
 	dataURL := "data:" + doc.MIME + ";base64," + base64.StdEncoding.EncodeToString(doc.Data)
 	req := request{Model: o.cfg.Model}

@@ -20,6 +20,7 @@ import (
 	oa "github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
 
+	pageimage "github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/provider"
 )
 
@@ -38,6 +39,10 @@ type Config struct {
 	// CommonImageTypes. Others are refused before any call, and callers
 	// convert them first (provider.Accepter).
 	ImageTypes []string
+	// ImageLimits are the server's limits for one image; default
+	// OpenAIImageLimits. Larger images are re-encoded or shrunk to fit
+	// before the call.
+	ImageLimits pageimage.Limits
 }
 
 // Image types servers of the protocol read. OpenAI documents PNG, JPEG,
@@ -49,6 +54,15 @@ type Config struct {
 var (
 	OpenAIImageTypes = []string{"image/jpeg", "image/png", "image/webp", "image/gif"}
 	CommonImageTypes = []string{"image/jpeg", "image/png"}
+)
+
+// Image limits of servers of the protocol. OpenAI documents 20 MB per
+// image (and scales large ones down itself: no pixel limit); the servers
+// that document none (OpenRouter, Qwen, self-hosted ones) are held to
+// the same. xAI documents 10 MiB.
+var (
+	OpenAIImageLimits = pageimage.Limits{Vendor: "OpenAI", MaxBase64: 20_000_000}
+	XAIImageLimits    = pageimage.Limits{Vendor: "xAI", MaxBase64: 10 << 20}
 )
 
 // OCR is a vision chat model reading page images.
@@ -71,6 +85,9 @@ func New(cfg Config) (*OCR, error) {
 	if len(cfg.ImageTypes) == 0 {
 		cfg.ImageTypes = CommonImageTypes
 	}
+	if cfg.ImageLimits == (pageimage.Limits{}) {
+		cfg.ImageLimits = OpenAIImageLimits
+	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithHTTPClient(provider.RecordingClient(cfg.HTTPClient)),
@@ -90,12 +107,19 @@ func (o *OCR) Accepts(_ context.Context, mime string) (ok, known bool) {
 	return slices.Contains(o.cfg.ImageTypes, mime), true
 }
 
-// Recognize transcribes one image. A PDF or an image type the server does
-// not read returns an error wrapping provider.ErrUnsupportedInput without
-// calling the server.
+// Recognize transcribes one image, re-encoded or shrunk first when it is
+// past Config.ImageLimits. A PDF or an image type the server does not read
+// returns an error wrapping provider.ErrUnsupportedInput without calling
+// the server.
 func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
 	if ok, _ := o.Accepts(ctx, doc.MIME); !ok {
 		return provider.Recognition{}, fmt.Errorf("openai: %s: %w", doc.MIME, provider.ErrUnsupportedInput)
+	}
+	// Fitting may turn a WebP or GIF into PNG or JPEG, which every server
+	// of the protocol reads.
+	doc, err := pageimage.Fit(ctx, doc, o.cfg.ImageLimits)
+	if err != nil {
+		return provider.Recognition{}, err
 	}
 	format := provider.AnswerFormat(doc)
 	res, ex, err := complete(ctx, o.client, o.cfg, recognitionBody(o.cfg.Model, doc, format))

@@ -7,6 +7,7 @@
 package providertest
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -58,6 +59,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	step := s.steps[min(len(s.got), len(s.steps)-1)]
 	s.got = append(s.got, Received{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 	s.mu.Unlock()
+	r.Body = io.NopCloser(bytes.NewReader(body)) // for a step that reads it
 	step(w, r)
 }
 

@@ -223,7 +223,12 @@ func (s *Slots) OCR(slot, model, key string) (provider.OCR, error) {
 		if sl.N == 2 {
 			types = openai.OpenAIImageTypes
 		}
-		ocr, err = openai.New(openai.Config{BaseURL: base, Model: model, Key: key, HTTPClient: s.client, Timeout: s.cfg.Timeout, ImageTypes: types})
+		limits := openai.OpenAIImageLimits
+		if sl.N == 5 {
+			limits = openai.XAIImageLimits
+		}
+		ocr, err = openai.New(openai.Config{BaseURL: base, Model: model, Key: key, HTTPClient: s.client, Timeout: s.cfg.Timeout,
+			ImageTypes: types, ImageLimits: limits})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sl.Name, err)
