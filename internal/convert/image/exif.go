@@ -17,34 +17,15 @@ const tagOrientation = 0x0112
 
 // jpegOrientation reads the Orientation tag of a JPEG's APP1 Exif segment.
 func jpegOrientation(b []byte) int {
-	const maxSegments = 64 // Exif sits right after SOI (or JFIF) in practice
-	i := 2                 // past SOI
-	for n := 0; n < maxSegments && i+4 <= len(b); n++ {
-		if b[i] != 0xFF {
-			return 1
-		}
-		marker := b[i+1]
-		switch {
-		case marker == 0xFF: // fill byte
-			i++
-			continue
-		case marker == 0xD8 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7):
-			i += 2 // markers without a length
-			continue
-		case marker == 0xDA || marker == 0xD9: // start of scan, end of image
-			return 1
-		}
-		size := int(binary.BigEndian.Uint16(b[i+2 : i+4]))
-		if size < 2 || i+2+size > len(b) {
-			return 1
-		}
-		seg := b[i+4 : i+2+size]
+	o := 1
+	walkJPEG(b, func(marker byte, _ int, seg []byte) bool {
 		if marker == 0xE1 && bytes.HasPrefix(seg, []byte("Exif\x00\x00")) {
-			return tiffOrientation(seg[6:])
+			o = tiffOrientation(seg[6:])
+			return false
 		}
-		i += 2 + size
-	}
-	return 1
+		return true
+	})
+	return o
 }
 
 // pngOrientation reads the Orientation tag of a PNG's eXIf chunk.

@@ -140,10 +140,35 @@ func withoutPlaceholderResolution(f format, data []byte, w, h int) []byte {
 // down the image the last gives (0 for its unit 0, no unit), converted
 // from centimetres and rounded as leptonica does.
 func jfifDensity(b []byte) (units []int, dpi int) {
+	walkJPEG(b, func(marker byte, off int, seg []byte) bool {
+		if marker == 0xE0 && len(seg) >= 14 && bytes.HasPrefix(seg, []byte("JFIF\x00")) {
+			units = append(units, off+7)
+			switch y := int(binary.BigEndian.Uint16(seg[10:12])); seg[7] {
+			case 1: // dots per inch
+				dpi = y
+			case 2: // dots per centimetre
+				dpi = int(float32(y)*2.54 + 0.5)
+			default:
+				dpi = 0
+			}
+		}
+		return true
+	})
+	return units, dpi
+}
+
+// walkJPEG calls visit with each marker segment of a JPEG before its first
+// scan: the marker, the offset of the segment's payload and the payload,
+// until visit returns false. It walks as libjpeg reads: stray bytes before
+// a marker are skipped (libjpeg warns), fill bytes and markers without a
+// length passed over, and it stops at the first scan, the end of the
+// image, or a segment that runs past the data. Each step moves on at least
+// a byte, so untrusted data costs at most a pass over it.
+func walkJPEG(b []byte, visit func(marker byte, off int, seg []byte) bool) {
 	i := 2 // past SOI
 	for i+1 < len(b) {
 		if b[i] != 0xFF {
-			i++ // libjpeg skips stray bytes before a marker, with a warning
+			i++
 			continue
 		}
 		marker := b[i+1]
@@ -155,30 +180,20 @@ func jfifDensity(b []byte) (units []int, dpi int) {
 			i += 2 // markers without a length
 			continue
 		case marker == 0xDA || marker == 0xD9: // start of scan, end of image
-			return units, dpi
+			return
 		}
 		if i+4 > len(b) {
-			break
+			return
 		}
 		size := int(binary.BigEndian.Uint16(b[i+2 : i+4]))
 		if size < 2 || i+2+size > len(b) {
-			break
+			return
 		}
-		seg := b[i+4 : i+2+size]
-		if marker == 0xE0 && len(seg) >= 14 && bytes.HasPrefix(seg, []byte("JFIF\x00")) {
-			units = append(units, i+4+7)
-			switch y := int(binary.BigEndian.Uint16(seg[10:12])); seg[7] {
-			case 1: // dots per inch
-				dpi = y
-			case 2: // dots per centimetre
-				dpi = int(float32(y)*2.54 + 0.5)
-			default:
-				dpi = 0
-			}
+		if !visit(marker, i+4, b[i+4:i+2+size]) {
+			return
 		}
 		i += 2 + size
 	}
-	return units, dpi
 }
 
 // pngPHYs finds a PNG's pHYs chunks before its image data, as start and
