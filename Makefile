@@ -7,7 +7,7 @@ export PATH := $(BIN):$(PATH)
 
 TOOLS := $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/protoc-gen-openapi
 
-.PHONY: all deps tools generate check-generate build test test-go test-openapi run clean
+.PHONY: all deps deps-test tools generate check-generate build test test-go test-openapi run clean
 
 all: build
 
@@ -17,6 +17,12 @@ all: build
 deps:
 	@./scripts/go-toolchain.sh
 	@./scripts/deps.sh
+
+# deps plus what only the tests run (node and npm, for the independent
+# webhook and OpenAPI checks): `make run` does not install them.
+deps-test:
+	@./scripts/go-toolchain.sh
+	@./scripts/deps.sh --test
 
 $(TOOLS): tools/go.mod tools/go.sum
 	cd tools && GOBIN=$(BIN) $(GO) install tool
@@ -36,7 +42,7 @@ check-generate: generate
 build:
 	$(GO) build -o $(BIN)/docjobs ./cmd/docjobs
 
-test: deps build
+test: deps-test build
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m ./...
 	$(MAKE) test-openapi

@@ -31,10 +31,9 @@ var File_docjobs_v1_openapi_proto protoreflect.FileDescriptor
 const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"\n" +
 	"\x18docjobs/v1/openapi.proto\x12\n" +
-	"docjobs.v1\x1a\x1bopenapiv3/annotations.protoB\xbf\r\xbaG\x86\r\"\xea\n" +
-	"\n" +
-	"\x94\x06\n" +
-	"\x0f/v1/jobs/upload\x12\x80\x062\xfd\x05\n" +
+	"docjobs.v1\x1a\x1bopenapiv3/annotations.protoB\xf5\x0e\xbaG\xbc\x0e\"\xa0\f\n" +
+	"\xca\a\n" +
+	"\x0f/v1/jobs/upload\x12\xb6\a2\xb3\a\n" +
 	"\n" +
 	"JobService\x1a\xcc\x02Uploads one file as multipart/form-data, the file in form field `file`. The file is streamed to storage; its size is limited by DOCJOBS_UPLOAD_MAX_BYTES (20 MiB by default, 413 above it). The returned url is usable in sourceUrls of jobs of the same account. The answer and the error body are snake_case, and errors carry no details.*\x13UploadFileMultipart:\x81\x01\n" +
 	"\x7f\x12{\n" +
@@ -44,10 +43,10 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"^\xba\x01\x04file\xca\x01\x06object\xfa\x01K\n" +
 	"I\n" +
 	"\x04file\x12A\n" +
-	"?\xca\x01\x06string\x92\x02*The file; its name is the part's filename.\x9a\x02\x06binary\x18\x01B\x86\x02\n" +
-	"\xa7\x01\n" +
-	"\xa4\x01\n" +
-	"dThe upload was refused: 400 (no multipart body or no `file` field), 401, 413 (above the size limit).\x1a<\n" +
+	"?\xca\x01\x06string\x92\x02*The file; its name is the part's filename.\x9a\x02\x06binary\x18\x01B\xbc\x03\n" +
+	"\xdd\x02\n" +
+	"\xda\x02\n" +
+	"\x99\x02The upload was refused: 400 (no multipart body or no `file` field), 401, 408 (nothing sent for a minute), 413 (above the size limit), 429 (the account's uploads would pass DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES, or the account's request rate DOCJOBS_ACCOUNT_RATE, then with Retry-After).\x1a<\n" +
 	":\n" +
 	"\x10application/json\x12&\n" +
 	"$\x12\"\n" +
