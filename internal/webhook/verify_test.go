@@ -56,7 +56,7 @@ func referenceMissing(lookPath func(string) (string, error), getenv func(string)
 	}
 	for _, tool := range tools {
 		if _, err := lookPath(tool); err != nil {
-			return tool + " is not on PATH; the reference verification needs it (scripts/deps.sh installs it)",
+			return tool + " is not on PATH; the reference verification needs it (scripts/deps.sh --test installs it)",
 				getenv("CI") != "" || getenv("DOCJOBS_TEST_POSTGRES_URL") != ""
 		}
 	}
