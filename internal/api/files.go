@@ -171,7 +171,7 @@ func (s *Service) uploadQuota(ctx context.Context, attrs []slog.Attr) error {
 	s.log.LogAttrs(ctx, slog.LevelInfo, "upload refused: account upload quota",
 		append(attrs, slog.Int64("limit", s.cfg.AccountMaxUploadBytes))...)
 	return status.Errorf(codes.ResourceExhausted,
-		"account uploads would exceed %d bytes, the most allowed (DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES); delete uploads no longer needed",
+		"account uploads would exceed %d bytes, the most allowed (DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES); delete uploads no longer needed (GET /v1/files, or ListFiles over gRPC, lists them)",
 		s.cfg.AccountMaxUploadBytes)
 }
 

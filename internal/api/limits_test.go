@@ -137,7 +137,9 @@ func TestConcurrentCreatesNeverPassTheActiveJobsLimit(t *testing.T) {
 	})
 }
 
-const uploadQuotaMessage = "account uploads would exceed 100 bytes, the most allowed (DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES); delete uploads no longer needed"
+// The message names the listing, so that an account at its quota can find
+// what to delete.
+const uploadQuotaMessage = "account uploads would exceed 100 bytes, the most allowed (DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES); delete uploads no longer needed (GET /v1/files, or ListFiles over gRPC, lists them)"
 
 // untouchable is a body that fails the test if it is read.
 type untouchable struct{ t *testing.T }

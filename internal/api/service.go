@@ -73,8 +73,9 @@ type Config struct {
 	// DefaultMaxResultMessageBytes. The REST result streams and has no bound.
 	MaxResultMessageBytes int
 	// MaxListPageBytes bounds the encoded size of the jobs of one ListJobs
-	// page (REST and gRPC); a page ends early, with its nextPageToken,
-	// before the job that would pass it. 0 means DefaultMaxListPageBytes.
+	// page, and of the files of one ListFiles page (REST and gRPC); a page
+	// ends early, with its nextPageToken, before the job or file that would
+	// pass it. 0 means DefaultMaxListPageBytes.
 	MaxListPageBytes int
 	// KeyRequired reports whether the provider slot named slot
 	// (NEURAL_CLIENT_TYPE_PROVIDER_N) refuses calls without a key. A job
@@ -96,6 +97,7 @@ type Store interface {
 	UploadBytes(ctx context.Context, accountID string) (int64, error)
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
 	DeleteUpload(ctx context.Context, accountID, id string) error
+	ListUploads(ctx context.Context, p store.UploadListParams) (store.UploadPage, error)
 	AccountExtractionMode(ctx context.Context, accountID string) (string, error)
 	ServiceKey(ctx context.Context, name string, sealed []byte) ([]byte, error)
 }

@@ -611,6 +611,7 @@ func TestEveryMethodRequiresAnAccount(t *testing.T) {
 		"GetJob":       func() error { _, err := h.svc.GetJob(ctx, &docjobsv1.GetJobRequest{Id: "x"}); return err },
 		"GetJobResult": func() error { _, err := h.svc.GetJobResult(ctx, &docjobsv1.GetJobResultRequest{Id: "x"}); return err },
 		"ListJobs":     func() error { _, err := h.svc.ListJobs(ctx, &docjobsv1.ListJobsRequest{}); return err },
+		"ListFiles":    func() error { _, err := h.svc.ListFiles(ctx, &docjobsv1.ListFilesRequest{}); return err },
 		"CancelJob":    func() error { _, err := h.svc.CancelJob(ctx, &docjobsv1.CancelJobRequest{Id: "x"}); return err },
 		"DeleteJob":    func() error { _, err := h.svc.DeleteJob(ctx, &docjobsv1.DeleteJobRequest{Id: "x"}); return err },
 		"UploadFile": func() error {

@@ -84,7 +84,7 @@ func newRoot(env *environment) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serveCommand(env), migrateCommand(env), apikeyCommand(env), accountCommand(env), benchCommand(env),
-		submitCommand(env), jobsCommand(env), getCommand(env))
+		submitCommand(env), jobsCommand(env), getCommand(env), filesCommand(env))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
 	// Made now rather than at Execute, so that closeGroups sees them.
 	root.InitDefaultHelpCmd()

@@ -18,7 +18,7 @@ import (
 // resultMarshaler is the gateway's JSON marshaler plus the rules protojson
 // cannot express:
 //   - the arrays of the list and result envelopes are always present: the
-//     list carries "jobs": [] when it is empty, the result "ocr": [] and
+//     lists carry "jobs": [] and "files": [] when empty, the result "ocr": [] and
 //     "llm": [] before any row exists (protojson never writes an empty
 //     repeated field, and turning EmitUnpopulated on would change every other
 //     shape; merged stays absent unless the job merges);
@@ -40,6 +40,11 @@ func (m resultMarshaler) Marshal(v any) ([]byte, error) {
 			return raw, nil
 		}
 		return withEmptyLists(raw, res.ProtoReflect().Descriptor(), "jobs")
+	case *docjobsv1.ListFilesResponse:
+		if len(res.GetFiles()) > 0 {
+			return raw, nil
+		}
+		return withEmptyLists(raw, res.ProtoReflect().Descriptor(), "files")
 	case *docjobsv1.GetJobResultResponse:
 		// A result's rows can be megabytes: it is read again only when an
 		// array is missing from it.

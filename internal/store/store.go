@@ -28,7 +28,8 @@ var ErrIdempotencyMismatch = job.ErrIdempotencyMismatch
 // ErrTerminal is returned when cancelling a job that already ended.
 var ErrTerminal = job.ErrTerminal
 
-// ErrBadPageToken is returned by ListJobs for a corrupt or foreign page token.
+// ErrBadPageToken is returned by ListJobs and ListUploads for a corrupt or
+// foreign page token, or one of the other listing.
 var ErrBadPageToken = errors.New("invalid page token")
 
 // ErrActiveJobsLimit is returned by CreateJob when the account already has
@@ -101,6 +102,29 @@ type ListParams struct {
 // ListPage is one page of jobs.
 type ListPage struct {
 	Jobs          []*job.Job
+	NextPageToken string // "" on the last page
+}
+
+// UploadListParams selects a page of an account's uploads, newest first.
+type UploadListParams struct {
+	AccountID string
+	PageSize  int    // already clamped by the caller
+	PageToken string // opaque, from a previous UploadPage
+	// MaxBytes, above 0 with Size set, bounds a page by size as well as by
+	// PageSize, as ListParams.MaxBytes does: the page ends before the upload
+	// that would take the sum of the sizes past it, and holds at least one.
+	// An upload's record is small (its name is at most 255 bytes), so the
+	// store reads the records as they come, at most one past the page,
+	// without reading sizes first as ListJobs does.
+	MaxBytes int
+	// Size is an upload's share of MaxBytes: the API gives its encoded
+	// size in the answer.
+	Size func(job.File) int
+}
+
+// UploadPage is one page of uploads.
+type UploadPage struct {
+	Files         []job.File
 	NextPageToken string // "" on the last page
 }
 
@@ -360,6 +384,11 @@ type Store interface {
 	// ErrNotFound for a missing file, another account's, or a job's copy,
 	// which goes only with its job (DeleteJob). The caller deletes the blob.
 	DeleteUpload(ctx context.Context, accountID, id string) error
+	// ListUploads returns a page of the account's uploads (JobID ""),
+	// newest first, by keyset on (created, id) as ListJobs; a job's copies
+	// are never listed. A token minted for another account, or by ListJobs,
+	// is ErrBadPageToken.
+	ListUploads(ctx context.Context, p UploadListParams) (UploadPage, error)
 	// ExpiredUploads lists up to limit uploads created before cutoff, oldest
 	// first, for retention; job copies are never listed.
 	ExpiredUploads(ctx context.Context, cutoff time.Time, limit int) ([]job.File, error)

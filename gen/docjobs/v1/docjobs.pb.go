@@ -2470,6 +2470,201 @@ func (x *GetFileRequest) GetId() string {
 	return ""
 }
 
+type ListFilesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Default 50, at most 100; larger values are clamped.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Opaque token from a previous page of this listing.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListFilesRequest) Reset() {
+	*x = ListFilesRequest{}
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListFilesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListFilesRequest) ProtoMessage() {}
+
+func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListFilesRequest.ProtoReflect.Descriptor instead.
+func (*ListFilesRequest) Descriptor() ([]byte, []int) {
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ListFilesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListFilesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListFilesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         []*UploadedFile        `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListFilesResponse) Reset() {
+	*x = ListFilesResponse{}
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListFilesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListFilesResponse) ProtoMessage() {}
+
+func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListFilesResponse.ProtoReflect.Descriptor instead.
+func (*ListFilesResponse) Descriptor() ([]byte, []int) {
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListFilesResponse) GetFiles() []*UploadedFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *ListFilesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// An upload of the calling account, as ListFiles lists it.
+type UploadedFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The url the upload answered: a source for jobs of the account, and the file's address for
+	// GET and DELETE.
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// The name it was stored under (the upload's name, cleaned), as the upload answered.
+	Name      string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	SizeBytes int64  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// Detected from the file's first bytes when it was uploaded.
+	ContentType   string                 `protobuf:"bytes,5,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	Created       *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UploadedFile) Reset() {
+	*x = UploadedFile{}
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UploadedFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UploadedFile) ProtoMessage() {}
+
+func (x *UploadedFile) ProtoReflect() protoreflect.Message {
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UploadedFile.ProtoReflect.Descriptor instead.
+func (*UploadedFile) Descriptor() ([]byte, []int) {
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *UploadedFile) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UploadedFile) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *UploadedFile) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UploadedFile) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *UploadedFile) GetContentType() string {
+	if x != nil {
+		return x.ContentType
+	}
+	return ""
+}
+
+func (x *UploadedFile) GetCreated() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Created
+	}
+	return nil
+}
+
 type DeleteFileRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2479,7 +2674,7 @@ type DeleteFileRequest struct {
 
 func (x *DeleteFileRequest) Reset() {
 	*x = DeleteFileRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[24]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2491,7 +2686,7 @@ func (x *DeleteFileRequest) String() string {
 func (*DeleteFileRequest) ProtoMessage() {}
 
 func (x *DeleteFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[24]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2504,7 +2699,7 @@ func (x *DeleteFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteFileRequest.ProtoReflect.Descriptor instead.
 func (*DeleteFileRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{24}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeleteFileRequest) GetId() string {
@@ -2523,7 +2718,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[25]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2535,7 +2730,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[25]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2548,7 +2743,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{25}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CancelJobRequest) GetId() string {
@@ -2567,7 +2762,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[26]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2579,7 +2774,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_docjobs_v1_docjobs_proto_msgTypes[26]
+	mi := &file_docjobs_v1_docjobs_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2592,7 +2787,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{26}
+	return file_docjobs_v1_docjobs_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DeleteJobRequest) GetId() string {
@@ -2790,7 +2985,22 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"size_bytes\x18\x03 \x01(\x03R\n" +
 	"size_bytes\" \n" +
 	"\x0eGetFileRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"#\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"N\n" +
+	"\x10ListFilesRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"k\n" +
+	"\x11ListFilesResponse\x12.\n" +
+	"\x05files\x18\x01 \x03(\v2\x18.docjobs.v1.UploadedFileR\x05files\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xbc\x01\n" +
+	"\fUploadedFile\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\x12!\n" +
+	"\fcontent_type\x18\x05 \x01(\tR\vcontentType\x124\n" +
+	"\acreated\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\acreated\"#\n" +
 	"\x11DeleteFileRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\"\n" +
 	"\x10CancelJobRequest\x12\x0e\n" +
@@ -2859,7 +3069,7 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\x1aCONSENSUS_MODE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17CONSENSUS_MODE_TWO_RUNS\x10\x01\x12\x1d\n" +
 	"\x19CONSENSUS_MODE_THREE_RUNS\x10\x02\x12\x1c\n" +
-	"\x18CONSENSUS_MODE_FIVE_RUNS\x10\x032\x96\x06\n" +
+	"\x18CONSENSUS_MODE_FIVE_RUNS\x10\x032\xf3\x06\n" +
 	"\n" +
 	"JobService\x12O\n" +
 	"\tCreateJob\x12\x1c.docjobs.v1.CreateJobRequest\x1a\x0f.docjobs.v1.Job\"\x13\x82\xd3\xe4\x93\x02\r:\x01*\"\b/v1/jobs\x12K\n" +
@@ -2870,6 +3080,7 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\n" +
 	"UploadFile\x12\x1d.docjobs.v1.UploadFileRequest\x1a\x1e.docjobs.v1.UploadFileResponse(\x01\x12=\n" +
 	"\aGetFile\x12\x1a.docjobs.v1.GetFileRequest\x1a\x14.google.api.HttpBody0\x01\x12[\n" +
+	"\tListFiles\x12\x1c.docjobs.v1.ListFilesRequest\x1a\x1d.docjobs.v1.ListFilesResponse\"\x11\x82\xd3\xe4\x93\x02\v\x12\t/v1/files\x12[\n" +
 	"\n" +
 	"DeleteFile\x12\x1d.docjobs.v1.DeleteFileRequest\x1a\x16.google.protobuf.Empty\"\x16\x82\xd3\xe4\x93\x02\x10*\x0e/v1/files/{id}\x12[\n" +
 	"\tCancelJob\x12\x1c.docjobs.v1.CancelJobRequest\x1a\x0f.docjobs.v1.Job\"\x1f\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/v1/jobs/{id}:cancel\x12X\n" +
@@ -2909,7 +3120,7 @@ func file_docjobs_v1_docjobs_proto_rawDescGZIP() []byte {
 }
 
 var file_docjobs_v1_docjobs_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_docjobs_v1_docjobs_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_docjobs_v1_docjobs_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_docjobs_v1_docjobs_proto_goTypes = []any{
 	(JobStatus)(0),                // 0: docjobs.v1.JobStatus
 	(JobOcrStatus)(0),             // 1: docjobs.v1.JobOcrStatus
@@ -2944,14 +3155,17 @@ var file_docjobs_v1_docjobs_proto_goTypes = []any{
 	(*UploadFileRequest)(nil),     // 30: docjobs.v1.UploadFileRequest
 	(*UploadFileResponse)(nil),    // 31: docjobs.v1.UploadFileResponse
 	(*GetFileRequest)(nil),        // 32: docjobs.v1.GetFileRequest
-	(*DeleteFileRequest)(nil),     // 33: docjobs.v1.DeleteFileRequest
-	(*CancelJobRequest)(nil),      // 34: docjobs.v1.CancelJobRequest
-	(*DeleteJobRequest)(nil),      // 35: docjobs.v1.DeleteJobRequest
-	nil,                           // 36: docjobs.v1.Job.MetadataEntry
-	nil,                           // 37: docjobs.v1.CreateJobRequest.MetadataEntry
-	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
-	(*httpbody.HttpBody)(nil),     // 39: google.api.HttpBody
-	(*emptypb.Empty)(nil),         // 40: google.protobuf.Empty
+	(*ListFilesRequest)(nil),      // 33: docjobs.v1.ListFilesRequest
+	(*ListFilesResponse)(nil),     // 34: docjobs.v1.ListFilesResponse
+	(*UploadedFile)(nil),          // 35: docjobs.v1.UploadedFile
+	(*DeleteFileRequest)(nil),     // 36: docjobs.v1.DeleteFileRequest
+	(*CancelJobRequest)(nil),      // 37: docjobs.v1.CancelJobRequest
+	(*DeleteJobRequest)(nil),      // 38: docjobs.v1.DeleteJobRequest
+	nil,                           // 39: docjobs.v1.Job.MetadataEntry
+	nil,                           // 40: docjobs.v1.CreateJobRequest.MetadataEntry
+	(*timestamppb.Timestamp)(nil), // 41: google.protobuf.Timestamp
+	(*httpbody.HttpBody)(nil),     // 42: google.api.HttpBody
+	(*emptypb.Empty)(nil),         // 43: google.protobuf.Empty
 }
 var file_docjobs_v1_docjobs_proto_depIdxs = []int32{
 	3,  // 0: docjobs.v1.Neural.type:type_name -> docjobs.v1.NeuralClientType
@@ -2960,31 +3174,31 @@ var file_docjobs_v1_docjobs_proto_depIdxs = []int32{
 	6,  // 3: docjobs.v1.MergeOptions.conflict_policy:type_name -> docjobs.v1.MergeConflictPolicy
 	7,  // 4: docjobs.v1.MergeOptions.format:type_name -> docjobs.v1.MergeFormat
 	8,  // 5: docjobs.v1.ConsensusOptions.mode:type_name -> docjobs.v1.ConsensusMode
-	36, // 6: docjobs.v1.Job.metadata:type_name -> docjobs.v1.Job.MetadataEntry
+	39, // 6: docjobs.v1.Job.metadata:type_name -> docjobs.v1.Job.MetadataEntry
 	0,  // 7: docjobs.v1.Job.status:type_name -> docjobs.v1.JobStatus
 	9,  // 8: docjobs.v1.Job.neural:type_name -> docjobs.v1.Neural
 	12, // 9: docjobs.v1.Job.consensus:type_name -> docjobs.v1.ConsensusOptions
 	4,  // 10: docjobs.v1.Job.extraction_mode:type_name -> docjobs.v1.ExtractionMode
 	11, // 11: docjobs.v1.Job.merge:type_name -> docjobs.v1.MergeOptions
-	38, // 12: docjobs.v1.Job.created:type_name -> google.protobuf.Timestamp
-	38, // 13: docjobs.v1.Job.updated:type_name -> google.protobuf.Timestamp
+	41, // 12: docjobs.v1.Job.created:type_name -> google.protobuf.Timestamp
+	41, // 13: docjobs.v1.Job.updated:type_name -> google.protobuf.Timestamp
 	14, // 14: docjobs.v1.Job.webhook:type_name -> docjobs.v1.WebhookDelivery
-	38, // 15: docjobs.v1.WebhookDelivery.last_attempt_at:type_name -> google.protobuf.Timestamp
-	38, // 16: docjobs.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	41, // 15: docjobs.v1.WebhookDelivery.last_attempt_at:type_name -> google.protobuf.Timestamp
+	41, // 16: docjobs.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
 	9,  // 17: docjobs.v1.CreateJobRequest.neural:type_name -> docjobs.v1.Neural
 	10, // 18: docjobs.v1.CreateJobRequest.ocr:type_name -> docjobs.v1.Ocr
 	4,  // 19: docjobs.v1.CreateJobRequest.extraction_mode:type_name -> docjobs.v1.ExtractionMode
 	11, // 20: docjobs.v1.CreateJobRequest.merge:type_name -> docjobs.v1.MergeOptions
 	12, // 21: docjobs.v1.CreateJobRequest.consensus:type_name -> docjobs.v1.ConsensusOptions
-	37, // 22: docjobs.v1.CreateJobRequest.metadata:type_name -> docjobs.v1.CreateJobRequest.MetadataEntry
+	40, // 22: docjobs.v1.CreateJobRequest.metadata:type_name -> docjobs.v1.CreateJobRequest.MetadataEntry
 	1,  // 23: docjobs.v1.OcrResult.status:type_name -> docjobs.v1.JobOcrStatus
-	38, // 24: docjobs.v1.OcrResult.created:type_name -> google.protobuf.Timestamp
-	38, // 25: docjobs.v1.OcrResult.updated:type_name -> google.protobuf.Timestamp
+	41, // 24: docjobs.v1.OcrResult.created:type_name -> google.protobuf.Timestamp
+	41, // 25: docjobs.v1.OcrResult.updated:type_name -> google.protobuf.Timestamp
 	19, // 26: docjobs.v1.ConsensusDisagreement.variants:type_name -> docjobs.v1.ConsensusVariant
 	20, // 27: docjobs.v1.ConsensusResult.disagreements:type_name -> docjobs.v1.ConsensusDisagreement
 	2,  // 28: docjobs.v1.LlmResult.status:type_name -> docjobs.v1.JobLlmStatus
-	38, // 29: docjobs.v1.LlmResult.created:type_name -> google.protobuf.Timestamp
-	38, // 30: docjobs.v1.LlmResult.updated:type_name -> google.protobuf.Timestamp
+	41, // 29: docjobs.v1.LlmResult.created:type_name -> google.protobuf.Timestamp
+	41, // 30: docjobs.v1.LlmResult.updated:type_name -> google.protobuf.Timestamp
 	21, // 31: docjobs.v1.LlmResult.consensus:type_name -> docjobs.v1.ConsensusResult
 	23, // 32: docjobs.v1.MergeConflict.sources:type_name -> docjobs.v1.ChunkRef
 	24, // 33: docjobs.v1.MergedAnswer.conflicts:type_name -> docjobs.v1.MergeConflict
@@ -2996,29 +3210,33 @@ var file_docjobs_v1_docjobs_proto_depIdxs = []int32{
 	26, // 39: docjobs.v1.GetJobResultResponse.result:type_name -> docjobs.v1.JobResult
 	0,  // 40: docjobs.v1.ListJobsRequest.status_eq:type_name -> docjobs.v1.JobStatus
 	13, // 41: docjobs.v1.ListJobsResponse.jobs:type_name -> docjobs.v1.Job
-	15, // 42: docjobs.v1.JobService.CreateJob:input_type -> docjobs.v1.CreateJobRequest
-	16, // 43: docjobs.v1.JobService.GetJob:input_type -> docjobs.v1.GetJobRequest
-	17, // 44: docjobs.v1.JobService.GetJobResult:input_type -> docjobs.v1.GetJobResultRequest
-	28, // 45: docjobs.v1.JobService.ListJobs:input_type -> docjobs.v1.ListJobsRequest
-	30, // 46: docjobs.v1.JobService.UploadFile:input_type -> docjobs.v1.UploadFileRequest
-	32, // 47: docjobs.v1.JobService.GetFile:input_type -> docjobs.v1.GetFileRequest
-	33, // 48: docjobs.v1.JobService.DeleteFile:input_type -> docjobs.v1.DeleteFileRequest
-	34, // 49: docjobs.v1.JobService.CancelJob:input_type -> docjobs.v1.CancelJobRequest
-	35, // 50: docjobs.v1.JobService.DeleteJob:input_type -> docjobs.v1.DeleteJobRequest
-	13, // 51: docjobs.v1.JobService.CreateJob:output_type -> docjobs.v1.Job
-	13, // 52: docjobs.v1.JobService.GetJob:output_type -> docjobs.v1.Job
-	27, // 53: docjobs.v1.JobService.GetJobResult:output_type -> docjobs.v1.GetJobResultResponse
-	29, // 54: docjobs.v1.JobService.ListJobs:output_type -> docjobs.v1.ListJobsResponse
-	31, // 55: docjobs.v1.JobService.UploadFile:output_type -> docjobs.v1.UploadFileResponse
-	39, // 56: docjobs.v1.JobService.GetFile:output_type -> google.api.HttpBody
-	40, // 57: docjobs.v1.JobService.DeleteFile:output_type -> google.protobuf.Empty
-	13, // 58: docjobs.v1.JobService.CancelJob:output_type -> docjobs.v1.Job
-	40, // 59: docjobs.v1.JobService.DeleteJob:output_type -> google.protobuf.Empty
-	51, // [51:60] is the sub-list for method output_type
-	42, // [42:51] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	35, // 42: docjobs.v1.ListFilesResponse.files:type_name -> docjobs.v1.UploadedFile
+	41, // 43: docjobs.v1.UploadedFile.created:type_name -> google.protobuf.Timestamp
+	15, // 44: docjobs.v1.JobService.CreateJob:input_type -> docjobs.v1.CreateJobRequest
+	16, // 45: docjobs.v1.JobService.GetJob:input_type -> docjobs.v1.GetJobRequest
+	17, // 46: docjobs.v1.JobService.GetJobResult:input_type -> docjobs.v1.GetJobResultRequest
+	28, // 47: docjobs.v1.JobService.ListJobs:input_type -> docjobs.v1.ListJobsRequest
+	30, // 48: docjobs.v1.JobService.UploadFile:input_type -> docjobs.v1.UploadFileRequest
+	32, // 49: docjobs.v1.JobService.GetFile:input_type -> docjobs.v1.GetFileRequest
+	33, // 50: docjobs.v1.JobService.ListFiles:input_type -> docjobs.v1.ListFilesRequest
+	36, // 51: docjobs.v1.JobService.DeleteFile:input_type -> docjobs.v1.DeleteFileRequest
+	37, // 52: docjobs.v1.JobService.CancelJob:input_type -> docjobs.v1.CancelJobRequest
+	38, // 53: docjobs.v1.JobService.DeleteJob:input_type -> docjobs.v1.DeleteJobRequest
+	13, // 54: docjobs.v1.JobService.CreateJob:output_type -> docjobs.v1.Job
+	13, // 55: docjobs.v1.JobService.GetJob:output_type -> docjobs.v1.Job
+	27, // 56: docjobs.v1.JobService.GetJobResult:output_type -> docjobs.v1.GetJobResultResponse
+	29, // 57: docjobs.v1.JobService.ListJobs:output_type -> docjobs.v1.ListJobsResponse
+	31, // 58: docjobs.v1.JobService.UploadFile:output_type -> docjobs.v1.UploadFileResponse
+	42, // 59: docjobs.v1.JobService.GetFile:output_type -> google.api.HttpBody
+	34, // 60: docjobs.v1.JobService.ListFiles:output_type -> docjobs.v1.ListFilesResponse
+	43, // 61: docjobs.v1.JobService.DeleteFile:output_type -> google.protobuf.Empty
+	13, // 62: docjobs.v1.JobService.CancelJob:output_type -> docjobs.v1.Job
+	43, // 63: docjobs.v1.JobService.DeleteJob:output_type -> google.protobuf.Empty
+	54, // [54:64] is the sub-list for method output_type
+	44, // [44:54] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_docjobs_v1_docjobs_proto_init() }
@@ -3036,7 +3254,7 @@ func file_docjobs_v1_docjobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_docjobs_v1_docjobs_proto_rawDesc), len(file_docjobs_v1_docjobs_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	JobService_ListJobs_FullMethodName     = "/docjobs.v1.JobService/ListJobs"
 	JobService_UploadFile_FullMethodName   = "/docjobs.v1.JobService/UploadFile"
 	JobService_GetFile_FullMethodName      = "/docjobs.v1.JobService/GetFile"
+	JobService_ListFiles_FullMethodName    = "/docjobs.v1.JobService/ListFiles"
 	JobService_DeleteFile_FullMethodName   = "/docjobs.v1.JobService/DeleteFile"
 	JobService_CancelJob_FullMethodName    = "/docjobs.v1.JobService/CancelJob"
 	JobService_DeleteJob_FullMethodName    = "/docjobs.v1.JobService/DeleteJob"
@@ -61,6 +62,11 @@ type JobServiceClient interface {
 	// message the next piece of the content, at most 1 MiB. Over REST, GET /v1/files/{id} streams the
 	// file (see openapi.proto): a plain HTTP handler, so it has no HTTP binding here.
 	GetFile(ctx context.Context, in *GetFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
+	// Lists the files the calling account uploaded, newest first, in pages as ListJobs: at most
+	// page_size, fewer once the page's files take about 2 MiB, and only an empty next_page_token
+	// ends the listing. The stored copies of jobs (URLs in job.files) are not listed: they go with
+	// their job. Another account's uploads are never listed, and its page token is refused.
+	ListFiles(ctx context.Context, in *ListFilesRequest, opts ...grpc.CallOption) (*ListFilesResponse, error)
 	// Deletes a file uploaded by the calling account: its stored bytes and its record. A job that
 	// has read the upload keeps its own copy. A job's stored copy (a URL in job.files) belongs to
 	// its job and goes with DELETE /v1/jobs/{id}; deleting it here is refused with
@@ -152,6 +158,16 @@ func (c *jobServiceClient) GetFile(ctx context.Context, in *GetFileRequest, opts
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type JobService_GetFileClient = grpc.ServerStreamingClient[httpbody.HttpBody]
 
+func (c *jobServiceClient) ListFiles(ctx context.Context, in *ListFilesRequest, opts ...grpc.CallOption) (*ListFilesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListFilesResponse)
+	err := c.cc.Invoke(ctx, JobService_ListFiles_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *jobServiceClient) DeleteFile(ctx context.Context, in *DeleteFileRequest, opts ...grpc.CallOption) (*emptypb.Empty, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(emptypb.Empty)
@@ -208,6 +224,11 @@ type JobServiceServer interface {
 	// message the next piece of the content, at most 1 MiB. Over REST, GET /v1/files/{id} streams the
 	// file (see openapi.proto): a plain HTTP handler, so it has no HTTP binding here.
 	GetFile(*GetFileRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
+	// Lists the files the calling account uploaded, newest first, in pages as ListJobs: at most
+	// page_size, fewer once the page's files take about 2 MiB, and only an empty next_page_token
+	// ends the listing. The stored copies of jobs (URLs in job.files) are not listed: they go with
+	// their job. Another account's uploads are never listed, and its page token is refused.
+	ListFiles(context.Context, *ListFilesRequest) (*ListFilesResponse, error)
 	// Deletes a file uploaded by the calling account: its stored bytes and its record. A job that
 	// has read the upload keeps its own copy. A job's stored copy (a URL in job.files) belongs to
 	// its job and goes with DELETE /v1/jobs/{id}; deleting it here is refused with
@@ -244,6 +265,9 @@ func (UnimplementedJobServiceServer) UploadFile(grpc.ClientStreamingServer[Uploa
 }
 func (UnimplementedJobServiceServer) GetFile(*GetFileRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error {
 	return status.Errorf(codes.Unimplemented, "method GetFile not implemented")
+}
+func (UnimplementedJobServiceServer) ListFiles(context.Context, *ListFilesRequest) (*ListFilesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListFiles not implemented")
 }
 func (UnimplementedJobServiceServer) DeleteFile(context.Context, *DeleteFileRequest) (*emptypb.Empty, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DeleteFile not implemented")
@@ -365,6 +389,24 @@ func _JobService_GetFile_Handler(srv interface{}, stream grpc.ServerStream) erro
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type JobService_GetFileServer = grpc.ServerStreamingServer[httpbody.HttpBody]
 
+func _JobService_ListFiles_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListFilesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).ListFiles(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_ListFiles_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).ListFiles(ctx, req.(*ListFilesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _JobService_DeleteFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeleteFileRequest)
 	if err := dec(in); err != nil {
@@ -441,6 +483,10 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListJobs",
 			Handler:    _JobService_ListJobs_Handler,
+		},
+		{
+			MethodName: "ListFiles",
+			Handler:    _JobService_ListFiles_Handler,
 		},
 		{
 			MethodName: "DeleteFile",

@@ -329,7 +329,7 @@ func (s *Store[TTx]) ListJobs(ctx context.Context, p store.ListParams) (store.Li
 		args = append(args, string(p.Status))
 	}
 	if p.PageToken != "" {
-		cur, err := decodePageToken(p.PageToken, p.AccountID, p.Status)
+		cur, err := decodePageToken(p.PageToken, jobsList, p.AccountID, p.Status)
 		if err != nil {
 			return store.ListPage{}, err
 		}
@@ -353,7 +353,7 @@ func (s *Store[TTx]) ListJobs(ctx context.Context, p store.ListParams) (store.Li
 		}
 		if more {
 			last := page.Jobs[len(page.Jobs)-1]
-			page.NextPageToken = encodePageToken(p.AccountID, p.Status, last.Created, last.ID)
+			page.NextPageToken = encodePageToken(jobsList, p.AccountID, p.Status, last.Created, last.ID)
 		}
 		return page, nil
 	}
@@ -400,7 +400,7 @@ func (s *Store[TTx]) ListJobs(ctx context.Context, p store.ListParams) (store.Li
 		if len(page.Jobs) > 0 {
 			if more || cut {
 				j := page.Jobs[len(page.Jobs)-1]
-				page.NextPageToken = encodePageToken(p.AccountID, p.Status, j.Created, j.ID)
+				page.NextPageToken = encodePageToken(jobsList, p.AccountID, p.Status, j.Created, j.ID)
 			}
 			return page, nil
 		}

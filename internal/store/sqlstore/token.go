@@ -9,10 +9,13 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
-// pageToken is the cursor of ListJobs: the last job of a page, and the
-// account and filter it was minted for, so that a token is only valid for
-// the listing that produced it.
+// pageToken is the cursor of ListJobs and ListUploads: the last job or
+// upload of a page, and the listing, account and filter it was minted for,
+// so that a token is only valid for the listing that produced it.
 type pageToken struct {
+	// Kind is the listing: "" for jobs (the tokens minted before uploads
+	// were listed have none), uploadsList for uploads.
+	Kind    string `json:"k,omitempty"`
 	Account string `json:"a"`
 	Status  string `json:"s,omitempty"`
 	Created int64  `json:"c"` // Unix microseconds
@@ -21,14 +24,20 @@ type pageToken struct {
 
 func (t pageToken) created() time.Time { return time.UnixMicro(t.Created).UTC() }
 
-func encodePageToken(accountID string, status job.Status, created time.Time, id string) string {
-	b, _ := json.Marshal(pageToken{Account: accountID, Status: string(status), Created: created.UnixMicro(), ID: id}) // plain struct: cannot fail
+// The kinds of listing a page token is minted for.
+const (
+	jobsList    = ""
+	uploadsList = "uploads"
+)
+
+func encodePageToken(kind, accountID string, status job.Status, created time.Time, id string) string {
+	b, _ := json.Marshal(pageToken{Kind: kind, Account: accountID, Status: string(status), Created: created.UnixMicro(), ID: id}) // plain struct: cannot fail
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // decodePageToken returns the cursor, or ErrBadPageToken when the token is
-// corrupt or was minted for another account or status filter.
-func decodePageToken(token, accountID string, status job.Status) (pageToken, error) {
+// corrupt or was minted for another listing, account or status filter.
+func decodePageToken(token, kind, accountID string, status job.Status) (pageToken, error) {
 	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
 		return pageToken{}, store.ErrBadPageToken
@@ -37,7 +46,7 @@ func decodePageToken(token, accountID string, status job.Status) (pageToken, err
 	if err := json.Unmarshal(b, &t); err != nil || t.ID == "" {
 		return pageToken{}, store.ErrBadPageToken
 	}
-	if t.Account != accountID || t.Status != string(status) {
+	if t.Kind != kind || t.Account != accountID || t.Status != string(status) {
 		return pageToken{}, store.ErrBadPageToken
 	}
 	return t, nil

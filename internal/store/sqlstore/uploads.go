@@ -1,0 +1,72 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
+)
+
+// ListUploads returns a page of an account's uploads, newest first, by
+// keyset pagination on (created, id) as ListJobs: an upload made while a
+// client pages sorts before its cursor, so pages neither skip nor repeat.
+// The query walks files_uploads_account_created (migration 12) from the
+// cursor and stops at the row after the page, however many uploads the
+// account has.
+func (s *Store[TTx]) ListUploads(ctx context.Context, p store.UploadListParams) (store.UploadPage, error) {
+	size := p.PageSize
+	if size <= 0 {
+		size = defaultPageSize
+	}
+	where := ` WHERE account_id = ? AND job_id IS NULL`
+	args := []any{p.AccountID}
+	if p.PageToken != "" {
+		cur, err := decodePageToken(p.PageToken, uploadsList, p.AccountID, "")
+		if err != nil {
+			return store.UploadPage{}, err
+		}
+		where += ` AND (created, id) < (?, ?)`
+		args = append(args, s.ts(cur.created()), cur.ID)
+	}
+	rows, err := s.query(ctx, s.backend.DB(), `SELECT `+fileColumns+` FROM files`+where+
+		` ORDER BY created DESC, id DESC LIMIT ?`, append(args, size+1)...)
+	if err != nil {
+		return store.UploadPage{}, fmt.Errorf("list uploads of %s: %w", p.AccountID, err)
+	}
+	defer rows.Close()
+
+	var page store.UploadPage
+	total, more := 0, false
+	for rows.Next() {
+		var (
+			f     job.File
+			jobID sql.NullString
+		)
+		if err := rows.Scan(&f.ID, &f.AccountID, &jobID, &f.Name, &f.Size, &f.ContentType, &f.Key, timeScan{&f.Created}); err != nil {
+			return store.UploadPage{}, fmt.Errorf("list uploads of %s: %w", p.AccountID, err)
+		}
+		if len(page.Files) == size {
+			more = true
+			break
+		}
+		if p.MaxBytes > 0 && p.Size != nil {
+			b := p.Size(f)
+			if len(page.Files) > 0 && total+b > p.MaxBytes {
+				more = true
+				break
+			}
+			total += b
+		}
+		page.Files = append(page.Files, f)
+	}
+	if err := rows.Err(); err != nil {
+		return store.UploadPage{}, fmt.Errorf("list uploads of %s: %w", p.AccountID, err)
+	}
+	if more {
+		last := page.Files[len(page.Files)-1]
+		page.NextPageToken = encodePageToken(uploadsList, p.AccountID, "", last.Created, last.ID)
+	}
+	return page, nil
+}
