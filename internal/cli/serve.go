@@ -263,7 +263,7 @@ func listen(cfg *config.Config, log *slog.Logger) (net.Listener, error) {
 	if cfg.Role == config.RoleAPI && !cfg.PublicURLSet && cfg.PublicURL != config.DefaultAPIURL {
 		// Workers read uploads straight from storage only when the URL
 		// names this service as their own DOCJOBS_PUBLIC_URL does.
-		log.Warn("DOCJOBS_PUBLIC_URL is unset: give the workers DOCJOBS_PUBLIC_URL="+cfg.PublicURL+" (or set it on every process), or they name files under "+config.DefaultAPIURL+" and download this API's uploads as foreign URLs",
+		log.Warn("DOCJOBS_PUBLIC_URL is unset: give the workers DOCJOBS_PUBLIC_URL="+cfg.PublicURL+" (or set it on every process), or they name files under "+config.DefaultAPIURL+" and take this API's upload URLs for other sites', which they may not download",
 			"public_url", cfg.PublicURL)
 	}
 	return ln, nil
