@@ -740,7 +740,7 @@ func TestListJobs(t *testing.T) {
 	}{
 		{"a negative page size is rejected", &docjobsv1.ListJobsRequest{PageSize: -1}, "pageSize: must not be negative"},
 		{"a corrupt page token is rejected", &docjobsv1.ListJobsRequest{PageToken: "not-a-token"}, "pageToken: invalid"},
-		{"an unknown status number is rejected", &docjobsv1.ListJobsRequest{StatusEq: 77}, "statusEq: unknown value 77"},
+		{"an unknown status number is rejected", &docjobsv1.ListJobsRequest{StatusEq: 77}, "statusEq: unknown value 77; use JOB_STATUS_NEW, JOB_STATUS_RUNNING, JOB_STATUS_COMPLETE, JOB_STATUS_FAILED or JOB_STATUS_CANCELLED"},
 	}
 	for _, tt := range rejected {
 		t.Run(tt.name, func(t *testing.T) {

@@ -362,14 +362,124 @@ type enumValue interface {
 	Descriptor() protoreflect.EnumDescriptor
 }
 
-// checkEnum rejects a number the enum does not define. Unknown names never
-// get here (the JSON decoder drops them); unknown numbers do, over gRPC and
-// as JSON numbers.
+// checkEnum rejects a number the enum does not define, naming the values
+// it takes. Unknown names never get here (the REST edge refuses them, or
+// drops consensus.mode's); unknown numbers do, over gRPC and as JSON
+// numbers.
 func checkEnum(field string, v enumValue) error {
 	if v.Descriptor().Values().ByNumber(v.Number()) == nil {
-		return invalid(field, "unknown value %d", v.Number())
+		return invalid(field, "unknown value %d; %s", v.Number(), EnumChoices(v.Descriptor()))
 	}
 	return nil
+}
+
+// UnknownEnumName is the message for a name ed does not define, given as
+// the value of an enum field: what was given, the name meant when it is a
+// value's name without the enum's prefix or in another case ("OCR_ALWAYS",
+// "provider_1"), and the names ed takes. The CLI takes those short
+// spellings, and the JSON API did not say it does not: it reported
+// "ocr.provider: required", or ran an extractionMode of OCR_ALWAYS as the
+// account's default (audit-readme F3).
+func UnknownEnumName(ed protoreflect.EnumDescriptor, given string) string {
+	msg := fmt.Sprintf("unknown value %q", given)
+	if meant := enumNameMeant(ed, given); meant != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", meant)
+	}
+	return msg + "; " + EnumChoices(ed)
+}
+
+// enumNameMeant is the name of ed that given spells without the prefix
+// every name of ed shares, or in another case; "" when there is none.
+func enumNameMeant(ed protoreflect.EnumDescriptor, given string) string {
+	upper := strings.ToUpper(strings.TrimSpace(given))
+	for _, name := range []string{upper, enumPrefix(ed) + upper} {
+		if v := ed.Values().ByName(protoreflect.Name(name)); v != nil && v.Number() != 0 {
+			return name
+		}
+	}
+	return ""
+}
+
+// enumPrefix is the start every value name of ed shares, up to its last
+// underscore: EXTRACTION_MODE_ of ExtractionMode.
+func enumPrefix(ed protoreflect.EnumDescriptor) string {
+	values := ed.Values()
+	if values.Len() == 0 {
+		return ""
+	}
+	prefix := string(values.Get(0).Name())
+	for i := 1; i < values.Len(); i++ {
+		name := string(values.Get(i).Name())
+		n := 0
+		for n < len(prefix) && n < len(name) && prefix[n] == name[n] {
+			n++
+		}
+		prefix = prefix[:n]
+	}
+	return prefix[:strings.LastIndexByte(prefix, '_')+1]
+}
+
+// EnumChoices names the values an enum field takes, for a message: the
+// zero value is left out (it means "not given", as leaving the field out
+// does), a run of names that differ only by a trailing number is given as
+// a range, and aliases (a second name of a number) follow.
+func EnumChoices(ed protoreflect.EnumDescriptor) string {
+	var names, aliases []string
+	seen := map[protoreflect.EnumNumber]bool{}
+	values := ed.Values()
+	for i := range values.Len() {
+		v := values.Get(i)
+		switch {
+		case v.Number() == 0:
+		case seen[v.Number()]:
+			aliases = append(aliases, string(v.Name()))
+		default:
+			names = append(names, string(v.Name()))
+		}
+		seen[v.Number()] = true
+	}
+	msg := "use " + orList(numberedRuns(names))
+	if len(aliases) > 0 {
+		msg += " (or an alias: " + strings.Join(aliases, ", ") + ")"
+	}
+	return msg
+}
+
+// numberedRuns gives three or more names in a row that are one stem and
+// the numbers n, n+1, … as "STEM_n to STEM_m".
+func numberedRuns(names []string) []string {
+	split := func(name string) (string, int, bool) {
+		i := strings.LastIndexFunc(name, func(r rune) bool { return r < '0' || r > '9' })
+		n, err := strconv.Atoi(name[i+1:])
+		return name[:i+1], n, err == nil
+	}
+	var out []string
+	for i := 0; i < len(names); {
+		stem, first, ok := split(names[i])
+		j := i + 1
+		for ok && j < len(names) {
+			s, n, ok2 := split(names[j])
+			if !ok2 || s != stem || n != first+(j-i) {
+				break
+			}
+			j++
+		}
+		if j-i >= 3 {
+			out = append(out, names[i]+" to "+names[j-1])
+		} else {
+			out = append(out, names[i:j]...)
+		}
+		i = j
+	}
+	return out
+}
+
+// orList joins items as "a, b or c".
+func orList(items []string) string {
+	if len(items) <= 1 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // consensusMode is the mode in effect: an unknown number counts as off.

@@ -172,7 +172,7 @@ func TestValidateCreate(t *testing.T) {
 		{name: "a missing neural is rejected even without prompts", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural = nil },
 			want: "neural: required"},
 		{name: "an unknown neural.type number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Neural.Type = 99 },
-			want: "neural.type: unknown value 99"},
+			want: "neural.type: unknown value 99; use NEURAL_CLIENT_TYPE_PROVIDER_1 to NEURAL_CLIENT_TYPE_PROVIDER_8 (or an alias: ", wantPrefix: true},
 		{name: "prompts without neural.type are rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
 			r.Prompts = []string{"extract"}
 			r.Neural.Type = docjobsv1.NeuralClientType_NEURAL_CLIENT_TYPE_UNSPECIFIED
@@ -195,7 +195,7 @@ func TestValidateCreate(t *testing.T) {
 		{name: "a missing ocr is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr = nil }, want: "ocr: required"},
 		{name: "a missing ocr.provider is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Provider = 0 }, want: "ocr.provider: required"},
 		{name: "an unknown ocr.provider number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Provider = 9 },
-			want: "ocr.provider: unknown value 9"},
+			want: "ocr.provider: unknown value 9; use NEURAL_CLIENT_TYPE_PROVIDER_1 to NEURAL_CLIENT_TYPE_PROVIDER_8 (or an alias: ", wantPrefix: true},
 		{name: "a missing ocr.model is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Model = "" }, want: "ocr.model: required"},
 		{name: "a blank ocr.model is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Model = "  \t" }, want: "ocr.model: required"},
 		{name: "an ocr.model over 256 bytes is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.Ocr.Model = strings.Repeat("m", 257) },
@@ -208,7 +208,7 @@ func TestValidateCreate(t *testing.T) {
 
 		// extractionMode.
 		{name: "an unknown extractionMode number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.ExtractionMode = 7 },
-			want: "extractionMode: unknown value 7"},
+			want: "extractionMode: unknown value 7; use EXTRACTION_MODE_HYBRID or EXTRACTION_MODE_OCR_ALWAYS"},
 
 		// responseSchema (each schema rule has its own table in package schema).
 		{name: "a response schema that is not JSON is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.ResponseSchema = "{nope" },
@@ -245,16 +245,16 @@ func TestValidateCreate(t *testing.T) {
 		}, want: "merge.dedupeBy[0]: at most 256 bytes"},
 		{name: "an unknown merge.scope number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
 			r.Merge = &docjobsv1.MergeOptions{Enabled: true, Scope: 5}
-		}, want: "merge.scope: unknown value 5"},
+		}, want: "merge.scope: unknown value 5; use MERGE_SCOPE_FILE or MERGE_SCOPE_JOB"},
 		{name: "an unknown merge.conflictPolicy number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
 			r.Merge = &docjobsv1.MergeOptions{Enabled: true, ConflictPolicy: 5}
-		}, want: "merge.conflictPolicy: unknown value 5"},
+		}, want: "merge.conflictPolicy: unknown value 5; use MERGE_CONFLICT_POLICY_FIRST_NON_NULL or MERGE_CONFLICT_POLICY_MAJORITY"},
 		{name: "merge options are ignored while merge is off", mutate: func(r *docjobsv1.CreateJobRequest) {
 			r.Merge = &docjobsv1.MergeOptions{Scope: 5, ConflictPolicy: 5, Format: 9, DedupeBy: []string{""}}
 		}, want: ""},
 		{name: "an unknown merge.format number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
 			r.Merge = &docjobsv1.MergeOptions{Enabled: true, Format: 9}
-		}, want: "merge.format: unknown value 9"},
+		}, want: "merge.format: unknown value 9; use MERGE_FORMAT_AUTO, MERGE_FORMAT_JSON, MERGE_FORMAT_XML, MERGE_FORMAT_HTML, MERGE_FORMAT_MARKDOWN or MERGE_FORMAT_TEXT"},
 
 		// consensus.
 		{name: "a consensus mode without a response schema is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {

@@ -11,12 +11,14 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/config"
@@ -24,41 +26,71 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
-// storeUse says whether an admin command may create the database it opens.
+// storeUse says whether an admin command may create or migrate the
+// database it opens.
 type storeUse int
 
 const (
-	// mayCreate: the command makes something (a key, an account, the
-	// schema), so a new database is a database it can use.
+	// mayCreate: the command makes something (a key, an account), so a
+	// new database is a database it can use, and it migrates one it has
+	// just created.
 	mayCreate storeUse = iota
 	// mustExist: the command reads or deletes; in a new, empty database it
 	// could only fail, and would leave that database behind for a later
 	// serve from the same directory to adopt.
 	mustExist
+	// migrates: the command is migrate, the one that upgrades a database.
+	migrates
 )
 
-// withStore runs fn with the configured store open (and migrated), then
-// names on stderr the database it used. The default DOCJOBS_DATA_DIR is
-// ./data of the working directory, and opening a SQLite database creates
-// it: run from elsewhere, an admin command would otherwise make a key in a
-// new database the server never reads, and say nothing. With mustExist a
+// withStore runs fn with the configured store open, then names on stderr
+// the database it used. The default DOCJOBS_DATA_DIR is ./data of the
+// working directory, and opening a SQLite database creates it: run from
+// elsewhere, an admin command would otherwise make a key in a new
+// database the server never reads, and say nothing. With mustExist a
 // missing SQLite database is refused before anything is created.
-func (e *environment) withStore(ctx context.Context, use storeUse, fn func(store.Store, config.Config) error) error {
-	cfg, err := e.config(nil)
+//
+// Only migrate upgrades a database that exists: the others check its
+// schema and refuse one behind this binary, writing nothing. A newer
+// binary's apikey list migrated the database it read, and the older
+// servers on it then refused it at their next start (audit-readme F2); an
+// upgrade is a step of its own, taken after a backup. A database the
+// command has just created, or one that holds no migration at all, is
+// migrated by mayCreate: nothing can be running on it yet.
+func (e *environment) withStore(cmd *cobra.Command, use storeUse, fn func(store.Store, config.Config) error) error {
+	ctx := cmd.Context()
+	flags := adminFlags(cmd)
+	cfg, err := e.config(flags)
 	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return fmt.Errorf("%w: %w", errUsage, fromFlag(err, flags))
 	}
 	created := false
 	if path, ok := cfg.SQLitePath(); ok {
 		_, err := os.Stat(path)
 		created = errors.Is(err, fs.ErrNotExist)
 		if created && use == mustExist {
-			return fmt.Errorf("no database at %s, and this command makes none: set DOCJOBS_DATA_DIR or DOCJOBS_DATABASE_URL to the server's", path)
+			return fmt.Errorf("no database at %s, and this command makes none: set DOCJOBS_DATA_DIR (--data-dir) or DOCJOBS_DATABASE_URL to the server's", path)
 		}
 	}
-	st, err := openStore(ctx, cfg, e.logger(cfg))
-	if err != nil {
+	log := e.adminLogger(cfg)
+	st, err := openStore(ctx, cfg, log, checkSchema)
+	var behind *store.SchemaBehindError
+	switch {
+	case errors.As(err, &behind) && (use == migrates || use == mayCreate && behind.Empty()):
+		st, err = openStore(ctx, cfg, log, migrateSchema)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "docjobs: %s\n", appliedMigrations(behind))
+	case errors.As(err, &behind) && behind.Empty():
+		return fmt.Errorf("database %s holds no docjobs tables, and this command makes none: set DOCJOBS_DATA_DIR (--data-dir) or DOCJOBS_DATABASE_URL to the server's", cfg.Database())
+	case errors.As(err, &behind):
+		return fmt.Errorf("database %s %s: run `docjobs migrate` first, after a backup (servers of the older release then refuse it), or run this command with the docjobs release its servers run; nothing was changed",
+			cfg.Database(), schemaGap(behind))
+	case err != nil:
 		return err
+	case use == migrates:
+		fmt.Fprintln(e.stderr, "docjobs: no migration to apply")
 	}
 	defer st.Close()
 	if err := fn(st, cfg); err != nil {
@@ -77,22 +109,84 @@ func (e *environment) withStore(ctx context.Context, use storeUse, fn func(store
 	return nil
 }
 
+// adminFlags are the variables the admin commands' flags set (--data-dir,
+// as serve's), for environment.config and fromFlag.
+func adminFlags(cmd *cobra.Command) map[string]string {
+	flags := map[string]string{}
+	if f := cmd.Flags().Lookup("data-dir"); f != nil {
+		flags["DOCJOBS_DATA_DIR"] = f.Value.String()
+	}
+	return flags
+}
+
+// addDataDirFlag gives an admin command serve's --data-dir: a user who
+// started serve --data-dir /srv/dj types the same here.
+func addDataDirFlag(flags *pflag.FlagSet) {
+	flags.String("data-dir", "", "the server's data directory (DOCJOBS_DATA_DIR; default ./data)")
+}
+
+// schemaGap says how far a database is behind this binary.
+func schemaGap(b *store.SchemaBehindError) string {
+	var parts []string
+	if b.Applied < b.Known {
+		parts = append(parts, fmt.Sprintf("is at migration %d, this docjobs knows %d", b.Applied, b.Known))
+	}
+	if b.RiverApplied < b.RiverKnown {
+		parts = append(parts, fmt.Sprintf("is at River's migration %d, this docjobs knows %d", b.RiverApplied, b.RiverKnown))
+	}
+	if len(parts) == 0 { // a migration missing below the highest applied
+		parts = append(parts, "lacks migrations this docjobs has")
+	}
+	return strings.Join(parts, " and ")
+}
+
+// appliedMigrations is the one line an admin command writes after
+// migrating (River's and migrator's own log lines stay below WARN).
+func appliedMigrations(b *store.SchemaBehindError) string {
+	var parts []string
+	if b.Applied < b.Known {
+		parts = append(parts, versionRange(b.Applied+1, b.Known))
+	}
+	if b.RiverApplied < b.RiverKnown {
+		parts = append(parts, "River's "+versionRange(b.RiverApplied+1, b.RiverKnown))
+	}
+	if len(parts) == 0 {
+		return "applied the missing migrations"
+	}
+	return "applied migrations " + strings.Join(parts, " and ")
+}
+
+func versionRange(from, to int) string {
+	if from == to {
+		return strconv.Itoa(from)
+	}
+	return fmt.Sprintf("%d–%d", from, to)
+}
+
 func migrateCommand(env *environment) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply database migrations (serve also does this at start)",
-		Args:  cobra.NoArgs,
+		Long: `Apply the database migrations this docjobs has and the database lacks (serve
+also does this at start). It is the only admin command that upgrades an
+existing database: servers of an older release refuse a database migrated by a
+newer one, so take a backup first. The other admin commands refuse a database
+behind this binary and say to run migrate.`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return env.withStore(cmd.Context(), mayCreate, func(store.Store, config.Config) error {
+			return env.withStore(cmd, migrates, func(store.Store, config.Config) error {
 				_, err := fmt.Fprintln(env.stdout, "migrations applied")
 				return err
 			})
 		},
 	}
+	addDataDirFlag(cmd.Flags())
+	return cmd
 }
 
 func apikeyCommand(env *environment) *cobra.Command {
 	cmd := &cobra.Command{Use: "apikey", Short: "Manage API keys"} // closeGroups refuses unknown subcommands
+	addDataDirFlag(cmd.PersistentFlags())
 	cmd.AddCommand(apikeyCreateCommand(env), apikeyListCommand(env), apikeyRevokeCommand(env))
 	return cmd
 }
@@ -105,7 +199,7 @@ func apikeyCreateCommand(env *environment) *cobra.Command {
 		Long: `Create an API key for an account (making the account if it is new). The key is
 printed once, alone on stdout; stderr names its id, which apikey list shows
 and apikey revoke takes. Only the key's SHA-256 hash is stored.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if account == "" {
 				return fmt.Errorf("%w: --account is required", errUsage)
@@ -113,7 +207,7 @@ and apikey revoke takes. Only the key's SHA-256 hash is stored.`,
 			if err := checkAccountName(account); err != nil {
 				return err
 			}
-			return env.withStore(cmd.Context(), mayCreate, func(st store.Store, _ config.Config) error {
+			return env.withStore(cmd, mayCreate, func(st store.Store, _ config.Config) error {
 				// Printed before it is stored: a key stored but not printed
 				// (stdout full or closed) would open the account for nobody
 				// until revoked, and nobody would know its id.
@@ -217,7 +311,7 @@ Keys themselves are never shown: they are not stored.`,
 					return err
 				}
 			}
-			return env.withStore(cmd.Context(), mustExist, func(st store.Store, cfg config.Config) error {
+			return env.withStore(cmd, mustExist, func(st store.Store, cfg config.Config) error {
 				keys, err := knownKeys(cmd.Context(), st, cfg, account)
 				if err != nil {
 					return err
@@ -300,7 +394,7 @@ the servers.`,
 			default:
 				return fmt.Errorf("%w: give the key's ID (apikey list shows it) or --key-stdin", errUsage)
 			}
-			return env.withStore(cmd.Context(), mustExist, func(st store.Store, cfg config.Config) error {
+			return env.withStore(cmd, mustExist, func(st store.Store, cfg config.Config) error {
 				keys, err := knownKeys(cmd.Context(), st, cfg, "")
 				if err != nil {
 					return err
@@ -479,6 +573,7 @@ func oneLine(s string) string {
 
 func accountCommand(env *environment) *cobra.Command {
 	cmd := &cobra.Command{Use: "account", Short: "Manage account settings"} // closeGroups refuses unknown subcommands
+	addDataDirFlag(cmd.PersistentFlags())
 	var account, mode string
 	var create bool
 	set := &cobra.Command{
@@ -489,7 +584,7 @@ extractionMode get. The account must exist (a key was made for it, its mode
 set, or it made a job or an upload, or DOCJOBS_API_KEYS names it): a
 mistyped name is refused, not made into a new account. --create sets the
 mode of an account that has none of these yet.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			full := "EXTRACTION_MODE_" + strings.ToUpper(strings.TrimPrefix(mode, "EXTRACTION_MODE_"))
 			if account == "" || (full != job.ExtractionHybrid && full != job.ExtractionOCRAlways) {
@@ -502,7 +597,7 @@ mode of an account that has none of these yet.`,
 			if create {
 				use = mayCreate
 			}
-			return env.withStore(cmd.Context(), use, func(st store.Store, cfg config.Config) error {
+			return env.withStore(cmd, use, func(st store.Store, cfg config.Config) error {
 				if !create {
 					exists, err := accountKnown(cmd.Context(), st, cfg, account)
 					if err != nil {

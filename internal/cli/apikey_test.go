@@ -438,7 +438,7 @@ func TestReadingAdminCommandsCreateNoDatabase(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, stderr := run(t, map[string]string{}, args...)
-			want := "no database at " + path + ", and this command makes none: set DOCJOBS_DATA_DIR or DOCJOBS_DATABASE_URL to the server's"
+			want := "no database at " + path + ", and this command makes none: set DOCJOBS_DATA_DIR (--data-dir) or DOCJOBS_DATABASE_URL to the server's"
 			if code != ExitError || out != "" || !strings.Contains(stderr, want) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want %d with %q", code, out, stderr, ExitError, want)
 			}

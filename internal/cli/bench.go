@@ -50,7 +50,7 @@ each job's wall time divided by its critical-path provider time
 (one call: every chunk of every file can run at once), and jobs per second. It then runs the same
 fetches and provider calls straight from one client, without the service, through the same provider
 adapter: that ratio is what the machine itself costs, the floor under the service's.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.files < 1 || o.chunks < 1 || o.jobs < 1 || o.latency <= 0 {
 				return fmt.Errorf("%w: --files, --chunks, --jobs and --latency must be positive", errUsage)

@@ -82,9 +82,11 @@ func newRoot(env *environment) *cobra.Command {
 		Short:         "Document recognition and extraction jobs",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildVersion(),
 	}
+	root.SetVersionTemplate("docjobs {{.Version}}\n")
 	root.AddCommand(serveCommand(env), migrateCommand(env), apikeyCommand(env), accountCommand(env), benchCommand(env),
-		submitCommand(env), jobsCommand(env), getCommand(env), filesCommand(env))
+		submitCommand(env), jobsCommand(env), getCommand(env), filesCommand(env), versionCommand(env))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
 	// Made now rather than at Execute, so that closeGroups sees them.
 	root.InitDefaultHelpCmd()
@@ -235,6 +237,18 @@ func (e *environment) config(overrides map[string]string) (config.Config, error)
 		}
 		return e.getenv(name)
 	})
+}
+
+// adminLogger is the admin commands' logger: WARN unless
+// DOCJOBS_LOG_LEVEL asks for more, so that the line naming the database,
+// which the user must read, is not buried under thirty lines of
+// migrations (audit-readme F10); withStore says in one line what it
+// migrated.
+func (e *environment) adminLogger(cfg config.Config) *slog.Logger {
+	if e.getenv("DOCJOBS_LOG_LEVEL") == "" {
+		cfg.LogLevel = "warn"
+	}
+	return e.logger(cfg)
 }
 
 func (e *environment) logger(cfg config.Config) *slog.Logger {

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -230,6 +233,78 @@ func (c *client) do(ctx context.Context, method, path string, body bodyFunc, con
 	}
 }
 
+// createJob sends POST /v1/jobs with req and decodes the created job into
+// out. While the service cannot be reached, or a proxy in front says it is
+// away (502, 504, a 503 without Retry-After), the create is sent again,
+// with follow's waits, for up to followGiveUp: a service that restarts
+// closes its port for as long as it drains. Sending again is safe because
+// req carries an idempotency key (submit always sets one): a create whose
+// answer was lost returns the job it made rather than making a second.
+// maybeMade reports whether some attempt may have reached the service, so
+// that a job may exist although err says otherwise; a connection refused
+// sent nothing.
+func (c *client) createJob(ctx context.Context, req createRequest, out *json.RawMessage) (maybeMade bool, err error) {
+	failing := failures{}
+	for {
+		err := c.sendJSON(ctx, http.MethodPost, "/v1/jobs", req, out)
+		if err == nil {
+			return true, nil
+		}
+		maybeMade = maybeMade || !neverSent(err)
+		if ctx.Err() != nil || !serviceAway(err) || req.IdempotencyKey == "" {
+			return maybeMade, err
+		}
+		wait, give := failing.next()
+		if give {
+			return maybeMade, err
+		}
+		c.note("%v; sending the create again in %s (under the same idempotency key: one job at most)", err, wait)
+		if serr := sleep(ctx, wait); serr != nil {
+			return maybeMade, fmt.Errorf("%w, waiting after: %w", serr, err)
+		}
+	}
+}
+
+// neverSent reports an error of a request that never left: the connection
+// to the service could not be made (refused, no route), so the service saw
+// nothing.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// unanswered is the error of a request that got no answer: the service
+// could not be reached, or the connection failed or timed out before an
+// answer came.
+type unanswered struct{ err error }
+
+func (u *unanswered) Error() string { return u.err.Error() }
+func (u *unanswered) Unwrap() error { return u.err }
+
+// serviceAway reports an error that a service restarting, or a network
+// blip, gives: no answer (no connection, a connection cut, no answer in
+// time), or a proxy's 502, 504 or 503 without a Retry-After (a 503 with
+// one was waited out by do already). A name that does not resolve or a
+// certificate that is not trusted will not mend in two minutes: those are
+// reported at once.
+func serviceAway(err error) bool {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.status == http.StatusBadGateway || ae.status == http.StatusGatewayTimeout ||
+			ae.status == http.StatusServiceUnavailable && ae.retry == 0
+	}
+	var dns *net.DNSError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var certificate *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &dns), errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &certificate):
+		return false
+	}
+	var u *unanswered
+	return errors.As(err, &u)
+}
+
 // send makes one attempt of a request.
 func (c *client) send(ctx context.Context, method, path string, body bodyFunc, contentType string, contentLength int64) (*http.Response, error) {
 	var r io.Reader
@@ -261,7 +336,7 @@ func (c *client) send(ctx context.Context, method, path string, body bodyFunc, c
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("cannot reach the service at %s (--server, DOCJOBS_URL): %s %s: %w", c.cfg.server, method, path, err)
+		return nil, &unanswered{fmt.Errorf("cannot reach the service at %s (--server, DOCJOBS_URL): %s %s: %w", c.cfg.server, method, path, err)}
 	}
 	if resp.StatusCode/100 == 3 {
 		resp.Body.Close()

@@ -29,7 +29,7 @@ func jobsCommand(env *environment) *cobra.Command {
 		Long: `jobs lists the jobs of the account the API key belongs to (GET /v1/jobs), following
 the service's pages up to --limit, as a table: id, status, created, title.
 The service is --server or DOCJOBS_URL; the key DOCJOBS_API_KEY (or DOCJOBS_API_KEY_FILE).`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 {
 				return fmt.Errorf("%w: --limit must be positive", errUsage)

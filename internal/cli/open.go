@@ -16,15 +16,29 @@ import (
 	"github.com/docjobs/docjobs/internal/store/sqlite"
 )
 
-// openStore opens the database DOCJOBS_DATABASE_URL names and applies migrations.
-func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (store.Store, error) {
+// schemaUse says what openStore does with the database's schema.
+type schemaUse int
+
+const (
+	// migrateSchema applies the migrations the database lacks (serve,
+	// migrate, and an admin command on a database it has just created).
+	migrateSchema schemaUse = iota
+	// checkSchema writes nothing: a database behind this binary is
+	// refused with a *store.SchemaBehindError.
+	checkSchema
+)
+
+// openStore opens the database DOCJOBS_DATABASE_URL names, applying its
+// migrations or only checking them (use).
+func openStore(ctx context.Context, cfg config.Config, log *slog.Logger, use schemaUse) (store.Store, error) {
+	check := use == checkSchema
 	if path, ok := cfg.SQLitePath(); ok {
-		return sqlite.Open(ctx, sqlite.Config{Path: path, Logger: log})
+		return sqlite.Open(ctx, sqlite.Config{Path: path, Logger: log, CheckSchema: check})
 	}
 	switch u := cfg.DatabaseURL; {
 	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
-		return postgres.Open(ctx, postgres.Config{URL: u, Logger: log})
-	default:
+		return postgres.Open(ctx, postgres.Config{URL: u, Logger: log, CheckSchema: check})
+	default: // config.Load refuses it first
 		return nil, fmt.Errorf("DOCJOBS_DATABASE_URL: want sqlite://PATH or postgres://…, got scheme of %q", redact(u))
 	}
 }
@@ -32,7 +46,7 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (store.
 func openBucket(ctx context.Context, cfg config.Config) (*blob.Bucket, error) {
 	b, err := blob.OpenBucket(ctx, cfg.StorageURL)
 	if err != nil {
-		return nil, fmt.Errorf("open storage %s: %w", redact(cfg.StorageURL), err)
+		return nil, fmt.Errorf("DOCJOBS_STORAGE_URL: open %s: %w", redact(cfg.StorageURL), err)
 	}
 	return b, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -843,5 +844,104 @@ func TestAnInterruptedWaitAfterARefusedCreateRemovesTheUploads(t *testing.T) {
 	if deletes.Load() != 1 || !strings.Contains(stderr.String(), "removed the upload http://svc/v1/files/f1: no job was created") ||
 		strings.Contains(stderr.String(), "may have been created") {
 		t.Errorf("%d deletes; stderr:\n%s\nwant the upload removed, no job having been made", deletes.Load(), stderr.String())
+	}
+}
+
+// A submit sent while the service restarts (its port closed for its
+// drain) used to fail at once saying that the job "may have been
+// created": the create is now sent again, under its idempotency key, until
+// the service is back (audit-readme F5).
+func TestSubmitSendsItsCreateAgainWhileTheServiceRestarts(t *testing.T) {
+	shortWaits(t, 10*time.Millisecond, 100*time.Millisecond, 10*time.Second)
+	var mu sync.Mutex
+	var keys []string
+	svc := newRestartingService(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ IdempotencyKey string }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		keys = append(keys, body.IdempotencyKey)
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{"id":"j1","status":"JOB_STATUS_NEW"}`)
+	}))
+	svc.restart(500 * time.Millisecond)
+	env := map[string]string{"DOCJOBS_URL": "http://" + svc.addr, "DOCJOBS_API_KEY": "dj_fake", "DOCJOBS_OCR_KEY": testOCRKey}
+	code, out, stderr := run(t, env, "submit", "https://example.com/a.pdf")
+	if code != ExitOK || strings.TrimSpace(out) != "j1" {
+		t.Fatalf("exit %d, stdout %q: %s", code, out, stderr)
+	}
+	if !strings.Contains(stderr, "connection refused; sending the create again in ") {
+		t.Errorf("stderr does not say the create is sent again:\n%s", stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 1 || keys[0] == "" {
+		t.Errorf("creates received with keys %q, want one with the run's key", keys)
+	}
+}
+
+// A create that never reached the service (every attempt refused at the
+// dial) made no job: its uploads go, and the message says so rather than
+// that the job may exist.
+func TestACreateThatNeverReachedTheServiceMadeNoJob(t *testing.T) {
+	shortWaits(t, time.Millisecond, 5*time.Millisecond, 200*time.Millisecond)
+	// A service that answers one upload and is gone: its port is closed
+	// before the answer is written, so every later dial is refused.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		conn, err := ln.Accept()
+		_ = ln.Close()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		req, err := http.ReadRequest(bufio.NewReader(conn))
+		if err != nil {
+			t.Errorf("read the upload: %v", err)
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		body := `{"url":"http://svc/v1/files/f1","name":"a.txt","size_bytes":7}`
+		_, _ = fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	}()
+	env := map[string]string{"DOCJOBS_URL": "http://" + ln.Addr().String(), "DOCJOBS_API_KEY": "dj_fake", "DOCJOBS_OCR_KEY": testOCRKey}
+	code, _, stderr := run(t, env, "submit", writeFile(t, "a.txt", "Alpha.\n"))
+	<-served
+	if code != ExitError || !strings.Contains(stderr, "connection refused; no job was created\n") || strings.Contains(stderr, "may have been created") {
+		t.Fatalf("exit %d: %s\nwant %d saying no job was created", code, stderr, ExitError)
+	}
+}
+
+func TestOnlyAnErrorOfAServiceAwayIsSentAgain(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	for _, tt := range []struct {
+		name            string
+		err             error
+		away, neverSent bool
+	}{
+		{"a refused connection", &unanswered{fmt.Errorf("cannot reach: %w", refused)}, true, true},
+		{"a connection reset", &unanswered{fmt.Errorf("cannot reach: %w", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET})}, true, false},
+		{"an answer cut short", &unanswered{fmt.Errorf("cannot reach: %w", io.ErrUnexpectedEOF)}, true, false},
+		{"an answer that does not decode", fmt.Errorf("POST /v1/jobs: read answer: %w", io.ErrUnexpectedEOF), false, false},
+		{"a proxy's 502", &apiError{status: http.StatusBadGateway}, true, false},
+		{"a proxy's 504", &apiError{status: http.StatusGatewayTimeout}, true, false},
+		{"a 503 without Retry-After", &apiError{status: http.StatusServiceUnavailable}, true, false},
+		{"a 503 with Retry-After, already waited out", &apiError{status: http.StatusServiceUnavailable, retry: time.Second}, false, false},
+		{"a refusal", &apiError{status: http.StatusBadRequest}, false, false},
+		{"a 500", &apiError{status: http.StatusInternalServerError}, false, false},
+		{"a name that does not resolve", &unanswered{fmt.Errorf("cannot reach: %w", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", IsNotFound: true}})}, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := serviceAway(tt.err); got != tt.away {
+				t.Errorf("serviceAway = %v, want %v", got, tt.away)
+			}
+			if got := neverSent(tt.err); got != tt.neverSent {
+				t.Errorf("neverSent = %v, want %v", got, tt.neverSent)
+			}
+		})
 	}
 }

@@ -39,7 +39,7 @@ func serveCommand(env *environment) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the API and the workers (--role splits them for scale-out)",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			flags := map[string]string{
 				"DOCJOBS_ROLE": role, "DOCJOBS_ADDR": addr, "DOCJOBS_DATA_DIR": dataDir,
@@ -85,8 +85,8 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	ctx, stopProcess := context.WithCancelCause(ctx)
 	defer stopProcess(nil)
 	log := env.logger(cfg)
-	log.Info("starting docjobs", "config", cfg.String())
-	ln, err := listen(cfg, log)
+	log.Info("starting docjobs", "version", buildVersion(), "config", cfg.String())
+	ln, err := listen(&cfg, log)
 	if err != nil {
 		return err
 	}
@@ -94,16 +94,19 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		defer ln.Close() // closed by serving already, unless start-up failed
 	}
 
-	st, err := openStore(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	// The bucket first: opening it makes nothing but its directory, and a
+	// bucket URL it refuses (an unknown s3:// parameter) then stops the
+	// start before the database is created or migrated.
 	bucket, err := openBucket(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer bucket.Close()
+	st, err := openStore(ctx, cfg, log, migrateSchema)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	sealer, err := secret.Open(cfg.MasterKeyFile)
 	if err != nil {
 		return err
@@ -111,9 +114,13 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	if err := checkKeyset(ctx, cfg, st, sealer); err != nil {
 		return err
 	}
-	keys, err := bootstrapKeys(ctx, env, log, cfg, st)
-	if err != nil {
-		return err
+	// A worker serves no API: it neither makes nor announces keys (its
+	// "docjobs at" line named an address it does not serve).
+	var keys auth.KeyLookup
+	if cfg.Role != config.RoleWorker {
+		if keys, err = bootstrapKeys(ctx, env, log, cfg, st); err != nil {
+			return err
+		}
 	}
 
 	registry := server.NewRegistry()
@@ -234,7 +241,15 @@ func slotsConfig(cfg config.Config, obs slots.Observer) slots.Config {
 // only when DOCJOBS_ADDR was given (it serves health and metrics, no
 // API): by default an api and a worker on one host would both take :8080.
 // ln is nil when the process listens on nothing.
-func listen(cfg config.Config, log *slog.Logger) (net.Listener, error) {
+//
+// Without DOCJOBS_PUBLIC_URL, an API's public URL takes the port bound
+// (config.BindPublicURL); a worker's stays the API's default address,
+// which it says, since it cannot tell where the API listens.
+func listen(cfg *config.Config, log *slog.Logger) (net.Listener, error) {
+	if cfg.Role == config.RoleWorker && !cfg.PublicURLSet {
+		log.Info("DOCJOBS_PUBLIC_URL is unset: this worker names the files it stores (files[], a webhook's result_url) under the API's default address; give it the api process's DOCJOBS_PUBLIC_URL if that listens elsewhere",
+			"public_url", cfg.PublicURL)
+	}
 	if cfg.Role == config.RoleWorker && !cfg.AddrSet {
 		log.Info("no health or metrics port: set DOCJOBS_ADDR (or --addr) for this worker to serve /healthz, /readyz and /metrics")
 		return nil, nil
@@ -243,7 +258,14 @@ func listen(cfg config.Config, log *slog.Logger) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("DOCJOBS_ADDR: listen %s: %w", cfg.Addr, err)
 	}
+	cfg.BindPublicURL(ln.Addr().String())
 	log.Info("listening", "addr", ln.Addr().String(), "public_url", cfg.PublicURL, "role", cfg.Role)
+	if cfg.Role == config.RoleAPI && !cfg.PublicURLSet && cfg.PublicURL != config.DefaultAPIURL {
+		// Workers read uploads straight from storage only when the URL
+		// names this service as their own DOCJOBS_PUBLIC_URL does.
+		log.Warn("DOCJOBS_PUBLIC_URL is unset: give the workers DOCJOBS_PUBLIC_URL="+cfg.PublicURL+" (or set it on every process), or they name files under "+config.DefaultAPIURL+" and take this API's upload URLs for other sites', which they may not download",
+			"public_url", cfg.PublicURL)
+	}
 	return ln, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +161,115 @@ func TestStartUpRefusalsNameTheVariable(t *testing.T) {
 				t.Errorf("database made before the refusal: %v", err)
 			}
 		})
+	}
+}
+
+// startServeOut is startServe that also returns serve's stdout.
+func startServeOut(t *testing.T, env map[string]string, args ...string) (stdout, stderr *logtest.Buffer, code <-chan int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb logtest.Buffer
+	codes := make(chan int, 1)
+	go func() {
+		codes <- Run(ctx, append([]string{"serve"}, args...), &out, &errb, func(k string) string { return env[k] })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-codes:
+		case <-time.After(time.Minute):
+			t.Error("serve did not stop")
+		}
+	})
+	return &out, &errb, codes
+}
+
+// Without DOCJOBS_PUBLIC_URL the URLs handed out name the port serve
+// listens on: the first start's curl example and an upload's url named
+// :8080 whatever --addr said (audit-readme F1).
+func TestTheURLsHandedOutNameThePortServeListensOn(t *testing.T) {
+	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_LOG_LEVEL": "info"}
+	out, logs, code := startServeOut(t, env, "--addr", "127.0.0.1:0")
+	addr := logged(t, logs, code, "listening")["addr"].(string)
+	_, port, _ := net.SplitHostPort(addr)
+	base := "http://localhost:" + port
+	var key string
+	for deadline := time.Now().Add(30 * time.Second); key == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := regexp.MustCompile(`curl -H 'Authorization: Bearer (dj_\S+)' (\S+)/v1/jobs`).FindStringSubmatch(out.String()); m != nil {
+			if m[2] != base {
+				t.Fatalf("the first start's example names %s, want %s:\n%s", m[2], base, out.String())
+			}
+			key = m[1]
+		}
+	}
+	if key == "" {
+		t.Fatalf("no curl example on stdout:\n%s", out.String())
+	}
+	if err := waitReady(context.Background(), "http://"+addr); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(clientConfig{server: "http://" + addr, apiKey: key})
+	up, err := c.upload(context.Background(), writeFile(t, "a.txt", "Alpha.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(up.URL, base+"/v1/files/") {
+		t.Errorf("upload url %s, want it under %s", up.URL, base)
+	}
+}
+
+// A worker serves no API: it makes no key and names no address on stdout
+// (it printed "docjobs at http://localhost:8080", audit-readme F16).
+func TestAWorkerPrintsNoKeyAndNoAddress(t *testing.T) {
+	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_NODE_ID": "w1", "DOCJOBS_LOG_LEVEL": "info"}
+	out, logs, code := startServeOut(t, env, "--role=worker")
+	logged(t, logs, code, "workers started")
+	if out.String() != "" {
+		t.Errorf("a worker's stdout: %q, want nothing", out.String())
+	}
+	if !strings.Contains(logs.String(), "DOCJOBS_PUBLIC_URL is unset: this worker names the files it stores") {
+		t.Errorf("a worker without DOCJOBS_PUBLIC_URL does not say which URL it names files by:\n%s", logs.String())
+	}
+}
+
+// A database or storage URL serve cannot use is bad configuration: exit 2
+// naming the variable, before the database is made (audit-readme F9: exit
+// 1, after the database was created and migrated).
+func TestABadDatabaseOrStorageURLIsAUsageErrorBeforeTheDatabaseIsMade(t *testing.T) {
+	for _, tt := range []struct{ name, value, want string }{
+		{"DOCJOBS_STORAGE_URL", "gs://bucket", `docjobs: usage: DOCJOBS_STORAGE_URL: want file:///DIR or s3://BUCKET (S3, MinIO, R2), got scheme "gs"`},
+		{"DOCJOBS_DATABASE_URL", "mysql://db/x", `docjobs: usage: DOCJOBS_DATABASE_URL: want sqlite://PATH or postgres://…, got scheme "mysql"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			code, _, stderr := run(t, map[string]string{"DOCJOBS_DATA_DIR": dir, tt.name: tt.value}, "serve")
+			if code != ExitUsage || !strings.HasPrefix(stderr, tt.want) {
+				t.Fatalf("exit %d: %q; want %d starting %q", code, stderr, ExitUsage, tt.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "docjobs.db")); !os.IsNotExist(err) {
+				t.Errorf("database made before the refusal: %v", err)
+			}
+		})
+	}
+	// A bucket URL of a known scheme that its driver refuses is found by
+	// opening the bucket, which serve does before the database.
+	dir := t.TempDir()
+	code, _, stderr := run(t, map[string]string{"DOCJOBS_DATA_DIR": dir, "DOCJOBS_STORAGE_URL": "file://" + dir + "/files?bogus=1"}, "serve")
+	if code != ExitError || !strings.Contains(stderr, "DOCJOBS_STORAGE_URL: open file://…") {
+		t.Fatalf("a bucket parameter the driver refuses: exit %d: %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "docjobs.db")); !os.IsNotExist(err) {
+		t.Errorf("database made before the bucket was refused: %v", err)
+	}
+}
+
+// An argument serve does not take is a usage error said as one (it lacked
+// the "usage:" every other usage error has, audit-readme F16).
+func TestAnExtraArgumentIsAUsageError(t *testing.T) {
+	for _, args := range [][]string{{"serve", "extra"}, {"migrate", "extra"}, {"version", "extra"}} {
+		code, _, stderr := run(t, map[string]string{"DOCJOBS_DATA_DIR": t.TempDir()}, args...)
+		if want := `docjobs: usage: unknown command "extra" for "docjobs ` + args[0] + `"`; code != ExitUsage || !strings.HasPrefix(stderr, want) {
+			t.Errorf("%v: exit %d %q; want %d starting %q", args, code, stderr, ExitUsage, want)
+		}
 	}
 }

@@ -167,17 +167,21 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 		uploaded = append(uploaded, up.URL)
 	}
 	var created json.RawMessage
-	if err := c.sendJSON(ctx, "POST", "/v1/jobs", req, &created); err != nil {
-		// Only a refusal is sure to have made no job: after a lost answer
-		// (a network error, a 5xx) the job may exist and read the uploads.
+	if maybeMade, err := c.createJob(ctx, req, &created); err != nil {
+		// Only a refusal, or a service never reached, is sure to have made
+		// no job: after a lost answer (a connection cut, a 5xx) the job
+		// may exist and read the uploads.
 		var refused *apiError
-		if !errors.As(err, &refused) || refused.status >= 500 {
+		if maybeMade && (!errors.As(err, &refused) || refused.status >= 500) {
 			if len(uploaded) > 0 {
 				return fmt.Errorf("%w; the job may have been created (`docjobs jobs` lists it), so the %d uploads above are kept", err, len(uploaded))
 			}
 			return fmt.Errorf("%w; the job may have been created: `docjobs jobs` lists it", err)
 		}
 		c.removeUploads(ctx, env, uploaded, "no job was created")
+		if refused == nil {
+			return fmt.Errorf("%w; no job was created", err)
+		}
 		if len(uploaded) > 0 && o.idempotencyKey != "" && strings.Contains(refused.message, "idempotency key reused") {
 			return fmt.Errorf("%w; local files are uploaded anew by every run, so a submit of local files cannot replay the job an earlier run made: `docjobs jobs` lists it", err)
 		}

@@ -27,8 +27,17 @@ type Config struct {
 	// AddrSet says DOCJOBS_ADDR (or serve --addr) was given. A worker-role
 	// process listens (health and metrics only) only then: two processes
 	// on one host would both want the default port.
-	AddrSet       bool
-	PublicURL     string // DOCJOBS_PUBLIC_URL, default "http://localhost:8080"
+	AddrSet bool
+	// PublicURL is DOCJOBS_PUBLIC_URL, the base of the URLs handed out
+	// (uploads, files[], a webhook's result_url). Unset, it is the address
+	// the process listens on as a local client reaches it: localhost and
+	// DOCJOBS_ADDR's port (BindPublicURL puts in the port actually bound,
+	// for :0), or the host DOCJOBS_ADDR names when that is neither a
+	// wildcard nor a loopback address. A worker-role process serves no
+	// API, so unset it is the API's default address, http://localhost:8080.
+	PublicURL string
+	// PublicURLSet says DOCJOBS_PUBLIC_URL was given: it is kept as it is.
+	PublicURLSet  bool
 	DataDir       string // DOCJOBS_DATA_DIR, default "./data"
 	DatabaseURL   string // DOCJOBS_DATABASE_URL, default "sqlite://$DATA_DIR/docjobs.db"
 	StorageURL    string // DOCJOBS_STORAGE_URL, default "file://$DATA_DIR/files?…" (defaultStorageURL)
@@ -117,6 +126,10 @@ type Config struct {
 	ShutdownTimeout time.Duration
 }
 
+// DefaultAPIURL is where a local client reaches an API process started
+// with the default DOCJOBS_ADDR, and a worker's PublicURL by default.
+const DefaultAPIURL = "http://localhost:8080"
+
 // MaxProviderTimeout bounds DOCJOBS_PROVIDER_TIMEOUT: a call that has not
 // answered in an hour is hung, and a file's River job would have ended it
 // long before (DOCJOBS_FETCH_TIMEOUT plus DOCJOBS_FILE_TIMEOUT plus 11
@@ -140,7 +153,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c := Config{
 		Addr:                or(getenv("DOCJOBS_ADDR"), ":8080"),
 		AddrSet:             getenv("DOCJOBS_ADDR") != "",
-		PublicURL:           strings.TrimRight(or(getenv("DOCJOBS_PUBLIC_URL"), "http://localhost:8080"), "/"),
+		PublicURL:           strings.TrimRight(getenv("DOCJOBS_PUBLIC_URL"), "/"),
+		PublicURLSet:        getenv("DOCJOBS_PUBLIC_URL") != "",
 		DataDir:             or(getenv("DOCJOBS_DATA_DIR"), "./data"),
 		APIKeys:             getenv("DOCJOBS_API_KEYS"),
 		Role:                or(getenv("DOCJOBS_ROLE"), RoleAll),
@@ -186,6 +200,14 @@ func Load(getenv func(string) string) (Config, error) {
 	c.DatabaseURL = or(getenv("DOCJOBS_DATABASE_URL"), "sqlite://"+filepath.Join(abs, "docjobs.db"))
 	c.StorageURL = or(getenv("DOCJOBS_STORAGE_URL"), defaultStorageURL(abs))
 	c.MasterKeyFile = or(getenv("DOCJOBS_MASTER_KEY_FILE"), filepath.Join(abs, "master.keyset"))
+	if !c.PublicURLSet {
+		c.PublicURL = DefaultAPIURL
+		if c.Role != RoleWorker {
+			if u, ok := PublicURLFor(c.Addr); ok {
+				c.PublicURL = u
+			}
+		}
+	}
 	if c.NodeID == "" {
 		c.NodeID, _ = os.Hostname()
 		c.NodeIDFromHost = c.NodeID != ""
@@ -321,6 +343,16 @@ func (c *Config) validate() error {
 	if err := checkAddr(c.Addr); err != nil {
 		return fmt.Errorf("DOCJOBS_ADDR: want host:port like :8080 or 127.0.0.1:8080, got %q: %w", c.Addr, err)
 	}
+	// Both URLs are checked here, so that a mistyped one is a usage error
+	// naming its variable before the database is created or migrated:
+	// opened, a bucket URL of an unknown scheme failed only after the
+	// database was made ("no driver registered for gs"), exit 1.
+	if err := checkDatabaseURL(c.DatabaseURL); err != nil {
+		return fmt.Errorf("DOCJOBS_DATABASE_URL: %w", err)
+	}
+	if err := checkStorageURL(c.StorageURL); err != nil {
+		return fmt.Errorf("DOCJOBS_STORAGE_URL: %w", err)
+	}
 	// slog takes more spellings (info+2); the documented four, in any case,
 	// are what an operator means.
 	switch level := strings.ToLower(c.LogLevel); level {
@@ -330,6 +362,75 @@ func (c *Config) validate() error {
 		return fmt.Errorf("DOCJOBS_LOG_LEVEL: want debug, info, warn or error, got %q", c.LogLevel)
 	}
 	return nil
+}
+
+// checkDatabaseURL accepts the databases openStore opens.
+func checkDatabaseURL(raw string) error {
+	const want = "want sqlite://PATH or postgres://…"
+	if path, ok := strings.CutPrefix(raw, "sqlite://"); ok {
+		if path == "" {
+			return fmt.Errorf("%s, got sqlite:// without a path", want)
+		}
+		return nil
+	}
+	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
+		return nil
+	}
+	return fmt.Errorf("%s, got %s", want, describeScheme(raw, "a SQLite file is sqlite:///path/docjobs.db"))
+}
+
+// checkStorageURL accepts the buckets the binary has drivers for.
+func checkStorageURL(raw string) error {
+	if strings.HasPrefix(raw, "file://") || strings.HasPrefix(raw, "s3://") {
+		return nil
+	}
+	return fmt.Errorf("want file:///DIR or s3://BUCKET (S3, MinIO, R2), got %s", describeScheme(raw, "a directory is file:///path/files"))
+}
+
+// describeScheme names what a URL of an unknown kind was, for a message:
+// its scheme, or that it has none (then the value itself, which is a path,
+// unless it could be a key=value connection string holding a password).
+func describeScheme(raw, noSchemeHint string) string {
+	if scheme, _, ok := strings.Cut(raw, "://"); ok {
+		return fmt.Sprintf("scheme %q", scheme)
+	}
+	if strings.ContainsAny(raw, "=@") {
+		return "a value with no scheme (not shown: it may hold a password)"
+	}
+	return fmt.Sprintf("%q, which has no scheme (%s)", raw, noSchemeHint)
+}
+
+// PublicURLFor is the base URL a local client reaches a process listening
+// on addr (host:port) at: localhost and the port when the host is empty,
+// a wildcard or a loopback address, else that host and the port. ok is
+// false when addr is no host:port (validate says so, naming DOCJOBS_ADDR).
+func PublicURLFor(addr string) (string, bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", false
+	}
+	n, err := net.LookupPort("tcp", port)
+	if err != nil {
+		return "", false
+	}
+	port = strconv.Itoa(n)
+	if ip := net.ParseIP(host); host == "" || host == "localhost" || ip != nil && (ip.IsUnspecified() || ip.IsLoopback()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port), true
+}
+
+// BindPublicURL sets PublicURL from the address the process is listening
+// on, bound (a net.Listener's Addr), unless DOCJOBS_PUBLIC_URL was given
+// or the process serves no API: with DOCJOBS_ADDR=:0 only the bound port
+// says where clients reach it.
+func (c *Config) BindPublicURL(bound string) {
+	if c.PublicURLSet || c.Role == RoleWorker {
+		return
+	}
+	if u, ok := PublicURLFor(bound); ok {
+		c.PublicURL = u
+	}
 }
 
 // checkAddr checks a listen address as net.Listen("tcp", …) reads it,

@@ -66,6 +66,11 @@ func TestBadValuesAreRejectedNamingTheVariable(t *testing.T) {
 		{"DOCJOBS_ADDR", "notanaddr"},
 		{"DOCJOBS_ADDR", ":99999"},
 		{"DOCJOBS_ADDR", ":nosuchservice"},
+		{"DOCJOBS_DATABASE_URL", "mysql://db/docjobs"},
+		{"DOCJOBS_DATABASE_URL", "/srv/dj/docjobs.db"},
+		{"DOCJOBS_DATABASE_URL", "sqlite://"},
+		{"DOCJOBS_STORAGE_URL", "gs://bucket"},
+		{"DOCJOBS_STORAGE_URL", "/srv/dj/files"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
@@ -249,5 +254,85 @@ func TestDatabaseIsNamedWithoutItsPassword(t *testing.T) {
 		if got := c.Database(); got != want {
 			t.Errorf("DOCJOBS_DATABASE_URL %q: Database() = %q, want %q", url, got, want)
 		}
+	}
+}
+
+// The URLs handed out name the port the API listens on, unless
+// DOCJOBS_PUBLIC_URL says otherwise (audit-readme F1: they named 8080
+// whatever DOCJOBS_ADDR was).
+func TestThePublicURLFollowsTheListenAddressUnlessGiven(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"the default address", nil, "http://localhost:8080"},
+		{"a port of all interfaces", map[string]string{"DOCJOBS_ADDR": ":18199"}, "http://localhost:18199"},
+		{"a loopback address", map[string]string{"DOCJOBS_ADDR": "127.0.0.1:18199"}, "http://localhost:18199"},
+		{"the IPv6 wildcard", map[string]string{"DOCJOBS_ADDR": "[::]:9000"}, "http://localhost:9000"},
+		{"the IPv6 loopback", map[string]string{"DOCJOBS_ADDR": "[::1]:9000"}, "http://localhost:9000"},
+		{"a service name", map[string]string{"DOCJOBS_ADDR": "localhost:http"}, "http://localhost:80"},
+		{"one interface's address", map[string]string{"DOCJOBS_ADDR": "192.0.2.7:9000"}, "http://192.0.2.7:9000"},
+		{"a host name", map[string]string{"DOCJOBS_ADDR": "docs.internal:9000"}, "http://docs.internal:9000"},
+		{"an explicit URL is kept", map[string]string{"DOCJOBS_ADDR": ":9000", "DOCJOBS_PUBLIC_URL": "https://docs.example.com/"},
+			"https://docs.example.com"},
+		// A worker serves no API: its files[] and result_url name the
+		// API's, which it cannot learn from its own health port.
+		{"a worker takes the API's default", map[string]string{"DOCJOBS_ROLE": RoleWorker, "DOCJOBS_ADDR": ":9101"},
+			"http://localhost:8080"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(env(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.PublicURL != tt.want {
+				t.Errorf("PublicURL = %q, want %q", c.PublicURL, tt.want)
+			}
+		})
+	}
+}
+
+// With DOCJOBS_ADDR=:0 only the listener knows the port.
+func TestBindPublicURLTakesTheBoundPortUnlessTheURLWasGiven(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"unset", map[string]string{"DOCJOBS_ADDR": ":0"}, "http://localhost:43210"},
+		{"given", map[string]string{"DOCJOBS_ADDR": ":0", "DOCJOBS_PUBLIC_URL": "http://proxy:80"}, "http://proxy:80"},
+		{"a worker", map[string]string{"DOCJOBS_ADDR": ":0", "DOCJOBS_ROLE": RoleWorker}, "http://localhost:8080"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(env(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.BindPublicURL("[::]:43210")
+			if c.PublicURL != tt.want {
+				t.Errorf("PublicURL = %q, want %q", c.PublicURL, tt.want)
+			}
+		})
+	}
+}
+
+// A URL of no known kind is refused by its scheme; one without a scheme is
+// quoted when it is a path, never when it could be a connection string
+// holding a password.
+func TestAnUnknownDatabaseOrStorageURLSaysWhatWasWrong(t *testing.T) {
+	for _, tt := range []struct{ name, value, want, notWant string }{
+		{"DOCJOBS_DATABASE_URL", "mysql://u:secret@db/x", `DOCJOBS_DATABASE_URL: want sqlite://PATH or postgres://…, got scheme "mysql"`, "secret"},
+		{"DOCJOBS_DATABASE_URL", "/srv/dj/docjobs.db", `got "/srv/dj/docjobs.db", which has no scheme (a SQLite file is sqlite:///path/docjobs.db)`, ""},
+		{"DOCJOBS_DATABASE_URL", "host=db password=secret", "not shown: it may hold a password", "secret"},
+		{"DOCJOBS_STORAGE_URL", "gs://bucket", `DOCJOBS_STORAGE_URL: want file:///DIR or s3://BUCKET (S3, MinIO, R2), got scheme "gs"`, ""},
+	} {
+		t.Run(tt.value, func(t *testing.T) {
+			_, err := Load(env(map[string]string{tt.name: tt.value}))
+			if err == nil || !strings.Contains(err.Error(), tt.want) || tt.notWant != "" && strings.Contains(err.Error(), tt.notWant) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -20,12 +20,17 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+	"github.com/docjobs/docjobs/internal/api"
 )
 
 // The REST decoder (protojson with DiscardUnknown) drops unknown fields and
 // unrecognized enum strings without a word: that keeps older clients working
 // and is what makes an unknown consensus.mode "silently ignored" (spec rule 5).
-// This file finds what was dropped so the Docjobs-Warning header can name it.
+// This file finds what would be dropped so the Docjobs-Warning header can
+// name it, and refuses an unknown enum name of any other field: dropped, it
+// left the field unset, which ran a job other than the one asked for (an
+// extractionMode of OCR_ALWAYS ran as the account's default) or was
+// reported as missing (ocr.provider: required) (audit-readme F3).
 
 // maxIgnored bounds the names reported for one request; a hostile body with
 // thousands of unknown keys must not become a huge response header.
@@ -36,13 +41,13 @@ var errNotObject = errors.New("request body must be a JSON object")
 
 // ignoredFields walks a JSON request body against the request message md and
 // returns, in document order, every name protojson would drop: unknown fields
-// by their path as sent (merge.dedupBy, prompts[2] is never one), enum
-// strings the enum does not define (consensus.mode=CONSENSUS_MODE_SEVEN_RUNS)
-// and the numbers of numbersIgnored the enum does not define
-// (consensus.mode=7).
+// by their path as sent (merge.dedupBy, prompts[2] is never one), and the
+// names and numbers of enumsIgnored that the enum does not define
+// (consensus.mode=CONSENSUS_MODE_SEVEN_RUNS, consensus.mode=7).
 // Only the first maxIgnored are returned; more reports how many were left out.
-// It fails on malformed JSON, naming the offset, and on a value of the wrong
-// JSON type for its field, naming the field.
+// It fails on malformed JSON, naming the offset, on a value of the wrong
+// JSON type for its field, naming the field, and on a name another enum
+// field's enum does not define, naming the field and the names it takes.
 func ignoredFields(body []byte, md protoreflect.MessageDescriptor) (names []string, more int, err error) {
 	w := &walker{body: body, dec: json.NewDecoder(bytes.NewReader(body))}
 	w.dec.UseNumber()
@@ -284,12 +289,12 @@ func (w *walker) singular(fd protoreflect.FieldDescriptor, path string) error {
 	return w.value(fd, path, tok)
 }
 
-// numbersIgnored are the enum fields where the service treats a number the
-// enum does not define as unset rather than refusing it, so the warning
-// header names it like an unknown name: consensus.mode (spec rule 5, see
-// consensusMode in internal/api). Every other enum answers 400 "unknown
-// value N" for such a number.
-var numbersIgnored = map[protoreflect.FullName]bool{
+// enumsIgnored are the enum fields where the service treats a name or a
+// number the enum does not define as unset rather than refusing it, and the
+// warning header names it: consensus.mode (spec rule 5, see consensusMode
+// in internal/api). Every other enum answers 400 "unknown value …" naming
+// the values it takes.
+var enumsIgnored = map[protoreflect.FullName]bool{
 	(&docjobsv1.ConsensusOptions{}).ProtoReflect().Descriptor().Fields().ByName("mode").FullName(): true,
 }
 
@@ -324,13 +329,16 @@ func (w *walker) value(fd protoreflect.FieldDescriptor, path string, tok json.To
 			default:
 				return typeError(path, expected(fd), tok)
 			}
-			if numbersIgnored[fd.FullName()] && fd.Enum().Values().ByNumber(n.Enum()) == nil {
+			if enumsIgnored[fd.FullName()] && fd.Enum().Values().ByNumber(n.Enum()) == nil {
 				w.ignore(path + "=" + strconv.FormatInt(int64(n.Enum()), 10))
 			}
 		case string:
-			if fd.Enum().FullName() != "google.protobuf.NullValue" &&
-				fd.Enum().Values().ByName(protoreflect.Name(v)) == nil {
+			switch {
+			case fd.Enum().FullName() == "google.protobuf.NullValue" || fd.Enum().Values().ByName(protoreflect.Name(v)) != nil:
+			case enumsIgnored[fd.FullName()]:
 				w.ignore(path + "=" + v)
+			default:
+				return fmt.Errorf("%s: %s", path, api.UnknownEnumName(fd.Enum(), v))
 			}
 		default:
 			return typeError(path, expected(fd), tok)
@@ -534,7 +542,7 @@ func ignoredByMeaning(msg proto.Message) []string {
 // ignoredInMessage names what the service will ignore in a request decoded
 // from protobuf (gRPC), in the words of the REST warning: fields the
 // message does not define, by their number (merge.#99; the binary form has
-// no names), the numbers of numbersIgnored the enum does not define
+// no names), the numbers of enumsIgnored the enum does not define
 // (consensus.mode=7), and ignoredByMeaning. Fields go in declaration order.
 func ignoredInMessage(msg proto.Message) []string {
 	var names []string
@@ -576,7 +584,7 @@ func ignoredIn(m protoreflect.Message, path string, names *[]string) {
 			}
 		case fd.Message() != nil:
 			ignoredIn(m.Get(fd).Message(), name, names)
-		case fd.Enum() != nil && !fd.IsList() && numbersIgnored[fd.FullName()]:
+		case fd.Enum() != nil && !fd.IsList() && enumsIgnored[fd.FullName()]:
 			if n := m.Get(fd).Enum(); fd.Enum().Values().ByNumber(n) == nil {
 				*names = append(*names, name+"="+strconv.Itoa(int(n)))
 			}
@@ -682,13 +690,13 @@ func checkQueryValue(fd protoreflect.FieldDescriptor, v string) error {
 		}
 		n, perr := strconv.ParseInt(v, 10, 32)
 		if perr != nil {
-			return fmt.Errorf("unknown value %q", v)
+			return errors.New(api.UnknownEnumName(fd.Enum(), v))
 		}
 		if fd.Enum().Values().ByNumber(protoreflect.EnumNumber(n)) != nil {
 			return nil
 		}
 		// The service's words for the number over gRPC (api.checkEnum).
-		return fmt.Errorf("unknown value %d", n)
+		return fmt.Errorf("unknown value %d; %s", n, api.EnumChoices(fd.Enum()))
 	default:
 		return nil
 	}

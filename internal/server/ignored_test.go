@@ -38,8 +38,8 @@ func TestIgnoredFields(t *testing.T) {
 		{"null values are not reported", `{"merge":null,"consensus":{"mode":null},"prompts":null}`, nil},
 		{"the value of an unknown field is not walked", `{"extra":{"deeper":{"mode":"X"}},"title":"t"}`, []string{"extra"}},
 		{"several ignored names come in document order",
-			`{"zeta":1,"merge":{"scope":"MERGE_SCOPE_EVERYTHING","x":[1,{"y":2}]},"alpha":true}`,
-			[]string{"zeta", "merge.scope=MERGE_SCOPE_EVERYTHING", "merge.x", "alpha"}},
+			`{"zeta":1,"consensus":{"mode":"CONSENSUS_MODE_MANY","x":[1,{"y":2}]},"alpha":true}`,
+			[]string{"zeta", "consensus.mode=CONSENSUS_MODE_MANY", "consensus.x", "alpha"}},
 		{"map values are strings, their keys are free", `{"metadata":{"anything":"goes","dedupBy":"x"}}`, nil},
 		{"numbers may come as strings", `{"neural":{"chunkBudgetTokens":"4000"}}`, nil},
 		{"a whole number may have a fraction or an exponent", `{"neural":{"chunkBudgetTokens":4e3},"merge":{"scope":1.0}}`, nil},
@@ -65,17 +65,47 @@ func TestIgnoredFields(t *testing.T) {
 	}
 }
 
-func TestIgnoredFieldsListsEnumsByIndex(t *testing.T) {
-	// ListJobsRequest has no repeated enum; LlmResult's messages do not
-	// either, so a repeated message is the list case: ocr rows in a result.
+func TestIgnoredFieldsListsFieldsByIndex(t *testing.T) {
+	// ListJobsRequest has no repeated message; a result's ocr rows are.
 	result := (&docjobsv1.JobResult{}).ProtoReflect().Descriptor()
-	got, _, err := ignoredFields([]byte(`{"ocr":[{"status":"JOB_OCR_STATUS_DONE"},{"status":"JOB_OCR_STATUS_MAYBE","typo":1}]}`), result)
+	got, _, err := ignoredFields([]byte(`{"ocr":[{"status":"JOB_OCR_STATUS_DONE"},{"status":"JOB_OCR_STATUS_FAILED","typo":1}]}`), result)
 	if err != nil {
 		t.Fatalf("ignoredFields: %v", err)
 	}
-	want := []string{"ocr[1].status=JOB_OCR_STATUS_MAYBE", "ocr[1].typo"}
+	want := []string{"ocr[1].typo"}
 	if !slices.Equal(got, want) {
 		t.Errorf("ignored = %q, want %q", got, want)
+	}
+	_, _, err = ignoredFields([]byte(`{"ocr":[{"status":"JOB_OCR_STATUS_DONE"},{"status":"JOB_OCR_STATUS_MAYBE"}]}`), result)
+	if want := `ocr[1].status: unknown value "JOB_OCR_STATUS_MAYBE"; use`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %v, want it to start %q", err, want)
+	}
+}
+
+// An enum name the enum does not define is dropped by protojson, which
+// left the field unset: a job other than the one asked for, or a field
+// reported missing that was given (audit-readme F3). Only consensus.mode
+// ignores it (spec rule 5); every other field refuses it, naming the
+// field, the name meant when the prefix was left out, and the names taken.
+func TestAnUnknownEnumNameIsRefusedExceptConsensusMode(t *testing.T) {
+	create := (&docjobsv1.CreateJobRequest{}).ProtoReflect().Descriptor()
+	for _, tt := range []struct{ name, body, want string }{
+		{"a mode without its prefix", `{"extractionMode":"OCR_ALWAYS"}`,
+			`extractionMode: unknown value "OCR_ALWAYS" (did you mean EXTRACTION_MODE_OCR_ALWAYS?); use EXTRACTION_MODE_HYBRID or EXTRACTION_MODE_OCR_ALWAYS`},
+		{"a provider without its prefix", `{"ocr":{"provider":"PROVIDER_1"}}`,
+			`ocr.provider: unknown value "PROVIDER_1" (did you mean NEURAL_CLIENT_TYPE_PROVIDER_1?); use NEURAL_CLIENT_TYPE_PROVIDER_1 to NEURAL_CLIENT_TYPE_PROVIDER_8 (or an alias: NEURAL_CLIENT_TYPE_MISTRAL, NEURAL_CLIENT_TYPE_OPENAI, NEURAL_CLIENT_TYPE_ANTHROPIC, NEURAL_CLIENT_TYPE_GEMINI, NEURAL_CLIENT_TYPE_XAI, NEURAL_CLIENT_TYPE_OPENROUTER, NEURAL_CLIENT_TYPE_QWEN, NEURAL_CLIENT_TYPE_SELF_HOSTED)`},
+		{"a vendor alias in lower case", `{"neural":{"type":"openai"}}`, `neural.type: unknown value "openai" (did you mean NEURAL_CLIENT_TYPE_OPENAI?); use`},
+		{"a provider slot that does not exist", `{"ocr":{"provider":"NEURAL_CLIENT_TYPE_PROVIDER_9"}}`,
+			`ocr.provider: unknown value "NEURAL_CLIENT_TYPE_PROVIDER_9"; use NEURAL_CLIENT_TYPE_PROVIDER_1 to`},
+		{"a merge field", `{"merge":{"scope":"MERGE_SCOPE_EVERYTHING"}}`, `merge.scope: unknown value "MERGE_SCOPE_EVERYTHING"; use MERGE_SCOPE_FILE or MERGE_SCOPE_JOB`},
+		{"a merge format without its prefix", `{"merge":{"format":"json"}}`, `merge.format: unknown value "json" (did you mean MERGE_FORMAT_JSON?); use MERGE_FORMAT_AUTO, `},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := ignoredFields([]byte(tt.body), create)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to start %q", err, tt.want)
+			}
+		})
 	}
 }
 
@@ -179,8 +209,12 @@ func TestQueryFields(t *testing.T) {
 		{"a non-integer page size is an error naming the parameter", "pageSize=ten", nil, `pageSize: expected an integer`},
 		{"a page size above int32 is out of range", "pageSize=99999999999", nil, `pageSize: out of range`},
 		{"empty values are no parameter at all", "statusEq=&pageSize=&pageToken=", nil, ""},
-		{"an unknown enum name is an error", "statusEq=JOB_STATUS_DONE", nil, `statusEq: unknown value "JOB_STATUS_DONE"`},
-		{"an unknown enum number is an error in the service's words", "statusEq=99", nil, `statusEq: unknown value 99`},
+		{"an unknown enum name is an error naming the values", "statusEq=JOB_STATUS_DONE", nil,
+			`statusEq: unknown value "JOB_STATUS_DONE"; use JOB_STATUS_NEW, JOB_STATUS_RUNNING, JOB_STATUS_COMPLETE, JOB_STATUS_FAILED or JOB_STATUS_CANCELLED`},
+		{"a status in the CLI's spelling says the name meant", "statusEq=failed", nil,
+			`statusEq: unknown value "failed" (did you mean JOB_STATUS_FAILED?); use JOB_STATUS_NEW, JOB_STATUS_RUNNING, JOB_STATUS_COMPLETE, JOB_STATUS_FAILED or JOB_STATUS_CANCELLED`},
+		{"an unknown enum number is an error in the service's words", "statusEq=99", nil,
+			`statusEq: unknown value 99; use JOB_STATUS_NEW, JOB_STATUS_RUNNING, JOB_STATUS_COMPLETE, JOB_STATUS_FAILED or JOB_STATUS_CANCELLED`},
 		{"a repeated singular parameter is an error naming it as sent", "pageSize=1&pageSize=2", nil, `pageSize: expected one value, got 2`},
 		{"a repeated parameter in proto spelling is named as sent", "page_size=1&page_size=2", nil, `page_size: expected one value, got 2`},
 		{"one field in both spellings is an error naming both", "pageSize=1&page_size=2", nil, `page_size: expected one value, also given as pageSize`},

@@ -359,6 +359,13 @@ func TestErrorMapping(t *testing.T) {
 			400, codes.InvalidArgument, "pageSize: expected an integer", "int32"},
 		{"an unknown status filter is 400", "GET", "/v1/jobs?statusEq=JOB_STATUS_DONE", keyAlice, "",
 			400, codes.InvalidArgument, `unknown value "JOB_STATUS_DONE"`, ""},
+		// audit-readme F3: dropped, these ran a HYBRID job, or said "required".
+		{"an extraction mode without its prefix is 400 saying the name meant", "POST", "/v1/jobs", keyAlice,
+			`{"sourceUrls":["https://a.test/x"],"extractionMode":"OCR_ALWAYS"}`, 400, codes.InvalidArgument,
+			`extractionMode: unknown value "OCR_ALWAYS" (did you mean EXTRACTION_MODE_OCR_ALWAYS?); use EXTRACTION_MODE_HYBRID or EXTRACTION_MODE_OCR_ALWAYS`, ""},
+		{"a provider without its prefix is 400 naming it, not 'required'", "POST", "/v1/jobs", keyAlice,
+			`{"sourceUrls":["https://a.test/x"],"ocr":{"provider":"PROVIDER_1","model":"m","providerKey":"k"}}`, 400, codes.InvalidArgument,
+			`ocr.provider: unknown value "PROVIDER_1" (did you mean NEURAL_CLIENT_TYPE_PROVIDER_1?)`, "required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -461,7 +468,7 @@ func TestRESTAcceptsACreateRequestWithEveryFieldAtItsCap(t *testing.T) {
 
 func TestWarningHeaderOnREST(t *testing.T) {
 	env := startServer(t)
-	t.Run("unknown fields and enum strings are ignored and named", func(t *testing.T) {
+	t.Run("unknown fields and consensus mode names are ignored and named", func(t *testing.T) {
 		body := `{"sourceUrls":["https://example.test/a.txt"],"merge":{"enabled":true,"dedupBy":["id"]},
 			"consensus":{"mode":"CONSENSUS_MODE_SEVEN_RUNS"},"responseSchema":"{}"}`
 		resp := env.doJSON("POST", "/v1/jobs", keyAlice, body)

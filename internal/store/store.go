@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"time"
 
@@ -55,6 +56,27 @@ var ErrNewerSchema = errors.New("database was migrated by a newer docjobs")
 // branch migrated it, and this one's migration of that number was never
 // applied (its tables would be missing columns, or it would fail half way).
 var ErrOtherSchema = errors.New("database was migrated by another build of docjobs")
+
+// ErrOlderSchema is matched by a *SchemaBehindError: the database lacks
+// migrations this binary has (an older docjobs made it, or nothing has yet).
+var ErrOlderSchema = errors.New("database is behind this docjobs")
+
+// SchemaBehindError says where a database's migrations stand when some of
+// this binary's are missing: the highest version applied and the highest
+// this binary knows, of docjobs' own migrations and of River's.
+type SchemaBehindError struct {
+	Applied, Known           int
+	RiverApplied, RiverKnown int
+}
+
+func (e *SchemaBehindError) Error() string {
+	return fmt.Sprintf("%s: it is at migration %d of %d (River's: %d of %d)", ErrOlderSchema, e.Applied, e.Known, e.RiverApplied, e.RiverKnown)
+}
+
+func (e *SchemaBehindError) Is(target error) bool { return target == ErrOlderSchema }
+
+// Empty reports a database without any migration: new, or not docjobs'.
+func (e *SchemaBehindError) Empty() bool { return e.Applied == 0 && e.RiverApplied == 0 }
 
 // CreateJobParams is everything one create writes in one transaction.
 type CreateJobParams struct {

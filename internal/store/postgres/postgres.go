@@ -40,7 +40,11 @@ type Config struct {
 	// NodeCheck is how often the connection holding this process's node id
 	// is checked (default 5s); see Work.
 	NodeCheck time.Duration
-	Logger    *slog.Logger
+	// CheckSchema makes Open check the schema instead of migrating it
+	// (sqlstore.Store.CheckSchema): the admin commands other than migrate
+	// must not upgrade a database older servers use.
+	CheckSchema bool
+	Logger      *slog.Logger
 }
 
 // Store is store.Store on PostgreSQL.
@@ -52,7 +56,7 @@ type Store struct {
 	ends *endListener
 }
 
-// Open connects and migrates.
+// Open connects and migrates, or only checks the schema (Config.CheckSchema).
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	pc, err := poolConfig(cfg.URL, runtime.NumCPU())
 	if err != nil {
@@ -78,9 +82,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	if err := s.Migrate(ctx); err != nil {
+	if cfg.CheckSchema {
+		err = s.CheckSchema(ctx)
+	} else if err = s.Migrate(ctx); err != nil {
+		err = fmt.Errorf("migrate: %w", err)
+	}
+	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: migrate: %w", err)
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	// One connection beside the pool: a listening connection is held for
 	// the life of the process, and must not take a place queries wait for.

@@ -246,3 +246,41 @@ func TestStoresOpeningTogetherOnANewSchemaAllStart(t *testing.T) {
 		}
 	}
 }
+
+// CheckSchema opens without migrating: a new schema and one a migration
+// behind are reported as such (store.SchemaBehindError) and left as they
+// were, a current one opens. The admin commands open so.
+func TestCheckSchemaReportsWhereTheSchemaStandsAndWritesNothing(t *testing.T) {
+	url, schema := pgtest.Schema(t)
+	ctx := t.Context()
+	_, err := postgres.Open(ctx, postgres.Config{URL: url, Schema: schema, Logger: quiet, CheckSchema: true})
+	var behind *store.SchemaBehindError
+	if !errors.As(err, &behind) || !behind.Empty() || behind.Known == 0 || behind.RiverKnown == 0 {
+		t.Fatalf("CheckSchema of a new schema: %v; want an empty SchemaBehindError", err)
+	}
+	if err := openConfig(t, postgres.Config{URL: url, Schema: schema}).Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := postgres.Open(ctx, postgres.Config{URL: url, Schema: schema, Logger: quiet, CheckSchema: true})
+	if err != nil {
+		t.Fatalf("CheckSchema of a current schema: %v", err)
+	}
+	s.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	in := pgx.Identifier{schema}.Sanitize()
+	if _, err := conn.Exec(ctx, `DELETE FROM `+in+`.docjobs_migrations WHERE version = (SELECT max(version) FROM `+in+`.docjobs_migrations)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = postgres.Open(ctx, postgres.Config{URL: url, Schema: schema, Logger: quiet, CheckSchema: true})
+	if !errors.As(err, &behind) || behind.Empty() || behind.Applied != behind.Known-1 || !errors.Is(err, store.ErrOlderSchema) {
+		t.Fatalf("CheckSchema a migration behind: %v; want a SchemaBehindError one short", err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+in+`.docjobs_migrations`).Scan(&n); err != nil || n != behind.Known-1 {
+		t.Fatalf("%d migrations recorded after the check (%v), want %d", n, err, behind.Known-1)
+	}
+}

@@ -50,7 +50,11 @@ type Config struct {
 	// which may still hold their sealed bytes, is truncated; 0 means
 	// DefaultFlushDelay.
 	FlushDelay time.Duration
-	Logger     *slog.Logger
+	// CheckSchema makes Open check the schema instead of migrating it
+	// (sqlstore.Store.CheckSchema): the admin commands other than migrate
+	// must not upgrade a database older servers use.
+	CheckSchema bool
+	Logger      *slog.Logger
 }
 
 // Store is store.Store on SQLite.
@@ -61,7 +65,8 @@ type Store struct {
 	ends *endPoller
 }
 
-// Open opens (creating if needed) and migrates the database at cfg.Path.
+// Open opens (creating if needed) and migrates the database at cfg.Path,
+// or only checks its schema (Config.CheckSchema).
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("sqlite: path is required")
@@ -133,6 +138,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = read.Close()
 		_ = watch.Close()
 		return nil, err
+	}
+	if cfg.CheckSchema {
+		if err := s.CheckSchema(ctx); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("sqlite: %s: %w", cfg.Path, err)
+		}
+		return s, nil
 	}
 	// Processes opening a new file together migrate it one at a time:
 	// River migrates each version in a transaction of its own, outside

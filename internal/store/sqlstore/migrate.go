@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/docjobs/docjobs/internal/store"
@@ -87,6 +88,71 @@ func (s *Store[TTx]) Migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// CheckSchema reads where the database's migrations stand against this
+// binary's, River's and docjobs' own, and writes nothing: nil when none is
+// missing, a *store.SchemaBehindError when some are (none at all: a new,
+// empty database), ErrNewerSchema or ErrOtherSchema as Migrate would say.
+// It is for the commands that must not upgrade a database older servers
+// still use (Migrate makes them refuse it).
+func (s *Store[TTx]) CheckSchema(ctx context.Context) error {
+	migrator, err := rivermigrate.New(s.driver, &rivermigrate.Config{Logger: s.riverLogger, Schema: s.schema})
+	if err != nil {
+		return fmt.Errorf("river migrator: %w", err)
+	}
+	behind := &store.SchemaBehindError{}
+	riverAll := migrator.AllVersions()
+	for _, m := range riverAll {
+		behind.RiverKnown = max(behind.RiverKnown, m.Version)
+	}
+	riverApplied, err := migrator.ExistingVersions(ctx)
+	if err != nil {
+		// River refuses versions it does not know: a newer River made them.
+		return fmt.Errorf("%w: river migrations: %w", store.ErrNewerSchema, err)
+	}
+	for _, m := range riverApplied {
+		behind.RiverApplied = max(behind.RiverApplied, m.Version)
+	}
+	files, err := migrationFiles(s.migrations)
+	if err != nil {
+		return err
+	}
+	for _, m := range files {
+		behind.Known = max(behind.Known, m.version)
+	}
+	applied := map[int]string{}
+	exists, err := s.driver.GetExecutor().TableExists(ctx, &riverdriver.TableExistsParams{Schema: s.schema, Table: "docjobs_migrations"})
+	if err != nil {
+		return fmt.Errorf("read migrations: %w", err)
+	}
+	if exists {
+		rows, err := s.query(ctx, s.backend.DB(), `SELECT version, name FROM docjobs_migrations`)
+		if err != nil {
+			return fmt.Errorf("read migrations: %w", err)
+		}
+		for rows.Next() {
+			var v int
+			var name string
+			if err := rows.Scan(&v, &name); err != nil {
+				rows.Close()
+				return fmt.Errorf("read migrations: %w", err)
+			}
+			applied[v] = name
+			behind.Applied = max(behind.Applied, v)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read migrations: %w", err)
+		}
+	}
+	if err := knowsEvery(applied, files); err != nil {
+		return err
+	}
+	if len(applied) < len(files) || len(riverApplied) < len(riverAll) {
+		return behind
+	}
+	return nil
 }
 
 // knowsEvery refuses a database that has migrations files does not hold, or
