@@ -363,8 +363,8 @@ type enumValue interface {
 }
 
 // checkEnum rejects a number the enum does not define, naming the values
-// it takes. Unknown names never get here (the REST edge refuses them, or
-// drops consensus.mode's); unknown numbers do, over gRPC and as JSON
+// it takes. Unknown names never get here (the REST edge drops them, or
+// refuses ocr.provider's); unknown numbers do, over gRPC and as JSON
 // numbers.
 func checkEnum(field string, v enumValue) error {
 	if v.Descriptor().Values().ByNumber(v.Number()) == nil {

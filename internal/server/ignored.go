@@ -26,11 +26,9 @@ import (
 // The REST decoder (protojson with DiscardUnknown) drops unknown fields and
 // unrecognized enum strings without a word: that keeps older clients working
 // and is what makes an unknown consensus.mode "silently ignored" (spec rule 5).
-// This file finds what would be dropped so the Docjobs-Warning header can
-// name it, and refuses an unknown enum name of any other field: dropped, it
-// left the field unset, which ran a job other than the one asked for (an
-// extractionMode of OCR_ALWAYS ran as the account's default) or was
-// reported as missing (ocr.provider: required) (audit-readme F3).
+// This file finds what was dropped so the Docjobs-Warning header can name
+// it, and refuses an unknown name of a field a create cannot do without
+// (enumNamesRequired), which would otherwise be refused as missing.
 
 // maxIgnored bounds the names reported for one request; a hostile body with
 // thousands of unknown keys must not become a huge response header.
@@ -41,13 +39,15 @@ var errNotObject = errors.New("request body must be a JSON object")
 
 // ignoredFields walks a JSON request body against the request message md and
 // returns, in document order, every name protojson would drop: unknown fields
-// by their path as sent (merge.dedupBy, prompts[2] is never one), and the
-// names and numbers of enumsIgnored that the enum does not define
-// (consensus.mode=CONSENSUS_MODE_SEVEN_RUNS, consensus.mode=7).
+// by their path as sent (merge.dedupBy, prompts[2] is never one), enum
+// strings the enum does not define (consensus.mode=CONSENSUS_MODE_SEVEN_RUNS,
+// extractionMode=OCR_ALWAYS) and the numbers of enumsIgnored the enum does
+// not define (consensus.mode=7).
 // Only the first maxIgnored are returned; more reports how many were left out.
 // It fails on malformed JSON, naming the offset, on a value of the wrong
-// JSON type for its field, naming the field, and on a name another enum
-// field's enum does not define, naming the field and the names it takes.
+// JSON type for its field, naming the field, and on a name the enum of a
+// field of enumNamesRequired does not define, naming the field and the
+// names it takes.
 func ignoredFields(body []byte, md protoreflect.MessageDescriptor) (names []string, more int, err error) {
 	w := &walker{body: body, dec: json.NewDecoder(bytes.NewReader(body))}
 	w.dec.UseNumber()
@@ -289,13 +289,24 @@ func (w *walker) singular(fd protoreflect.FieldDescriptor, path string) error {
 	return w.value(fd, path, tok)
 }
 
-// enumsIgnored are the enum fields where the service treats a name or a
-// number the enum does not define as unset rather than refusing it, and the
-// warning header names it: consensus.mode (spec rule 5, see consensusMode
-// in internal/api). Every other enum answers 400 "unknown value …" naming
-// the values it takes.
+// enumsIgnored are the enum fields where the service treats a number the
+// enum does not define as unset rather than refusing it, and the warning
+// header names it like an unknown name: consensus.mode (spec rule 5, see
+// consensusMode in internal/api). Every other enum answers 400 "unknown
+// value N" for such a number, naming the values it takes.
 var enumsIgnored = map[protoreflect.FullName]bool{
 	(&docjobsv1.ConsensusOptions{}).ProtoReflect().Descriptor().Fields().ByName("mode").FullName(): true,
+}
+
+// enumNamesRequired are the enum fields a create cannot do without, where
+// an unknown name is refused naming the names meant and taken. Every other
+// unknown name is dropped and named in the warning header, as DESIGN
+// decides (unknown enum strings are ignored; spec rule 5 is the case of
+// consensus.mode): dropped, a required field would only be refused as
+// missing ("ocr.provider: required" for a PROVIDER_1 that was given,
+// audit-readme F3), so saying what was given instead changes no outcome.
+var enumNamesRequired = map[protoreflect.FullName]bool{
+	(&docjobsv1.Ocr{}).ProtoReflect().Descriptor().Fields().ByName("provider").FullName(): true,
 }
 
 // value walks one value of fd's kind whose first token is tok. A value of
@@ -335,10 +346,10 @@ func (w *walker) value(fd protoreflect.FieldDescriptor, path string, tok json.To
 		case string:
 			switch {
 			case fd.Enum().FullName() == "google.protobuf.NullValue" || fd.Enum().Values().ByName(protoreflect.Name(v)) != nil:
-			case enumsIgnored[fd.FullName()]:
-				w.ignore(path + "=" + v)
-			default:
+			case enumNamesRequired[fd.FullName()]:
 				return fmt.Errorf("%s: %s", path, api.UnknownEnumName(fd.Enum(), v))
+			default:
+				w.ignore(path + "=" + v)
 			}
 		default:
 			return typeError(path, expected(fd), tok)

@@ -359,10 +359,7 @@ func TestErrorMapping(t *testing.T) {
 			400, codes.InvalidArgument, "pageSize: expected an integer", "int32"},
 		{"an unknown status filter is 400", "GET", "/v1/jobs?statusEq=JOB_STATUS_DONE", keyAlice, "",
 			400, codes.InvalidArgument, `unknown value "JOB_STATUS_DONE"`, ""},
-		// audit-readme F3: dropped, these ran a HYBRID job, or said "required".
-		{"an extraction mode without its prefix is 400 saying the name meant", "POST", "/v1/jobs", keyAlice,
-			`{"sourceUrls":["https://a.test/x"],"extractionMode":"OCR_ALWAYS"}`, 400, codes.InvalidArgument,
-			`extractionMode: unknown value "OCR_ALWAYS" (did you mean EXTRACTION_MODE_OCR_ALWAYS?); use EXTRACTION_MODE_HYBRID or EXTRACTION_MODE_OCR_ALWAYS`, ""},
+		// audit-readme F3: dropped, this said "required" though a value was given.
 		{"a provider without its prefix is 400 naming it, not 'required'", "POST", "/v1/jobs", keyAlice,
 			`{"sourceUrls":["https://a.test/x"],"ocr":{"provider":"PROVIDER_1","model":"m","providerKey":"k"}}`, 400, codes.InvalidArgument,
 			`ocr.provider: unknown value "PROVIDER_1" (did you mean NEURAL_CLIENT_TYPE_PROVIDER_1?)`, "required"},
