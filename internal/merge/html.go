@@ -306,7 +306,7 @@ func (j *htmlJoiner) continueTable(la, fb *html.Node, overlap bool) bool {
 	if hb == nil {
 		return true
 	}
-	if ha := tableHeader(la); ha != nil && equalRuns(headerRows(ha), headerRows(hb)) {
+	if ha := tableHeader(la); ha != nil && sameHeader(ha, hb) {
 		parent := hb.Parent
 		parent.RemoveChild(hb)
 		j.touch(parent)
@@ -318,14 +318,18 @@ func (j *htmlJoiner) continueTable(la, fb *html.Node, overlap bool) bool {
 	return false
 }
 
-// headerRows returns the rows of a table header: a <thead>'s, or the one
-// header row. A header written as a <thead> in one answer and as a first
-// row of <th> cells in the next is the same header.
-func headerRows(h *html.Node) []*html.Node {
-	if h.DataAtom == atom.Thead {
-		return significant(h)
+// sameHeader compares two table headers by their rows: a header written
+// as a <thead> in one answer and as a first row of <th> cells in the next
+// is the same header.
+func sameHeader(a, b *html.Node) bool {
+	rows := func(h *html.Node) []*html.Node {
+		if h.DataAtom == atom.Thead {
+			return significant(h)
+		}
+		return []*html.Node{h}
 	}
-	return []*html.Node{h}
+	ra, rb := rows(a), rows(b)
+	return len(ra) == len(rb) && equalRuns(ra, rb)
 }
 
 // dropRowsBehindHeader removes the rows after fb's header hb that repeat

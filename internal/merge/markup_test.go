@@ -159,6 +159,14 @@ func TestMergeHTML(t *testing.T) {
 			removed: 1,
 		},
 		{
+			name: "a thead of two rows is not the header of one row",
+			chunks: chunks("f",
+				`<table><thead><tr><th>h</th></tr><tr><th>unit</th></tr></thead><tbody>`+rows("1")+`</tbody></table>`,
+				`<table><tr><th>h</th></tr>`+rows("2")+`</table>`),
+			want: `<table><thead><tr><th>h</th></tr><tr><th>unit</th></tr></thead><tbody>` + rows("1") + `</tbody></table>` +
+				`<table><tbody><tr><th>h</th></tr>` + rows("2") + `</tbody></table>`,
+		},
+		{
 			name: "a table with another header is another table",
 			chunks: chunks("f",
 				`<table><tr><th>a</th></tr>`+rows("1")+`</table>`,
