@@ -115,6 +115,13 @@ func FuzzMergeMarkup(f *testing.F) {
 	// failed chunk (audit-merge2 F1).
 	f.Add("| a | b |\n|-|-|\n| 1 | 2 |\x00| 1 | 2 |\n| 3 | 4 |\x00| a | b |\n|-|-|\n| 3 | 4 |\x00x\x00| 5 |\x00| a | b |\n|-|-|\n| 5 |\n\nz", uint64(2<<15), uint8(0), "")
 	f.Add("| a |\n|-|\n| 1 |\x00| 1 |\x00| b |\n|-|\n| 1 |\x00| b |\n|-|\n| 1 |\n| 2 |", uint64(0), uint8(3), "1")
+	// HTML tables: a header dropped against the merged table, another
+	// header opening another table, rows behind it compared with the rows
+	// above, a header left heading nothing, and after a failed chunk
+	// (audit-merge2 F1 in HTML).
+	f.Add("<table><tr><th>a</th></tr><tr><td>1</td></tr><tr><td>2</td></tr></table>\x00<table><tr><td>2</td></tr></table>\x00<table><thead><tr><th>a</th></tr></thead><tbody><tr><td>2</td></tr><tr><td>3</td></tr></tbody></table>\x00<table><tr><th>b</th></tr><tr><td>3</td></tr></table><p>3</p>", uint64(8<<15), uint8(1), "3")
+	f.Add("<table><thead><tr><th>a</th></tr></thead><tbody><tr><td>1</td></tr></tbody><tfoot><tr><td>1</td></tr></tfoot></table>\x00x\x00<table><tr><td>1</td></tr></table>\x00<table><thead><tr><th>b</th></tr></thead><tbody><tr><td>1</td></tr></tbody></table>\x00<div><table><tr><th>b</th></tr></table></div>", uint64(2<<5), uint8(9), "")
+	f.Add("<table><thead><tr><th>h</th></tr><tr><th>u</th></tr></thead><tr><td>1</td></tr></table>\x00<table><tr><th>h</th></tr><tr><td>1</td></tr></table>\x00<table><thead><tr><th>h</th></tr><tr><th>u</th></tr></thead></table>", uint64(0), uint8(1), "")
 	formats := []string{FormatMarkdown, FormatHTML, FormatXML, FormatText, ""}
 	f.Fuzz(func(t *testing.T, data string, shape uint64, flags uint8, overlap string) {
 		cs := fuzzChunks(data, shape, overlap)

@@ -22,7 +22,8 @@ import (
 // at the end of one chunk and re-opened at the start of the next, with the
 // same tag and attributes) is continued: the next one's children join it,
 // with the table header the chunker repeated dropped, and the same rules
-// apply one level down.
+// apply one level down. A table that opens with a header the one before it
+// does not have is another table, as in markdown.
 
 // continuable are the containers whose split halves are joined back.
 var continuable = map[atom.Atom]bool{
@@ -230,11 +231,10 @@ func (j *htmlJoiner) join(a, b *html.Node, consecutive, overlap bool) {
 		la, fb := ak[len(ak)-1], bk[0]
 		if la.Type == html.ElementNode && fb.Type == html.ElementNode && continuable[la.DataAtom] &&
 			la.DataAtom == fb.DataAtom && la.Data == fb.Data && sameAttrs(la, fb) {
-			if la.DataAtom == atom.Table {
-				j.dropRepeatedHeader(la, fb)
+			if la.DataAtom != atom.Table || j.continueTable(la, fb, overlap) {
+				j.join(la, fb, consecutive, overlap)
+				b.RemoveChild(fb)
 			}
-			j.join(la, fb, consecutive, overlap)
-			b.RemoveChild(fb)
 		}
 	}
 	appendChildren(a, b)
@@ -292,17 +292,111 @@ func htmlLeaves(n *html.Node) *value {
 	return leaves
 }
 
-// dropRepeatedHeader removes from the continued table fb the header the
-// chunker repeated: its <thead>, or its first row of <th> cells, when equal
-// to a's.
-func (j *htmlJoiner) dropRepeatedHeader(a, fb *html.Node) {
-	ha, hb := tableHeader(a), tableHeader(fb)
-	if ha == nil || hb == nil || j.hash(ha) != j.hash(hb) {
-		return
+// continueTable tells whether the table fb, same tag and attributes as
+// the table la that ends the merged content, continues it, as markdown
+// rows do the table above them. It does unless it opens with a header la
+// does not have: then it is another table (another header, or a header
+// after rows that had none, as after a chunk that could not be merged).
+// A header la has and fb repeats is dropped. Where fb's header stays, the
+// rows behind it are still compared with la's last rows when the chunks
+// overlap, as a header is not a record, and fb goes with them if its
+// header then heads nothing (audit-merge2 F1, in HTML).
+func (j *htmlJoiner) continueTable(la, fb *html.Node, overlap bool) bool {
+	hb := tableHeader(fb)
+	if hb == nil {
+		return true
 	}
-	parent := hb.Parent
-	parent.RemoveChild(hb)
-	j.touch(parent)
+	if ha := tableHeader(la); ha != nil && sameHeader(ha, hb) {
+		parent := hb.Parent
+		parent.RemoveChild(hb)
+		j.touch(parent)
+		return true
+	}
+	if overlap && j.dropRowsBehindHeader(la, fb, hb) && headsNothing(fb, hb) {
+		fb.Parent.RemoveChild(fb)
+	}
+	return false
+}
+
+// sameHeader compares two table headers by their rows: a header written
+// as a <thead> in one answer and as a first row of <th> cells in the next
+// is the same header.
+func sameHeader(a, b *html.Node) bool {
+	rows := func(h *html.Node) []*html.Node {
+		if h.DataAtom == atom.Thead {
+			return significant(h)
+		}
+		return []*html.Node{h}
+	}
+	ra, rb := rows(a), rows(b)
+	return len(ra) == len(rb) && equalRuns(ra, rb)
+}
+
+// dropRowsBehindHeader removes the rows after fb's header hb that repeat
+// the last rows of la's last <tbody>: the longest such run that holds
+// content and, with the overlap text, that the text accounts for, counted
+// like any overlap run. It reports whether it removed any.
+func (j *htmlJoiner) dropRowsBehindHeader(la, fb, hb *html.Node) bool {
+	ks := significant(la)
+	if len(ks) == 0 || ks[len(ks)-1].Type != html.ElementNode || ks[len(ks)-1].DataAtom != atom.Tbody {
+		return false
+	}
+	tail := significant(ks[len(ks)-1])
+	group, head := hb.Parent, []*html.Node(nil)
+	if hb.DataAtom == atom.Thead {
+		group = nextSignificant(hb.NextSibling)
+		if group == nil || group.Type != html.ElementNode || group.DataAtom != atom.Tbody {
+			return false
+		}
+		head = significant(group)
+	} else {
+		head = significant(group)[1:] // tableHeader: hb is the group's first
+	}
+	if len(tail) == 0 || len(head) == 0 {
+		return false
+	}
+	window := tail[max(0, len(tail)-len(head)):]
+	k := groundedRun(borders(mapSlice(window, shallowKey), mapSlice(head, shallowKey)), j.ground,
+		func(i int) (digest, *value) { return j.hash(head[i]), htmlLeaves(head[i]) },
+		func(k int) bool {
+			return slices.ContainsFunc(head[:k], hasContent) && equalRuns(window[len(window)-k:], head[:k])
+		})
+	if k == 0 {
+		return false
+	}
+	for c := head[0]; c != nil; {
+		next := c.NextSibling
+		group.RemoveChild(c)
+		if c == head[k-1] {
+			break
+		}
+		c = next
+	}
+	if group != hb.Parent && nextSignificant(group.FirstChild) == nil {
+		fb.RemoveChild(group) // the <tbody> behind a <thead>, emptied
+	}
+	j.removed += k
+	j.touch(group)
+	j.touch(fb)
+	return true
+}
+
+// headsNothing: the table t holds its header hb and nothing else, as when
+// every row behind a header that stays repeated the rows above; it goes
+// with them, as in markdown.
+func headsNothing(t, hb *html.Node) bool {
+	for _, c := range significant(t) {
+		if c == hb {
+			continue
+		}
+		if c.Type == html.ElementNode && c.DataAtom == atom.Tbody {
+			if rs := significant(c); len(rs) == 0 || len(rs) == 1 && rs[0] == hb {
+				continue
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // tableHeader returns the first significant thing in a table if it is a

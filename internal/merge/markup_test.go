@@ -142,6 +142,90 @@ func TestMergeHTML(t *testing.T) {
 			want:   "<div class=\"c\">Total: 5\nName: x</div>",
 		},
 		{
+			name: "a header repeated after an answer of rows without one is dropped, and the overlap row with it",
+			chunks: chunks("f",
+				`<table><tr><th>sku</th></tr><tr><td>S1</td></tr><tr><td>S2</td></tr></table>`,
+				`<table><tr><td>S2</td></tr><tr><td>S3</td></tr></table>`,
+				`<table><tr><th>sku</th></tr><tr><td>S3</td></tr><tr><td>S4</td></tr></table>`),
+			want:    `<table><tbody><tr><th>sku</th></tr>` + rows("S1", "S2", "S3", "S4") + `</tbody></table>`,
+			removed: 2,
+		},
+		{
+			name: "a header written as a thead or as a row of th cells is the same header",
+			chunks: chunks("f",
+				`<table>`+thead+`<tbody>`+rows("1", "2")+`</tbody></table>`,
+				`<table><tr><th>h</th></tr>`+rows("2", "3")+`</table>`),
+			want:    `<table>` + thead + `<tbody>` + rows("1", "2", "3") + `</tbody></table>`,
+			removed: 1,
+		},
+		{
+			name: "a thead of two rows is not the header of one row",
+			chunks: chunks("f",
+				`<table><thead><tr><th>h</th></tr><tr><th>unit</th></tr></thead><tbody>`+rows("1")+`</tbody></table>`,
+				`<table><tr><th>h</th></tr>`+rows("2")+`</table>`),
+			want: `<table><thead><tr><th>h</th></tr><tr><th>unit</th></tr></thead><tbody>` + rows("1") + `</tbody></table>` +
+				`<table><tbody><tr><th>h</th></tr>` + rows("2") + `</tbody></table>`,
+		},
+		{
+			name: "a table with another header is another table",
+			chunks: chunks("f",
+				`<table><tr><th>a</th></tr>`+rows("1")+`</table>`,
+				`<table><tr><th>b</th></tr>`+rows("2")+`</table>`),
+			want: `<table><tbody><tr><th>a</th></tr>` + rows("1") + `</tbody></table>` +
+				`<table><tbody><tr><th>b</th></tr>` + rows("2") + `</tbody></table>`,
+		},
+		{
+			name: "the overlap row after a header that stays is removed",
+			chunks: chunks("f",
+				`<table><tr><th>a</th></tr>`+rows("1", "2")+`</table>`,
+				`<table><tr><th>b</th></tr>`+rows("2", "3")+`</table><p>After</p>`),
+			want: `<table><tbody><tr><th>a</th></tr>` + rows("1", "2") + `</tbody></table>` +
+				`<table><tbody><tr><th>b</th></tr>` + rows("3") + `</tbody></table><p>After</p>`,
+			removed: 1,
+		},
+		{
+			name: "the overlap rows after a thead that stays are removed",
+			chunks: chunks("f",
+				`<table>`+thead+`<tbody>`+rows("1", "2", "3")+`</tbody></table>`,
+				`<table><thead><tr><th>k</th></tr></thead><tbody>`+rows("2", "3", "4")+`</tbody></table>`),
+			want: `<table>` + thead + `<tbody>` + rows("1", "2", "3") + `</tbody></table>` +
+				`<table><thead><tr><th>k</th></tr></thead><tbody>` + rows("4") + `</tbody></table>`,
+			removed: 2,
+		},
+		{
+			name: "a header whose rows all repeat the tail goes with them",
+			chunks: chunks("f",
+				`<table><tr><th>a</th></tr>`+rows("1", "2")+`</table>`,
+				`<table><thead><tr><th>b</th></tr></thead><tbody>`+rows("2")+`</tbody></table><p>After</p>`),
+			want:    `<table><tbody><tr><th>a</th></tr>` + rows("1", "2") + `</tbody></table><p>After</p>`,
+			removed: 1,
+		},
+		{
+			name: "a table of only another header stays",
+			chunks: chunks("f",
+				`<table><tr><th>a</th></tr>`+rows("1")+`</table>`,
+				`<table><thead><tr><th>b</th></tr></thead></table>`),
+			want: `<table><tbody><tr><th>a</th></tr>` + rows("1") + `</tbody></table>` +
+				`<table><thead><tr><th>b</th></tr></thead></table>`,
+		},
+		{
+			name: "rows without a header after a paragraph do not inherit the table above",
+			chunks: chunks("f",
+				`<table><tr><th>a</th></tr>`+rows("1")+`</table><p>Note</p>`,
+				`<p>Note</p><table>`+rows("2")+`</table>`,
+				`<table><tr><th>a</th></tr>`+rows("2", "3")+`</table>`),
+			want: `<table><tbody><tr><th>a</th></tr>` + rows("1") + `</tbody></table><p>Note</p>` +
+				`<table><tbody>` + rows("2") + `</tbody></table><table><tbody><tr><th>a</th></tr>` + rows("3") + `</tbody></table>`,
+			removed: 2,
+		},
+		{
+			name: "rows after another header are not compared where the chunker dropped the overlap",
+			chunks: []Chunk{{File: "f", Index: 0, Content: `<table><tr><th>a</th></tr>` + rows("1") + `</table>`},
+				{File: "f", Index: 1, Content: `<table><tr><th>b</th></tr>` + rows("1") + `</table>`, NoOverlap: true}},
+			want: `<table><tbody><tr><th>a</th></tr>` + rows("1") + `</tbody></table>` +
+				`<table><tbody><tr><th>b</th></tr>` + rows("1") + `</tbody></table>`,
+		},
+		{
 			name: "no overlap removed across files",
 			chunks: []Chunk{{File: "a", Index: 0, Content: `<p>x</p>`},
 				{File: "b", Index: 0, Content: `<p>x</p>`}},
@@ -159,6 +243,39 @@ func TestMergeHTML(t *testing.T) {
 			}
 			checkWellFormedHTML(t, a.Content)
 		})
+	}
+}
+
+// rows renders one-cell table rows.
+func rows(cells ...string) string {
+	var b strings.Builder
+	for _, c := range cells {
+		b.WriteString("<tr><td>" + c + "</td></tr>")
+	}
+	return b.String()
+}
+
+// TestMergeHTMLComparesRowsAfterAHeaderThatStays: after a chunk that could
+// not be merged, the table that follows has no header, so the next
+// answer's header stays and opens another table; the overlap row behind it
+// is still the previous answer's last row and goes, as in markdown
+// (audit-merge2 F1).
+func TestMergeHTMLComparesRowsAfterAHeaderThatStays(t *testing.T) {
+	const header = `<tr><th>sku</th></tr>`
+	cs := []Chunk{
+		{File: "f", Index: 0, Content: `<table>` + header + rows("S1", "S2") + `</table>`},
+		{File: "f", Index: 1, Failed: true},
+		{File: "f", Index: 2, Content: `<table>` + rows("S3", "S4") + `</table>`},
+		{File: "f", Index: 3, Content: `<table>` + header + rows("S4", "S5") + `</table>`},
+	}
+	a := mergeOne(t, Options{Format: FormatHTML}, cs)
+	want := `<table><tbody>` + header + rows("S1", "S2") + `</tbody></table><table><tbody>` + rows("S3", "S4") +
+		`</tbody></table><table><tbody>` + header + rows("S5") + `</tbody></table>`
+	if a.Content != want {
+		t.Errorf("content\n%s\nwant\n%s", a.Content, want)
+	}
+	if !reflect.DeepEqual(refs(a), []ChunkRef{{"f", 1}}) || a.DedupeRemovedTechnical != 1 {
+		t.Errorf("incomplete %+v, removed %d, want f#1 and 1", a.IncompleteChunks, a.DedupeRemovedTechnical)
 	}
 }
 

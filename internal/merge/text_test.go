@@ -273,6 +273,25 @@ func TestTechnicalDedupeIsGroundedInEveryFormat(t *testing.T) {
 			want:   `<table><tbody><tr><td>Coffee</td></tr><tr><td>Coffee</td></tr><tr><td>Bagel</td></tr></tbody></table>`,
 		},
 		{
+			name:   "an HTML row behind a header that stays is kept when the overlap text does not hold it",
+			format: FormatHTML,
+			chunks: grounded(noRecord,
+				`<table>`+thead+`<tbody><tr><td>Tea</td></tr><tr><td>Coffee</td></tr></tbody></table>`,
+				`<table><thead><tr><th>Drink</th></tr></thead><tbody><tr><td>Coffee</td></tr><tr><td>Bagel</td></tr></tbody></table>`),
+			want: `<table>` + thead + `<tbody><tr><td>Tea</td></tr><tr><td>Coffee</td></tr></tbody></table>` +
+				`<table><thead><tr><th>Drink</th></tr></thead><tbody><tr><td>Coffee</td></tr><tr><td>Bagel</td></tr></tbody></table>`,
+		},
+		{
+			name:   "an HTML row behind a header that stays is removed when the overlap text holds it",
+			format: FormatHTML,
+			chunks: grounded("Coffee 2.50",
+				`<table>`+thead+`<tbody><tr><td>Tea</td></tr><tr><td>Coffee</td></tr></tbody></table>`,
+				`<table><thead><tr><th>Drink</th></tr></thead><tbody><tr><td>Coffee</td></tr><tr><td>Bagel</td></tr></tbody></table>`),
+			want: `<table>` + thead + `<tbody><tr><td>Tea</td></tr><tr><td>Coffee</td></tr></tbody></table>` +
+				`<table><thead><tr><th>Drink</th></tr></thead><tbody><tr><td>Bagel</td></tr></tbody></table>`,
+			removed: 1,
+		},
+		{
 			name:   "XML children equal across a record-less overlap both stay",
 			format: FormatXML,
 			chunks: grounded(noRecord, `<items><item>Coffee 2.50</item></items>`, `<items><item>Coffee 2.50</item><item>Bagel</item></items>`),
