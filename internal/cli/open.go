@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/fileblob" // file:// buckets, the embedded default
@@ -48,7 +50,49 @@ func openBucket(ctx context.Context, cfg config.Config) (*blob.Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("DOCJOBS_STORAGE_URL: open %s: %w", redact(cfg.StorageURL), err)
 	}
+	// s3:// opens without asking the server anything: a bucket name that
+	// does not exist, or credentials that are missing or refused, showed
+	// only as a 500 at the first upload and a FAILED row at the first
+	// download ("get credentials" in the log).
+	cctx, cancel := context.WithTimeout(ctx, bucketCheckTimeout)
+	defer cancel()
+	if err := bucketReachable(cctx, b); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("DOCJOBS_STORAGE_URL: %s: %w", redact(cfg.StorageURL), err)
+	}
 	return b, nil
+}
+
+// bucketCheckTimeout bounds the start's look at the bucket: an endpoint
+// that does not answer would otherwise hold the start for the SDK's
+// retries.
+const bucketCheckTimeout = 30 * time.Second
+
+// bucketReachable says whether b exists and this process may use it; the
+// start and /readyz ask it.
+func bucketReachable(ctx context.Context, b *blob.Bucket) error {
+	ok, err := b.IsAccessible(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the bucket cannot be reached: %w", err)
+	case !ok:
+		return errors.New("the bucket does not exist")
+	}
+	return nil
+}
+
+// readiness is /readyz's check: the database answers and the bucket can
+// be reached.
+func readiness(st store.Store, b *blob.Bucket) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := st.Ping(ctx); err != nil {
+			return err
+		}
+		if err := bucketReachable(ctx, b); err != nil {
+			return fmt.Errorf("storage: %w", err)
+		}
+		return nil
+	}
 }
 
 // redact keeps only a URL's scheme, enough to say what was configured.

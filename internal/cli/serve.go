@@ -207,7 +207,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleAPI {
 		serveErr = serveAPI(ctx, ln, cfg, log, st, bucket, sealer, keys, registry, newID)
 	} else {
-		serveErr = serveHealth(ctx, ln, log, st, registry)
+		serveErr = serveHealth(ctx, ln, log, readiness(st, bucket), registry)
 	}
 	// A process that lost its node id exits with the reason, so that a
 	// supervisor restarts it.
@@ -271,12 +271,12 @@ func listen(cfg *config.Config, log *slog.Logger) (net.Listener, error) {
 
 // serveHealth serves a worker-role process's port, /healthz, /readyz and
 // /metrics only, until ctx ends; with no port it just waits for ctx.
-func serveHealth(ctx context.Context, ln net.Listener, log *slog.Logger, st store.Store, registry *prometheus.Registry) error {
+func serveHealth(ctx context.Context, ln net.Listener, log *slog.Logger, ready func(context.Context) error, registry *prometheus.Registry) error {
 	if ln == nil {
 		<-ctx.Done()
 		return nil
 	}
-	h, err := server.NewHealth(server.HealthDeps{Ready: st.Ping, Registry: registry, Logger: log})
+	h, err := server.NewHealth(server.HealthDeps{Ready: ready, Registry: registry, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func serveAPI(ctx context.Context, ln net.Listener, cfg config.Config, log *slog
 	}
 	registry.MustRegister(jobsCollector(st, log))
 	srv, err := server.New(serverConfig(cfg), server.Deps{
-		Service: svc, Files: svc, Results: svc, Auth: auth.NewAuthenticator(keys), Ready: st.Ping, Registry: registry, Logger: log,
+		Service: svc, Files: svc, Results: svc, Auth: auth.NewAuthenticator(keys), Ready: readiness(st, bucket), Registry: registry, Logger: log,
 		Progress: st,
 	})
 	if err != nil {
