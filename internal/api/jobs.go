@@ -552,6 +552,18 @@ func (s *Service) JobResultRows(ctx context.Context, id string) (*docjobsv1.Job,
 	return toJob(j), seq, nil
 }
 
+// pageSize is a listing's page size: defaultPageSize when not given,
+// clamped to maxPageSize.
+func pageSize(n int32) (int, error) {
+	switch {
+	case n < 0:
+		return 0, invalid("pageSize", "must not be negative")
+	case n == 0:
+		return defaultPageSize, nil
+	}
+	return min(int(n), maxPageSize), nil
+}
+
 // ListJobs returns a page of the calling account's jobs, newest first: at
 // most pageSize jobs, and fewer when more would pass
 // Config.MaxListPageBytes (a page shorter than pageSize is not the last
@@ -561,14 +573,9 @@ func (s *Service) ListJobs(ctx context.Context, req *docjobsv1.ListJobsRequest) 
 	if err != nil {
 		return nil, err
 	}
-	size := int(req.GetPageSize())
-	switch {
-	case size < 0:
-		return nil, invalid("pageSize", "must not be negative")
-	case size == 0:
-		size = defaultPageSize
-	case size > maxPageSize:
-		size = maxPageSize
+	size, err := pageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
 	}
 	if err := checkEnum("statusEq", req.GetStatusEq()); err != nil {
 		return nil, err

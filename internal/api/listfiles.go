@@ -23,14 +23,9 @@ func (s *Service) ListFiles(ctx context.Context, req *docjobsv1.ListFilesRequest
 	if err != nil {
 		return nil, err
 	}
-	size := int(req.GetPageSize())
-	switch {
-	case size < 0:
-		return nil, invalid("pageSize", "must not be negative")
-	case size == 0:
-		size = defaultPageSize
-	case size > maxPageSize:
-		size = maxPageSize
+	size, err := pageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
 	}
 	// An upload's record is small (its name is at most 255 bytes), so 100
 	// of them stay far below the bound; it holds all the same, sized as

@@ -3,11 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -156,32 +154,7 @@ func (f listedFile) MarshalJSON() ([]byte, error) { return f.raw, nil }
 // page, as listJobs reads jobs. more reports that the service has more
 // than limit.
 func listFiles(ctx context.Context, c *client, limit int) (files []listedFile, more bool, err error) {
-	files = []listedFile{} // --json prints [] for none, not null
-	token := ""
-	for len(files) < limit {
-		q := url.Values{"pageSize": {strconv.Itoa(min(limit-len(files), maxPageSize))}}
-		if token != "" {
-			q.Set("pageToken", token)
-		}
-		var page struct {
-			Files         *[]listedFile `json:"files"`
-			NextPageToken string        `json:"nextPageToken"`
-		}
-		if err := c.getJSON(ctx, "/v1/files?"+q.Encode(), &page); err != nil {
-			return nil, false, err
-		}
-		if page.Files == nil {
-			return nil, false, errors.New(`GET /v1/files: the answer has no "files" array`)
-		}
-		files = append(files, *page.Files...)
-		if page.NextPageToken == "" || page.NextPageToken == token || len(*page.Files) == 0 {
-			more = false
-			break
-		}
-		more = true
-		token = page.NextPageToken
-	}
-	return files[:min(len(files), limit)], more || len(files) > limit, nil
+	return listPages[listedFile](ctx, c, "/v1/files", "files", url.Values{}, limit)
 }
 
 func printFileTable(env *environment, files []listedFile) error {
@@ -190,13 +163,7 @@ func printFileTable(env *environment, files []listedFile) error {
 	for _, f := range files {
 		// Names are cleaned of control characters at upload; an older
 		// record's would break the table's rows.
-		name := strings.Map(func(r rune) rune {
-			if r < ' ' || r == 0x7f {
-				return ' '
-			}
-			return r
-		}, f.Name)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.ID, f.Size, f.Created, name)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.ID, f.Size, f.Created, tableCell(f.Name))
 	}
 	return tw.Flush()
 }

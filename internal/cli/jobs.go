@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -91,39 +90,67 @@ func (j listedJob) MarshalJSON() ([]byte, error) { return j.raw, nil }
 // listJobs reads pages of GET /v1/jobs until limit jobs or the last page.
 // more reports that the service has more than limit.
 func listJobs(ctx context.Context, c *client, status string, limit int) (jobs []listedJob, more bool, err error) {
-	jobs = []listedJob{} // --json prints [] for none, not null
+	q := url.Values{}
+	if status != "" {
+		q.Set("statusEq", status)
+	}
+	return listPages[listedJob](ctx, c, "/v1/jobs", "jobs", q, limit)
+}
+
+// listPages reads pages of GET path (with query q) until limit items, read
+// from the answer's field, or the last page. more reports that the
+// service has more than limit.
+func listPages[T any](ctx context.Context, c *client, path, field string, q url.Values, limit int) (items []T, more bool, err error) {
+	items = []T{} // --json prints [] for none, not null
 	token := ""
-	for len(jobs) < limit {
-		q := url.Values{"pageSize": {strconv.Itoa(min(limit-len(jobs), maxPageSize))}}
-		if status != "" {
-			q.Set("statusEq", status)
-		}
+	for len(items) < limit {
+		q.Set("pageSize", strconv.Itoa(min(limit-len(items), maxPageSize)))
 		if token != "" {
 			q.Set("pageToken", token)
 		}
-		var page struct {
-			Jobs          *[]listedJob `json:"jobs"`
-			NextPageToken string       `json:"nextPageToken"`
-		}
-		if err := c.getJSON(ctx, "/v1/jobs?"+q.Encode(), &page); err != nil {
+		var page map[string]json.RawMessage
+		if err := c.getJSON(ctx, path+"?"+q.Encode(), &page); err != nil {
 			return nil, false, err
 		}
-		if page.Jobs == nil {
-			// The contract leaves the list's shape open; docjobs always
-			// sends "jobs", [] for none. Another shape is not "no jobs".
-			return nil, false, errors.New(`GET /v1/jobs: the answer has no "jobs" array`)
+		// The contract leaves the list's shape open; docjobs always sends
+		// the array, [] for none. Another shape is not "none".
+		var got *[]T
+		if raw, ok := page[field]; ok {
+			if err := json.Unmarshal(raw, &got); err != nil {
+				return nil, false, fmt.Errorf("GET %s: read answer: %w", path, err)
+			}
 		}
-		jobs = append(jobs, *page.Jobs...)
-		// A page without jobs ends the list too: a faulty service that
+		if got == nil {
+			return nil, false, fmt.Errorf("GET %s: the answer has no %q array", path, field)
+		}
+		var next string
+		if raw, ok := page["nextPageToken"]; ok {
+			if err := json.Unmarshal(raw, &next); err != nil {
+				return nil, false, fmt.Errorf("GET %s: read answer: nextPageToken: %w", path, err)
+			}
+		}
+		items = append(items, *got...)
+		// A page without items ends the list too: a faulty service that
 		// hands out tokens forever must not loop the client.
-		if page.NextPageToken == "" || page.NextPageToken == token || len(*page.Jobs) == 0 {
+		if next == "" || next == token || len(*got) == 0 {
 			more = false
 			break
 		}
 		more = true
-		token = page.NextPageToken
+		token = next
 	}
-	return jobs[:min(len(jobs), limit)], more || len(jobs) > limit, nil
+	return items[:min(len(items), limit)], more || len(items) > limit, nil
+}
+
+// tableCell is text for one cell of a printed table: control characters
+// (a tab, a line break) become spaces.
+func tableCell(text string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, text)
 }
 
 func printJobTable(env *environment, jobs []listedJob) error {
@@ -132,13 +159,7 @@ func printJobTable(env *environment, jobs []listedJob) error {
 	for _, j := range jobs {
 		// A title is the caller's text: a tab or line break in it would
 		// break the table's rows.
-		title := strings.Map(func(r rune) rune {
-			if r < ' ' || r == 0x7f {
-				return ' '
-			}
-			return r
-		}, j.Title)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", j.ID, strings.TrimPrefix(j.Status, "JOB_STATUS_"), j.Created, title)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", j.ID, strings.TrimPrefix(j.Status, "JOB_STATUS_"), j.Created, tableCell(j.Title))
 	}
 	return tw.Flush()
 }
