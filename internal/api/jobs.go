@@ -564,6 +564,15 @@ func pageSize(n int32) (int, error) {
 	return min(int(n), maxPageSize), nil
 }
 
+// listItemSize is what one item adds to a list page on either transport:
+// the larger of its protobuf field and its JSON, written into *buf
+// (reused from item to item).
+func listItemSize(buf *[]byte, m proto.Message) int {
+	var n int
+	*buf, n = jsonSize(*buf, m)
+	return max(fieldSize(proto.Size(m)), n)
+}
+
 // ListJobs returns a page of the calling account's jobs, newest first: at
 // most pageSize jobs, and fewer when more would pass
 // Config.MaxListPageBytes (a page shorter than pageSize is not the last
@@ -601,9 +610,7 @@ func (s *Service) ListJobs(ctx context.Context, req *docjobsv1.ListJobsRequest) 
 		Size: func(j *job.Job) int {
 			c := toJob(j)
 			converted[j] = c
-			var n int
-			buf, n = jsonSize(buf, c)
-			return max(fieldSize(proto.Size(c)), n)
+			return listItemSize(&buf, c)
 		},
 	})
 	if errors.Is(err, store.ErrBadPageToken) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
@@ -39,9 +38,7 @@ func (s *Service) ListFiles(ctx context.Context, req *docjobsv1.ListFilesRequest
 		Size: func(f job.File) int {
 			c := s.toUploadedFile(f)
 			converted[f.ID] = c
-			var n int
-			buf, n = jsonSize(buf, c)
-			return max(fieldSize(proto.Size(c)), n)
+			return listItemSize(&buf, c)
 		},
 	})
 	if errors.Is(err, store.ErrBadPageToken) {

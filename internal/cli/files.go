@@ -39,17 +39,7 @@ The service is --server or DOCJOBS_URL; the key DOCJOBS_API_KEY (or DOCJOBS_API_
 			if err != nil {
 				return err
 			}
-			if more {
-				fmt.Fprintf(env.stderr, "docjobs: more uploads than --limit %d: the newest %d are listed\n", limit, len(files))
-			}
-			if asJSON {
-				raw, err := json.Marshal(files)
-				if err != nil {
-					return err
-				}
-				return printIndented(env.stdout, raw)
-			}
-			return printFileTable(env, files)
+			return printListing(env, "uploads", files, more, limit, asJSON, func() error { return printFileTable(env, files) })
 		},
 	}
 	flags.register(cmd)

@@ -46,17 +46,7 @@ The service is --server or DOCJOBS_URL; the key DOCJOBS_API_KEY (or DOCJOBS_API_
 			if err != nil {
 				return err
 			}
-			if more {
-				fmt.Fprintf(env.stderr, "docjobs: more jobs than --limit %d: the newest %d are listed\n", limit, len(jobs))
-			}
-			if asJSON {
-				raw, err := json.Marshal(jobs)
-				if err != nil {
-					return err
-				}
-				return printIndented(env.stdout, raw)
-			}
-			return printJobTable(env, jobs)
+			return printListing(env, "jobs", jobs, more, limit, asJSON, func() error { return printJobTable(env, jobs) })
 		},
 	}
 	flags.register(cmd)
@@ -95,6 +85,23 @@ func listJobs(ctx context.Context, c *client, status string, limit int) (jobs []
 		q.Set("statusEq", status)
 	}
 	return listPages[listedJob](ctx, c, "/v1/jobs", "jobs", q, limit)
+}
+
+// printListing prints what a listing command read: a note on stderr when
+// the service has more than limit (of noun), then the items as a JSON
+// array or as table prints them.
+func printListing[T any](env *environment, noun string, items []T, more bool, limit int, asJSON bool, table func() error) error {
+	if more {
+		fmt.Fprintf(env.stderr, "docjobs: more %s than --limit %d: the newest %d are listed\n", noun, limit, len(items))
+	}
+	if !asJSON {
+		return table()
+	}
+	raw, err := json.Marshal(items)
+	if err != nil {
+		return err
+	}
+	return printIndented(env.stdout, raw)
 }
 
 // listPages reads pages of GET path (with query q) until limit items, read
