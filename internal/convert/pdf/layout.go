@@ -88,13 +88,14 @@ func layoutPage(tp *textPage) []element {
 	}
 	ls = splitSpanningLines(ls)
 	body := bodySize(ls)
+	ls = splitColumns(ls, body)
+	minGap := max(0.8*body, 4)
 	// placed marks the lines that leave their block: table cells, then
 	// values joined to their label.
 	placed := make([]bool, len(ls))
 	tables, rows := findTables(ls, placed)
 	joinPairs(ls, rows, placed)
 	units := buildUnits(ls, placed, tables)
-	minGap := max(0.8*body, 4)
 	units = xyOrder(units, minGap)
 	b := &builder{ls: ls, body: body, boldBody: boldShare(ls) > 0.6}
 	for _, u := range units {
