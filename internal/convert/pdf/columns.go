@@ -3,7 +3,6 @@ package pdf
 import (
 	"math"
 	"slices"
-	"strings"
 )
 
 // Column gutters inside poppler's blocks. Poppler sometimes makes one
@@ -20,15 +19,18 @@ import (
 //
 // A table's columns are set apart by such bands too, and a table must
 // keep its rows: a gutter counts only between text columns, whose lines
-// are prose on both sides (see proseSide).
+// are prose on both sides (see gutterBetweenColumns).
 
 // Gutter thresholds: lines with text on each side of a gutter (within the
-// stretch it runs down), and blocks too large to look at (their lines are
-// kept as poppler ordered them, which keeps hostile pages linear).
+// stretch it runs down), its width, how near the columns' lines come to
+// it, and blocks too large to look at (kept as poppler made them, which
+// keeps hostile pages linear).
 const (
 	minGutterLines   = 3
 	minGutterEm      = 1.2 // wider than a justified line's widest word spaces
 	abutEm           = 3.0 // a column's lines end within this of its gutter (ragged right)
+	gutterOverSpace  = 2.5 // a gutter across a line is this many of its word spaces wide
+	maxBlockGutters  = 16  // more in one block: no text columns (a grid of numbers)
 	maxGutterBlock   = 2000
 	minProseWords    = 3.0 // words per line on each side of a gutter
 	strongProseWords = 4.5 // … and on one side at least, as the table finder's prose test
@@ -99,12 +101,22 @@ func cutBlock(blk []line, body, minGap float64, next *int) ([]line, bool) {
 		x0, x1 = min(x0, sorted[i].x0), max(x1, sorted[i].x1)
 	}
 	var gutters []gutterRun
+	var rows []rowWords
 	for _, g := range gutterRuns(sorted, x0, x1, minGap) {
-		if g.left >= minGutterLines && g.right >= minGutterLines && gutterBetweenColumns(sorted, g, body) {
+		if g.left < minGutterLines || g.right < minGutterLines {
+			continue
+		}
+		if rows == nil {
+			rows = make([]rowWords, len(sorted))
+			for i := range sorted {
+				rows[i] = newRowWords(sorted[i].words)
+			}
+		}
+		if gutterBetweenColumns(rows, g, body) {
 			gutters = append(gutters, g)
 		}
 	}
-	if len(gutters) == 0 {
+	if len(gutters) == 0 || len(gutters) > maxBlockGutters {
 		return nil, false
 	}
 	// Stretches: runs of lines under the same gutters.
@@ -124,11 +136,9 @@ func cutBlock(blk []line, body, minGap float64, next *int) ([]line, bool) {
 	type column struct {
 		lines  []line
 		x0, x1 float64 // of its piece in the last stretch
-		last   int     // that stretch
 	}
-	var cols []*column
-	var prev []*column // the previous stretch's pieces
-	for s, stretch := 0, 0; s < len(sorted); stretch++ {
+	var cols, prev []*column // prev: the previous stretch's pieces
+	for s := 0; s < len(sorted); {
 		gs := active(s)
 		e := s + 1
 		for e < len(sorted) && slices.Equal(active(e), gs) {
@@ -144,10 +154,20 @@ func cutBlock(blk []line, body, minGap float64, next *int) ([]line, bool) {
 					pieces[c] = append(pieces[c], l)
 					continue
 				}
-				tl := textLine{x0: ws[0].x0, y0: l.y0, x1: ws[len(ws)-1].x1, y1: l.y1, words: ws, block: l.block}
+				tl := textLine{x0: math.Inf(1), y0: l.y0, x1: math.Inf(-1), y1: l.y1, words: ws, block: l.block}
+				for _, w := range ws {
+					tl.x0, tl.x1 = min(tl.x0, w.x0), max(tl.x1, w.x1)
+				}
 				if p, ok := newLine(tl); ok {
 					pieces[c] = append(pieces[c], p)
 				}
+			}
+		}
+		ext := make([]interval, len(pieces))
+		for k, p := range pieces {
+			ext[k] = interval{math.Inf(1), math.Inf(-1)}
+			for _, l := range p {
+				ext[k] = interval{min(ext[k].a, l.x0), max(ext[k].b, l.x1)}
 			}
 		}
 		var cur []*column
@@ -155,13 +175,9 @@ func cutBlock(blk []line, body, minGap float64, next *int) ([]line, bool) {
 			if len(p) == 0 {
 				continue
 			}
-			px0, px1 := math.Inf(1), math.Inf(-1)
-			for _, l := range p {
-				px0, px1 = min(px0, l.x0), max(px1, l.x1)
-			}
 			var on *column
 			for _, c := range prev {
-				if c.x0 < px1 && px0 < c.x1 {
+				if c.x0 < ext[k].b && ext[k].a < c.x1 {
 					if on != nil {
 						on = nil
 						break
@@ -169,12 +185,9 @@ func cutBlock(blk []line, body, minGap float64, next *int) ([]line, bool) {
 					on = c
 				}
 			}
-			if on != nil {
-				for j, q := range pieces {
-					if j != k && len(q) > 0 && q[0].x0 < on.x1 && on.x0 < q[len(q)-1].x1 && overlapsPiece(q, on.x0, on.x1) {
-						on = nil
-						break
-					}
+			for j := range pieces {
+				if on != nil && j != k && len(pieces[j]) > 0 && ext[j].a < on.x1 && on.x0 < ext[j].b {
+					on = nil
 				}
 			}
 			if on == nil {
@@ -182,7 +195,7 @@ func cutBlock(blk []line, body, minGap float64, next *int) ([]line, bool) {
 				cols = append(cols, on)
 			}
 			on.lines = append(on.lines, p...)
-			on.x0, on.x1, on.last = px0, px1, stretch
+			on.x0, on.x1 = ext[k].a, ext[k].b
 			cur = append(cur, on)
 		}
 		prev = cur
@@ -197,16 +210,6 @@ func cutBlock(blk []line, body, minGap float64, next *int) ([]line, bool) {
 		out = append(out, c.lines...)
 	}
 	return out, true
-}
-
-// overlapsPiece reports whether a line of p overlaps [x0, x1].
-func overlapsPiece(p []line, x0, x1 float64) bool {
-	for _, l := range p {
-		if l.x0 < x1 && x0 < l.x1 {
-			return true
-		}
-	}
-	return false
 }
 
 // splitWords sorts words into the columns between gutters (cols sorted,
@@ -309,48 +312,89 @@ func freeBands(ws []word, x0, x1, minGap float64) []interval {
 	return out
 }
 
+// rowWords is a line's words as gutterBetweenColumns looks at them: left
+// to right, with the right end of the words up to each, and the spaces
+// between them sorted, so that a gutter is weighed in time logarithmic in
+// the line's words (a hostile block of long lines crossed by many bands
+// stays cheap).
+type rowWords struct {
+	x0     []float64 // words' left ends, ascending
+	right  []float64 // right[k]: the rightmost end of words 0…k
+	spaces []float64 // the spaces between consecutive words, ascending
+}
+
+func newRowWords(ws []word) rowWords {
+	s := slices.Clone(ws)
+	slices.SortFunc(s, func(a, b word) int { return cmpFloat(a.x0, b.x0) })
+	r := rowWords{x0: make([]float64, len(s)), right: make([]float64, len(s))}
+	for k, w := range s {
+		r.x0[k], r.right[k] = w.x0, w.x1
+		if k > 0 {
+			r.right[k] = max(r.right[k], r.right[k-1])
+			r.spaces = append(r.spaces, w.x0-r.right[k-1])
+		}
+	}
+	slices.Sort(r.spaces)
+	return r
+}
+
 // gutterBetweenColumns reports whether run g parts two columns of text:
-// at least minGutterLines lines on each side reach to within
-// abutEm of it (a gap between words of a spaced-out caption has the
-// columns well away on both sides), and the lines beside it read as text,
-// not a table's: several words per line on both sides, and as many as the
-// table finder's prose test asks on one side at least. A table's label
-// column ("Menge", "Date:") beside its values has few.
-func gutterBetweenColumns(sorted []line, g gutterRun, body float64) bool {
+// at least minGutterLines lines on each side reach to within abutEm of it
+// (a gap between words of a spaced-out caption has the columns well away
+// on both sides), a line with words on both sides is crossed where its
+// space is a gutter's, not a word space's (see gutterSpace), and the lines
+// beside it read as text, not a table's: several words per line on both
+// sides, and as many as the table finder's prose test asks on one side at
+// least. A table's label column ("Menge", "Date:") beside its values has
+// few.
+func gutterBetweenColumns(rows []rowWords, g gutterRun, body float64) bool {
 	var abut, lines, words [2]int
 	reach := abutEm * body
 	for i := g.first; i <= g.last; i++ {
-		var n [2]int
-		near := [2]float64{math.Inf(1), math.Inf(1)}
-		for _, w := range sorted[i].words {
-			switch {
-			case w.x1 <= g.a:
-				n[0] += len(strings.Fields(w.text))
-				near[0] = min(near[0], g.a-w.x1)
-			case w.x0 >= g.b:
-				n[1] += len(strings.Fields(w.text))
-				near[1] = min(near[1], w.x0-g.b)
-			}
+		r := &rows[i]
+		// No word crosses the band: those starting left of it end there.
+		k, _ := slices.BinarySearch(r.x0, g.a)
+		n := [2]int{k, len(r.x0) - k}
+		if k > 0 && g.a-r.right[k-1] <= reach {
+			abut[0]++
+		}
+		if k < len(r.x0) && r.x0[k]-g.b <= reach {
+			abut[1]++
 		}
 		for s := range n {
 			if n[s] > 0 {
 				lines[s]++
 				words[s] += n[s]
 			}
-			if near[s] <= reach {
-				abut[s]++
-			}
 		}
-	}
-	strong := false
-	for s := range lines {
-		avg := float64(words[s]) / float64(max(lines[s], 1))
-		if abut[s] < minGutterLines || avg < minProseWords {
+		if n[0] > 0 && n[1] > 0 && !gutterSpace(r.spaces, r.x0[k]-r.right[k-1]) {
 			return false
 		}
-		strong = strong || avg > strongProseWords
 	}
-	return strong
+	for s := range abut {
+		if abut[s] < minGutterLines {
+			return false
+		}
+	}
+	return proseCounts(lines, words)
+}
+
+// gutterSpace reports whether gap, one of a line's spaces (sorted), where
+// a gutter crosses the line (two columns poppler joined into one line), is
+// a gutter: well wider than the median of the line's other spaces. In a
+// justified line whose spaces are all stretched, a band of them that
+// happens to line up over a few lines (a river) is no gutter.
+func gutterSpace(spaces []float64, gap float64) bool {
+	m := len(spaces) - 1 // the other spaces
+	if m <= 0 {
+		return true
+	}
+	at, _ := slices.BinarySearch(spaces, gap)
+	mid := m / 2 // the median's index among the others
+	if at <= mid {
+		mid++ // gap is dropped before it
+	}
+	return gap >= gutterOverSpace*spaces[mid]
 }
 
 // sortLines sorts lines top to bottom, a row's left to right.
