@@ -25,9 +25,10 @@ import (
 //     Leading rows all in bold over rows that are not are the header (<th>).
 //  3. A label and a value set apart on one row outside the tables, each a
 //     block of its own, become one line.
-//  4. The remaining lines keep poppler's blocks; blocks and tables are
-//     ordered by a recursive XY cut that prefers column gaps, so a
-//     multi-column page is read column by column.
+//  4. The remaining lines keep poppler's blocks, cut (before the tables)
+//     at the column gutters their lines share (columns.go); blocks and
+//     tables are ordered by a recursive XY cut that prefers column gaps,
+//     so a multi-column page is read column by column.
 //  5. Blocks become headings (larger or bold short text), list items
 //     (bullets, 1. / a) markers) and paragraphs (lines joined,
 //     de-hyphenated), merging paragraphs that continue across blocks.
@@ -88,13 +89,14 @@ func layoutPage(tp *textPage) []element {
 	}
 	ls = splitSpanningLines(ls)
 	body := bodySize(ls)
+	ls = splitColumns(ls, body)
+	minGap := max(0.8*body, 4)
 	// placed marks the lines that leave their block: table cells, then
 	// values joined to their label.
 	placed := make([]bool, len(ls))
 	tables, rows := findTables(ls, placed)
 	joinPairs(ls, rows, placed)
 	units := buildUnits(ls, placed, tables)
-	minGap := max(0.8*body, 4)
 	units = xyOrder(units, minGap)
 	b := &builder{ls: ls, body: body, boldBody: boldShare(ls) > 0.6}
 	for _, u := range units {

@@ -172,8 +172,11 @@ func TestLayout(t *testing.T) {
 				// A scan's text layer: a line across the page under the
 				// columns keeps them from being cut apart whole, and the
 				// right column's block, which poppler reads first in the
-				// band below, makes the bands two sections; the upper one
-				// is read left then right, jumping up to "need".
+				// band below, would make the bands two sections read left
+				// then right, jumping up to "need"; the bands follow each
+				// other without a blank line and hold prose on both sides
+				// of the gutter, so they are one section read column by
+				// column.
 				ln(0, 72, 100, 10, "The left column starts the story and it"),
 				ln(0, 72, 112, 10, "says that historians remain quite igno-"),
 				ln(1, 320, 90, 10, "need receives flour, sugar and oil and"),
@@ -182,9 +185,9 @@ func TestLayout(t *testing.T) {
 				ln(3, 72, 127, 10, "rant of its origins, which are very old."),
 				ln(4, 72, 180, 10, "A line set across both columns at the foot of the page, as poppler joins a scan's lines."),
 			},
-			want: "<p>The left column starts the story and it says that historians remain quite igno-</p>\n" +
+			want: "<p>The left column starts the story and it says that historians remain quite ignorant of its origins, which are very old.</p>\n" +
 				"<p>need receives flour, sugar and oil and sometimes clothing from the Red Cross.</p>\n" +
-				"<p>rant of its origins, which are very old.</p>\n<p>other hotels and private homes are open.</p>\n" +
+				"<p>other hotels and private homes are open.</p>\n" +
 				"<p>A line set across both columns at the foot of the page, as poppler joins a scan&#39;s lines.</p>\n",
 		},
 		{
