@@ -81,14 +81,18 @@ func (h healthServer) Check(ctx context.Context, req *grpc_health_v1.HealthCheck
 // health protocol asks. When the server shuts down it sends NOT_SERVING and
 // ends with UNAVAILABLE: a watcher learns at once that the process drains,
 // and an open watch does not hold the shutdown for ShutdownTimeout.
+//
+// Only whether the service is known is kept, not the request: a watch may
+// last as long as its client, and the name it asks for can be 64 KiB.
 func (h healthServer) Watch(req *grpc_health_v1.HealthCheckRequest, stream grpc.ServerStreamingServer[grpc_health_v1.HealthCheckResponse]) error {
+	known := h.known(req.GetService())
 	ctx := stream.Context()
 	last := grpc_health_v1.HealthCheckResponse_ServingStatus(-1)
 	tick := time.NewTicker(healthWatchInterval)
 	defer tick.Stop()
 	for {
 		st := grpc_health_v1.HealthCheckResponse_SERVICE_UNKNOWN
-		if h.known(req.GetService()) {
+		if known {
 			st = h.status(ctx)
 		}
 		if st != last {

@@ -20,6 +20,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
@@ -46,6 +47,8 @@ import (
 //     (health, reflection), which also gets a second at shutdown;
 //   - the messages of a keyless client stream (reflection) are bounded
 //     as a health check's, from each length prefix;
+//   - the keyless streams open at once are bounded in number: server
+//     reflection per process, Health.Watch per connection;
 //   - what grpc-go would refuse from the headers (content type,
 //     grpc-timeout, -bin metadata) is refused before the key is looked at.
 //
@@ -81,6 +84,7 @@ const grpcFrameHeader = 5
 // grpcMethod is what the edge needs to know of a served method.
 type grpcMethod struct {
 	clientStreams bool // the client may send more than one message
+	serverStreams bool // the server may send more than one message
 }
 
 // grpcMethodTable lists the full method names gs serves.
@@ -88,10 +92,76 @@ func grpcMethodTable(gs *grpc.Server) map[string]grpcMethod {
 	methods := map[string]grpcMethod{}
 	for service, info := range gs.GetServiceInfo() {
 		for _, m := range info.Methods {
-			methods["/"+service+"/"+m.Name] = grpcMethod{clientStreams: m.IsClientStream}
+			methods["/"+service+"/"+m.Name] = grpcMethod{clientStreams: m.IsClientStream, serverStreams: m.IsServerStream}
 		}
 	}
 	return methods
+}
+
+// maxKeylessStreams bounds the streams that need no key, other than
+// Health.Watch, that the process holds open at once: server reflection
+// (v1 and v1alpha), whose stream lasts while its client keeps sending, and
+// which, while its client reads nothing, holds the requests it sent (up to
+// net/http's 1 MiB receive buffer) and the answers waiting on it: a few MB
+// a stream. grpcurl and the like hold one stream for an invocation, and a
+// refused one harms no traffic, so the bound is a small process-wide
+// number, whatever the number of connections.
+const maxKeylessStreams = 16
+
+// maxWatchesPerConn bounds the Health.Watch streams one connection holds
+// open at once. A watch lasts as long as its client (that is the
+// protocol), and the clients that hold one, gRPC client-side health
+// checking, open one per connection (subchannel) and take the server out
+// of their rotation when it is refused (grpc-go: any error but
+// UNIMPLEMENTED is TRANSIENT_FAILURE). So the bound is per connection: a
+// process-wide one, which a caller without a key could fill, would let it
+// take the server out of every such client's rotation; per connection, it
+// fills its own. The process's total is MaxConnections times this (a
+// watch takes about 60 KB: three goroutines and the HTTP/2 stream).
+const maxWatchesPerConn = 4
+
+// keylessSlots counts the streams that need no key open at once
+// (maxKeylessStreams, maxWatchesPerConn).
+type keylessSlots struct {
+	mu      sync.Mutex
+	streams int            // keyless streams but Health.Watch, process-wide
+	watches map[string]int // Health.Watch streams by connection; no zero entries
+}
+
+// take takes a slot for a keyless stream of fullMethod on the connection
+// whose peer address is conn (two open connections to one listener never
+// share one), or refuses it with RESOURCE_EXHAUSTED. release frees the
+// slot; it must be called once, when the stream ended.
+func (k *keylessSlots) take(fullMethod, conn string) (release func(), err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if fullMethod == grpc_health_v1.Health_Watch_FullMethodName {
+		if k.watches[conn] >= maxWatchesPerConn {
+			return nil, status.Errorf(codes.ResourceExhausted,
+				"this connection holds %d Health.Watch streams open, the most one connection may; end one or watch over another connection", maxWatchesPerConn)
+		}
+		if k.watches == nil {
+			k.watches = map[string]int{}
+		}
+		k.watches[conn]++
+		return func() {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			if k.watches[conn]--; k.watches[conn] == 0 {
+				delete(k.watches, conn)
+			}
+		}, nil
+	}
+	if k.streams >= maxKeylessStreams {
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"the server holds %d streams that need no key (server reflection) open, the most it holds at once; retry when one ends", maxKeylessStreams)
+	}
+	k.streams++
+	return func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.streams--
+	}, nil
 }
 
 // grpcCall is the edge's record of one gRPC call, which the interceptors
@@ -166,6 +236,17 @@ func (s *Server) serveGRPC(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		refuse(ctx, err)
 		return
+	}
+	if !keyed && (method.clientStreams || method.serverStreams) {
+		// A stream that needs no key can last as long as its client: their
+		// number is bounded, from before its first message is read until
+		// grpc-go is done with it, however it ended.
+		release, err := s.keyless.take(fullMethod, r.RemoteAddr)
+		if err != nil {
+			refuse(ctx, err)
+			return
+		}
+		defer release()
 	}
 	// The client's deadline, as grpc-go counts it (from when the headers
 	// arrived), for what the edge does before grpc-go has the call: the

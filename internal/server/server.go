@@ -153,7 +153,9 @@ type Server struct {
 	codec   *requestCodec // the gRPC server's (codec.go)
 	// grpcMethods are the methods s.grpc serves (grpcedge.go).
 	grpcMethods map[string]grpcMethod
-	handler     http.Handler
+	// keyless counts the gRPC streams that need no key (grpcedge.go).
+	keyless keylessSlots
+	handler http.Handler
 	// stopping ends when Serve starts shutting down: streams that would
 	// otherwise last until their client leaves (Health.Watch, reflection)
 	// end then, as the progress stream does, and so does the wait for a
