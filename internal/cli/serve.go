@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"time"
 
@@ -15,11 +16,13 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/spf13/cobra"
 	"gocloud.dev/blob"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/docjobs/docjobs/internal/api"
 	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/config"
 	"github.com/docjobs/docjobs/internal/convert"
+	"github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/convert/office"
 	"github.com/docjobs/docjobs/internal/convert/pdf"
 	"github.com/docjobs/docjobs/internal/fetch"
@@ -151,11 +154,18 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 			return err
 		}
 		temp := newConvertTemp()
+		// One bound on the image pages decoded at once, for the image
+		// files' pages and for the pages the vision adapters fit to their
+		// vendor's limits alike: each may take up to the decode limit.
+		decodes := semaphore.NewWeighted(int64(runtime.NumCPU()))
 		converter := convert.New(convert.Config{
 			PDF:    pdf.Config{MaxPages: cfg.PDFMaxPages, Timeout: cfg.FileTimeout},
 			Office: office.Config{TempDir: temp.Dir},
+			Image:  image.Config{Decodes: decodes},
 		})
-		providers := slots.New(slotsConfig(cfg, metrics))
+		slotsCfg := slotsConfig(cfg, metrics)
+		slotsCfg.ImageDecodes = decodes
+		providers := slots.New(slotsCfg)
 		queues, err := worker.Register(workers, wcfg, worker.Deps{
 			Store: st, Fetcher: fetcher, Convert: converter.Convert, Providers: providers, Chats: providers, Chunker: chunker{}, Secrets: sealer,
 			Webhooks: sender, Bucket: bucket, Observer: metrics, Logger: log,

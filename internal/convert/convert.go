@@ -18,6 +18,7 @@ import (
 
 	"github.com/gabriel-vasile/mimetype"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/convert/office"
@@ -102,18 +103,22 @@ const (
 type Config struct {
 	PDF    pdf.Config
 	Office office.Config
-	Image  image.Config
-	// ImageDecodes bounds the image pages decoded at once across all the
-	// files being converted (default: the CPU count). Decoding is CPU
-	// work, and a page may take up to Image.MaxDecodedBytes (256 MiB)
-	// decoded: sixteen at once would need gigabytes.
+	// Image bounds each image file. Its Decodes bounds the image pages
+	// decoded at once across all the files being converted, and should be
+	// the one the vision adapters fit pages within too (slots.Config's
+	// ImageDecodes): decoding is CPU work, and a page may take up to
+	// Image.MaxDecodedBytes (256 MiB) decoded, so sixteen at once would
+	// need gigabytes. Without one, the Converter makes its own of
+	// ImageDecodes places.
+	Image image.Config
+	// ImageDecodes is the number of places of the bound New makes when
+	// Image.Decodes is nil (default: the CPU count).
 	ImageDecodes int
 }
 
 // Converter recognizes files; it is safe for concurrent use.
 type Converter struct {
-	cfg      Config
-	decoding chan struct{} // a place per image page being decoded
+	cfg Config
 	// pageDecoded, when set (by tests), is told of each image page
 	// decoded, by its 0-based index.
 	pageDecoded func(i int)
@@ -139,20 +144,17 @@ func New(cfg Config) *Converter {
 	if cfg.ImageDecodes <= 0 {
 		cfg.ImageDecodes = runtime.NumCPU()
 	}
-	return &Converter{cfg: cfg, decoding: make(chan struct{}, cfg.ImageDecodes)}
+	if cfg.Image.Decodes == nil {
+		cfg.Image.Decodes = semaphore.NewWeighted(int64(cfg.ImageDecodes))
+	}
+	return &Converter{cfg: cfg}
 }
 
-// decodePage decodes one page of an image file within the Converter's
-// decode places. A place is held for one page, not the file, so a
-// multi-page TIFF does not keep one while its pages are read by the
-// provider.
+// decodePage decodes one page of an image file, within the decode places
+// (image.Config.Decodes: Page holds one while it decodes). A place is held
+// for one page, not the file, so a multi-page TIFF does not keep one while
+// its pages are read by the provider.
 func (c *Converter) decodePage(ctx context.Context, pages *image.Pages, i int) (provider.Document, error) {
-	select {
-	case c.decoding <- struct{}{}:
-	case <-ctx.Done():
-		return provider.Document{}, fmt.Errorf("waiting to decode the image: %w", context.Cause(ctx))
-	}
-	defer func() { <-c.decoding }()
 	doc, err := pages.Page(ctx, i)
 	if err == nil && c.pageDecoded != nil {
 		c.pageDecoded(i)

@@ -254,7 +254,9 @@ func TestAnImageRefusedByAProviderThatCouldNotSayIsSentAgainAsPNG(t *testing.T) 
 // whose job ends while it waits is not decoded at all.
 func TestImageFilesWaitForADecodePlace(t *testing.T) {
 	conv := New(Config{ImageDecodes: 1})
-	conv.decoding <- struct{}{} // another file is being decoded
+	if err := conv.cfg.Image.Decodes.Acquire(t.Context(), 1); err != nil { // another file is being decoded
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	ocr := &pageOCR{}
@@ -262,7 +264,7 @@ func TestImageFilesWaitForADecodePlace(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "waiting to decode the image") || len(ocr.docs) != 0 {
 		t.Fatalf("err = %v after %d pages; want the file to wait for the place, then give up", err, len(ocr.docs))
 	}
-	<-conv.decoding // the other file is done
+	conv.cfg.Image.Decodes.Release(1) // the other file is done
 	if _, err := conv.Convert(context.Background(), Input{Name: "fax.tif", Data: multiPageTIFF(t, 2, 40, 30), OCR: ocr}); err != nil {
 		t.Fatal(err)
 	}

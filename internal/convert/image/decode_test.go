@@ -40,8 +40,8 @@ func TestOpenRefusesPagesThatWouldDecodeOverTheByteLimit(t *testing.T) {
 			data: pngHeaderOf(7000, 7000, 8, 0), // grey: 49 MB
 		},
 		{
-			name: "a colour JPEG header under the pixel cap counts 3 bytes a pixel",
-			data: jpegHeader(10000, 9000),
+			name: "a 4:4:4 colour JPEG header under the pixel cap counts 3 bytes a pixel",
+			data: jpegFrameHeader(t, testJPEG{w: 10000, h: 9000, hv: []byte{0x11, 0x11, 0x11}, adobe: -1}),
 			want: "the image is 10000×9000 pixels at 3 bytes a pixel, 257.5 MiB decoded, over the 256 MiB decode limit",
 		},
 		{

@@ -98,11 +98,14 @@ func base64Len(n int) int64 { return int64(base64.StdEncoding.EncodedLen(n)) }
 // header that said it is gone; a page re-encoded at its size keeps the
 // resolution it had). Only images are fitted: a PDF goes as it is.
 //
-// Decoding is bounded as Open bounds it (DefaultMaxPixels,
-// DefaultMaxDecodedBytes); the shrunk copy is of the decoded page's kind
+// Decoding is bounded as Open bounds it with cfg, and holds one of
+// cfg.Decodes' places from the decode to the last encoding; a page within
+// the limits takes none. The shrunk copy is of the decoded page's kind
 // and no larger, but for a palette page, whose copy is RGBA: a page being
-// fitted holds at most about twice the decode limit.
-func Fit(ctx context.Context, page provider.Document, lim Limits) (provider.Document, error) {
+// fitted holds at most about twice the decode limit. A page with
+// transparency is flattened onto white first (onWhite): JPEG keeps no
+// alpha, and the shrinking averages colours as they are stored.
+func Fit(ctx context.Context, cfg Config, page provider.Document, lim Limits) (provider.Document, error) {
 	if !strings.HasPrefix(page.MIME, "image/") {
 		return page, nil
 	}
@@ -125,10 +128,15 @@ func Fit(ctx context.Context, page provider.Document, lim Limits) (provider.Docu
 		// too large to.
 		return provider.Document{}, &OverLimitError{Limits: lim, MIME: page.MIME, Base64: base64Len(len(page.Data))}
 	}
-	p, err := Open(Config{}, page.Data)
+	p, err := Open(cfg, page.Data)
 	if err != nil {
 		return provider.Document{}, err
 	}
+	release, err := p.cfg.hold(ctx)
+	if err != nil {
+		return provider.Document{}, err
+	}
+	defer release()
 	img, err := p.decodeSingle(ctx)
 	if err != nil {
 		return provider.Document{}, err
@@ -148,7 +156,7 @@ func Fit(ctx context.Context, page provider.Document, lim Limits) (provider.Docu
 	// ten times smaller than its PNG. So does a lossy WebP.
 	_, ycbcr := img.(*image.YCbCr)
 	photo := f == formatJPEG || ycbcr
-	out, err := fitEncode(ctx, img, dw, dh, photo, lim)
+	out, err := fitEncode(ctx, onWhite(img), dw, dh, photo, lim)
 	if err != nil {
 		return provider.Document{}, err
 	}

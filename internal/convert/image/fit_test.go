@@ -37,7 +37,7 @@ func TestFitLeavesAPageWithinTheLimitsAsItIs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Fit(t.Context(), tt.page, tt.lim)
+			got, err := Fit(t.Context(), Config{}, tt.page, tt.lim)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +68,7 @@ func TestFitShrinksAPageLargerThanTheVendorTakesToItsLongSide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Fit(t.Context(), provider.Document{Data: tt.data, MIME: tt.mime, Page: 3, Format: "html", DPI: tt.dpi}, anthropicLimits)
+			got, err := Fit(t.Context(), Config{}, provider.Document{Data: tt.data, MIME: tt.mime, Page: 3, Format: "html", DPI: tt.dpi}, anthropicLimits)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func TestFitReencodesAPageOverTheVendorsBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Fit(t.Context(), provider.Document{Data: tt.data, MIME: tt.mime}, lim)
+			got, err := Fit(t.Context(), Config{}, provider.Document{Data: tt.data, MIME: tt.mime}, lim)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +168,7 @@ func TestFitRefusesAPageItCannotBringWithinTheLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Fit(t.Context(), tt.page, tt.lim)
+			_, err := Fit(t.Context(), Config{}, tt.page, tt.lim)
 			var oe *OverLimitError
 			if !errors.As(err, &oe) {
 				t.Fatalf("err = %v, want an OverLimitError", err)
@@ -202,7 +202,7 @@ func TestPrepareWritesAPageWhosePNGAnthropicWouldRefuseAsJPEG(t *testing.T) {
 func TestFitStopsWhenTheContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err := Fit(ctx, provider.Document{Data: encodePNGBytes(t, strip(8400, 100)), MIME: MIMEPNG}, anthropicLimits)
+	_, err := Fit(ctx, Config{}, provider.Document{Data: encodePNGBytes(t, strip(8400, 100)), MIME: MIMEPNG}, anthropicLimits)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -317,7 +317,7 @@ func BenchmarkFit(b *testing.B) {
 		{"8400x1200 scan strip", provider.Document{Data: wide, MIME: MIMEPNG}},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
-			out, err := Fit(b.Context(), bm.page, anthropicLimits)
+			out, err := Fit(b.Context(), Config{}, bm.page, anthropicLimits)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -326,7 +326,7 @@ func BenchmarkFit(b *testing.B) {
 				base64Len(len(bm.page.Data)), out.MIME, c.Width, c.Height, base64Len(len(out.Data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Fit(b.Context(), bm.page, anthropicLimits); err != nil {
+				if _, err := Fit(b.Context(), Config{}, bm.page, anthropicLimits); err != nil {
 					b.Fatal(err)
 				}
 			}

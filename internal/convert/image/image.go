@@ -67,6 +67,42 @@ type Config struct {
 	// MaxDecodedBytes bounds the memory one decoded page takes, from its
 	// size and the pixel type its header declares; default 256 MiB.
 	MaxDecodedBytes int64
+	// Decodes, when set, bounds the pages decoded at once across the
+	// process: every decode (Pages.Page, Reencode, Fit) holds one of its
+	// places from before it decodes until it has encoded what it sends
+	// on. The converter's pages and the pages vision adapters fit share
+	// one, so the decoded pages in memory at once are that many, whatever
+	// the number of files and provider calls. nil: no bound (tests).
+	Decodes Decodes
+}
+
+// Decodes is a process's bound on the pages decoded at once, as the
+// decoding here uses it: a place is taken with Acquire(ctx, 1) and given
+// back with Release(1). golang.org/x/sync's *semaphore.Weighted is one.
+type Decodes interface {
+	Acquire(ctx context.Context, n int64) error
+	Release(n int64)
+}
+
+// hold takes one of c.Decodes' places for a decode (none when there is no
+// bound); release gives it back.
+func (c Config) hold(ctx context.Context) (release func(), err error) {
+	if c.Decodes == nil {
+		return func() {}, nil
+	}
+	if err := c.Decodes.Acquire(ctx, 1); err != nil {
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("waiting to decode the image: %w", err)
+	}
+	// A free place may be granted to a context already done: a page whose
+	// job ended is not decoded.
+	if ctx.Err() != nil {
+		c.Decodes.Release(1)
+		return nil, fmt.Errorf("waiting to decode the image: %w", context.Cause(ctx))
+	}
+	return func() { c.Decodes.Release(1) }, nil
 }
 
 func (c Config) withDefaults() Config {
@@ -125,12 +161,16 @@ func checkPixels(w, h, limit int64, page int) error {
 
 // DecodedTooLargeError refuses a page under the pixel limit whose pixel
 // type makes it decode to more bytes than the limit (a 16-bit colour page
-// takes 8 bytes a pixel); it is returned before any pixel is decoded.
+// takes 8 bytes a pixel, a progressive JPEG up to 24); it is returned
+// before any pixel is decoded.
 type DecodedTooLargeError struct {
 	Width, Height int64
-	BytesPerPixel int64
+	Bytes         int64 // what decoding the page would take
 	Limit         int64 // bytes
 	Page          int   // 1-based TIFF page; 0 for a single image
+	// Progressive is set for a progressive JPEG, whose decoder keeps every
+	// block's coefficients besides the pixels (counted in Bytes).
+	Progressive bool
 }
 
 func (e *DecodedTooLargeError) Error() string {
@@ -138,12 +178,17 @@ func (e *DecodedTooLargeError) Error() string {
 	if e.Page > 0 {
 		what = fmt.Sprintf("page %d of the TIFF", e.Page)
 	}
+	perPixel := math.Round(float64(e.Bytes)/float64(max(e.Width*e.Height, 1))*10) / 10
 	unit := "bytes"
-	if e.BytesPerPixel == 1 {
+	if perPixel == 1 {
 		unit = "byte"
 	}
-	return fmt.Sprintf("%s is %d×%d pixels at %d %s a pixel, %s decoded, over the %s decode limit",
-		what, e.Width, e.Height, e.BytesPerPixel, unit, byteSize(e.Width*e.Height*e.BytesPerPixel), byteSize(e.Limit))
+	if e.Progressive {
+		return fmt.Sprintf("%s is a %d×%d-pixel progressive JPEG: decoding it takes %s %s a pixel (the pixels and every block's coefficients), %s, over the %s decode limit",
+			what, e.Width, e.Height, strconv.FormatFloat(perPixel, 'f', -1, 64), unit, byteSize(e.Bytes), byteSize(e.Limit))
+	}
+	return fmt.Sprintf("%s is %d×%d pixels at %s %s a pixel, %s decoded, over the %s decode limit",
+		what, e.Width, e.Height, strconv.FormatFloat(perPixel, 'f', -1, 64), unit, byteSize(e.Bytes), byteSize(e.Limit))
 }
 
 // byteSize writes n in MiB to a tenth, or in bytes below a MiB.
@@ -162,7 +207,22 @@ func checkDecoded(w, h int64, m color.Model, limit int64, page int) error {
 
 func checkDecodedBytes(w, h, bpp, limit int64, page int) error {
 	if w*h > limit/bpp {
-		return &DecodedTooLargeError{Width: w, Height: h, BytesPerPixel: bpp, Limit: limit, Page: page}
+		return &DecodedTooLargeError{Width: w, Height: h, Bytes: w * h * bpp, Limit: limit, Page: page}
+	}
+	return nil
+}
+
+// checkDecodedImage is checkDecoded for a one-page format, whose decoder
+// may hold more than the pixels: a JPEG counts what image/jpeg holds at
+// its peak (jpegDecodeBytes), a progressive one's coefficients included.
+func checkDecodedImage(f format, data []byte, c image.Config, limit int64, page int) error {
+	if f != formatJPEG {
+		return checkDecoded(int64(c.Width), int64(c.Height), c.ColorModel, limit, page)
+	}
+	// checkPixels bounds w×h, so the count cannot overflow.
+	n, progressive := jpegDecodeBytes(data, c)
+	if n > limit {
+		return &DecodedTooLargeError{Width: int64(c.Width), Height: int64(c.Height), Bytes: n, Limit: limit, Page: page, Progressive: progressive}
 	}
 	return nil
 }
@@ -224,7 +284,7 @@ func Open(cfg Config, data []byte) (*Pages, error) {
 	if err := checkPixels(int64(c.Width), int64(c.Height), cfg.MaxPixels, 0); err != nil {
 		return nil, err
 	}
-	if err := checkDecoded(int64(c.Width), int64(c.Height), c.ColorModel, cfg.MaxDecodedBytes, 0); err != nil {
+	if err := checkDecodedImage(p.f, data, c, cfg.MaxDecodedBytes, 0); err != nil {
 		return nil, err
 	}
 	p.w, p.h = c.Width, c.Height
@@ -240,13 +300,18 @@ func (p *Pages) Len() int {
 }
 
 // Page decodes page i (0-based) and returns it upright as a Document with
-// Format "markdown" and Page numbered from 1 (0 for a single image). A
-// cancelled ctx stops the decode at its next read of the file and
-// returns ctx's error.
+// Format "markdown" and Page numbered from 1 (0 for a single image),
+// holding one of Config.Decodes' places meanwhile. A cancelled ctx stops
+// the decode at its next read of the file and returns ctx's error.
 func (p *Pages) Page(ctx context.Context, i int) (provider.Document, error) {
 	if err := ctx.Err(); err != nil {
 		return provider.Document{}, err
 	}
+	release, err := p.cfg.hold(ctx)
+	if err != nil {
+		return provider.Document{}, err
+	}
+	defer release()
 	if p.tiff != nil {
 		return p.tiffPage(ctx, i)
 	}
@@ -442,7 +507,8 @@ func (w *ctxWriter) Write(b []byte) (int, error) {
 // Reencode returns page in a type every vendor and Tesseract read: PNG
 // (JPEG when the PNG would pass the smallest vendor limit, as Prepare
 // does), for a consumer that does not read the type Prepare left it in.
-// PNG and JPEG pages come back as they are; so do Page and Format.
+// PNG and JPEG pages come back as they are; so do Page and Format. The
+// decode holds one of cfg.Decodes' places.
 func Reencode(ctx context.Context, cfg Config, page provider.Document) (provider.Document, error) {
 	if page.MIME == MIMEPNG || page.MIME == MIMEJPEG {
 		return page, nil
@@ -459,9 +525,14 @@ func Reencode(ctx context.Context, cfg Config, page provider.Document) (provider
 	if err := checkPixels(int64(c.Width), int64(c.Height), cfg.MaxPixels, page.Page); err != nil {
 		return provider.Document{}, err
 	}
-	if err := checkDecoded(int64(c.Width), int64(c.Height), c.ColorModel, cfg.MaxDecodedBytes, page.Page); err != nil {
+	if err := checkDecodedImage(f, page.Data, c, cfg.MaxDecodedBytes, page.Page); err != nil {
 		return provider.Document{}, err
 	}
+	release, err := cfg.hold(ctx)
+	if err != nil {
+		return provider.Document{}, err
+	}
+	defer release()
 	p := &Pages{cfg: cfg, data: page.Data, f: f}
 	img, err := p.decodeSingle(ctx)
 	if err != nil {
@@ -500,7 +571,7 @@ func encode(ctx context.Context, img image.Image, photo bool) ([]byte, string, e
 		}
 		buf.Reset()
 	}
-	if err := jpeg.Encode(w, img, &jpeg.Options{Quality: 90}); err != nil {
+	if err := jpeg.Encode(w, onWhite(img), &jpeg.Options{Quality: 90}); err != nil {
 		if ctx.Err() != nil {
 			return nil, "", context.Cause(ctx)
 		}

@@ -35,6 +35,10 @@ type Config struct {
 	HTTPClient *http.Client  // default: a plain client
 	Timeout    time.Duration // per call, default provider.DefaultTimeout
 	MaxTokens  int64         // per answer, default DefaultMaxTokens
+	// ImageDecodes bounds the pages decoded at once to be fitted to the
+	// vendor's limits, shared with the converter's (see
+	// pageimage.Config.Decodes); nil: no bound.
+	ImageDecodes pageimage.Decodes
 }
 
 // OCR is a Claude model reading images and PDFs.
@@ -93,7 +97,7 @@ func (o *OCR) Accepts(_ context.Context, mime string) (ok, known bool) {
 func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
 	if imageTypes[doc.MIME] {
 		var err error
-		if doc, err = pageimage.Fit(ctx, doc, ImageLimits); err != nil {
+		if doc, err = pageimage.Fit(ctx, pageimage.Config{Decodes: o.cfg.ImageDecodes}, doc, ImageLimits); err != nil {
 			return provider.Recognition{}, err
 		}
 	}

@@ -36,6 +36,10 @@ type Config struct {
 	Key        string        // sent as Authorization: Bearer
 	HTTPClient *http.Client  // default: a plain client
 	Timeout    time.Duration // per call, default provider.DefaultTimeout
+	// ImageDecodes bounds the pages decoded at once to be fitted to the
+	// vendor's limits, shared with the converter's (see
+	// pageimage.Config.Decodes); nil: no bound.
+	ImageDecodes pageimage.Decodes
 }
 
 // OCR is Mistral's OCR endpoint.
@@ -111,7 +115,7 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 	if !accepted[doc.MIME] {
 		return provider.Recognition{}, fmt.Errorf("mistral: %s: %w", doc.MIME, provider.ErrUnsupportedInput)
 	}
-	doc, err := pageimage.Fit(ctx, doc, ImageLimits)
+	doc, err := pageimage.Fit(ctx, pageimage.Config{Decodes: o.cfg.ImageDecodes}, doc, ImageLimits)
 	if err != nil {
 		return provider.Recognition{}, err
 	}

@@ -43,6 +43,10 @@ type Config struct {
 	// OpenAIImageLimits. Larger images are re-encoded or shrunk to fit
 	// before the call.
 	ImageLimits pageimage.Limits
+	// ImageDecodes bounds the pages decoded at once to be fitted to the
+	// vendor's limits, shared with the converter's (see
+	// pageimage.Config.Decodes); nil: no bound.
+	ImageDecodes pageimage.Decodes
 }
 
 // Image types servers of the protocol read. OpenAI documents PNG, JPEG,
@@ -117,7 +121,7 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 	}
 	// Fitting may turn a WebP or GIF into PNG or JPEG, which every server
 	// of the protocol reads.
-	doc, err := pageimage.Fit(ctx, doc, o.cfg.ImageLimits)
+	doc, err := pageimage.Fit(ctx, pageimage.Config{Decodes: o.cfg.ImageDecodes}, doc, o.cfg.ImageLimits)
 	if err != nil {
 		return provider.Recognition{}, err
 	}

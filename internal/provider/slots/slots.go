@@ -18,6 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
+	pageimage "github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/fair"
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/provider/anthropic"
@@ -120,6 +123,12 @@ type Config struct {
 	Tesseract func(langs string) (provider.OCR, error)
 	// Logger receives a line per retry (default: discarded).
 	Logger *slog.Logger
+	// ImageDecodes bounds the pages the vision adapters decode at once to
+	// fit them to their vendor's limits (pageimage.Fit): give the
+	// converter's (pageimage.Config.Decodes), so that one bound holds for
+	// every page decoded in the process. Default: a bound of its own, of
+	// the number of CPUs.
+	ImageDecodes pageimage.Decodes
 }
 
 // Slots opens recognition adapters by slot. It holds no keys: each OCR
@@ -148,6 +157,9 @@ func New(cfg Config) *Slots {
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Transport: pooledTransport(cfg.PerSlotConcurrency)}
+	}
+	if cfg.ImageDecodes == nil {
+		cfg.ImageDecodes = semaphore.NewWeighted(int64(runtime.NumCPU()))
 	}
 	s := &Slots{cfg: cfg, client: provider.RecordingClient(cfg.HTTPClient)}
 	s.sems[0] = fair.NewSem(cfg.TesseractConcurrency)
@@ -211,11 +223,14 @@ func (s *Slots) OCR(slot, model, key string) (provider.OCR, error) {
 	)
 	switch sl.Protocol {
 	case ProtocolMistralOCR:
-		ocr, err = mistral.New(mistral.Config{BaseURL: base, Model: model, Key: key, HTTPClient: s.client, Timeout: s.cfg.Timeout})
+		ocr, err = mistral.New(mistral.Config{BaseURL: base, Model: model, Key: key, HTTPClient: s.client, Timeout: s.cfg.Timeout,
+			ImageDecodes: s.cfg.ImageDecodes})
 	case ProtocolAnthropic:
-		ocr, err = anthropic.New(anthropic.Config{BaseURL: base, Model: model, Key: key, HTTPClient: s.client, Timeout: s.cfg.Timeout})
+		ocr, err = anthropic.New(anthropic.Config{BaseURL: base, Model: model, Key: key, HTTPClient: s.client, Timeout: s.cfg.Timeout,
+			ImageDecodes: s.cfg.ImageDecodes})
 	case ProtocolGemini:
-		ocr, err = gemini.New(gemini.Config{BaseURL: base, Model: model, Key: key, HTTPClient: s.client, Timeout: s.cfg.Timeout})
+		ocr, err = gemini.New(gemini.Config{BaseURL: base, Model: model, Key: key, HTTPClient: s.client, Timeout: s.cfg.Timeout,
+			ImageDecodes: s.cfg.ImageDecodes})
 	default:
 		// Only OpenAI itself is known to read WebP and GIF; the other
 		// servers of its protocol get PNG or JPEG (openai.CommonImageTypes).
@@ -228,7 +243,7 @@ func (s *Slots) OCR(slot, model, key string) (provider.OCR, error) {
 			limits = openai.XAIImageLimits
 		}
 		ocr, err = openai.New(openai.Config{BaseURL: base, Model: model, Key: key, HTTPClient: s.client, Timeout: s.cfg.Timeout,
-			ImageTypes: types, ImageLimits: limits})
+			ImageTypes: types, ImageLimits: limits, ImageDecodes: s.cfg.ImageDecodes})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sl.Name, err)
