@@ -144,7 +144,7 @@ func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
 		setRoute(r.Context(), label)
 		account, err := s.deps.Auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
-			s.writeError(w, r, errUnauthenticated)
+			s.writeError(w, r, s.authFailure(r.Context(), err))
 			return
 		}
 		r = r.WithContext(withAccount(r.Context(), account))
