@@ -195,6 +195,7 @@ func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
 					return
 				}
 				ignored = append(ignored, ignoredByMeaning(msg)...)
+				ignored = append(ignored, boundByPath(msg, pathParams)...)
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
