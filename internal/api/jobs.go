@@ -186,7 +186,12 @@ func newJob(req *docjobsv1.CreateJobRequest, id, acct, extractionMode string, no
 		Created:        now,
 		Updated:        now,
 	}
-	if m := req.GetMerge(); m != nil {
+	// While merge is off the spec ignores every other merge field, and so
+	// do the request hash (normalized) and the job: what would be stored
+	// and echoed was checked only for its count (validateMerge), so its
+	// names could carry NUL and C0 controls, six JSON bytes each, past
+	// every size bound (audit-api3 F3).
+	if m := req.GetMerge(); m.GetEnabled() {
 		j.Merge = job.Merge{
 			Enabled:        m.GetEnabled(),
 			Scope:          orDefault(m.GetScope(), docjobsv1.MergeScope_MERGE_SCOPE_FILE).String(),

@@ -11,10 +11,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/docjobs/docjobs/internal/job"
 )
 
 // ErrUnauthenticated is returned for a missing, malformed or unknown key.
 var ErrUnauthenticated = errors.New("missing or invalid API key")
+
+// ErrUnavailable is returned, wrapping the cause, when the key could not be
+// looked up (the store is unreachable): that says nothing of the key, so it
+// must not be answered as ErrUnauthenticated, which clients take as final
+// (they stop retrying; a user revokes a good key).
+var ErrUnavailable = errors.New("API keys could not be checked")
 
 // keyPrefix makes keys recognizable in secret scanners.
 const keyPrefix = "dj_"
@@ -75,7 +83,9 @@ func ParseStatic(s string) (map[string]string, error) {
 	return keys, nil
 }
 
-// KeyLookup finds the account owning a key hash.
+// KeyLookup finds the account owning a key hash. An unknown hash is an
+// error wrapping job.ErrNotFound (store.ErrNotFound is the same error); any
+// other error means the lookup failed.
 type KeyLookup interface {
 	AccountByKeyHash(ctx context.Context, keyHash []byte) (string, error)
 }
@@ -93,14 +103,22 @@ func NewAuthenticator(lookup KeyLookup) *Authenticator {
 	return &Authenticator{lookup: lookup}
 }
 
-// Authenticate returns the account of "Bearer <key>", or ErrUnauthenticated.
+// Authenticate returns the account of "Bearer <key>"; ErrUnauthenticated
+// when the header holds no bearer key or the lookup does not know it; and
+// an error wrapping ErrUnavailable and the lookup's error when the lookup
+// failed otherwise. Neither error carries the key.
 func (a *Authenticator) Authenticate(ctx context.Context, authorization string) (string, error) {
 	scheme, key, ok := strings.Cut(strings.TrimSpace(authorization), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
 		return "", ErrUnauthenticated
 	}
 	account, err := a.lookup.AccountByKeyHash(ctx, HashKey(strings.TrimSpace(key)))
-	if err != nil || account == "" {
+	switch {
+	case errors.Is(err, job.ErrNotFound):
+		return "", ErrUnauthenticated
+	case err != nil:
+		return "", fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case account == "":
 		return "", ErrUnauthenticated
 	}
 	return account, nil

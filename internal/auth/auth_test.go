@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/docjobs/docjobs/internal/job"
 )
 
 type keyTable map[string]string // hex of hash → account
@@ -13,7 +15,7 @@ func (k keyTable) AccountByKeyHash(_ context.Context, hash []byte) (string, erro
 	if a, ok := k[string(hash)]; ok {
 		return a, nil
 	}
-	return "", errors.New("not found")
+	return "", job.ErrNotFound
 }
 
 func TestAuthenticateAcceptsOnlyABearerKeyItKnows(t *testing.T) {

@@ -11,13 +11,16 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/job"
 )
 
@@ -45,8 +48,32 @@ func (s *Server) clientStatus(ctx context.Context, err error) *status.Status {
 		return status.New(codes.InvalidArgument, job.ErrIdempotencyMismatch.Error())
 	case errors.Is(err, job.ErrTerminal):
 		return status.New(codes.FailedPrecondition, job.ErrTerminal.Error())
+	case errors.Is(err, auth.ErrUnavailable):
+		return s.unavailable(ctx, err, auth.ErrUnavailable.Error())
 	}
 	return s.internal(ctx, err)
+}
+
+// unavailableRetryAfter is the Retry-After of an UNAVAILABLE answer: long
+// enough that clients retrying together do not hammer a database coming
+// back, short against a restart or a failover.
+const unavailableRetryAfter = 5 * time.Second
+
+// unavailable logs err under a new error id, as internal does, and returns
+// UNAVAILABLE (503) with what failed, the id and a RetryInfo (REST's
+// Retry-After): the request may well succeed later, and a client told
+// UNAVAILABLE retries where one told 401 or 500 gives up.
+func (s *Server) unavailable(ctx context.Context, err error, what string) *status.Status {
+	id := newErrorID()
+	attrs := []slog.Attr{slog.String("error_id", id), slog.String("error", err.Error())}
+	attrs = append(attrs, requestAttrs(ctx)...)
+	s.log.LogAttrs(ctx, slog.LevelError, "unavailable", attrs...)
+	st := status.New(codes.Unavailable, what+"; retry later (id="+id+")")
+	withRetry, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(unavailableRetryAfter)})
+	if derr != nil {
+		return st // RetryInfo always marshals; the message is what matters
+	}
+	return withRetry
 }
 
 // internal logs err under a new error id and returns the status that carries

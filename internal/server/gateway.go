@@ -144,7 +144,7 @@ func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
 		setRoute(r.Context(), label)
 		account, err := s.deps.Auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
-			s.writeError(w, r, errUnauthenticated)
+			s.writeError(w, r, s.authFailure(r.Context(), err))
 			return
 		}
 		r = r.WithContext(withAccount(r.Context(), account))
@@ -195,6 +195,7 @@ func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
 					return
 				}
 				ignored = append(ignored, ignoredByMeaning(msg)...)
+				ignored = append(ignored, boundByPath(msg, pathParams)...)
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}

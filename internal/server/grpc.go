@@ -339,7 +339,7 @@ func (s *Server) authenticateGRPC(ctx context.Context) (context.Context, error) 
 func (s *Server) authenticateKey(ctx context.Context, header string) (context.Context, error) {
 	account, err := s.deps.Auth.Authenticate(ctx, header)
 	if err != nil {
-		return nil, errUnauthenticated
+		return nil, s.authFailure(ctx, err)
 	}
 	ctx = withAccount(ctx, account)
 	if err := s.limitAccount(account); err != nil {

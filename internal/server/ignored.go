@@ -28,7 +28,8 @@ import (
 // and is what makes an unknown consensus.mode "silently ignored" (spec rule 5).
 // This file finds what was dropped so the Docjobs-Warning header can name
 // it, and refuses an unknown name of a field a create cannot do without
-// (enumNamesRequired), which would otherwise be refused as missing.
+// (enumNamesRequired, enumNamesRequiredWith), which would otherwise be
+// refused as missing.
 
 // maxIgnored bounds the names reported for one request; a hostile body with
 // thousands of unknown keys must not become a huge response header.
@@ -47,9 +48,10 @@ var errNotObject = errors.New("request body must be a JSON object")
 // It fails on malformed JSON, naming the offset, on a value of the wrong
 // JSON type for its field, naming the field, and on a name the enum of a
 // field of enumNamesRequired does not define, naming the field and the
-// names it takes.
+// names it takes; so too for a field of enumNamesRequiredWith once the
+// body gives the field that makes it required.
 func ignoredFields(body []byte, md protoreflect.MessageDescriptor) (names []string, more int, err error) {
-	w := &walker{body: body, dec: json.NewDecoder(bytes.NewReader(body))}
+	w := &walker{body: body, dec: json.NewDecoder(bytes.NewReader(body)), listsGiven: map[protoreflect.FullName]bool{}}
 	w.dec.UseNumber()
 	tok, err := w.token()
 	if err != nil {
@@ -64,6 +66,13 @@ func ignoredFields(body []byte, md protoreflect.MessageDescriptor) (names []stri
 	if _, err := w.dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, 0, fmt.Errorf("invalid JSON at offset %d: unexpected data after the top-level object", w.dec.InputOffset())
 	}
+	// Only the whole body tells whether the field that makes one of these
+	// required was given: "prompts" may come after "neural".
+	for _, d := range w.droppedRequiredWith {
+		if w.listsGiven[enumNamesRequiredWith[d.fd.FullName()]] {
+			return nil, 0, fmt.Errorf("%s: %s", d.path, api.UnknownEnumName(d.fd.Enum(), d.given))
+		}
+	}
 	return w.names, w.more, nil
 }
 
@@ -72,6 +81,17 @@ type walker struct {
 	dec   *json.Decoder
 	names []string
 	more  int
+	// listsGiven holds the list fields given with at least one element.
+	listsGiven map[protoreflect.FullName]bool
+	// droppedRequiredWith are the unknown names given to fields of
+	// enumNamesRequiredWith, dropped and named until the body is read.
+	droppedRequiredWith []droppedName
+}
+
+// droppedName is an enum name the enum of fd does not define, given at path.
+type droppedName struct {
+	fd          protoreflect.FieldDescriptor
+	path, given string
 }
 
 func (w *walker) ignore(name string) {
@@ -235,6 +255,7 @@ func (w *walker) list(fd protoreflect.FieldDescriptor, path string) error {
 		if err := w.element(fd, path+"["+strconv.Itoa(i)+"]"); err != nil {
 			return err
 		}
+		w.listsGiven[fd.FullName()] = true
 	}
 	_, err = w.token() // ']'
 	return err
@@ -257,7 +278,7 @@ func (w *walker) mapValue(fd protoreflect.FieldDescriptor, path string) error {
 			return keyAt(path, err)
 		}
 		key, _ := tok.(string)
-		if err := w.element(fd.MapValue(), join(path, key)); err != nil {
+		if err := w.element(fd.MapValue(), mapEntry(path, key)); err != nil {
 			return err
 		}
 	}
@@ -309,6 +330,16 @@ var enumNamesRequired = map[protoreflect.FullName]bool{
 	(&docjobsv1.Ocr{}).ProtoReflect().Descriptor().Fields().ByName("provider").FullName(): true,
 }
 
+// enumNamesRequiredWith are the enum fields a create needs when a list
+// field is given with an element, by that list: neural.type when prompts
+// are given (validateNeural in internal/api). An unknown name is refused
+// as in enumNamesRequired when the body gives the list, and dropped and
+// named like any other when it does not; dropped, it was refused as
+// "neural.type: required when prompts are given" (audit-api3 F5).
+var enumNamesRequiredWith = map[protoreflect.FullName]protoreflect.FullName{
+	(&docjobsv1.Neural{}).ProtoReflect().Descriptor().Fields().ByName("type").FullName(): (&docjobsv1.CreateJobRequest{}).ProtoReflect().Descriptor().Fields().ByName("prompts").FullName(),
+}
+
 // value walks one value of fd's kind whose first token is tok. A value of
 // the wrong JSON type, or a number the field cannot hold, is an error naming
 // the path, which protojson's own message (a line and column, the proto
@@ -349,6 +380,9 @@ func (w *walker) value(fd protoreflect.FieldDescriptor, path string, tok json.To
 			case enumNamesRequired[fd.FullName()]:
 				return fmt.Errorf("%s: %s", path, api.UnknownEnumName(fd.Enum(), v))
 			default:
+				if _, ok := enumNamesRequiredWith[fd.FullName()]; ok {
+					w.droppedRequiredWith = append(w.droppedRequiredWith, droppedName{fd: fd, path: path, given: v})
+				}
 				w.ignore(path + "=" + v)
 			}
 		default:
@@ -518,6 +552,28 @@ func join(path, name string) string {
 	return path + "." + name
 }
 
+// mapEntry names the value of key in the map at path as validation does
+// (metadata["a"], internal/api): a key may hold dots, which path.key would
+// not tell from nesting.
+func mapEntry(path, key string) string {
+	return path + "[" + strconv.Quote(key) + "]"
+}
+
+// boundByPath names the fields of a decoded body that the URL path binds
+// too: grpc-gateway sets them from the path after decoding the body, so
+// the body's value is ignored (POST /v1/jobs/A:cancel with {"id":"B"}
+// cancels A). A client that meant B is told.
+func boundByPath(msg proto.Message, pathParams map[string]string) []string {
+	m := msg.ProtoReflect()
+	var names []string
+	for _, key := range slices.Sorted(maps.Keys(pathParams)) {
+		if fd := queryField(m.Descriptor(), key); fd != nil && m.Has(fd) {
+			names = append(names, key)
+		}
+	}
+	return names
+}
+
 // ignoredByMeaning names the fields of a decoded request that the service
 // will ignore although they are well formed: a webhookSecret without a
 // webhookUrl signs nothing and is not stored; merge.dedupeBy without a
@@ -605,7 +661,8 @@ func ignoredIn(m protoreflect.Message, path string, names *[]string) {
 
 // queryFields checks URL query parameters against the request message the
 // way grpc-gateway binds them (dotted field paths, proto or JSON names). It
-// returns the unknown parameter names, which grpc-gateway ignores, and an
+// returns the unknown parameter names and those the path binds (?id= on
+// /v1/jobs/{id}), which grpc-gateway ignores, and an
 // error naming the parameter whose value cannot be parsed, which grpc-gateway
 // would otherwise report with a raw strconv message. An empty value of a
 // known parameter means the parameter is absent (clients build URLs from
@@ -622,6 +679,8 @@ func queryFields(q url.Values, md protoreflect.MessageDescriptor, pathParams map
 	for _, key := range slices.Sorted(maps.Keys(q)) {
 		values := q[key]
 		if _, bound := pathParams[key]; bound {
+			// grpc-gateway binds the path's value; this one is ignored.
+			names = append(names, key)
 			continue
 		}
 		fd := queryField(md, key)

@@ -84,12 +84,22 @@ func TestIgnoredFieldsListsFieldsByIndex(t *testing.T) {
 // consensus.mode's case), except in ocr.provider, which a create cannot do
 // without: dropped, it was refused as "ocr.provider: required" though a
 // value was given (audit-readme F3), so it is refused naming the name
-// meant and the names taken.
+// meant and the names taken; and in neural.type when prompts are given,
+// wherever they stand in the body (audit-api3 F5: "required when prompts
+// are given").
 func TestAnUnknownEnumNameIsIgnoredUnlessTheFieldIsRequired(t *testing.T) {
 	create := (&docjobsv1.CreateJobRequest{}).ProtoReflect().Descriptor()
 	for _, tt := range []struct{ name, body, ignored, err string }{
 		{"a mode without its prefix is ignored", `{"extractionMode":"OCR_ALWAYS"}`, "extractionMode=OCR_ALWAYS", ""},
 		{"a vendor alias in lower case is ignored", `{"neural":{"type":"openai"}}`, "neural.type=openai", ""},
+		{"a neural type with an empty prompt list is ignored", `{"neural":{"type":"openai"},"prompts":[]}`, "neural.type=openai", ""},
+		{"a neural type with null prompts is ignored", `{"neural":{"type":"openai"},"prompts":null}`, "neural.type=openai", ""},
+		{"a neural type with prompts after it is refused", `{"neural":{"type":"PROVIDER_2"},"prompts":["p"]}`, "",
+			`neural.type: unknown value "PROVIDER_2" (did you mean NEURAL_CLIENT_TYPE_PROVIDER_2?); use NEURAL_CLIENT_TYPE_PROVIDER_1 to NEURAL_CLIENT_TYPE_PROVIDER_8 (or an alias: NEURAL_CLIENT_TYPE_MISTRAL, NEURAL_CLIENT_TYPE_OPENAI, NEURAL_CLIENT_TYPE_ANTHROPIC, NEURAL_CLIENT_TYPE_GEMINI, NEURAL_CLIENT_TYPE_XAI, NEURAL_CLIENT_TYPE_OPENROUTER, NEURAL_CLIENT_TYPE_QWEN, NEURAL_CLIENT_TYPE_SELF_HOSTED)`},
+		{"a neural type with prompts before it is refused", `{"prompts":["p"],"neural":{"type":"openai"}}`, "",
+			`neural.type: unknown value "openai" (did you mean NEURAL_CLIENT_TYPE_OPENAI?); use NEURAL_CLIENT_TYPE_PROVIDER_1 to`},
+		{"a neural type no value spells is refused with prompts", `{"prompts":["p"],"neural":{"type":"gpt"}}`, "",
+			`neural.type: unknown value "gpt"; use NEURAL_CLIENT_TYPE_PROVIDER_1 to`},
 		{"a merge field is ignored", `{"merge":{"scope":"MERGE_SCOPE_EVERYTHING"}}`, "merge.scope=MERGE_SCOPE_EVERYTHING", ""},
 		{"a consensus mode is ignored", `{"consensus":{"mode":"CONSENSUS_MODE_SEVEN_RUNS"}}`, "consensus.mode=CONSENSUS_MODE_SEVEN_RUNS", ""},
 		{"a provider without its prefix is refused", `{"ocr":{"provider":"PROVIDER_1"}}`, "",
@@ -175,17 +185,20 @@ func TestIgnoredFieldsRejectsMalformedBodies(t *testing.T) {
 		{"a fraction for an enum", `{"consensus":{"mode":1.5}}`, "consensus.mode: expected an enum value name, got a number"},
 		{"null in a string list names the element", `{"prompts":["a",null]}`, "prompts[1]: expected a string, got null"},
 		{"null in a message list", `{"sourceUrls":[null]}`, "sourceUrls[0]: expected a string, got null"},
-		{"null as a map value", `{"metadata":{"a":null}}`, "metadata.a: expected a string, got null"},
+		{"null as a map value", `{"metadata":{"a":null}}`, `metadata["a"]: expected a string, got null`},
 		{"a boolean for an enum", `{"extractionMode":true}`, "extractionMode: expected an enum value name, got a boolean"},
 		{"a list for a map", `{"metadata":["a"]}`, "metadata: expected an object, got an array"},
-		{"a number as a map value", `{"metadata":{"a":1}}`, "metadata.a: expected a string, got a number"},
+		{"a number as a map value", `{"metadata":{"a":1}}`, `metadata["a"]: expected a string, got a number`},
+		// Named as validation names a value (metadata["a"]: at most 2048
+		// bytes), so a key with a dot is no nested path (audit-api3 F8).
+		{"a map value under a key with a dot", `{"metadata":{"a.b":1}}`, `metadata["a.b"]: expected a string, got a number`},
 		{"a lone high surrogate names the field", `{"title":"\ud800"}`, "title: invalid UTF-16 surrogate in string"},
 		{"a lone low surrogate", `{"title":"a\uDC00b"}`, "title: invalid UTF-16 surrogate in string"},
 		{"a high surrogate followed by a letter escape", `{"title":"\ud800\u0041"}`, "title: invalid UTF-16 surrogate in string"},
 		{"two high surrogates", `{"title":"\ud800\ud800"}`, "title: invalid UTF-16 surrogate in string"},
 		{"a high surrogate at the end after an escaped backslash", `{"title":"\\\ud800"}`, "title: invalid UTF-16 surrogate in string"},
 		{"a lone surrogate in a list names the element", `{"prompts":["a","\ud800"]}`, "prompts[1]: invalid UTF-16 surrogate in string"},
-		{"a lone surrogate in a map value", `{"metadata":{"k":"\ud800"}}`, "metadata.k: invalid UTF-16 surrogate in string"},
+		{"a lone surrogate in a map value", `{"metadata":{"k":"\ud800"}}`, `metadata["k"]: invalid UTF-16 surrogate in string`},
 		{"a lone surrogate in a map key", `{"metadata":{"\ud800":"v"}}`, "metadata: invalid UTF-16 surrogate in a member name"},
 		{"a lone surrogate in a member name", `{"ti\ud800tle":"x"}`, "invalid JSON at offset 1: invalid UTF-16 surrogate in a member name"},
 		{"a lone surrogate in an unknown field", `{"zzz":{"a":["\ud800"]}}`, "zzz: invalid UTF-16 surrogate in string"},

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -144,6 +145,17 @@ func stackAttr() slog.Attr { return slog.String("stack", string(debug.Stack())) 
 // errUnauthenticated is the answer to a missing, malformed or unknown key.
 var errUnauthenticated = status.Error(codes.Unauthenticated, auth.ErrUnauthenticated.Error())
 
+// authFailure is the answer to a key Authenticate did not accept: 401 for
+// a missing, malformed or unknown key; a key that could not be looked up
+// (auth.ErrUnavailable) goes through clientStatus, which logs the cause
+// and answers UNAVAILABLE with a Retry-After.
+func (s *Server) authFailure(ctx context.Context, err error) error {
+	if errors.Is(err, auth.ErrUnauthenticated) {
+		return errUnauthenticated
+	}
+	return s.clientStatus(ctx, err).Err()
+}
+
 // withAccount is auth.WithAccount that also tells the request log.
 func withAccount(ctx context.Context, account string) context.Context {
 	if info := infoFrom(ctx); info != nil {
@@ -159,7 +171,7 @@ func (s *Server) authenticate(next http.Handler, answer func(http.ResponseWriter
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		account, err := s.deps.Auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
-			answer(w, r, errUnauthenticated)
+			answer(w, r, s.authFailure(r.Context(), err))
 			return
 		}
 		r = r.WithContext(withAccount(r.Context(), account))

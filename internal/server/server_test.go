@@ -363,6 +363,10 @@ func TestErrorMapping(t *testing.T) {
 		{"a provider without its prefix is 400 naming it, not 'required'", "POST", "/v1/jobs", keyAlice,
 			`{"sourceUrls":["https://a.test/x"],"ocr":{"provider":"PROVIDER_1","model":"m","providerKey":"k"}}`, 400, codes.InvalidArgument,
 			`ocr.provider: unknown value "PROVIDER_1" (did you mean NEURAL_CLIENT_TYPE_PROVIDER_1?)`, "required"},
+		// audit-api3 F5: the same for neural.type once prompts make it required.
+		{"a neural type without its prefix, with prompts, is 400 naming it, not 'required'", "POST", "/v1/jobs", keyAlice,
+			`{"sourceUrls":["https://a.test/x"],"prompts":["p"],"neural":{"type":"PROVIDER_2","model":"m","apiKey":"k"}}`, 400, codes.InvalidArgument,
+			`neural.type: unknown value "PROVIDER_2" (did you mean NEURAL_CLIENT_TYPE_PROVIDER_2?)`, "required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -496,6 +500,32 @@ func TestWarningHeaderOnREST(t *testing.T) {
 			t.Errorf("got %d %q", resp.StatusCode, resp.Header.Get(WarningHeader))
 		}
 	})
+	// The path binds id; the gateway drops another one in the body or the
+	// query, which a client that meant that one is told (audit-api3 F8).
+	created := decodeObject(t, readBody(t, env.doJSON("POST", "/v1/jobs", keyAlice, validCreate)))
+	path := "/v1/jobs/" + created["id"].(string)
+	for _, tt := range []struct {
+		name, method, path, body, want string
+	}{
+		{"an id in the cancel body is named", "POST", path + ":cancel", `{"id":"job-other"}`, "ignored: id"},
+		{"the body's id comes after its unknown names", "POST", path + ":cancel", `{"id":"job-other","tittle":1}`, "ignored: tittle, id"},
+		{"an empty cancel body names nothing", "POST", path + ":cancel", `{}`, ""},
+		{"an empty id in the cancel body is nothing to ignore", "POST", path + ":cancel", `{"id":""}`, ""},
+		{"an id in the query of a job's path is named", "GET", path + "?id=job-other", "", "ignored: id"},
+		{"an id in the query of a cancel is named", "POST", path + ":cancel?id=job-other", "", "ignored: id"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := env.doJSON(tt.method, tt.path, keyAlice, tt.body)
+			if got := resp.Header.Get(WarningHeader); got != tt.want {
+				t.Errorf("%s = %q, want %q (status %d)", WarningHeader, got, tt.want, resp.StatusCode)
+			}
+			if tt.method == "GET" {
+				if got := decodeObject(t, readBody(t, resp))["id"]; got != created["id"] {
+					t.Errorf("got job %v, want the path's %v", got, created["id"])
+				}
+			}
+		})
+	}
 }
 
 func TestCreateBodiesTheServiceIgnoresPartsOf(t *testing.T) {

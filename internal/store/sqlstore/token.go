@@ -24,6 +24,17 @@ type pageToken struct {
 
 func (t pageToken) created() time.Time { return time.UnixMicro(t.Created).UTC() }
 
+// The times a token's Created may hold: those of rows, which the service
+// stamps with its clock. The token is plain base64 JSON, so any int64 can
+// arrive; outside these years PostgreSQL refuses the timestamp (before
+// 4713 BC: SQLSTATE 22008, which surfaced as an internal error) and
+// SQLite's text timestamps no longer sort as times (a negative or
+// five-digit year), so such a token is as corrupt as any other.
+var (
+	minTokenCreated = time.Date(1970, time.January, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	maxTokenCreated = time.Date(10000, time.January, 1, 0, 0, 0, 0, time.UTC).UnixMicro() - 1
+)
+
 // The kinds of listing a page token is minted for.
 const (
 	jobsList    = ""
@@ -36,7 +47,8 @@ func encodePageToken(kind, accountID string, status job.Status, created time.Tim
 }
 
 // decodePageToken returns the cursor, or ErrBadPageToken when the token is
-// corrupt or was minted for another listing, account or status filter.
+// corrupt (a time no row can have included) or was minted for another
+// listing, account or status filter.
 func decodePageToken(token, kind, accountID string, status job.Status) (pageToken, error) {
 	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
@@ -44,6 +56,9 @@ func decodePageToken(token, kind, accountID string, status job.Status) (pageToke
 	}
 	var t pageToken
 	if err := json.Unmarshal(b, &t); err != nil || t.ID == "" {
+		return pageToken{}, store.ErrBadPageToken
+	}
+	if t.Created < minTokenCreated || t.Created > maxTokenCreated {
 		return pageToken{}, store.ErrBadPageToken
 	}
 	if t.Kind != kind || t.Account != accountID || t.Status != string(status) {

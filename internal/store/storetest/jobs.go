@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -340,6 +342,13 @@ func testListJobsBadTokens(t *testing.T, s Store) {
 		{"another account", store.ListParams{AccountID: "other", PageToken: token}},
 		{"another status filter", store.ListParams{AccountID: "acct", Status: job.StatusNew, PageToken: token}},
 		{"filter dropped", store.ListParams{AccountID: "acct", PageToken: filtered.NextPageToken}},
+		// Times no row can have: PostgreSQL refused those before 4713 BC
+		// (an internal error, audit-api3 F4).
+		{"a time before 4713 BC", store.ListParams{AccountID: "acct", PageToken: forgedToken("", "acct", -220752000000000000)}},
+		{"the least time", store.ListParams{AccountID: "acct", PageToken: forgedToken("", "acct", math.MinInt64)}},
+		{"a time before 1970", store.ListParams{AccountID: "acct", PageToken: forgedToken("", "acct", -1)}},
+		{"a time after 9999", store.ListParams{AccountID: "acct", PageToken: forgedToken("", "acct", 253402300800000000)}},
+		{"the greatest time", store.ListParams{AccountID: "acct", PageToken: forgedToken("", "acct", math.MaxInt64)}},
 	} {
 		tc.p.PageSize = 10
 		_, err := s.ListJobs(ctx(t), tc.p)
@@ -347,6 +356,19 @@ func testListJobsBadTokens(t *testing.T, s Store) {
 	}
 	_, err = s.ListJobs(ctx(t), store.ListParams{AccountID: "acct", PageSize: 10, PageToken: token})
 	noErr(t, "the token in its own listing", err)
+	// The bounds themselves are times a row could have.
+	for _, c := range []int64{0, 253402300799999999} {
+		_, err = s.ListJobs(ctx(t), store.ListParams{AccountID: "acct", PageSize: 10, PageToken: forgedToken("", "acct", c)})
+		noErr(t, fmt.Sprintf("a token at %d", c), err)
+	}
+}
+
+// forgedToken is a page token made by hand, as a client can make one: the
+// token is base64 JSON (sqlstore's pageToken) with kind k, account a and
+// the time c in Unix microseconds.
+func forgedToken(kind, account string, c int64) string {
+	b, _ := json.Marshal(map[string]any{"k": kind, "a": account, "c": c, "i": "x"}) // plain map: cannot fail
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func testListJobsConcurrentCreates(t *testing.T, s Store) {

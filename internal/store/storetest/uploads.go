@@ -115,6 +115,8 @@ func testListUploadsBadTokens(t *testing.T, s Store) {
 		{"truncated", token[:len(token)/2], "acct"},
 		{"another account", token, "other"},
 		{"a token of the jobs' listing", jobs.NextPageToken, "acct"},
+		{"a time before 4713 BC", forgedToken("uploads", "acct", -220752000000000000), "acct"},
+		{"a time after 9999", forgedToken("uploads", "acct", 253402300800000000), "acct"},
 	} {
 		_, err := s.ListUploads(ctx(t), store.UploadListParams{AccountID: tc.acct, PageSize: 10, PageToken: tc.token})
 		isErr(t, tc.name, err, store.ErrBadPageToken)
