@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/docjobs/docjobs/internal/fence"
 )
 
 // ChatRequest is one model-stage question: a system message, a user
@@ -183,8 +185,11 @@ func objectSchema(schema string, wrapCombinators bool) (out json.RawMessage, dec
 }
 
 // wrapSchema puts the schema whose top-level members are members under the
-// wrapper's "value" property, with $defs, definitions and $schema hoisted
-// to the wrapper's root. A reference to the schema's own root ("#", a
+// wrapper's "value" property, with $defs, definitions, $schema and the
+// root's identifier ($id, draft-04's id) hoisted to the wrapper's root.
+// An $id left inside "value" would make it a resource of its own, against
+// which "#/$defs/…" resolves to a place that no longer exists once $defs
+// has moved. A reference to the schema's own root ("#", a
 // recursive list's items) would point at the wrapper once wrapped (strict
 // servers then force every nested level into {"value":…}, which the user's
 // schema refuses), and one into it ("#/items/…") would point nowhere. Such
@@ -200,7 +205,7 @@ func wrapSchema(schema string, members []member) json.RawMessage {
 		case "$defs":
 			defs = &members[i]
 			fallthrough
-		case "definitions", "$schema":
+		case "definitions", "$schema", "$id", "id":
 			hoisted = append(hoisted, m)
 			continue
 		}
@@ -219,7 +224,7 @@ func wrapSchema(schema string, members []member) json.RawMessage {
 			switch m.key {
 			case "$defs":
 				defsRaw = m.raw
-			case "definitions", "$schema":
+			case "definitions", "$schema", "$id", "id":
 				hoisted = append(hoisted, m)
 			default:
 				inner = append(inner, m)
@@ -376,10 +381,13 @@ func topLevel(text string) ([]member, error) {
 // enforce the wrapper (JSON mode, Mistral without strict, Anthropic tool
 // inputs, self-hosted models) may answer the caller's own schema, and a
 // "value" member among others is part of that answer; an answer that is
-// neither is left for schema validation to reject.
+// neither is left for schema validation to reject. The answer is read
+// through one code fence (fence.Strip, the rule the verdict, merge and
+// vote read answers by): a server that does not constrain the answer may
+// fence it, and the wrapper inside a fence is still the wrapper.
 func UnwrapAnswer(content string) string {
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(content), &m); err != nil || len(m) != 1 {
+	if err := json.Unmarshal([]byte(fence.Strip(content)), &m); err != nil || len(m) != 1 {
 		return content
 	}
 	v, ok := m[WrappedKey]

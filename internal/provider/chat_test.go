@@ -51,6 +51,27 @@ func TestStrictSchema(t *testing.T) {
 		// annotations, which the sent copy drops, may stand.
 		{"a keyword that constrains beside a $ref", `{"type":"object","properties":{"p":{"$ref":"#/$defs/P","type":"object"}},"required":["p"],"additionalProperties":false,"$defs":{"P":{"type":"object","properties":{},"additionalProperties":false}}}`, false},
 		{"a default beside a $ref", `{"type":"object","properties":{"p":{"$ref":"#/$defs/P","default":"x"}},"required":["p"],"additionalProperties":false,"$defs":{"P":{"type":"string"}}}`, false},
+		// OpenAI: "Objects provided via 'anyOf' must not share identical
+		// first keys", a 400 for every row (audit-providers3 F2).
+		{"anyOf objects that start with the same property", union(`"name":{"type":"string"},"vat":{"type":"string"}`, `["name","vat"]`, `"name":{"type":"string"},"born":{"type":"string"}`, `["name","born"]`), false},
+		{"anyOf objects that require the same key first", union(`"vat":{"type":"string"},"name":{"type":"string"}`, `["name","vat"]`, `"born":{"type":"string"},"name":{"type":"string"}`, `["name","born"]`), false},
+		{"anyOf objects with a first key of their own", union(`"kind":{"enum":["company"]},"name":{"type":"string"}`, `["kind","name"]`, `"person":{"type":"boolean"},"name":{"type":"string"}`, `["person","name"]`), true},
+		{"anyOf $refs to objects that start with the same property",
+			`{"type":"object","properties":{"p":{"anyOf":[{"$ref":"#/$defs/Company"},{"type":"null"},{"$ref":"#/$defs/Person"}]}},"required":["p"],"additionalProperties":false,"$defs":{` +
+				`"Company":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false},` +
+				`"Person":{"type":"object","properties":{"name":{"type":"string"},"born":{"type":"string"}},"required":["name","born"],"additionalProperties":false}}}`, false},
+		{"a nested anyOf of objects that start with the same property",
+			`{"type":"object","properties":{"p":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false},{"anyOf":[{"type":"null"},{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}]}]}},"required":["p"],"additionalProperties":false}`, false},
+		{"anyOf objects and scalars", `{"type":"object","properties":{"p":{"anyOf":[{"type":"string"},{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false},{"type":"null"}]}},"required":["p"],"additionalProperties":false}`, true},
+		// "the total string length of all enum values cannot exceed 15,000
+		// characters when there are more than 250 enum values".
+		{"an enum of 251 values totalling over 15,000 characters", enumSchema(251, 60), false},
+		{"an enum of 250 values totalling over 15,000 characters", enumSchema(250, 61), true},
+		{"an enum of 300 short values", enumSchema(300, 20), true},
+		// "the total string length of all property names, definition
+		// names, enum values, and const values cannot exceed 120,000".
+		{"property names over 120,000 characters in all", longNames(130, 1000), false},
+		{"property names under 120,000 characters in all", longNames(110, 1000), true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -72,6 +93,38 @@ func TestStrictSchema(t *testing.T) {
 			t.Error("11 levels accepted")
 		}
 	})
+}
+
+// union is an object schema whose one property is an anyOf of two closed
+// objects with the given properties and required lists.
+func union(props1, req1, props2, req2 string) string {
+	alt := func(props, req string) string {
+		return `{"type":"object","properties":{` + props + `},"required":` + req + `,"additionalProperties":false}`
+	}
+	return `{"type":"object","properties":{"party":{"anyOf":[` + alt(props1, req1) + `,` + alt(props2, req2) + `]}},"required":["party"],"additionalProperties":false}`
+}
+
+// enumSchema is an object schema with one string enum of n values of
+// size bytes each.
+func enumSchema(n, size int) string {
+	vals := make([]string, n)
+	for i := range vals {
+		v := fmt.Sprintf("%04d", i)
+		vals[i] = strconv.Quote(v + strings.Repeat("x", size-len(v)))
+	}
+	return `{"type":"object","properties":{"c":{"type":"string","enum":[` + strings.Join(vals, ",") + `]}},"required":["c"],"additionalProperties":false}`
+}
+
+// longNames is an object schema with n string properties whose names are
+// size bytes each.
+func longNames(n, size int) string {
+	props, req := make([]string, n), make([]string, n)
+	for i := range props {
+		v := fmt.Sprintf("%04d", i)
+		name := strconv.Quote(v + strings.Repeat("n", size-len(v)))
+		props[i], req[i] = name+`:{"type":"string"}`, name
+	}
+	return `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":[` + strings.Join(req, ",") + `],"additionalProperties":false}`
 }
 
 // Pydantic writes a described nested model as {"$ref":…,"description":…},
@@ -206,6 +259,9 @@ func TestUnwrapAnswer(t *testing.T) {
 		{"a repeated value key is one member, the last", `{"value":1,"value":2}`, `2`},
 		{"an array answer is kept", `[{"value":1}]`, `[{"value":1}]`},
 		{"text is kept", `not json`, `not json`},
+		// fence.Strip's rule, as the verdict, merge and vote read answers.
+		{"a fenced wrapper's value comes out", "```json\n{\"value\": [1, 2]}\n```", `[1,2]`},
+		{"a fenced answer that is not the wrapper is kept as given", "```json\n{\"a\":1}\n```", "```json\n{\"a\":1}\n```"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -298,7 +354,8 @@ func TestWrappedRecursiveSchemaAdmitsTheUsersAnswers(t *testing.T) {
 
 // Whatever the job's schema, what is sent is a JSON object schema that
 // compiles wherever the job's did (its references still resolve after
-// wrapping), and strict mode gets JSON whose every $ref stands alone.
+// wrapping), and strict mode gets JSON whose every $ref stands alone. Its
+// 2020-12 copy (Draft2020) compiles wherever it does, with no item array.
 func FuzzObjectSchema(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"array","items":{"type":"object","properties":{"c":{"$ref":"#"}},"required":["c"],"additionalProperties":false}}`,
@@ -309,6 +366,17 @@ func FuzzObjectSchema(f *testing.F) {
 		`{"anyOf":[{"$ref":"#/anyOf/1"},{"type":"null"}],"properties":{"value":{}}}`,
 		`{"type":"string","const":{"$ref":"#"}}`,
 		" {\"properties\" : {\"a\\\"b\" : { \"$ref\" : \"#/$defs/x\" ,\"title\":\"t\\u0041\" } } ,\"$defs\":{\"x\":{}}}\n",
+		// An $id left inside "value" made it its own resource, where
+		// "#/$defs/item" no longer resolves (audit-providers3 F6).
+		`{"$id":"urn:example:list","type":"array","items":{"$ref":"#/$defs/item"},"$defs":{"item":{"type":"integer"}}}`,
+		`{"$id":"https://example.com/tree","type":"array","items":{"properties":{"kids":{"$ref":"#"},"n":{"$ref":"#/$defs/n"}}},"$defs":{"n":{"type":"integer"}}}`,
+		`{"$schema":"http://json-schema.org/draft-04/schema#","id":"http://example.com/l","type":"array","items":{"$ref":"#/definitions/i"},"definitions":{"i":{"type":"integer"}}}`,
+		// Older drafts the API accepts, in their 2020-12 copy
+		// (audit-providers3 F3).
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"array","items":[{"$ref":"#/definitions/p"},{"$ref":"#/items/0"}],"additionalItems":false,"definitions":{"p":{"type":"number"}}}`,
+		`{"$ref":"#/definitions/mySchema","definitions":{"mySchema":{"type":"object","properties":{"myString":{"type":"string"}},"required":["myString"],"additionalProperties":false}},"$schema":"http://json-schema.org/draft-07/schema#"}`,
+		`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"n":{"minimum":1,"exclusiveMinimum":true},"a":{"$ref":"#a:b"}},"definitions":{"x":{"id":"#a:b"}},"$defs":{"x":{}}}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","0000":"00000","items":[{"0000":"000000000000000"},{"$ref":"#/items"}],"00000000000":{"0":{}}}`,
 	} {
 		f.Add(s)
 	}
@@ -331,6 +399,14 @@ func FuzzObjectSchema(f *testing.F) {
 				if _, err := schema.Compile(string(out)); err != nil {
 					t.Fatalf("%s compiles, %s does not: %v", text, out, err)
 				}
+				modern, _ := provider.Draft2020(out)
+				if _, err := schema.Compile(string(modern)); err != nil && !refersToArray(out) {
+					t.Fatalf("%s compiles, its 2020-12 copy %s does not: %v", out, modern, err)
+				}
+				var d any
+				if err := json.Unmarshal(modern, &d); err != nil || hasItemArray(d) {
+					t.Fatalf("the 2020-12 copy %s has an item array", modern)
+				}
 			}
 			sent, strict := provider.StrictSchema(out, decoded)
 			if !json.Valid(sent) {
@@ -344,6 +420,83 @@ func FuzzObjectSchema(f *testing.F) {
 			}
 		}
 	})
+}
+
+// refersToArray reports whether a $ref of the JSON Schema text points at
+// an array (an older draft's item array itself), which an older draft's
+// compiler lets through and no 2020-12 schema can say.
+func refersToArray(text []byte) bool {
+	var doc any
+	if json.Unmarshal(text, &doc) != nil {
+		return false
+	}
+	var refs []string
+	var collect func(v any)
+	collect = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if r, ok := v["$ref"].(string); ok {
+				refs = append(refs, r)
+			}
+			for _, e := range v {
+				collect(e)
+			}
+		case []any:
+			for _, e := range v {
+				collect(e)
+			}
+		}
+	}
+	collect(doc)
+	for _, r := range refs {
+		if !strings.HasPrefix(r, "#/") {
+			continue
+		}
+		v := doc
+		for _, tok := range strings.Split(r[2:], "/") {
+			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+			switch c := v.(type) {
+			case map[string]any:
+				v = c[tok]
+			case []any:
+				i, err := strconv.Atoi(tok)
+				if err != nil || i < 0 || i >= len(c) {
+					v = nil
+				} else {
+					v = c[i]
+				}
+			default:
+				v = nil
+			}
+		}
+		if _, ok := v.([]any); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// hasItemArray reports whether an object in v holds items as an array,
+// enum, const, default and examples values (data) aside.
+func hasItemArray(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v["items"].([]any); ok {
+			return true
+		}
+		for k, e := range v {
+			if k != "enum" && k != "const" && k != "default" && k != "examples" && hasItemArray(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if hasItemArray(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // refsAlone reports whether every object in v holding a string $ref holds

@@ -57,6 +57,9 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 			return provider.ChatAnswer{}, err
 		}
 		wrapped = w
+		// input_schema "must match JSON Schema draft 2020-12": an older
+		// draft's tuple items refuse the request.
+		schema, _ = provider.Draft2020(schema)
 		tool := an.ToolParam{
 			Name:        ToolName,
 			Description: an.String("Record the answer. Its input is the complete answer, following the schema exactly."),

@@ -1,6 +1,7 @@
 package anthropic_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/provider/anthropic"
 	"github.com/docjobs/docjobs/internal/provider/providertest"
+	"github.com/docjobs/docjobs/internal/schema"
 )
 
 func openChat(t *testing.T, baseURL string, timeout time.Duration) provider.Chat {
@@ -173,5 +175,52 @@ func TestChatMaxTokens(t *testing.T) {
 		if got := providertest.Field(t, reqs[len(reqs)-1].Body, "max_tokens"); got != c2.want {
 			t.Errorf("MaxTokens %d: max_tokens = %v, want %v", c2.asked, got, c2.want)
 		}
+	}
+}
+
+// Anthropic validates input_schema as draft 2020-12 ("tools.0.custom.
+// input_schema: JSON schema is invalid. It must match JSON Schema draft
+// 2020-12", hyperdxio/hyperdx#2925, AlexGladkov/claude-in-mobile#55: an
+// item array). The API accepts the draft-07 that zod-to-json-schema
+// writes, so the tool gets its 2020-12 copy (audit-providers3 F3).
+func TestChatOlderDraftSchemasGoAs2020(t *testing.T) {
+	const refusal = `{"type":"error","error":{"type":"invalid_request_error","message":"tools.0.custom.input_schema: JSON schema is invalid. It must match JSON Schema draft 2020-12 (https://json-schema.org/draft/2020-12)."}}`
+	cases := []struct {
+		name, schema, answer, wantSchema, want string
+	}{
+		{
+			name:       "a draft-07 tuple goes as prefixItems",
+			schema:     `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"pt":{"type":"array","minItems":2,"maxItems":2,"items":[{"type":"number"},{"type":"number"}]}},"required":["pt"],"additionalProperties":false}`,
+			answer:     toolUse(`{"pt":[1,2]}`),
+			wantSchema: `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"pt":{"type":"array","minItems":2,"maxItems":2,"prefixItems":[{"type":"number"},{"type":"number"}]}},"required":["pt"],"additionalProperties":false}`,
+			want:       `{"pt":[1,2]}`,
+		},
+		{
+			name:       "zod-to-json-schema's named root is wrapped with its definitions as $defs",
+			schema:     `{"$ref":"#/definitions/mySchema","definitions":{"mySchema":{"type":"object","properties":{"xy":{"type":"array","items":[{"type":"number"}]}},"required":["xy"],"additionalProperties":false}},"$schema":"http://json-schema.org/draft-07/schema#"}`,
+			answer:     toolUse(`{"value":{"xy":[1]}}`),
+			wantSchema: `{"type":"object","properties":{"value":{"$ref":"#/$defs/mySchema"}},"required":["value"],"additionalProperties":false,"$defs":{"mySchema":{"type":"object","properties":{"xy":{"type":"array","prefixItems":[{"type":"number"}]}},"required":["xy"],"additionalProperties":false}},"$schema":"https://json-schema.org/draft/2020-12/schema"}`,
+			want:       `{"xy":[1]}`,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := providertest.NewServer(t, providertest.Unless(providertest.ItemArray, refusal,
+				providertest.Reply(200, chatMessage(c.answer, "tool_use"))))
+			ans, err := openChat(t, srv.URL, time.Second).Complete(t.Context(), provider.ChatRequest{User: "u", Schema: c.schema})
+			if err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			sent := providertest.Field(t, srv.Requests()[0].Body, "tools", 0, "input_schema")
+			providertest.AssertSameJSON(t, "input_schema", sent, c.wantSchema)
+			text, _ := json.Marshal(sent)
+			if err := schema.Check(string(text)); err != nil {
+				t.Errorf("the input_schema sent does not compile: %v", err)
+			}
+			if ans.Content != c.want {
+				t.Errorf("content = %q, want %q", ans.Content, c.want)
+			}
+		})
 	}
 }

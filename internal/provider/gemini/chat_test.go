@@ -1,6 +1,7 @@
 package gemini_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/provider/gemini"
 	"github.com/docjobs/docjobs/internal/provider/providertest"
+	"github.com/docjobs/docjobs/internal/schema"
 )
 
 func openChat(t *testing.T, baseURL string, timeout time.Duration) provider.Chat {
@@ -130,5 +132,52 @@ func TestChatSchemaRefStandsAlone(t *testing.T) {
 	}
 	if body := srv.Requests()[0].Body; !strings.Contains(string(body), `"responseJsonSchema":`+sent) {
 		t.Errorf("request body %s\nwant the schema as %s", body, sent)
+	}
+}
+
+// Gemini refuses an item array ("'items' must be a schema (object or
+// boolean), not an array. For tuple validation, use 'prefixItems'
+// instead.", 400 INVALID_ARGUMENT, oomkapwn/enquire-mcp#360), and a
+// reference must point somewhere: zod-to-json-schema's named output
+// lost its root definitions beside the root $ref (audit-providers3 F3).
+// The fake refuses both.
+func TestChatOlderDraftSchemasGoAs2020(t *testing.T) {
+	const refusal = `{"error":{"code":400,"message":"'items' must be a schema (object or boolean), not an array. For tuple validation, use 'prefixItems' instead.","status":"INVALID_ARGUMENT"}}`
+	cases := []struct {
+		name, schema, want string
+	}{
+		{
+			name:   "a draft-07 tuple goes as prefixItems",
+			schema: `{"$schema":"http://json-schema.org/draft-07/schema#","type":"array","items":[{"type":"number"},{"type":"number"}],"additionalItems":false}`,
+			want:   `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"array","prefixItems":[{"type":"number"},{"type":"number"}],"items":false}`,
+		},
+		{
+			name:   "a root $ref keeps its definitions, as $defs",
+			schema: `{"$ref":"#/definitions/mySchema","definitions":{"mySchema":{"type":"object","properties":{"myString":{"type":"string"}},"required":["myString"],"additionalProperties":false}},"$schema":"http://json-schema.org/draft-07/schema#"}`,
+			want:   `{"$ref":"#/$defs/mySchema","$defs":{"mySchema":{"type":"object","properties":{"myString":{"type":"string"}},"required":["myString"],"additionalProperties":false}},"$schema":"https://json-schema.org/draft/2020-12/schema"}`,
+		},
+	}
+	dangling := func(body []byte) string {
+		var req struct {
+			GenerationConfig struct {
+				ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
+			} `json:"generationConfig"`
+		}
+		if json.Unmarshal(body, &req) != nil || schema.Check(string(req.GenerationConfig.ResponseJSONSchema)) != nil {
+			return "a reference that points nowhere"
+		}
+		return providertest.ItemArray(body)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := providertest.NewServer(t, providertest.Unless(dangling, refusal, providertest.Reply(200, answer(`{"myString":"x"}`, "STOP"))))
+			if _, err := openChat(t, srv.URL, time.Second).Complete(t.Context(), provider.ChatRequest{User: "u", Schema: c.schema}); err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			if body := srv.Requests()[0].Body; !strings.Contains(string(body), `"responseJsonSchema":`+c.want) {
+				t.Errorf("request body %s\nwant the schema as %s", body, c.want)
+			}
+		})
 	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // responseSchema is the job's schema as Gemini is sent it: the text as
-// given, but for the keywords beside a $ref. Gemini refuses a $ref with
+// given, but in draft 2020-12's spelling (provider.Draft2020) and for the
+// keywords beside a $ref. Gemini refuses a $ref with
 // other keywords ("schema at properties.x can only contain properties
 // starting with '$' when $ref is present", 400 INVALID_ARGUMENT; the SDK
 // documents the same rule on ResponseJsonSchema), which is what Pydantic
@@ -26,7 +27,14 @@ func responseSchema(schema string) (json.RawMessage, error) {
 	if err := json.Unmarshal([]byte(schema), &probe); err != nil || probe == nil {
 		return nil, provider.ErrInvalidSchema
 	}
-	out, _ := provider.DropRefSiblings(json.RawMessage(bytes.TrimSpace([]byte(schema))), func(k string) bool {
+	// An older draft's spelling goes as 2020-12's (Gemini: "'items' must
+	// be a schema (object or boolean), not an array. For tuple
+	// validation, use 'prefixItems' instead."), and with it definitions
+	// as $defs, which stays beside a $ref: zod-to-json-schema's root
+	// {"$ref":"#/definitions/x","definitions":{…}} lost its definitions
+	// here and the reference pointed nowhere.
+	sent, _ := provider.Draft2020(json.RawMessage(bytes.TrimSpace([]byte(schema))))
+	out, _ := provider.DropRefSiblings(sent, func(k string) bool {
 		return strings.HasPrefix(k, "$")
 	})
 	return out, nil

@@ -127,6 +127,43 @@ func TestChatRequests(t *testing.T) {
 			content: `[{"n":"a","kids":[]}]`,
 		},
 		{
+			// Mistral's strict mode follows OpenAI's subset, whose server
+			// refuses "Objects provided via 'anyOf' must not share identical
+			// first keys" (audit-providers3 F2): not strict, not refused.
+			name: "a union of objects that start with the same key is sent with strict false",
+			req: provider.ChatRequest{User: "u", Schema: `{"type":"object","properties":{"p":{"anyOf":[` +
+				`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false},` +
+				`{"type":"object","properties":{"name":{"type":"string"},"vat":{"type":"string"}},"required":["name","vat"],"additionalProperties":false}]}},"required":["p"],"additionalProperties":false}`},
+			answer: completion(providertest.JSONString(`{"p":{"name":"x"}}`), "stop"),
+			check: func(t *testing.T, body []byte) {
+				if got := providertest.Field(t, body, "response_format", "json_schema", "strict"); got != false {
+					t.Errorf("strict = %v, want false", got)
+				}
+			},
+			content: `{"p":{"name":"x"}}`,
+		},
+		{
+			// Servers that read JSON Schema read 2020-12; Gemini and xAI
+			// refuse an item array outright (audit-providers3 F3).
+			name:   "a draft-07 tuple is sent as prefixItems",
+			req:    provider.ChatRequest{User: "u", Schema: `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"pt":{"type":"array","items":[{"type":"number"},{"type":"number"}]}},"required":["pt"],"additionalProperties":false}`},
+			answer: completion(providertest.JSONString(`{"pt":[1,2]}`), "stop"),
+			check: func(t *testing.T, body []byte) {
+				providertest.AssertSameJSON(t, "schema", providertest.Field(t, body, "response_format", "json_schema", "schema"),
+					`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"pt":{"type":"array","prefixItems":[{"type":"number"},{"type":"number"}]}},"required":["pt"],"additionalProperties":false}`)
+			},
+			content: `{"pt":[1,2]}`,
+		},
+		{
+			// Without strict the server does not constrain the answer, and
+			// a model may fence it, wrapper and all.
+			name:    "a fenced wrapped answer is unwrapped",
+			req:     provider.ChatRequest{User: "u", Schema: `{"type":"array","items":{"type":"integer"}}`},
+			answer:  completion(providertest.JSONString("```json\n{\"value\":[1,2]}\n```"), "stop"),
+			check:   func(*testing.T, []byte) {},
+			content: `[1,2]`,
+		},
+		{
 			name:   "the model, max_tokens and temperature 0 are sent",
 			req:    provider.ChatRequest{User: "u", MaxTokens: 64},
 			answer: completion(`"fine"`, "stop"),

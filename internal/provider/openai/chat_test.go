@@ -1,7 +1,10 @@
 package openai_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +173,16 @@ func TestChatRequests(t *testing.T) {
 			content: `[{"name":"a","children":[]}]`,
 		},
 		{
+			// A server that does not constrain the answer (OpenRouter routed
+			// to a provider that ignores response_format, a JSON-mode
+			// self-hosted model) may fence it, wrapper and all.
+			name:    "a fenced wrapped answer is unwrapped",
+			req:     provider.ChatRequest{User: "u", Schema: `{"type":"array","items":{"type":"integer"}}`},
+			answer:  chatCompletion("```json\n{\"value\":[1,2]}\n```", "stop"),
+			check:   func(*testing.T, []byte) {},
+			content: `[1,2]`,
+		},
+		{
 			name:   "OpenAI gets max_completion_tokens",
 			req:    provider.ChatRequest{User: "u", MaxTokens: 300},
 			answer: chatCompletion("ok", "stop"),
@@ -220,5 +233,144 @@ func TestChatRefusalIsAContentFilter(t *testing.T) {
 	// The refusal is the vendor's answer, not an error body: the row keeps it.
 	if !strings.Contains(ans.Request, `"u"`) || !strings.Contains(ans.RawData, `"refusal":"no"`) {
 		t.Errorf("Request %q, RawData %q; want the exchange", ans.Request, ans.RawData)
+	}
+}
+
+// strictRule applies the strict-mode rules of OpenAI's that a job's schema
+// broke (audit-providers3 F2) to a request body, as OpenAI answers them:
+// objects of an anyOf (through $refs into $defs) must not share their
+// first key, "Invalid schema: Objects provided via 'anyOf' must not share
+// identical first keys…" (seen in the public code bases working around
+// it); a string enum of more than 250 values may total at most 15,000
+// characters, and all property names, definition names and enum values
+// at most 120,000 (platform.openai.com, Structured Outputs, Supported
+// schemas). "" when the body keeps them or is not strict.
+func strictRule(body []byte) string {
+	var req struct {
+		ResponseFormat struct {
+			JSONSchema struct {
+				Strict bool `json:"strict"`
+				Schema any  `json:"schema"`
+			} `json:"json_schema"`
+		} `json:"response_format"`
+	}
+	if json.Unmarshal(body, &req) != nil || !req.ResponseFormat.JSONSchema.Strict {
+		return ""
+	}
+	root, _ := req.ResponseFormat.JSONSchema.Schema.(map[string]any)
+	defs, _ := root["$defs"].(map[string]any)
+	resolve := func(v any) map[string]any {
+		m, _ := v.(map[string]any)
+		if ref, ok := m["$ref"].(string); ok {
+			m, _ = defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any)
+		}
+		return m
+	}
+	total := 0
+	var walk func(v any) string
+	walk = func(v any) string {
+		switch v := v.(type) {
+		case map[string]any:
+			if alts, ok := v["anyOf"].([]any); ok {
+				seen := map[any]bool{}
+				for _, a := range alts {
+					if req, ok := resolve(a)["required"].([]any); ok && len(req) > 0 {
+						if seen[req[0]] {
+							return "Invalid schema: Objects provided via 'anyOf' must not share identical first keys."
+						}
+						seen[req[0]] = true
+					}
+				}
+			}
+			if e, ok := v["enum"].([]any); ok {
+				n := 0
+				for _, s := range e {
+					s, _ := s.(string)
+					n += len(s)
+				}
+				total += n
+				if len(e) > 250 && n > 15000 {
+					return "Invalid schema: an enum of more than 250 values totals over 15,000 characters."
+				}
+			}
+			for _, k := range []string{"properties", "$defs"} {
+				if m, ok := v[k].(map[string]any); ok {
+					for name := range m {
+						total += len(name)
+					}
+				}
+			}
+			for k, c := range v {
+				if k == "enum" {
+					continue
+				}
+				if r := walk(c); r != "" {
+					return r
+				}
+			}
+		case []any:
+			for _, c := range v {
+				if r := walk(c); r != "" {
+					return r
+				}
+			}
+		}
+		return ""
+	}
+	if r := walk(root); r != "" {
+		return r
+	}
+	if total > 120000 {
+		return "Invalid schema: over 120,000 characters of names and enum values."
+	}
+	return ""
+}
+
+// A schema strict mode refuses fails every model row of the job with a 400
+// that is not retried: such a schema goes in JSON mode instead, its
+// answer still validated against the job's schema.
+func TestChatStrictFallsBackWhereOpenAIRefuses(t *testing.T) {
+	long := make([]string, 300)
+	for i := range long {
+		long[i] = strconv.Quote(fmt.Sprintf("Category %03d > Subcategory with a fairly long descriptive name", i))
+	}
+	object := func(props, req string) string {
+		return `{"type":"object","properties":{` + props + `},"required":` + req + `,"additionalProperties":false}`
+	}
+	cases := []struct {
+		name, schema string
+		strict       bool
+	}{
+		{"a union of two objects that start with name",
+			`{"type":"object","properties":{"party":{"anyOf":[` + object(`"name":{"type":"string"},"vat":{"type":"string"}`, `["name","vat"]`) + `,` +
+				object(`"name":{"type":"string"},"born":{"type":"string"}`, `["name","born"]`) + `]}},"required":["party"],"additionalProperties":false}`, false},
+		{"a union of $refs to models that start with name",
+			`{"type":"object","properties":{"party":{"anyOf":[{"$ref":"#/$defs/Company"},{"$ref":"#/$defs/Person"},{"type":"null"}]}},"required":["party"],"additionalProperties":false,"$defs":{` +
+				`"Company":` + object(`"name":{"type":"string"},"vat":{"type":"string"}`, `["name","vat"]`) + `,"Person":` + object(`"name":{"type":"string"}`, `["name"]`) + `}}`, false},
+		{"an enum of 300 long category names",
+			`{"type":"object","properties":{"category":{"type":"string","enum":[` + strings.Join(long, ",") + `]}},"required":["category"],"additionalProperties":false}`, false},
+		{"a union whose objects start with a discriminator stays strict",
+			`{"type":"object","properties":{"party":{"anyOf":[` + object(`"company":{"type":"boolean"},"name":{"type":"string"}`, `["company","name"]`) + `,` +
+				object(`"person":{"type":"boolean"},"name":{"type":"string"}`, `["person","name"]`) + `]}},"required":["party"],"additionalProperties":false}`, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := providertest.NewServer(t, providertest.Unless(strictRule,
+				`{"error":{"message":"Invalid schema for response_format 'response'.","type":"invalid_request_error","param":"response_format","code":null}}`,
+				providertest.Reply(200, chatCompletion(`{}`, "stop"))))
+			chat := provider.WithChatRetry(openChat(t, srv.URL, time.Second, false), provider.RetryPolicy{BaseDelay: time.Millisecond})
+			if _, err := chat.Complete(t.Context(), provider.ChatRequest{User: "u", Schema: c.schema}); err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			body := srv.Requests()[0].Body
+			want := "json_object"
+			if c.strict {
+				want = "json_schema"
+			}
+			if got := providertest.Field(t, body, "response_format", "type"); got != want {
+				t.Errorf("response_format.type = %v, want %s", got, want)
+			}
+		})
 	}
 }

@@ -1,0 +1,500 @@
+package provider
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// draft2020URI is the $schema of JSON Schema draft 2020-12.
+const draft2020URI = "https://json-schema.org/draft/2020-12/schema"
+
+// Dialects a job's schema may be written in (schema.Check compiles each
+// under the draft its root $schema names, 2020-12 without one).
+const (
+	draft04 = 4
+	draft06 = 6
+	draft07 = 7
+	draft19 = 2019
+	draft20 = 2020
+)
+
+// dialectOf returns the draft the root $schema of root names.
+func dialectOf(root []byte) int {
+	if !isJSONObject(root) {
+		return draft20
+	}
+	var uri string
+	for _, m := range scanMembers(root) {
+		if m.key == "$schema" {
+			_ = json.Unmarshal(m.raw, &uri)
+		}
+	}
+	switch {
+	case strings.Contains(uri, "draft-04"):
+		return draft04
+	case strings.Contains(uri, "draft-06"):
+		return draft06
+	case strings.Contains(uri, "draft-07"):
+		return draft07
+	case strings.Contains(uri, "2019-09"):
+		return draft19
+	}
+	return draft20
+}
+
+// Draft2020 returns schema as draft 2020-12 spells it, and whether that
+// changed anything: the copy for vendors that read only 2020-12. The job's
+// schema may be an older draft the API accepts (zod-to-json-schema writes
+// draft-07 by default; TypeBox, Effect and pydantic v1 write tuples as
+// item arrays), and those vendors refuse the older spelling for every
+// row: Anthropic "input_schema: JSON schema is invalid. It must match
+// JSON Schema draft 2020-12" (hyperdxio/hyperdx#2925), Gemini and xAI
+// "'items' must be a schema (object or boolean), not an array. For tuple
+// validation, use 'prefixItems' instead" (oomkapwn/enquire-mcp#360).
+//
+//   - items as an array becomes prefixItems, and additionalItems beside it
+//     becomes items;
+//   - definitions becomes $defs (merged into a $defs beside it, a name
+//     both use taking a free "_N" suffix), with every reference into it
+//     rewritten;
+//   - draft-04's boolean exclusiveMinimum/exclusiveMaximum becomes the
+//     number of minimum/maximum;
+//   - in drafts 04–07, draft-04's id becomes $id, and an $id that is a
+//     plain-name fragment ("#item") becomes the $anchor 2020-12 names it
+//     by ($id may carry no fragment there), the name made one $anchor
+//     takes where it is not, with references to it rewritten;
+//   - an older root $schema becomes 2020-12's.
+//
+// References are rewritten by walking them through the schema as given,
+// so a pointer into a tuple ("#/items/1") or a definition follows it.
+// Everything else is kept byte for byte, and the answer is still validated
+// against the job's own schema. Text that is not JSON is returned as it is.
+func Draft2020(schema json.RawMessage) (json.RawMessage, bool) {
+	if !olderSpelling(schema) || !json.Valid(schema) {
+		return schema, false
+	}
+	root := bytes.TrimSpace(schema)
+	d := &draftConverter{root: root, dialect: dialectOf(root)}
+	if d.dialect <= draft07 {
+		d.anchors = anchorNames(root, d.dialect)
+	}
+	out, changed := editSchema(schema, d.edit)
+	if d.dialect != draft20 {
+		// The copy is 2020-12 now, and says so.
+		t := bytes.TrimSpace(out)
+		members := scanMembers(t)
+		for i := range members {
+			if members[i].key == "$schema" {
+				members[i].raw = []byte(mustQuote(draft2020URI))
+				out, changed = writeObject(members), true
+			}
+		}
+	}
+	return out, changed
+}
+
+// itemArray finds an "items" key whose value is an array.
+var itemArray = regexp.MustCompile(`"items"\s*:\s*\[`)
+
+// olderSpelling reports whether schema may hold something Draft2020
+// converts: every conversion needs one of these in the text (a key
+// written with \u escapes is read the slow way). Most schemas have none,
+// and the walk costs about 2.7 ms for a 120 KB schema on every call.
+func olderSpelling(schema []byte) bool {
+	for _, s := range [...]string{"definitions", "exclusiveM", "$schema", `\u`} {
+		if bytes.Contains(schema, []byte(s)) {
+			return true
+		}
+	}
+	return itemArray.Match(schema)
+}
+
+type draftConverter struct {
+	root    []byte
+	dialect int
+	// anchors maps a plain-name fragment id to the $anchor it becomes.
+	anchors map[string]string
+}
+
+func (d *draftConverter) edit(members []member) ([]member, bool) {
+	changed := false
+	find := func(key string) int {
+		for i := len(members) - 1; i >= 0; i-- {
+			if members[i].key == key {
+				return i
+			}
+		}
+		return -1
+	}
+	remove := func(i int) {
+		members = slices.Delete(members, i, i+1)
+		changed = true
+	}
+	// References first: they are read in the schema as given.
+	for i, m := range members {
+		if m.key != "$ref" && m.key != "$dynamicRef" {
+			continue
+		}
+		if out, ok := d.rewriteRef(m.raw); ok {
+			members[i].raw, changed = out, true
+		}
+	}
+	if i := find("items"); i >= 0 && isJSONArray(members[i].raw) {
+		members[i].key, changed = "prefixItems", true
+		if j := find("additionalItems"); j >= 0 {
+			members[j].key = "items"
+		}
+	}
+	if i := find("definitions"); i >= 0 && isJSONObject(members[i].raw) {
+		if j := find("$defs"); j >= 0 && isJSONObject(members[j].raw) {
+			members[j].raw = mergeDefs(members[j].raw, members[i].raw)
+			remove(i)
+		} else if j < 0 {
+			members[i].key, changed = "$defs", true
+		}
+	}
+	for _, bound := range [...][2]string{{"exclusiveMinimum", "minimum"}, {"exclusiveMaximum", "maximum"}} {
+		i := find(bound[0])
+		if i < 0 {
+			continue
+		}
+		switch string(members[i].raw) {
+		case "true":
+			if j := find(bound[1]); j >= 0 {
+				members[i].raw = members[j].raw
+				remove(j)
+			} else {
+				remove(i)
+			}
+			changed = true
+		case "false":
+			remove(i)
+		}
+	}
+	if d.dialect <= draft07 {
+		if d.dialect == draft04 {
+			if i := find("id"); i >= 0 && find("$id") < 0 && isJSONString(members[i].raw) {
+				members[i].key, changed = "$id", true
+			}
+		}
+		if i := find("$id"); i >= 0 {
+			var id string
+			_ = json.Unmarshal(members[i].raw, &id)
+			if base, frag, ok := strings.Cut(id, "#"); ok && frag != "" && find("$anchor") < 0 {
+				anchor := []byte(mustQuote(d.anchors[frag]))
+				if base == "" {
+					members[i] = member{key: "$anchor", raw: anchor}
+				} else {
+					members[i].raw = []byte(mustQuote(base))
+					members = slices.Insert(members, i+1, member{key: "$anchor", raw: anchor})
+				}
+				changed = true
+			}
+		}
+	}
+	return members, changed
+}
+
+// rewriteRef returns the reference raw (a JSON string) as it reads in the
+// 2020-12 copy, and whether that differs.
+func (d *draftConverter) rewriteRef(raw json.RawMessage) (json.RawMessage, bool) {
+	var ref string
+	if err := json.Unmarshal(raw, &ref); err != nil || !strings.HasPrefix(ref, "#") {
+		return raw, false
+	}
+	frag, err := url.PathUnescape(ref[1:])
+	if err != nil {
+		return raw, false
+	}
+	if frag != "" && frag[0] != '/' {
+		if to, ok := d.anchors[frag]; ok && to != frag {
+			return []byte(mustQuote("#" + to)), true
+		}
+		return raw, false
+	}
+	if frag == "" {
+		return raw, false
+	}
+	tokens := splitPointer(frag)
+	if !slices.ContainsFunc(tokens, renamedKeyword) {
+		// Nothing on the way is renamed: most references ("#/$defs/x")
+		// are read without walking the document.
+		return raw, false
+	}
+	out, changed := d.rewritePointer(tokens)
+	if !changed {
+		return raw, false
+	}
+	return []byte(mustQuote("#" + joinPointer(out))), true
+}
+
+// renamedKeyword reports whether a pointer token may be a keyword the
+// conversion renames.
+func renamedKeyword(token string) bool {
+	return token == "definitions" || token == "items" || token == "additionalItems"
+}
+
+// rewritePointer follows tokens (a JSON pointer from the root) through
+// the schema as given and returns them as they read once converted.
+func (d *draftConverter) rewritePointer(tokens []string) ([]string, bool) {
+	out := slices.Clone(tokens)
+	changed := false
+	cur := d.root
+	for i := 0; i < len(tokens); {
+		if !isJSONObject(cur) {
+			break
+		}
+		members := scanMembers(cur)
+		get := func(key string) (json.RawMessage, bool) {
+			for j := len(members) - 1; j >= 0; j-- {
+				if members[j].key == key {
+					return members[j].raw, true
+				}
+			}
+			return nil, false
+		}
+		k := tokens[i]
+		v, ok := get(k)
+		if !ok {
+			break
+		}
+		switch {
+		case k == "definitions" && isJSONObject(v):
+			out[i], changed = "$defs", true
+			if i+1 == len(tokens) {
+				return out, changed
+			}
+			if defs, ok := get("$defs"); ok && isJSONObject(defs) {
+				if to, ok := defsRenames(defs, v)[tokens[i+1]]; ok {
+					out[i+1] = to
+				}
+			}
+			cur, _ = memberValue(v, tokens[i+1])
+			i += 2
+		case k == "items" && isJSONArray(v):
+			out[i], changed = "prefixItems", true
+			cur, _ = elementAt(v, tokens, i+1)
+			i += 2
+		case k == "additionalItems":
+			if items, ok := get("items"); ok && isJSONArray(items) {
+				out[i], changed = "items", true
+			}
+			cur = v
+			i++
+		case subschemaKeywords[k]:
+			cur = v
+			i++
+		case subschemaListKeywords[k]:
+			cur, _ = elementAt(v, tokens, i+1)
+			i += 2
+		case subschemaMapKeywords[k] && i+1 < len(tokens):
+			cur, _ = memberValue(v, tokens[i+1])
+			i += 2
+		default:
+			// Into data (enum, const, …) or an unknown keyword: nothing
+			// further is renamed.
+			return out, changed
+		}
+	}
+	return out, changed
+}
+
+func elementAt(arr json.RawMessage, tokens []string, i int) (json.RawMessage, bool) {
+	if i >= len(tokens) || !isJSONArray(arr) {
+		return nil, false
+	}
+	n, err := strconv.Atoi(tokens[i])
+	elems := scanElements(arr)
+	if err != nil || n < 0 || n >= len(elems) {
+		return nil, false
+	}
+	return elems[n], true
+}
+
+func memberValue(obj json.RawMessage, key string) (json.RawMessage, bool) {
+	if !isJSONObject(obj) {
+		return nil, false
+	}
+	members := scanMembers(obj)
+	for j := len(members) - 1; j >= 0; j-- {
+		if members[j].key == key {
+			return members[j].raw, true
+		}
+	}
+	return nil, false
+}
+
+// defsRenames maps each name of definitions to the name it takes in the
+// $defs defs it is merged into: its own, or name_N when defs has it.
+func defsRenames(defs, definitions json.RawMessage) map[string]string {
+	own, taken := map[string]bool{}, map[string]bool{}
+	for _, m := range scanMembers(defs) {
+		own[m.key], taken[m.key] = true, true
+	}
+	names := scanMembers(definitions)
+	for _, m := range names {
+		taken[m.key] = true
+	}
+	out := make(map[string]string, len(names))
+	for _, m := range names {
+		if _, done := out[m.key]; done {
+			continue
+		}
+		if !own[m.key] {
+			out[m.key] = m.key
+			continue
+		}
+		for n := 2; ; n++ {
+			if name := m.key + "_" + strconv.Itoa(n); !taken[name] {
+				out[m.key], taken[name] = name, true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// mergeDefs returns the $defs object defs with the members of definitions
+// added under the names defsRenames gives them.
+func mergeDefs(defs, definitions json.RawMessage) json.RawMessage {
+	renames := defsRenames(defs, definitions)
+	members := scanMembers(defs)
+	// The last of a repeated name is the one JSON readers keep.
+	added := scanMembers(definitions)
+	for i, m := range added {
+		last := true
+		for _, later := range added[i+1:] {
+			if later.key == m.key {
+				last = false
+			}
+		}
+		if last {
+			members = append(members, member{key: renames[m.key], raw: m.raw})
+		}
+	}
+	return writeObject(members)
+}
+
+// anchorPattern is the form 2020-12 gives an $anchor.
+var anchorPattern = regexp.MustCompile(`^[A-Za-z_][-A-Za-z0-9._]*$`)
+
+// anchorNames maps every plain-name fragment an id of root defines (drafts
+// 04–07) to the $anchor it becomes: itself when 2020-12 takes it as one,
+// else its characters outside the form replaced by "_" and, on a clash, a
+// "_N" suffix.
+func anchorNames(root []byte, dialect int) map[string]string {
+	var frags []string
+	editSchema(root, func(members []member) ([]member, bool) {
+		for _, m := range members {
+			if m.key != "$id" && !(dialect == draft04 && m.key == "id") {
+				continue
+			}
+			var id string
+			if json.Unmarshal(m.raw, &id) != nil {
+				continue
+			}
+			if _, frag, ok := strings.Cut(id, "#"); ok && frag != "" {
+				frags = append(frags, frag)
+			}
+		}
+		return members, false
+	})
+	if len(frags) == 0 {
+		return nil
+	}
+	slices.Sort(frags)
+	frags = slices.Compact(frags)
+	out := make(map[string]string, len(frags))
+	taken := map[string]bool{}
+	for _, f := range frags {
+		if anchorPattern.MatchString(f) {
+			out[f], taken[f] = f, true
+		}
+	}
+	for _, f := range frags {
+		if _, ok := out[f]; ok {
+			continue
+		}
+		b := []byte(f)
+		for i, c := range b {
+			if !(c == '_' || c == '-' || c == '.' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
+				b[i] = '_'
+			}
+		}
+		if c := b[0]; !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
+			b = append([]byte{'_'}, b...)
+		}
+		name := string(b)
+		for n := 2; taken[name]; n++ {
+			name = string(b) + "_" + strconv.Itoa(n)
+		}
+		out[f], taken[name] = name, true
+	}
+	return out
+}
+
+// resolvePointer returns the value the local reference ref ("#", "#/…")
+// points at in root, and whether there is one. Anchors ("#name") are not
+// followed.
+func resolvePointer(root []byte, ref string) (json.RawMessage, bool) {
+	if !strings.HasPrefix(ref, "#") {
+		return nil, false
+	}
+	frag, err := url.PathUnescape(ref[1:])
+	if err != nil {
+		return nil, false
+	}
+	if frag == "" {
+		return root, true
+	}
+	if frag[0] != '/' {
+		return nil, false
+	}
+	cur := json.RawMessage(root)
+	tokens := splitPointer(frag)
+	for i, tok := range tokens {
+		var ok bool
+		switch {
+		case isJSONObject(cur):
+			cur, ok = memberValue(cur, tok)
+		case isJSONArray(cur):
+			cur, ok = elementAt(cur, tokens, i)
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// splitPointer returns the unescaped tokens of a JSON pointer ("/a/b~1c").
+func splitPointer(p string) []string {
+	tokens := strings.Split(p[1:], "/")
+	for i, t := range tokens {
+		tokens[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return tokens
+}
+
+// joinPointer writes tokens as a JSON pointer in a URI fragment.
+func joinPointer(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")))
+	}
+	return b.String()
+}
+
+func isJSONArray(raw json.RawMessage) bool {
+	return len(raw) > 0 && raw[0] == '['
+}
+
+func isJSONString(raw json.RawMessage) bool {
+	return len(raw) > 0 && raw[0] == '"'
+}
