@@ -46,7 +46,7 @@ func startService(t *testing.T, extra ...string) testService {
 	}
 	key := auth.NewKey()
 	vars := map[string]string{
-		"DOCJOBS_ADDR": addr, "DOCJOBS_PUBLIC_URL": "http://" + addr, "DOCJOBS_DATA_DIR": t.TempDir(),
+		"DOCJOBS_ADDR": addr, "DOCJOBS_PUBLIC_URL": "http://" + addr, "DOCJOBS_DATA_DIR": migratedDataDir(t),
 		"DOCJOBS_API_KEYS": "acme:" + key, "DOCJOBS_ALLOW_PRIVATE_URLS": "true", "DOCJOBS_LOG_LEVEL": "error",
 	}
 	for i := 0; i+1 < len(extra); i += 2 {

@@ -71,7 +71,7 @@ func get(t *testing.T, url string) (int, string) {
 // A worker records the provider and stage metrics: given DOCJOBS_ADDR it
 // serves them, with its probes, and no API.
 func TestAWorkerGivenAnAddressServesHealthAndMetrics(t *testing.T) {
-	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_NODE_ID": "w1", "DOCJOBS_ADDR": "127.0.0.1:0"}
+	env := map[string]string{"DOCJOBS_DATA_DIR": migratedDataDir(t), "DOCJOBS_NODE_ID": "w1", "DOCJOBS_ADDR": "127.0.0.1:0"}
 	logs, code := startServe(t, env, "--role=worker")
 	addr := logged(t, logs, code, "listening")["addr"].(string)
 	logged(t, logs, code, "workers started")
@@ -88,7 +88,7 @@ func TestAWorkerGivenAnAddressServesHealthAndMetrics(t *testing.T) {
 // By default a worker listens on nothing, so that it runs beside an api
 // process on one host; it says how to give it a port.
 func TestAWorkerWithoutAnAddressListensOnNothing(t *testing.T) {
-	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_NODE_ID": "w1"}
+	env := map[string]string{"DOCJOBS_DATA_DIR": migratedDataDir(t), "DOCJOBS_NODE_ID": "w1"}
 	logs, code := startServe(t, env, "--role=worker")
 	logged(t, logs, code, "workers started")
 	if strings.Contains(logs.String(), `"msg":"listening"`) || !strings.Contains(logs.String(), "no health or metrics port: set DOCJOBS_ADDR") {
@@ -188,7 +188,7 @@ func startServeOut(t *testing.T, env map[string]string, args ...string) (stdout,
 // listens on: the first start's curl example and an upload's url named
 // :8080 whatever --addr said (audit-readme F1).
 func TestTheURLsHandedOutNameThePortServeListensOn(t *testing.T) {
-	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_LOG_LEVEL": "info"}
+	env := map[string]string{"DOCJOBS_DATA_DIR": migratedDataDir(t), "DOCJOBS_LOG_LEVEL": "info"}
 	out, logs, code := startServeOut(t, env, "--addr", "127.0.0.1:0")
 	addr := logged(t, logs, code, "listening")["addr"].(string)
 	_, port, _ := net.SplitHostPort(addr)
@@ -221,7 +221,7 @@ func TestTheURLsHandedOutNameThePortServeListensOn(t *testing.T) {
 // A worker serves no API: it makes no key and names no address on stdout
 // (it printed "docjobs at http://localhost:8080", audit-readme F16).
 func TestAWorkerPrintsNoKeyAndNoAddress(t *testing.T) {
-	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_NODE_ID": "w1", "DOCJOBS_LOG_LEVEL": "info"}
+	env := map[string]string{"DOCJOBS_DATA_DIR": migratedDataDir(t), "DOCJOBS_NODE_ID": "w1", "DOCJOBS_LOG_LEVEL": "info"}
 	out, logs, code := startServeOut(t, env, "--role=worker")
 	logged(t, logs, code, "workers started")
 	if out.String() != "" {

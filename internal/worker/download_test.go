@@ -31,8 +31,33 @@ import (
 // forEachStore runs test on SQLite, and on PostgreSQL when
 // DOCJOBS_TEST_POSTGRES_URL is set.
 func forEachStore(t *testing.T, test func(t *testing.T, st store.Store)) {
-	t.Run("sqlite", func(t *testing.T) { test(t, openStore(t)) })
+	t.Helper()
+	eachStore(t, false, test)
+}
+
+// forEachStoreAtOnce is forEachStore running the two side by side, each on
+// a store, workers and sources of its own: for tests that mostly wait out
+// River's backoff and the download bounds. The test calling it ends with
+// them, so nothing else in the package runs meanwhile. Not for tests that
+// start an S3 gateway (s3test sets the environment and working directory,
+// which a parallel test may not).
+func forEachStoreAtOnce(t *testing.T, test func(t *testing.T, st store.Store)) {
+	t.Helper()
+	eachStore(t, true, test)
+}
+
+func eachStore(t *testing.T, atOnce bool, test func(t *testing.T, st store.Store)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) {
+		if atOnce {
+			t.Parallel()
+		}
+		test(t, openStore(t))
+	})
 	t.Run("postgres", func(t *testing.T) {
+		if atOnce {
+			t.Parallel()
+		}
 		url, schema := pgtest.Schema(t)
 		test(t, openPostgresSchema(t, url, schema))
 	})
@@ -177,7 +202,7 @@ func textSource(t *testing.T, text string) *httptest.Server {
 }
 
 func TestAStalledSourceDoesNotHoldUpAnotherAccountsRecognition(t *testing.T) {
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	forEachStoreAtOnce(t, func(t *testing.T, st store.Store) {
 		stalled := newStallingSource(t)
 		ok := textSource(t, "hello from b")
 		// One recognition place: while acct-a's download held it, acct-b's
@@ -209,7 +234,7 @@ func TestAStalledSourceDoesNotHoldUpAnotherAccountsRecognition(t *testing.T) {
 }
 
 func TestOneAccountsStalledSourcesDoNotKeepAnotherAccountsFileFromTheQueue(t *testing.T) {
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	forEachStoreAtOnce(t, func(t *testing.T, st store.Store) {
 		stalled := newStallingSource(t)
 		ok := textSource(t, "hello from b")
 		// One place per stage, so River runs three files at once. Were
@@ -241,7 +266,7 @@ func TestOneAccountsStalledSourcesDoNotKeepAnotherAccountsFileFromTheQueue(t *te
 }
 
 func TestASourceThatKeepsFailingGivesUpWithinTheBoundOnItsDownloads(t *testing.T) {
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	forEachStoreAtOnce(t, func(t *testing.T, st store.Store) {
 		var requests atomic.Int64
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			requests.Add(1)
@@ -366,7 +391,7 @@ func TestARetryAfterTheBoundOnDownloadsSaysWhyTheLastTryFailed(t *testing.T) {
 }
 
 func TestAFileWhoseTimeRanOutWaitingForADownloadPlaceSaysWhyItsDownloadFailed(t *testing.T) {
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	forEachStoreAtOnce(t, func(t *testing.T, st store.Store) {
 		var requests atomic.Int64
 		failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			requests.Add(1)

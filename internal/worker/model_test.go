@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -463,7 +462,7 @@ func TestConsensusTokensCountTruncatedRuns(t *testing.T) {
 
 func openStore(t *testing.T) *sqlite.Store {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "db.sqlite")})
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: migratedSQLitePath(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

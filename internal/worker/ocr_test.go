@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +24,7 @@ func (c *countingOCR) Recognize(_ context.Context, doc provider.Document) (provi
 
 func TestAPageAlreadyReadIsNotPaidForAgain(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "db.sqlite")})
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: migratedSQLitePath(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

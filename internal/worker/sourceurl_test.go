@@ -34,7 +34,7 @@ func (b *lockedBuffer) String() string {
 }
 
 func TestAPresignedSourcesSignatureIsNeitherLoggedNorKeptByRiver(t *testing.T) {
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	forEachStoreAtOnce(t, func(t *testing.T, st store.Store) {
 		const secret = "PRESIGNEDSECRET42"
 		var requests atomic.Int64
 		failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

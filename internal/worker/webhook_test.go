@@ -94,7 +94,7 @@ func newWebhookCase(t *testing.T, webhookSecret string, status int) *webhookCase
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	c := &webhookCase{dbPath: filepath.Join(dir, "db.sqlite"), rc: newHookReceiver(t, status)}
+	c := &webhookCase{dbPath: migratedSQLitePath(t), rc: newHookReceiver(t, status)}
 	var err error
 	if c.st, err = sqlite.Open(ctx, sqlite.Config{Path: c.dbPath, Logger: slog.New(slog.DiscardHandler)}); err != nil {
 		t.Fatal(err)

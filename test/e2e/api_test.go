@@ -17,6 +17,7 @@ import (
 // refuses to the binary; the messages are those of TestValidateCreate
 // (internal/api), in full.
 func TestCreateIsRejectedWithTheFieldNamed(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "")
 	deep := strings.Repeat(`{"items":`, 70) + `{}` + strings.Repeat(`}`, 70)
 	long := strings.Repeat("k", 256)
@@ -80,6 +81,7 @@ func TestCreateIsRejectedWithTheFieldNamed(t *testing.T) {
 }
 
 func TestUnknownConsensusModeIsIgnoredAndReported(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "")
 	body := createBody("https://example.com/a.txt")
 	body["consensus"] = map[string]any{"mode": "CONSENSUS_MODE_SEVEN_RUNS"}
@@ -105,6 +107,7 @@ func TestUnknownConsensusModeIsIgnoredAndReported(t *testing.T) {
 }
 
 func TestOpenAPIIsPublished(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "")
 	r := s.do("GET", "/openapi.yaml", "", nil)
 	if r.status != http.StatusOK || !bytes.Contains(r.body, []byte("openapi: 3.0.3")) {
@@ -242,6 +245,7 @@ func uploadSampled(t *testing.T, s *server, size, piece int64, pause time.Durati
 }
 
 func TestUploadIsStreamedAndCapped(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "")
 	small := upload(t, s, keyA, "notes.txt", 1<<20)
 	if small.status != http.StatusOK {
@@ -294,6 +298,7 @@ func TestUploadIsStreamedAndCapped(t *testing.T) {
 // every two page fetches: a list paged by offset would then repeat the last
 // job of each page on the next one.
 func TestListPagesNeitherLoseNorRepeatJobsDuringInserts(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			s := startServer(t, b.databaseURL(t))

@@ -54,6 +54,7 @@ func newVotingVendor(t *testing.T) *votingVendor {
 }
 
 func TestConsensusVotesThreeRunsAndReportsTheDisagreement(t *testing.T) {
+	t.Parallel()
 	vendor := newVotingVendor(t)
 	src := sources(t, map[string]string{
 		"differ.txt":   "DIFFER invoice A-1, total 100",

@@ -22,6 +22,7 @@ import (
 // per job, one finalize step per job that merges and none for the others,
 // which end with their last row.
 func TestKilledServerFinishesEveryJobExactlyOnceAfterRestart(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			var requests atomic.Int64

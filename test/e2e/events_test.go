@@ -159,6 +159,7 @@ func threeSlowFiles(t *testing.T, s *server) string {
 }
 
 func TestEventsFollowAJobFileByFileUntilDone(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			s := startServer(t, b.databaseURL(t))
@@ -176,6 +177,7 @@ func TestEventsFollowAJobFileByFileUntilDone(t *testing.T) {
 }
 
 func TestEventsOfAnotherAccountsOrAnUnknownJobAreNotFound(t *testing.T) {
+	t.Parallel()
 	src := sources(t, map[string]string{"a.txt": txtDoc})
 	s := startServer(t, "")
 	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, createBody(src+"/a.txt"))["id"].(string)
@@ -204,6 +206,7 @@ func TestEventsOfAnotherAccountsOrAnUnknownJobAreNotFound(t *testing.T) {
 // TestEventsFromTheAPIWhileAWorkerWorks watches a job through the API
 // process while another process works it: progress comes from the database.
 func TestEventsFromTheAPIWhileAWorkerWorks(t *testing.T) {
+	t.Parallel()
 	pg := os.Getenv("DOCJOBS_TEST_POSTGRES_URL")
 	if pg == "" {
 		t.Skip("DOCJOBS_TEST_POSTGRES_URL is not set")

@@ -17,6 +17,7 @@ import (
 // DELETE /v1/files/{id}: another account cannot, a job's copy goes only with
 // its job, and a job that read the upload keeps its own copy.
 func TestDeletingAnUploadLeavesTheJobsCopy(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			s := startServer(t, b.databaseURL(t))
@@ -93,6 +94,7 @@ func TestDeletingAnUploadLeavesTheJobsCopy(t *testing.T) {
 // TestRetentionDeletesOldUploads: DOCJOBS_RETENTION applies to uploads from
 // the time they were uploaded.
 func TestRetentionDeletesOldUploads(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "", "DOCJOBS_RETENTION=2s")
 	up := upload(t, s, keyA, "notes.txt", 1<<10)
 	if up.status != http.StatusOK {
@@ -122,6 +124,7 @@ func TestRetentionDeletesOldUploads(t *testing.T) {
 // with "invalid cross-device link". Nothing is left in TMPDIR either, so no
 // partial upload sits there readable by other users.
 func TestStorageWorksWithTMPDIROnAnotherFilesystem(t *testing.T) {
+	t.Parallel()
 	tmp := otherFilesystemDir(t, os.TempDir()) // t.TempDir, the data directory, is under os.TempDir
 	src := sources(t, map[string]string{"a.txt": txtDoc})
 	s := startServer(t, "", "TMPDIR="+tmp)

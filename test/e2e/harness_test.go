@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// Every test runs its own server process on its own port, data directory
+// and database (a fresh PostgreSQL schema), and mostly waits on it, so the
+// tests run in parallel (t.Parallel at the top of each).
+
 // Two accounts every test server knows.
 const (
 	keyA = "dj_test_key_account_a_0123456789"
@@ -65,6 +70,9 @@ func backends(t *testing.T) []backend {
 	return bs
 }
 
+// schemas counts the schemas freshSchema made.
+var schemas atomic.Int64
+
 // freshSchema creates a schema for one test and returns a URL whose
 // search_path points at it.
 func freshSchema(t *testing.T, base string) string {
@@ -75,7 +83,8 @@ func freshSchema(t *testing.T, base string) string {
 		t.Fatalf("connect postgres: %v", err)
 	}
 	defer conn.Close(ctx)
-	schema := fmt.Sprintf("e2e_%d", time.Now().UnixNano())
+	// Tests run in parallel: the clock alone could name two schemas alike.
+	schema := fmt.Sprintf("e2e_%d_%d", time.Now().UnixNano(), schemas.Add(1))
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("create schema: %v", err)
 	}

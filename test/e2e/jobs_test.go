@@ -34,6 +34,7 @@ func createBody(urls ...string) map[string]any {
 }
 
 func TestNoPromptJobCompletesWithOneRowPerFile(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			src := sources(t, map[string]string{"a.txt": txtDoc, "b.html": htmlDoc, "c.xml": xmlDoc})
@@ -93,6 +94,7 @@ func TestNoPromptJobCompletesWithOneRowPerFile(t *testing.T) {
 }
 
 func TestAJobWhoseOnlyFileFailsEndsFailedWithTheReason(t *testing.T) {
+	t.Parallel()
 	src := sources(t, map[string]string{})
 	s := startServer(t, "")
 	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, createBody(src+"/missing.txt"))["id"].(string)
@@ -228,6 +230,7 @@ func (s *server) readFor(path, key string, d time.Duration) response {
 // then every endpoint's answers, errors included; then again once the job
 // is cancelled and deleted.
 func TestNoAnswerAndNoStorageHoldsASecret(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			held := newHeldSource(t)
@@ -353,6 +356,7 @@ func TestNoAnswerAndNoStorageHoldsASecret(t *testing.T) {
 }
 
 func TestConcurrentCreatesWithOneIdempotencyKeyMakeOneJob(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			src := sources(t, map[string]string{"a.txt": txtDoc})
@@ -398,6 +402,7 @@ func TestConcurrentCreatesWithOneIdempotencyKeyMakeOneJob(t *testing.T) {
 }
 
 func TestAnotherAccountsJobIsNotFound(t *testing.T) {
+	t.Parallel()
 	src := sources(t, map[string]string{"a.txt": txtDoc})
 	s := startServer(t, "")
 	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, createBody(src+"/a.txt"))["id"].(string)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestFirstStartWithNoKeyPrintsOneForTheDefaultAccount(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "", "DOCJOBS_API_KEYS=")
 	key := regexp.MustCompile(`dj_[A-Za-z0-9_-]{43}`).FindString(s.logs.String())
 	if key == "" {
@@ -89,6 +90,7 @@ func unfinishedFileJobs(t *testing.T, dbURL, dataDir string) int {
 }
 
 func TestCancelEndsAJobAndDeleteErasesIt(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			held := newHeldSource(t)
@@ -184,6 +186,7 @@ func countFiles(t *testing.T, dir string) int {
 
 // TestSplitRolesShareOnePostgres runs the API and a worker as two processes.
 func TestSplitRolesShareOnePostgres(t *testing.T) {
+	t.Parallel()
 	pg := os.Getenv("DOCJOBS_TEST_POSTGRES_URL")
 	if pg == "" {
 		t.Skip("DOCJOBS_TEST_POSTGRES_URL is not set")

@@ -119,6 +119,7 @@ func recordIDs(t *testing.T, content string) []int {
 const recordSchema = `{"type":"object","properties":{"records":{"type":"array","items":{"type":"object","properties":{"id":{"type":"integer"}}}}}}`
 
 func TestMergeJoinsChunkAnswersLosingNothing(t *testing.T) {
+	t.Parallel()
 	vendor := newRecordVendor(t)
 	src := sources(t, map[string]string{
 		"orders.md": recordRange(1, 400),

@@ -18,6 +18,7 @@ var partOf = regexp.MustCompile(`part (\d+) of (\d+)`)
 // killed; after the restart every row ends DONE and the chunk that had
 // answered is never asked again.
 func TestKilledDuringTheModelStageNoAnsweredRowIsPaidTwice(t *testing.T) {
+	t.Parallel()
 	var (
 		mu       sync.Mutex
 		calls    = map[string]int{}

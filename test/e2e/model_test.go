@@ -128,6 +128,7 @@ func records(n int) string {
 }
 
 func TestTheFirstPromptRunsOverEveryChunkAndSeesEveryRecord(t *testing.T) {
+	t.Parallel()
 	vendor := newChatVendor(t)
 	src := sources(t, map[string]string{"orders.md": records(400)})
 	s := startServer(t, "", "DOCJOBS_PROVIDER_2_BASE_URL="+vendor.srv.URL+"/v1")
@@ -192,6 +193,7 @@ func TestTheFirstPromptRunsOverEveryChunkAndSeesEveryRecord(t *testing.T) {
 }
 
 func TestModelAnswersAreJudgedAndFailuresNamed(t *testing.T) {
+	t.Parallel()
 	vendor := newChatVendor(t)
 	src := sources(t, map[string]string{
 		"good.txt":  records(3),
@@ -265,6 +267,7 @@ func TestModelAnswersAreJudgedAndFailuresNamed(t *testing.T) {
 // puts the file to sleep (River's snooze); when it wakes, its row is asked
 // again and answered, and the job completes.
 func TestARowRateLimitedPastItsRetriesIsAnsweredAfterTheSnooze(t *testing.T) {
+	t.Parallel()
 	vendor := newChatVendor(t)
 	src := sources(t, map[string]string{"busy.txt": "LIMIT429X4 " + records(2)})
 	s := startServer(t, "", "DOCJOBS_PROVIDER_2_BASE_URL="+vendor.srv.URL+"/v1")
@@ -284,6 +287,7 @@ func TestARowRateLimitedPastItsRetriesIsAnsweredAfterTheSnooze(t *testing.T) {
 }
 
 func TestAJobWhoseProviderNeverAnswersEndsByItsDeadline(t *testing.T) {
+	t.Parallel()
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Reading the body lets net/http notice when the client goes away.
 		_, _ = io.Copy(io.Discard, r.Body)

@@ -58,6 +58,7 @@ func visionJob(urls []string, mode string) map[string]any {
 }
 
 func TestHybridReadsTheTextLayerAndOCRAlwaysPaysTheProvider(t *testing.T) {
+	t.Parallel()
 	pdf, err := os.ReadFile("testdata/simple-openoffice.pdf")
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +108,7 @@ func ocrRow(t *testing.T, s *server, id string, i int) map[string]any {
 }
 
 func TestTesseractReadsAScanOffline(t *testing.T) {
+	t.Parallel()
 	tif, err := os.ReadFile("testdata/phototest.tif")
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +130,7 @@ func TestTesseractReadsAScanOffline(t *testing.T) {
 }
 
 func TestOnlyTheScannedPageOfAPDFGoesToTheProvider(t *testing.T) {
+	t.Parallel()
 	pdf, err := os.ReadFile("testdata/scan-page2.pdf")
 	if err != nil {
 		t.Fatal(err)

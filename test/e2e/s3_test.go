@@ -18,6 +18,9 @@ import (
 // multipart upload), a job over the small upload and a downloaded source
 // completes from its stored copies, and deleting the job and then the
 // uploads empties the bucket.
+//
+// Not parallel: s3test.Start changes the working directory (t.Chdir), and
+// its gateway is one per process.
 func TestAJobOnS3StorageLeavesTheBucketEmptyOnceDeleted(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {

@@ -90,6 +90,7 @@ func rowCount(t *testing.T, dbURL, dataDir, query, arg string) int {
 }
 
 func TestWebhookIsSignedRetriedAcrossACrashAndEndsWithItsSecret(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			src := sources(t, map[string]string{"a.txt": txtDoc})
@@ -182,6 +183,7 @@ func TestWebhookIsSignedRetriedAcrossACrashAndEndsWithItsSecret(t *testing.T) {
 // time refusal of names that resolve to one is tested in package webhook);
 // the other tests here allow private URLs and are delivered.
 func TestWebhookToAPrivateAddressIsRefused(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t)
 	s := startServer(t, "", "DOCJOBS_ALLOW_PRIVATE_URLS=false")
 	body := createBody("https://docs.example.com/a.txt")
@@ -193,6 +195,7 @@ func TestWebhookToAPrivateAddressIsRefused(t *testing.T) {
 }
 
 func TestCancellingAJobSendsJobCancelled(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -219,6 +222,7 @@ func TestCancellingAJobSendsJobCancelled(t *testing.T) {
 }
 
 func TestRetentionDeletesFinishedJobsWithTheirFiles(t *testing.T) {
+	t.Parallel()
 	src := sources(t, map[string]string{"a.txt": txtDoc})
 	s := startServer(t, "", "DOCJOBS_RETENTION=2s")
 	id := s.mustDo(http.StatusOK, "POST", "/v1/jobs", keyA, createBody(src+"/a.txt"))["id"].(string)
@@ -243,6 +247,7 @@ func TestRetentionDeletesFinishedJobsWithTheirFiles(t *testing.T) {
 }
 
 func TestAWebhookIsGivenUpOnceItsRetryScheduleIsSpent(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			src := sources(t, map[string]string{"a.txt": txtDoc})
@@ -286,6 +291,7 @@ func TestAWebhookIsGivenUpOnceItsRetryScheduleIsSpent(t *testing.T) {
 }
 
 func TestAReceiverAnswering410GoneEndsTheDeliveryAndItsSecret(t *testing.T) {
+	t.Parallel()
 	src := sources(t, map[string]string{"a.txt": txtDoc})
 	rc := newReceiver(t, http.StatusGone)
 	s := startServer(t, "", "DOCJOBS_WEBHOOK_RETRY_SCHEDULE=1s,1s")
