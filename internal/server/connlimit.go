@@ -39,9 +39,9 @@ import (
 //
 // A connection serving any other request (REST, a JobService call, an
 // upload, a /readyz check) is never closed to make room. Among the
-// candidates, those with nothing under way go first (idle, or new with no
-// byte read), then those holding something (a keyless stream, the bytes
-// of a request head not yet complete), each longest first.
+// candidates, idle ones go first, then new ones that sent nothing, then
+// those holding something (a keyless stream, the bytes of a request head
+// not yet complete), each longest first.
 //
 // There is no share per remote address: behind a proxy or load balancer
 // every connection comes from the proxy's address, and per-address limits
@@ -65,7 +65,12 @@ type connLimiter struct {
 	// conns are the open connections, each at its index: a slice, because
 	// the scan for one to close at the cap reads them all, and a slice of
 	// 4096 reads in about a quarter of the time a map of them does.
-	conns   []*trackedConn
+	conns []*trackedConn
+	// lists are the idle connections (listIdle) and the new ones
+	// (listNew), each longest in its state first (a connection joins at
+	// the tail as it enters the state): the one to close is nearly always
+	// a head, found without reading every connection.
+	lists   [2]connList
 	wake    chan struct{} // closed on any change that may make room; nil: nobody waits
 	closed  chan struct{} // closed by Close
 	closing sync.Once
@@ -95,10 +100,11 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		if len(l.conns) < l.max {
 			tc.state, tc.since = http.StateNew, now
 			l.addLocked(tc)
+			l.listLocked(tc, listNew)
 			l.mu.Unlock()
 			return tc, nil
 		}
-		victim, retry := l.reclaimableLocked(now)
+		victim, retry := l.victimLocked(now)
 		if victim != nil {
 			l.removeLocked(victim) // its place is free from now on
 			l.mu.Unlock()
@@ -156,11 +162,60 @@ func (l *connLimiter) addLocked(c *trackedConn) {
 
 // removeLocked takes c out of conns (index -1: not there).
 func (l *connLimiter) removeLocked(c *trackedConn) {
+	l.unlistLocked(c, listIdle)
+	l.unlistLocked(c, listNew)
 	last := l.conns[len(l.conns)-1]
 	l.conns[c.index], last.index = last, c.index
 	l.conns[len(l.conns)-1] = nil
 	l.conns = l.conns[:len(l.conns)-1]
 	c.index = -1
+}
+
+// The lists of connLimiter.lists.
+const (
+	listIdle = iota
+	listNew
+)
+
+// connList is a list of connections, linked through their links[i].
+type connList struct{ head, tail *trackedConn }
+
+// connLink is a connection's place in one connList.
+type connLink struct {
+	on         bool
+	prev, next *trackedConn
+}
+
+// listLocked puts c at the tail of list i.
+func (l *connLimiter) listLocked(c *trackedConn, i int) {
+	l.unlistLocked(c, i)
+	list, link := &l.lists[i], &c.links[i]
+	link.on, link.prev = true, list.tail
+	if list.tail != nil {
+		list.tail.links[i].next = c
+	} else {
+		list.head = c
+	}
+	list.tail = c
+}
+
+// unlistLocked takes c off list i, if it is on it.
+func (l *connLimiter) unlistLocked(c *trackedConn, i int) {
+	list, link := &l.lists[i], &c.links[i]
+	if !link.on {
+		return
+	}
+	if link.prev != nil {
+		link.prev.links[i].next = link.next
+	} else {
+		list.head = link.next
+	}
+	if link.next != nil {
+		link.next.links[i].prev = link.prev
+	} else {
+		list.tail = link.prev
+	}
+	*link = connLink{}
 }
 
 // changedLocked wakes an Accept waiting for a place.
@@ -171,16 +226,31 @@ func (l *connLimiter) changedLocked() {
 	}
 }
 
-// reclaimableLocked returns the connection to close for a new one, or nil
-// and how long until a connection now too young may become one (0: none
-// will by age alone).
-func (l *connLimiter) reclaimableLocked(now time.Time) (victim *trackedConn, retry time.Duration) {
+// victimLocked returns the connection to close for a new one, or nil and
+// how long until a connection now too young may become one (0: none will by
+// age alone). The longest idle connection is the head of the idle list,
+// and when none is idle the oldest new one is the head of the new list; the
+// rest need a scan of every connection.
+func (l *connLimiter) victimLocked(now time.Time) (victim *trackedConn, retry time.Duration) {
+	if c := l.lists[listIdle].head; c != nil && c.reclaimRankLocked(now) == rankIdle {
+		return c, 0
+	}
+	if c := l.lists[listNew].head; c != nil && l.lists[listIdle].head == nil && c.reclaimRankLocked(now) == rankSilent {
+		return c, 0
+	}
+	return l.scanLocked(now)
+}
+
+// scanLocked is victimLocked reading every connection.
+func (l *connLimiter) scanLocked(now time.Time) (victim *trackedConn, retry time.Duration) {
 	var bestRank int
 	for _, c := range l.conns {
-		rank, wait := c.reclaimRankLocked(now)
+		rank := c.reclaimRankLocked(now)
 		switch {
-		case rank < 0:
-			if wait > 0 && (retry == 0 || wait < retry) {
+		case rank == rankBusy:
+			continue
+		case rank == rankYoung:
+			if wait := connGrace - now.Sub(c.since); wait > 0 && (retry == 0 || wait < retry) {
 				retry = wait
 			}
 			continue
@@ -209,8 +279,12 @@ func (l *connLimiter) ConnState(nc net.Conn, st http.ConnState) {
 	c.h2 = c.h2 || h2
 	c.state, c.since = st, l.now()
 	c.read.Store(false)
+	l.unlistLocked(c, listNew)
 	if st == http.StateIdle {
+		l.listLocked(c, listIdle)
 		l.changedLocked()
+	} else {
+		l.unlistLocked(c, listIdle)
 	}
 }
 
@@ -253,7 +327,8 @@ type trackedConn struct {
 	l *connLimiter
 
 	// Guarded by l.mu:
-	index int // in l.conns; -1 once out
+	index int         // in l.conns; -1 once out
+	links [2]connLink // in l.lists
 	state http.ConnState
 	since time.Time // when state, or being held, last changed
 	h2    bool
@@ -296,38 +371,47 @@ func (c *trackedConn) closeConn() error {
 	return err
 }
 
-// reclaimRankLocked tells whether the connection may be closed to make
-// room: rank 0 when it has nothing under way, 1 when it holds something
-// only a keyless client keeps going or part of a request head, -1 when it
-// may not, with how long until it may by age alone (0: not by age).
-func (c *trackedConn) reclaimRankLocked(now time.Time) (rank int, wait time.Duration) {
+// Ranks of a connection for reclaimRankLocked: the lowest is closed
+// first, and among equals the one in its state longest.
+const (
+	rankIdle    = iota // idle, nothing of a next request read
+	rankSilent         // new for connGrace, no byte read
+	rankHolding        // held for connGrace only by keyless work, or part of a request head read
+	rankYoung          // may be closed once connGrace has passed
+	rankBusy           // serving a request
+)
+
+// reclaimRankLocked tells whether, and how soon, the connection may be
+// closed to make room.
+func (c *trackedConn) reclaimRankLocked(now time.Time) int {
 	partial := !c.h2 && c.read.Load() // HTTP/2 reads pings and settings while idle
+	young := now.Sub(c.since) < connGrace
 	switch {
 	case c.requests > c.held:
-		return -1, 0 // serving a request
-	case c.requests > 0: // held only by keyless streams
-		if age := now.Sub(c.since); age < connGrace {
-			return -1, connGrace - age
+		return rankBusy
+	case c.requests > 0: // held only by keyless work
+		if young {
+			return rankYoung
 		}
-		return 1, 0
+		return rankHolding
 	case c.state == http.StateIdle:
 		if partial {
-			return 1, 0
+			return rankHolding
 		}
-		return 0, 0
+		return rankIdle
 	case c.state == http.StateNew:
-		if age := now.Sub(c.since); age < connGrace {
-			return -1, connGrace - age
+		switch {
+		case young:
+			return rankYoung
+		case partial:
+			return rankHolding
 		}
-		if partial {
-			return 1, 0
-		}
-		return 0, 0
+		return rankSilent
 	}
 	// Active with no handler running: HTTP/1 between its head and its
 	// handler, or writing out an answer; HTTP/2 opening its first stream.
 	// Hijacked connections are their handler's.
-	return -1, 0
+	return rankBusy
 }
 
 // beginRequest counts a handler running on the connection of ctx until

@@ -10,27 +10,31 @@ import (
 
 // BenchmarkConnLimiter is what the connection cap adds: to every request
 // (beginRequest and its end, one mutex for the listener, from every core at
-// once), and to a connection accepted at the cap (the scan for the one to
-// close, over DefaultMaxConnections idle connections).
+// once), and to a connection accepted at the cap (finding the one to close
+// among DefaultMaxConnections: the head of the idle list, or a scan of them
+// all when no head will do, here one that finds none).
 func BenchmarkConnLimiter(b *testing.B) {
-	newLimiter := func(n int) *connLimiter {
+	newLimiter := func(n int, st http.ConnState) *connLimiter {
 		l := newConnLimiter(nil, DefaultMaxConnections, time.Now, func() {})
-		now := time.Now()
+		start := time.Now().Add(-time.Hour)
 		for i := range n {
-			c := &trackedConn{l: l, state: http.StateIdle, since: now.Add(time.Duration(i))}
+			c := &trackedConn{l: l, state: st, since: start.Add(time.Duration(i))}
 			l.addLocked(c)
+			if st == http.StateIdle {
+				l.listLocked(c, listIdle)
+			}
 		}
 		return l
 	}
 	b.Run("request", func(b *testing.B) {
-		l := newLimiter(0)
+		l := newLimiter(0, http.StateIdle)
 		ctx := l.ConnContext(context.Background(), &trackedConn{l: l})
 		for b.Loop() {
 			beginRequest(ctx).endRequest()
 		}
 	})
 	b.Run("request parallel", func(b *testing.B) {
-		l := newLimiter(0)
+		l := newLimiter(0, http.StateIdle)
 		b.RunParallel(func(pb *testing.PB) {
 			ctx := l.ConnContext(context.Background(), &trackedConn{l: l})
 			for pb.Next() {
@@ -38,16 +42,24 @@ func BenchmarkConnLimiter(b *testing.B) {
 			}
 		})
 	})
-	b.Run("scan at the cap", func(b *testing.B) {
-		l := newLimiter(DefaultMaxConnections)
-		for b.Loop() {
-			l.mu.Lock()
-			if v, _ := l.reclaimableLocked(time.Now()); v == nil {
-				b.Fatal("nothing to reclaim")
+	for _, tt := range []struct {
+		name  string
+		state http.ConnState
+	}{
+		{"at the cap, idle connections", http.StateIdle},
+		{"at the cap, connections being served (the scan)", http.StateActive},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			l := newLimiter(DefaultMaxConnections, tt.state)
+			for b.Loop() {
+				l.mu.Lock()
+				if v, _ := l.victimLocked(time.Now()); (v == nil) != (tt.state == http.StateActive) {
+					b.Fatal("wrong choice")
+				}
+				l.mu.Unlock()
 			}
-			l.mu.Unlock()
-		}
-	})
+		})
+	}
 }
 
 var _ net.Conn = (*trackedConn)(nil)
