@@ -89,9 +89,10 @@ type Config struct {
 	// their own per-CPU bounds.
 	RecognizeWorkers int
 	// MaxConnections bounds the client connections the port holds open at
-	// once (DOCJOBS_MAX_CONNECTIONS, default 4096); further ones wait to be
-	// accepted, so idle or hostile clients cannot take every file
-	// descriptor the database and storage need.
+	// once (DOCJOBS_MAX_CONNECTIONS, default 4096), so hostile clients
+	// cannot take every file descriptor the database and storage need; at
+	// the cap the connection doing nothing longest is closed to make room,
+	// and a new one waits only while every open one serves a request.
 	MaxConnections int
 	// AccountMaxActiveJobs bounds the jobs of one account that have not
 	// ended (DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS, default 1000, 0 = no limit).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -206,17 +207,33 @@ func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
 	}
 }
 
-// readJSONBody reads the whole body, at most MaxJSONBodyBytes.
+// readJSONBody reads the whole body, at most MaxJSONBodyBytes, within the
+// read deadline bindRequest set (JSONReadTimeout).
 func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxJSONBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			return nil, errBodyTooLarge(s.cfg.MaxJSONBodyBytes)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, s.bodyLate()
 		}
+		// The client closed the connection or reset the stream mid-body.
 		return nil, status.Error(codes.InvalidArgument, "reading request body failed")
 	}
 	return body, nil
+}
+
+// bodyLate is the answer to a REST body that did not arrive within
+// JSONReadTimeout: DEADLINE_EXCEEDED in the words a gRPC call whose message
+// did not arrive gets (readGRPCRequest), and HTTP 408 as an upload that
+// stalls gets (idleCut): the client was too slow, not an upstream.
+func (s *Server) bodyLate() error {
+	return &runtime.HTTPStatusError{
+		HTTPStatus: http.StatusRequestTimeout,
+		Err:        status.Errorf(codes.DeadlineExceeded, "the request body did not arrive within %s", s.cfg.JSONReadTimeout),
+	}
 }
 
 // utf8BOM is the UTF-8 byte order mark.

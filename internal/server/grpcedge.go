@@ -247,6 +247,9 @@ func (s *Server) serveGRPC(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer release()
+		// Nor does such a stream keep its connection from being closed
+		// to make room at the connection cap (connlimit.go).
+		defer holdKeyless(r.Context())()
 	}
 	// The client's deadline, as grpc-go counts it (from when the headers
 	// arrived), for what the edge does before grpc-go has the call: the
@@ -272,7 +275,15 @@ func (s *Server) serveGRPC(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 	switch {
 	case !method.clientStreams:
+		// A keyless call waiting for its message (a health check that
+		// sends none) does not keep its connection from being closed to
+		// make room either; once the message is here it is answered.
+		held := func() {}
+		if !keyed && !method.serverStreams {
+			held = holdKeyless(r.Context())
+		}
 		body, err := s.readGRPCRequest(w, r, ended, deadline)
+		held()
 		if err != nil {
 			refuse(ctx, err)
 			return

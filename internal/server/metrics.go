@@ -76,6 +76,9 @@ type edgeMetrics struct {
 	// rateLimited counts requests refused by the account rate limit,
 	// which the code labels above cannot tell from other 429s.
 	rateLimited prometheus.Counter
+	// connsReclaimed counts connections closed to make room at the
+	// connection cap (connlimit.go).
+	connsReclaimed prometheus.Counter
 }
 
 // requestBuckets extend the default buckets because uploads and downloads
@@ -106,8 +109,12 @@ func newEdgeMetrics(reg prometheus.Registerer) (*edgeMetrics, error) {
 			Name: "docjobs_account_rate_limited_total",
 			Help: "Requests refused because their account exceeded DOCJOBS_ACCOUNT_RATE, REST and gRPC.",
 		}),
+		connsReclaimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "docjobs_connections_reclaimed_total",
+			Help: "Connections closed, idle or held only by keyless streams, to make room for a new one at DOCJOBS_MAX_CONNECTIONS.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.grpcRequests, m.grpcDuration, m.rateLimited} {
+	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.grpcRequests, m.grpcDuration, m.rateLimited, m.connsReclaimed} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -71,10 +73,20 @@ type statusWriter struct {
 	http.ResponseWriter
 	code    int
 	written bool
+	// beforeAnswer, if set, runs once before the answer's head is written.
+	beforeAnswer func()
+}
+
+func (w *statusWriter) answering() {
+	if f := w.beforeAnswer; f != nil {
+		w.beforeAnswer = nil
+		f()
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.written && code >= 200 {
+		w.answering()
 		w.code, w.written = code, true
 	}
 	w.ResponseWriter.WriteHeader(code)
@@ -82,12 +94,16 @@ func (w *statusWriter) WriteHeader(code int) {
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if !w.written {
+		w.answering()
 		w.code, w.written = http.StatusOK, true
 	}
 	return w.ResponseWriter.Write(b)
 }
 
 func (w *statusWriter) Flush() {
+	if !w.written {
+		w.answering()
+	}
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -106,6 +122,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		info := &reqInfo{route: routeUnknown, method: r.Method}
 		r = r.WithContext(withReqInfo(r.Context(), info))
 		sw := &statusWriter{ResponseWriter: w}
+		if r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			body := &touchedBody{ReadCloser: r.Body}
+			r.Body = body
+			sw.beforeAnswer = func() { boundUnread(w, body) }
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -134,6 +155,38 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// touchedBody records whether a handler read from the request body.
+type touchedBody struct {
+	io.ReadCloser
+	touched atomic.Bool
+}
+
+func (b *touchedBody) Read(p []byte) (int, error) {
+	b.touched.Store(true)
+	return b.ReadCloser.Read(p)
+}
+
+// unreadBodyWait is how long an HTTP/1 body that the handler answered
+// without reading may take to arrive, so that net/http can read it out and
+// keep the connection. A client that sends its body with its request has
+// it arrive within a round trip.
+const unreadBodyWait = time.Second
+
+// boundUnread bounds net/http's reading out of a request body the handler
+// answered without reading (a 401 or 429, /healthz, a GET with a body). It
+// reads the body to keep the connection, before writing the answer's head
+// and again after the handler, with no read deadline of its own: a client
+// without a key that declared a body and sent none held its connection,
+// busy, for as long as it liked, and no answer came. Now a body that is not
+// there within unreadBodyWait is given up on, and net/http answers and
+// closes the connection. Handlers that read a body set their own deadlines.
+func boundUnread(w http.ResponseWriter, body *touchedBody) {
+	if body.touched.Load() {
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyWait))
 }
 
 type panicError struct{ v any }

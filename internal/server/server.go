@@ -15,12 +15,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
@@ -49,10 +49,12 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Progress tunes the live progress streams (events.go).
 	Progress ProgressConfig
-	// MaxConnections bounds the connections held open at once; further
-	// ones wait in the listen queue until one closes. Every connection is a
-	// file descriptor, and the database and storage need theirs. Default
-	// 4096.
+	// MaxConnections bounds the connections held open at once. Every
+	// connection is a file descriptor, and the database and storage need
+	// theirs. One that arrives at the cap takes the place of the open one
+	// doing nothing longest (idle between requests, or held only by what a
+	// caller without a key can hold: connlimit.go); it waits only while
+	// every open connection serves a request. Default 4096.
 	MaxConnections int
 	// AccountRate is the requests a second one account may make to this
 	// process, after authentication (DOCJOBS_ACCOUNT_RATE); an upload,
@@ -155,6 +157,9 @@ type Server struct {
 	grpcMethods map[string]grpcMethod
 	// keyless counts the gRPC streams that need no key (grpcedge.go).
 	keyless keylessSlots
+	// conns is the listener of the running Serve (connlimit.go), which
+	// tests read.
+	conns   atomic.Pointer[connLimiter]
 	handler http.Handler
 	// stopping ends when Serve starts shutting down: streams that would
 	// otherwise last until their client leaves (Health.Watch, reflection)
@@ -292,6 +297,9 @@ func canonicalPath(path string) bool {
 // (gRPC needs HTTP/2, which Serve provides in clear text).
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A connection serving a request is not closed to make room for
+		// another (connlimit.go).
+		defer beginRequest(r.Context()).endRequest()
 		if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
 			s.serveGRPC(w, r)
 			return
@@ -324,7 +332,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	ln = netutil.LimitListener(ln, s.cfg.MaxConnections)
+	// At most MaxConnections are open; one that arrives at the cap takes
+	// the place of the one doing nothing longest (connlimit.go).
+	limiter := newConnLimiter(ln, s.cfg.MaxConnections, time.Now, s.metrics.connsReclaimed.Inc)
+	hs.ConnState, hs.ConnContext = limiter.ConnState, limiter.ConnContext
+	s.conns.Store(limiter)
+	ln = limiter
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 

@@ -1,12 +1,10 @@
 package server
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -703,48 +701,6 @@ func TestNewRequiresItsDependencies(t *testing.T) {
 			t.Errorf("second New: %v", err)
 		}
 	})
-}
-
-// Connections past MaxConnections wait to be accepted until one closes, so
-// idle or hostile clients cannot take every file descriptor.
-func TestConnectionsPastTheLimitWaitForOneToClose(t *testing.T) {
-	env := startServer(t, func(c *Config, _ *Deps) { c.MaxConnections = 2 })
-	get := func(conn net.Conn) error {
-		_ = conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
-		if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-			return err
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			return err
-		}
-		return resp.Body.Close()
-	}
-	var conns []net.Conn
-	for range 3 {
-		conn, err := net.Dial("tcp", env.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		conns = append(conns, conn)
-	}
-	for i, conn := range conns[:2] {
-		if err := get(conn); err != nil {
-			t.Fatalf("connection %d within the limit: %v", i, err)
-		}
-	}
-	if err := get(conns[2]); err == nil {
-		t.Fatal("a third connection was served while two were open")
-	}
-	conns[0].Close()
-	// The waiting connection is accepted in the freed place, and served.
-	_ = conns[2].SetDeadline(time.Now().Add(2 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conns[2]), nil)
-	if err != nil {
-		t.Fatalf("the waiting connection after one closed: %v", err)
-	}
-	resp.Body.Close()
 }
 
 func TestARepeatedQueryParameterIsNamedAsSent(t *testing.T) {
