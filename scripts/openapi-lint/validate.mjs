@@ -49,6 +49,43 @@ const consensus = api.components.schemas.ConsensusResult;
 if (consensus?.nullable !== true || consensus?.type !== "object") {
   problems.push("ConsensusResult is not a nullable object: rows with consensus null would not validate");
 }
+// A generated client sends the key (every operation needs it) and reads the
+// headers the service answers with (audit-api3 F7).
+const bearer = Object.entries(api.components?.securitySchemes ?? {})
+  .find(([, s]) => s.type === "http" && s.scheme?.toLowerCase() === "bearer")?.[0];
+if (!bearer || !(api.security ?? []).some((req) => bearer in req)) {
+  problems.push("no HTTP bearer scheme required by the document's security");
+}
+for (const [method, path] of want) {
+  const op = api.paths[path][method];
+  const name = `${method.toUpperCase()} ${path}`;
+  if (op.security) {
+    problems.push(`${name}: overrides the document's security`);
+  }
+  const headers = (code) => Object.keys(op.responses[code]?.headers ?? {});
+  if (!headers("401").includes("WWW-Authenticate")) {
+    problems.push(`${name}: no 401 with WWW-Authenticate`);
+  }
+  for (const code of ["429", "503"]) {
+    if (!headers(code).includes("Retry-After")) {
+      problems.push(`${name}: no ${code} with Retry-After`);
+    }
+  }
+  // The event stream and the download read nothing of the request they
+  // could ignore; every other operation names what it ignored.
+  const readsRequest = !(method === "get" && ["/v1/jobs/{id}/events", "/v1/files/{id}"].includes(path));
+  if (readsRequest && !headers("200").includes("Docjobs-Warning")) {
+    problems.push(`${name}: its 200 does not declare Docjobs-Warning`);
+  }
+}
+for (const path of ["/v1/jobs/{id}", "/v1/files/{id}"]) {
+  if (!api.paths[path].delete.responses["200"]?.content?.["application/json"]) {
+    problems.push(`DELETE ${path}: the {} answer is not application/json`);
+  }
+}
+if (api.paths["/v1/jobs/{id}:cancel"].post.requestBody?.required) {
+  problems.push("cancel: the body is described as required; none is needed");
+}
 if (problems.length) {
   console.error(`${file}: ${problems.join("; ")}`);
   process.exit(1);

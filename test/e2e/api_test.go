@@ -118,6 +118,14 @@ func TestOpenAPIIsPublished(t *testing.T) {
 			t.Errorf("openapi.yaml does not list %s", p)
 		}
 	}
+	// A client generated from it sends the key and reads the headers the
+	// service answers with (internal/server checks each operation).
+	for _, want := range []string{"\nsecurity:\n    - bearer: []\n", "securitySchemes:\n        bearer:\n            type: http\n",
+		"scheme: bearer", "WWW-Authenticate:", "Retry-After:", "Docjobs-Warning:"} {
+		if !bytes.Contains(r.body, []byte(want)) {
+			t.Errorf("openapi.yaml lacks %q", want)
+		}
+	}
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		if r := s.do("GET", path, "", nil); r.status != http.StatusOK {
 			t.Errorf("GET %s: %d", path, r.status)

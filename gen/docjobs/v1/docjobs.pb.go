@@ -3002,9 +3002,9 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\fcontent_type\x18\x05 \x01(\tR\vcontentType\x124\n" +
 	"\acreated\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\acreated\"#\n" +
 	"\x11DeleteFileRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\"\n" +
-	"\x10CancelJobRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\"\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x8c\x01\n" +
+	"\x10CancelJobRequest\x12x\n" +
+	"\x02id\x18\x01 \x01(\tBh\xbaGe\x92\x02bThe job; over REST the path gives it, and an id in the body is ignored (named in Docjobs-Warning).R\x02id\"\"\n" +
 	"\x10DeleteJobRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id*\x9d\x01\n" +
 	"\tJobStatus\x12\x1a\n" +
@@ -3069,29 +3069,177 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\x1aCONSENSUS_MODE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17CONSENSUS_MODE_TWO_RUNS\x10\x01\x12\x1d\n" +
 	"\x19CONSENSUS_MODE_THREE_RUNS\x10\x02\x12\x1c\n" +
-	"\x18CONSENSUS_MODE_FIVE_RUNS\x10\x032\xf3\x06\n" +
+	"\x18CONSENSUS_MODE_FIVE_RUNS\x10\x032\xdb\x1d\n" +
 	"\n" +
-	"JobService\x12O\n" +
-	"\tCreateJob\x12\x1c.docjobs.v1.CreateJobRequest\x1a\x0f.docjobs.v1.Job\"\x13\x82\xd3\xe4\x93\x02\r:\x01*\"\b/v1/jobs\x12K\n" +
-	"\x06GetJob\x12\x19.docjobs.v1.GetJobRequest\x1a\x0f.docjobs.v1.Job\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/jobs/{id}\x12o\n" +
-	"\fGetJobResult\x12\x1f.docjobs.v1.GetJobResultRequest\x1a .docjobs.v1.GetJobResultResponse\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/v1/jobs/{id}/result\x12W\n" +
-	"\bListJobs\x12\x1b.docjobs.v1.ListJobsRequest\x1a\x1c.docjobs.v1.ListJobsResponse\"\x10\x82\xd3\xe4\x93\x02\n" +
+	"JobService\x12\xac\x05\n" +
+	"\tCreateJob\x12\x1c.docjobs.v1.CreateJobRequest\x1a\x0f.docjobs.v1.Job\"\xef\x04\xbaG\xd8\x04B\xd5\x04\x12G\n" +
+	"\x03200\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x12K\n" +
+	"\adefault\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x121\n" +
+	"\x03401\x12*\x12(\n" +
+	"&#/components/responses/Unauthenticated\x12\xda\x02\n" +
+	"\x03429\x12\xd2\x02\n" +
+	"\xcf\x02\n" +
+	"\xa1\x01The account is over its request rate (DOCJOBS_ACCOUNT_RATE), or already has DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS jobs in progress; Retry-After says when to try again.\x12p\n" +
+	"2\n" +
+	"\vRetry-After\x12#\x12!\n" +
+	"\x1f#/components/headers/RetryAfter\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x1a7\n" +
+	"5\n" +
+	"\x10application/json\x12!\n" +
+	"\x1f\x12\x1d\n" +
+	"\x1b#/components/schemas/Status\x12-\n" +
+	"\x03503\x12&\x12$\n" +
+	"\"#/components/responses/Unavailable\x82\xd3\xe4\x93\x02\r:\x01*\"\b/v1/jobs\x12\xfe\x02\n" +
+	"\x06GetJob\x12\x19.docjobs.v1.GetJobRequest\x1a\x0f.docjobs.v1.Job\"\xc7\x02\xbaG\xae\x02B\xab\x02\x12G\n" +
+	"\x03200\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x12K\n" +
+	"\adefault\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x121\n" +
+	"\x03401\x12*\x12(\n" +
+	"&#/components/responses/Unauthenticated\x121\n" +
+	"\x03429\x12*\x12(\n" +
+	"&#/components/responses/TooManyRequests\x12-\n" +
+	"\x03503\x12&\x12$\n" +
+	"\"#/components/responses/Unavailable\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/jobs/{id}\x12\xa2\x03\n" +
+	"\fGetJobResult\x12\x1f.docjobs.v1.GetJobResultRequest\x1a .docjobs.v1.GetJobResultResponse\"\xce\x02\xbaG\xae\x02B\xab\x02\x12G\n" +
+	"\x03200\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x12K\n" +
+	"\adefault\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x121\n" +
+	"\x03401\x12*\x12(\n" +
+	"&#/components/responses/Unauthenticated\x121\n" +
+	"\x03429\x12*\x12(\n" +
+	"&#/components/responses/TooManyRequests\x12-\n" +
+	"\x03503\x12&\x12$\n" +
+	"\"#/components/responses/Unavailable\x82\xd3\xe4\x93\x02\x16\x12\x14/v1/jobs/{id}/result\x12\x8a\x03\n" +
+	"\bListJobs\x12\x1b.docjobs.v1.ListJobsRequest\x1a\x1c.docjobs.v1.ListJobsResponse\"\xc2\x02\xbaG\xae\x02B\xab\x02\x12G\n" +
+	"\x03200\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x12K\n" +
+	"\adefault\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x121\n" +
+	"\x03401\x12*\x12(\n" +
+	"&#/components/responses/Unauthenticated\x121\n" +
+	"\x03429\x12*\x12(\n" +
+	"&#/components/responses/TooManyRequests\x12-\n" +
+	"\x03503\x12&\x12$\n" +
+	"\"#/components/responses/Unavailable\x82\xd3\xe4\x93\x02\n" +
 	"\x12\b/v1/jobs\x12M\n" +
 	"\n" +
 	"UploadFile\x12\x1d.docjobs.v1.UploadFileRequest\x1a\x1e.docjobs.v1.UploadFileResponse(\x01\x12=\n" +
-	"\aGetFile\x12\x1a.docjobs.v1.GetFileRequest\x1a\x14.google.api.HttpBody0\x01\x12[\n" +
-	"\tListFiles\x12\x1c.docjobs.v1.ListFilesRequest\x1a\x1d.docjobs.v1.ListFilesResponse\"\x11\x82\xd3\xe4\x93\x02\v\x12\t/v1/files\x12[\n" +
+	"\aGetFile\x12\x1a.docjobs.v1.GetFileRequest\x1a\x14.google.api.HttpBody0\x01\x12\x8e\x03\n" +
+	"\tListFiles\x12\x1c.docjobs.v1.ListFilesRequest\x1a\x1d.docjobs.v1.ListFilesResponse\"\xc3\x02\xbaG\xae\x02B\xab\x02\x12G\n" +
+	"\x03200\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x12K\n" +
+	"\adefault\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x121\n" +
+	"\x03401\x12*\x12(\n" +
+	"&#/components/responses/Unauthenticated\x121\n" +
+	"\x03429\x12*\x12(\n" +
+	"&#/components/responses/TooManyRequests\x12-\n" +
+	"\x03503\x12&\x12$\n" +
+	"\"#/components/responses/Unavailable\x82\xd3\xe4\x93\x02\v\x12\t/v1/files\x12\xc6\x03\n" +
 	"\n" +
-	"DeleteFile\x12\x1d.docjobs.v1.DeleteFileRequest\x1a\x16.google.protobuf.Empty\"\x16\x82\xd3\xe4\x93\x02\x10*\x0e/v1/files/{id}\x12[\n" +
-	"\tCancelJob\x12\x1c.docjobs.v1.CancelJobRequest\x1a\x0f.docjobs.v1.Job\"\x1f\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/v1/jobs/{id}:cancel\x12X\n" +
-	"\tDeleteJob\x12\x1c.docjobs.v1.DeleteJobRequest\x1a\x16.google.protobuf.Empty\"\x15\x82\xd3\xe4\x93\x02\x0f*\r/v1/jobs/{id}B\x9a\x04\xbaG\xe1\x03\"\xde\x03\n" +
-	"\xdb\x03\n" +
-	"\x0e/v1/files/{id}\x12\xc8\x03\"\xc5\x03\n" +
+	"DeleteFile\x12\x1d.docjobs.v1.DeleteFileRequest\x1a\x16.google.protobuf.Empty\"\x80\x03\xbaG\xe6\x02B\xe3\x02\x12\x7f\n" +
+	"\x03200\x12x\n" +
+	"v\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x1a6\n" +
+	"4\n" +
+	"\x10application/json\x12 \n" +
+	"\x1e\x12\x1c\n" +
+	"\x1a#/components/schemas/Empty\x12K\n" +
+	"\adefault\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x121\n" +
+	"\x03401\x12*\x12(\n" +
+	"&#/components/responses/Unauthenticated\x121\n" +
+	"\x03429\x12*\x12(\n" +
+	"&#/components/responses/TooManyRequests\x12-\n" +
+	"\x03503\x12&\x12$\n" +
+	"\"#/components/responses/Unavailable\x82\xd3\xe4\x93\x02\x10*\x0e/v1/files/{id}\x12\xbc\x03\n" +
+	"\tCancelJob\x12\x1c.docjobs.v1.CancelJobRequest\x1a\x0f.docjobs.v1.Job\"\xff\x02\xbaG\xdc\x02:,\x12*\n" +
+	"(#/components/requestBodies/CancelJobBodyB\xab\x02\x12G\n" +
+	"\x03200\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x12K\n" +
+	"\adefault\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x121\n" +
+	"\x03401\x12*\x12(\n" +
+	"&#/components/responses/Unauthenticated\x121\n" +
+	"\x03429\x12*\x12(\n" +
+	"&#/components/responses/TooManyRequests\x12-\n" +
+	"\x03503\x12&\x12$\n" +
+	"\"#/components/responses/Unavailable\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/v1/jobs/{id}:cancel\x12\xc3\x03\n" +
+	"\tDeleteJob\x12\x1c.docjobs.v1.DeleteJobRequest\x1a\x16.google.protobuf.Empty\"\xff\x02\xbaG\xe6\x02B\xe3\x02\x12\x7f\n" +
+	"\x03200\x12x\n" +
+	"v\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x1a6\n" +
+	"4\n" +
+	"\x10application/json\x12 \n" +
+	"\x1e\x12\x1c\n" +
+	"\x1a#/components/schemas/Empty\x12K\n" +
+	"\adefault\x12@\n" +
+	">\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x121\n" +
+	"\x03401\x12*\x12(\n" +
+	"&#/components/responses/Unauthenticated\x121\n" +
+	"\x03429\x12*\x12(\n" +
+	"&#/components/responses/TooManyRequests\x12-\n" +
+	"\x03503\x12&\x12$\n" +
+	"\"#/components/responses/Unavailable\x82\xd3\xe4\x93\x02\x0f*\r/v1/jobs/{id}B\xaf\x05\xbaG\xf6\x04\"\xf3\x04\n" +
+	"\xf0\x04\n" +
+	"\x0e/v1/files/{id}\x12\xdd\x04\"\xda\x04\n" +
 	"\n" +
 	"JobService\x1a\xee\x01Downloads a stored file of the calling account: an upload, or a URL in job.files. The file streams with its Content-Type and Content-Length and a `Content-Disposition: attachment` naming it. Another account's file or an unknown id is 404.*\x12JobService_GetFile2\x1b\n" +
 	"\x19\n" +
 	"\x02id\x12\x04path \x01R\v\n" +
-	"\t\xca\x01\x06stringB\x94\x01\n" +
+	"\t\xca\x01\x06stringB\xa9\x02\n" +
 	"S\n" +
 	"Q\n" +
 	"\x16Default error response\x1a7\n" +
@@ -3105,7 +3253,13 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\x1d\n" +
 	"\x03*/*\x12\x16\n" +
 	"\x14\n" +
-	"\x12\xca\x01\x06string\x9a\x02\x06binaryZ3github.com/docjobs/docjobs/gen/docjobs/v1;docjobsv1b\x06proto3"
+	"\x12\xca\x01\x06string\x9a\x02\x06binary\x121\n" +
+	"\x03401\x12*\x12(\n" +
+	"&#/components/responses/Unauthenticated\x121\n" +
+	"\x03429\x12*\x12(\n" +
+	"&#/components/responses/TooManyRequests\x12-\n" +
+	"\x03503\x12&\x12$\n" +
+	"\"#/components/responses/UnavailableZ3github.com/docjobs/docjobs/gen/docjobs/v1;docjobsv1b\x06proto3"
 
 var (
 	file_docjobs_v1_docjobs_proto_rawDescOnce sync.Once
