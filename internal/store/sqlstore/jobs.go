@@ -521,8 +521,8 @@ func (s *Store[TTx]) ResultRows(ctx context.Context, accountID, id string) (*job
 	}
 	db := s.backend.DB()
 	seq := func(yield func(store.ResultRow, error) bool) {
-		// fail yields err, or, when the rows read fall short of the
-		// snapshot's because the job was deleted since, the deletion.
+		// Rows short of the snapshot's counts are an error (resultShort):
+		// a result missing rows must not look whole.
 		fail := func(err error) { yield(store.ResultRow{}, err) }
 		n := 0
 		stopped, err := eachResultRow(ctx, s, db, id, ocrResultTable, snap.pickOCR, func(r *job.OCRRow) bool {
