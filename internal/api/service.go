@@ -210,8 +210,14 @@ func account(ctx context.Context) (string, error) {
 }
 
 // internal hides err from the client: it is logged under a fresh error id,
-// and the client gets only that id to quote.
+// and the client gets only that id to quote. An error of a database that
+// could not be reached (store.ErrUnavailable) is returned as it is, with
+// op, for the edge to answer UNAVAILABLE with a retry delay, and to log
+// under the id it names: the request may succeed later unchanged.
 func (s *Service) internal(ctx context.Context, op string, err error, attrs ...slog.Attr) error {
+	if errors.Is(err, store.ErrUnavailable) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
 	id := newErrorID()
 	attrs = append(attrs, slog.String("op", op), slog.String("error_id", id), slog.String("error", err.Error()))
 	if a, ok := auth.Account(ctx); ok {

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -906,13 +907,31 @@ func TestDeleteJobClearsItsFileRemovalOnlyOnceNothingIsLeft(t *testing.T) {
 }
 
 func TestInternalErrorsHideTheCauseBehindAnID(t *testing.T) {
-	h := newHarness(t, Config{})
+	var path string
+	h := newHarnessOn(t, Config{}, func(t *testing.T, log *slog.Logger) storetest.Store {
+		t.Helper()
+		path = filepath.Join(t.TempDir(), "docjobs.db")
+		st, err := sqlite.Open(context.Background(), sqlite.Config{Path: path, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	})
 	id := h.create(t, "acme", createRequest()).GetId()
-	if err := h.store.Close(); err != nil {
+	// A schema the binary does not know: an error the database answered
+	// (a closed store is unavailable, not internal).
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`ALTER TABLE jobs RENAME COLUMN title TO title_renamed`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	_, err := h.svc.GetJob(as("acme"), &docjobsv1.GetJobRequest{Id: id})
+	_, err = h.svc.GetJob(as("acme"), &docjobsv1.GetJobRequest{Id: id})
 	st, _ := status.FromError(err)
 	m := regexp.MustCompile(`^internal error \(id=([0-9a-f]{16})\)$`).FindStringSubmatch(st.Message())
 	if st.Code() != codes.Internal || m == nil {
@@ -925,8 +944,34 @@ func TestInternalErrorsHideTheCauseBehindAnID(t *testing.T) {
 			line = l
 		}
 	}
-	if !strings.Contains(line, "closed") || !strings.Contains(line, id) {
+	if !strings.Contains(line, "no such column") || !strings.Contains(line, id) {
 		t.Fatalf("no log line with error id %s, its cause and the job id:\n%s", m[1], logs)
+	}
+}
+
+// A database that cannot be reached is no internal error: the service
+// hands the store's error on, matching store.ErrUnavailable and not yet a
+// status, for the edge to answer UNAVAILABLE with a retry delay.
+func TestAnUnreachableDatabaseIsHandedOnAsUnavailable(t *testing.T) {
+	h := newHarness(t, Config{})
+	id := h.create(t, "acme", createRequest()).GetId()
+	if err := h.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]func() error{
+		"GetJob": func() error { _, err := h.svc.GetJob(as("acme"), &docjobsv1.GetJobRequest{Id: id}); return err },
+		"GetJobResult": func() error {
+			_, err := h.svc.GetJobResult(as("acme"), &docjobsv1.GetJobResultRequest{Id: id})
+			return err
+		},
+		"ListJobs":  func() error { _, err := h.svc.ListJobs(as("acme"), &docjobsv1.ListJobsRequest{}); return err },
+		"CreateJob": func() error { _, err := h.svc.CreateJob(as("acme"), createRequest()); return err },
+	}
+	for name, call := range calls {
+		err := call()
+		if _, isStatus := status.FromError(err); isStatus || !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("%s: %v, want the store's error matching store.ErrUnavailable", name, err)
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/docjobs/docjobs/internal/auth"
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/store"
 )
 
 // This file is the one place where errors become what a client sees. Every
@@ -50,6 +51,8 @@ func (s *Server) clientStatus(ctx context.Context, err error) *status.Status {
 		return status.New(codes.FailedPrecondition, job.ErrTerminal.Error())
 	case errors.Is(err, auth.ErrUnavailable):
 		return s.unavailable(ctx, err, auth.ErrUnavailable.Error())
+	case errors.Is(err, store.ErrUnavailable):
+		return s.unavailable(ctx, err, "the database could not be reached")
 	}
 	return s.internal(ctx, err)
 }

@@ -41,6 +41,16 @@ var ErrActiveJobsLimit = errors.New("account has the most active jobs allowed")
 // would take more than the bytes allowed.
 var ErrUploadQuota = errors.New("account uploads would exceed the bytes allowed")
 
+// ErrUnavailable is matched by the errors of a store that could not reach
+// its database: the connection was refused, reset or cut, the pool or
+// database is closed, or (SQLite) another process held the file's lock past
+// the busy timeout. Such an error wraps the cause; a request that met it may
+// succeed later unchanged, so the API answers it UNAVAILABLE with a retry
+// delay rather than INTERNAL. Errors the database itself answered (a
+// constraint, a malformed query) are not ErrUnavailable, nor is the
+// caller's own cancel or deadline.
+var ErrUnavailable = errors.New("database unavailable")
+
 // ErrNodeHeld is returned by Work when another live process holds
 // WorkConfig.ClientID (and no derived id was allowed or free), and passed to
 // WorkConfig.OnNodeLost when another process took the id from this one.
@@ -273,17 +283,24 @@ type Store interface {
 	CreateJob(ctx context.Context, p CreateJobParams) (j *job.Job, replayed bool, err error)
 	GetJob(ctx context.Context, accountID, id string) (*job.Job, error)
 	ListJobs(ctx context.Context, p ListParams) (ListPage, error)
+	// GetResult returns the job with all its rows, read whole, as one
+	// snapshot.
 	GetResult(ctx context.Context, accountID, id string) (*job.Result, error)
 	// ResultRows is GetResult one row at a time: it reads the job (so an
 	// unknown job or another account's is ErrNotFound before any row) and
 	// returns the job's rows in GetResult's order, OCR rows, then model
-	// rows, then the merged answers when the job has some. Rows are read as
-	// the sequence asks for them, a few at a time (about a megabyte of
-	// text, or one larger row), and no query stays open while the caller
-	// handles a row, so that neither the whole result nor a database
-	// connection is held while the caller writes rows out; the rows are
-	// therefore not one snapshot (GetResult's are not either). The sequence
-	// reads with ctx and ends after yielding an error.
+	// rows, then the merged answers when the job has some. The job and its
+	// rows are one snapshot, the database as it was when ResultRows was
+	// called, however long the caller takes: no row committed later, no
+	// row's later state, and never a job that says RUNNING beside a row
+	// that ended after it was read (GetResult is one snapshot too). Yet
+	// neither the whole result nor a transaction is held while the caller
+	// handles rows: rows are read as the sequence asks for them, a few at a
+	// time (about a megabyte of text, or one larger row), each batch by a
+	// query closed before its rows are yielded. A job deleted while its
+	// rows are read ends the sequence with an error matching ErrNotFound,
+	// never with a shorter result. The sequence reads with ctx and ends
+	// after yielding an error.
 	ResultRows(ctx context.Context, accountID, id string) (*job.Job, iter.Seq2[ResultRow, error], error)
 	// ResultToFinish is GetResult of any account's job without what ending
 	// a job never reads: OCR rows come without content, request and raw

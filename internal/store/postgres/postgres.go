@@ -9,8 +9,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"runtime"
 	"strings"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -198,6 +201,7 @@ func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			ForDelete:         ` FOR UPDATE`,
 			Retryable:         isRetryable,
 			IsUniqueViolation: isUniqueViolation,
+			Unavailable:       isUnavailable,
 			Time:              func(t time.Time) any { return t },
 			LastAttemptedBy:   `attempted_by[array_upper(attempted_by, 1)]`,
 			// Every process hears of every end at once (ends.go).
@@ -238,6 +242,34 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
+// isUnavailable reports an error meaning the database could not be
+// reached, after which the same request may succeed: no connection could
+// be made (refused, timed out, the server refusing connections for now or
+// for good: every pgconn.ConnectError, as the service cannot tell an
+// outage from a server that will never come back), the pool is closed (the
+// process is stopping), the connection was cut under a statement (a
+// network error, EOF, pgx's "conn closed"), or the server said so itself:
+// class 08 (connection exception), 57P01–57P03 (the server shutting down,
+// crashed or starting) and 53300 (too many connections).
+func isUnavailable(err error) bool {
+	var (
+		ce *pgconn.ConnectError
+		ne net.Error
+		pe *pgconn.PgError
+	)
+	switch {
+	case errors.As(err, &ce):
+		return true // before PgError: a refused login wraps the server's FATAL
+	case errors.As(err, &pe):
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" ||
+			pe.Code == "57P03" || pe.Code == "53300"
+	case errors.As(err, &ne):
+		return true
+	}
+	return errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
 // backend adapts pgx to sqlstore.Backend.
 type backend struct {
 	pool      *pgxpool.Pool
@@ -259,6 +291,13 @@ func newBackend(pool *pgxpool.Pool, cfg Config) *backend {
 func (b *backend) DB() sqlstore.Querier { return querier{b.pool} }
 
 func (b *backend) Begin(ctx context.Context) (pgx.Tx, error) { return b.pool.Begin(ctx) }
+
+// BeginRead starts a REPEATABLE READ READ ONLY transaction: its statements
+// all see the snapshot of its first one. A read-only transaction takes no
+// row locks and is never aborted for serialization at this level.
+func (b *backend) BeginRead(ctx context.Context) (pgx.Tx, error) {
+	return b.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+}
 
 func (b *backend) Tx(tx pgx.Tx) sqlstore.Querier { return querier{tx} }
 

@@ -59,6 +59,11 @@ func BenchmarkCreateJob(b *testing.B) {
 	storetest.BenchmarkCreateJob(b, func(b *testing.B) store.Store { return openSchema(b) })
 }
 
+func BenchmarkResultRows(b *testing.B) {
+	pgtest.URL(b)
+	storetest.BenchmarkResultRows(b, func(b *testing.B) store.Store { return openSchema(b) })
+}
+
 func TestMigrateIsIdempotent(t *testing.T) {
 	s := openSchema(t)
 	defer s.Close()

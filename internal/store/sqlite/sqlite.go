@@ -14,6 +14,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -201,6 +203,7 @@ func newStore(path string, db, read, watch *sql.DB, flush *flusher, logger *slog
 	core, err := sqlstore.New(sqlstore.Config{
 		Dialect: sqlstore.Dialect{
 			IsUniqueViolation: isUniqueViolation,
+			Unavailable:       isUnavailable,
 			Time:              func(t time.Time) any { return t.Format(sqlstore.TimeLayout) },
 			LastAttemptedBy:   `json_extract(attempted_by, '$[#-1]')`,
 			AfterErase:        flush.soon,
@@ -229,6 +232,43 @@ func isUniqueViolation(err error) bool {
 		return false
 	}
 	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// isUnavailable reports an error after which the same request may succeed
+// later: the database was closed under it (the process is stopping), a
+// connection went bad, or another process (a second docjobs, a backup, an
+// operator's sqlite3 shell) held the file's lock past the busy timeout,
+// SQLITE_BUSY with any extended code. Within one process writers queue for
+// the one writer connection and never meet SQLITE_BUSY; one that waits
+// past its request's deadline gets DeadlineExceeded, not this. Errors of
+// the file itself (SQLITE_IOERR, SQLITE_FULL, SQLITE_CORRUPT, SQLITE_CANTOPEN)
+// are not: they need an operator, and stay INTERNAL.
+func isUnavailable(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()&0xff == sqlite3.SQLITE_BUSY
+	}
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || isDBClosed(err)
+}
+
+// isDBClosed reports database/sql's "sql: database is closed", which it
+// does not export.
+func isDBClosed(err error) bool {
+	const closed = "sql: database is closed"
+	for err != nil {
+		if err.Error() == closed {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			return slices.ContainsFunc(u.Unwrap(), isDBClosed)
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // pollOnlyDriver is River's SQLite driver without its emulated
@@ -267,6 +307,13 @@ func (b *backend) DB() sqlstore.Querier {
 }
 
 func (b *backend) Begin(ctx context.Context) (*sql.Tx, error) { return b.db.BeginTx(ctx, nil) }
+
+// BeginRead starts a transaction on a read connection: a plain (deferred)
+// BEGIN, which in WAL mode reads one snapshot from its first SELECT on,
+// beside the writer and without blocking it.
+func (b *backend) BeginRead(ctx context.Context) (*sql.Tx, error) {
+	return b.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+}
 
 func (b *backend) Tx(tx *sql.Tx) sqlstore.Querier { return querier{tx} }
 

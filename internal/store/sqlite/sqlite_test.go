@@ -295,3 +295,13 @@ func TestStoresOpeningTogetherOnANewFileAllStart(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkResultRows(b *testing.B) {
+	storetest.BenchmarkResultRows(b, func(b *testing.B) store.Store {
+		s, err := sqlite.Open(b.Context(), sqlite.Config{Path: filepath.Join(b.TempDir(), "docjobs.db"), Logger: quiet})
+		if err != nil {
+			b.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}

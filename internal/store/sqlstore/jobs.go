@@ -482,74 +482,212 @@ func (s *Store[TTx]) listJobs(ctx context.Context, query string, args []any, kee
 const defaultPageSize = 50
 
 // GetResult returns the job with its OCR rows by file index and its model
-// rows by file, prompt and chunk index.
+// rows by file, prompt and chunk index, all read in one snapshot.
 func (s *Store[TTx]) GetResult(ctx context.Context, accountID, id string) (*job.Result, error) {
-	res, err := s.result(ctx, accountID, id, ocrColumns, llmColumns)
+	var res *job.Result
+	err := s.inSnapshot(ctx, func(q Querier) error {
+		var err error
+		if res, err = s.result(ctx, q, accountID, id, ocrColumns, llmColumns); err != nil {
+			return err
+		}
+		var merged string
+		if err := s.queryRow(ctx, q, `SELECT merged FROM jobs WHERE id = ?`, []any{id}, &merged); err != nil {
+			return fmt.Errorf("merged answers of job %s: %w", id, err)
+		}
+		if merged != "" {
+			res.Merged = []byte(merged)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	var merged string
-	if err := s.queryRow(ctx, s.backend.DB(), `SELECT merged FROM jobs WHERE id = ?`, []any{id}, &merged); err != nil {
-		return nil, fmt.Errorf("merged answers of job %s: %w", id, err)
-	}
-	if merged != "" {
-		res.Merged = []byte(merged)
 	}
 	return res, nil
 }
 
 // ResultRows reads the job of accountID ("" = any account) and returns
-// its result's rows as the caller asks for them; see store.Store. The rows
-// are read in batches of about a megabyte (eachResultRow), each batch by a
-// query closed before its rows are yielded, rather than through one cursor:
-// a cursor would hold a connection (one of SQLite's four readers, or a
-// PostgreSQL connection) and, on SQLite, a read snapshot that stops WAL
-// checkpoints, for as long as the slowest client takes to read a result of
-// gigabytes.
+// its result's rows as the caller asks for them, as one snapshot; see
+// store.Store and resultSnapshot for how. The rows are read in batches of
+// about a megabyte (eachResultRow), each batch by a query closed before
+// its rows are yielded, rather than through one cursor or one transaction:
+// either would hold a connection (one of SQLite's four readers, or a
+// PostgreSQL connection), and a snapshot that stops SQLite's WAL
+// checkpoints or PostgreSQL's vacuum, for as long as the slowest client
+// takes to read a result of gigabytes.
 func (s *Store[TTx]) ResultRows(ctx context.Context, accountID, id string) (*job.Job, iter.Seq2[store.ResultRow, error], error) {
-	db := s.backend.DB()
-	j, err := s.getJob(ctx, db, accountID, id, "")
+	snap, err := s.resultSnapshot(ctx, accountID, id)
 	if err != nil {
 		return nil, nil, err
 	}
+	db := s.backend.DB()
 	seq := func(yield func(store.ResultRow, error) bool) {
-		stopped, err := eachResultRow(ctx, s, db, id, ocrResultTable, func(r *job.OCRRow) bool {
+		// Rows short of the snapshot's counts are an error (resultShort):
+		// a result missing rows must not look whole.
+		fail := func(err error) { yield(store.ResultRow{}, err) }
+		n := 0
+		stopped, err := eachResultRow(ctx, s, db, id, ocrResultTable, snap.pickOCR, func(r *job.OCRRow) bool {
+			n++
 			return yield(store.ResultRow{OCR: r}, nil)
 		})
+		if err == nil && !stopped && n != snap.ocrRows {
+			err = s.resultShort(ctx, id, "OCR", n, snap.ocrRows)
+		}
 		if err != nil {
-			yield(store.ResultRow{}, err)
+			fail(err)
 			return
 		}
 		if stopped {
 			return
 		}
-		stopped, err = eachResultRow(ctx, s, db, id, llmResultTable, func(r *job.LLMRow) bool {
+		n = 0
+		stopped, err = eachResultRow(ctx, s, db, id, llmResultTable, snap.pickLLM, func(r *job.LLMRow) bool {
+			n++
 			return yield(store.ResultRow{LLM: r}, nil)
 		})
+		if err == nil && !stopped && n != snap.llmRows {
+			err = s.resultShort(ctx, id, "model", n, snap.llmRows)
+		}
 		if err != nil {
-			yield(store.ResultRow{}, err)
+			fail(err)
 			return
 		}
-		if stopped {
+		if stopped || !snap.merged {
 			return
 		}
+		// Stored with the job's end, in the snapshot already: it no longer
+		// changes, and is read only now so as not to be held all along.
 		var merged string
 		if err := s.queryRow(ctx, db, `SELECT merged FROM jobs WHERE id = ?`, []any{id}, &merged); err != nil {
-			yield(store.ResultRow{}, fmt.Errorf("merged answers of job %s: %w", id, err))
+			if errors.Is(err, errNoRows) {
+				err = store.ErrNotFound
+			}
+			fail(fmt.Errorf("merged answers of job %s: %w", id, err))
 			return
 		}
-		if merged != "" {
-			yield(store.ResultRow{Merged: []byte(merged)}, nil)
-		}
+		yield(store.ResultRow{Merged: []byte(merged)}, nil)
 	}
-	return j, seq, nil
+	return snap.job, seq, nil
+}
+
+// resultSnapshot is what ResultRows reads of a job in one read-only
+// transaction (inSnapshot), so that the rows it yields later are the
+// database as it was then. It holds the job, how many rows of each table
+// there were (per file for model rows) and the rows then still PENDING, in
+// full; not the other rows, which it reads later, a batch at a time, as
+// they were: a row changes only from PENDING to a terminal status, once
+// (every UPDATE of a row requires PENDING: FinishOCR, FinishLLM,
+// failPendingRows), a file's model rows are all inserted by the one
+// transaction that ends its OCR row (FinishOCR, failPendingRows), the
+// merged answers are stored by the transaction that ends the job, and rows
+// are deleted only with their job. So a row terminal in the snapshot reads
+// the same later, a file without model rows then gets its rows later
+// (and they are left out), and a deletion is seen as rows missing.
+//
+// The transaction lasts as long as these reads: on a finished job, two
+// counts and two empty lookups of the pending indexes; on a running one,
+// its pending rows too, which carry no answer or exchange (a model row's
+// chunk is in input, not read). It holds what finalize's ResultToFinish
+// holds of a job, at most.
+type resultSnapshot struct {
+	job        *job.Job
+	merged     bool // the job has merged answers
+	ocrRows    int
+	ocrPending map[int64]*job.OCRRow
+	llmRows    int
+	llmFiles   map[int64]int // model rows of each file index that had any
+	llmPending map[[3]int64]*job.LLMRow
+}
+
+func (s *Store[TTx]) resultSnapshot(ctx context.Context, accountID, id string) (*resultSnapshot, error) {
+	var snap *resultSnapshot
+	err := s.inSnapshot(ctx, func(q Querier) error {
+		j, err := s.getJob(ctx, q, accountID, id, "")
+		if err != nil {
+			return err
+		}
+		snap = &resultSnapshot{job: j, ocrPending: map[int64]*job.OCRRow{}, llmFiles: map[int64]int{},
+			llmPending: map[[3]int64]*job.LLMRow{}}
+		var mergedBytes int64
+		err = s.queryRow(ctx, q, `SELECT octet_length(merged), (SELECT COUNT(*) FROM ocr_rows WHERE job_id = ?)
+			FROM jobs WHERE id = ?`, []any{id, id}, &mergedBytes, &snap.ocrRows)
+		if err != nil {
+			return fmt.Errorf("result of job %s: %w", id, err)
+		}
+		snap.merged = mergedBytes > 0
+		rows, err := s.query(ctx, q, `SELECT file_index, COUNT(*) FROM llm_rows WHERE job_id = ? GROUP BY file_index`, id)
+		if err != nil {
+			return fmt.Errorf("model rows of job %s: %w", id, err)
+		}
+		for rows.Next() {
+			var file int64
+			var n int
+			if err := rows.Scan(&file, &n); err != nil {
+				rows.Close()
+				return fmt.Errorf("model rows of job %s: %w", id, err)
+			}
+			snap.llmFiles[file] = n
+			snap.llmRows += n
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("model rows of job %s: %w", id, err)
+		}
+		// Read by the partial indexes of pending rows: nothing to read
+		// once the job has ended.
+		if err := pendingRows(ctx, s, q, id, ocrResultTable, func(r job.OCRRow) {
+			snap.ocrPending[int64(r.FileIndex)] = &r
+		}); err != nil {
+			return err
+		}
+		return pendingRows(ctx, s, q, id, llmResultTable, func(r job.LLMRow) {
+			snap.llmPending[[3]int64{int64(r.FileIndex), int64(r.PromptIndex), int64(r.ChunkIndex)}] = &r
+		})
+	})
+	return snap, err
+}
+
+// pickOCR and pickLLM say how eachResultRow yields the row with key k:
+// the snapshot's copy of a row then pending, nothing for a row not there
+// then, or (read) the row as the database has it, unchanged since.
+func (snap *resultSnapshot) pickOCR(k [3]int64) (*job.OCRRow, bool) {
+	if r, ok := snap.ocrPending[k[0]]; ok {
+		return r, false
+	}
+	return nil, true
+}
+
+func (snap *resultSnapshot) pickLLM(k [3]int64) (*job.LLMRow, bool) {
+	if snap.llmFiles[k[0]] == 0 {
+		return nil, false
+	}
+	if r, ok := snap.llmPending[k]; ok {
+		return r, false
+	}
+	return nil, true
+}
+
+// resultShort is the error of a result whose rows of a table came to n
+// where the snapshot had want: the job was deleted while it was read
+// (store.ErrNotFound), or, were the rules resultSnapshot relies on ever
+// broken, a result that cannot be given as one snapshot.
+func (s *Store[TTx]) resultShort(ctx context.Context, id, table string, n, want int) error {
+	var one int
+	err := s.queryRow(ctx, s.backend.DB(), `SELECT 1 FROM jobs WHERE id = ?`, []any{id}, &one)
+	switch {
+	case errors.Is(err, errNoRows):
+		return fmt.Errorf("job %s was deleted while its result was read (%d of %d %s rows read): %w",
+			id, n, want, table, store.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("result of job %s: %w", id, err)
+	}
+	return fmt.Errorf("result of job %s: %d %s rows where its snapshot had %d", id, n, table, want)
 }
 
 // ResultToFinish reads what ending job id needs: the job and its rows,
 // without the recognized text and the provider exchanges, and the answers
 // within maxContent bytes; see store.Store.
 func (s *Store[TTx]) ResultToFinish(ctx context.Context, id string, maxContent int64) (*job.Result, error) {
-	res, err := s.result(ctx, "", id, ocrColumnsLean, llmColumnsLean)
+	res, err := s.result(ctx, s.backend.DB(), "", id, ocrColumnsLean, llmColumnsLean)
 	if err != nil {
 		return nil, err
 	}
@@ -559,9 +697,8 @@ func (s *Store[TTx]) ResultToFinish(ctx context.Context, id string, maxContent i
 	return res, nil
 }
 
-// result reads the job and its rows with the given column lists.
-func (s *Store[TTx]) result(ctx context.Context, accountID, id, ocrCols, llmCols string) (*job.Result, error) {
-	db := s.backend.DB()
+// result reads the job and its rows with the given column lists, on db.
+func (s *Store[TTx]) result(ctx context.Context, db Querier, accountID, id, ocrCols, llmCols string) (*job.Result, error) {
 	j, err := s.getJob(ctx, db, accountID, id, "")
 	if err != nil {
 		return nil, err

@@ -135,22 +135,53 @@ type resultTable[R any] struct {
 	nkeys   int
 	columns string
 	scan    func(Rows) (R, error)
+	// key is a row's key, its keys in order, then zeros.
+	key func(*R) [3]int64
 }
 
 var (
 	ocrResultTable = resultTable[job.OCRRow]{
 		table: "ocr_rows", keys: "file_index", nkeys: 1, columns: ocrColumns, scan: scanOCRRow,
+		key: func(r *job.OCRRow) [3]int64 { return [3]int64{int64(r.FileIndex)} },
 	}
 	llmResultTable = resultTable[job.LLMRow]{
 		table: "llm_rows", keys: "file_index, prompt_index, chunk_index", nkeys: 3, columns: llmColumns, scan: scanLLMRow,
+		key: func(r *job.LLMRow) [3]int64 {
+			return [3]int64{int64(r.FileIndex), int64(r.PromptIndex), int64(r.ChunkIndex)}
+		},
 	}
 )
 
+// pendingRows hands each PENDING row of the job's table t to keep.
+func pendingRows[TTx, R any](ctx context.Context, s *Store[TTx], q Querier, jobID string, t resultTable[R], keep func(R)) error {
+	rows, err := s.query(ctx, q, `SELECT `+t.columns+` FROM `+t.table+` WHERE job_id = ? AND `+isPending, jobID)
+	if err != nil {
+		return fmt.Errorf("pending %s of %s: %w", t.table, jobID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := t.scan(rows)
+		if err != nil {
+			return err
+		}
+		keep(r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("pending %s of %s: %w", t.table, jobID, err)
+	}
+	return nil
+}
+
 // eachResultRow yields the job's rows of table t in result order, reading
 // them in batches; it stops early when yield returns false (stopped=true).
-// No query is open while yield runs.
+// No query is open while yield runs. pick says, for each row key listed,
+// whether the row is read from the database (read), yielded as the copy
+// it returns, or (nil, false) left out: ResultRows picks by its snapshot.
+// A batch holds only rows to read: a row picked otherwise ends it, and one
+// a batch meets that its listing did not pick (committed since) is left
+// out.
 func eachResultRow[TTx, R any](ctx context.Context, s *Store[TTx], q Querier, jobID string, t resultTable[R],
-	yield func(*R) bool,
+	pick func(k [3]int64) (copied *R, read bool), yield func(*R) bool,
 ) (stopped bool, err error) {
 	tuple := "(" + placeholders(t.nkeys) + ")"
 	after := make([]any, t.nkeys)
@@ -166,8 +197,21 @@ func eachResultRow[TTx, R any](ctx context.Context, s *Store[TTx], q Querier, jo
 			return false, nil
 		}
 		for len(sizes) > 0 {
+			if copied, read := pick(sizes[0].k); !read {
+				after, sizes = sizes[0].key, sizes[1:]
+				if copied != nil {
+					r := *copied
+					if !yield(&r) {
+						return true, nil
+					}
+				}
+				continue
+			}
 			n, total := 0, int64(0)
 			for n < len(sizes) && (n == 0 || total+sizes[n].bytes <= resultBatchBytes) {
+				if _, read := pick(sizes[n].k); !read {
+					break
+				}
 				total += sizes[n].bytes
 				n++
 			}
@@ -183,6 +227,9 @@ func eachResultRow[TTx, R any](ctx context.Context, s *Store[TTx], q Querier, jo
 				// the row as soon as it is handed over.
 				r := batch[i]
 				batch[i] = *new(R)
+				if _, read := pick(t.key(&r)); !read {
+					continue
+				}
 				if !yield(&r) {
 					return true, nil
 				}
@@ -191,9 +238,11 @@ func eachResultRow[TTx, R any](ctx context.Context, s *Store[TTx], q Querier, jo
 	}
 }
 
-// rowSize is a row's key and the bytes of its text columns.
+// rowSize is a row's key, as query arguments (key) and as numbers (k),
+// and the bytes of its text columns.
 type rowSize struct {
 	key   []any
+	k     [3]int64
 	bytes int64
 }
 
@@ -213,16 +262,15 @@ func resultSizes[TTx, R any](ctx context.Context, s *Store[TTx], q Querier, jobI
 	defer rows.Close()
 	var out []rowSize
 	for rows.Next() {
-		keys := make([]int64, t.nkeys)
-		dest := make([]any, 0, t.nkeys+1)
-		for i := range keys {
-			dest = append(dest, &keys[i])
-		}
 		var size rowSize
+		dest := make([]any, 0, t.nkeys+1)
+		for i := range t.nkeys {
+			dest = append(dest, &size.k[i])
+		}
 		if err := rows.Scan(append(dest, &size.bytes)...); err != nil {
 			return nil, fmt.Errorf("sizes of %s of %s: %w", t.table, jobID, err)
 		}
-		for _, k := range keys {
+		for _, k := range size.k[:t.nkeys] {
 			size.key = append(size.key, k)
 		}
 		out = append(out, size)

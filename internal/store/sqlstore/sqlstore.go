@@ -49,6 +49,15 @@ type Backend[TTx any] interface {
 	DB() Querier
 	// Begin starts a read-write transaction.
 	Begin(ctx context.Context) (TTx, error)
+	// BeginRead starts a read-only transaction whose statements all see
+	// one snapshot of the database, taken no later than its first
+	// statement (PostgreSQL: REPEATABLE READ READ ONLY; SQLite: a
+	// deferred transaction on a read connection, which WAL keeps on the
+	// snapshot of its first read). It never waits for writers, nor they
+	// for it; the caller ends it with Rollback, soon: on SQLite it holds
+	// back WAL checkpoints and a read connection, on PostgreSQL a
+	// connection and vacuum's horizon.
+	BeginRead(ctx context.Context) (TTx, error)
 	// Tx runs statements inside tx.
 	Tx(tx TTx) Querier
 	Commit(ctx context.Context, tx TTx) error
@@ -104,6 +113,12 @@ type Dialect struct {
 	Retryable func(error) bool
 	// IsUniqueViolation reports a unique-constraint error.
 	IsUniqueViolation func(error) bool
+	// Unavailable reports an error meaning the database could not be
+	// reached (a connection refused or cut, the pool closed, a lock held
+	// past the busy timeout): the store wraps it in store.ErrUnavailable.
+	// Nil: none is. It is never asked about the caller's own cancel or
+	// deadline, which stay what they are.
+	Unavailable func(error) bool
 	// Time encodes a UTC timestamp (already truncated to microseconds) as a
 	// query argument; the core scans time.Time, or text in TimeLayout.
 	Time func(time.Time) any
@@ -210,7 +225,7 @@ func New[TTx any](cfg Config, backend Backend[TTx], driver riverdriver.Driver[TT
 }
 
 // Ping checks the database connection.
-func (s *Store[TTx]) Ping(ctx context.Context) error { return s.backend.Ping(ctx) }
+func (s *Store[TTx]) Ping(ctx context.Context) error { return s.unavailable(s.backend.Ping(ctx)) }
 
 // Close closes the database.
 func (s *Store[TTx]) Close() error { return s.backend.Close() }
@@ -257,13 +272,46 @@ func (s *Store[TTx]) q(query string) string {
 }
 
 // exec and query rebind and run on qr, with every text argument made
-// storable (storableArgs).
+// storable (storableArgs). An error that means the database could not be
+// reached comes back wrapped in store.ErrUnavailable (unavailable), from
+// the statement or from reading its rows.
 func (s *Store[TTx]) exec(ctx context.Context, qr Querier, query string, args ...any) (int64, error) {
-	return qr.Exec(ctx, s.q(query), storableArgs(args)...)
+	n, err := qr.Exec(ctx, s.q(query), storableArgs(args)...)
+	return n, s.unavailable(err)
 }
 
 func (s *Store[TTx]) query(ctx context.Context, qr Querier, query string, args ...any) (Rows, error) {
-	return qr.Query(ctx, s.q(query), storableArgs(args)...)
+	rows, err := qr.Query(ctx, s.q(query), storableArgs(args)...)
+	if err != nil {
+		return nil, s.unavailable(err)
+	}
+	if s.dialect.Unavailable == nil {
+		return rows, nil
+	}
+	return unavailableRows{Rows: rows, unavailable: s.unavailable}, nil
+}
+
+// unavailableRows passes a lost connection met while reading rows on as
+// store.ErrUnavailable.
+type unavailableRows struct {
+	Rows
+	unavailable func(error) error
+}
+
+func (r unavailableRows) Scan(dest ...any) error { return r.unavailable(r.Rows.Scan(dest...)) }
+func (r unavailableRows) Err() error             { return r.unavailable(r.Rows.Err()) }
+
+// unavailable wraps err in store.ErrUnavailable when the dialect says it
+// means the database could not be reached. The caller's cancel or
+// deadline is left as it is: the request ended, the database may be fine.
+func (s *Store[TTx]) unavailable(err error) error {
+	switch {
+	case err == nil, s.dialect.Unavailable == nil, errors.Is(err, store.ErrUnavailable),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		!s.dialect.Unavailable(err):
+		return err
+	}
+	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 }
 
 // errNoRows is returned by queryRow when the query matched nothing.
@@ -328,20 +376,37 @@ func txRetryPause(attempt int) time.Duration {
 	return base + rand.N(base)
 }
 
-// runTx runs fn in one transaction.
+// runTx runs fn in one transaction. Its error is passed through
+// unavailable again: River's inserts and completions inside fn reach the
+// database without exec and query.
 func (s *Store[TTx]) runTx(ctx context.Context, fn func(tx TTx, q Querier) error) error {
 	tx, err := s.backend.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", s.unavailable(err))
 	}
 	if err := fn(tx, s.backend.Tx(tx)); err != nil {
 		_ = s.backend.Rollback(ctx, tx) // the error that matters is fn's
-		return err
+		return s.unavailable(err)
 	}
 	if err := s.backend.Commit(ctx, tx); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", s.unavailable(err))
 	}
 	return nil
+}
+
+// inSnapshot runs fn in a read-only transaction that sees one snapshot of
+// the database (Backend.BeginRead). fn must only read, and be quick: what
+// the transaction holds is listed at BeginRead.
+func (s *Store[TTx]) inSnapshot(ctx context.Context, fn func(q Querier) error) error {
+	tx, err := s.backend.BeginRead(ctx)
+	if err != nil {
+		return fmt.Errorf("begin read: %w", s.unavailable(err))
+	}
+	err = fn(s.backend.Tx(tx))
+	// Nothing was written: ending the transaction either way is the same,
+	// and a rollback cannot fail for a conflict.
+	_ = s.backend.Rollback(ctx, tx)
+	return err
 }
 
 // insertRiverJobs inserts River jobs in tx, nothing for an empty list, and

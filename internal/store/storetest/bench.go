@@ -1,9 +1,12 @@
 package storetest
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 )
 
@@ -42,6 +45,84 @@ func BenchmarkCreateJob(b *testing.B, open func(b *testing.B) store.Store) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkResultRows reads the result of a job of 1000 files and 16
+// prompts (16,000 model rows; a file's text 4 KiB, an answer 512 bytes, a
+// model call's request 4 KiB and raw answer 1 KiB: 98 MB of rows), finished
+// or with every model row still pending. "snapshot" is the ResultRows call
+// alone, the read-only transaction that fixes the result (what holds back
+// SQLite's checkpoints and PostgreSQL's vacuum); "whole" reads every row
+// after it; "GetResult" reads them all in one transaction, what a snapshot
+// held for the whole read would cost at the database's own speed.
+func BenchmarkResultRows(b *testing.B, open func(b *testing.B) store.Store) {
+	for _, bc := range []struct {
+		name    string
+		pending bool
+	}{{"finished", false}, {"running", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := open(b)
+			defer s.Close()
+			c := b.Context()
+			const files, prompts = 1000, 16
+			j := newJob("acct", files)
+			for i := range prompts {
+				j.Prompts = append(j.Prompts, fmt.Sprint("p", i))
+			}
+			if _, _, err := s.CreateJob(c, store.CreateJobParams{Job: j}); err != nil {
+				b.Fatal(err)
+			}
+			for f := range files {
+				ocr := doneRow(j, f, strings.Repeat("t", 4<<10))
+				ocr.Request, ocr.RawData = strings.Repeat("q", 1<<10), strings.Repeat("r", 1<<10)
+				d := store.OCRDone{Row: ocr, EndWhenLast: true}
+				for p := range prompts {
+					r := pendingChunk(j, ocr, 0, 1)
+					r.PromptIndex = p
+					if !bc.pending {
+						r.Status, r.Content = job.RowDone, strings.Repeat("a", 512)
+						r.Request, r.RawData = strings.Repeat("q", 4<<10), strings.Repeat("r", 1<<10)
+					}
+					d.LLM = append(d.LLM, r)
+				}
+				if _, err := s.FinishOCR(c, d); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Run("snapshot", func(b *testing.B) {
+				for b.Loop() {
+					if _, _, err := s.ResultRows(c, "acct", j.ID); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("whole", func(b *testing.B) {
+				for b.Loop() {
+					_, rows, err := s.ResultRows(c, "acct", j.ID)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n := 0
+					for _, err := range rows {
+						if err != nil {
+							b.Fatal(err)
+						}
+						n++
+					}
+					if n != files*(prompts+1) {
+						b.Fatalf("%d rows, want %d", n, files*(prompts+1))
+					}
+				}
+			})
+			b.Run("GetResult", func(b *testing.B) {
+				for b.Loop() {
+					if _, err := s.GetResult(c, "acct", j.ID); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		})
 	}
 }

@@ -160,3 +160,122 @@ func testResultRowsReadsLargeAndManyRows(t *testing.T, s Store) {
 		}
 	}
 }
+
+// snapshotJob is a RUNNING job of three files, one prompt, whose rows each
+// hold 600 KiB, so that the SQL stores read each in a batch of its own
+// (they batch about a megabyte): file 0 recognized with one answer and one
+// chunk still PENDING, file 1 still being recognized, file 2 recognized
+// with its only chunk PENDING. finish commits the rest and ends the job
+// with merged answers (through finalize, as the pipeline does).
+func snapshotJob(t *testing.T, s Store) (j *job.Job, finish func()) {
+	t.Helper()
+	big := func(c byte) string { return strings.Repeat(string(c), 600<<10) }
+	h := newHarness(t, s, "")
+	j = newJob("acct", 3)
+	j.Prompts = []string{"p0"}
+	h.on("finalize", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		_, err := s.FinishJob(ctx, rj.JobRow, store.Finish{JobID: j.ID, Status: job.StatusComplete,
+			Merged: []byte(`[{"file":"a","format":"json","content":"{}"}]`)})
+		return err
+	})
+	createJob(t, s, j, store.CreateJobParams{})
+
+	ocr0 := doneRow(j, 0, big('a'))
+	answered := pendingChunk(j, ocr0, 0, 2)
+	answered.Status, answered.Content = job.RowDone, big('b')
+	pending0 := pendingChunk(j, ocr0, 1, 2)
+	_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr0, LLM: []job.LLMRow{answered, pending0}})
+	noErr(t, "FinishOCR of file 0", err)
+	ocr2 := doneRow(j, 2, big('c'))
+	pending2 := pendingChunk(j, ocr2, 0, 1)
+	_, err = s.FinishOCR(ctx(t), store.OCRDone{Row: ocr2, LLM: []job.LLMRow{pending2}})
+	noErr(t, "FinishOCR of file 2", err)
+
+	return j, func() {
+		t.Helper()
+		ocr1 := doneRow(j, 1, big('d'))
+		row1 := pendingChunk(j, ocr1, 0, 1)
+		_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr1, LLM: []job.LLMRow{row1}})
+		noErr(t, "FinishOCR of file 1", err)
+		last := []job.LLMRow{pending0, row1, pending2}
+		for i, r := range last {
+			r.Status, r.Content = job.RowDone, big('e'+byte(i))
+			d := store.LLMDone{Row: r}
+			if i == len(last)-1 {
+				d.EnqueueWhenLast = []river.InsertManyParams{step("finalize")}
+			}
+			_, err := s.FinishLLM(ctx(t), d)
+			noErr(t, "FinishLLM", err)
+		}
+		h.waitOne()
+	}
+}
+
+// testResultRowsIsOneSnapshot commits, between the batches of a result
+// being read, the recognition of a file (with its model rows), the answers
+// of every pending chunk and the job's end with merged answers: the result
+// read is the job as it was when ResultRows was called, row for row, job
+// included; read again, it is the finished job.
+func testResultRowsIsOneSnapshot(t *testing.T, s Store) {
+	j, finish := snapshotJob(t, s)
+	before := getResult(t, s, j.ID)
+	equal(t, "job status before", before.Job.Status, job.StatusRunning)
+
+	snapJob, seq, err := s.ResultRows(ctx(t), "acct", j.ID)
+	noErr(t, "ResultRows", err)
+	got := &job.Result{Job: snapJob}
+	for r, err := range seq {
+		noErr(t, "a row of ResultRows", err)
+		if len(got.OCR) == 0 {
+			finish() // after the first batch, before the others
+		}
+		switch {
+		case r.OCR != nil:
+			got.OCR = append(got.OCR, *r.OCR)
+		case r.LLM != nil:
+			got.LLM = append(got.LLM, *r.LLM)
+		case r.Merged != nil:
+			got.Merged = r.Merged
+		}
+	}
+	after := getResult(t, s, j.ID)
+	equal(t, "job status after", after.Job.Status, job.StatusComplete)
+	equal(t, "rows before and after", [4]int{len(before.OCR), len(before.LLM), len(after.OCR), len(after.LLM)}, [4]int{3, 3, 3, 4})
+
+	equal(t, "job", got.Job, before.Job)
+	equal(t, "OCR rows", got.OCR, before.OCR)
+	equal(t, "model rows", got.LLM, before.LLM)
+	if got.Merged != nil {
+		t.Errorf("merged answers %s of a job that had none when it was read", got.Merged)
+	}
+
+	again := collectResult(t, s, "acct", j.ID)
+	equal(t, "job read again", again.Job, after.Job)
+	equal(t, "OCR rows read again", again.OCR, after.OCR)
+	equal(t, "model rows read again", again.LLM, after.LLM)
+	equal(t, "merged answers read again", string(again.Merged), string(after.Merged))
+}
+
+// testResultRowsOfAJobDeletedWhileRead deletes the job after the first
+// batch of its result was read: the sequence ends with an error matching
+// store.ErrNotFound, not with a result that only lacks rows.
+func testResultRowsOfAJobDeletedWhileRead(t *testing.T, s Store) {
+	j, _ := snapshotJob(t, s)
+	_, seq, err := s.ResultRows(ctx(t), "acct", j.ID)
+	noErr(t, "ResultRows", err)
+	rows, deleted := 0, false
+	var last error
+	for _, err := range seq {
+		if err != nil {
+			last = err
+			continue
+		}
+		rows++
+		if !deleted {
+			_, err := s.DeleteJob(ctx(t), "acct", j.ID)
+			noErr(t, "DeleteJob", err)
+			deleted = true
+		}
+	}
+	isErr(t, fmt.Sprintf("the end of a result whose job was deleted after %d rows", rows), last, store.ErrNotFound)
+}

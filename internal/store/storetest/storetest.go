@@ -103,6 +103,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ResultRowsIsGetResultOneRowAtATime", testResultRowsIsGetResultOneRowAtATime},
 		{"ResultRowsOfANewJob", testResultRowsOfANewJob},
 		{"ResultRowsReadsLargeAndManyRows", testResultRowsReadsLargeAndManyRows},
+		{"ResultRowsIsOneSnapshot", testResultRowsIsOneSnapshot},
+		{"ResultRowsOfAJobDeletedWhileReadEndsInNotFound", testResultRowsOfAJobDeletedWhileRead},
 		{"ExpireJobFailsWhatIsLeftOnce", testExpireJobFailsWhatIsLeftOnce},
 		{"EndingAJobGivesFilesStillBeingRecognizedTheirOCRFailedRow", testEndingAJobGivesFilesStillBeingRecognizedTheirOCRFailedRow},
 		{"JobProgressCountsTerminalRowsOfTheAccountsJob", testJobProgressCountsTerminalRows},
