@@ -35,9 +35,9 @@ var File_docjobs_v1_openapi_proto protoreflect.FileDescriptor
 const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"\n" +
 	"\x18docjobs/v1/openapi.proto\x12\n" +
-	"docjobs.v1\x1a\x1bopenapiv3/annotations.protoB\xa2&\xbaG\xe9%\"\xd1\x15\n" +
-	"\xef\r\n" +
-	"\x0f/v1/jobs/upload\x12\xdb\r2\xd8\r\n" +
+	"docjobs.v1\x1a\x1bopenapiv3/annotations.protoB\xf8&\xbaG\xbf&\"\xfc\x15\n" +
+	"\x9a\x0e\n" +
+	"\x0f/v1/jobs/upload\x12\x86\x0e2\x83\x0e\n" +
 	"\n" +
 	"JobService\x1a\xcc\x02Uploads one file as multipart/form-data, the file in form field `file`. The file is streamed to storage; its size is limited by DOCJOBS_UPLOAD_MAX_BYTES (20 MiB by default, 413 above it). The returned url is usable in sourceUrls of jobs of the same account. The answer and the error body are snake_case, and errors carry no details.*\x13UploadFileMultipart:\x81\x01\n" +
 	"\x7f\x12{\n" +
@@ -47,7 +47,8 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"^\xba\x01\x04file\xca\x01\x06object\xfa\x01K\n" +
 	"I\n" +
 	"\x04file\x12A\n" +
-	"?\xca\x01\x06string\x92\x02*The file; its name is the part's filename.\x9a\x02\x06binary\x18\x01B\xe1\t\n" +
+	"?\xca\x01\x06string\x92\x02*The file; its name is the part's filename.\x9a\x02\x06binary\x18\x01B\x8c\n" +
+	"\n" +
 	"\xab\x02\n" +
 	"\xa8\x02\n" +
 	"\xa9\x01The upload was refused: 400 (no multipart body or no `file` field), 408 (nothing sent for a minute), 413 (above the size limit); 401, 429 and 503 as described with them.\x12<\n" +
@@ -90,10 +91,10 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	":\n" +
 	"\x10application/json\x12&\n" +
 	"$\x12\"\n" +
-	" #/components/schemas/UploadError\x12\xe1\x01\n" +
-	"\x03503\x12\xd9\x01\n" +
-	"\xd6\x01\n" +
-	"`The API key could not be checked (the database did not answer); retry after Retry-After seconds.\x124\n" +
+	" #/components/schemas/UploadError\x12\x8c\x02\n" +
+	"\x03503\x12\x84\x02\n" +
+	"\x81\x02\n" +
+	"\x8a\x01The database could not be reached (the API key could not be checked, or the request could not be served); retry after Retry-After seconds.\x124\n" +
 	"2\n" +
 	"\vRetry-After\x12#\x12!\n" +
 	"\x1f#/components/headers/RetryAfter\x1a<\n" +
@@ -135,7 +136,7 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"\x1f\x12\x1d\n" +
 	"\x1b#/components/schemas/Status\x12-\n" +
 	"\x03503\x12&\x12$\n" +
-	"\"#/components/responses/Unavailable*\x84\x10\n" +
+	"\"#/components/responses/Unavailable*\xaf\x10\n" +
 	"\xdf\x02\n" +
 	"\x9d\x01\n" +
 	"\fUploadResult\x12\x8c\x01\n" +
@@ -161,7 +162,7 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"0\xca\x01\ainteger\x92\x02\x1bThe google.rpc.Code number.\x9a\x02\x05int32\n" +
 	"\x16\n" +
 	"\amessage\x12\v\n" +
-	"\t\xca\x01\x06string\x12\x8c\x05\n" +
+	"\t\xca\x01\x06string\x12\xb7\x05\n" +
 	"\xb7\x01\n" +
 	"\x0fUnauthenticated\x12\xa3\x01\n" +
 	"\xa0\x01\n" +
@@ -184,10 +185,10 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"\x10application/json\x12!\n" +
 	"\x1f\x12\x1d\n" +
 	"\x1b#/components/schemas/Status\n" +
-	"\xe4\x01\n" +
-	"\vUnavailable\x12\xd4\x01\n" +
-	"\xd1\x01\n" +
-	"`The API key could not be checked (the database did not answer); retry after Retry-After seconds.\x124\n" +
+	"\x8f\x02\n" +
+	"\vUnavailable\x12\xff\x01\n" +
+	"\xfc\x01\n" +
+	"\x8a\x01The database could not be reached (the API key could not be checked, or the request could not be served); retry after Retry-After seconds.\x124\n" +
 	"2\n" +
 	"\vRetry-After\x12#\x12!\n" +
 	"\x1f#/components/headers/RetryAfter\x1a7\n" +
