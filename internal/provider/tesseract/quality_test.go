@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
-	"image"
 	"image/png"
 	"math"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/image/draw"
 	"golang.org/x/image/tiff"
 
 	convimage "github.com/docjobs/docjobs/internal/convert/image"
@@ -48,6 +46,7 @@ var qualityPages = []struct {
 // bar; see allowedCER). The table it logs is the one in docs/quality.md
 // (go test -run Quality -v ./internal/provider/tesseract).
 func TestQualityMatchesTesseractByHand(t *testing.T) {
+	t.Parallel() // the engine runs one thread (OMP_THREAD_LIMIT=1): two pages at once
 	ocr := newOCR(t, Config{})
 	type result struct {
 		image, size        string
@@ -67,13 +66,13 @@ func TestQualityMatchesTesseractByHand(t *testing.T) {
 				t.Parallel()
 				truth := readTestdata(t, p.truth)
 
+				// Reading phototest is shared with another test: the
+				// seconds are those of the one run.
 				start := time.Now()
 				doc := prepared(t, p.image)
-				rec, err := ocr.Recognize(context.Background(), doc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				oursSecs := time.Since(start).Seconds()
+				preparing := time.Since(start)
+				rec, reading := recognizeShared(t, ocr, doc)
+				oursSecs := (preparing + reading).Seconds()
 				ours := cer(markdownToText(rec.Text), truth)
 
 				start = time.Now()
@@ -111,6 +110,7 @@ func TestQualityMatchesTesseractByHand(t *testing.T) {
 // must be on the line that names the item, as it is on the page, not in a
 // list of amounts elsewhere.
 func TestRecognizeKeepsInvoiceAmountsWithTheirLabels(t *testing.T) {
+	t.Parallel() // the engine runs one thread (OMP_THREAD_LIMIT=1): two pages at once
 	ocr := newOCR(t, Config{})
 	var expected []struct {
 		Lines []struct {
@@ -124,10 +124,7 @@ func TestRecognizeKeepsInvoiceAmountsWithTheirLabels(t *testing.T) {
 	if len(expected) != 1 || len(expected[0].Lines) == 0 {
 		t.Fatalf("AmazonWebServices.json: want one invoice with line items, got %+v", expected)
 	}
-	rec, err := ocr.Recognize(context.Background(), prepared(t, "AmazonWebServices.png"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, _ := recognizeShared(t, ocr, prepared(t, "AmazonWebServices.png"))
 	lines := strings.Split(markdownToText(rec.Text), "\n")
 	for _, item := range expected[0].Lines {
 		found := false
@@ -157,6 +154,7 @@ func TestRecognizeKeepsInvoiceAmountsWithTheirLabels(t *testing.T) {
 // columns: both come out whole, each line followed by its own next line,
 // and no table is written.
 func TestRecognizeReadsTextBesideASidebarAsText(t *testing.T) {
+	t.Parallel() // the engine runs one thread (OMP_THREAD_LIMIT=1): two pages at once
 	ocr := newOCR(t, Config{})
 	tests := []struct {
 		image              string
@@ -212,6 +210,7 @@ func TestRecognizeReadsTextBesideASidebarAsText(t *testing.T) {
 // its amount on its line; the footer's two fields on one row, an address
 // and a VAT number, are a line each, not one phrase.
 func TestRecognizeKeepsALongDescriptionTableAndSetsFooterFieldsApart(t *testing.T) {
+	t.Parallel() // the engine runs one thread (OMP_THREAD_LIMIT=1): two pages at once
 	ocr := newOCR(t, Config{})
 	rec, err := ocr.Recognize(context.Background(), prepared(t, "invoice-footer.png"))
 	if err != nil {
@@ -354,22 +353,14 @@ func TestCER(t *testing.T) {
 // text, and one threshold for the whole page makes them background. The
 // engine is run to binarize tile by tile, which keeps them.
 func TestRecognizeReadsColouredPrintOnAGreyPage(t *testing.T) {
+	t.Parallel() // the engine runs one thread (OMP_THREAD_LIMIT=1): two pages at once
 	ocr := newOCR(t, Config{})
-	src, err := png.Decode(strings.NewReader(readTestdata(t, "AmazonWebServices.png")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The scan is 350 dpi (2975 pixels across 8.5 inches).
-	b := src.Bounds()
-	grey := image.NewGray(image.Rect(0, 0, b.Dx()*200/350, b.Dy()*200/350))
-	draw.ApproxBiLinear.Scale(grey, grey.Bounds(), src, b, draw.Src, nil)
+	grey := greyInvoice(t)
 	var pgm bytes.Buffer
 	fmt.Fprintf(&pgm, "P5\n%d %d\n255\n", grey.Rect.Dx(), grey.Rect.Dy())
 	pgm.Write(grey.Pix)
-	rec, err := ocr.Recognize(context.Background(), provider.Document{Data: pgm.Bytes(), MIME: "image/x-portable-graymap"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The same page is the upright grey form of the turned invoice test.
+	rec, _ := recognizeShared(t, ocr, provider.Document{Data: pgm.Bytes(), MIME: "image/x-portable-graymap"})
 	text := markdownToText(rec.Text)
 	for _, name := range []string{"AWS Data Transfer", "Amazon Elastic Compute Cloud", "Amazon Glacier", "Amazon Simple Storage Service"} {
 		if !strings.Contains(text, name) {
@@ -387,12 +378,9 @@ func TestRecognizeReadsColouredPrintOnAGreyPage(t *testing.T) {
 // PNG scan giving the same 350 dpi does. Without its resolution,
 // tesseract guessed 362 dpi and read 12 of the 17 amounts.
 func TestRecognizeReadsATIFFScanAtItsResolution(t *testing.T) {
+	t.Parallel() // the engine runs one thread (OMP_THREAD_LIMIT=1): two pages at once
 	ocr := newOCR(t, Config{})
-	scan := readTestdata(t, "AmazonWebServices.png")
-	src, err := png.Decode(strings.NewReader(scan))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := decodedInvoice(t)
 	var buf bytes.Buffer
 	if err := tiff.Encode(&buf, src, &tiff.Options{Compression: tiff.Deflate}); err != nil {
 		t.Fatal(err)
@@ -411,10 +399,7 @@ func TestRecognizeReadsATIFFScanAtItsResolution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := ocr.Recognize(context.Background(), doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, _ := recognizeShared(t, ocr, doc) // the PNG scan as other tests read it
 	got, err := ocr.Recognize(context.Background(), fromTIFF[0])
 	if err != nil {
 		t.Fatal(err)
@@ -433,6 +418,7 @@ func TestRecognizeReadsATIFFScanAtItsResolution(t *testing.T) {
 // amounts are read, where believing the 72 (the file read as it is)
 // reads 1.
 func TestRecognizeReadsAPlaceholderResolutionAsNone(t *testing.T) {
+	t.Parallel() // the engine runs one thread (OMP_THREAD_LIMIT=1): two pages at once
 	ocr := newOCR(t, Config{})
 	scan := []byte(readTestdata(t, "AmazonWebServices.png"))
 	at := bytes.Index(scan, []byte("pHYs")) - 4 // the chunk: length, type, 9 bytes, CRC
