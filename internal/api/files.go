@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 	"google.golang.org/genproto/googleapis/api/httpbody"
@@ -71,6 +72,51 @@ func parseFileURL(pub *url.URL, raw string) (string, bool) {
 // and leaves nothing behind. The returned string is the file's URL, usable
 // in sourceUrls. Other errors are gRPC status errors.
 func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) (job.File, string, error) {
+	return s.storeUpload(ctx, name, body, uploadTimeLimit)
+}
+
+// uploadTimeLimit bounds how long one upload may take, from its first byte
+// read to its last: past it the upload is refused (DEADLINE_EXCEEDED, HTTP
+// 408) and nothing is kept. The idle cut (DOCJOBS_IO_IDLE_TIMEOUT) bounds
+// silence only, and a client sending empty gRPC messages, or a trickle,
+// kept an upload open for ever. The removal sweep removes staged writes and
+// unrecorded uploads an hour old, and ages an S3 object by when its upload
+// began: a bound well under that hour (this, plus one idle cut for the read
+// in progress, plus recordTimeout) is what makes everything it removes
+// dead. 30 minutes passes the default 20 MiB limit at 12 kB/s.
+const uploadTimeLimit = 30 * time.Minute
+
+// recordTimeout bounds the recording of an upload whose bytes are stored,
+// for the same reason: no record commits long after its bytes were written.
+const recordTimeout = time.Minute
+
+// errUploadTimeLimit is what storage reads from a body past the time limit.
+var errUploadTimeLimit = errors.New("upload time limit passed")
+
+// timeLimited fails every read once its deadline has passed.
+type timeLimited struct {
+	r        io.Reader
+	deadline time.Time
+}
+
+func (t *timeLimited) Read(p []byte) (int, error) {
+	if !time.Now().Before(t.deadline) {
+		return 0, errUploadTimeLimit
+	}
+	return t.r.Read(p)
+}
+
+// uploadTooSlow is the answer to an upload past limit: DEADLINE_EXCEEDED,
+// HTTP 408 as for the idle cut (the client was too slow, no upstream was).
+func uploadTooSlow(limit time.Duration) error {
+	return &runtime.HTTPStatusError{
+		HTTPStatus: http.StatusRequestTimeout,
+		Err:        status.Errorf(codes.DeadlineExceeded, "the upload took longer than %s, the most one may take", limit),
+	}
+}
+
+// storeUpload is StoreUpload with the time limit given.
+func (s *Service) storeUpload(ctx context.Context, name string, body io.Reader, limit time.Duration) (job.File, string, error) {
 	acct, err := account(ctx)
 	if err != nil {
 		return job.File{}, "", err
@@ -95,9 +141,12 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 	}
 
 	// The first bytes decide the content type; Peek reads no more than that.
-	src := &readErrs{r: body}
+	src := &readErrs{r: &timeLimited{r: body, deadline: time.Now().Add(limit)}}
 	br := bufio.NewReaderSize(src, 512)
 	head, err := br.Peek(512)
+	if errors.Is(err, errUploadTimeLimit) {
+		return job.File{}, "", uploadTooSlow(limit)
+	}
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return job.File{}, "", uploadReadError(err)
 	}
@@ -126,6 +175,11 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 				append(attrs, slog.String("key", key), slog.String("error", err.Error()))...)
 		}
 		s.removePartial(ctx, key, attrs)
+		if errors.Is(src.err, errUploadTimeLimit) {
+			s.log.LogAttrs(ctx, slog.LevelInfo, "upload refused: time limit",
+				append(attrs, slog.Duration("limit", limit), slog.Int64("bytes", n))...)
+			return job.File{}, "", uploadTooSlow(limit)
+		}
 		if src.err != nil {
 			return job.File{}, "", uploadReadError(src.err)
 		}
@@ -148,7 +202,9 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 		Key:         key,
 		Created:     time.Now().UTC(),
 	}
-	if err := s.store.CreateUpload(ctx, f, s.cfg.AccountMaxUploadBytes); err != nil {
+	rctx, rcancel := context.WithTimeout(ctx, recordTimeout)
+	defer rcancel()
+	if err := s.store.CreateUpload(rctx, f, s.cfg.AccountMaxUploadBytes); err != nil {
 		s.removePartial(ctx, key, attrs)
 		if errors.Is(err, store.ErrUploadQuota) {
 			return job.File{}, "", s.uploadQuota(ctx, append(attrs, slog.Int64("bytes", n)))
@@ -351,7 +407,14 @@ func (s *Service) UploadFile(stream grpc.ClientStreamingServer[docjobsv1.UploadF
 	if err != nil {
 		return uploadReadError(err)
 	}
-	f, u, err := s.StoreUpload(ctx, first.GetName(), &uploadStream{stream: stream, piece: first.GetContent()})
+	// The stream's own deadline: empty messages keep it open without a
+	// read of StoreUpload's returning, so it checks the limit itself.
+	body := &uploadStream{stream: stream, piece: first.GetContent(), deadline: time.Now().Add(uploadTimeLimit)}
+	f, u, err := s.StoreUpload(ctx, first.GetName(), body)
+	var withHTTP *runtime.HTTPStatusError
+	if errors.As(err, &withHTTP) {
+		return withHTTP.Err // the REST answer's status, without its HTTP code
+	}
 	if errors.Is(err, ErrTooLarge) {
 		// REST's answer (413): RESOURCE_EXHAUSTED, as grpc-go also says of a
 		// message over its limit.
@@ -366,14 +429,21 @@ func (s *Service) UploadFile(stream grpc.ClientStreamingServer[docjobsv1.UploadF
 	return stream.SendAndClose(&docjobsv1.UploadFileResponse{Url: u, Name: f.Name, SizeBytes: f.Size})
 }
 
-// uploadStream reads the content pieces of an upload stream in order.
+// uploadStream reads the content pieces of an upload stream in order,
+// until deadline: messages without content are skipped, and without the
+// deadline a client sending nothing else kept the upload open for ever
+// (each message resets the idle cut).
 type uploadStream struct {
-	stream grpc.ClientStreamingServer[docjobsv1.UploadFileRequest, docjobsv1.UploadFileResponse]
-	piece  []byte
+	stream   grpc.ClientStreamingServer[docjobsv1.UploadFileRequest, docjobsv1.UploadFileResponse]
+	piece    []byte
+	deadline time.Time
 }
 
 func (u *uploadStream) Read(p []byte) (int, error) {
 	for len(u.piece) == 0 {
+		if !time.Now().Before(u.deadline) {
+			return 0, errUploadTimeLimit
+		}
 		msg, err := u.stream.Recv()
 		if err != nil {
 			return 0, err // io.EOF ends the file

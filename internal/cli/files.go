@@ -64,14 +64,19 @@ The service is --server or DOCJOBS_URL; the key DOCJOBS_API_KEY (or DOCJOBS_API_
 			if err != nil {
 				return err
 			}
+			// Every argument is checked before any upload is deleted: a
+			// typo further on stops the command with nothing done, rather
+			// than after some deletions and with the failures so far unsaid.
+			ids := make([]string, len(args))
+			for i, arg := range args {
+				if ids[i] = uploadID(arg); ids[i] == "" {
+					return fmt.Errorf("%w: %q names no upload: give its id or its url; nothing was deleted", errUsage, arg)
+				}
+			}
 			c := newClient(cfg)
 			c.notes = env.stderr
 			var failed []error
-			for _, arg := range args {
-				id := uploadID(arg)
-				if id == "" {
-					return fmt.Errorf("%w: %q names no upload: give its id or its url", errUsage, arg)
-				}
+			for _, id := range ids {
 				resp, err := c.do(cmd.Context(), http.MethodDelete, "/v1/files/"+url.PathEscape(id), nil, "", -1)
 				if err != nil {
 					if cmd.Context().Err() != nil {

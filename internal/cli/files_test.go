@@ -88,6 +88,8 @@ func TestFilesRmGoesOnPastAFailure(t *testing.T) {
 	}
 }
 
+// Usage errors send nothing; files rm checks every argument before it
+// deletes any.
 func TestFilesUsageErrors(t *testing.T) {
 	env, requests := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("unexpected request %s %s", r.Method, r.URL)
@@ -98,6 +100,8 @@ func TestFilesUsageErrors(t *testing.T) {
 		{"files", "rm"},
 		{"files", "rm", "http://svc/v1/jobs/j1"},
 		{"files", "rm", "a/b"},
+		// A malformed argument after good ones: nothing is deleted.
+		{"files", "rm", "f1", "http://svc/v1/files/f2", "http://svc/v1/files/"},
 	} {
 		if code, _, stderr := run(t, env, args...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d: %s", args, code, ExitUsage, stderr)

@@ -110,6 +110,9 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		return err
 	}
 	defer st.Close()
+	if err := claimStorage(ctx, st, bucket, log); err != nil {
+		return err
+	}
 	sealer, err := secret.Open(cfg.MasterKeyFile)
 	if err != nil {
 		return err
@@ -153,7 +156,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		if err != nil {
 			return err
 		}
-		temp := newConvertTemp()
+		temp := newConvertTemp(cfg.DataDir, log)
 		// One bound on the image pages decoded at once, for the image
 		// files' pages and for the pages the vision adapters fit to their
 		// vendor's limits alike: each may take up to the decode limit.
@@ -179,12 +182,16 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 			PeriodicJobs:         worker.PeriodicJobs(wcfg),
 			ClientID:             cfg.NodeID,
 			DeriveClientID:       cfg.NodeIDFromHost,
-			OnClientID:           func(id string) { node = id; temp.take(cfg.DataDir, id, log) },
+			ClaimNode:            temp.claim,
+			OnClientID:           func(id string) { node = id; temp.use(id) },
 			OnNodeLost:           func(err error) { stopProcess(err) },
 			RescueStuckJobsAfter: wcfg.LongestStageTimeout() + time.Minute,
 			FetchPollInterval:    50 * time.Millisecond,
 			FetchCooldown:        2 * time.Millisecond,
 		})
+		if folder := (*errFolderInUse)(nil); errors.As(err, &folder) && !cfg.NodeIDFromHost {
+			return fmt.Errorf("DOCJOBS_NODE_ID %s: %w; give each process its own node id or data directory", cfg.NodeID, folder)
+		}
 		if errors.Is(err, store.ErrNodeHeld) && !cfg.NodeIDFromHost {
 			return fmt.Errorf("DOCJOBS_NODE_ID %s is held by another running process; give each process its own", cfg.NodeID)
 		}
@@ -229,6 +236,25 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	<-drained
 	log.Info("docjobs stopped")
 	return serveErr
+}
+
+// claimStorage makes the database the storage's owner, or refuses a
+// storage another database owns: the removal sweep deletes uploads no
+// record of its database names, so two deployments sharing a storage (two
+// serves started from one directory, sharing ./data, with different
+// DOCJOBS_DATABASE_URLs) would delete each other's. A storage that cannot
+// be reached is left to the sweep, which claims it before it deletes
+// anything; it does not stop the start.
+func claimStorage(ctx context.Context, st worker.OwnerKeys, bucket *blob.Bucket, log *slog.Logger) error {
+	_, err := worker.ClaimStorage(ctx, st, bucket)
+	if errors.Is(err, worker.ErrStorageOwned) {
+		return fmt.Errorf("DOCJOBS_STORAGE_URL: %w; give each deployment (each database) storage of its own, or delete %s from the storage if this database is to own it",
+			err, worker.StorageOwnerKey)
+	}
+	if err != nil {
+		log.Warn("the storage's owner could not be checked; uploads no record names are not removed until it is", "err", err)
+	}
+	return nil
 }
 
 // slotsConfig is the provider slot table's configuration from cfg.

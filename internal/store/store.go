@@ -250,6 +250,18 @@ type WorkConfig struct {
 	// instead of failing with ErrNodeHeld. For a ClientID nobody chose (the
 	// host name), so that two processes on one host just work.
 	DeriveClientID bool
+	// ClaimNode, when set, is called once Work holds an id in the
+	// database, before any of its jobs is reclaimed or worked: for the id
+	// this process works under (a derived id is tried for each candidate),
+	// and for an id of the host's that the sibling sweep takes to reclaim
+	// its jobs. It claims what the id owns outside the database (serve:
+	// the id's conversion folder, DOCJOBS_DATA_DIR/tmp/<id>, flock'ed and
+	// emptied) and returns what gives that up. An error wrapping
+	// ErrNodeHeld says another process (of another database) holds it:
+	// the id is then held for this process too (a derived one moves on,
+	// a configured one fails Work with that error), and a sibling's jobs
+	// are reclaimed with its folder left alone. Another error fails Work.
+	ClaimNode func(id string) (release func(), err error)
 	// OnClientID, when set, is told the node id the client works under
 	// once it has started: ClientID, or the derived one.
 	OnClientID func(id string)
@@ -431,6 +443,10 @@ type Store interface {
 	// ExpiredUploads lists up to limit uploads created before cutoff, oldest
 	// first, for retention; job copies are never listed.
 	ExpiredUploads(ctx context.Context, cutoff time.Time, limit int) ([]job.File, error)
+	// RecordedFileIDs reports which of ids name a file record, an upload or
+	// a job's copy, of any account: the removal sweep's test of whether
+	// stored bytes are an upload a crash left unrecorded.
+	RecordedFileIDs(ctx context.Context, ids []string) (map[string]bool, error)
 
 	// Accounts and API keys; only SHA-256 hashes of keys are stored.
 	// PutAPIKey stores a key hash for an account, creating the account;

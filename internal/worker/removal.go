@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -41,12 +43,15 @@ const removalSweepEvery = time.Minute
 //   - file://: a write is staged as <key>.<hex time>.tmp beside its key
 //     (fileblob's no_tmp_dir) and renamed into place at Close. Under
 //     uploads/ a staged file untouched for staleStagingAge is one no
-//     process is writing: an upload that sends nothing for a minute is cut
-//     (IOIdleTimeout). A job's own (jobs/<id>/) go with the job.
+//     process is writing: an upload takes 30 minutes at most (api's
+//     uploadTimeLimit). A job's own (jobs/<id>/) go with the job.
 //   - s3://: a write past 16 MiB is a multipart upload, invisible to
 //     listings and billed until completed or aborted; under uploads/ and
 //     jobs/ one begun staleMultipartAge ago is abandoned (a download is
-//     bounded by DOCJOBS_FETCH_TOTAL_TIMEOUT, an upload by the idle cut).
+//     bounded by DOCJOBS_FETCH_TOTAL_TIMEOUT, an upload by its time limit).
+//   - both: an upload whose bytes were stored but whose record was not
+//     (a crash in between) is whole and named by nothing; see
+//     sweepUploads.
 //
 // Listing a prefix is not free, so the removal sweep does this once per
 // stagingSweepEvery per process.
@@ -110,10 +115,7 @@ func (w *removalWorker) sweepStaging(ctx context.Context) error {
 		return nil
 	}
 	w.lastStaging = now()
-	var errs []error
-	if w.cfg.StorageDir != "" {
-		errs = append(errs, w.removeStaleStaging(ctx, now().Add(-staleStagingAge)))
-	}
+	errs := []error{w.sweepUploads(ctx, now().Add(-staleStagingAge))}
 	var client *s3.Client
 	if w.deps.Bucket.As(&client) {
 		errs = append(errs, w.abortStaleUploads(ctx, client, now().Add(-staleMultipartAge)))
@@ -127,10 +129,42 @@ func (w *removalWorker) sweepStaging(ctx context.Context) error {
 	return nil
 }
 
-// removeStaleStaging removes uploads/…/*.tmp last written before cutoff,
-// and the account's upload folder once empty.
-func (w *removalWorker) removeStaleStaging(ctx context.Context, cutoff time.Time) error {
+// unrecordedBatch is how many unrecorded-looking uploads one store query
+// asks about: an S3 listing page.
+const unrecordedBatch = 1000
+
+// sweepUploads lists uploads/ once and removes what a crash left there and
+// was last written before cutoff:
+//   - on file://, staged writes (*.tmp), and the account's upload folder
+//     once empty;
+//   - on any storage, uploads no file record names: a process killed
+//     between an upload's bytes and its record (api.StoreUpload) leaves a
+//     whole document that nothing else would ever remove. An upload takes
+//     at most 30 minutes and its record a minute more (api's
+//     uploadTimeLimit, recordTimeout), and S3 dates an object by when its
+//     upload began, so one an hour old whose id no record holds is not
+//     being recorded. Only keys of the upload layout
+//     (uploads/<account>/<UUID>) written after this database claimed the
+//     storage (ClaimStorage) are candidates; anything else is not ours to
+//     judge.
+func (w *removalWorker) sweepUploads(ctx context.Context, cutoff time.Time) error {
 	var errs []error
+	staged := w.cfg.StorageDir != ""
+	since, err := ClaimStorage(ctx, w.deps.Store, w.deps.Bucket)
+	owned := err == nil
+	if err != nil {
+		errs = append(errs, fmt.Errorf("uploads no record names are not removed: %w", err))
+	}
+	if !staged && !owned {
+		return errors.Join(errs...)
+	}
+	var batch []*blob.ListObject
+	flush := func() {
+		if len(batch) > 0 {
+			errs = append(errs, w.removeUnrecorded(ctx, batch))
+			batch = batch[:0]
+		}
+	}
 	it := w.deps.Bucket.List(&blob.ListOptions{Prefix: "uploads/"})
 	for {
 		obj, err := it.Next(ctx)
@@ -138,22 +172,91 @@ func (w *removalWorker) removeStaleStaging(ctx context.Context, cutoff time.Time
 			break
 		}
 		if err != nil {
-			return errors.Join(append(errs, fmt.Errorf("list staged uploads: %w", err))...)
+			flush()
+			return errors.Join(append(errs, fmt.Errorf("list uploads: %w", err))...)
 		}
-		if obj.IsDir || !strings.HasSuffix(obj.Key, ".tmp") || !obj.ModTime.Before(cutoff) {
+		if obj.IsDir || !obj.ModTime.Before(cutoff) {
+			continue
+		}
+		if strings.HasSuffix(obj.Key, ".tmp") {
+			if staged {
+				errs = append(errs, w.removeStaged(ctx, obj))
+			}
+			continue
+		}
+		if !owned || obj.ModTime.Before(since) {
+			continue
+		}
+		if _, ok := uploadKeyID(obj.Key); ok {
+			if batch = append(batch, obj); len(batch) == unrecordedBatch {
+				flush()
+			}
+		}
+	}
+	flush()
+	return errors.Join(errs...)
+}
+
+// removeStaged removes a staged write a crash cut off, and the account's
+// upload folder once empty.
+func (w *removalWorker) removeStaged(ctx context.Context, obj *blob.ListObject) error {
+	if err := w.deps.Bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return fmt.Errorf("remove staged upload %s: %w", obj.Key, err)
+	}
+	w.deps.Logger.Info("partial upload a crash cut off removed", "key", obj.Key, "size", obj.Size,
+		"last_written", obj.ModTime.UTC().Format(time.RFC3339))
+	return fetch.RemoveUploadFolder(w.cfg.StorageDir, obj.Key)
+}
+
+// removeUnrecorded removes those of objs (upload keys) whose id no file
+// record holds.
+func (w *removalWorker) removeUnrecorded(ctx context.Context, objs []*blob.ListObject) error {
+	ids := make([]string, len(objs))
+	for i, obj := range objs {
+		ids[i], _ = uploadKeyID(obj.Key)
+	}
+	recorded, err := w.deps.Store.RecordedFileIDs(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("uploads no record names: %w", err)
+	}
+	var errs []error
+	for i, obj := range objs {
+		if recorded[ids[i]] {
 			continue
 		}
 		if err := w.deps.Bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			errs = append(errs, fmt.Errorf("remove staged upload %s: %w", obj.Key, err))
+			errs = append(errs, fmt.Errorf("remove unrecorded upload %s: %w", obj.Key, err))
 			continue
 		}
+		w.deps.Logger.Info("upload a crash left unrecorded removed", "key", obj.Key, "size", obj.Size,
+			"last_written", obj.ModTime.UTC().Format(time.RFC3339))
 		if err := fetch.RemoveUploadFolder(w.cfg.StorageDir, obj.Key); err != nil {
 			errs = append(errs, err)
 		}
-		w.deps.Logger.Info("partial upload a crash cut off removed", "key", obj.Key, "size", obj.Size,
-			"last_written", obj.ModTime.UTC().Format(time.RFC3339))
 	}
 	return errors.Join(errs...)
+}
+
+// uploadKeyID is the file id of key when key has the layout of an upload
+// (uploads/<escaped account>/<id>, api.StoreUpload) with an id of the
+// service's making, the text of a UUID.
+func uploadKeyID(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, "uploads/")
+	if !ok {
+		return "", false
+	}
+	acct, id, ok := strings.Cut(rest, "/")
+	if !ok || acct == "" || strings.Contains(id, "/") {
+		return "", false
+	}
+	if a, err := url.PathUnescape(acct); err != nil || url.PathEscape(a) != acct {
+		return "", false
+	}
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return "", false
+	}
+	return id, true
 }
 
 // abortStaleUploads aborts the multipart uploads under uploads/ and jobs/

@@ -105,8 +105,9 @@ const maxStderr = 16 << 10
 
 // convertWithLibreOffice runs one headless conversion in a private
 // directory with a private profile (so conversions run side by side and
-// share no state), killing LibreOffice's whole process group when the
-// time is up. It returns the converted file.
+// share no state) and a minimal environment (sofficeEnv), killing
+// LibreOffice's whole process group when the time is up. It returns the
+// converted file.
 func convertWithLibreOffice(ctx context.Context, cfg Config, bin string, data []byte, inExt, target string) ([]byte, error) {
 	tmp, err := cfg.tempDir(ctx)
 	if err != nil {
@@ -119,7 +120,8 @@ func convertWithLibreOffice(ctx context.Context, cfg Config, bin string, data []
 	defer os.RemoveAll(dir)
 	in := filepath.Join(dir, "in", "document."+inExt)
 	outDir := filepath.Join(dir, "out")
-	for _, d := range []string{filepath.Dir(in), outDir} {
+	tmpDir := filepath.Join(dir, "tmp")
+	for _, d := range []string{filepath.Dir(in), outDir, tmpDir} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return nil, fmt.Errorf("LibreOffice conversion: %w", err)
 		}
@@ -136,10 +138,11 @@ func convertWithLibreOffice(ctx context.Context, cfg Config, bin string, data []
 		"-env:UserInstallation="+profile.String(),
 		"--convert-to", target, "--outdir", outDir, in)
 	cmd.Dir = dir
+	cmd.Env = sofficeEnv(os.LookupEnv, tmpDir)
 	cmd.Stdin = nil
 	stderr := &boundedBuffer{max: maxStderr}
 	cmd.Stdout, cmd.Stderr = stderr, stderr
-	killProcessGroup(cmd)
+	ownProcessGroup(cmd)
 	// Output pipes held open by a stray child must not hang Wait.
 	cmd.WaitDelay = 5 * time.Second
 	runErr := cmd.Run()
@@ -165,6 +168,28 @@ func convertWithLibreOffice(ctx context.Context, cfg Config, bin string, data []
 		return nil, fmt.Errorf("LibreOffice's conversion is larger than the %s limit", sizeString(cfg.MaxInflatedBytes))
 	}
 	return os.ReadFile(out)
+}
+
+// sofficeEnvKeys are the variables of the service's environment that
+// LibreOffice gets, as poppler and tesseract do: what it needs to find
+// programs, fonts and the locale. The rest (DOCJOBS_API_KEYS, the database
+// URL, AWS_SECRET_ACCESS_KEY …) is nothing a document converter parsing
+// untrusted files should be able to read.
+var sofficeEnvKeys = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "FONTCONFIG_FILE", "FONTCONFIG_PATH", "XDG_CACHE_HOME"}
+
+// sofficeEnv is LibreOffice's environment: sofficeEnvKeys as lookup has
+// them, and TMPDIR set to tmpDir, inside the conversion's own folder, so
+// that LibreOffice's working files (lu*.tmp: pieces of the document) go
+// where the conversion's cleanup, and serve's emptying at start after a
+// crash, reach them, not to the system's /tmp.
+func sofficeEnv(lookup func(string) (string, bool), tmpDir string) []string {
+	env := make([]string, 0, len(sofficeEnvKeys)+1)
+	for _, k := range sofficeEnvKeys {
+		if v, ok := lookup(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, "TMPDIR="+tmpDir)
 }
 
 // lastLine is the last meaningful line LibreOffice printed; it prints a

@@ -55,13 +55,18 @@ func fakeSoffice(t *testing.T, script string) string {
 	return path
 }
 
+// shellQuote quotes s for sh: LibreOffice's environment is the
+// converter's own, so a fake soffice is told where to write in its text.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // TestLibreOfficeTimeoutKillsItsProcesses: a conversion past the timeout
 // fails with a sentence, and the launcher's children die with it.
 func TestLibreOfficeTimeoutKillsItsProcesses(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
-	t.Setenv("DOCJOBS_TEST_PIDFILE", pidFile)
 	// Like soffice, the launcher starts the real worker and waits for it.
-	bin := fakeSoffice(t, `sleep 60 & echo $! > "$DOCJOBS_TEST_PIDFILE"; wait`)
+	bin := fakeSoffice(t, `sleep 60 & echo $! > `+shellQuote(pidFile)+`; wait`)
 	start := time.Now()
 	_, _, err := Markdown(context.Background(), Config{Soffice: bin, Timeout: 500 * time.Millisecond}, DOC, readTestdata(t, "doc/test2.doc"))
 	if err == nil || err.Error() != "LibreOffice took longer than the 500ms limit to convert the file" {
@@ -120,8 +125,7 @@ func TestLibreOfficeWorksInTheGivenTempDir(t *testing.T) {
 	system, own := t.TempDir(), t.TempDir()
 	t.Setenv("TMPDIR", system)
 	pwdFile := filepath.Join(t.TempDir(), "pwd")
-	t.Setenv("DOCJOBS_TEST_PWDFILE", pwdFile)
-	bin := fakeSoffice(t, `pwd > "$DOCJOBS_TEST_PWDFILE"; exit 1`)
+	bin := fakeSoffice(t, `pwd > `+shellQuote(pwdFile)+`; exit 1`)
 	cfg := Config{Soffice: bin, TempDir: func(context.Context) (string, error) { return own, nil }}
 	if _, _, err := Markdown(context.Background(), cfg, DOC, readTestdata(t, "doc/test2.doc")); err == nil {
 		t.Fatal("a LibreOffice that failed converted")

@@ -4,5 +4,5 @@ package office
 
 import "os/exec"
 
-// killProcessGroup leaves the default: cancellation kills the process.
-func killProcessGroup(cmd *exec.Cmd) {}
+// ownProcessGroup leaves the default: cancellation kills the process.
+func ownProcessGroup(cmd *exec.Cmd) {}

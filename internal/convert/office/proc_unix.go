@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !linux
 
 package office
 
@@ -7,10 +7,10 @@ import (
 	"syscall"
 )
 
-// killProcessGroup puts the command in its own process group and makes
+// ownProcessGroup puts the command in its own process group and makes
 // cancellation kill the group: soffice is a launcher that starts
 // soffice.bin, which outlives a kill of the launcher alone.
-func killProcessGroup(cmd *exec.Cmd) {
+func ownProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {

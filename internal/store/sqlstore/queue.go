@@ -64,7 +64,7 @@ func (s *Store[TTx]) holdNode(ctx context.Context, cfg store.WorkConfig) (NodeHo
 	if cfg.ClientID == "" {
 		return nil, "", nil
 	}
-	hold, err := s.backend.HoldNode(ctx, cfg.ClientID)
+	hold, err := s.holdAndClaim(ctx, cfg, cfg.ClientID)
 	if err == nil {
 		return hold, cfg.ClientID, nil
 	}
@@ -76,7 +76,7 @@ func (s *Store[TTx]) holdNode(ctx context.Context, cfg store.WorkConfig) (NodeHo
 	// reclaims its work at once.
 	for n := 2; n <= store.MaxDerivedClientIDs; n++ {
 		id := cfg.ClientID + "-" + strconv.Itoa(n)
-		hold, err := s.backend.HoldNode(ctx, id)
+		hold, err := s.holdAndClaim(ctx, cfg, id)
 		if errors.Is(err, store.ErrNodeHeld) {
 			continue
 		}
@@ -88,6 +88,39 @@ func (s *Store[TTx]) holdNode(ctx context.Context, cfg store.WorkConfig) (NodeHo
 		return hold, id, nil
 	}
 	return nil, "", fmt.Errorf("hold node id %s or %s-2…%d: %w", cfg.ClientID, cfg.ClientID, store.MaxDerivedClientIDs, store.ErrNodeHeld)
+}
+
+// holdAndClaim holds id in the database, then claims it outside
+// (cfg.ClaimNode); the returned hold gives up both.
+func (s *Store[TTx]) holdAndClaim(ctx context.Context, cfg store.WorkConfig, id string) (NodeHold, error) {
+	hold, err := s.backend.HoldNode(ctx, id)
+	if err != nil || cfg.ClaimNode == nil {
+		return hold, err
+	}
+	release, err := cfg.ClaimNode(id)
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardStopWait)
+		defer cancel()
+		if rerr := hold.Release(rctx); rerr != nil {
+			s.logger.WarnContext(ctx, "store: releasing the node id failed", "client_id", id, "err", rerr)
+		}
+		return nil, err
+	}
+	return claimedHold{NodeHold: hold, release: release}, nil
+}
+
+// claimedHold is a node id held in the database and claimed outside it.
+type claimedHold struct {
+	NodeHold
+	release func()
+}
+
+func (h claimedHold) Release(ctx context.Context) error {
+	err := h.NodeHold.Release(ctx)
+	if h.release != nil {
+		h.release()
+	}
+	return err
 }
 
 // work reclaims clientID's jobs and starts the client; hold (nil for no
@@ -164,7 +197,7 @@ func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID st
 		go s.reclaimAfter(ctx, clientID, left, settle, stopped, hold.Lost())
 	}
 	if clientID != "" && cfg.DeriveClientID {
-		go s.sweepSiblings(ctx, cfg.ClientID, clientID, stopped)
+		go s.sweepSiblings(ctx, cfg.ClientID, clientID, cfg.ClaimNode, stopped)
 	}
 	go func() {
 		var lost <-chan struct{}
@@ -289,7 +322,7 @@ const siblingSweepEvery = time.Minute
 // plus a minute). Taking the id first makes it as safe as a restart's own
 // reclaim: a live holder keeps it, and one whose connection dropped is
 // waited out for the hold's Settle.
-func (s *Store[TTx]) sweepSiblings(ctx context.Context, base, own string, stopped <-chan struct{}) {
+func (s *Store[TTx]) sweepSiblings(ctx context.Context, base, own string, claim func(string) (func(), error), stopped <-chan struct{}) {
 	ctx = context.WithoutCancel(ctx)
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -304,7 +337,7 @@ func (s *Store[TTx]) sweepSiblings(ctx context.Context, base, own string, stoppe
 			s.logger.WarnContext(ctx, "store: looking for jobs of this host's other node ids failed", "client_id", own, "err", err)
 		}
 		for _, id := range ids {
-			if !s.reclaimSibling(ctx, id, stopped) {
+			if !s.reclaimSibling(ctx, id, claim, stopped) {
 				return
 			}
 		}
@@ -349,9 +382,12 @@ func derivedFrom(id, base string) bool {
 }
 
 // reclaimSibling takes id if no process holds it, reclaims the jobs it left
-// running once its Settle has passed, and gives it up again. It returns
-// false when the client stopped meanwhile.
-func (s *Store[TTx]) reclaimSibling(ctx context.Context, id string, stopped <-chan struct{}) bool {
+// running once its Settle has passed, and gives it up again. Before the
+// jobs go back, claim (WorkConfig.ClaimNode) claims and gives up what the
+// id owns outside the database: serve empties the id's conversion
+// folder, which no live process writes to since the id's holder is gone.
+// It returns false when the client stopped meanwhile.
+func (s *Store[TTx]) reclaimSibling(ctx context.Context, id string, claim func(string) (func(), error), stopped <-chan struct{}) bool {
 	hold, err := s.backend.HoldNode(ctx, id)
 	if errors.Is(err, store.ErrNodeHeld) {
 		return true // alive: its jobs are its own
@@ -381,6 +417,19 @@ func (s *Store[TTx]) reclaimSibling(ctx context.Context, id string, stopped <-ch
 		case <-hold.Lost():
 			return true
 		case <-t.C:
+		}
+	}
+	if claim != nil {
+		release, err := claim(id)
+		switch {
+		case errors.Is(err, store.ErrNodeHeld):
+			// A process of another database uses the id's folder: the jobs
+			// of this database are still nobody's.
+			s.logger.InfoContext(ctx, "store: what another node id of this host owns outside the database is in use; its jobs are reclaimed, the rest left", "node_id", id, "err", err)
+		case err != nil:
+			s.logger.WarnContext(ctx, "store: claiming another node id of this host failed", "node_id", id, "err", err)
+		default:
+			release()
 		}
 	}
 	if err := s.reclaim(ctx, id, left); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
@@ -69,4 +70,42 @@ func (s *Store[TTx]) ListUploads(ctx context.Context, p store.UploadListParams) 
 		page.NextPageToken = encodePageToken(uploadsList, p.AccountID, "", last.Created, last.ID)
 	}
 	return page, nil
+}
+
+// maxRecordedIDs bounds the ids one RecordedFileIDs query asks about, well
+// inside SQLite's bound on a statement's parameters (32766).
+const maxRecordedIDs = 1000
+
+// RecordedFileIDs reports which of ids a file record holds (an upload or
+// a job's copy, of any account), by the primary key, up to maxRecordedIDs
+// at a time.
+func (s *Store[TTx]) RecordedFileIDs(ctx context.Context, ids []string) (map[string]bool, error) {
+	recorded := make(map[string]bool, len(ids))
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), maxRecordedIDs)]
+		ids = ids[len(batch):]
+		args := make([]any, len(batch))
+		for i, id := range batch {
+			args[i] = id
+		}
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ")
+		rows, err := s.query(ctx, s.backend.DB(), `SELECT id FROM files WHERE id IN (`+marks+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("recorded file ids: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("recorded file ids: %w", err)
+			}
+			recorded[id] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("recorded file ids: %w", err)
+		}
+	}
+	return recorded, nil
 }

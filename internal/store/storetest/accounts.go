@@ -275,6 +275,36 @@ func testExpiredUploads(t *testing.T, s Store) {
 	}
 }
 
+// testRecordedFileIDs: uploads and job copies of every account are
+// recorded; unknown and deleted ids are not; a batch larger than one query
+// is answered whole.
+func testRecordedFileIDs(t *testing.T, s Store) {
+	up := job.File{ID: newID("file"), AccountID: "alice", Name: "u.txt", Key: "uploads/alice/u", Created: time.Now()}
+	noErr(t, "CreateFile", s.CreateFile(ctx(t), up))
+	theirs := job.File{ID: newID("file"), AccountID: "bob", Name: "b.txt", Key: "uploads/bob/b", Created: time.Now()}
+	noErr(t, "CreateFile", s.CreateFile(ctx(t), theirs))
+	j := newJob("alice", 1)
+	createJob(t, s, j, store.CreateJobParams{})
+	cp := job.File{ID: newID("file"), AccountID: "alice", JobID: j.ID, Key: "jobs/" + j.ID + "/0-c", Created: time.Now()}
+	noErr(t, "CreateFile of a job copy", s.CreateFile(ctx(t), cp))
+	gone := job.File{ID: newID("file"), AccountID: "alice", Name: "g.txt", Key: "uploads/alice/g", Created: time.Now()}
+	noErr(t, "CreateFile", s.CreateFile(ctx(t), gone))
+	noErr(t, "DeleteUpload", s.DeleteUpload(ctx(t), "alice", gone.ID))
+
+	ids := []string{up.ID, theirs.ID, cp.ID, gone.ID, newID("file")}
+	for i := range 2500 { // past one query's batch
+		ids = append(ids, fmt.Sprintf("00000000-0000-7000-8000-%012d", i))
+	}
+	ids = append(ids, up.ID) // asked twice, and last
+	got, err := s.RecordedFileIDs(ctx(t), ids)
+	noErr(t, "RecordedFileIDs", err)
+	equal(t, "recorded ids", got, map[string]bool{up.ID: true, theirs.ID: true, cp.ID: true})
+
+	got, err = s.RecordedFileIDs(ctx(t), nil)
+	noErr(t, "RecordedFileIDs of none", err)
+	equal(t, "recorded ids of none", len(got), 0)
+}
+
 // deleteRounds and deleters: how many keys testConcurrentDeletesOfOneKey
 // deletes, and how many deletes race for each. A read of the row then a
 // delete let two PostgreSQL transactions both read it (READ COMMITTED)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,11 +181,78 @@ func testWorkReclaimsSiblings(t *testing.T, s Store) {
 	other := hung("elsewhere", false)
 	live := hung("host-s-3", true)
 
-	stop, err := h.start(store.WorkConfig{ClientID: "host-s", DeriveClientID: true})
+	// What the ids own outside the database (serve: their conversion
+	// folders) is claimed with them: the dead sibling's while its id is
+	// held for the reclaim, and given up again before its job is retried.
+	claims := newClaimLog()
+	stop, err := h.start(store.WorkConfig{ClientID: "host-s", DeriveClientID: true, ClaimNode: claims.claim})
 	noErr(t, "Work as host-s", err)
 	t.Cleanup(func() { _ = stop(context.Background()) })
 	waitStarted("2 host-s")
 	waitRiverState(t, s, dead, rivertype.JobStateCompleted)
 	equal(t, "live sibling's job", lastAttempt(t, s, live), running("host-s-3"))
 	equal(t, "another host's job", lastAttempt(t, s, other), running("elsewhere"))
+	equal(t, "claims", claims.get(), []string{"claim host-s", "claim host-s-2", "release host-s-2"})
+}
+
+// claimLog records the calls of a WorkConfig.ClaimNode; ids in held are
+// claimed by another process.
+type claimLog struct {
+	mu   sync.Mutex
+	log  []string
+	held map[string]bool
+}
+
+func newClaimLog(held ...string) *claimLog {
+	c := &claimLog{held: map[string]bool{}}
+	for _, id := range held {
+		c.held[id] = true
+	}
+	return c
+}
+
+func (c *claimLog) claim(id string) (func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held[id] {
+		c.log = append(c.log, "held "+id)
+		return nil, fmt.Errorf("%s's folder: %w", id, store.ErrNodeHeld)
+	}
+	c.log = append(c.log, "claim "+id)
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.log = append(c.log, "release "+id)
+	}, nil
+}
+
+func (c *claimLog) get() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.log)
+}
+
+// testWorkClaimsTheNodeIDOutsideTheDatabase: an id whose claim outside the
+// database (WorkConfig.ClaimNode) is held by another process is not worked
+// under: a configured id fails Work with ErrNodeHeld and frees the id in
+// the database again, a host-derived one moves on to the next; the claim
+// is given up when Work stops.
+func testWorkClaimsTheNodeIDOutsideTheDatabase(t *testing.T, s Store) {
+	h := &harness{t: t, s: s, steps: map[string]stepFunc{}, runs: make(chan stepRun, 10)}
+	idle := map[string]river.QueueConfig{"storetest_idle": {MaxWorkers: 1}}
+	claims := newClaimLog("node-c")
+	if _, err := h.start(store.WorkConfig{ClientID: "node-c", Queues: idle, ClaimNode: claims.claim}); !errors.Is(err, store.ErrNodeHeld) {
+		t.Fatalf("Work as node-c, its claim held: err %v, want ErrNodeHeld", err)
+	}
+	stop, err := h.start(store.WorkConfig{ClientID: "node-c", Queues: idle})
+	noErr(t, "Work as node-c once the refused Work is gone (its database hold given up)", err)
+	noErr(t, "stop", stop(ctx(t)))
+
+	var got string
+	stop, err = h.start(store.WorkConfig{ClientID: "node-c", DeriveClientID: true, Queues: idle, ClaimNode: claims.claim,
+		OnClientID: func(id string) { got = id }})
+	noErr(t, "Work as node-c with DeriveClientID, its claim held", err)
+	equal(t, "id worked under", got, "node-c-2")
+	noErr(t, "stop", stop(ctx(t)))
+	equal(t, "claims", claims.get(), []string{"held node-c", "held node-c", "claim node-c-2", "release node-c-2"})
 }
