@@ -64,12 +64,12 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 		// Whatever failed (a provider call abandoned, a wait for a slot,
 		// a download) failed because of it, and says nothing about the
 		// file: nothing is recorded, and the next run recognizes it again,
-		// the pages already paid for read from the page cache. The error
-		// carries the stop's cause, which River looks for.
+		// the pages already paid for read from the page cache (Work hands
+		// the file back to River).
 		if err == nil {
 			err = errors.New(row.Error)
 		}
-		return nil, fmt.Errorf("file %s[%d]: recognition stopped: %w: %w", j.ID, i, context.Cause(ctx), err)
+		return nil, fmt.Errorf("file %s[%d]: recognition stopped: %w", j.ID, i, err)
 	}
 	if errors.Is(err, errDownloadsQueued) {
 		// Neither an attempt spent nor a fault: River hands the slot
