@@ -108,10 +108,31 @@ func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 		log.Info("file: the job ended while the file was in progress")
 		return nil
 	}
+	if err != nil && stopped(ctx) {
+		// River's client is stopping (the graceful stop's budget ran out,
+		// or the node id was lost) and cancelled the file mid-way. Nothing
+		// is the file's fault, on its last attempt too: returned with
+		// River's own cause, it is a soft stop, which makes the file
+		// available again with its attempt given back, and the next run
+		// resumes from what was recorded.
+		log.Info("file: the worker stopped while the file was in progress; it goes back to the queue", "attempt", rj.Attempt, "err", err)
+		return fmt.Errorf("file %s[%d]: %w", j.ID, args.FileIndex, context.Cause(ctx))
+	}
 	if snooze := (*river.JobSnoozeError)(nil); err != nil && !errors.As(err, &snooze) && rj.Attempt >= rj.MaxAttempts {
 		w.giveUp(ctx, rj, j, err, log)
 	}
 	return err
+}
+
+// stopped reports whether ctx, a file's River context or one made from it,
+// was cancelled from outside the file: its River client stopping, or (for
+// a context made by untilJobEnds) its job ending. Its own time running out
+// (DeadlineExceeded) is not a stop, nor is River's remote cancel of the
+// job, which River ends for good. River cancels the work of a client that
+// stops with its internal ErrStop, which cannot be matched, hence the test
+// by what it is not.
+func stopped(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled) && !errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely)
 }
 
 // errProcessEnded is the fault of a file whose last attempt did not return.

@@ -69,6 +69,13 @@ func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j 
 				}
 				if chatErr != nil {
 					sent[i]()
+					if ctx.Err() != nil {
+						// Opening the provider was cut off (its secrets
+						// unread), as a call would be: the row stays
+						// pending, as answerRow leaves it.
+						errs[i] = &rowError{chunk: rows[i].ChunkIndex, err: ctx.Err()}
+						continue
+					}
 					errs[i] = w.finishRow(ctx, j, &rows[i], time.Now(), chatErr, kept, log)
 					continue
 				}

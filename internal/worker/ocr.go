@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/provider"
@@ -189,8 +190,17 @@ func remembered[T any](ctx context.Context, cache PageCache, jobID string, fileI
 	if raw, err = json.Marshal(answer); err != nil {
 		return answer, fmt.Errorf("keep the answer: %w", err)
 	}
-	if err := cache.PutOCRPage(ctx, jobID, fileIndex, key, raw); err != nil {
+	// The answer is paid for: it is kept even when ctx ended while it
+	// came (the worker stopping, the job's time running out), so that the
+	// next run reads it instead of paying again.
+	keepCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepAnswerTimeout)
+	defer cancel()
+	if err := cache.PutOCRPage(keepCtx, jobID, fileIndex, key, raw); err != nil {
 		return answer, fmt.Errorf("keep the answer: %w", err)
 	}
 	return answer, nil
 }
+
+// keepAnswerTimeout bounds the write of a paid answer, which outlives the
+// context of the call that got it.
+const keepAnswerTimeout = 10 * time.Second

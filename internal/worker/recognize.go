@@ -59,6 +59,18 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 		}
 	}
 	row, source, err := w.recognize(ctx, j, i, downloadsSoFar(rj.JobRow))
+	if (err != nil || row.Status == job.RowFailed) && stopped(ctx) {
+		// Cut off from outside: the worker is stopping, or the job ended.
+		// Whatever failed (a provider call abandoned, a wait for a slot,
+		// a download) failed because of it, and says nothing about the
+		// file: nothing is recorded, and the next run recognizes it again,
+		// the pages already paid for read from the page cache (Work hands
+		// the file back to River).
+		if err == nil {
+			err = errors.New(row.Error)
+		}
+		return nil, fmt.Errorf("file %s[%d]: recognition stopped: %w", j.ID, i, err)
+	}
 	if errors.Is(err, errDownloadsQueued) {
 		// Neither an attempt spent nor a fault: River hands the slot
 		// this file would wait in to the next file, maybe another
