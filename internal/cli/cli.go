@@ -64,7 +64,7 @@ func Main(args []string, sigs <-chan os.Signal, stdout, stderr io.Writer, getenv
 		ctx, stop = InterruptOnSignal(context.Background(), sigs, stderr, exit)
 	}
 	defer stop()
-	return Run(ctx, args, stdout, stderr, getenv)
+	return runIn(ctx, &environment{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: getenv, exit: exit}, args)
 }
 
 // isServerCommand reports whether args run serve or bench, the commands
@@ -130,7 +130,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 
 // runWithInput is Run reading stdin from in (apikey revoke --key-stdin).
 func runWithInput(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	env := &environment{stdin: in, stdout: stdout, stderr: stderr, getenv: getenv}
+	return runIn(ctx, &environment{stdin: in, stdout: stdout, stderr: stderr, getenv: getenv, exit: os.Exit}, args)
+}
+
+// runIn is Run in env.
+func runIn(ctx context.Context, env *environment, args []string) int {
+	in, stdout, stderr := env.stdin, env.stdout, env.stderr
 	root := newRoot(env)
 	root.SetArgs(args)
 	root.SetIn(in)
@@ -227,6 +232,9 @@ type environment struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// exit ends the process at once (os.Exit; tests record it), for what
+	// must not wait for a graceful stop: a serve whose node id was taken.
+	exit func(int)
 }
 
 // config loads the configuration, letting flags that were set win over env.

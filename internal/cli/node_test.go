@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/docjobs/docjobs/internal/logtest"
@@ -25,6 +27,8 @@ import (
 type nodeDatabase struct {
 	env  map[string]string
 	open func(t *testing.T) store.Store
+	// url and schema: PostgreSQL's, for a test's own connection.
+	url, schema string
 }
 
 func sqliteNodeDatabase(t *testing.T) nodeDatabase {
@@ -59,6 +63,7 @@ func postgresNodeDatabase(t *testing.T) nodeDatabase {
 	return nodeDatabase{
 		env:  map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_DATABASE_URL": url + sep + "search_path=" + schema},
 		open: open,
+		url:  url, schema: schema,
 	}
 }
 
@@ -189,5 +194,74 @@ func TestASecondProcessWithTheHostNameWorksUnderADerivedID(t *testing.T) {
 	// The start line names the id in use, not the host name it came from.
 	if want := `"msg":"workers started","node":"` + host + `-2"`; !strings.Contains(stderr, want) {
 		t.Errorf("stderr lacks %s:\n%s", want, stderr)
+	}
+}
+
+// A serve whose node id another process took while its connection was
+// down exits at once (audit-ops3 F3): whoever holds the id may have handed
+// its running jobs back to the queue, and a graceful stop made River write
+// them available again (their attempt undone) over their new run. It says
+// why on stderr and exits 1, as the graceful path did.
+func TestAServeWhoseNodeIDIsTakenExitsAtOnce(t *testing.T) {
+	db := postgresNodeDatabase(t)
+	_ = db.open(t).Close() // migrated, as `docjobs migrate` leaves it
+	url, schema := db.url, db.schema
+	db.env["DOCJOBS_NODE_ID"] = "w-lost"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out, errb logtest.Buffer
+	exits := make(chan int, 1)
+	env := &environment{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv: func(k string) string { return db.env[k] }, exit: func(code int) { exits <- code }}
+	done := make(chan struct{})
+	code := 0
+	go func() {
+		defer close(done)
+		code = runIn(ctx, env, []string{"serve", "--role=worker"})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for !strings.Contains(errb.String(), "workers started") {
+		select {
+		case <-done:
+			t.Fatalf("serve exited %d before its workers started: %s", code, errb.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	// The test's session spins on the lock from the moment it ends the
+	// process's, so it holds the id before the process's next check.
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	key := fmt.Sprintf(`hashtextextended('docjobs_node.%s.w-lost', 0)`, schema)
+	var holder int32
+	if err := conn.QueryRow(t.Context(), `SELECT coalesce(max(pid), 0) FROM pg_locks
+		WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+		AND ((classid::bigint << 32) | objid::bigint) = `+key).Scan(&holder); err != nil || holder == 0 {
+		t.Fatalf("the session holding w-lost: %d, %v", holder, err)
+	}
+	if _, err := conn.Exec(t.Context(), fmt.Sprintf(`DO $$ BEGIN
+		PERFORM pg_terminate_backend(%d);
+		LOOP EXIT WHEN pg_try_advisory_lock(%s); END LOOP;
+	END $$`, holder, key)); err != nil {
+		t.Fatalf("taking w-lost from session %d: %v", holder, err)
+	}
+	select {
+	case code := <-exits:
+		if code != ExitError {
+			t.Errorf("exit(%d), want %d", code, ExitError)
+		}
+	case <-done:
+		t.Fatalf("serve stopped gracefully (exit %d) instead of exiting at once: %s", code, errb.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not exit after its node id was taken")
+	}
+	if want := "docjobs: node id w-lost: node id is held by another running process\n"; !strings.Contains(errb.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errb.String())
 	}
 }

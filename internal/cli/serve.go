@@ -184,7 +184,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 			DeriveClientID:       cfg.NodeIDFromHost,
 			ClaimNode:            temp.claim,
 			OnClientID:           func(id string) { node = id; temp.use(id) },
-			OnNodeLost:           func(err error) { stopProcess(err) },
+			OnNodeLost:           func(err error) { exitNodeLost(env, log, err); stopProcess(err) },
 			RescueStuckJobsAfter: wcfg.LongestStageTimeout() + time.Minute,
 			FetchPollInterval:    50 * time.Millisecond,
 			FetchCooldown:        2 * time.Millisecond,
@@ -255,6 +255,19 @@ func claimStorage(ctx context.Context, st worker.OwnerKeys, bucket *blob.Bucket,
 		log.Warn("the storage's owner could not be checked; uploads no record names are not removed until it is", "err", err)
 	}
 	return nil
+}
+
+// exitNodeLost ends a process whose node id another process took, at once:
+// whoever holds the id now may have handed this process's running jobs
+// back to the queue, and a graceful stop would write River's state for
+// them over their new run (a stopped job made available again with its
+// attempt undone, so that it runs twice at once; a returning one
+// completed). Nothing of theirs is written after this; the new runner
+// does their work, and a supervisor restarts the process.
+func exitNodeLost(env *environment, log *slog.Logger, err error) {
+	log.Error("node id taken by another process: exiting at once, leaving its jobs to whoever runs them now", "err", err, "exit_code", ExitError)
+	fmt.Fprintln(env.stderr, "docjobs:", err)
+	env.exit(ExitError)
 }
 
 // slotsConfig is the provider slot table's configuration from cfg.

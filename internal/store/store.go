@@ -266,11 +266,21 @@ type WorkConfig struct {
 	// once it has started: ClientID, or the derived one.
 	OnClientID func(id string)
 	// OnNodeLost, when set, is called once, from another goroutine, if the
-	// process loses its hold on the node id while working (its database
-	// connection dropped and another process took the id before it could
-	// take it back). By then the River client has been stopped and its
-	// jobs cancelled; the process should exit.
+	// process loses its hold on the node id while working: its database
+	// connection dropped, and another process holds the id or took it
+	// meanwhile, and may have handed this process's running jobs back to
+	// the queue. It is called before anything is stopped and should end
+	// the process without returning: stopping the River client hands the
+	// jobs it cancels back as available (their attempt undone) and
+	// completes those that return, by job id, over whichever process runs
+	// them now. If it returns, the client is stopped so, its jobs
+	// cancelled. It must not call the stop Work returned, which waits for
+	// it.
 	OnNodeLost func(error)
+	// SiblingSweepEvery is how often a process with DeriveClientID looks
+	// for its host's other ids that no process holds and reclaims their
+	// running jobs (default a minute).
+	SiblingSweepEvery time.Duration
 	// HardStopWait bounds how long stop waits for jobs it cancelled to
 	// return (default 10s); the node id is released after it.
 	HardStopWait time.Duration

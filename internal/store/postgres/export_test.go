@@ -22,3 +22,21 @@ func GroupUpdatePlans(ctx context.Context, s *Store) (generic, custom int64, err
 	}
 	return generic, custom, nil
 }
+
+// NodeHooks stand in for a process paused at the wrong moment (see
+// nodeHooks); set them before any Work of s.
+type NodeHooks struct {
+	// Check runs before each check of a held node id's connection.
+	Check func()
+	// Looked runs after s looked at node id id, to hold it or to see
+	// whether it is free, saying whether it was.
+	Looked func(id string, free bool)
+	// Retaken runs after a hold whose connection dropped took its id again
+	// and kept it.
+	Retaken func(id string)
+}
+
+// SetNodeHooks sets s's node hooks.
+func SetNodeHooks(s *Store, h NodeHooks) {
+	s.backend.hooks = nodeHooks{check: h.Check, looked: h.Looked, retaken: h.Retaken}
+}

@@ -24,10 +24,18 @@ const nodeLockKey = `hashtextextended('docjobs_node.' || current_schema() || '.'
 // defaultNodeCheck is how often a held node id's connection is checked.
 const defaultNodeCheck = 5 * time.Second
 
-// nodeCheckTimeout bounds one check or retake. pgx closes a connection
-// whose query outlives its context, and closing the holding connection
-// frees the id, so a check on a busy server must not give up soon.
-const nodeCheckTimeout = 15 * time.Second
+// defaultNodeCheckTimeout bounds one check or retake. pgx closes a
+// connection whose query outlives its context, and closing the holding
+// connection frees the id, so a check on a busy server must not give up
+// soon.
+const defaultNodeCheckTimeout = 15 * time.Second
+
+// nodeGeneration marks a take of the id for good (see migration 13): run on
+// the holding session once it holds the id's lock, so that two takes are
+// never at once.
+const nodeGeneration = `INSERT INTO node_generations (node_id, generation) VALUES ($1, 1)
+	ON CONFLICT (node_id) DO UPDATE SET generation = node_generations.generation + 1
+	RETURNING generation`
 
 // nodeHold holds a node id by a session-level advisory lock on a connection
 // of its own, taken out of the pool for the process's life: a pooled
@@ -37,7 +45,12 @@ type nodeHold struct {
 	pool   *pgxpool.Pool
 	id     string
 	check  time.Duration
+	wait   time.Duration // bound on one check or retake
 	logger *slog.Logger
+	hooks  nodeHooks
+	// generation is the id's generation this hold set when it took the
+	// id: a retake that finds another took the id meanwhile.
+	generation int64
 
 	conn *pgx.Conn // owned by watch until stop is closed
 	lost chan struct{}
@@ -46,15 +59,66 @@ type nodeHold struct {
 	once sync.Once
 }
 
+// nodeHooks let tests stand in for a process paused at the wrong moment;
+// nil in production.
+type nodeHooks struct {
+	// check runs before each check of a held id's connection.
+	check func()
+	// looked runs after HoldNode or NodeFree looked at id, saying whether
+	// it was free.
+	looked func(id string, free bool)
+	// retaken runs after a hold whose connection dropped took its id
+	// again and kept it.
+	retaken func(id string)
+}
+
 func (b *backend) HoldNode(ctx context.Context, id string) (sqlstore.NodeHold, error) {
 	conn, err := lockNode(ctx, b.pool, id)
+	if b.hooks.looked != nil {
+		b.hooks.looked(id, err == nil)
+	}
 	if err != nil {
 		return nil, err
 	}
-	h := &nodeHold{pool: b.pool, id: id, check: b.nodeCheck, logger: b.logger, conn: conn,
-		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	h := &nodeHold{pool: b.pool, id: id, check: b.nodeCheck, wait: b.nodeCheckTimeout, logger: b.logger, hooks: b.hooks,
+		conn: conn, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	if err := conn.QueryRow(ctx, nodeGeneration, id).Scan(&h.generation); err != nil {
+		unlockNode(ctx, conn, id)
+		return nil, fmt.Errorf("node id %s: new generation: %w", id, err)
+	}
 	go h.watch()
 	return h, nil
+}
+
+// NodeFree takes id's lock and gives it up in one statement, on a pooled
+// connection (which thus never keeps it), setting no generation: a
+// holder whose connection dropped may still take the id back as its own.
+// A sweep calls it for its first look at an id (see sqlstore's
+// sweepSiblings), and holds the id only if it is still free after the
+// returned window, the longest a live holder takes to take it back: the
+// next tick of its check, that check's ping (up to the check timeout,
+// when the connection is gone without a word) and one retake (as long).
+func (b *backend) NodeFree(ctx context.Context, id string) (time.Duration, error) {
+	var free bool
+	err := b.pool.QueryRow(ctx, `SELECT CASE WHEN pg_try_advisory_lock(`+nodeLockKey+`)
+		THEN pg_advisory_unlock(`+nodeLockKey+`) ELSE false END`, id).Scan(&free)
+	if err != nil {
+		return 0, fmt.Errorf("look at node id %s: %w", id, err)
+	}
+	if b.hooks.looked != nil {
+		b.hooks.looked(id, free)
+	}
+	if !free {
+		return 0, store.ErrNodeHeld
+	}
+	return b.nodeCheck + 2*b.nodeCheckTimeout, nil
+}
+
+// unlockNode gives id up and closes conn, the connection holding it.
+func unlockNode(ctx context.Context, conn *pgx.Conn, id string) {
+	ctx = context.WithoutCancel(ctx)
+	_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock(`+nodeLockKey+`)`, id)
+	_ = conn.Close(ctx) // frees it all the same, once the server notices
 }
 
 // lockNode takes id's lock on a connection of its own; store.ErrNodeHeld
@@ -87,7 +151,8 @@ func (h *nodeHold) Settle() time.Duration { return 2 * h.check }
 // watch checks the connection every h.check. When it has dropped, the
 // session and its lock are gone: it takes the id again on a new
 // connection, retrying while the database cannot be reached, and reports
-// the hold lost only when another process holds the id.
+// the hold lost when another process holds the id, or took it meanwhile
+// (the id's generation moved on).
 func (h *nodeHold) watch() {
 	defer close(h.done)
 	t := time.NewTicker(h.check)
@@ -98,7 +163,10 @@ func (h *nodeHold) watch() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), nodeCheckTimeout)
+		if h.hooks.check != nil {
+			h.hooks.check()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), h.wait)
 		err := h.conn.Ping(ctx)
 		cancel()
 		if err == nil {
@@ -113,17 +181,39 @@ func (h *nodeHold) watch() {
 }
 
 // retake takes the id again, trying at each tick; false when the hold is
-// lost or stopped.
+// lost or stopped. The id being free is not enough: a process that took
+// it meanwhile (a sibling's sweep, which gives it up once it has handed
+// this process's running jobs back to the queue) set a new generation, and
+// this process's jobs may now be running elsewhere too.
 func (h *nodeHold) retake(tick <-chan time.Time) bool {
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), nodeCheckTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), h.wait)
 		conn, err := lockNode(ctx, h.pool, h.id)
+		var generation int64
+		if err == nil {
+			// Read once the lock is held: whoever set a generation held
+			// it then, so none can be set from now on.
+			if err = conn.QueryRow(ctx, `SELECT generation FROM node_generations WHERE node_id = $1`, h.id).Scan(&generation); err != nil {
+				unlockNode(ctx, conn, h.id)
+				err = fmt.Errorf("read the generation: %w", err)
+			}
+		}
 		cancel()
 		switch {
-		case err == nil:
+		case err == nil && generation == h.generation:
 			h.conn = conn
 			h.logger.Info("store: node id taken again", "client_id", h.id)
+			if h.hooks.retaken != nil {
+				h.hooks.retaken(h.id)
+			}
 			return true
+		case err == nil:
+			unlockNode(context.Background(), conn, h.id)
+			h.logger.Error("store: node id was taken by another process while the connection holding it was down, and its running jobs may have been handed back to the queue",
+				"client_id", h.id, "generation", h.generation, "now", generation)
+			h.conn = nil
+			close(h.lost)
+			return false
 		case errors.Is(err, store.ErrNodeHeld):
 			// Possibly this process's own old session, if the server has
 			// not yet noticed it is gone: stopping is the safe side.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,8 +124,10 @@ func TestADroppedNodeLockConnectionTakesTheIDAgain(t *testing.T) {
 
 // TestANodeWhoseIDIsTakenWhileItsConnectionIsDownStopsWorking: when
 // another session took the id in the gap, the process may no longer work
-// its jobs (the new holder reclaims them): its running jobs are cancelled
-// and OnNodeLost says why.
+// its jobs (the new holder reclaims them): OnNodeLost says why before
+// anything is stopped (serve exits there, so that River writes nothing
+// over the new runs of those jobs), and if it returns the running jobs
+// are cancelled.
 func TestANodeWhoseIDIsTakenWhileItsConnectionIsDownStopsWorking(t *testing.T) {
 	url := pgtest.URL(t)
 	s, schema := openNamedSchema(t)
@@ -133,7 +137,15 @@ func TestANodeWhoseIDIsTakenWhileItsConnectionIsDownStopsWorking(t *testing.T) {
 	conn := connect(t)
 	w := &blockWorker{started: make(chan struct{}), cancelled: make(chan struct{})}
 	lost := make(chan error, 1)
-	stop, err := work(t, s, "node-q", w, func(err error) { lost <- err })
+	cancelledFirst := false
+	stop, err := work(t, s, "node-q", w, func(err error) {
+		select {
+		case <-w.cancelled:
+			cancelledFirst = true
+		default:
+		}
+		lost <- err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,10 +184,13 @@ func TestANodeWhoseIDIsTakenWhileItsConnectionIsDownStopsWorking(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("OnNodeLost was not called")
 	}
+	if cancelledFirst {
+		t.Error("the running job was cancelled before OnNodeLost: River hands it back over its new run")
+	}
 	select {
 	case <-w.cancelled:
-	default:
-		t.Error("the running job was not cancelled before OnNodeLost")
+	case <-time.After(15 * time.Second):
+		t.Error("the running job was not cancelled once OnNodeLost returned")
 	}
 }
 
@@ -238,5 +253,259 @@ func TestANewcomerWaitsBeforeReclaimingALiveHoldersJobs(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("the newcomer never ran the job the first process gave up")
+	}
+}
+
+// pause parks a store's check of its node id's connection, as a process
+// stopped (SIGSTOP, a frozen VM) stops checking, while the test ends that
+// connection's session; its River client goes on.
+type pause struct {
+	on             atomic.Bool
+	parked, resume chan struct{}
+	parkOnce, goOn sync.Once
+}
+
+func newPause(t *testing.T) *pause {
+	p := &pause{parked: make(chan struct{}), resume: make(chan struct{})}
+	t.Cleanup(p.end)
+	return p
+}
+
+// check is the store's NodeHooks.Check.
+func (p *pause) check() {
+	if p.on.Load() {
+		p.parkOnce.Do(func() { close(p.parked) })
+		<-p.resume
+	}
+}
+
+// start returns once the next check is parked.
+func (p *pause) start(t *testing.T) {
+	t.Helper()
+	p.on.Store(true)
+	select {
+	case <-p.parked:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the node id's check did not come round")
+	}
+}
+
+func (p *pause) end() { p.goOn.Do(func() { close(p.resume) }) }
+
+// blockJob is the state, attempt and last client of the test's one River
+// job in schema.
+func blockJob(t *testing.T, conn *pgx.Conn, schema string) string {
+	t.Helper()
+	var state, by string
+	var attempt int
+	err := conn.QueryRow(t.Context(), `SELECT state, attempt, attempted_by[array_upper(attempted_by, 1)] FROM `+
+		pgx.Identifier{schema, "river_job"}.Sanitize()+` WHERE kind = $1`, blockArgs{}.Kind()).Scan(&state, &attempt, &by)
+	if err != nil {
+		t.Fatalf("river job: %v", err)
+	}
+	return fmt.Sprintf("%s, attempt %d by %s", state, attempt, by)
+}
+
+// workAs starts a client on s working blockArgs with w as cfg says.
+func workAs(t *testing.T, s *postgres.Store, w *blockWorker, cfg store.WorkConfig) func(context.Context) error {
+	t.Helper()
+	workers := river.NewWorkers()
+	river.AddWorker(workers, w)
+	cfg.Workers = workers
+	cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 1}}
+	cfg.FetchPollInterval = 20 * time.Millisecond
+	stop, err := s.Work(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("Work as %s: %v", cfg.ClientID, err)
+	}
+	return stop
+}
+
+// stopSoon stops a client whose jobs block: they are cancelled at once.
+func stopSoon(stop func(context.Context) error) {
+	c, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_ = stop(c)
+}
+
+// TestAPausedNodeWhoseJobsASiblingReclaimedStopsWithoutWritingThem (audit
+// ops3 F2, F3): a process is paused while its job runs, and its sessions
+// end; a sibling's sweep takes its id, hands the job back to the queue
+// (the sibling runs it again) and gives the id up. When the paused
+// process resumes it must not take its id back as if nothing happened
+// (it worked the job beside the sibling, every provider call paid twice):
+// the id's generation moved on, so the hold is lost. And it must write
+// nothing to the job the sibling now runs: River's stop made it available
+// again with its attempt undone, and a third run started.
+func TestAPausedNodeWhoseJobsASiblingReclaimedStopsWithoutWritingThem(t *testing.T) {
+	url, schema := pgtest.Schema(t)
+	open := func(cfg postgres.Config) *postgres.Store {
+		cfg.URL, cfg.Schema = url, schema
+		s := openConfig(t, cfg)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	conn := connect(t)
+	paused := open(postgres.Config{NodeCheck: 20 * time.Millisecond})
+	p := newPause(t)
+	postgres.SetNodeHooks(paused, postgres.NodeHooks{Check: p.check})
+	first := &blockWorker{started: make(chan struct{}), cancelled: make(chan struct{})}
+	lost := make(chan error, 1)
+	exited := make(chan struct{}) // OnNodeLost ends the process: nothing runs after it
+	stopFirst := workAs(t, paused, first, store.WorkConfig{ClientID: "host-g",
+		OnNodeLost: func(err error) { lost <- err; <-exited }})
+	// At the end the sibling stops first, its job's last state written,
+	// and only then does the process that lost its id stop (as if its
+	// OnNodeLost returned): two clients writing one job's state at once
+	// is what River's completer panics on ("a job that wasn't finalized").
+	defer stopSoon(stopFirst)
+	defer close(exited)
+	_, _, err := paused.CreateJob(t.Context(), store.CreateJobParams{
+		Job:     &job.Job{ID: "job_g", AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"}},
+		Enqueue: []river.InsertManyParams{{Args: blockArgs{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-first.started
+
+	sibling := open(postgres.Config{NodeCheck: 20 * time.Millisecond, NodeCheckTimeout: 500 * time.Millisecond})
+	second := &blockWorker{started: make(chan struct{}), cancelled: make(chan struct{})}
+	stopSecond := workAs(t, sibling, second, store.WorkConfig{ClientID: "host-g", DeriveClientID: true,
+		SiblingSweepEvery: 50 * time.Millisecond})
+	defer stopSoon(stopSecond)
+
+	p.start(t)
+	if _, err := conn.Exec(t.Context(), `SELECT pg_terminate_backend($1, 10000)`, nodeHolder(t, conn, schema, "host-g")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-second.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sibling's sweep did not hand the paused process's job back")
+	}
+	want := "running, attempt 2 by host-g-2"
+	if got := blockJob(t, conn, schema); got != want {
+		t.Fatalf("job run by the sibling: %s, want %s", got, want)
+	}
+
+	p.end()
+	select {
+	case err := <-lost:
+		if !errors.Is(err, store.ErrNodeHeld) {
+			t.Errorf("OnNodeLost(%v), want ErrNodeHeld", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the resumed process took its id back and works on the job its sibling runs")
+	}
+	if got := blockJob(t, conn, schema); got != want {
+		t.Errorf("job after the resumed process lost its id: %s, want still %s", got, want)
+	}
+}
+
+// TestASiblingSweepLeavesANodeThatTakesItsIDBackInTime (audit ops3 F2b):
+// a live process's connection drops (a failover drops them all) just as a
+// sibling's sweep looks at its id and finds it free. The process takes
+// its id back at its next check; the sweep must not have taken the id at
+// that first look (the process then found it held and stopped, healthy),
+// nor take it or the process's job afterwards.
+func TestASiblingSweepLeavesANodeThatTakesItsIDBackInTime(t *testing.T) {
+	url, schema := pgtest.Schema(t)
+	open := func(cfg postgres.Config) *postgres.Store {
+		cfg.URL, cfg.Schema = url, schema
+		s := openConfig(t, cfg)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	conn := connect(t)
+	live := open(postgres.Config{NodeCheck: 20 * time.Millisecond})
+	p := newPause(t)
+	retaken := make(chan struct{}, 1)
+	postgres.SetNodeHooks(live, postgres.NodeHooks{Check: p.check, Retaken: func(string) { retaken <- struct{}{} }})
+	first := &blockWorker{started: make(chan struct{}), cancelled: make(chan struct{})}
+	lost := make(chan error, 1)
+	stopFirst := workAs(t, live, first, store.WorkConfig{ClientID: "host-b",
+		OnNodeLost: func(err error) { lost <- err }})
+	defer stopSoon(stopFirst)
+	_, _, err := live.CreateJob(t.Context(), store.CreateJobParams{
+		Job:     &job.Job{ID: "job_b", AccountID: "acct", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a"}},
+		Enqueue: []river.InsertManyParams{{Args: blockArgs{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-first.started
+
+	// The sweep's look at host-b once it is free waits until the test
+	// has let the process take it back; its looks after that are told.
+	var armed atomic.Bool
+	seenFree, goOn := make(chan struct{}), make(chan struct{})
+	looks := make(chan bool, 100)
+	var once sync.Once
+	sibling := open(postgres.Config{NodeCheck: 20 * time.Millisecond, NodeCheckTimeout: 500 * time.Millisecond})
+	postgres.SetNodeHooks(sibling, postgres.NodeHooks{Looked: func(id string, free bool) {
+		if id != "host-b" || !armed.Load() {
+			return
+		}
+		first := false
+		if free {
+			once.Do(func() { first = true; close(seenFree); <-goOn })
+		}
+		if first {
+			return
+		}
+		select {
+		case looks <- free:
+		default:
+		}
+	}})
+	second := &blockWorker{started: make(chan struct{}), cancelled: make(chan struct{})}
+	stopSecond := workAs(t, sibling, second, store.WorkConfig{ClientID: "host-b", DeriveClientID: true,
+		SiblingSweepEvery: 50 * time.Millisecond})
+	defer stopSoon(stopSecond)
+	defer func() {
+		select {
+		case <-goOn:
+		default:
+			close(goOn)
+		}
+	}()
+
+	p.start(t)
+	armed.Store(true)
+	if _, err := conn.Exec(t.Context(), `SELECT pg_terminate_backend($1, 10000)`, nodeHolder(t, conn, schema, "host-b")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-seenFree:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sibling's sweep never looked at host-b while it was free")
+	}
+	p.end()
+	select {
+	case <-retaken:
+	case err := <-lost:
+		t.Fatalf("the live process lost its id to the sibling's first look: %v", err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the live process did not take its id back")
+	}
+	close(goOn)
+	// The looks after the free one: the sweep's second (held) and its
+	// next rounds' (held), once the sweep has done with host-b.
+	for range 2 {
+		select {
+		case free := <-looks:
+			if free {
+				t.Fatal("the sweep found host-b free again although its process holds it")
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the sweep did not look at host-b again")
+		}
+	}
+	select {
+	case err := <-lost:
+		t.Fatalf("the live process lost its id: %v", err)
+	default:
+	}
+	if got, want := blockJob(t, conn, schema), "running, attempt 1 by host-b"; got != want {
+		t.Errorf("the live process's job: %s, want %s", got, want)
 	}
 }

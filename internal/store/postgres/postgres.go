@@ -43,6 +43,11 @@ type Config struct {
 	// NodeCheck is how often the connection holding this process's node id
 	// is checked (default 5s); see Work.
 	NodeCheck time.Duration
+	// NodeCheckTimeout bounds one such check, and one take of the id
+	// again after its connection dropped (default 15s). A sibling sweep
+	// looks twice at an id, NodeCheck plus twice this apart, before it
+	// takes the id from a holder that may only have lost its connection.
+	NodeCheckTimeout time.Duration
 	// CheckSchema makes Open check the schema instead of migrating it
 	// (sqlstore.Store.CheckSchema): the admin commands other than migrate
 	// must not upgrade a database older servers use.
@@ -53,7 +58,8 @@ type Config struct {
 // Store is store.Store on PostgreSQL.
 type Store struct {
 	*sqlstore.Store[pgx.Tx]
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	backend *backend
 	// ends is the connection listening for the ends of jobs (ends.go);
 	// nil until Open starts it.
 	ends *endListener
@@ -188,6 +194,7 @@ func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: migrations: %w", err)
 	}
+	b := newBackend(pool, cfg)
 	core, err := sqlstore.New(sqlstore.Config{
 		Dialect: sqlstore.Dialect{
 			NumberedParams: true,
@@ -222,11 +229,11 @@ func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		Migrations: migrations,
 		Schema:     cfg.Schema,
 		Logger:     cfg.Logger,
-	}, newBackend(pool, cfg), riverpgxv5.New(pool))
+	}, b, riverpgxv5.New(pool))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	return &Store{Store: core, pool: pool}, nil
+	return &Store{Store: core, pool: pool, backend: b}, nil
 }
 
 // isRetryable reports the errors after which PostgreSQL has aborted the
@@ -272,15 +279,20 @@ func isUnavailable(err error) bool {
 
 // backend adapts pgx to sqlstore.Backend.
 type backend struct {
-	pool      *pgxpool.Pool
-	nodeCheck time.Duration
-	logger    *slog.Logger
+	pool             *pgxpool.Pool
+	nodeCheck        time.Duration
+	nodeCheckTimeout time.Duration
+	logger           *slog.Logger
+	hooks            nodeHooks // set by tests before any Work
 }
 
 func newBackend(pool *pgxpool.Pool, cfg Config) *backend {
-	b := &backend{pool: pool, nodeCheck: cfg.NodeCheck, logger: cfg.Logger}
+	b := &backend{pool: pool, nodeCheck: cfg.NodeCheck, nodeCheckTimeout: cfg.NodeCheckTimeout, logger: cfg.Logger}
 	if b.nodeCheck <= 0 {
 		b.nodeCheck = defaultNodeCheck
+	}
+	if b.nodeCheckTimeout <= 0 {
+		b.nodeCheckTimeout = defaultNodeCheckTimeout
 	}
 	if b.logger == nil {
 		b.logger = slog.Default()

@@ -34,8 +34,10 @@ func openNamedSchema(t testing.TB) (*postgres.Store, string) {
 	t.Helper()
 	url, schema := pgtest.Schema(t)
 	// A node id's check every 100 ms: a restarted node reclaims its jobs
-	// two checks after it takes its id.
-	return openConfig(t, postgres.Config{URL: url, Schema: schema, NodeCheck: 100 * time.Millisecond}), schema
+	// two checks after it takes its id. A sibling sweep takes an id it saw
+	// free 100 ms + 2 × 2 s later.
+	return openConfig(t, postgres.Config{URL: url, Schema: schema, NodeCheck: 100 * time.Millisecond,
+		NodeCheckTimeout: 2 * time.Second}), schema
 }
 
 // openConfig opens the store cfg describes, logging warnings only.

@@ -54,6 +54,18 @@ func (b *backend) HoldNode(_ context.Context, id string) (sqlstore.NodeHold, err
 	return fileHold{f: f}, nil
 }
 
+// NodeFree takes id's lock file and lets it go at once. The window is 0:
+// a flock is never lost while its process lives, so a free id is a dead
+// process's and a sweep may take it at its first look.
+func (b *backend) NodeFree(_ context.Context, id string) (time.Duration, error) {
+	path := nodeLockPath(b.path, id)
+	f, err := lockFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return 0, f.Close()
+}
+
 func (fileHold) Lost() <-chan struct{} { return nil }
 
 // Settle is 0: the kernel frees a flock only when its process ends.

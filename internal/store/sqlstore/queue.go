@@ -197,7 +197,11 @@ func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID st
 		go s.reclaimAfter(ctx, clientID, left, settle, stopped, hold.Lost())
 	}
 	if clientID != "" && cfg.DeriveClientID {
-		go s.sweepSiblings(ctx, cfg.ClientID, clientID, cfg.ClaimNode, stopped)
+		every := cfg.SiblingSweepEvery
+		if every <= 0 {
+			every = siblingSweepEvery
+		}
+		go s.sweepSiblings(ctx, cfg.ClientID, clientID, every, cfg.ClaimNode, stopped)
 	}
 	go func() {
 		var lost <-chan struct{}
@@ -210,16 +214,21 @@ func (s *Store[TTx]) work(ctx context.Context, cfg store.WorkConfig, clientID st
 			return
 		case <-lost:
 		}
-		// Another process holds the id now and may have reclaimed this
-		// client's running jobs: working them on would ask their
-		// providers twice.
-		s.logger.ErrorContext(ctx, "store: node id taken by another process; stopping work", "client_id", clientID)
+		// Another process took the id and may have handed this client's
+		// running jobs back to the queue: working them on would ask their
+		// providers twice. Nor may the client stop as usual: River hands
+		// a job it stops back (available, its attempt undone) and
+		// completes one that returns, each by the job's id wherever it
+		// is running, so it would write over the new runner's attempt.
+		// OnNodeLost ends the process first; the stop below is for a
+		// caller that cannot.
+		s.logger.ErrorContext(ctx, "store: node id taken by another process; its running jobs are no longer this process's", "client_id", clientID)
 		s.waker.Store(nil)
-		cancelAll(ctx)
-		close(watched) // before OnNodeLost, which may well call stop
 		if cfg.OnNodeLost != nil {
 			cfg.OnNodeLost(fmt.Errorf("node id %s: %w", clientID, store.ErrNodeHeld))
 		}
+		cancelAll(ctx)
+		close(watched)
 	}()
 	var once sync.Once
 	stop := func(ctx context.Context) error {
@@ -310,19 +319,18 @@ func (s *Store[TTx]) reclaim(ctx context.Context, clientID string, left []leftJo
 }
 
 // siblingSweepEvery is how often a process working under a host-derived id
-// looks for the running jobs of its host's other ids that no process holds.
+// looks for the running jobs of its host's other ids that no process holds
+// (store.WorkConfig.SiblingSweepEvery).
 const siblingSweepEvery = time.Minute
 
-// sweepSiblings reclaims, at start and then every siblingSweepEvery until
-// stopped, the running jobs of base's other ids (base, base-2 …
+// sweepSiblings reclaims, at start and then every period until stopped,
+// the running jobs of base's other ids (base, base-2 …
 // base-MaxDerivedClientIDs, own excepted) whose id no live process holds.
 // Two processes of one host that restart can take each other's ids, and
 // one that never comes back leaves an id nobody takes again: without the
 // sweep its jobs waited for River's rescuer (the longest stage timeout
-// plus a minute). Taking the id first makes it as safe as a restart's own
-// reclaim: a live holder keeps it, and one whose connection dropped is
-// waited out for the hold's Settle.
-func (s *Store[TTx]) sweepSiblings(ctx context.Context, base, own string, claim func(string) (func(), error), stopped <-chan struct{}) {
+// plus a minute).
+func (s *Store[TTx]) sweepSiblings(ctx context.Context, base, own string, every time.Duration, claim func(string) (func(), error), stopped <-chan struct{}) {
 	ctx = context.WithoutCancel(ctx)
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -336,13 +344,53 @@ func (s *Store[TTx]) sweepSiblings(ctx context.Context, base, own string, claim 
 		if err != nil {
 			s.logger.WarnContext(ctx, "store: looking for jobs of this host's other node ids failed", "client_id", own, "err", err)
 		}
-		for _, id := range ids {
-			if !s.reclaimSibling(ctx, id, claim, stopped) {
-				return
-			}
+		if !s.reclaimSiblings(ctx, ids, claim, stopped) {
+			return
 		}
-		t.Reset(siblingSweepEvery)
+		t.Reset(every)
 	}
+}
+
+// reclaimSiblings reclaims the running jobs of those of ids no live process
+// holds. An id is taken only if it is free at two looks the backend's
+// window apart: a live holder whose connection dropped (a database
+// failover drops them all at once) takes its id back within that window,
+// so an id free at the first look only is a live process's, and taking it
+// stopped that process. It returns false when the client stopped
+// meanwhile.
+func (s *Store[TTx]) reclaimSiblings(ctx context.Context, ids []string, claim func(string) (func(), error), stopped <-chan struct{}) bool {
+	var free []string
+	var window time.Duration
+	for _, id := range ids {
+		w, err := s.backend.NodeFree(ctx, id)
+		if errors.Is(err, store.ErrNodeHeld) {
+			continue // alive: its jobs are its own
+		}
+		if err != nil {
+			s.logger.WarnContext(ctx, "store: looking at another node id of this host failed", "node_id", id, "err", err)
+			continue
+		}
+		free = append(free, id)
+		window = max(window, w)
+	}
+	if len(free) == 0 {
+		return true
+	}
+	if window > 0 {
+		s.logger.InfoContext(ctx, "store: other node ids of this host are free; their running jobs go back to the queue if the ids are still free after the time a live holder has to take them back",
+			"node_ids", free, "after", window)
+		t := time.NewTimer(window)
+		defer t.Stop()
+		select {
+		case <-stopped:
+			return false
+		case <-t.C:
+		}
+	}
+	for _, id := range free {
+		s.reclaimSibling(ctx, id, claim)
+	}
+	return true
 }
 
 // siblingsRunning lists the ids of base's family other than own that made
@@ -381,20 +429,24 @@ func derivedFrom(id, base string) bool {
 	return err == nil && k >= 2 && k <= store.MaxDerivedClientIDs && strconv.Itoa(k) == n
 }
 
-// reclaimSibling takes id if no process holds it, reclaims the jobs it left
-// running once its Settle has passed, and gives it up again. Before the
-// jobs go back, claim (WorkConfig.ClaimNode) claims and gives up what the
-// id owns outside the database: serve empties the id's conversion
-// folder, which no live process writes to since the id's holder is gone.
-// It returns false when the client stopped meanwhile.
-func (s *Store[TTx]) reclaimSibling(ctx context.Context, id string, claim func(string) (func(), error), stopped <-chan struct{}) bool {
+// reclaimSibling takes id if no process holds it, reclaims the jobs it
+// left running, and gives it up again. The caller has seen id free a
+// window before: a process that still thinks it holds id is paused, or
+// cannot reach the database, and taking id makes its attempt to take it
+// back fail (the id's generation moves on), so that it stops instead of
+// working on what went back to the queue. Before the jobs go back, claim
+// (WorkConfig.ClaimNode) claims and gives up what the id owns outside the
+// database: serve empties the id's conversion folder, which no live
+// process writes to since the id's holder is gone.
+func (s *Store[TTx]) reclaimSibling(ctx context.Context, id string, claim func(string) (func(), error)) {
 	hold, err := s.backend.HoldNode(ctx, id)
 	if errors.Is(err, store.ErrNodeHeld) {
-		return true // alive: its jobs are its own
+		s.logger.InfoContext(ctx, "store: another node id of this host was taken back; its jobs are its holder's", "node_id", id)
+		return
 	}
 	if err != nil {
 		s.logger.WarnContext(ctx, "store: taking another node id of this host failed", "node_id", id, "err", err)
-		return true
+		return
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(ctx, hardStopWait)
@@ -406,18 +458,7 @@ func (s *Store[TTx]) reclaimSibling(ctx context.Context, id string, claim func(s
 	left, err := s.leftRunning(ctx, id)
 	if err != nil {
 		s.logger.WarnContext(ctx, "store: listing the jobs of another node id of this host failed", "node_id", id, "err", err)
-		return true
-	}
-	if settle := hold.Settle(); settle > 0 && len(left) > 0 {
-		t := time.NewTimer(settle)
-		defer t.Stop()
-		select {
-		case <-stopped:
-			return false
-		case <-hold.Lost():
-			return true
-		case <-t.C:
-		}
+		return
 	}
 	if claim != nil {
 		release, err := claim(id)
@@ -435,5 +476,4 @@ func (s *Store[TTx]) reclaimSibling(ctx context.Context, id string, claim func(s
 	if err := s.reclaim(ctx, id, left); err != nil {
 		s.logger.WarnContext(ctx, "store: reclaiming the jobs of another node id of this host failed; River's rescuer will", "node_id", id, "err", err)
 	}
-	return true
 }

@@ -67,8 +67,19 @@ type Backend[TTx any] interface {
 	// worker's context.
 	CompleteRiverJob(ctx context.Context, tx TTx, job *rivertype.JobRow) error
 	// HoldNode takes node id id for this process until the hold is
-	// released, store.ErrNodeHeld when a live process holds it.
+	// released, store.ErrNodeHeld when a live process holds it. Where a
+	// hold can be lost, taking the id this way is what the previous
+	// holder's attempt to take it back after its connection dropped
+	// refuses (the id's generation moves on): whoever holds it may hand
+	// that holder's running jobs back to the queue.
 	HoldNode(ctx context.Context, id string) (NodeHold, error)
+	// NodeFree reports whether node id id is free now (nil) or held by a
+	// live process (store.ErrNodeHeld), leaving no mark on it: a holder
+	// whose connection dropped takes it back unhindered. window is the
+	// longest such a holder may take to do so (0 where a hold cannot be
+	// lost while its process lives): an id still free a window after it
+	// was seen free is no live process's.
+	NodeFree(ctx context.Context, id string) (window time.Duration, err error)
 	Ping(ctx context.Context) error
 	Close() error
 }
