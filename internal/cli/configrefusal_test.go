@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docjobs/docjobs/internal/config"
 )
@@ -19,6 +21,18 @@ import (
 func refusal(stderr string) string {
 	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 	return lines[len(lines)-1]
+}
+
+// refusedServe runs serve as run does, but stops it after a while: a
+// refusal comes in milliseconds, and a serve that was not refused must
+// fail the test rather than run until the test binary's timeout.
+func refusedServe(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := Run(ctx, append([]string{"serve"}, args...), &out, &errb, func(k string) string { return env[k] })
+	return code, out.String(), errb.String()
 }
 
 // notMade fails the test if path exists: a refusal came after serve made
@@ -56,8 +70,8 @@ func TestStorageURLSecretsAreNeverPrintedAndTheirRefusalIsExit2(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")
 			url := strings.ReplaceAll(tt.url, "DIR", dir)
-			code, stdout, stderr := run(t, map[string]string{"DOCJOBS_DATA_DIR": dir, "DOCJOBS_ADDR": "127.0.0.1:0",
-				"DOCJOBS_STORAGE_URL": url}, "serve")
+			code, stdout, stderr := refusedServe(t, map[string]string{"DOCJOBS_DATA_DIR": dir, "DOCJOBS_ADDR": "127.0.0.1:0",
+				"DOCJOBS_STORAGE_URL": url})
 			if code != ExitUsage || !strings.HasPrefix(refusal(stderr), "docjobs: usage: DOCJOBS_STORAGE_URL: ") {
 				t.Fatalf("exit %d %q; want %d naming DOCJOBS_STORAGE_URL", code, stderr, ExitUsage)
 			}
@@ -103,8 +117,8 @@ func TestConfigurationRefusalsAreExit2BeforeAnythingIsMade(t *testing.T) {
 	} {
 		t.Run(tt.variable+"/"+tt.role, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")
-			code, stdout, stderr := run(t, map[string]string{"DOCJOBS_DATA_DIR": dir, "DOCJOBS_ADDR": "127.0.0.1:0",
-				"DOCJOBS_NODE_ID": "n1", tt.variable: tt.value}, "serve", "--role="+tt.role)
+			code, stdout, stderr := refusedServe(t, map[string]string{"DOCJOBS_DATA_DIR": dir, "DOCJOBS_ADDR": "127.0.0.1:0",
+				"DOCJOBS_NODE_ID": "n1", tt.variable: tt.value}, "--role="+tt.role)
 			if code != ExitUsage || !strings.HasPrefix(refusal(stderr), "docjobs: usage: "+tt.variable+": ") {
 				t.Fatalf("exit %d %q; want %d naming %s", code, stderr, ExitUsage, tt.variable)
 			}
@@ -143,7 +157,7 @@ func TestAKeyFileThatCannotBeMadeIsExit2BeforeTheDatabase(t *testing.T) {
 			for k, v := range tt.env {
 				env[k] = v
 			}
-			code, _, stderr := run(t, env, append([]string{"serve"}, tt.args...)...)
+			code, _, stderr := refusedServe(t, env, tt.args...)
 			if code != ExitUsage || !strings.HasPrefix(refusal(stderr), tt.want) {
 				t.Fatalf("exit %d %q; want %d starting %q", code, stderr, ExitUsage, tt.want)
 			}
