@@ -24,8 +24,9 @@ func TestABucketThatCannotBeUsedStopsTheStart(t *testing.T) {
 		name, url, secret, want string
 	}{
 		{"a bucket that exists opens", present, "", ""},
-		{"a bucket that does not exist", absent, "", "DOCJOBS_STORAGE_URL: s3://…: the bucket does not exist"},
-		{"credentials the server refuses", present, "not-the-secret", "DOCJOBS_STORAGE_URL: s3://…: the bucket cannot be reached: "},
+		// Named as config.Storage shows it: the bucket, no value.
+		{"a bucket that does not exist", absent, "", "DOCJOBS_STORAGE_URL: s3://absent?endpoint=…&region=…&use_path_style=…: the bucket does not exist"},
+		{"credentials the server refuses", present, "not-the-secret", "DOCJOBS_STORAGE_URL: s3://present?endpoint=…&region=…&use_path_style=…: the bucket cannot be reached: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +74,7 @@ func TestReadinessNeedsTheBucket(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			err = readiness(st, b)(context.Background())
+			err = readiness(st, b, "")(context.Background())
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("ready: %v", err)

@@ -52,7 +52,11 @@ func serveCommand(env *environment) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%w: %w", errUsage, fromFlag(err, flags))
 			}
-			return fromFlag(serve(cmd.Context(), env, cfg), flags)
+			err = serve(cmd.Context(), env, cfg)
+			if ce := (*configError)(nil); errors.As(err, &ce) {
+				return fmt.Errorf("%w: %w", errUsage, fromFlag(ce.err, flags))
+			}
+			return fromFlag(err, flags)
 		},
 	}
 	cmd.Flags().StringVar(&role, "role", "", "all, api or worker (DOCJOBS_ROLE; default all)")
@@ -97,9 +101,14 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		defer ln.Close() // closed by serving already, unless start-up failed
 	}
 
-	// The bucket first: opening it makes nothing but its directory, and a
-	// bucket URL it refuses (an unknown s3:// parameter) then stops the
-	// start before the database is created or migrated.
+	// The keyset and the bucket first: opening them makes nothing but the
+	// keyset file and the bucket's directory, and a path or bucket URL
+	// that cannot be used then stops the start, as a configuration error
+	// naming its variable, before the database is created or migrated.
+	sealer, err := secret.Open(cfg.MasterKeyFile)
+	if err != nil {
+		return &configError{fmt.Errorf("%s: %w", cfg.MasterKeyVar(), err)}
+	}
 	bucket, err := openBucket(ctx, cfg)
 	if err != nil {
 		return err
@@ -111,10 +120,6 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	}
 	defer st.Close()
 	if err := claimStorage(ctx, st, bucket, log); err != nil {
-		return err
-	}
-	sealer, err := secret.Open(cfg.MasterKeyFile)
-	if err != nil {
 		return err
 	}
 	if err := checkKeyset(ctx, cfg, st, sealer); err != nil {
@@ -224,7 +229,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleAPI {
 		serveErr = serveAPI(ctx, ln, cfg, log, st, bucket, sealer, keys, registry, newID)
 	} else {
-		serveErr = serveHealth(ctx, ln, log, readiness(st, bucket), registry)
+		serveErr = serveHealth(ctx, ln, log, readiness(st, bucket, fetch.BucketDir(cfg.StorageURL)), registry)
 	}
 	// A process that lost its node id exits with the reason, so that a
 	// supervisor restarts it.
@@ -358,7 +363,7 @@ func serveAPI(ctx context.Context, ln net.Listener, cfg config.Config, log *slog
 	}
 	registry.MustRegister(jobsCollector(st, log))
 	srv, err := server.New(serverConfig(cfg), server.Deps{
-		Service: svc, Files: svc, Results: svc, Auth: auth.NewAuthenticator(keys), Ready: readiness(st, bucket), Registry: registry, Logger: log,
+		Service: svc, Files: svc, Results: svc, Auth: auth.NewAuthenticator(keys), Ready: readiness(st, bucket, fetch.BucketDir(cfg.StorageURL)), Registry: registry, Logger: log,
 		Progress: st,
 	})
 	if err != nil {

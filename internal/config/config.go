@@ -3,15 +3,24 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/docjobs/docjobs/internal/auth"
+	"github.com/docjobs/docjobs/internal/fetch"
 )
 
 // Roles of `docjobs serve`.
@@ -33,7 +42,7 @@ type Config struct {
 	// the process listens on as a local client reaches it: localhost and
 	// DOCJOBS_ADDR's port (BindPublicURL puts in the port actually bound,
 	// for :0), or the host DOCJOBS_ADDR names when that is neither a
-	// wildcard nor a loopback address. A worker-role process serves no
+	// wildcard nor 127.0.0.1 or ::1. A worker-role process serves no
 	// API, so unset it is the API's default address, http://localhost:8080.
 	PublicURL string
 	// PublicURLSet says DOCJOBS_PUBLIC_URL was given: it is kept as it is.
@@ -42,6 +51,12 @@ type Config struct {
 	DatabaseURL   string // DOCJOBS_DATABASE_URL, default "sqlite://$DATA_DIR/docjobs.db"
 	StorageURL    string // DOCJOBS_STORAGE_URL, default "file://$DATA_DIR/files?…" (defaultStorageURL)
 	MasterKeyFile string // DOCJOBS_MASTER_KEY_FILE, default "$DATA_DIR/master.keyset"
+	// StorageURLFromDataDir and MasterKeyFileFromDataDir say the value is
+	// the default under DataDir: a message about it names
+	// DOCJOBS_DATA_DIR, the variable the operator set (StorageVar,
+	// MasterKeyVar).
+	StorageURLFromDataDir    bool
+	MasterKeyFileFromDataDir bool
 	// APIKeys is DOCJOBS_API_KEYS ("account:key,…"); never logged.
 	APIKeys        string
 	UploadMaxBytes int64 // DOCJOBS_UPLOAD_MAX_BYTES, default 20 MiB
@@ -131,6 +146,10 @@ type Config struct {
 // with the default DOCJOBS_ADDR, and a worker's PublicURL by default.
 const DefaultAPIURL = "http://localhost:8080"
 
+// Slots is the number of provider slots, PROVIDER_1 to PROVIDER_8 (DESIGN
+// §4); DOCJOBS_PROVIDER_<N>_BASE_URL is read for these.
+const Slots = 8
+
 // MaxProviderTimeout bounds DOCJOBS_PROVIDER_TIMEOUT: a call that has not
 // answered in an hour is hung, and a file's River job would have ended it
 // long before (DOCJOBS_FETCH_TIMEOUT plus DOCJOBS_FILE_TIMEOUT plus 11
@@ -145,8 +164,16 @@ const MaxProviderTimeout = time.Hour
 // must not sit readable by every local user in /tmp. dir_file_mode keeps
 // the folders it creates to the service's user whatever the umask, as the
 // files are (fetch.PrivateFile): they hold documents.
+//
+// The path is escaped as a URL's: a data dir with a "%", "?" or "#" in its
+// name made a URL that did not parse or named another directory.
 func defaultStorageURL(dataDir string) string {
-	return "file://" + filepath.Join(dataDir, "files") + "?create_dir=true&dir_file_mode=0700&metadata=skip&no_tmp_dir=true"
+	path := filepath.ToSlash(filepath.Join(dataDir, "files"))
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path // C:/…: fileblob takes the leading "/" off again
+	}
+	u := url.URL{Scheme: "file", Path: path, RawQuery: "create_dir=true&dir_file_mode=0700&metadata=skip&no_tmp_dir=true"}
+	return u.String()
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
@@ -201,6 +228,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.DatabaseURL = or(getenv("DOCJOBS_DATABASE_URL"), "sqlite://"+filepath.Join(abs, "docjobs.db"))
 	c.StorageURL = or(getenv("DOCJOBS_STORAGE_URL"), defaultStorageURL(abs))
 	c.MasterKeyFile = or(getenv("DOCJOBS_MASTER_KEY_FILE"), filepath.Join(abs, "master.keyset"))
+	c.StorageURLFromDataDir = getenv("DOCJOBS_STORAGE_URL") == ""
+	c.MasterKeyFileFromDataDir = getenv("DOCJOBS_MASTER_KEY_FILE") == ""
 	if !c.PublicURLSet {
 		c.PublicURL = DefaultAPIURL
 		if c.Role != RoleWorker {
@@ -315,13 +344,22 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.Retention = d
 	}
-	for n := 1; n <= 8; n++ {
+	for n := 1; n <= Slots; n++ {
 		name := fmt.Sprintf("DOCJOBS_PROVIDER_%d_BASE_URL", n)
 		if v := getenv(name); v != "" {
-			if u, err := url.Parse(v); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-				return c, fmt.Errorf("%s: want an absolute http(s) URL, got %q", name, v)
+			if err := checkBaseURL(v); err != nil {
+				return c, fmt.Errorf("%s: %w", name, err)
 			}
 			c.ProviderBaseURLs[n] = strings.TrimRight(v, "/")
+		}
+	}
+	// getenv cannot list the environment, so the numbers an operator may
+	// mistype for a slot are asked by name: a base URL for a slot that
+	// does not exist was ignored, and jobs went to the vendor's endpoint.
+	for n := 0; n <= 99; n++ {
+		name := fmt.Sprintf("DOCJOBS_PROVIDER_%d_BASE_URL", n)
+		if (n < 1 || n > Slots) && getenv(name) != "" {
+			return c, fmt.Errorf("%s: there is no slot %d; the slots are PROVIDER_1 to PROVIDER_%d", name, n, Slots)
 		}
 	}
 	err = c.validate()
@@ -338,8 +376,13 @@ func (c *Config) validate() error {
 	}
 	// The file URLs handed out are fetched back over HTTP (fetch.New
 	// checks it too, but only after the database is open).
-	if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return fmt.Errorf("DOCJOBS_PUBLIC_URL: want an absolute http(s) URL, got %q", c.PublicURL)
+	switch u, err := url.Parse(c.PublicURL); {
+	case err == nil && u.User != nil:
+		// Every upload URL, files[] entry and result_url would carry it,
+		// and the start prints it.
+		return errors.New("DOCJOBS_PUBLIC_URL: no user or password in the URL (not shown): it is the base of every URL the service hands out")
+	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+		return fmt.Errorf("DOCJOBS_PUBLIC_URL: want an absolute http(s) URL, got %q", ShowURL(c.PublicURL))
 	}
 	if err := checkAddr(c.Addr); err != nil {
 		return fmt.Errorf("DOCJOBS_ADDR: want host:port like :8080 or 127.0.0.1:8080, got %q: %w", c.Addr, err)
@@ -352,7 +395,18 @@ func (c *Config) validate() error {
 		return fmt.Errorf("DOCJOBS_DATABASE_URL: %w", err)
 	}
 	if err := checkStorageURL(c.StorageURL); err != nil {
-		return fmt.Errorf("DOCJOBS_STORAGE_URL: %w", err)
+		return fmt.Errorf("%s: %w", c.StorageVar(), err)
+	}
+	if err := checkKeyFile(c.MasterKeyFile); err != nil && c.MasterKeyFileFromDataDir {
+		return fmt.Errorf("DOCJOBS_DATA_DIR: the master key file in it: %w", err)
+	} else if err != nil {
+		return fmt.Errorf("DOCJOBS_MASTER_KEY_FILE: %w", err)
+	}
+	// A malformed entry stopped the start only once the database was made
+	// or migrated, and a worker, which serves no API, never read it; its
+	// errors name the variable and never a key.
+	if _, err := auth.ParseStatic(c.APIKeys); err != nil {
+		return err
 	}
 	// slog takes more spellings (info+2); the documented four, in any case,
 	// are what an operator means.
@@ -375,17 +429,192 @@ func checkDatabaseURL(raw string) error {
 		return nil
 	}
 	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
+		// Parsed as the store will parse it, so that a malformed URL is
+		// refused here rather than once serve has started.
+		if _, err := pgxpool.ParseConfig(raw); err != nil {
+			return errors.New(pgxParseError(raw, err))
+		}
 		return nil
 	}
 	return fmt.Errorf("%s, got %s", want, describeScheme(raw, "a SQLite file is sqlite:///path/docjobs.db"))
 }
 
-// checkStorageURL accepts the buckets the binary has drivers for.
-func checkStorageURL(raw string) error {
-	if strings.HasPrefix(raw, "file://") || strings.HasPrefix(raw, "s3://") {
-		return nil
+// pgxParseError is what is wrong with a connection URL pgx refused,
+// without the URL: pgx quotes it with the user information's password
+// hidden but not a ?password= or ?sslpassword= (the store's own
+// withoutConnString cuts the same way). Whatever follows the quoted URL
+// says what is wrong; should a password show there anyway, it goes.
+func pgxParseError(raw string, err error) string {
+	msg := err.Error()
+	var pce *pgconn.ParseConfigError
+	if errors.As(err, &pce) {
+		if i := strings.LastIndex(msg, "`: "); i >= 0 {
+			msg = msg[i+len("`: "):]
+		} else {
+			msg = "it does not parse"
+		}
 	}
-	return fmt.Errorf("want file:///DIR or s3://BUCKET (S3, MinIO, R2), got %s", describeScheme(raw, "a directory is file:///path/files"))
+	if u, err := url.Parse(raw); err == nil {
+		var secrets []string
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p)
+		}
+		for name, values := range u.Query() {
+			if secretParam(name) {
+				secrets = append(secrets, values...)
+			}
+		}
+		for _, s := range secrets {
+			if s != "" {
+				msg = strings.ReplaceAll(msg, s, "xxxxx")
+			}
+		}
+	}
+	return msg
+}
+
+// Query parameters gocloud's drivers take (gocloud.dev v0.47: blob's
+// URLMux, fileblob.URLOpener, s3blob.URLOpener and aws.V2ConfigFromURLParams).
+// Anything else the driver refuses at open, quoting the whole URL; here
+// it is refused naming the parameter and not its value, which may be a
+// secret put where it does not belong. "key" (one object as the bucket)
+// is left out: the service stores many.
+var (
+	fileParams = []string{"prefix", "create_dir", "dir_file_mode", "metadata", "no_tmp_dir", "base_url", "secret_key_path"}
+	s3Params   = []string{"prefix", "region", "endpoint", "use_path_style", "s3ForcePathStyle", "disable_https",
+		"profile", "role", "anonymous", "hostname_immutable", "dualstack", "fips", "accelerate", "rate_limiter_capacity",
+		"ssetype", "kmskeyid", "request_checksum_calculation", "response_checksum_validation", "awssdk"}
+)
+
+// checkStorageURL accepts the buckets the binary has drivers for, with the
+// parameters their drivers take. Its messages quote no value of the URL.
+func checkStorageURL(raw string) error {
+	var known []string
+	switch {
+	case strings.HasPrefix(raw, "file://"):
+		known = fileParams
+	case strings.HasPrefix(raw, "s3://"):
+		known = s3Params
+	default:
+		return fmt.Errorf("want file:///DIR or s3://BUCKET (S3, MinIO, R2), got %s", describeScheme(raw, "a directory is file:///path/files"))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("the %s URL does not parse (not shown: it may hold a secret): %s", schemeOf(raw), parseProblem(err))
+	}
+	if u.User != nil {
+		return fmt.Errorf("no user or password in the URL (not shown): %s", noCredentials)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return fmt.Errorf("the query does not parse (not shown: it may hold a secret): %s", parseProblem(err))
+	}
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		switch {
+		case !slices.Contains(known, name) && !named(name, u.RawQuery):
+			return fmt.Errorf("the query holds a word without \"=\" (not shown: it may be a token); %s:// buckets take %s",
+				u.Scheme, strings.Join(known, ", "))
+		case !slices.Contains(known, name):
+			return fmt.Errorf("%s:// buckets take no parameter %q (its value is not shown); they take %s",
+				u.Scheme, name, strings.Join(known, ", "))
+		}
+		// endpoint= and base_url= are URLs of their own: credentials in
+		// them would be printed wherever the storage URL is.
+		for _, v := range q[name] {
+			if inner, err := url.Parse(v); err == nil && inner.User != nil {
+				return fmt.Errorf("parameter %s holds a user or password (not shown): %s", name, noCredentials)
+			}
+		}
+	}
+	return nil
+}
+
+// noCredentials says where a bucket's credentials go instead.
+const noCredentials = "the URL carries no credentials; S3's come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile or the machine's role"
+
+// schemeOf is the scheme of a URL that did not parse, for a message.
+func schemeOf(raw string) string {
+	scheme, _, _ := strings.Cut(raw, "://")
+	return scheme + "://"
+}
+
+// parseProblem is what url.Parse or url.ParseQuery found wrong, without
+// the text it quotes whole (url.Error's URL).
+func parseProblem(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var esc url.EscapeError
+	if errors.As(err, &esc) {
+		return "a % not followed by two hex digits"
+	}
+	return err.Error()
+}
+
+// named says whether the query parameter name was given with "=": a bare
+// word in a query may be a token, and its name is then not shown.
+func named(name, rawQuery string) bool {
+	for p := range strings.SplitSeq(rawQuery, "&") {
+		n, _, hasValue := strings.Cut(p, "=")
+		if un, err := url.QueryUnescape(n); err == nil && un == name && hasValue {
+			return true
+		}
+	}
+	return false
+}
+
+// checkKeyFile refuses a master key file path serve could not read or
+// create, as far as looking tells without creating anything: a directory,
+// or a path under a file. What only creating it shows (a folder it may not
+// write) stops serve before the bucket and the database are opened.
+func checkKeyFile(path string) error {
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && info.IsDir():
+		return fmt.Errorf("%s is a directory; want the keyset file's path (it is created on first start)", path)
+	case err == nil && !info.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", path)
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s cannot be used: %w", path, err)
+	}
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		info, err := os.Stat(dir)
+		switch {
+		case err == nil && !info.IsDir():
+			return fmt.Errorf("%s cannot be created: %s is not a directory", path, dir)
+		case err == nil:
+			return nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%s cannot be created: %w", path, err)
+		}
+		if filepath.Dir(dir) == dir {
+			return nil
+		}
+	}
+}
+
+// checkBaseURL accepts a provider slot's base URL: absolute http(s), and
+// nothing a client would send as a credential or that is not a URL.
+func checkBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err == nil && u.User != nil:
+		// The key goes in a header; a password here would only be printed.
+		return errors.New("no user or password in the URL (not shown): the slot's key comes with each job")
+	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+		return fmt.Errorf("want an absolute http(s) URL, got %q", ShowURL(raw))
+	case strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return errors.New("white space or a control character in the URL (not shown)")
+	}
+	return nil
 }
 
 // describeScheme names what a URL of an unknown kind was, for a message:
@@ -403,7 +632,7 @@ func describeScheme(raw, noSchemeHint string) string {
 
 // PublicURLFor is the base URL a local client reaches a process listening
 // on addr (host:port) at: localhost and the port when the host is empty,
-// a wildcard or a loopback address, else that host and the port. ok is
+// a wildcard, 127.0.0.1 or ::1, else that host and the port. ok is
 // false when addr is no host:port (validate says so, naming DOCJOBS_ADDR).
 func PublicURLFor(addr string) (string, bool) {
 	host, port, err := net.SplitHostPort(addr)
@@ -415,7 +644,10 @@ func PublicURLFor(addr string) (string, bool) {
 		return "", false
 	}
 	port = strconv.Itoa(n)
-	if ip := net.ParseIP(host); host == "" || host == "localhost" || ip != nil && (ip.IsUnspecified() || ip.IsLoopback()) {
+	// localhost is 127.0.0.1 or ::1 to a client; another loopback address
+	// (127.0.0.2) is reached only by its own number.
+	if ip := net.ParseIP(host); host == "" || host == "localhost" ||
+		ip != nil && (ip.IsUnspecified() || ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.Equal(net.IPv6loopback)) {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port), true
@@ -454,7 +686,47 @@ func (c Config) String() string {
 		keys = "[redacted]"
 	}
 	return fmt.Sprintf("addr=%s public_url=%s role=%s database=%s storage=%s master_key_file=%s api_keys=%s node=%s",
-		c.Addr, c.PublicURL, c.Role, redactURL(c.DatabaseURL), redactURL(c.StorageURL), c.MasterKeyFile, keys, c.NodeID)
+		c.Addr, c.PublicURL, c.Role, redactURL(c.DatabaseURL), c.Storage(), c.MasterKeyFile, keys, c.NodeID)
+}
+
+// Storage names the bucket StorageURL opens, for logs and messages: its
+// scheme, host, path and parameter names, no user information and no
+// parameter's value (fetch.Display's rule for source URLs). Values are
+// not secret by name here: an endpoint= may carry a user and password,
+// and any parameter a driver does not know may carry anything.
+func (c Config) Storage() string {
+	return ShowURL(c.StorageURL)
+}
+
+// ShowURL is a URL as a message or log line may show it (fetch.Display),
+// or its scheme alone when it does not parse, since where its secrets sit
+// is then unknown.
+func ShowURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if scheme, _, ok := strings.Cut(raw, "://"); ok {
+			return scheme + "://…"
+		}
+		return "…"
+	}
+	return fetch.Display(u)
+}
+
+// StorageVar is the variable that gave StorageURL: DOCJOBS_STORAGE_URL,
+// or DOCJOBS_DATA_DIR for the default bucket under it.
+func (c Config) StorageVar() string {
+	if c.StorageURLFromDataDir {
+		return "DOCJOBS_DATA_DIR"
+	}
+	return "DOCJOBS_STORAGE_URL"
+}
+
+// MasterKeyVar is the variable that gave MasterKeyFile, as StorageVar.
+func (c Config) MasterKeyVar() string {
+	if c.MasterKeyFileFromDataDir {
+		return "DOCJOBS_DATA_DIR"
+	}
+	return "DOCJOBS_MASTER_KEY_FILE"
 }
 
 // Database names the database DatabaseURL opens, for messages: a SQLite
@@ -475,12 +747,13 @@ func (c Config) SQLitePath() (path string, ok bool) {
 	return strings.CutPrefix(c.DatabaseURL, "sqlite://")
 }
 
-// redactURL hides the secrets of a connection or bucket URL: the userinfo
-// password and every query parameter whose name says it carries one. pgx
-// takes the password as ?password= (and ?sslpassword=) as readily as in the
-// userinfo, and a bucket URL may one day name a token; a URL that does not
-// parse is shown by its scheme alone, since where its secret sits is
-// unknown.
+// redactURL hides the secrets of a database URL: the userinfo password
+// and every query parameter whose name says it carries one. pgx takes the
+// password as ?password= (and ?sslpassword=) as readily as in the
+// userinfo; the other parameters (sslmode, search_path) say which
+// database, and pgx knows them all. A URL that does not parse is shown by
+// its scheme alone, since where its secret sits is unknown. A bucket URL
+// is shown without any value (Storage).
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
