@@ -3,10 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -88,83 +85,11 @@ func openClosableSQLite(t *testing.T) (keyStore, func()) {
 func openPostgresBehindProxy(t *testing.T) (keyStore, func()) {
 	t.Helper()
 	raw, schema := pgtest.Schema(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := startProxy(t, u.Host)
-	u.Host = p.addr
-	st, err := postgres.Open(t.Context(), postgres.Config{URL: u.String(), Schema: schema, Logger: quiet})
+	proxied, cut := pgtest.BehindProxy(t, raw)
+	st, err := postgres.Open(t.Context(), postgres.Config{URL: proxied, Schema: schema, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return st, p.close
-}
-
-type proxy struct {
-	addr   string
-	ln     net.Listener
-	mu     sync.Mutex
-	closed bool
-	conns  []net.Conn
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{addr: ln.Addr().String(), ln: ln}
-	t.Cleanup(p.close)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			d, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			if !p.track(c, d) {
-				return
-			}
-			go func() { _, _ = io.Copy(d, c); _ = d.Close() }()
-			go func() { _, _ = io.Copy(c, d); _ = c.Close() }()
-		}
-	}()
-	return p
-}
-
-// track records the two ends of a proxied connection, or closes them when
-// the proxy is closed already.
-func (p *proxy) track(c ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		for _, x := range c {
-			_ = x.Close()
-		}
-		return false
-	}
-	p.conns = append(p.conns, c...)
-	return true
-}
-
-// close stops listening (the port then refuses connections) and cuts every
-// connection made through the proxy.
-func (p *proxy) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
-	p.closed = true
-	_ = p.ln.Close()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
+	return st, cut
 }

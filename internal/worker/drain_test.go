@@ -105,6 +105,23 @@ func (v *heldVendor) counts(key string) (started, answered, gone int) {
 	return v.started[key], v.answered[key], v.gone[key]
 }
 
+// waitCutOff waits until every call with key begun so far has been seen
+// cut off by its client.
+func (v *heldVendor) waitCutOff(t *testing.T, key string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		started, _, gone := v.counts(key)
+		if gone == started {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d calls seen cut off after a minute", gone, started)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // waitForCall waits until a call with key has begun.
 func (v *heldVendor) waitForCall(t *testing.T, key string) {
 	t.Helper()
@@ -280,7 +297,12 @@ func TestAStopMidCallHandsTheFileBackAndPaysEachAnswerOnce(t *testing.T) {
 					return
 				}
 
-				// The next process; the vendor now answers at once.
+				// The next process; the vendor now answers at once. The
+				// stopped process's calls are seen cut off first: its
+				// connections close as it stops, but the vendor hears of it
+				// a moment later, and a call released before would count
+				// as answered.
+				vendor.waitCutOff(t, key)
 				close(vendor.release)
 				startProcess(t, st, vendor)
 				res = endOf(t, st, id)

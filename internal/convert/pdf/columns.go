@@ -297,19 +297,7 @@ func freeBands(ws []word, x0, x1, minGap float64) []interval {
 	for _, w := range ws {
 		iv = append(iv, interval{w.x0, w.x1})
 	}
-	iv = mergeIntervals(iv)
-	var out []interval
-	at := x0
-	for _, v := range iv {
-		if v.a-at >= minGap {
-			out = append(out, interval{at, v.a})
-		}
-		at = max(at, v.b)
-	}
-	if x1-at >= minGap {
-		out = append(out, interval{at, x1})
-	}
-	return out
+	return uncovered(iv, x0, x1, minGap)
 }
 
 // rowWords is a line's words as gutterBetweenColumns looks at them: left

@@ -377,6 +377,12 @@ func freeRanges(b []*unit, x0, x1, minGap float64) []interval {
 	for _, u := range b {
 		iv = append(iv, interval{u.x0, u.x1})
 	}
+	return uncovered(iv, x0, x1, minGap)
+}
+
+// uncovered are the stretches of [x0, x1] at least minGap wide that none
+// of iv covers, left to right; iv is reordered.
+func uncovered(iv []interval, x0, x1, minGap float64) []interval {
 	iv = mergeIntervals(iv)
 	var out []interval
 	at := x0
