@@ -68,6 +68,17 @@ func dialectOf(root []byte) int {
 //     plain-name fragment ("#item") becomes the $anchor 2020-12 names it
 //     by ($id may carry no fragment there), the name made one $anchor
 //     takes where it is not, with references to it rewritten;
+//   - in drafts 04–07, the keywords beside a $ref, which those drafts
+//     ignore and 2020-12 applies with it, are dropped, annotations, the
+//     $defs and any keyword a reference points into kept
+//     ({"$ref":"#/definitions/pos","type":"string"} would otherwise ask
+//     for an integer that is a string);
+//   - in 2019-09, $recursiveRef "#" becomes $ref "#" and $recursiveAnchor
+//     goes, when the schema is one resource (no $id below its root): the
+//     copy is read alone, so the outermost resource a recursive reference
+//     reaches is its root. A schema with recursion across several
+//     resources is returned as it is, still 2019-09, rather than
+//     relabelled with keywords 2020-12 does not have;
 //   - an older root $schema becomes 2020-12's.
 //
 // References are rewritten by walking them through the schema as given,
@@ -82,6 +93,10 @@ func Draft2020(schema json.RawMessage) (json.RawMessage, bool) {
 	d := &draftConverter{root: root, dialect: dialectOf(root)}
 	if d.dialect <= draft07 {
 		d.anchors = anchorNames(root, d.dialect)
+		d.refTargets = refSiblingTargets(root)
+	}
+	if d.dialect == draft19 && !recursionConvertible(root) {
+		return schema, false
 	}
 	out, changed := editSchema(schema, d.edit)
 	if d.dialect != draft20 {
@@ -119,6 +134,9 @@ type draftConverter struct {
 	dialect int
 	// anchors maps a plain-name fragment id to the $anchor it becomes.
 	anchors map[string]string
+	// refTargets are the keywords beside a $ref that a reference points
+	// into (refSiblingTargets): kept, or the reference would dangle.
+	refTargets map[string]bool
 }
 
 func (d *draftConverter) edit(members []member) ([]member, bool) {
@@ -176,6 +194,29 @@ func (d *draftConverter) edit(members []member) ([]member, bool) {
 			remove(i)
 		}
 	}
+	if d.dialect == draft19 {
+		if i := find("$recursiveRef"); i >= 0 {
+			// recursionConvertible checked it is "#" and alone.
+			members[i].key, changed = "$ref", true
+		}
+		if i := find("$recursiveAnchor"); i >= 0 {
+			remove(i)
+		}
+	}
+	if d.dialect <= draft07 && refSibling(members) {
+		// Those drafts ignore every keyword beside a $ref (and santhosh,
+		// which checks the answer against the job's schema, does): drop
+		// those 2020-12 would apply.
+		kept := members[:0:0]
+		for _, m := range members {
+			if m.key == "$ref" || !droppedBesideRef[m.key] || d.refTargets[m.key] {
+				kept = append(kept, m)
+			}
+		}
+		if len(kept) != len(members) {
+			members, changed = kept, true
+		}
+	}
 	if d.dialect <= draft07 {
 		if d.dialect == draft04 {
 			if i := find("id"); i >= 0 && find("$id") < 0 && isJSONString(members[i].raw) {
@@ -198,6 +239,130 @@ func (d *draftConverter) edit(members []member) ([]member, bool) {
 		}
 	}
 	return members, changed
+}
+
+// droppedBesideRef are the keywords the 2020-12 copy drops beside a
+// drafts 04–07 $ref: those 2020-12 applies with it (assertions,
+// applicators, format, which vendors may enforce, and santhosh's
+// dependencies), and $id/id, which those drafts ignored there too, so
+// references resolve as they did. Kept: the root's $schema, the $defs
+// (definitions renamed) other references point into (zod-to-json-schema's
+// named root is {"$ref":"#/definitions/x","definitions":{…}}), the
+// annotations (title, description, $comment, default, examples, …) and
+// keywords 2020-12 does not know, which constrain nothing either.
+var droppedBesideRef = map[string]bool{
+	"$id": true, "id": true, "$anchor": true, "$dynamicAnchor": true, "$dynamicRef": true,
+	"type": true, "enum": true, "const": true, "format": true,
+	"multipleOf": true, "maximum": true, "exclusiveMaximum": true, "minimum": true, "exclusiveMinimum": true,
+	"maxLength": true, "minLength": true, "pattern": true,
+	"maxItems": true, "minItems": true, "uniqueItems": true, "maxContains": true, "minContains": true,
+	"maxProperties": true, "minProperties": true, "required": true, "dependentRequired": true, "dependencies": true,
+	"allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true, "then": true, "else": true,
+	"dependentSchemas": true, "prefixItems": true, "items": true, "additionalItems": true, "contains": true,
+	"properties": true, "patternProperties": true, "additionalProperties": true, "propertyNames": true,
+	"unevaluatedItems": true, "unevaluatedProperties": true,
+	"contentEncoding": true, "contentMediaType": true, "contentSchema": true,
+}
+
+// refSiblingTargets returns the keywords beside a $ref that a local
+// reference in root passes through ("#/properties/a/properties/x" where
+// a has a $ref and properties), by their names as given and converted.
+// Dropping one would leave the reference pointing nowhere, and the copy
+// would not compile where the job's schema does; no generator writes
+// this, so such a keyword is kept wherever it stands beside a $ref.
+func refSiblingTargets(root []byte) map[string]bool {
+	var out map[string]bool
+	editSchema(root, func(members []member) ([]member, bool) {
+		for _, m := range members {
+			var ref string
+			if m.key != "$ref" || json.Unmarshal(m.raw, &ref) != nil || !strings.HasPrefix(ref, "#/") {
+				continue
+			}
+			frag, err := url.PathUnescape(ref[1:])
+			if err != nil {
+				continue
+			}
+			tokens := splitPointer(frag)
+			cur := json.RawMessage(root)
+			for i, tok := range tokens {
+				var ok bool
+				switch {
+				case isJSONObject(cur):
+					if r, has := memberValue(cur, "$ref"); has && isJSONString(r) && tok != "$ref" {
+						if out == nil {
+							out = map[string]bool{}
+						}
+						out[tok] = true
+						for _, to := range [...][2]string{{"items", "prefixItems"}, {"additionalItems", "items"}} {
+							if tok == to[0] {
+								out[to[1]] = true
+							}
+						}
+					}
+					cur, ok = memberValue(cur, tok)
+				case isJSONArray(cur):
+					cur, ok = elementAt(cur, tokens, i)
+				}
+				if !ok {
+					break
+				}
+			}
+		}
+		return members, false
+	})
+	return out
+}
+
+// refSibling reports whether members hold a $ref with a string value (a
+// property named "$ref" is under properties, never here) and other
+// keywords.
+func refSibling(members []member) bool {
+	if len(members) < 2 {
+		return false
+	}
+	for _, m := range members {
+		if m.key == "$ref" && isJSONString(m.raw) {
+			return true
+		}
+	}
+	return false
+}
+
+// recursionConvertible reports whether the 2019-09 schema root's
+// $recursiveRef and $recursiveAnchor, if any, can be written without
+// them: every $recursiveRef is "#" with no $ref beside it, and no $id
+// below the root starts another resource. Then the copy, read alone, has
+// one resource, and a $recursiveRef reaches its root whichever
+// $recursiveAnchor is set: $ref "#".
+func recursionConvertible(root []byte) bool {
+	ids, ok := 0, true
+	editSchema(root, func(members []member) ([]member, bool) {
+		hasRef, hasRecursive := false, false
+		for _, m := range members {
+			switch m.key {
+			case "$id":
+				ids++
+			case "$ref":
+				hasRef = true
+			case "$recursiveRef":
+				hasRecursive = true
+				var ref string
+				if json.Unmarshal(m.raw, &ref) != nil || ref != "#" {
+					ok = false
+				}
+			}
+		}
+		if hasRef && hasRecursive {
+			ok = false
+		}
+		return members, false
+	})
+	for _, m := range scanMembers(root) {
+		if m.key == "$id" {
+			ids--
+		}
+	}
+	return ok && ids == 0
 }
 
 // rewriteRef returns the reference raw (a JSON string) as it reads in the

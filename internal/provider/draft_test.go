@@ -41,6 +41,18 @@ func TestDraft2020(t *testing.T) {
 		{"an enum or const holding schema-like data is not touched",
 			`{"type":"object","properties":{"e":{"enum":[{"items":[1],"definitions":{}}]},"k":{"const":{"$ref":"#/definitions/x"}}},"definitions":{"x":{}}}`,
 			`{"type":"object","properties":{"e":{"enum":[{"items":[1],"definitions":{}}]},"k":{"const":{"$ref":"#/definitions/x"}}},"$defs":{"x":{}}}`},
+		{"draft-07: keywords beside a $ref, which that draft ignores, are dropped but annotations",
+			`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"n":{"$ref":"#/definitions/pos","type":"string","title":"N","description":"a count","$comment":"c","$id":"http://example.com/n"}},"required":["n"],"definitions":{"pos":{"type":"integer","minimum":1}}}`,
+			`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"n":{"$ref":"#/$defs/pos","title":"N","description":"a count","$comment":"c"}},"required":["n"],"$defs":{"pos":{"type":"integer","minimum":1}}}`},
+		{"draft-07: a keyword beside a $ref that a reference points into is kept, annotations too",
+			`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"$ref":"#/definitions/s","default":{},"x-note":1,"minProperties":1,"properties":{"x":{"type":"string"}}},"b":{"$ref":"#/properties/a/properties/x"}},"definitions":{"s":{"type":"object"}}}`,
+			`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"a":{"$ref":"#/$defs/s","default":{},"x-note":1,"properties":{"x":{"type":"string"}}},"b":{"$ref":"#/properties/a/properties/x"}},"$defs":{"s":{"type":"object"}}}`},
+		{"draft-04: a root $ref keeps its definitions and $schema, drops id and type",
+			`{"$schema":"http://json-schema.org/draft-04/schema#","id":"http://example.com/r","type":"array","$ref":"#/definitions/r","definitions":{"r":{"type":"object"}}}`,
+			`{"$schema":"https://json-schema.org/draft/2020-12/schema","$ref":"#/$defs/r","$defs":{"r":{"type":"object"}}}`},
+		{"2019-09: a one-resource $recursiveRef becomes $ref to the root",
+			`{"$schema":"https://json-schema.org/draft/2019-09/schema","$recursiveAnchor":true,"type":"object","properties":{"kids":{"type":"array","items":{"$recursiveRef":"#"}}},"additionalProperties":false}`,
+			`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}}},"additionalProperties":false}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -56,12 +68,61 @@ func TestDraft2020(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a 2019-09 schema recursing across resources is kept, not relabelled", func(t *testing.T) {
+		const in = `{"$schema":"https://json-schema.org/draft/2019-09/schema","$recursiveAnchor":true,"type":"object","properties":{"t":{"$id":"http://example.com/tree","$recursiveAnchor":true,"type":"object","properties":{"c":{"$recursiveRef":"#"}}}}}`
+		if err := schema.Check(in); err != nil {
+			t.Fatalf("the API refuses the test's schema: %v", err)
+		}
+		if out, changed := provider.Draft2020(json.RawMessage(in)); changed || string(out) != in {
+			t.Errorf("Draft2020 = %s (changed %t), want it unchanged", out, changed)
+		}
+	})
 	t.Run("a 2020-12 schema is kept byte for byte", func(t *testing.T) {
 		const in = ` {"type":"array", "prefixItems":[{"type":"string"}], "items":false, "$defs":{"d":{}}} `
 		if out, changed := provider.Draft2020(json.RawMessage(in)); changed || string(out) != in {
 			t.Errorf("Draft2020 = %s (changed %t), want it unchanged", out, changed)
 		}
 	})
+}
+
+// The 2020-12 copy asks of an answer what the job's schema does: the
+// answer is checked against the job's schema, and a copy that asks more
+// (or is not 2020-12 at all) makes rows fail or vendors refuse, paid for
+// (review1 F6, F7).
+func TestDraft2020CopyJudgesAnswersAsTheJobsSchema(t *testing.T) {
+	cases := []struct {
+		name, in string
+		answers  []string
+	}{
+		{"draft-07 $ref beside type",
+			`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"n":{"$ref":"#/definitions/pos","type":"string"}},"required":["n"],"definitions":{"pos":{"type":"integer","minimum":1}}}`,
+			[]string{`{"n":5}`, `{"n":0}`, `{"n":"5"}`}},
+		{"draft-04 $ref beside an exclusive bound",
+			`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"n":{"$ref":"#/definitions/n","minimum":10,"exclusiveMinimum":true}},"definitions":{"n":{"type":"number"}}}`,
+			[]string{`{"n":5}`, `{"n":"x"}`}},
+		{"2019-09 recursion through the root",
+			`{"$schema":"https://json-schema.org/draft/2019-09/schema","$recursiveAnchor":true,"type":"object","properties":{"kids":{"type":"array","items":{"$recursiveRef":"#"}}},"additionalProperties":false}`,
+			[]string{`{"kids":[{"kids":[]}]}`, `{"kids":[{"x":1}]}`, `{"kids":[{"kids":[{"kids":3}]}]}`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			job, err := schema.Compile(c.in)
+			if err != nil {
+				t.Fatalf("the job's schema does not compile: %v", err)
+			}
+			out, _ := provider.Draft2020(json.RawMessage(c.in))
+			vendor, err := schema.Compile(string(out))
+			if err != nil {
+				t.Fatalf("the 2020-12 copy does not compile: %v\n%s", err, out)
+			}
+			for _, a := range c.answers {
+				want, _ := schema.Verdict(job, a)
+				if got, errs := schema.Verdict(vendor, a); got != want {
+					t.Errorf("answer %s: the copy says valid=%t %v, the job's schema %t\ncopy %s", a, got, errs, want, out)
+				}
+			}
+		})
+	}
 }
 
 // Anthropic and Gemini convert every schema they send; a 2020-12 schema

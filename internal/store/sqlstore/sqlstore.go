@@ -390,6 +390,14 @@ func txRetryPause(attempt int) time.Duration {
 // runTx runs fn in one transaction. Its error is passed through
 // unavailable again: River's inserts and completions inside fn reach the
 // database without exec and query.
+//
+// A failed COMMIT is not: once COMMIT was sent, a connection cut before
+// its answer leaves the outcome unknown (the server may have committed),
+// so "not served, retry" would be untrue, and a create without an
+// idempotency key retried as told would make a second job. It stays an
+// internal error (500, no Retry-After). An abort the database answered
+// (a serialization failure) still reaches inTx's Retryable through the
+// wrapping.
 func (s *Store[TTx]) runTx(ctx context.Context, fn func(tx TTx, q Querier) error) error {
 	tx, err := s.backend.Begin(ctx)
 	if err != nil {
@@ -400,7 +408,7 @@ func (s *Store[TTx]) runTx(ctx context.Context, fn func(tx TTx, q Querier) error
 		return s.unavailable(err)
 	}
 	if err := s.backend.Commit(ctx, tx); err != nil {
-		return fmt.Errorf("commit: %w", s.unavailable(err))
+		return fmt.Errorf("commit (outcome unknown): %w", err)
 	}
 	return nil
 }
