@@ -34,8 +34,10 @@ import (
 //     slow or silent (ReadHeaderTimeout would cut it at 10 s).
 //   - held for connGrace only by streams that need no key and last as long
 //     as their client wants (Health.Watch, server reflection) or by a
-//     keyless call whose message has not arrived: the other ways to keep a
-//     connection busy without a key.
+//     keyless call whose message has not arrived, or, on HTTP/2, by
+//     answers whose handlers have returned but whose client gives no
+//     window to send them: the other ways to keep a connection busy
+//     without a key.
 //
 // A connection serving any other request (REST, a JobService call, an
 // upload, a /readyz check) is never closed to make room. Among the
@@ -446,10 +448,19 @@ func (c *trackedConn) reclaimRankLocked(now time.Time) int {
 			return rankHolding
 		}
 		return rankSilent
+	case c.h2.Load() && c.state == http.StateActive:
+		// HTTP/2 with streams open whose handlers have all returned, for
+		// connGrace: what is left is an answer its client takes no window
+		// for (or a stream it opened and sends nothing on), which held the
+		// connection busy for ever without a key (audit review1 F2).
+		if young {
+			return rankYoung
+		}
+		return rankHolding
 	}
 	// Active with no handler running: HTTP/1 between its head and its
-	// handler, or writing out an answer; HTTP/2 opening its first stream.
-	// Hijacked connections are their handler's.
+	// handler, or writing out an answer. Hijacked connections are their
+	// handler's.
 	return rankBusy
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -155,6 +157,9 @@ func TestConnectionsDoingNothingAtTheCapMakeRoomForANewClient(t *testing.T) {
 			return conn
 		}, http.StateIdle},
 		{"HTTP/2 connections with no stream open", h2Idle, http.StateIdle},
+		{"HTTP/2 connections whose answer the client gives no window for", func(t *testing.T, env *testEnv) net.Conn {
+			return h2ZeroWindow(t, env, "/healthz")
+		}, http.StateActive},
 		{"connections that never sent a byte", dialRaw, http.StateNew},
 		{"connections whose request head stalled", func(t *testing.T, env *testEnv) net.Conn {
 			conn := dialRaw(t, env)
@@ -189,7 +194,10 @@ func TestConnectionsDoingNothingAtTheCapMakeRoomForANewClient(t *testing.T) {
 			for range limit {
 				conn := tt.hold(t, env)
 				if conn != nil {
-					waitState(t, env, conn, tt.settled)
+					waitLimiter(t, env, fmt.Sprintf("the connection %v, no handler running", tt.settled), func(l *connLimiter) bool {
+						c := trackedLocked(l, conn)
+						return c != nil && c.state == tt.settled && c.requests == 0
+					})
 				}
 				held = append(held, conn)
 			}
@@ -571,5 +579,49 @@ func TestAConnectionIsHTTP2WhenItOpensWithThePreface(t *testing.T) {
 				t.Errorf("h2 %v, want %v", got, tt.wantH2)
 			}
 		})
+	}
+}
+
+// h2ZeroWindow opens an HTTP/2 connection in clear text that gives the
+// server no window for its answers, sends a GET of path and returns once
+// the answer's head arrived: the handler has run, the body cannot be sent.
+func h2ZeroWindow(t *testing.T, env *testEnv, path string) net.Conn {
+	t.Helper()
+	conn := dialRaw(t, env)
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	defer conn.SetDeadline(time.Time{})
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(conn, conn)
+	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}); err != nil {
+		t.Fatal(err)
+	}
+	var head bytes.Buffer
+	enc := hpack.NewEncoder(&head)
+	for _, f := range []hpack.HeaderField{{Name: ":method", Value: "GET"}, {Name: ":scheme", Value: "http"}, {Name: ":authority", Value: "x"}, {Name: ":path", Value: path}} {
+		_ = enc.WriteField(f)
+	}
+	sent := false
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("before the answer's head: %v", err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if f.IsAck() || sent {
+				continue
+			}
+			if err := fr.WriteSettingsAck(); err != nil {
+				t.Fatal(err)
+			}
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: head.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+				t.Fatal(err)
+			}
+			sent = true
+		case *http2.HeadersFrame:
+			return conn
+		}
 	}
 }
