@@ -34,8 +34,10 @@ import (
 //     slow or silent (ReadHeaderTimeout would cut it at 10 s).
 //   - held for connGrace only by streams that need no key and last as long
 //     as their client wants (Health.Watch, server reflection) or by a
-//     keyless call whose message has not arrived: the other ways to keep a
-//     connection busy without a key.
+//     keyless call whose message has not arrived, or, on HTTP/2, by
+//     answers whose handlers have returned but whose client gives no
+//     window to send them: the other ways to keep a connection busy
+//     without a key.
 //
 // A connection serving any other request (REST, a JobService call, an
 // upload, a /readyz check) is never closed to make room. Among the
@@ -160,8 +162,11 @@ func (l *connLimiter) addLocked(c *trackedConn) {
 	l.conns = append(l.conns, c)
 }
 
-// removeLocked takes c out of conns (index -1: not there).
+// removeLocked takes c out of conns (index -1: not there), if it is in.
 func (l *connLimiter) removeLocked(c *trackedConn) {
+	if c.index < 0 {
+		return
+	}
 	l.unlistLocked(c, listIdle)
 	l.unlistLocked(c, listNew)
 	last := l.conns[len(l.conns)-1]
@@ -264,7 +269,7 @@ func (l *connLimiter) scanLocked(now time.Time) (victim *trackedConn, retry time
 // ConnState is the http.Server hook that tells the limiter what each
 // connection is doing.
 func (l *connLimiter) ConnState(nc net.Conn, st http.ConnState) {
-	c, h2 := trackedFrom(nc)
+	c := trackedFrom(nc)
 	if c == nil {
 		return
 	}
@@ -276,7 +281,13 @@ func (l *connLimiter) ConnState(nc net.Conn, st http.ConnState) {
 	case http.StateNew:
 		return // Accept has set it
 	}
-	c.h2 = c.h2 || h2
+	if c.index < 0 {
+		// Closed to make room, or closed: it no longer counts. HTTP/2
+		// reports such a connection idle after it was taken out (it closes
+		// the streams that were open, then the connection); listed again,
+		// it would be a connection that is not there (audit review1 F1).
+		return
+	}
 	c.state, c.since = st, l.now()
 	c.read.Store(false)
 	l.unlistLocked(c, listNew)
@@ -291,7 +302,7 @@ func (l *connLimiter) ConnState(nc net.Conn, st http.ConnState) {
 // ConnContext is the http.Server hook that lets a request find its
 // connection (connFrom).
 func (l *connLimiter) ConnContext(ctx context.Context, nc net.Conn) context.Context {
-	if c, _ := trackedFrom(nc); c != nil {
+	if c := trackedFrom(nc); c != nil {
 		return context.WithValue(ctx, trackedConnKey{}, c)
 	}
 	return ctx
@@ -307,18 +318,20 @@ func connFrom(ctx context.Context) *trackedConn {
 }
 
 // trackedFrom finds the connection the limiter accepted behind nc: nc
-// itself for HTTP/1, or, for HTTP/2 in clear text, the *tls.Conn that
-// net/http wraps it in to hand it to its HTTP/2 server (h2 true).
-func trackedFrom(nc net.Conn) (c *trackedConn, h2 bool) {
+// itself, or the one inside the *tls.Conn that net/http wraps an HTTP/2
+// connection in clear text in to hand it to its HTTP/2 server. (Its HTTP/2
+// server unwraps it again before it calls the hooks, so that a hook cannot
+// tell HTTP/2 from HTTP/1: trackedConn.Read does, from the preface.)
+func trackedFrom(nc net.Conn) *trackedConn {
 	if tc, ok := nc.(*tls.Conn); ok {
 		u, ok := tc.NetConn().(interface{ UnencryptedNetConn() net.Conn })
 		if !ok {
-			return nil, false
+			return nil
 		}
-		nc, h2 = u.UnencryptedNetConn(), true
+		nc = u.UnencryptedNetConn()
 	}
-	c, _ = nc.(*trackedConn)
-	return c, h2
+	c, _ := nc.(*trackedConn)
+	return c
 }
 
 // trackedConn is a connection the limiter counts.
@@ -331,7 +344,6 @@ type trackedConn struct {
 	links [2]connLink // in l.lists
 	state http.ConnState
 	since time.Time // when state, or being held, last changed
-	h2    bool
 	// requests are the handlers running on the connection (HTTP/2: one a
 	// stream); held are those of them that only a keyless client keeps
 	// going (holdKeyless).
@@ -340,16 +352,45 @@ type trackedConn struct {
 	// read is set when a byte arrived since state last changed: on an
 	// HTTP/1 connection that is idle or new, the head of a request that
 	// net/http has not finished reading.
-	read  atomic.Bool
-	close sync.Once
+	read atomic.Bool
+	// h2 is set once the connection's first bytes were the HTTP/2
+	// preface (h2c, gRPC): such a connection reads pings and settings
+	// while idle, which are no request head in part.
+	h2 atomic.Bool
+	// prefaceRead is how many of the first bytes matched the preface, -1
+	// once one did not. Only Read uses it, and net/http never reads a
+	// connection from two goroutines at once.
+	prefaceRead int
+	close       sync.Once
 }
+
+// h2Preface is what an HTTP/2 client sends first (RFC 9113, 3.4).
+const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 func (c *trackedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
+		if c.prefaceRead >= 0 && c.prefaceRead < len(h2Preface) {
+			c.matchPreface(b[:n])
+		}
 		c.read.Store(true)
 	}
 	return n, err
+}
+
+// matchPreface compares the first bytes read with the HTTP/2 preface, which
+// net/http reads in more than one piece.
+func (c *trackedConn) matchPreface(b []byte) {
+	rest := h2Preface[c.prefaceRead:]
+	k := min(len(b), len(rest))
+	if string(b[:k]) != rest[:k] {
+		c.prefaceRead = -1
+		return
+	}
+	c.prefaceRead += k
+	if c.prefaceRead == len(h2Preface) {
+		c.h2.Store(true)
+	}
 }
 
 // Close closes the connection and frees its place.
@@ -384,7 +425,7 @@ const (
 // reclaimRankLocked tells whether, and how soon, the connection may be
 // closed to make room.
 func (c *trackedConn) reclaimRankLocked(now time.Time) int {
-	partial := !c.h2 && c.read.Load() // HTTP/2 reads pings and settings while idle
+	partial := !c.h2.Load() && c.read.Load() // HTTP/2 reads pings and settings while idle
 	young := now.Sub(c.since) < connGrace
 	switch {
 	case c.requests > c.held:
@@ -407,10 +448,19 @@ func (c *trackedConn) reclaimRankLocked(now time.Time) int {
 			return rankHolding
 		}
 		return rankSilent
+	case c.h2.Load() && c.state == http.StateActive:
+		// HTTP/2 with streams open whose handlers have all returned, for
+		// connGrace: what is left is an answer its client takes no window
+		// for (or a stream it opened and sends nothing on), which held the
+		// connection busy for ever without a key (audit review1 F2).
+		if young {
+			return rankYoung
+		}
+		return rankHolding
 	}
 	// Active with no handler running: HTTP/1 between its head and its
-	// handler, or writing out an answer; HTTP/2 opening its first stream.
-	// Hijacked connections are their handler's.
+	// handler, or writing out an answer. Hijacked connections are their
+	// handler's.
 	return rankBusy
 }
 

@@ -2,16 +2,19 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -141,6 +144,10 @@ func TestConnectionsDoingNothingAtTheCapMakeRoomForANewClient(t *testing.T) {
 		name string
 		// hold opens a connection that does nothing in its way.
 		hold func(t *testing.T, env *testEnv) net.Conn
+		// settled is the state the server records the connection hold
+		// returns in, waited for so that the connections are in the
+		// limiter's order in the order they were opened.
+		settled http.ConnState
 	}{
 		{"idle HTTP/1.1 keep-alive connections after a /healthz", func(t *testing.T, env *testEnv) net.Conn {
 			conn := dialRaw(t, env)
@@ -148,20 +155,23 @@ func TestConnectionsDoingNothingAtTheCapMakeRoomForANewClient(t *testing.T) {
 				t.Fatal(err)
 			}
 			return conn
-		}},
-		{"HTTP/2 connections with no stream open", h2Idle},
-		{"connections that never sent a byte", dialRaw},
+		}, http.StateIdle},
+		{"HTTP/2 connections with no stream open", h2Idle, http.StateIdle},
+		{"HTTP/2 connections whose answer the client gives no window for", func(t *testing.T, env *testEnv) net.Conn {
+			return h2ZeroWindow(t, env, "/healthz")
+		}, http.StateActive},
+		{"connections that never sent a byte", dialRaw, http.StateNew},
 		{"connections whose request head stalled", func(t *testing.T, env *testEnv) net.Conn {
 			conn := dialRaw(t, env)
 			if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHo"); err != nil {
 				t.Fatal(err)
 			}
 			return conn
-		}},
+		}, http.StateNew},
 		{"gRPC connections held only by a keyless Health.Watch", func(t *testing.T, env *testEnv) net.Conn {
 			heldWatch(t, env)
 			return nil
-		}},
+		}, 0},
 		{"gRPC connections held only by a health check that sends no message", func(t *testing.T, env *testEnv) net.Conn {
 			before := keylessOnly(env)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -175,14 +185,21 @@ func TestConnectionsDoingNothingAtTheCapMakeRoomForANewClient(t *testing.T) {
 				}
 			}
 			return nil
-		}},
+		}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := startServer(t, func(c *Config, _ *Deps) { c.MaxConnections = limit })
 			var held []net.Conn
 			for range limit {
-				held = append(held, tt.hold(t, env))
+				conn := tt.hold(t, env)
+				if conn != nil {
+					waitLimiter(t, env, fmt.Sprintf("the connection %v, no handler running", tt.settled), func(l *connLimiter) bool {
+						c := trackedLocked(l, conn)
+						return c != nil && c.state == tt.settled && c.requests == 0
+					})
+				}
+				held = append(held, conn)
 			}
 			// A new client is answered: the hold has not shut it out. (Within
 			// less than ReadHeaderTimeout, which would end some holds.)
@@ -214,6 +231,7 @@ func TestTheLongestIdleConnectionIsClosedFirst(t *testing.T) {
 		if err := getHealthz(step.conn, step.br, 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
+		waitState(t, env, step.conn, http.StateIdle)
 	}
 	c := dialRaw(t, env)
 	if err := getHealthz(c, bufio.NewReader(c), 10*time.Second); err != nil {
@@ -388,4 +406,222 @@ func TestARESTBodyThatDoesNotArriveInTimeIs408(t *testing.T) {
 		}
 		_ = resp.Body.Close()
 	})
+}
+
+// waitLimiter waits, for up to ten seconds, until cond holds of env's
+// limiter (called with its lock held): the client side of a connection
+// sees its answer before the server records the connection idle, so a test
+// that depends on that record waits for it rather than for time.
+func waitLimiter(t *testing.T, env *testEnv, what string, cond func(l *connLimiter) bool) {
+	t.Helper()
+	l := env.srv.conns.Load()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		l.mu.Lock()
+		ok := cond(l)
+		l.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: not after 10s", what)
+		}
+	}
+}
+
+// trackedLocked is the connection the limiter counts for the client side
+// conn, nil if it counts none.
+func trackedLocked(l *connLimiter, conn net.Conn) *trackedConn {
+	for _, c := range l.conns {
+		if c.RemoteAddr().String() == conn.LocalAddr().String() {
+			return c
+		}
+	}
+	return nil
+}
+
+// waitState waits until the server records conn in state st.
+func waitState(t *testing.T, env *testEnv, conn net.Conn, st http.ConnState) {
+	t.Helper()
+	waitLimiter(t, env, fmt.Sprintf("%v %v", conn.LocalAddr(), st), func(l *connLimiter) bool {
+		c := trackedLocked(l, conn)
+		return c != nil && c.state == st
+	})
+}
+
+// wantListsConsistent fails unless every connection on the limiter's
+// lists is one it counts.
+func wantListsConsistent(t *testing.T, env *testEnv) {
+	t.Helper()
+	l := env.srv.conns.Load()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range l.lists {
+		for c := l.lists[i].head; c != nil; c = c.links[i].next {
+			if c.index < 0 || c.index >= len(l.conns) || l.conns[c.index] != c {
+				t.Errorf("list %d holds a connection not counted (index %d of %d)", i, c.index, len(l.conns))
+			}
+		}
+	}
+}
+
+// net/http reports an HTTP/2 connection idle after it is closed with
+// streams open (it closes them first, then the connection). Closed to make
+// room, such a connection went back on the idle list, and the next
+// connection at the cap took it out a second time: index -1, a panic in
+// Accept that ended the process (audit review1 F1). No key was needed.
+func TestReclaimingHTTP2ConnectionsWithStreamsOpenAgainAndAgainKeepsServing(t *testing.T) {
+	env := startServer(t, func(c *Config, _ *Deps) { c.MaxConnections = 2 })
+	heldWatch(t, env)
+	heldWatch(t, env)
+	var watches []*trackedConn
+	waitLimiter(t, env, "two connections held by a Watch", func(l *connLimiter) bool {
+		watches = watches[:0]
+		for _, c := range l.conns {
+			if c.requests > 0 && c.requests == c.held {
+				watches = append(watches, c)
+			}
+		}
+		return len(watches) == 2
+	})
+
+	// Takes the place of a Watch connection once it has held it a second.
+	first := dialRaw(t, env)
+	if err := getHealthz(first, bufio.NewReader(first), 10*time.Second); err != nil {
+		t.Fatalf("the first new client: %v", err)
+	}
+	// The closed Watch's handler returns after net/http reported its
+	// connection idle.
+	waitLimiter(t, env, "the handler of the closed Watch to return", func(*connLimiter) bool {
+		for _, c := range watches {
+			if c.index < 0 && c.requests == 0 {
+				return true
+			}
+		}
+		return false
+	})
+	wantListsConsistent(t, env)
+
+	second := dialRaw(t, env)
+	if err := getHealthz(second, bufio.NewReader(second), 10*time.Second); err != nil {
+		t.Fatalf("the second new client: %v", err)
+	}
+	wantListsConsistent(t, env)
+	if n := openConns(env); n > 2 {
+		t.Errorf("%d connections open, the cap is 2", n)
+	}
+}
+
+// An HTTP/2 connection with no stream open reads the client's pings and
+// settings: it is idle, not an HTTP/1 request head in part. net/http hands
+// the hooks the same connection for HTTP/2 as for HTTP/1, so the limiter
+// took every HTTP/2 connection for HTTP/1 (audit review1 F3): a gRPC
+// connection that had sent a keep-alive ping was closed after silent new
+// ones.
+func TestAnIdleHTTP2ConnectionThatSentAPingIsIdle(t *testing.T) {
+	env := startServer(t, func(c *Config, _ *Deps) { c.MaxConnections = 4 })
+	conn := h2Idle(t, env)
+	waitState(t, env, conn, http.StateIdle)
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fr := http2.NewFramer(conn, conn)
+	if err := fr.WritePing(false, [8]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	for { // the server read the ping once it answers it
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := f.(*http2.PingFrame); ok && p.IsAck() {
+			break
+		}
+	}
+	l := env.srv.conns.Load()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := trackedLocked(l, conn)
+	if c == nil {
+		t.Fatal("the connection is not counted")
+	}
+	if got := c.reclaimRankLocked(time.Now()); got != rankIdle {
+		t.Errorf("rank %d (state %v, h2 %v, read %v), want %d (idle)", got, c.state, c.h2.Load(), c.read.Load(), rankIdle)
+	}
+}
+
+// A connection is HTTP/2 when its first bytes are the preface, however
+// they arrive (net/http reads the preface in two pieces).
+func TestAConnectionIsHTTP2WhenItOpensWithThePreface(t *testing.T) {
+	tests := []struct {
+		name   string
+		reads  []string
+		wantH2 bool
+	}{
+		{"the preface in one read", []string{h2Preface + "\x00\x00"}, true},
+		{"the preface as net/http reads it", []string{h2Preface[:14], h2Preface[14:]}, true},
+		{"the preface a byte at a time", strings.Split(h2Preface, ""), true},
+		{"an HTTP/1 request", []string{"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"}, false},
+		{"a method PRI over HTTP/1", []string{"PRI / HTTP/1.1\r\nHost: x\r\n\r\n"}, false},
+		{"the preface after an HTTP/1 request", []string{"GET / HTTP/1.1\r\n\r\n", h2Preface}, false},
+		{"the preface cut short", []string{h2Preface[:20]}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			server, client := net.Pipe()
+			t.Cleanup(func() { _ = server.Close(); _ = client.Close() })
+			c := &trackedConn{Conn: server}
+			go func() {
+				for _, r := range tt.reads {
+					_, _ = io.WriteString(client, r)
+				}
+				_ = client.Close()
+			}()
+			_, _ = io.Copy(io.Discard, c)
+			if got := c.h2.Load(); got != tt.wantH2 {
+				t.Errorf("h2 %v, want %v", got, tt.wantH2)
+			}
+		})
+	}
+}
+
+// h2ZeroWindow opens an HTTP/2 connection in clear text that gives the
+// server no window for its answers, sends a GET of path and returns once
+// the answer's head arrived: the handler has run, the body cannot be sent.
+func h2ZeroWindow(t *testing.T, env *testEnv, path string) net.Conn {
+	t.Helper()
+	conn := dialRaw(t, env)
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	defer conn.SetDeadline(time.Time{})
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(conn, conn)
+	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}); err != nil {
+		t.Fatal(err)
+	}
+	var head bytes.Buffer
+	enc := hpack.NewEncoder(&head)
+	for _, f := range []hpack.HeaderField{{Name: ":method", Value: "GET"}, {Name: ":scheme", Value: "http"}, {Name: ":authority", Value: "x"}, {Name: ":path", Value: path}} {
+		_ = enc.WriteField(f)
+	}
+	sent := false
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("before the answer's head: %v", err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if f.IsAck() || sent {
+				continue
+			}
+			if err := fr.WriteSettingsAck(); err != nil {
+				t.Fatal(err)
+			}
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: head.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+				t.Fatal(err)
+			}
+			sent = true
+		case *http2.HeadersFrame:
+			return conn
+		}
+	}
 }
