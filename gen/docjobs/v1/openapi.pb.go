@@ -35,9 +35,9 @@ var File_docjobs_v1_openapi_proto protoreflect.FileDescriptor
 const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"\n" +
 	"\x18docjobs/v1/openapi.proto\x12\n" +
-	"docjobs.v1\x1a\x1bopenapiv3/annotations.protoB\xf8&\xbaG\xbf&\"\xfc\x15\n" +
-	"\x9a\x0e\n" +
-	"\x0f/v1/jobs/upload\x12\x86\x0e2\x83\x0e\n" +
+	"docjobs.v1\x1a\x1bopenapiv3/annotations.protoB\xfe&\xbaG\xc5&\"\xff\x15\n" +
+	"\x9d\x0e\n" +
+	"\x0f/v1/jobs/upload\x12\x89\x0e2\x86\x0e\n" +
 	"\n" +
 	"JobService\x1a\xcc\x02Uploads one file as multipart/form-data, the file in form field `file`. The file is streamed to storage; its size is limited by DOCJOBS_UPLOAD_MAX_BYTES (20 MiB by default, 413 above it). The returned url is usable in sourceUrls of jobs of the same account. The answer and the error body are snake_case, and errors carry no details.*\x13UploadFileMultipart:\x81\x01\n" +
 	"\x7f\x12{\n" +
@@ -47,7 +47,7 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"^\xba\x01\x04file\xca\x01\x06object\xfa\x01K\n" +
 	"I\n" +
 	"\x04file\x12A\n" +
-	"?\xca\x01\x06string\x92\x02*The file; its name is the part's filename.\x9a\x02\x06binary\x18\x01B\x8c\n" +
+	"?\xca\x01\x06string\x92\x02*The file; its name is the part's filename.\x9a\x02\x06binary\x18\x01B\x8f\n" +
 	"\n" +
 	"\xab\x02\n" +
 	"\xa8\x02\n" +
@@ -91,10 +91,10 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	":\n" +
 	"\x10application/json\x12&\n" +
 	"$\x12\"\n" +
-	" #/components/schemas/UploadError\x12\x8c\x02\n" +
-	"\x03503\x12\x84\x02\n" +
-	"\x81\x02\n" +
-	"\x8a\x01The database could not be reached (the API key could not be checked, or the request could not be served); retry after Retry-After seconds.\x124\n" +
+	" #/components/schemas/UploadError\x12\x8f\x02\n" +
+	"\x03503\x12\x87\x02\n" +
+	"\x84\x02\n" +
+	"\x8d\x01The database could not be reached (the API key could not be checked, or the request could not be completed); retry after Retry-After seconds.\x124\n" +
 	"2\n" +
 	"\vRetry-After\x12#\x12!\n" +
 	"\x1f#/components/headers/RetryAfter\x1a<\n" +
@@ -136,7 +136,7 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"\x1f\x12\x1d\n" +
 	"\x1b#/components/schemas/Status\x12-\n" +
 	"\x03503\x12&\x12$\n" +
-	"\"#/components/responses/Unavailable*\xaf\x10\n" +
+	"\"#/components/responses/Unavailable*\xb2\x10\n" +
 	"\xdf\x02\n" +
 	"\x9d\x01\n" +
 	"\fUploadResult\x12\x8c\x01\n" +
@@ -162,7 +162,7 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"0\xca\x01\ainteger\x92\x02\x1bThe google.rpc.Code number.\x9a\x02\x05int32\n" +
 	"\x16\n" +
 	"\amessage\x12\v\n" +
-	"\t\xca\x01\x06string\x12\xb7\x05\n" +
+	"\t\xca\x01\x06string\x12\xba\x05\n" +
 	"\xb7\x01\n" +
 	"\x0fUnauthenticated\x12\xa3\x01\n" +
 	"\xa0\x01\n" +
@@ -185,10 +185,10 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"\x10application/json\x12!\n" +
 	"\x1f\x12\x1d\n" +
 	"\x1b#/components/schemas/Status\n" +
-	"\x8f\x02\n" +
-	"\vUnavailable\x12\xff\x01\n" +
-	"\xfc\x01\n" +
-	"\x8a\x01The database could not be reached (the API key could not be checked, or the request could not be served); retry after Retry-After seconds.\x124\n" +
+	"\x92\x02\n" +
+	"\vUnavailable\x12\x82\x02\n" +
+	"\xff\x01\n" +
+	"\x8d\x01The database could not be reached (the API key could not be checked, or the request could not be completed); retry after Retry-After seconds.\x124\n" +
 	"2\n" +
 	"\vRetry-After\x12#\x12!\n" +
 	"\x1f#/components/headers/RetryAfter\x1a7\n" +
