@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/docjobs/docjobs/internal/auth"
-	"github.com/docjobs/docjobs/internal/fetch"
+	"github.com/docjobs/docjobs/internal/outbound"
 )
 
 // Roles of `docjobs serve`.
@@ -691,14 +691,14 @@ func (c Config) String() string {
 
 // Storage names the bucket StorageURL opens, for logs and messages: its
 // scheme, host, path and parameter names, no user information and no
-// parameter's value (fetch.Display's rule for source URLs). Values are
+// parameter's value (outbound.Display's rule for source URLs). Values are
 // not secret by name here: an endpoint= may carry a user and password,
 // and any parameter a driver does not know may carry anything.
 func (c Config) Storage() string {
 	return ShowURL(c.StorageURL)
 }
 
-// ShowURL is a URL as a message or log line may show it (fetch.Display),
+// ShowURL is a URL as a message or log line may show it (outbound.Display),
 // or its scheme alone when it does not parse, since where its secrets sit
 // is then unknown.
 func ShowURL(raw string) string {
@@ -709,7 +709,7 @@ func ShowURL(raw string) string {
 		}
 		return "…"
 	}
-	return fetch.Display(u)
+	return outbound.Display(u)
 }
 
 // StorageVar is the variable that gave StorageURL: DOCJOBS_STORAGE_URL,

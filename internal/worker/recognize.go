@@ -14,6 +14,7 @@ import (
 	"github.com/docjobs/docjobs/internal/convert"
 	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/outbound"
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/store"
 )
@@ -316,7 +317,7 @@ func (w *fileWorker) download(ctx context.Context, j *job.Job, i int, sofar down
 		// The time ran out while the file waited (for a place, or for
 		// River's retry): the last try's failure is why it never
 		// downloaded, and what the row says.
-		msg := fmt.Sprintf("download of %s was not tried again", fetch.DisplayString(j.SourceURLs[i]))
+		msg := fmt.Sprintf("download of %s was not tried again", outbound.DisplayString(j.SourceURLs[i]))
 		if sofar.lastError != "" {
 			msg = sofar.lastError
 		}
@@ -368,7 +369,7 @@ const downloadsBeganKey = "docjobs_downloads_began"
 // keeps the row message of its last failed download, for the row of an
 // attempt whose time runs out before it downloads. It is a *fetch.Error's
 // message, fit for the row: no credentials (a source URL with user
-// information is refused, and fetch.Display leaves out query values), the
+// information is refused, and outbound.Display leaves out query values), the
 // URL as the row shows it. River keeps it for a day after the file's job
 // ends, however soon the job is deleted.
 const lastDownloadErrorKey = "docjobs_last_download_error"
