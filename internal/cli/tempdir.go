@@ -134,9 +134,12 @@ func lockTempDir(dataDir, node string) (dir string, unlock func(), err error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return "", nil, fmt.Errorf("conversion folder: %w", err)
 	}
-	lock, err := flockFile(filepath.Join(root, name+".lock"))
-	if err != nil {
+	lock, err := store.LockFile(filepath.Join(root, name+".lock"))
+	if errors.Is(err, store.ErrNodeHeld) {
 		return "", nil, err
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("conversion folder lock: %w", err)
 	}
 	unlock = func() { _ = lock.Close() } // closing the file drops the flock
 	dir = filepath.Join(root, name)

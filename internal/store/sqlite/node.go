@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/sqlstore"
 )
 
@@ -41,7 +42,7 @@ type fileHold struct{ f *os.File }
 
 func (b *backend) HoldNode(_ context.Context, id string) (sqlstore.NodeHold, error) {
 	path := nodeLockPath(b.path, id)
-	f, err := lockFile(path)
+	f, err := store.LockFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -59,7 +60,7 @@ func (b *backend) HoldNode(_ context.Context, id string) (sqlstore.NodeHold, err
 // process's and a sweep may take it at its first look.
 func (b *backend) NodeFree(_ context.Context, id string) (time.Duration, error) {
 	path := nodeLockPath(b.path, id)
-	f, err := lockFile(path)
+	f, err := store.LockFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("lock %s: %w", path, err)
 	}
