@@ -132,7 +132,7 @@ func Fit(ctx context.Context, cfg Config, page provider.Document, lim Limits) (p
 	if err != nil {
 		return provider.Document{}, err
 	}
-	release, err := p.cfg.hold(ctx)
+	release, err := p.cfg.Hold(ctx)
 	if err != nil {
 		return provider.Document{}, err
 	}

@@ -84,9 +84,11 @@ type Decodes interface {
 	Release(n int64)
 }
 
-// hold takes one of c.Decodes' places for a decode (none when there is no
-// bound); release gives it back.
-func (c Config) hold(ctx context.Context) (release func(), err error) {
+// Hold takes one of c.Decodes' places for a decode (none when there is no
+// bound); release gives it back. It is exported for decoders outside this
+// package that share the bound (Tesseract's page turned upright), so that
+// they wait, and give up with their job, as the pages decoded here do.
+func (c Config) Hold(ctx context.Context) (release func(), err error) {
 	if c.Decodes == nil {
 		return func() {}, nil
 	}
@@ -227,6 +229,23 @@ func checkDecodedImage(f format, data []byte, c image.Config, limit int64, page 
 	return nil
 }
 
+// CheckDecode refuses, from its header alone, a one-page image that Open
+// would refuse to decode under cfg's limits: more pixels than MaxPixels
+// (a *TooLargeError), or more bytes decoded than MaxDecodedBytes (a
+// *DecodedTooLargeError), counted as here: a JPEG by what image/jpeg
+// holds at its peak, a progressive one's coefficients included
+// (jpegDecodeBytes), anything else by the colour model c gives. c is what
+// the format's DecodeConfig read from data. It is for decoders outside
+// this package (Tesseract's page turned upright), so that every decode in
+// the process is bounded by one rule.
+func CheckDecode(cfg Config, data []byte, c image.Config) error {
+	cfg = cfg.withDefaults()
+	if err := checkPixels(int64(c.Width), int64(c.Height), cfg.MaxPixels, 0); err != nil {
+		return err
+	}
+	return checkDecodedImage(sniff(data), data, c, cfg.MaxDecodedBytes, 0)
+}
+
 // bytesPerPixel is what the standard decoders allocate a pixel for the
 // colour model their DecodeConfig reports. YCbCr counts 3 (4:4:4, the
 // largest subsampling); a model not listed counts 8, the largest of all.
@@ -307,7 +326,7 @@ func (p *Pages) Page(ctx context.Context, i int) (provider.Document, error) {
 	if err := ctx.Err(); err != nil {
 		return provider.Document{}, err
 	}
-	release, err := p.cfg.hold(ctx)
+	release, err := p.cfg.Hold(ctx)
 	if err != nil {
 		return provider.Document{}, err
 	}
@@ -528,7 +547,7 @@ func Reencode(ctx context.Context, cfg Config, page provider.Document) (provider
 	if err := checkDecodedImage(f, page.Data, c, cfg.MaxDecodedBytes, page.Page); err != nil {
 		return provider.Document{}, err
 	}
-	release, err := cfg.hold(ctx)
+	release, err := cfg.Hold(ctx)
 	if err != nil {
 		return provider.Document{}, err
 	}

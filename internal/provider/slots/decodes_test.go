@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
+	pageimage "github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/provider/providertest"
 	"github.com/docjobs/docjobs/internal/provider/slots"
+	"github.com/docjobs/docjobs/internal/provider/tesseract"
 )
 
 // noPlace is a decode bound with no place free.
@@ -49,6 +52,53 @@ func TestVisionAdaptersFitPagesWithinTheDecodeBound(t *testing.T) {
 			}
 			if n := len(srv.Requests()); n != 0 {
 				t.Errorf("%d requests sent", n)
+			}
+		})
+	}
+}
+
+// The local Tesseract is opened with the table's decode bound
+// (tesseract.Config.ImageDecodes), the converter's in the service: a page
+// it turns upright is decoded within the same places as the converter's
+// pages and the pages the vision adapters fit. Without one given, every
+// engine opened gets the table's own.
+func TestTheLocalEngineDecodesWithinTheTablesBound(t *testing.T) {
+	given := noPlace{}
+	for _, tt := range []struct {
+		name    string
+		decodes pageimage.Decodes
+	}{
+		{"the bound given", given},
+		{"the table's own", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				mu     sync.Mutex
+				opened []tesseract.Config
+			)
+			s := slots.New(slots.Config{ImageDecodes: tt.decodes, Tesseract: func(cfg tesseract.Config) (provider.OCR, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				opened = append(opened, cfg)
+				return fakeTesseract{cfg.Langs}, nil
+			}})
+			for _, model := range []string{"tesseract", "tesseract:deu+eng"} {
+				if _, err := s.OCR(slot(8), model, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(opened) != 2 || opened[0].Langs != "" || opened[1].Langs != "deu+eng" {
+				t.Fatalf("opened %+v, want the default languages, then deu+eng", opened)
+			}
+			for _, cfg := range opened {
+				switch {
+				case cfg.ImageDecodes == nil:
+					t.Error("opened without a decode bound")
+				case tt.decodes != nil && cfg.ImageDecodes != tt.decodes:
+					t.Errorf("opened with %v, want the bound given", cfg.ImageDecodes)
+				case cfg.ImageDecodes != opened[0].ImageDecodes:
+					t.Error("two engines opened with different bounds")
+				}
 			}
 		})
 	}

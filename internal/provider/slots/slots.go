@@ -27,6 +27,7 @@ import (
 	"github.com/docjobs/docjobs/internal/provider/gemini"
 	"github.com/docjobs/docjobs/internal/provider/mistral"
 	"github.com/docjobs/docjobs/internal/provider/openai"
+	"github.com/docjobs/docjobs/internal/provider/tesseract"
 )
 
 // Protocols a slot speaks.
@@ -118,13 +119,16 @@ type Config struct {
 	TesseractConcurrency int
 	// Observer, when set, counts calls by slot and outcome.
 	Observer Observer
-	// Tesseract, when set, opens the local engine for the given languages
-	// ("" for its default); without it slot 8's "tesseract" models fail.
-	Tesseract func(langs string) (provider.OCR, error)
+	// Tesseract, when set, opens the local engine (tesseract.New) with
+	// cfg: its Langs from the model ("" for the engine's default), its
+	// ImageDecodes this table's, which bounds the pages it decodes to turn
+	// upright. Without it slot 8's "tesseract" models fail.
+	Tesseract func(cfg tesseract.Config) (provider.OCR, error)
 	// Logger receives a line per retry (default: discarded).
 	Logger *slog.Logger
 	// ImageDecodes bounds the pages the vision adapters decode at once to
-	// fit them to their vendor's limits (pageimage.Fit): give the
+	// fit them to their vendor's limits (pageimage.Fit), and those the
+	// local Tesseract decodes to turn a page upright: give the
 	// converter's (pageimage.Config.Decodes), so that one bound holds for
 	// every page decoded in the process. Default: a bound of its own, of
 	// the number of CPUs.
@@ -204,7 +208,10 @@ func (s *Slots) OCR(slot, model, key string) (provider.OCR, error) {
 		if s.cfg.Tesseract == nil {
 			return nil, ErrNoTesseract
 		}
-		ocr, err := s.cfg.Tesseract(strings.TrimPrefix(strings.TrimPrefix(model, "tesseract"), ":"))
+		ocr, err := s.cfg.Tesseract(tesseract.Config{
+			Langs:        strings.TrimPrefix(strings.TrimPrefix(model, "tesseract"), ":"),
+			ImageDecodes: s.cfg.ImageDecodes,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("local Tesseract: %w", err)
 		}

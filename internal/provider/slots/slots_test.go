@@ -17,6 +17,7 @@ import (
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/provider/providertest"
 	"github.com/docjobs/docjobs/internal/provider/slots"
+	"github.com/docjobs/docjobs/internal/provider/tesseract"
 )
 
 const key = "slot-test-key-0123456789"
@@ -205,9 +206,9 @@ func (f fakeTesseract) Recognize(context.Context, provider.Document) (provider.R
 
 func TestTesseract(t *testing.T) {
 	var asked []string
-	s := slots.New(slots.Config{Tesseract: func(langs string) (provider.OCR, error) {
-		asked = append(asked, langs)
-		return fakeTesseract{langs}, nil
+	s := slots.New(slots.Config{Tesseract: func(cfg tesseract.Config) (provider.OCR, error) {
+		asked = append(asked, cfg.Langs)
+		return fakeTesseract{cfg.Langs}, nil
 	}})
 	for model, langs := range map[string]string{"tesseract": "", "tesseract:eng+deu": "eng+deu"} {
 		ocr, err := s.OCR(slot(8), model, "")

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	pageimage "github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/provider"
 )
 
@@ -42,6 +43,13 @@ type Config struct {
 	Binary string
 	// Timeout bounds one page; default 2 minutes.
 	Timeout time.Duration
+	// ImageDecodes bounds the pages decoded at once across the process:
+	// a page read turned is decoded here to be turned upright
+	// (upright.go), and holds one of its places from before the decode
+	// until the upright copy is encoded. Give the converter's
+	// (pageimage.Config.Decodes), as slots does, so that one bound holds
+	// for every page decoded in the process; nil: no bound (tests).
+	ImageDecodes pageimage.Decodes
 }
 
 // Sentinel errors, wrapped with details.
@@ -96,6 +104,9 @@ type OCR struct {
 	psm     string
 	model   string
 	timeout time.Duration
+	// image bounds the decode of a page turned upright: the process's
+	// decode places and the image package's limits.
+	image pageimage.Config
 }
 
 var _ provider.OCR = (*OCR)(nil)
@@ -145,7 +156,8 @@ func New(cfg Config) (*OCR, error) {
 	if slices.Contains(installed, "osd") {
 		psm = "1"
 	}
-	return &OCR{binary: bin, langs: cfg.Langs, psm: psm, model: model, timeout: cfg.Timeout}, nil
+	return &OCR{binary: bin, langs: cfg.Langs, psm: psm, model: model, timeout: cfg.Timeout,
+		image: pageimage.Config{Decodes: cfg.ImageDecodes}}, nil
 }
 
 // listLangs runs `tesseract --list-langs`: a header line, then one
@@ -228,11 +240,12 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 	// and often worse, than the same page upright. Only turned pages pay
 	// for it, with a second run; a page that cannot be turned here, or
 	// whose second run fails, keeps its first reading, turned boxes and
-	// all (uprightBoxes).
+	// all (uprightBoxes). Waiting for a decode place counts against the
+	// page's time limit, as the runs do.
 	read, readArgs := doc.Data, args // the image and arguments of the reading kept
 	if t := singlePageTurn(tsv); t.quarterOrHalf() {
 		rec.Request += fmt.Sprintf("; read %s, so read again from the image turned upright", t)
-		up, err := uprightImage(doc.Data, t)
+		up, err := uprightImage(runCtx, o.image, doc.Data, t)
 		if err == nil {
 			againArgs := args
 			if dpi := resolution(doc.Data, t); !dpiGiven && credibleDPI(dpi) {

@@ -3,6 +3,7 @@ package tesseract
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/image/tiff"
 	"golang.org/x/image/webp"
 
+	pageimage "github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/provider"
 )
 
@@ -34,10 +36,14 @@ import (
 // with the scan's resolution passed on, tesseract reads the very page it
 // would have read scanned upright.
 
-// maxUprightPixels bounds the images turned: at 4 bytes a pixel decoded
-// it is the image package's 256 MiB decode cap, and the turned copy costs
-// up to as much again. A larger page keeps its first, turned reading.
-const maxUprightPixels = 64 << 20
+// maxUprightPixels bounds the copies a turn makes beside the decoded
+// image, which pageimage.CheckDecode bounds: a page that is neither grey
+// nor opaque RGBA once decoded (a JPEG's YCbCr, a palette) is drawn into a
+// grey or RGBA copy, and that is turned into another. At 4 bytes a pixel
+// each is at most the image package's default decode limit, so a turn
+// holds at most about three times it. A larger page keeps its first,
+// turned reading.
+const maxUprightPixels = pageimage.DefaultMaxDecodedBytes / 4
 
 // errNotTurnable: the image is in a format or of a kind this package does
 // not decode (JPEG 2000, ASCII or 16-bit PNM), or too large.
@@ -52,18 +58,33 @@ var errNotTurnable = errors.New("the image cannot be turned here")
 // raw PNM: leptonica reads PNM a sample at a time, and on the invoice's
 // 11 megapixels a 34 MB PPM cost tesseract 0.65 s more CPU than the PNG,
 // which takes Go 0.12 s to write.
-func uprightImage(data []byte, t turn) ([]byte, error) {
+//
+// The decode is the process's like any other (docs/decisions.md, "A JPEG
+// counts what its decoder holds"): the header is checked by the image
+// package's rule (pageimage.CheckDecode: a progressive JPEG counts its
+// coefficients, which a count of 4 bytes a pixel missed) before any place
+// is taken, and one of cfg.Decodes' places is held from before the decode
+// until the PNG is written; a wait that outlives ctx gives up.
+func uprightImage(ctx context.Context, cfg pageimage.Config, data []byte, t turn) ([]byte, error) {
 	decode, decodeConfig := decoderOf(data)
 	if decode == nil {
 		return nil, fmt.Errorf("%w: not a format it decodes", errNotTurnable)
 	}
-	cfg, err := decodeConfig(bytes.NewReader(data))
+	hdr, err := decodeConfig(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNotTurnable, err)
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width*cfg.Height > maxUprightPixels {
-		return nil, fmt.Errorf("%w: %d×%d pixels, the limit is %d", errNotTurnable, cfg.Width, cfg.Height, maxUprightPixels)
+	if err := pageimage.CheckDecode(cfg, data, hdr); err != nil {
+		return nil, fmt.Errorf("%w: %w", errNotTurnable, err)
 	}
+	if int64(hdr.Width)*int64(hdr.Height) > maxUprightPixels {
+		return nil, fmt.Errorf("%w: %d×%d pixels, the limit for a turn is %d", errNotTurnable, hdr.Width, hdr.Height, maxUprightPixels)
+	}
+	release, err := cfg.Hold(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	img, err := decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNotTurnable, err)

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
 
+	pageimage "github.com/docjobs/docjobs/internal/convert/image"
 	"github.com/docjobs/docjobs/internal/provider"
 )
 
@@ -293,7 +294,7 @@ func TestUprightImageTurnsEveryFormatBack(t *testing.T) {
 					if !looksLikeImage(buf.Bytes()) {
 						t.Fatalf("the %s is not taken for an image", enc.name)
 					}
-					got, err := uprightImage(buf.Bytes(), tr)
+					got, err := uprightImage(t.Context(), pageimage.Config{}, buf.Bytes(), tr)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -314,7 +315,7 @@ func TestUprightImageTurnsEveryFormatBack(t *testing.T) {
 		if err := jpeg.Encode(&buf, scannedTurned(t, grey, "left"), &jpeg.Options{Quality: 100}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := uprightImage(buf.Bytes(), turnedLeft)
+		got, err := uprightImage(t.Context(), pageimage.Config{}, buf.Bytes(), turnedLeft)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +342,7 @@ func TestUprightImageLaysTransparencyOnWhite(t *testing.T) {
 	if err := png.Encode(&buf, img); err != nil {
 		t.Fatal(err)
 	}
-	got, err := uprightImage(buf.Bytes(), upsideDown)
+	got, err := uprightImage(t.Context(), pageimage.Config{}, buf.Bytes(), upsideDown)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +365,7 @@ func TestUprightImageRefusesWhatItCannotTurn(t *testing.T) {
 	}
 	for name, data := range tests {
 		t.Run(name, func(t *testing.T) {
-			if _, err := uprightImage(data, turnedLeft); err == nil {
+			if _, err := uprightImage(t.Context(), pageimage.Config{}, data, turnedLeft); err == nil {
 				t.Error("no error")
 			}
 		})
