@@ -282,9 +282,7 @@ func slotsConfig(cfg config.Config, obs slots.Observer) slots.Config {
 		PerSlotConcurrency: cfg.ProviderConcurrency,
 		Timeout:            cfg.ProviderTimeout,
 		Observer:           obs,
-		Tesseract: func(langs string) (provider.OCR, error) {
-			return tesseract.New(tesseract.Config{Langs: langs})
-		},
+		Tesseract: func(c tesseract.Config) (provider.OCR, error) { return tesseract.New(c) },
 	}
 }
 
