@@ -226,8 +226,10 @@ func TestAHandlerThatSetsAWriteDeadlineOwnsIt(t *testing.T) {
 		// Through the wrapper observe adds, as the streams are.
 		rc := http.NewResponseController(&statusWriter{ResponseWriter: w})
 		var o outcome
-		o.set = rc.SetWriteDeadline(time.Now().Add(-time.Second)) // passed already
-		time.Sleep(idle) // past the least time between two renewals
+		// A deadline passed already, and a write past the least time
+		// between two of the answer's renewals.
+		o.set = rc.SetWriteDeadline(time.Now().Add(-time.Second))
+		time.Sleep(idle)
 		_, o.write = w.Write([]byte(strings.Repeat("x", 64<<10)))
 		done <- o
 	}))
