@@ -40,7 +40,8 @@ import (
 //     without a key.
 //
 // A connection serving any other request (REST, a JobService call, an
-// upload, a /readyz check) is never closed to make room. Among the
+// upload, a /readyz check) is never closed to make room; one whose client
+// reads none of its answer is cut after IOIdleTimeout (writedeadline.go). Among the
 // candidates, idle ones go first, then new ones that sent nothing, then
 // those holding something (a keyless stream, the bytes of a request head
 // not yet complete), each longest first.

@@ -23,12 +23,10 @@ import (
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
 
-// Deadlines of REST calls, set per request because a server-wide
-// WriteTimeout would also cut long file downloads.
-const (
-	jsonReadTimeout  = 30 * time.Second
-	jsonWriteTimeout = 2 * time.Minute
-)
+// jsonReadTimeout bounds reading a REST call, set per request because a
+// server-wide ReadTimeout would also cut long uploads. Its answer is under
+// the idle write deadline of every answer (writedeadline.go).
+const jsonReadTimeout = 30 * time.Second
 
 // WarningHeader names the request fields the server ignored.
 const WarningHeader = "Docjobs-Warning"
@@ -158,9 +156,8 @@ func (s *Server) bindRequest(next runtime.HandlerFunc) runtime.HandlerFunc {
 			next(w, r, pathParams)
 			return
 		}
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.JSONReadTimeout)) // ErrNotSupported only in tests' recorders
-		_ = rc.SetWriteDeadline(time.Now().Add(jsonWriteTimeout))
+		// ErrNotSupported only in tests' recorders.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.JSONReadTimeout))
 
 		query := r.URL.Query()
 		ignored, changed, err := queryFields(query, rt.request.Descriptor(), pathParams)

@@ -340,6 +340,16 @@ type envOption func(*Config, *Deps)
 
 func startServer(t testing.TB, opts ...envOption) *testEnv {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	return startServerOn(t, ln, opts...)
+}
+
+// startServerOn is startServer serving on ln, which it closes.
+func startServerOn(t testing.TB, ln net.Listener, opts ...envOption) *testEnv {
+	t.Helper()
 	env := &testEnv{t: t, svc: newJobService(), logs: &logtest.Buffer{}}
 	cfg := Config{UploadMaxBytes: DefaultUploadMaxBytes, ShutdownTimeout: 5 * time.Second}
 	env.files = newDiskFiles(t, cfg.UploadMaxBytes)
@@ -360,11 +370,8 @@ func startServer(t testing.TB, opts ...envOption) *testEnv {
 	}
 	srv, err := New(cfg, deps)
 	if err != nil {
+		_ = ln.Close()
 		t.Fatalf("New: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

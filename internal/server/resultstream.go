@@ -62,12 +62,13 @@ func (s *Server) streamResult(w http.ResponseWriter, r *http.Request, pathParams
 		s.writeError(w, r, err)
 		return
 	}
-	// bindRequest set a fixed write deadline, made for answers of a few
-	// kilobytes; a result of gigabytes to a slow client takes longer, so it
-	// is cut only when no byte moves for IOIdleTimeout, as downloads are.
-	// Nor may its read deadline end it: once it passes, the server cancels
-	// the request's context, and the stream stopped after whatever rows had
-	// gone out in the first 30 s.
+	// A result of gigabytes to a slow client takes long, so it is cut only
+	// when no byte moves for IOIdleTimeout, as downloads are; it sets that
+	// deadline itself, through its write buffer, which takes it over from
+	// the one every answer has (writedeadline.go). Nor may its read
+	// deadline end it: once it passes, the server cancels the request's
+	// context, and the stream stopped after whatever rows had gone out in
+	// the first 30 s.
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{})
 	idle := newIdleDeadline(rc.SetWriteDeadline, s.cfg.IOIdleTimeout)

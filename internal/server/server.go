@@ -37,7 +37,8 @@ type Config struct {
 	// Default 4 MiB (DefaultMaxJSONBodyBytes).
 	MaxJSONBodyBytes int64
 	// IOIdleTimeout cuts an upload or download that moves no byte for this
-	// long, REST and gRPC alike (a transfer that keeps moving may take as
+	// long, REST and gRPC alike, and any HTTP answer whose client reads
+	// none of it for this long (a transfer that keeps moving may take as
 	// long as it needs). Default 1 minute.
 	IOIdleTimeout time.Duration
 	// JSONReadTimeout bounds reading a REST request, body included.
@@ -255,7 +256,7 @@ func (s *Server) routeTable(gateway *runtime.ServeMux) (http.Handler, error) {
 		return nil, err
 	}
 	s.methods = &methods
-	return s.observe(s.canonicalOnly(methods.check(mux))), nil
+	return s.answerDeadline(s.observe(s.canonicalOnly(methods.check(mux)))), nil
 }
 
 // canonicalOnly answers the JSON 404 of an unknown path for a path with an
@@ -327,7 +328,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		// No ReadTimeout or WriteTimeout: they would cut long uploads and
 		// downloads. Handlers set their own deadlines (idle deadlines while
-		// bytes move, fixed ones on REST calls).
+		// bytes move, a fixed read deadline on REST calls), and every
+		// answer's writes are cut when they move nothing for
+		// IOIdleTimeout (writedeadline.go).
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
