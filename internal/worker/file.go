@@ -61,11 +61,14 @@ type fileWorker struct {
 	asking      *fair.Sem
 	// starting holds the files on their way to their first calls.
 	starting *startLane
+	// marks shares one MarkRunning among a job's files starting together.
+	marks *runningMarks
 }
 
 func newFileWorker(cfg Config, deps Deps) *fileWorker {
 	return &fileWorker{cfg: cfg, deps: deps, fetching: fair.NewSem(cfg.FetchWorkers),
-		recognizing: fair.NewSem(cfg.RecognizeWorkers), asking: fair.NewSem(cfg.ModelWorkers), starting: &startLane{}}
+		recognizing: fair.NewSem(cfg.RecognizeWorkers), asking: fair.NewSem(cfg.ModelWorkers), starting: &startLane{},
+		marks: &runningMarks{}}
 }
 
 func (w *fileWorker) Timeout(*river.Job[FileArgs]) time.Duration { return w.cfg.fileTimeout() }

@@ -48,7 +48,7 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 	i := rj.Args.FileIndex
 	start := time.Now()
 	if j.Status == job.StatusNew {
-		err := w.deps.Store.MarkRunning(ctx, j.ID)
+		err := w.marks.mark(ctx, j.ID, func(ctx context.Context) error { return w.deps.Store.MarkRunning(ctx, j.ID) })
 		if errors.Is(err, job.ErrNotFound) {
 			// Deleted since Work loaded it: as a job deleted while queued,
 			// nothing is left to do, and no attempt is spent on it.

@@ -127,7 +127,11 @@ func (s *Store[TTx]) fanIn(ctx context.Context, tx TTx, q Querier, j *job.Job, e
 	}
 	f := store.Finish{JobID: j.ID}
 	f.Status, f.Error = job.FinalStatus(ocr)
-	erased, err := s.endJob(ctx, tx, q, j, f, woken)
+	// Its callers found no row pending, under the job row's lock: there
+	// are none to fail, and looking for them was three statements of the
+	// transaction the job's end waits for (docs/benchmarks.md, sixteenth
+	// session).
+	erased, err := s.endJob(ctx, tx, q, j, f, false, woken)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +184,7 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 		if err != nil || j == nil {
 			return err
 		}
-		if erased, err = s.endJob(ctx, tx, q, j, f, &woken); err != nil {
+		if erased, err = s.endJob(ctx, tx, q, j, f, true, &woken); err != nil {
 			return err
 		}
 		applied = true
@@ -201,10 +205,11 @@ func (s *Store[TTx]) FinishJob(ctx context.Context, riverJob *rivertype.JobRow, 
 
 // endJob makes the live job j, locked by the transaction, terminal with
 // f's status, error and merged answers. Rows still pending are failed with
-// f.Error, the provider keys are erased, the webhook is enqueued (or its
+// f.Error (unless mayBePending is false: the caller found none, under the
+// lock), the provider keys are erased, the webhook is enqueued (or its
 // secret erased) and f.Enqueue inserted. erased reports a deletion of
 // secrets, for the caller to flush once committed.
-func (s *Store[TTx]) endJob(ctx context.Context, tx TTx, q Querier, j *job.Job, f store.Finish, woken *[]string) (erased bool, err error) {
+func (s *Store[TTx]) endJob(ctx context.Context, tx TTx, q Querier, j *job.Job, f store.Finish, mayBePending bool, woken *[]string) (erased bool, err error) {
 	now := s.nowUTC()
 	if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, merged = ?, updated = ? WHERE id = ?`,
 		string(f.Status), f.Error, string(f.Merged), s.ts(now), j.ID); err != nil {
@@ -214,8 +219,10 @@ func (s *Store[TTx]) endJob(ctx context.Context, tx TTx, q Querier, j *job.Job, 
 	if rowErr == "" {
 		rowErr = "job ended before this row was processed"
 	}
-	if err := s.failPendingRows(ctx, q, j, rowErr, now); err != nil {
-		return false, err
+	if mayBePending {
+		if err := s.failPendingRows(ctx, q, j, rowErr, now); err != nil {
+			return false, err
+		}
 	}
 	if erased, err = s.eraseProviderKeys(ctx, q, j.ID); err != nil {
 		return false, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
@@ -185,18 +186,29 @@ func (s *Store[TTx]) CreateJob(ctx context.Context, p store.CreateJobParams) (*j
 			}
 			return fmt.Errorf("insert job: %w", err)
 		}
-		for i, src := range j.SourceURLs {
+		// A statement per batch of rows, not per row: on PostgreSQL each
+		// statement is a round trip inside the transaction every file of
+		// the job waits for (docs/benchmarks.md, sixteenth session).
+		for first := 0; first < len(j.SourceURLs); first += createRowsBatch {
+			n := min(createRowsBatch, len(j.SourceURLs)-first)
+			args := make([]any, 0, 6*n)
+			for i := first; i < first+n; i++ {
+				args = append(args, j.ID, i, j.Files[i], string(job.RowPending), s.ts(j.Created), s.ts(j.Created))
+			}
 			_, err := s.exec(ctx, q, `INSERT INTO ocr_rows (job_id, file_index, file, status, created, updated)
-				VALUES (?, ?, ?, ?, ?, ?)`, j.ID, i, j.Files[i], string(job.RowPending), s.ts(j.Created), s.ts(j.Created))
+				VALUES `+valueRows(n, 6), args...)
 			if err != nil {
-				return fmt.Errorf("insert ocr row %d (%s): %w", i, src, err)
+				return fmt.Errorf("insert ocr rows %d-%d: %w", first, first+n-1, err)
 			}
 		}
-		for _, sec := range p.Secrets {
-			_, err := s.exec(ctx, q, `INSERT INTO job_secrets (job_id, field, ciphertext) VALUES (?, ?, ?)`,
-				j.ID, sec.Field, sec.Ciphertext)
+		if len(p.Secrets) > 0 {
+			args := make([]any, 0, 3*len(p.Secrets))
+			for _, sec := range p.Secrets {
+				args = append(args, j.ID, sec.Field, sec.Ciphertext)
+			}
+			_, err := s.exec(ctx, q, `INSERT INTO job_secrets (job_id, field, ciphertext) VALUES `+valueRows(len(p.Secrets), 3), args...)
 			if err != nil {
-				return fmt.Errorf("insert secret %s: %w", sec.Field, err)
+				return fmt.Errorf("insert secrets: %w", err)
 			}
 		}
 		return s.insertRiverJobs(ctx, tx, p.Enqueue, &woken)
@@ -943,6 +955,17 @@ func (s *Store[TTx]) JobCountsByStatus(ctx context.Context) (map[job.Status]int,
 }
 
 // placeholders returns "?, ?, …" for n arguments.
+// createRowsBatch bounds the OCR rows one INSERT of a create writes: six
+// values a row stay far below SQLite's and PostgreSQL's parameter limits,
+// and a job has at most a hundred files (the API's limit).
+const createRowsBatch = 100
+
+// valueRows is rows groups of cols placeholders: "(?, ?), (?, ?)".
+func valueRows(rows, cols int) string {
+	one := "(" + placeholders(cols) + ")"
+	return strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
+}
+
 func placeholders(n int) string {
 	b := make([]byte, 0, 3*n)
 	for i := range n {

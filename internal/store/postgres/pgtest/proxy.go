@@ -1,10 +1,12 @@
 package pgtest
 
 import (
+	"encoding/binary"
 	"io"
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -15,6 +17,23 @@ import (
 // test.
 func BehindProxy(t testing.TB, rawURL string) (proxied string, cut func()) {
 	t.Helper()
+	proxied, cut, _ = behindProxy(t, rawURL)
+	return proxied, cut
+}
+
+// CountingRoundTrips returns url with its host replaced by a TCP proxy to
+// it, and the number of round trips made through it so far: the server's
+// ReadyForQuery messages, one for each query or Sync a client waits on
+// (connection set-up included). rawURL must not ask for TLS.
+func CountingRoundTrips(t testing.TB, rawURL string) (proxied string, roundTrips func() int64) {
+	t.Helper()
+	proxied, _, n := behindProxy(t, rawURL)
+	return proxied, n.Load
+}
+
+func behindProxy(t testing.TB, rawURL string) (proxied string, cut func(), roundTrips *atomic.Int64) {
+	t.Helper()
+	roundTrips = &atomic.Int64{}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		t.Fatal(err)
@@ -41,11 +60,41 @@ func BehindProxy(t testing.TB, rawURL string) (proxied string, cut func()) {
 				return
 			}
 			go func() { _, _ = io.Copy(d, c); _ = d.Close() }()
-			go func() { _, _ = io.Copy(c, d); _ = c.Close() }()
+			go func() { _, _ = io.Copy(io.MultiWriter(c, &readyCounter{n: roundTrips}), d); _ = c.Close() }()
 		}
 	}()
 	u.Host = ln.Addr().String()
-	return u.String(), p.close
+	return u.String(), p.close, roundTrips
+}
+
+// readyCounter reads a server's side of the protocol (type byte, int32
+// length, body) and counts its ReadyForQuery ('Z') messages.
+type readyCounter struct {
+	n      *atomic.Int64
+	header []byte // of the message being read, until it is whole
+	skip   int    // body bytes of the current message still to come
+}
+
+func (r *readyCounter) Write(b []byte) (int, error) {
+	total := len(b)
+	for len(b) > 0 {
+		if r.skip > 0 {
+			k := min(r.skip, len(b))
+			r.skip, b = r.skip-k, b[k:]
+			continue
+		}
+		k := min(5-len(r.header), len(b))
+		r.header, b = append(r.header, b[:k]...), b[k:]
+		if len(r.header) < 5 {
+			continue
+		}
+		if r.header[0] == 'Z' {
+			r.n.Add(1)
+		}
+		r.skip = int(binary.BigEndian.Uint32(r.header[1:])) - 4
+		r.header = r.header[:0]
+	}
+	return total, nil
 }
 
 type proxy struct {
