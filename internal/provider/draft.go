@@ -84,7 +84,17 @@ func dialectNamed(uri string) int {
 //     reaches is its root. A schema with recursion across several
 //     resources is returned as it is, still 2019-09, rather than
 //     relabelled with keywords 2020-12 does not have;
+//   - dependencies (drafts 04–07, which santhosh honours in every draft)
+//     becomes dependentRequired for its property lists and
+//     dependentSchemas for its schemas, joining those beside it;
+//   - keywords a later draft added (const in draft-04, if in draft-06,
+//     dependentRequired or $anchor in draft-07, prefixItems in 2019-09,
+//     …), which the job's draft ignores and 2020-12 applies, are dropped,
+//     as is an additionalItems without an item array beside it;
 //   - an older root $schema becomes 2020-12's.
+//
+// A schema embedding a resource whose own $schema names another draft is
+// returned as it is: santhosh reads that resource in its own draft.
 //
 // References are rewritten by walking them through the schema as given,
 // so a pointer into a tuple ("#/items/1") or a definition follows it.
