@@ -175,6 +175,12 @@ func (d *draftConverter) edit(members []member) ([]member, bool) {
 		members = slices.Delete(members, i, i+1)
 		changed = true
 	}
+	// A repeated keyword is read as JSON readers (and santhosh) read it,
+	// its last value: the conversions below edit that one, and an earlier
+	// one left behind would be the one read in the copy.
+	if out, ok := lastOfEach(members); ok {
+		members, changed = out, true
+	}
 	// References first: they are read in the schema as given.
 	for i, m := range members {
 		if m.key != "$ref" && m.key != "$dynamicRef" {
@@ -513,6 +519,37 @@ func lastMembers(obj []byte) []member {
 		}
 	}
 	return out
+}
+
+// lastOfEach returns members without the earlier members of a repeated
+// key, and whether there were any.
+func lastOfEach(members []member) ([]member, bool) {
+	isLast := func(i int) bool { return lastIndex(members[i+1:], members[i].key) < 0 }
+	if len(members) > 16 {
+		last := make(map[string]int, len(members))
+		for i, m := range members {
+			last[m.key] = i
+		}
+		if len(last) == len(members) {
+			return members, false
+		}
+		isLast = func(i int) bool { return last[members[i].key] == i }
+	}
+	var out []member
+	for i, m := range members {
+		switch {
+		case out != nil && isLast(i):
+			out = append(out, m)
+		case out == nil && !isLast(i):
+			// The first repeated key: most objects have none, and
+			// allocate nothing.
+			out = append(make([]member, 0, len(members)), members[:i]...)
+		}
+	}
+	if out == nil {
+		return members, false
+	}
+	return out, true
 }
 
 func lastIndex(members []member, key string) int {
