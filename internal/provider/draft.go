@@ -91,7 +91,8 @@ func dialectNamed(uri string) int {
 //     dependentRequired or $anchor in draft-07, prefixItems in 2019-09,
 //     …), which the job's draft ignores and 2020-12 applies, are dropped,
 //     as is an additionalItems without an item array beside it;
-//   - an older root $schema becomes 2020-12's.
+//   - an older $schema becomes 2020-12's, at the root and at an embedded
+//     resource naming the root's draft.
 //
 // A schema embedding a resource whose own $schema names another draft is
 // returned as it is: santhosh reads that resource in its own draft.
@@ -117,19 +118,7 @@ func Draft2020(schema json.RawMessage) (json.RawMessage, bool) {
 	if d.dialect <= draft07 {
 		d.anchors = anchorNames(root, d.dialect)
 	}
-	out, changed := editSchema(schema, d.edit)
-	if d.dialect != draft20 {
-		// The copy is 2020-12 now, and says so.
-		t := bytes.TrimSpace(out)
-		members := scanMembers(t)
-		for i := range members {
-			if members[i].key == "$schema" {
-				members[i].raw = []byte(mustQuote(draft2020URI))
-				out, changed = writeObject(members), true
-			}
-		}
-	}
-	return out, changed
+	return editSchema(schema, d.edit)
 }
 
 // itemArray finds an "items" key whose value is an array.
@@ -238,6 +227,12 @@ func (d *draftConverter) edit(members []member) ([]member, bool) {
 	}
 	if out, ok := d.splitDependencies(members); ok {
 		members, changed = out, true
+	}
+	if i := find("$schema"); i >= 0 && d.dialect != draft20 {
+		// The copy is 2020-12 now, and says so: at the root, and at an
+		// embedded resource naming the root's draft, which santhosh would
+		// otherwise read in that draft.
+		members[i].raw, changed = []byte(mustQuote(draft2020URI)), true
 	}
 	if d.dialect == draft19 {
 		if i := find("$recursiveRef"); i >= 0 {

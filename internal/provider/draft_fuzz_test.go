@@ -26,6 +26,7 @@ func FuzzDraft2020(f *testing.F) {
 		{`{` + d19 + `"$recursiveAnchor":true,"type":"object","properties":{"k":{"type":"array","items":{"$recursiveRef":"#"}}},"prefixItems":[false]}`, `{"k":[{"k":[1]}]}`},
 		{`{"type":"object","dependencies":{"a":["b"]},"definitions":{"x":{}}}`, `{"a":1}`},
 		{`{` + d07 + `"dependencies":{"a":["b"]},"type":"object","dependencies":{"c":["d"]},"items":[{"type":"string"}],"items":{}}`, `{"a":1}`},
+		{`{` + d07 + `"properties":{"a":{"$ref":"#/definitions/x"}},"definitions":{"x":{"$id":"http://example.com/x",` + d07 + `"items":[{"type":"string"}]}}}`, `{"a":[1]}`},
 		{`{"properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{"$id":"http://example.com/x","$schema":"http://json-schema.org/draft-07/schema#","items":[{"type":"string"}]}}}`, `{"a":[1]}`},
 		{`{` + d06 + `"properties":{"a":{"$ref":"#/if"}},"if":{"$id":"http://e.com/x","properties":{"b":{"$ref":"#/definitions/y"}},"definitions":{"y":{"type":"integer"}}},"definitions":{"y":{"type":"string"}}}`, `{"a":{"b":1}}`},
 	} {
