@@ -232,7 +232,17 @@ func (b *teeBody) Read(p []byte) (int, error) {
 		limit, tooLarge = MaxAnswerBytes, ErrAnswerTooLarge
 	}
 	if b.read >= limit {
-		return 0, tooLarge
+		// A body of exactly the limit is whole: only a byte beyond it
+		// makes the response too large.
+		var one [1]byte
+		switch _, err := io.ReadFull(b.rc, one[:]); {
+		case err == nil:
+			return 0, tooLarge
+		case err == io.EOF:
+			return 0, io.EOF
+		default:
+			return 0, err
+		}
 	}
 	if room := limit - b.read; int64(len(p)) > room {
 		p = p[:room]

@@ -267,18 +267,15 @@ func RunChat(t *testing.T, v ChatVendor) {
 		}
 	})
 
-	t.Run("an answer past MaxAnswerBytes fails its call as server, not retried; one within it is read", func(t *testing.T) {
+	t.Run("an answer past MaxAnswerBytes fails its call as server, not retried", func(t *testing.T) {
 		t.Parallel()
 		free := provider.ChatRequest{System: "Summarise.", User: "Invoice 7"}
-		within := strings.Repeat("A", provider.MaxAnswerBytes-64<<10)
-		srv := NewServer(t, Reply(200, v.Text(within)))
+		// Words, not one run of letters, which the debug fields would elide
+		// as base64 at length. (That an answer within the limit is read
+		// whole is TestAnOversizedResponseFailsItsCall's: decoding 8 MiB
+		// through each SDK takes seconds under the race detector.)
+		srv := NewServer(t, Reply(200, v.Text(strings.Repeat("total ", provider.MaxAnswerBytes/6+1))))
 		ans, err := provider.WithChatRetry(v.New(t, srv.URL, 30*time.Second), fastRetry(4)).Complete(t.Context(), free)
-		if err != nil || ans.Content != within {
-			t.Fatalf("an answer of %d bytes: %d bytes read, err %v; want it whole", len(within), len(ans.Content), err)
-		}
-
-		srv = NewServer(t, Reply(200, v.Text(strings.Repeat("A", provider.MaxAnswerBytes+1))))
-		ans, err = provider.WithChatRetry(v.New(t, srv.URL, 30*time.Second), fastRetry(4)).Complete(t.Context(), free)
 		pe := AssertCategory(t, err, provider.CategoryServer, 200)
 		if pe.Reason != "answer larger than 8 MiB" || pe.Retryable() {
 			t.Errorf("reason %q, retryable %t; want %q, not retryable: the answer was billed", pe.Reason, pe.Retryable(), "answer larger than 8 MiB")
