@@ -23,10 +23,20 @@ const DefaultTimeout = 120 * time.Second
 // is returned (wrapped), which no one retries. key is only used to keep
 // the key out of the error's cause.
 func Call(ctx context.Context, timeout time.Duration, key string, send func(context.Context) error) (*Exchange, error) {
+	return call(ctx, timeout, key, false, send)
+}
+
+// CallChat is Call for a model-stage answer: a response is read up to
+// MaxAnswerBytes, and a larger one fails the call (see Classify).
+func CallChat(ctx context.Context, timeout time.Duration, key string, send func(context.Context) error) (*Exchange, error) {
+	return call(ctx, timeout, key, true, send)
+}
+
+func call(ctx context.Context, timeout time.Duration, key string, chat bool, send func(context.Context) error) (*Exchange, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ex := &Exchange{}
+	ex := &Exchange{chat: chat}
 	callCtx, cancel := context.WithTimeout(ContextWithExchange(ctx, ex), timeout)
 	defer cancel()
 	err := send(callCtx)
@@ -55,6 +65,12 @@ func Classify(ctx, callCtx context.Context, err error, ex *Exchange, key string)
 	}
 	if errors.Is(err, ErrResponseTooLarge) {
 		return &Error{Category: CategoryServer, Status: status, Err: ErrResponseTooLarge}
+	}
+	if errors.Is(err, ErrAnswerTooLarge) {
+		// Billed, and a model that wrote 8 MiB writes as much again: the
+		// call is not tried again, by this attempt or a later one.
+		return &Error{Category: CategoryServer, Status: status, Permanent: true,
+			Reason: "answer larger than 8 MiB", Err: ErrAnswerTooLarge}
 	}
 	if status >= 300 { // 3xx: a redirect, which is not followed
 		return &Error{

@@ -192,42 +192,71 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 	}
 }
 
-// A response past MaxResponseBytes fails its call after that much is read,
-// however much more the server would send.
+// A response past its call's limit (MaxResponseBytes for recognition,
+// MaxAnswerBytes for a model-stage answer) fails its call after that much
+// is read, however much more the server would send; a response of exactly
+// the limit is read whole. Past the answer limit the call is not retried:
+// the answer was billed.
 func TestAnOversizedResponseFailsItsCall(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		chunk := []byte(strings.Repeat("x", 1<<20))
-		for range provider.MaxResponseBytes>>20 + 8 {
-			if _, err := w.Write(chunk); err != nil {
+	tests := []struct {
+		name      string
+		call      func(context.Context, time.Duration, string, func(context.Context) error) (*provider.Exchange, error)
+		limit     int
+		sent      int
+		wantErr   error
+		permanent bool
+	}{
+		{"a recognition response past 64 MiB", provider.Call, provider.MaxResponseBytes, provider.MaxResponseBytes + 8<<20, provider.ErrResponseTooLarge, false},
+		{"a model answer past 8 MiB", provider.CallChat, provider.MaxAnswerBytes, provider.MaxAnswerBytes + 1, provider.ErrAnswerTooLarge, true},
+		{"a model answer of 8 MiB", provider.CallChat, provider.MaxAnswerBytes, provider.MaxAnswerBytes, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				chunk := []byte(strings.Repeat("x", 1<<20))
+				for left := tt.sent; left > 0; left -= len(chunk) {
+					if _, err := w.Write(chunk[:min(left, len(chunk))]); err != nil {
+						return
+					}
+				}
+			}))
+			t.Cleanup(srv.Close)
+			client := provider.RecordingClient(nil)
+			read := 0
+			ex, err := tt.call(context.Background(), 10*time.Second, "k", func(ctx context.Context) error {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+				if err != nil {
+					return err
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				n, err := io.Copy(io.Discard, resp.Body)
+				read = int(n)
+				return err
+			})
+			if tt.wantErr == nil {
+				if err != nil || read != tt.sent {
+					t.Fatalf("err = %v, read %d of %d bytes; want the whole response", err, read, tt.sent)
+				}
 				return
 			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	client := provider.RecordingClient(nil)
-	read := 0
-	ex, err := provider.Call(context.Background(), 10*time.Second, "k", func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		n, err := io.Copy(io.Discard, resp.Body)
-		read = int(n)
-		return err
-	})
-	pe := (*provider.Error)(nil)
-	if !errors.As(err, &pe) || pe.Category != provider.CategoryServer || pe.Status != 200 || !errors.Is(err, provider.ErrResponseTooLarge) {
-		t.Fatalf("err = %v, want a server error for the oversized answer", err)
-	}
-	if read != provider.MaxResponseBytes {
-		t.Errorf("read %d bytes, want %d and no more", read, provider.MaxResponseBytes)
-	}
-	if ex.Status() != 200 {
-		t.Errorf("status %d", ex.Status())
+			pe := (*provider.Error)(nil)
+			if !errors.As(err, &pe) || pe.Category != provider.CategoryServer || pe.Status != 200 || !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want a server error for the oversized answer", err)
+			}
+			if pe.Retryable() == tt.permanent {
+				t.Errorf("retryable %t, want %t", pe.Retryable(), !tt.permanent)
+			}
+			if read != tt.limit {
+				t.Errorf("read %d bytes, want %d and no more", read, tt.limit)
+			}
+			if ex.Status() != 200 {
+				t.Errorf("status %d", ex.Status())
+			}
+		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/docjobs/docjobs/internal/merge"
 )
 
 // Capture limits. The request is kept whole up to maxRequestCapture
@@ -27,6 +29,17 @@ const MaxResponseBytes = 64 << 20
 // ErrResponseTooLarge is the read error of a response past MaxResponseBytes.
 var ErrResponseTooLarge = errors.New("the response is larger than 64 MiB")
 
+// MaxAnswerBytes bounds what is read of one model-stage answer (CallChat):
+// merge's limit on one chunk's answer, the most any later stage takes of
+// it. No model writes that much within its output limit (the largest are
+// about a megabyte of text), so a larger answer is a broken or hostile
+// server's; read whole, up to MaxResponseBytes, it cost about 13 times its
+// size in memory and was stored as the row's content.
+const MaxAnswerBytes = merge.DefaultMaxAnswerBytes
+
+// ErrAnswerTooLarge is the read error of an answer past MaxAnswerBytes.
+var ErrAnswerTooLarge = errors.New("the answer is larger than 8 MiB")
+
 // Exchange records the HTTP traffic of one vendor call: the request body,
 // the response status, Retry-After and body. Headers are never kept: the
 // request's carry the key. Adapters attach one to the call's context with
@@ -39,6 +52,9 @@ type Exchange struct {
 	status     int
 	retryAfter time.Duration
 	calls      int
+	// chat bounds each response at MaxAnswerBytes rather than
+	// MaxResponseBytes (CallChat). Set before the call; read-only after.
+	chat bool
 }
 
 type exchangeKey struct{}
@@ -202,7 +218,8 @@ func requestBody(req *http.Request) ([]byte, *http.Request, error) {
 }
 
 // teeBody copies what the SDK reads of a response into the exchange, and
-// stops reading past MaxResponseBytes.
+// stops reading past the exchange's limit: the SDK, which reads a body
+// whole before decoding it, never holds more than that.
 type teeBody struct {
 	rc   io.ReadCloser
 	ex   *Exchange
@@ -210,10 +227,24 @@ type teeBody struct {
 }
 
 func (b *teeBody) Read(p []byte) (int, error) {
-	if b.read >= MaxResponseBytes {
-		return 0, ErrResponseTooLarge
+	limit, tooLarge := int64(MaxResponseBytes), ErrResponseTooLarge
+	if b.ex.chat {
+		limit, tooLarge = MaxAnswerBytes, ErrAnswerTooLarge
 	}
-	if room := MaxResponseBytes - b.read; int64(len(p)) > room {
+	if b.read >= limit {
+		// A body of exactly the limit is whole: only a byte beyond it
+		// makes the response too large.
+		var one [1]byte
+		switch _, err := io.ReadFull(b.rc, one[:]); {
+		case err == nil:
+			return 0, tooLarge
+		case err == io.EOF:
+			return 0, io.EOF
+		default:
+			return 0, err
+		}
+	}
+	if room := limit - b.read; int64(len(p)) > room {
 		p = p[:room]
 	}
 	n, err := b.rc.Read(p)

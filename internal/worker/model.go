@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,12 @@ func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j 
 	ctx = provider.WithAccount(ctx, j.AccountID)
 	final := rj.Attempt >= rj.MaxAttempts
 	chat, chatErr := w.chatFor(ctx, j)
+	waited := rateLimitWaitOf(rj.JobRow, modelRateLimitKey)
+	if chatErr == nil && waited.over(time.Now(), w.cfg.RateLimitPatience) {
+		log.Warn("model: the provider has rate limited the file for its whole patience; rows it still limits fail",
+			"since", waited.Since, "patience", w.cfg.RateLimitPatience)
+		chat = rateLimitsFinal{next: chat}
+	}
 	errs := make([]error, len(rows))
 	askers := max(1, min(len(rows), w.cfg.ModelWorkers))
 	sent := make([]func(), len(rows))
@@ -84,15 +91,17 @@ func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j 
 		})
 	}
 	wg.Wait()
+	answered := slices.Contains(errs, nil) // a row recorded in this run
 	// One rate-limited row decides how the file waits: a snooze spends no
-	// attempt.
-	for _, err := range errs {
-		if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Category == provider.CategoryRateLimit {
-			log.Warn("model: provider rate limited, snoozing", "retry_after", pe.RetryAfter)
-			return river.JobSnooze(max(pe.RetryAfter, 5*time.Second))
-		}
+	// attempt, and the wait is bounded (ratelimit.go).
+	if pe := rateLimitedErr(errs); pe != nil {
+		log.Warn("model: provider rate limited, snoozing", "retry_after", pe.RetryAfter, "snoozes", waited.Snoozes)
+		return waited.snooze(ctx, modelRateLimitKey, pe.RetryAfter, w.cfg.snoozeFloor, answered)
 	}
 	if err := errors.Join(errs...); err != nil {
+		if answered {
+			waited.answered(ctx, modelRateLimitKey)
+		}
 		if ctx.Err() != nil {
 			// Stopped from outside: the job ended, the file's recognition
 			// was another attempt's to record, or the worker is stopping.
@@ -290,8 +299,8 @@ func (w *fileWorker) vote(ctx context.Context, j *job.Job, chat provider.Chat, r
 	runs := make([]consensus.Run, k)
 	for r, o := range outcomes {
 		runs[r] = consensus.Run{Answer: o.Answer.Content, Unusable: o.Unusable}
-		row.InputTokens += o.Answer.InputTokens
-		row.OutputTokens += o.Answer.OutputTokens
+		row.InputTokens = provider.AddTokens(row.InputTokens, o.Answer.InputTokens)
+		row.OutputTokens = provider.AddTokens(row.OutputTokens, o.Answer.OutputTokens)
 		if row.Request == "" && o.Unusable == "" {
 			row.Request, row.RawData = o.Answer.Request, o.Answer.RawData
 		}

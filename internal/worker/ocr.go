@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
@@ -31,7 +32,7 @@ type SecretOpener interface {
 // ocrFor returns the job's OCR provider for file i, behind the page cache.
 // The key is opened only when a page needs the provider (text, HTML and
 // office files never do); when it cannot be, that call fails with the reason.
-func (w *fileWorker) ocrFor(j *job.Job, i int) provider.OCR {
+func (w *fileWorker) ocrFor(j *job.Job, i int) *cachedOCR {
 	return &cachedOCR{store: w.deps.Store, jobID: j.ID, fileIndex: i, next: &lazyOCR{open: func(ctx context.Context) (provider.OCR, error) {
 		if w.deps.Providers == nil {
 			return nil, errors.New("no OCR providers are configured on this server")
@@ -154,13 +155,20 @@ type cachedOCR struct {
 	jobID     string
 	fileIndex int
 	next      provider.OCR
+	// answered counts the provider's answers (not the store's): a file
+	// rate limited while pages are answered is making its way.
+	answered atomic.Int64
 }
 
 func (c *cachedOCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
 	sum := sha256.Sum256(doc.Data)
 	key := strconv.Itoa(doc.Page) + "/" + doc.MIME + "/" + doc.Format + "/" + hex.EncodeToString(sum[:12])
 	return remembered(ctx, c.store, c.jobID, c.fileIndex, key, func() (provider.Recognition, error) {
-		return c.next.Recognize(ctx, doc)
+		r, err := c.next.Recognize(ctx, doc)
+		if err == nil {
+			c.answered.Add(1)
+		}
+		return r, err
 	})
 }
 

@@ -96,12 +96,24 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 	}
 	if err != nil {
 		// Only transient faults reach here. A rate-limited provider snoozes
-		// the file without spending an attempt; other faults are retried.
-		if busy := (*providerBusyError)(nil); errors.As(err, &busy) && busy.rateLimited() && rj.Attempt < rj.MaxAttempts {
-			log.Warn("recognize: provider rate limited, snoozing", "retry_after", busy.snooze(), "err", err)
-			return nil, river.JobSnooze(busy.snooze())
+		// the file without spending an attempt, until the file has waited
+		// for its patience without a page answered (ratelimit.go); other
+		// faults are retried.
+		busy := (*providerBusyError)(nil)
+		isBusy := errors.As(err, &busy)
+		waited := rateLimitWaitOf(rj.JobRow, ocrRateLimitKey)
+		limited := isBusy && busy.rateLimited() && rj.Attempt < rj.MaxAttempts
+		if limited && (busy.answered || !waited.over(time.Now(), w.cfg.RateLimitPatience)) {
+			log.Warn("recognize: provider rate limited, snoozing", "retry_after", busy.retryAfter, "snoozes", waited.Snoozes, "err", err)
+			return nil, waited.snooze(ctx, ocrRateLimitKey, busy.retryAfter, w.cfg.snoozeFloor, busy.answered)
 		}
-		if rj.Attempt < rj.MaxAttempts {
+		if limited {
+			log.Warn("recognize: the provider has rate limited the file for its whole patience; failing it",
+				"since", waited.Since, "patience", w.cfg.RateLimitPatience, "err", err)
+		} else if rj.Attempt < rj.MaxAttempts {
+			if isBusy && busy.answered {
+				waited.answered(ctx, ocrRateLimitKey)
+			}
 			log.Warn("recognize: transient failure, will retry", "attempt", rj.Attempt, "err", err)
 			return nil, err
 		}
@@ -256,9 +268,10 @@ func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int, sofar dow
 	defer func() { worked += time.Since(converting) }() // before Duration is set: defers run last first
 	convertCtx, cancel := context.WithTimeout(ctx, w.cfg.FileTimeout)
 	defer cancel()
+	ocr := w.ocrFor(j, i)
 	out, err := w.deps.Convert(convertCtx, convert.Input{
 		Name: fetched.Name, ContentType: fetched.ContentType, Data: data, Mode: j.ExtractionMode,
-		OCR: w.ocrFor(j, i),
+		OCR: ocr,
 	})
 	if err != nil {
 		if convertCtx.Err() != nil && ctx.Err() == nil {
@@ -268,7 +281,7 @@ func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int, sofar dow
 		// retries: River tries the file again later; the pages already
 		// read are kept and not paid for again.
 		if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() {
-			return row, fetched, &providerBusyError{err: err, retryAfter: pe.RetryAfter}
+			return row, fetched, &providerBusyError{err: err, retryAfter: pe.RetryAfter, answered: ocr.answered.Load() > 0}
 		}
 		row.Status, row.Error = job.RowFailed, err.Error()
 		return row, fetched, nil
@@ -439,6 +452,8 @@ func (w *fileWorker) downloadsOver(dl *downloadError, attempt int) (string, bool
 type providerBusyError struct {
 	err        error
 	retryAfter time.Duration
+	// answered: the provider answered a page of the file in this run.
+	answered bool
 }
 
 func (e *providerBusyError) Error() string { return e.err.Error() }
@@ -447,11 +462,6 @@ func (e *providerBusyError) Unwrap() error { return e.err }
 func (e *providerBusyError) rateLimited() bool {
 	pe := (*provider.Error)(nil)
 	return errors.As(e.err, &pe) && pe.Category == provider.CategoryRateLimit
-}
-
-// snooze honours the provider's Retry-After, at least a few seconds.
-func (e *providerBusyError) snooze() time.Duration {
-	return max(e.retryAfter, 5*time.Second)
 }
 
 // failOrRetry turns a fetch error into a FAILED row, or returns it for River

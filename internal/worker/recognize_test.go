@@ -182,8 +182,8 @@ func TestABusyProviderIsRetriedLaterAndARefusingOneFailsTheRow(t *testing.T) {
 			if busy.rateLimited() != tt.wantSnooze {
 				t.Fatalf("rateLimited = %v, want %v", busy.rateLimited(), tt.wantSnooze)
 			}
-			if tt.wantSnooze && busy.snooze() != 30*time.Second {
-				t.Fatalf("snooze = %s, want the provider's Retry-After", busy.snooze())
+			if tt.wantSnooze && busy.retryAfter != 30*time.Second {
+				t.Fatalf("retry after %s, want the provider's Retry-After", busy.retryAfter)
 			}
 		})
 	}

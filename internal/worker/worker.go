@@ -162,6 +162,14 @@ type Config struct {
 	// RemovalGrace is how long the removal sweep leaves a deleted job's
 	// files to the request or retention run that deleted it (default 1m).
 	RemovalGrace time.Duration
+	// RateLimitPatience bounds how long a file's stage waits out a
+	// provider's rate limits without any of its calls answered (default
+	// DefaultRateLimitPatience); then its calls still rate limited fail
+	// their rows (ratelimit.go).
+	RateLimitPatience time.Duration
+	// snoozeFloor is the shortest snooze of a rate-limited file (5s); tests
+	// shorten it.
+	snoozeFloor time.Duration
 }
 
 // LongestStageTimeout is what River's rescuer must wait beyond before it
@@ -216,6 +224,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RemovalGrace <= 0 {
 		c.RemovalGrace = time.Minute
+	}
+	if c.RateLimitPatience <= 0 {
+		c.RateLimitPatience = DefaultRateLimitPatience
+	}
+	if c.snoozeFloor <= 0 {
+		c.snoozeFloor = 5 * time.Second
 	}
 	return c
 }

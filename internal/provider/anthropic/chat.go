@@ -7,6 +7,7 @@ import (
 
 	an "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
+	"github.com/anthropics/anthropic-sdk-go/packages/respjson"
 
 	"github.com/docjobs/docjobs/internal/provider"
 )
@@ -73,7 +74,7 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 
 	var res *an.Message
 	var sdkErr error
-	ex, err := provider.Call(ctx, c.cfg.Timeout, c.cfg.Key, func(ctx context.Context) error {
+	ex, err := provider.CallChat(ctx, c.cfg.Timeout, c.cfg.Key, func(ctx context.Context) error {
 		res, sdkErr = c.messages.New(ctx, params)
 		return sdkErr
 	})
@@ -86,7 +87,7 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 	failed := func(err error) (provider.ChatAnswer, error) {
 		a := ex.FailedAnswer(c.cfg.Model, c.cfg.Key)
 		if res != nil {
-			a.InputTokens, a.OutputTokens = inputTokens(res.Usage), res.Usage.OutputTokens
+			a.InputTokens, a.OutputTokens = usage(res.Usage)
 		}
 		return a, err
 	}
@@ -130,21 +131,38 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 		// means; a glitch a second call mends, as in recognition.
 		return failed(provider.EmptyAnswer(status))
 	}
-	return provider.ChatAnswer{
+	ans := provider.ChatAnswer{
 		Content:      content,
 		FinishReason: string(res.StopReason),
-		InputTokens:  inputTokens(res.Usage),
-		OutputTokens: res.Usage.OutputTokens,
 		Model:        c.cfg.Model,
 		Request:      ex.Request(c.cfg.Key),
 		RawData:      ex.Response(c.cfg.Key),
-	}, nil
+	}
+	ans.InputTokens, ans.OutputTokens = usage(res.Usage)
+	return ans, nil
 }
 
-// inputTokens is the prompt's usage: cached prompt tokens are input too,
-// but Anthropic counts them apart.
-func inputTokens(u an.Usage) int64 {
-	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+// usage is an answer's tokens. The prompt's are its input tokens and its
+// cached ones, which Anthropic counts apart. Each count is read from its
+// JSON as provider.TokenCount reads one, since the SDK turns a number past
+// int64 into a negative one.
+func usage(u an.Usage) (input, output int64) {
+	input = provider.AddTokens(provider.AddTokens(tokens(u.JSON.InputTokens, u.InputTokens),
+		tokens(u.JSON.CacheCreationInputTokens, u.CacheCreationInputTokens)),
+		tokens(u.JSON.CacheReadInputTokens, u.CacheReadInputTokens))
+	return min(input, provider.MaxTokenCount), tokens(u.JSON.OutputTokens, u.OutputTokens)
+}
+
+// tokens reads one count of a usage report from its JSON, else (a value
+// the test built, no JSON) from the SDK's field.
+func tokens(f respjson.Field, n int64) int64 {
+	raw := f.Raw()
+	if raw == "" {
+		return provider.Tokens(n)
+	}
+	var c provider.TokenCount
+	_ = c.UnmarshalJSON([]byte(raw)) // never fails: an unread count is 0
+	return int64(c)
 }
 
 var _ provider.Chat = (*Chat)(nil)

@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,9 @@ func TestChatProtocol(t *testing.T) {
 		New:           openChat,
 		KeyFromHeader: func(h http.Header) string { return h.Get("X-Api-Key") },
 		Text:          func(c string) string { return chatMessage(textBlock(c), "end_turn") },
+		TextWithUsage: func(c, in, out string) string {
+			return strings.Replace(chatMessage(textBlock(c), "end_turn"), `"input_tokens":11,"output_tokens":7`, `"input_tokens":`+in+`,"output_tokens":`+out, 1)
+		},
 		Structured: func(j string) string {
 			// Spaced out, as models write it: the row gets it compact.
 			return chatMessage(toolUse(`{ "total": 42.5, "items": [ "a", "b" ] }`), "tool_use")

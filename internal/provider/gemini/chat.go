@@ -54,7 +54,7 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 
 	var res *genai.GenerateContentResponse
 	var sdkErr error
-	ex, err := provider.Call(ctx, c.cfg.Timeout, c.cfg.Key, func(ctx context.Context) error {
+	ex, err := provider.CallChat(ctx, c.cfg.Timeout, c.cfg.Key, func(ctx context.Context) error {
 		res, sdkErr = c.models.GenerateContent(ctx, c.cfg.Model, contents, config)
 		return sdkErr
 	})
@@ -88,15 +88,6 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 	}
 	ans.InputTokens, ans.OutputTokens = usage(res.UsageMetadata)
 	return ans, nil
-}
-
-// usage reads the tokens of an answer; 0 when it has no usage metadata.
-// Thinking tokens are billed as output.
-func usage(u *genai.GenerateContentResponseUsageMetadata) (input, output int64) {
-	if u == nil {
-		return 0, 0
-	}
-	return int64(u.PromptTokenCount), int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount)
 }
 
 var _ provider.Chat = (*Chat)(nil)

@@ -36,8 +36,11 @@ func TestChatProtocol(t *testing.T) {
 		New:           openChat,
 		KeyFromHeader: func(h http.Header) string { return h.Get("X-Goog-Api-Key") },
 		Text:          func(c string) string { return answer(c, "STOP") },
-		Structured:    func(j string) string { return answer(j, "STOP") },
-		Truncated:     func(p string) string { return answer(`{"total":4, "note": "`+p, "MAX_TOKENS") },
+		TextWithUsage: func(c, in, out string) string {
+			return strings.Replace(answer(c, "STOP"), `"promptTokenCount":11,"candidatesTokenCount":5,"thoughtsTokenCount":2`, `"promptTokenCount":`+in+`,"candidatesTokenCount":`+out, 1)
+		},
+		Structured: func(j string) string { return answer(j, "STOP") },
+		Truncated:  func(p string) string { return answer(`{"total":4, "note": "`+p, "MAX_TOKENS") },
 		Unauthorized: func(echo string) string {
 			return `{"error":{"code":401,"message":"Request had invalid authentication credentials ` + echo + `","status":"UNAUTHENTICATED"}}`
 		},

@@ -56,7 +56,7 @@ func New(cfg Config) (*OCR, error) {
 	client, err := genai.NewClient(context.Background(), &genai.ClientConfig{
 		APIKey:     cfg.Key,
 		Backend:    genai.BackendGeminiAPI,
-		HTTPClient: provider.RecordingClient(cfg.HTTPClient),
+		HTTPClient: withLenientUsage(provider.RecordingClient(cfg.HTTPClient)),
 		HTTPOptions: genai.HTTPOptions{
 			BaseURL:      strings.TrimRight(cfg.BaseURL, "/") + "/",
 			APIVersion:   "v1beta",

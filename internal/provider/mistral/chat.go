@@ -67,9 +67,11 @@ type chatResponse struct {
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
+	// Usage is read leniently: a count that does not fit int64 must not
+	// fail the answer it came with.
 	Usage struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
+		PromptTokens     provider.TokenCount `json:"prompt_tokens"`
+		CompletionTokens provider.TokenCount `json:"completion_tokens"`
 	} `json:"usage"`
 }
 
@@ -105,7 +107,7 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 
 	var res chatResponse
 	var sent error
-	ex, err := provider.Call(ctx, cfg.Timeout, cfg.Key, func(ctx context.Context) error {
+	ex, err := provider.CallChat(ctx, cfg.Timeout, cfg.Key, func(ctx context.Context) error {
 		sent = c.ocr.post(ctx, c.url, data, &res)
 		return sent
 	})
@@ -117,7 +119,7 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 	// it was billed.
 	failed := func(err error) (provider.ChatAnswer, error) {
 		a := ex.FailedAnswer(cfg.Model, cfg.Key)
-		a.InputTokens, a.OutputTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+		a.InputTokens, a.OutputTokens = int64(res.Usage.PromptTokens), int64(res.Usage.CompletionTokens)
 		return a, err
 	}
 	if len(res.Choices) == 0 {
@@ -147,8 +149,8 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 	return provider.ChatAnswer{
 		Content:      content,
 		FinishReason: ch.FinishReason,
-		InputTokens:  res.Usage.PromptTokens,
-		OutputTokens: res.Usage.CompletionTokens,
+		InputTokens:  int64(res.Usage.PromptTokens),
+		OutputTokens: int64(res.Usage.CompletionTokens),
 		Model:        cfg.Model,
 		Request:      ex.Request(cfg.Key),
 		RawData:      ex.Response(cfg.Key),

@@ -33,8 +33,11 @@ func TestChatProtocol(t *testing.T) {
 		New:           openChat,
 		KeyFromHeader: func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") },
 		Text:          func(c string) string { return completion(providertest.JSONString(c), "stop") },
-		Structured:    func(j string) string { return completion(providertest.JSONString(j), "stop") },
-		Truncated:     func(p string) string { return completion(providertest.JSONString(`{"total":4, "note": "`+p), "length") },
+		TextWithUsage: func(c, in, out string) string {
+			return strings.Replace(completion(providertest.JSONString(c), "stop"), `"prompt_tokens":11,"completion_tokens":7`, `"prompt_tokens":`+in+`,"completion_tokens":`+out, 1)
+		},
+		Structured: func(j string) string { return completion(providertest.JSONString(j), "stop") },
+		Truncated:  func(p string) string { return completion(providertest.JSONString(`{"total":4, "note": "`+p), "length") },
 		Unauthorized: func(echo string) string {
 			return `{"message":"Unauthorized ` + echo + `","request_id":"r1"}`
 		},

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strconv"
+
+	"github.com/docjobs/docjobs/internal/provider"
 )
 
 // completion is the part of a chat completions answer the adapters read,
@@ -47,8 +48,8 @@ type usage struct {
 
 func (u *usage) UnmarshalJSON(b []byte) error {
 	var v struct {
-		PromptTokens     count `json:"prompt_tokens"`
-		CompletionTokens count `json:"completion_tokens"`
+		PromptTokens     provider.TokenCount `json:"prompt_tokens"`
+		CompletionTokens provider.TokenCount `json:"completion_tokens"`
 	}
 	err := json.Unmarshal(b, &v)
 	u.PromptTokens, u.CompletionTokens = int64(v.PromptTokens), int64(v.CompletionTokens)
@@ -57,8 +58,8 @@ func (u *usage) UnmarshalJSON(b []byte) error {
 
 // UnmarshalJSON reads what it can, as the SDK does: a field of an
 // unexpected type (a compatible server's quirk) is read as text and
-// tokens are read as the SDK reads them, or left empty, rather than
-// failing the whole answer. Malformed JSON still fails.
+// tokens are read as the SDK reads them (within provider.Tokens' bounds),
+// or left empty, rather than failing the whole answer. Malformed JSON still fails.
 func (c *completion) UnmarshalJSON(b []byte) error {
 	type plain completion
 	err := json.Unmarshal(b, (*plain)(c))
@@ -86,25 +87,4 @@ func (t *text) UnmarshalJSON(b []byte) error {
 		*t = text(b)
 	}
 	return nil
-}
-
-// count is a JSON number of tokens, also read from a string of one, as
-// the SDK reads it; anything else counts nothing.
-type count int64
-
-func (c *count) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		b = []byte(s)
-	}
-	*c = 0
-	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
-		*c = count(n)
-	} else if f, err := strconv.ParseFloat(string(b), 64); err == nil {
-		*c = count(f)
-	}
-	return nil // null, or not a number: no count, as with the SDK
 }

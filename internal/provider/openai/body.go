@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	oa "github.com/openai/openai-go"
 
@@ -70,16 +71,17 @@ func (b *chatBody) encode() ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// complete sends body to the chat completions endpoint within one
-// provider.Call, which records the exchange and classifies a failure.
-func complete(ctx context.Context, client *oa.Client, cfg Config, body *chatBody) (*completion, *provider.Exchange, error) {
+// complete sends body to the chat completions endpoint within one call,
+// provider.Call for recognition or provider.CallChat for the model stage,
+// which records the exchange, bounds the answer and classifies a failure.
+func complete(ctx context.Context, call callFunc, client *oa.Client, cfg Config, body *chatBody) (*completion, *provider.Exchange, error) {
 	data, err := body.encode()
 	if err != nil {
 		return nil, nil, err
 	}
 	var res *completion
 	var sdkErr error
-	ex, err := provider.Call(ctx, cfg.Timeout, cfg.Key, func(ctx context.Context) error {
+	ex, err := call(ctx, cfg.Timeout, cfg.Key, func(ctx context.Context) error {
 		sdkErr = client.Post(ctx, "chat/completions", data, &res)
 		return sdkErr
 	})
@@ -88,3 +90,6 @@ func complete(ctx context.Context, client *oa.Client, cfg Config, body *chatBody
 	}
 	return res, ex, nil
 }
+
+// callFunc is provider.Call or provider.CallChat.
+type callFunc func(ctx context.Context, timeout time.Duration, key string, send func(context.Context) error) (*provider.Exchange, error)

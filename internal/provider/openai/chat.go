@@ -49,7 +49,7 @@ func (c *Chat) Complete(ctx context.Context, req provider.ChatRequest) (provider
 	if err != nil {
 		return provider.ChatAnswer{}, err
 	}
-	res, ex, err := complete(ctx, c.client, c.cfg.Config, body)
+	res, ex, err := complete(ctx, provider.CallChat, c.client, c.cfg.Config, body)
 	if err != nil {
 		return ex.FailedAnswer(c.cfg.Model, c.cfg.Key), err
 	}

@@ -41,8 +41,11 @@ func chatVendor(legacy bool) providertest.ChatVendor {
 		},
 		KeyFromHeader: func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") },
 		Text:          func(c string) string { return chatCompletion(c, "stop") },
-		Structured:    func(j string) string { return chatCompletion(j, "stop") },
-		Truncated:     func(p string) string { return chatCompletion(`{"total":4, "note": "`+p, "length") },
+		TextWithUsage: func(c, in, out string) string {
+			return strings.Replace(chatCompletion(c, "stop"), `"prompt_tokens":11,"completion_tokens":7`, `"prompt_tokens":`+in+`,"completion_tokens":`+out, 1)
+		},
+		Structured: func(j string) string { return chatCompletion(j, "stop") },
+		Truncated:  func(p string) string { return chatCompletion(`{"total":4, "note": "`+p, "length") },
 		Unauthorized: func(echo string) string {
 			return `{"error":{"message":"Incorrect API key provided: ` + echo + `","type":"invalid_request_error","code":"invalid_api_key"}}`
 		},

@@ -55,6 +55,9 @@ type ChatVendor struct {
 	// Empty is a 200 body of a free-text answer holding no text at all,
 	// reporting ChatInputTokens and ChatOutputTokens as usage.
 	Empty string
+	// TextWithUsage is Text reporting input and output, raw JSON values,
+	// as its usage's input and output counts.
+	TextWithUsage func(content, input, output string) string
 }
 
 // RunChat checks the behaviours every chat adapter shares.
@@ -232,6 +235,59 @@ func RunChat(t *testing.T, v ChatVendor) {
 		AssertCategory(t, err, provider.CategoryServer, 200)
 		if !strings.Contains(ans.Request, "Invoice 7") || !strings.Contains(ans.RawData, `"mess`) {
 			t.Errorf("Request/RawData do not hold the exchange: %.200q / %.200q", ans.Request, ans.RawData)
+		}
+	})
+
+	t.Run("absurd usage keeps the answer", func(t *testing.T) {
+		t.Parallel()
+		const top = provider.MaxTokenCount
+		for _, tc := range []struct {
+			name          string
+			input, output string
+			wantIn        int64
+			wantOut       int64
+		}{
+			{"negative counts are none", "-4", "-1", 0, 0},
+			{"counts past int64 are the maximum", "99999999999999999999", "1e300", top, top},
+			{"counts past int32 are the maximum", "4294967296", "2147483648", top, top},
+			{"fractions are cut to whole tokens", "11.7", "7.0", 11, 7},
+		} {
+			srv := NewServer(t, Reply(200, v.TextWithUsage("Total: 42.50", tc.input, tc.output)))
+			ans, err := provider.WithChatRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(4)).Complete(t.Context(), provider.ChatRequest{System: "Summarise.", User: "Invoice 7"})
+			if err != nil || ans.Content != "Total: 42.50" {
+				t.Errorf("%s: answer %q, err %v; want the answer kept", tc.name, ans.Content, err)
+				continue
+			}
+			if ans.InputTokens != tc.wantIn || ans.OutputTokens != tc.wantOut {
+				t.Errorf("%s: tokens %d in, %d out; want %d, %d", tc.name, ans.InputTokens, ans.OutputTokens, tc.wantIn, tc.wantOut)
+			}
+			if n := len(srv.Requests()); n != 1 {
+				t.Errorf("%s: calls = %d, want 1", tc.name, n)
+			}
+		}
+	})
+
+	t.Run("an answer past MaxAnswerBytes fails its call as server, not retried", func(t *testing.T) {
+		t.Parallel()
+		free := provider.ChatRequest{System: "Summarise.", User: "Invoice 7"}
+		// Words, not one run of letters, which the debug fields would elide
+		// as base64 at length. (That an answer within the limit is read
+		// whole is TestAnOversizedResponseFailsItsCall's: decoding 8 MiB
+		// through each SDK takes seconds under the race detector.)
+		srv := NewServer(t, Reply(200, v.Text(strings.Repeat("total ", provider.MaxAnswerBytes/6+1))))
+		ans, err := provider.WithChatRetry(v.New(t, srv.URL, 30*time.Second), fastRetry(4)).Complete(t.Context(), free)
+		pe := AssertCategory(t, err, provider.CategoryServer, 200)
+		if pe.Reason != "answer larger than 8 MiB" || pe.Retryable() {
+			t.Errorf("reason %q, retryable %t; want %q, not retryable: the answer was billed", pe.Reason, pe.Retryable(), "answer larger than 8 MiB")
+		}
+		if got, want := err.Error(), "provider error (category=server, status=200): answer larger than 8 MiB"; got != want {
+			t.Errorf("row error %q, want %q", got, want)
+		}
+		if n := len(srv.Requests()); n != 1 {
+			t.Errorf("calls = %d, want 1", n)
+		}
+		if ans.Content != "" || !strings.Contains(ans.Request, "Invoice 7") {
+			t.Errorf("content of %d bytes, Request %.100q: want no content and the request", len(ans.Content), ans.Request)
 		}
 	})
 
