@@ -267,18 +267,39 @@ func (w *removalWorker) removeUnrecorded(ctx context.Context, objs []*blob.ListO
 // written before anything of it is stored and its removal row in the
 // transaction that deletes it, so a job id none of the three names has
 // no process to write under it any more; the hour is the same margin the
-// uploads have. Keys of another shape (jobs/job-1/…, a key right under
-// jobs/) are not of the service's making and stay.
+// uploads have. Folders whose name is not a job id of the service's
+// making (jobs/job-1/…), and keys right under jobs/, stay.
+//
+// It reads job ids, not keys (a job has one copy per stored source): on
+// file:// the jobs folder's entries, read in pieces (fileblob walks the
+// whole tree again for every page of a listing, which for 30,000 keys
+// took seconds and grows with their square); on S3 a listing by "/", one
+// entry per job. Only an unknown job's own keys are listed.
 func (w *removalWorker) sweepJobs(ctx context.Context, cutoff, since time.Time) error {
 	var errs []error
-	var batch []*blob.ListObject
+	var batch []string
 	flush := func() {
 		if len(batch) > 0 {
-			errs = append(errs, w.removeUnknownJobs(ctx, batch))
+			errs = append(errs, w.removeUnknownJobs(ctx, batch, cutoff, since))
 			batch = batch[:0]
 		}
 	}
-	it := w.deps.Bucket.List(&blob.ListOptions{Prefix: "jobs/"})
+	add := func(name string) {
+		if isServiceID(name) {
+			if batch = append(batch, name); len(batch) == unrecordedBatch {
+				flush()
+			}
+		}
+	}
+	if w.cfg.StorageDir != "" {
+		err := readJobFolders(filepath.Join(w.cfg.StorageDir, "jobs"), add)
+		flush()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}
+	it := w.deps.Bucket.List(&blob.ListOptions{Prefix: "jobs/", Delimiter: "/"})
 	for {
 		obj, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -288,51 +309,78 @@ func (w *removalWorker) sweepJobs(ctx context.Context, cutoff, since time.Time) 
 			flush()
 			return errors.Join(append(errs, fmt.Errorf("list jobs: %w", err))...)
 		}
-		if obj.IsDir || !obj.ModTime.Before(cutoff) || obj.ModTime.Before(since) {
-			continue
-		}
-		if _, ok := jobKeyID(obj.Key); ok {
-			if batch = append(batch, obj); len(batch) == unrecordedBatch {
-				flush()
-			}
+		if obj.IsDir {
+			add(strings.TrimSuffix(strings.TrimPrefix(obj.Key, "jobs/"), "/"))
 		}
 	}
 	flush()
 	return errors.Join(errs...)
 }
 
-// removeUnknownJobs removes those of objs (keys under jobs/<id>/) whose job
-// id no job, pending removal or file record holds, and on file:// the
-// job's folder once empty.
-func (w *removalWorker) removeUnknownJobs(ctx context.Context, objs []*blob.ListObject) error {
-	ids := make([]string, 0, len(objs))
-	for _, obj := range objs {
-		id, _ := jobKeyID(obj.Key)
-		if len(ids) == 0 || ids[len(ids)-1] != id { // a listing is in key order
-			ids = append(ids, id)
+// readJobFolders calls add with the name of every folder in dir, read a
+// piece at a time.
+func readJobFolders(dir string, add func(name string)) error {
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the jobs folder: %w", err)
+	}
+	defer f.Close()
+	for {
+		entries, err := f.ReadDir(unrecordedBatch)
+		for _, e := range entries {
+			if e.IsDir() {
+				add(e.Name())
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the jobs folder: %w", err)
 		}
 	}
+}
+
+// removeUnknownJobs removes, for those of ids no job, pending removal or
+// file record holds, what is stored under the job's prefix and was
+// written after since and before cutoff, and on file:// the job's folder
+// once empty.
+func (w *removalWorker) removeUnknownJobs(ctx context.Context, ids []string, cutoff, since time.Time) error {
 	known, err := w.deps.Store.KnownJobIDs(ctx, ids)
 	if err != nil {
-		return fmt.Errorf("job copies no record names: %w", err)
+		return fmt.Errorf("job files no record names: %w", err)
 	}
 	var errs []error
-	emptied := map[string]bool{}
-	for _, obj := range objs {
-		id, _ := jobKeyID(obj.Key)
+	for _, id := range ids {
 		if known[id] {
 			continue
 		}
-		if err := w.deps.Bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			errs = append(errs, fmt.Errorf("remove stored file of unknown job %s: %w", obj.Key, err))
-			continue
+		removed := false
+		it := w.deps.Bucket.List(&blob.ListOptions{Prefix: fetch.JobKeyPrefix(id)})
+		for {
+			obj, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("list stored files of unknown job %s: %w", id, err))
+				break
+			}
+			if obj.IsDir || !obj.ModTime.Before(cutoff) || obj.ModTime.Before(since) {
+				continue
+			}
+			if err := w.deps.Bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+				errs = append(errs, fmt.Errorf("remove stored file of unknown job %s: %w", obj.Key, err))
+				continue
+			}
+			removed = true
+			w.deps.Logger.Info("stored file of a job no record names removed", "key", obj.Key, "size", obj.Size,
+				"last_written", obj.ModTime.UTC().Format(time.RFC3339))
 		}
-		w.deps.Logger.Info("stored file of a job no record names removed", "key", obj.Key, "size", obj.Size,
-			"last_written", obj.ModTime.UTC().Format(time.RFC3339))
-		emptied[id] = true
-	}
-	if w.cfg.StorageDir != "" {
-		for id := range emptied {
+		if removed && w.cfg.StorageDir != "" {
 			// os.Remove takes only an empty folder: one holding a file
 			// older than the claim, or written since, stays.
 			err := os.Remove(filepath.Join(w.cfg.StorageDir, "jobs", id))
@@ -344,23 +392,11 @@ func (w *removalWorker) removeUnknownJobs(ctx context.Context, objs []*blob.List
 	return errors.Join(errs...)
 }
 
-// jobKeyID is the job id of key when key lies under a job's prefix
-// (jobs/<id>/…, fetch.JobKeyPrefix) and the id is of the service's making,
-// the text of a UUID.
-func jobKeyID(key string) (string, bool) {
-	rest, ok := strings.CutPrefix(key, "jobs/")
-	if !ok {
-		return "", false
-	}
-	id, name, ok := strings.Cut(rest, "/")
-	if !ok || name == "" {
-		return "", false
-	}
-	u, err := uuid.Parse(id)
-	if err != nil || u.String() != id {
-		return "", false
-	}
-	return id, true
+// isServiceID reports whether s is an id of the service's making, the
+// text of a UUID.
+func isServiceID(s string) bool {
+	u, err := uuid.Parse(s)
+	return err == nil && u.String() == s
 }
 
 // uploadKeyID is the file id of key when key has the layout of an upload
