@@ -12,6 +12,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -235,6 +236,9 @@ type environment struct {
 	// exit ends the process at once (os.Exit; tests record it), for what
 	// must not wait for a graceful stop: a serve whose node id was taken.
 	exit func(int)
+	// storageCheckEvery is how often serve checks that its database still
+	// owns the storage; zero is worker.StorageCheckEvery (tests shorten it).
+	storageCheckEvery time.Duration
 }
 
 // config loads the configuration, letting flags that were set win over env.

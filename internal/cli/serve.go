@@ -119,9 +119,18 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 		return err
 	}
 	defer st.Close()
-	if err := claimStorage(ctx, st, bucket, log); err != nil {
+	guard, err := claimStorage(ctx, st, bucket, log, env.storageCheckEvery,
+		func(err error) { exitStorageLost(env, log, err); stopProcess(err) })
+	if err != nil {
 		return err
 	}
+	// Every role writes to the storage (uploads, a job's copies): each
+	// stops once another database owns it. The guard ends before the
+	// bucket closes.
+	guardCtx, stopGuard := context.WithCancel(ctx)
+	guarded := make(chan struct{})
+	go func() { defer close(guarded); guard.Run(guardCtx) }()
+	defer func() { stopGuard(); <-guarded }()
 	if err := checkKeyset(ctx, cfg, st, sealer); err != nil {
 		return err
 	}
@@ -231,9 +240,9 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	} else {
 		serveErr = serveHealth(ctx, ln, log, readiness(st, bucket, fetch.BucketDir(cfg.StorageURL)), registry)
 	}
-	// A process that lost its node id exits with the reason, so that a
-	// supervisor restarts it.
-	if cause := context.Cause(ctx); errors.Is(cause, store.ErrNodeHeld) {
+	// A process that lost its node id or its storage exits with the
+	// reason, so that a supervisor restarts it.
+	if cause := context.Cause(ctx); errors.Is(cause, store.ErrNodeHeld) || errors.Is(cause, worker.ErrStorageOwned) {
 		serveErr = errors.Join(serveErr, cause)
 	}
 
@@ -244,22 +253,26 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 }
 
 // claimStorage makes the database the storage's owner, or refuses a
-// storage another database owns: the removal sweep deletes uploads no
-// record of its database names, so two deployments sharing a storage (two
-// serves started from one directory, sharing ./data, with different
-// DOCJOBS_DATABASE_URLs) would delete each other's. A storage that cannot
-// be reached is left to the sweep, which claims it before it deletes
-// anything; it does not stop the start.
-func claimStorage(ctx context.Context, st worker.OwnerKeys, bucket *blob.Bucket, log *slog.Logger) error {
-	_, err := worker.ClaimStorage(ctx, st, bucket)
+// storage another database owns: the removal sweep deletes uploads and job
+// copies no record of its database names, so two deployments sharing a
+// storage (two serves started from one directory, sharing ./data, with
+// different DOCJOBS_DATABASE_URLs) would delete each other's. A claim that
+// cannot be made stops the start too: the bucket answered a moment before
+// (openBucket), and a process serving without owning its storage would
+// have nothing to tell it that another database took it. The guard it
+// returns ends the process once another database owns the storage.
+func claimStorage(ctx context.Context, st worker.OwnerKeys, bucket *blob.Bucket, log *slog.Logger, every time.Duration,
+	lost func(error),
+) (*worker.StorageGuard, error) {
+	guard, err := worker.GuardStorage(ctx, worker.StorageGuardConfig{Keys: st, Bucket: bucket, Every: every, Logger: log, Lost: lost})
 	if errors.Is(err, worker.ErrStorageOwned) {
-		return fmt.Errorf("DOCJOBS_STORAGE_URL: %w; give each deployment (each database) storage of its own, or delete %s from the storage if this database is to own it",
+		return nil, fmt.Errorf("DOCJOBS_STORAGE_URL: %w; give each deployment (each database) storage of its own, or, once no other deployment writes to it, delete %s from the storage if this database is to own it (a deployment still writing there would lose its uploads)",
 			err, worker.StorageOwnerKey)
 	}
 	if err != nil {
-		log.Warn("the storage's owner could not be checked; uploads no record names are not removed until it is", "err", err)
+		return nil, fmt.Errorf("DOCJOBS_STORAGE_URL: the storage's owner could not be checked: %w", err)
 	}
-	return nil
+	return guard, nil
 }
 
 // exitNodeLost ends a process whose node id another process took, at once:
@@ -275,6 +288,20 @@ func exitNodeLost(env *environment, log *slog.Logger, err error) {
 	env.exit(ExitError)
 }
 
+// exitStorageLost ends a process whose storage another database claimed,
+// at once: that database's sweep deletes, an hour on, every upload and
+// job copy its records do not name, so whatever this process still wrote
+// there would be lost while this database lists it. A graceful stop would
+// let the uploads and copies in flight finish writing; cut off, they are
+// partial writes the new owner's sweep removes, and their clients see the
+// failure. A supervisor restarts the process, and the start refuses the
+// storage, saying why.
+func exitStorageLost(env *environment, log *slog.Logger, err error) {
+	log.Error("the storage belongs to another database now: exiting at once, writing nothing more there", "err", err, "exit_code", ExitError)
+	fmt.Fprintln(env.stderr, "docjobs: DOCJOBS_STORAGE_URL:", err)
+	env.exit(ExitError)
+}
+
 // slotsConfig is the provider slot table's configuration from cfg.
 func slotsConfig(cfg config.Config, obs slots.Observer) slots.Config {
 	return slots.Config{
@@ -282,7 +309,7 @@ func slotsConfig(cfg config.Config, obs slots.Observer) slots.Config {
 		PerSlotConcurrency: cfg.ProviderConcurrency,
 		Timeout:            cfg.ProviderTimeout,
 		Observer:           obs,
-		Tesseract: func(c tesseract.Config) (provider.OCR, error) { return tesseract.New(c) },
+		Tesseract:          func(c tesseract.Config) (provider.OCR, error) { return tesseract.New(c) },
 	}
 }
 

@@ -457,6 +457,10 @@ type Store interface {
 	// a job's copy, of any account: the removal sweep's test of whether
 	// stored bytes are an upload a crash left unrecorded.
 	RecordedFileIDs(ctx context.Context, ids []string) (map[string]bool, error)
+	// KnownJobIDs reports which of ids name a job, a pending removal of a
+	// deleted job's files, or a file record of a job: the removal sweep's
+	// test of whether what is stored under jobs/<id>/ is anyone's.
+	KnownJobIDs(ctx context.Context, ids []string) (map[string]bool, error)
 
 	// Accounts and API keys; only SHA-256 hashes of keys are stored.
 	// PutAPIKey stores a key hash for an account, creating the account;

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"gocloud.dev/blob"
@@ -44,12 +45,27 @@ type OwnerKeys interface {
 // A storage owned by another database is ErrStorageOwned: serve refuses to
 // start on it.
 func ClaimStorage(ctx context.Context, keys OwnerKeys, bucket *blob.Bucket) (time.Time, error) {
+	ours, err := ownerID(ctx, keys)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return claim(ctx, bucket, ours)
+}
+
+// ownerID is this database's owner id, made and stored at its first use.
+func ownerID(ctx context.Context, keys OwnerKeys) ([]byte, error) {
 	fresh := make([]byte, 16)
 	_, _ = rand.Read(fresh) // crypto/rand.Read never fails on supported platforms
 	ours, err := keys.ServiceKey(ctx, storageOwnerName, []byte(hex.EncodeToString(fresh)))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("storage owner: %w", err)
+		return nil, fmt.Errorf("storage owner: %w", err)
 	}
+	return ours, nil
+}
+
+// claim writes ours as the storage's owner if it names none, and returns
+// since when ours owns it, or ErrStorageOwned.
+func claim(ctx context.Context, bucket *blob.Bucket, ours []byte) (time.Time, error) {
 	marker, err := bucket.ReadAll(ctx, StorageOwnerKey)
 	if gcerrors.Code(err) == gcerrors.NotFound {
 		// Written only if still absent: of two databases claiming a new
@@ -63,12 +79,116 @@ func ClaimStorage(ctx context.Context, keys OwnerKeys, bucket *blob.Bucket) (tim
 	if err != nil {
 		return time.Time{}, fmt.Errorf("storage owner: read %s: %w", StorageOwnerKey, err)
 	}
-	if !bytes.Equal(bytes.TrimSpace(marker), ours) {
-		return time.Time{}, fmt.Errorf("%w: %s names %q, this database is %q", ErrStorageOwned, StorageOwnerKey, bytes.TrimSpace(marker), ours)
+	if err := namesOwner(marker, ours); err != nil {
+		return time.Time{}, err
 	}
 	attrs, err := bucket.Attributes(ctx, StorageOwnerKey)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("storage owner: %w", err)
 	}
 	return attrs.ModTime, nil
+}
+
+// namesOwner is ErrStorageOwned unless the marker's content names ours.
+func namesOwner(marker, ours []byte) error {
+	if !bytes.Equal(bytes.TrimSpace(marker), ours) {
+		return fmt.Errorf("%w: %s names %q, this database is %q", ErrStorageOwned, StorageOwnerKey, bytes.TrimSpace(marker), ours)
+	}
+	return nil
+}
+
+// StorageCheckEvery is how often a process looks whether its database
+// still owns the storage (StorageGuard.Run): a process that goes on
+// writing to a storage another database has claimed loses what it writes
+// to that database's sweep an hour on, so it must find out well within
+// the hour; one GET of the marker a minute is cheap.
+const StorageCheckEvery = time.Minute
+
+// StorageGuardConfig configures a StorageGuard.
+type StorageGuardConfig struct {
+	Keys   OwnerKeys
+	Bucket *blob.Bucket
+	// Every is how often Run checks; zero is StorageCheckEvery.
+	Every time.Duration
+	// Lost is called, once, when the storage names another database
+	// (an ErrStorageOwned): the process must stop writing there.
+	Lost   func(error)
+	Logger *slog.Logger
+}
+
+// StorageGuard keeps a process off a storage its database no longer owns.
+// Ownership is otherwise checked only when a process starts and by the
+// hourly sweep: an operator who deletes the marker to start another
+// deployment on the storage (as the refusal allows) left the running one
+// writing uploads that the newcomer's sweep, finding no record of them in
+// its database, deletes an hour on.
+type StorageGuard struct {
+	cfg  StorageGuardConfig
+	ours []byte
+}
+
+// GuardStorage claims the storage for cfg.Keys' database (ClaimStorage)
+// and returns the guard that watches it stays so. A storage another
+// database owns is ErrStorageOwned; any other error means the claim could
+// not be made or checked.
+func GuardStorage(ctx context.Context, cfg StorageGuardConfig) (*StorageGuard, error) {
+	if cfg.Every <= 0 {
+		cfg.Every = StorageCheckEvery
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ours, err := ownerID(ctx, cfg.Keys)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := claim(ctx, cfg.Bucket, ours); err != nil {
+		return nil, err
+	}
+	return &StorageGuard{cfg: cfg, ours: ours}, nil
+}
+
+// Check reads the marker once and is ErrStorageOwned if it names another
+// database. A marker someone deleted is written again (claim): whoever
+// deleted it to give the storage to another deployment learns, from that
+// one's refusal, that this one still writes there. Any other error is
+// the storage's, not a loss of ownership.
+func (g *StorageGuard) Check(ctx context.Context) error {
+	marker, err := g.cfg.Bucket.ReadAll(ctx, StorageOwnerKey)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		if _, err := claim(ctx, g.cfg.Bucket, g.ours); err != nil {
+			return err
+		}
+		g.cfg.Logger.Warn("the storage's owner marker was gone; this database claimed the storage again", "key", StorageOwnerKey)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("storage owner: read %s: %w", StorageOwnerKey, err)
+	}
+	return namesOwner(marker, g.ours)
+}
+
+// Run checks every cfg.Every until ctx ends or the storage names another
+// database, when it calls cfg.Lost and returns. A check that cannot reach
+// the storage is logged and made again at the next tick.
+func (g *StorageGuard) Run(ctx context.Context) {
+	tick := time.NewTicker(g.cfg.Every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, g.cfg.Every)
+		err := g.Check(cctx)
+		cancel()
+		switch {
+		case errors.Is(err, ErrStorageOwned):
+			g.cfg.Lost(err)
+			return
+		case err != nil && ctx.Err() == nil:
+			g.cfg.Logger.Warn("the storage's owner could not be checked; checked again in a while", "err", err, "every", g.cfg.Every.String())
+		}
+	}
 }

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -51,7 +55,9 @@ const removalSweepEvery = time.Minute
 //     bounded by DOCJOBS_FETCH_TOTAL_TIMEOUT, an upload by its time limit).
 //   - both: an upload whose bytes were stored but whose record was not
 //     (a crash in between) is whole and named by nothing; see
-//     sweepUploads.
+//     sweepUploads. So is what is stored under jobs/<id>/ for a job id
+//     the database does not know (a reset database's jobs, a deleted
+//     job's late copy a crash left); see sweepJobs.
 //
 // Listing a prefix is not free, so the removal sweep does this once per
 // stagingSweepEvery per process.
@@ -115,7 +121,19 @@ func (w *removalWorker) sweepStaging(ctx context.Context) error {
 		return nil
 	}
 	w.lastStaging = now()
-	errs := []error{w.sweepUploads(ctx, now().Add(-staleStagingAge))}
+	cutoff := now().Add(-staleStagingAge)
+	var errs []error
+	// Only the storage's own database judges what no record names, and only
+	// what was written after it claimed the storage.
+	since, err := ClaimStorage(ctx, w.deps.Store, w.deps.Bucket)
+	owned := err == nil
+	if err != nil {
+		errs = append(errs, fmt.Errorf("uploads and job copies no record names are not removed: %w", err))
+	}
+	errs = append(errs, w.sweepUploads(ctx, cutoff, since, owned))
+	if owned {
+		errs = append(errs, w.sweepJobs(ctx, cutoff, since))
+	}
 	var client *s3.Client
 	if w.deps.Bucket.As(&client) {
 		errs = append(errs, w.abortStaleUploads(ctx, client, now().Add(-staleMultipartAge)))
@@ -123,6 +141,12 @@ func (w *removalWorker) sweepStaging(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		if ctx.Err() != nil {
 			return err
+		}
+		if errors.Is(err, ErrStorageOwned) {
+			// Every process of this database stops at its next owner check
+			// (StorageGuard); this one says so in the meantime.
+			w.deps.Logger.Error("the storage belongs to another database: this database's processes must not write there", "err", err)
+			return nil
 		}
 		w.deps.Logger.Warn("writes a crash cut off not all removed; tried again at the next sweep", "err", err)
 	}
@@ -145,16 +169,11 @@ const unrecordedBatch = 1000
 //     upload began, so one an hour old whose id no record holds is not
 //     being recorded. Only keys of the upload layout
 //     (uploads/<account>/<UUID>) written after this database claimed the
-//     storage (ClaimStorage) are candidates; anything else is not ours to
-//     judge.
-func (w *removalWorker) sweepUploads(ctx context.Context, cutoff time.Time) error {
+//     storage (since, when owned) are candidates; anything else is not
+//     ours to judge.
+func (w *removalWorker) sweepUploads(ctx context.Context, cutoff, since time.Time, owned bool) error {
 	var errs []error
 	staged := w.cfg.StorageDir != ""
-	since, err := ClaimStorage(ctx, w.deps.Store, w.deps.Bucket)
-	owned := err == nil
-	if err != nil {
-		errs = append(errs, fmt.Errorf("uploads no record names are not removed: %w", err))
-	}
 	if !staged && !owned {
 		return errors.Join(errs...)
 	}
@@ -235,6 +254,149 @@ func (w *removalWorker) removeUnrecorded(ctx context.Context, objs []*blob.ListO
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sweepJobs removes what is stored under jobs/<id>/ for a job id no job,
+// no pending removal of a deleted job's files and no file record holds,
+// written after this database claimed the storage (since) and before
+// cutoff: a job's files otherwise go with the job (a delete, retention, a
+// removal row the sweep finishes), so nothing would ever remove these.
+// They are what a database reset leaves (the old database's jobs, once
+// the storage is claimed again, are no longer named) or a crash between
+// a deleted job's removal and a late attempt's copy. A job's row is
+// written before anything of it is stored and its removal row in the
+// transaction that deletes it, so a job id none of the three names has
+// no process to write under it any more; the hour is the same margin the
+// uploads have. Folders whose name is not a job id of the service's
+// making (jobs/job-1/…), and keys right under jobs/, stay.
+//
+// It reads job ids, not keys (a job has one copy per stored source): on
+// file:// the jobs folder's entries, read in pieces (fileblob walks the
+// whole tree again for every page of a listing, which for 30,000 keys
+// took seconds and grows with their square); on S3 a listing by "/", one
+// entry per job. Only an unknown job's own keys are listed.
+func (w *removalWorker) sweepJobs(ctx context.Context, cutoff, since time.Time) error {
+	var errs []error
+	var batch []string
+	flush := func() {
+		if len(batch) > 0 {
+			errs = append(errs, w.removeUnknownJobs(ctx, batch, cutoff, since))
+			batch = batch[:0]
+		}
+	}
+	add := func(name string) {
+		if isServiceID(name) {
+			if batch = append(batch, name); len(batch) == unrecordedBatch {
+				flush()
+			}
+		}
+	}
+	if w.cfg.StorageDir != "" {
+		err := readJobFolders(filepath.Join(w.cfg.StorageDir, "jobs"), add)
+		flush()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}
+	it := w.deps.Bucket.List(&blob.ListOptions{Prefix: "jobs/", Delimiter: "/"})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			flush()
+			return errors.Join(append(errs, fmt.Errorf("list jobs: %w", err))...)
+		}
+		if obj.IsDir {
+			add(strings.TrimSuffix(strings.TrimPrefix(obj.Key, "jobs/"), "/"))
+		}
+	}
+	flush()
+	return errors.Join(errs...)
+}
+
+// readJobFolders calls add with the name of every folder in dir, read a
+// piece at a time.
+func readJobFolders(dir string, add func(name string)) error {
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the jobs folder: %w", err)
+	}
+	defer f.Close()
+	for {
+		entries, err := f.ReadDir(unrecordedBatch)
+		for _, e := range entries {
+			if e.IsDir() {
+				add(e.Name())
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the jobs folder: %w", err)
+		}
+	}
+}
+
+// removeUnknownJobs removes, for those of ids no job, pending removal or
+// file record holds, what is stored under the job's prefix and was
+// written after since and before cutoff, and on file:// the job's folder
+// once empty.
+func (w *removalWorker) removeUnknownJobs(ctx context.Context, ids []string, cutoff, since time.Time) error {
+	known, err := w.deps.Store.KnownJobIDs(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("job files no record names: %w", err)
+	}
+	var errs []error
+	for _, id := range ids {
+		if known[id] {
+			continue
+		}
+		removed := false
+		it := w.deps.Bucket.List(&blob.ListOptions{Prefix: fetch.JobKeyPrefix(id)})
+		for {
+			obj, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("list stored files of unknown job %s: %w", id, err))
+				break
+			}
+			if obj.IsDir || !obj.ModTime.Before(cutoff) || obj.ModTime.Before(since) {
+				continue
+			}
+			if err := w.deps.Bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+				errs = append(errs, fmt.Errorf("remove stored file of unknown job %s: %w", obj.Key, err))
+				continue
+			}
+			removed = true
+			w.deps.Logger.Info("stored file of a job no record names removed", "key", obj.Key, "size", obj.Size,
+				"last_written", obj.ModTime.UTC().Format(time.RFC3339))
+		}
+		if removed && w.cfg.StorageDir != "" {
+			// os.Remove takes only an empty folder: one holding a file
+			// older than the claim, or written since, stays.
+			err := os.Remove(filepath.Join(w.cfg.StorageDir, "jobs", id))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+				errs = append(errs, fmt.Errorf("remove the folder of unknown job %s: %w", id, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isServiceID reports whether s is an id of the service's making, the
+// text of a UUID.
+func isServiceID(s string) bool {
+	u, err := uuid.Parse(s)
+	return err == nil && u.String() == s
 }
 
 // uploadKeyID is the file id of key when key has the layout of an upload

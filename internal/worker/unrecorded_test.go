@@ -3,9 +3,12 @@ package worker
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +85,7 @@ func TestTheSweepRemovesAnUploadACrashLeftUnrecorded(t *testing.T) {
 // What a storage held before this database claimed it, and everything in
 // a storage another database claimed, is not this database's to judge:
 // two deployments sharing one storage would otherwise delete each other's
-// uploads.
+// uploads and job copies.
 func TestTheSweepLeavesUploadsItCannotTellAreOrphans(t *testing.T) {
 	t.Run("another database owns the storage", func(t *testing.T) {
 		forEachBucket(t, func(t *testing.T, bucket *blob.Bucket, dir string) {
@@ -94,26 +97,29 @@ func TestTheSweepLeavesUploadsItCannotTellAreOrphans(t *testing.T) {
 			if _, err := ClaimStorage(ctx, st, bucket); !errors.Is(err, ErrStorageOwned) {
 				t.Fatalf("ClaimStorage of a storage another database owns = %v, want ErrStorageOwned", err)
 			}
-			theirs := "uploads/acme/" + newFileID()
+			theirs, theirJob := "uploads/acme/"+newFileID(), "jobs/"+newFileID()+"/0-x"
 			putDocument(t, bucket, theirs)
+			putDocument(t, bucket, theirJob)
 			sweepAt(t, st, bucket, dir, time.Now().Add(2*time.Hour))
-			if got := documentKeys(t, bucket); !slices.Equal(got, []string{theirs}) {
-				t.Errorf("after the sweep: %q, want the other database's upload kept", got)
+			if got := documentKeys(t, bucket); !slices.Equal(got, []string{theirJob, theirs}) {
+				t.Errorf("after the sweep: %q, want the other database's upload and job copy kept", got)
 			}
 		})
 	})
 	t.Run("written before the claim", func(t *testing.T) {
 		bucket, dir := fileBucket(t)
-		before := "uploads/acme/" + newFileID()
-		putDocument(t, bucket, before)
+		before, beforeJob := "uploads/acme/"+newFileID(), "jobs/"+newFileID()+"/0-x"
 		old := time.Now().Add(-3 * time.Hour)
-		if err := os.Chtimes(filepath.Join(dir, "uploads", "acme", filepath.Base(before)), old, old); err != nil {
-			t.Fatal(err)
+		for _, k := range []string{before, beforeJob} {
+			putDocument(t, bucket, k)
+			if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(k)), old, old); err != nil {
+				t.Fatal(err)
+			}
 		}
 		st := openStore(t)
 		sweepAt(t, st, bucket, dir, time.Now().Add(2*time.Hour))
-		if got := documentKeys(t, bucket); !slices.Equal(got, []string{before}) {
-			t.Errorf("after the sweep: %q, want the upload older than the claim kept", got)
+		if got := documentKeys(t, bucket); !slices.Equal(got, []string{beforeJob, before}) {
+			t.Errorf("after the sweep: %q, want the upload and job copy older than the claim kept", got)
 		}
 	})
 }
@@ -154,4 +160,158 @@ func TestOneDatabaseClaimsAStorage(t *testing.T) {
 			}
 		}
 	})
+}
+
+// What is stored under jobs/<id>/ goes with its job (a delete, retention,
+// a removal the sweep finishes). For a job id the database does not know,
+// what a reset database's jobs or a crash after a delete left, nothing
+// else would ever remove it: the sweep removes it an hour on, with its
+// folder. A job's files, a deleted job's whose removal is pending, younger
+// ones and keys not of a job's layout stay, on file:// and S3.
+func TestTheSweepRemovesTheFilesOfAJobNoRecordNames(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		forEachBucket(t, func(t *testing.T, bucket *blob.Bucket, dir string) {
+			ctx := context.Background()
+			if _, err := ClaimStorage(ctx, st, bucket); err != nil {
+				t.Fatal(err)
+			}
+			live, pending, unknown := newFileID(), newFileID(), newFileID()
+			createJob(t, st, live, "acme", "https://example.com/a.txt")
+			createJob(t, st, pending, "acme", "https://example.com/a.txt")
+			if _, err := st.DeleteJob(ctx, "acme", pending); err != nil {
+				t.Fatal(err)
+			}
+			orphans := []string{"jobs/" + unknown + "/0-" + newFileID(), "jobs/" + unknown + "/src-0123456789abcdef0123456789abcdef"}
+			kept := []string{
+				"jobs/" + live + "/0-" + newFileID(),
+				"jobs/" + pending + "/0-" + newFileID(),
+				"jobs/job-1/0-" + newFileID(),
+				"jobs/" + newFileID(),
+				"jobs/" + strings.ToUpper(newFileID()) + "/0-x",
+				"elsewhere/" + unknown + "/0-x",
+			}
+			for _, k := range append(slices.Clone(orphans), kept...) {
+				putDocument(t, bucket, k)
+			}
+			all := append(slices.Clone(orphans), kept...)
+			slices.Sort(all)
+
+			sweepAt(t, st, bucket, dir, time.Now().Add(50*time.Minute))
+			if got := documentKeys(t, bucket); !slices.Equal(got, all) {
+				t.Errorf("after a sweep 50 minutes on: %q, want all kept %q", got, all)
+			}
+
+			sweepAt(t, st, bucket, dir, time.Now().Add(2*time.Hour))
+			want := slices.Clone(kept)
+			slices.Sort(want)
+			if got := documentKeys(t, bucket); !slices.Equal(got, want) {
+				t.Errorf("after a sweep 2 hours on: %q, want %q", got, want)
+			}
+			if dir != "" {
+				if _, err := os.Stat(filepath.Join(dir, "jobs", unknown)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the unknown job's folder: %v, want it removed once empty", err)
+				}
+			}
+		})
+	})
+}
+
+// A process must stop writing to a storage another database has claimed
+// (its sweep deletes what its records do not name): the guard's check
+// tells a lost storage from one it cannot reach, which is no loss, and
+// claims a storage whose marker was deleted again.
+func TestTheStorageGuardTellsALostStorageFromOneItCannotReach(t *testing.T) {
+	forEachBucket(t, func(t *testing.T, bucket *blob.Bucket, dir string) {
+		ctx := context.Background()
+		st := openStore(t)
+		lost := make(chan error, 1)
+		guard, err := GuardStorage(ctx, StorageGuardConfig{Keys: st, Bucket: bucket, Every: 10 * time.Millisecond,
+			Lost: func(err error) { lost <- err }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours, err := bucket.ReadAll(ctx, StorageOwnerKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := guard.Check(ctx); err != nil {
+			t.Errorf("check of its own storage: %v", err)
+		}
+
+		// The marker deleted: claimed again, and still ours.
+		if err := bucket.Delete(ctx, StorageOwnerKey); err != nil {
+			t.Fatal(err)
+		}
+		if err := guard.Check(ctx); err != nil {
+			t.Errorf("check of a storage whose marker was deleted: %v", err)
+		}
+		if again, err := bucket.ReadAll(ctx, StorageOwnerKey); err != nil || string(again) != string(ours) {
+			t.Errorf("the marker after the check: %q, %v; want %q again", again, err, ours)
+		}
+
+		// The storage cannot be reached: no loss, and Run goes on.
+		unreachable := unreachableStorage(t, ours, dir, func(err error) { lost <- err })
+		if err := unreachable.Check(ctx); err == nil || errors.Is(err, ErrStorageOwned) {
+			t.Errorf("check of a storage it cannot reach = %v, want an error other than ErrStorageOwned", err)
+		}
+		runCtx, stop := context.WithCancel(ctx)
+		ran := make(chan struct{})
+		go func() { defer close(ran); unreachable.Run(runCtx) }()
+		select {
+		case err := <-lost:
+			t.Errorf("Lost(%v) for a storage it cannot reach", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		stop()
+		<-ran
+
+		// Another database claimed it: Run calls Lost and returns.
+		if err := bucket.WriteAll(ctx, StorageOwnerKey, []byte("0123456789abcdef0123456789abcdef"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := guard.Check(ctx); !errors.Is(err, ErrStorageOwned) {
+			t.Errorf("check of a storage another database claimed = %v, want ErrStorageOwned", err)
+		}
+		ran = make(chan struct{})
+		go func() { defer close(ran); guard.Run(ctx) }()
+		select {
+		case err := <-lost:
+			if !errors.Is(err, ErrStorageOwned) {
+				t.Errorf("Lost(%v), want ErrStorageOwned", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Lost was not called for a storage another database claimed")
+		}
+		<-ran
+	})
+}
+
+// unreachableStorage is a guard of the same database (ours) on a storage
+// it cannot reach: on file:// a directory that became a file (a mount gone
+// bad), on S3 an endpoint where nothing listens.
+func unreachableStorage(t *testing.T, ours []byte, dir string, lost func(error)) *StorageGuard {
+	t.Helper()
+	var b *blob.Bucket
+	if dir != "" {
+		b, dir = fileBucket(t)
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if b, err = blob.OpenBucket(context.Background(), "s3://docjobs?endpoint=http://"+addr+"&region=us-east-1&use_path_style=true"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+	}
+	return &StorageGuard{cfg: StorageGuardConfig{Bucket: b, Every: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		Lost: lost}, ours: ours}
 }

@@ -61,6 +61,7 @@ type Store interface {
 	JobFileKeyRecorded(ctx context.Context, jobID, key string) (bool, error)
 	ExpiredUploads(ctx context.Context, cutoff time.Time, limit int) ([]job.File, error)
 	RecordedFileIDs(ctx context.Context, ids []string) (map[string]bool, error)
+	KnownJobIDs(ctx context.Context, ids []string) (map[string]bool, error)
 	ServiceKey(ctx context.Context, name string, sealed []byte) ([]byte, error)
 	DeleteUpload(ctx context.Context, accountID, id string) error
 	PageCache

@@ -109,3 +109,42 @@ func (s *Store[TTx]) RecordedFileIDs(ctx context.Context, ids []string) (map[str
 	}
 	return recorded, nil
 }
+
+// KnownJobIDs reports which of ids a job row, a job_file_removals row or a
+// file record's job_id holds, each by its key or index (jobs' and
+// job_file_removals' primary keys, files_job_id), up to maxRecordedIDs at
+// a time.
+func (s *Store[TTx]) KnownJobIDs(ctx context.Context, ids []string) (map[string]bool, error) {
+	known := make(map[string]bool, len(ids))
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), maxRecordedIDs)]
+		ids = ids[len(batch):]
+		args := make([]any, 0, 3*len(batch))
+		for range 3 {
+			for _, id := range batch {
+				args = append(args, id)
+			}
+		}
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ")
+		rows, err := s.query(ctx, s.backend.DB(), `SELECT id FROM jobs WHERE id IN (`+marks+`)
+			UNION SELECT job_id FROM job_file_removals WHERE job_id IN (`+marks+`)
+			UNION SELECT job_id FROM files WHERE job_id IS NOT NULL AND job_id IN (`+marks+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("known job ids: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("known job ids: %w", err)
+			}
+			known[id] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("known job ids: %w", err)
+		}
+	}
+	return known, nil
+}

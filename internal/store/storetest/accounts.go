@@ -305,6 +305,43 @@ func testRecordedFileIDs(t *testing.T, s Store) {
 	equal(t, "recorded ids of none", len(got), 0)
 }
 
+// testKnownJobIDs: a job, a deleted job whose files are still to be
+// removed and a job id a file record holds are known, of any account; a
+// deleted job whose removal is done and an id never used are not; a batch
+// larger than one query is answered whole.
+func testKnownJobIDs(t *testing.T, s Store) {
+	live := newJob("alice", 1)
+	createJob(t, s, live, store.CreateJobParams{})
+	theirs := newJob("bob", 1)
+	createJob(t, s, theirs, store.CreateJobParams{})
+	pending := newJob("alice", 1)
+	createJob(t, s, pending, store.CreateJobParams{})
+	_, err := s.DeleteJob(ctx(t), "alice", pending.ID)
+	noErr(t, "DeleteJob", err)
+	removed := newJob("alice", 1)
+	createJob(t, s, removed, store.CreateJobParams{})
+	_, err = s.DeleteJob(ctx(t), "alice", removed.ID)
+	noErr(t, "DeleteJob", err)
+	noErr(t, "FileRemovalDone", s.FileRemovalDone(ctx(t), removed.ID))
+	// A copy's record with no job row: the files' own index answers.
+	copied := newID("job")
+	noErr(t, "CreateFile of a job copy", s.CreateFile(ctx(t), job.File{ID: newID("file"), AccountID: "alice", JobID: copied,
+		Key: "jobs/" + copied + "/0-c", Created: time.Now()}))
+
+	ids := []string{live.ID, theirs.ID, pending.ID, removed.ID, copied, newID("job")}
+	for i := range 2500 { // past one query's batch
+		ids = append(ids, fmt.Sprintf("00000000-0000-7000-8000-%012d", i))
+	}
+	ids = append(ids, live.ID) // asked twice, and last
+	got, err := s.KnownJobIDs(ctx(t), ids)
+	noErr(t, "KnownJobIDs", err)
+	equal(t, "known job ids", got, map[string]bool{live.ID: true, theirs.ID: true, pending.ID: true, copied: true})
+
+	got, err = s.KnownJobIDs(ctx(t), nil)
+	noErr(t, "KnownJobIDs of none", err)
+	equal(t, "known job ids of none", len(got), 0)
+}
+
 // deleteRounds and deleters: how many keys testConcurrentDeletesOfOneKey
 // deletes, and how many deletes race for each. A read of the row then a
 // delete let two PostgreSQL transactions both read it (READ COMMITTED)

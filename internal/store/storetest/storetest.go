@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteUploadRemovesOnlyTheAccountsUpload", testDeleteUpload},
 		{"ExpiredUploadsListsOldUploadsButNeverJobCopies", testExpiredUploads},
 		{"RecordedFileIDsNamesTheIDsAFileRecordHolds", testRecordedFileIDs},
+		{"KnownJobIDsNamesJobsTheirPendingRemovalsAndTheirCopies", testKnownJobIDs},
 		{"ListUploadsPagesNewestFirstWithoutJobCopies", testListUploadsPages},
 		{"ListUploadsRejectsForeignAndCorruptTokens", testListUploadsBadTokens},
 		{"ListUploadsBoundsAPageInBytes", testListUploadsBoundedInBytes},
