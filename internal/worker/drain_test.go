@@ -164,6 +164,25 @@ func scanSource(t *testing.T) *httptest.Server {
 // which takes the graceful stop's budget as serve gives it.
 func startProcess(t *testing.T, st store.Store, vendor *heldVendor) func(context.Context) error {
 	t.Helper()
+	providers := slots.New(slots.Config{BaseURLs: map[int]string{2: vendor.URL + "/v1", 8: vendor.URL + "/v1"},
+		PerSlotConcurrency: 1, RetryBaseDelay: time.Millisecond})
+	return startNode(t, st, node{providers: providers, chats: providers})
+}
+
+// node is what startNode runs a process with: its providers, the node id
+// it works under ("" for none, which reclaims nothing), and how long its
+// stop waits for the work it cancelled (0 for the store's default).
+type node struct {
+	id        string
+	providers Providers
+	chats     Chats
+	hardStop  time.Duration
+}
+
+// startNode runs the pipeline's workers under River over st, as one serve
+// process does, and returns the process's stop.
+func startNode(t *testing.T, st store.Store, n node) func(context.Context) error {
+	t.Helper()
 	bucket, err := fileblob.OpenBucket(t.TempDir(), &fileblob.Options{NoTempDir: true})
 	if err != nil {
 		t.Fatal(err)
@@ -182,19 +201,17 @@ func startProcess(t *testing.T, st store.Store, vendor *heldVendor) func(context
 	if err != nil {
 		t.Fatal(err)
 	}
-	providers := slots.New(slots.Config{BaseURLs: map[int]string{2: vendor.URL + "/v1", 8: vendor.URL + "/v1"},
-		PerSlotConcurrency: 1, RetryBaseDelay: time.Millisecond})
 	workers := river.NewWorkers()
 	queues, err := Register(workers, Config{JobCheck: 20 * time.Millisecond}, Deps{
 		Store: st, Fetcher: fetcher, Convert: convert.New(convert.Config{}).Convert, Webhooks: sender, Bucket: bucket,
-		Providers: providers, Chats: providers, Secrets: plainOpener{}, Chunker: wordChunker{n: 1000},
+		Providers: n.providers, Chats: n.chats, Secrets: plainOpener{}, Chunker: wordChunker{n: 1000},
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, err := st.Work(t.Context(), store.WorkConfig{Workers: workers, Queues: queues,
-		RescueStuckJobsAfter: time.Hour, FetchPollInterval: 50 * time.Millisecond})
+	stop, err := st.Work(t.Context(), store.WorkConfig{Workers: workers, Queues: queues, ClientID: n.id,
+		HardStopWait: n.hardStop, RescueStuckJobsAfter: time.Hour, FetchPollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
