@@ -25,11 +25,11 @@ func olderDatabase(t *testing.T) (dir string, last int) {
 	if err := db.QueryRow(`SELECT max(version) FROM docjobs_migrations`).Scan(&last); err != nil {
 		t.Fatal(err)
 	}
-	// 013_node_generations made one table; an older database lacks it.
-	if last != 13 {
-		t.Fatalf("the last migration is %d: olderDatabase undoes 13 (node_generations); undo the new one instead", last)
+	// 014_cut_runs only deleted rows; an older database has not recorded it.
+	if last != 14 {
+		t.Fatalf("the last migration is %d: olderDatabase undoes 14 (cut_runs); undo the new one instead", last)
 	}
-	if _, err := db.Exec(`DELETE FROM docjobs_migrations WHERE version = 13; DROP TABLE node_generations`); err != nil {
+	if _, err := db.Exec(`DELETE FROM docjobs_migrations WHERE version = 14`); err != nil {
 		t.Fatal(err)
 	}
 	return dir, last

@@ -46,6 +46,33 @@ func call(ctx context.Context, timeout time.Duration, key string, chat bool, sen
 	return ex, Classify(ctx, callCtx, err, ex, key)
 }
 
+// ErrCallAbandoned is the error of a call whose caller's context ended
+// before the vendor answered (a stop, the job's end, the file's time
+// running out): it says nothing of the vendor, was not paid for, and is
+// no outcome to keep; the next run asks again.
+var ErrCallAbandoned = errors.New("provider call abandoned")
+
+// ErrSlotWait is the error of a call that never started: its context ended
+// while it waited for a place at its slot (SlotWait). Like
+// ErrCallAbandoned, it is no outcome.
+var ErrSlotWait = errors.New("waiting for a free slot")
+
+// SlotWait is the error of a call whose context ended, with cause, while it
+// waited for a place at slot: "waiting for a free <slot> slot: <cause>",
+// matched by errors.Is with ErrSlotWait and with cause.
+func SlotWait(slot string, cause error) error { return &slotWaitError{slot: slot, cause: cause} }
+
+type slotWaitError struct {
+	slot  string
+	cause error
+}
+
+func (e *slotWaitError) Error() string {
+	return "waiting for a free " + e.slot + " slot: " + e.cause.Error()
+}
+func (e *slotWaitError) Unwrap() error        { return e.cause }
+func (e *slotWaitError) Is(target error) bool { return target == ErrSlotWait }
+
 // Classify turns the failure err of a call made with callCtx (derived from
 // ctx) into an *Error: an HTTP error status (or a redirect, never
 // followed) decides the category (see CategoryForStatus) and carries
@@ -57,7 +84,7 @@ func call(ctx context.Context, timeout time.Duration, key string, chat bool, sen
 // nor key.
 func Classify(ctx, callCtx context.Context, err error, ex *Exchange, key string) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("provider call abandoned: %w", context.Cause(ctx))
+		return fmt.Errorf("%w: %w", ErrCallAbandoned, context.Cause(ctx))
 	}
 	status := 0
 	if ex != nil {

@@ -120,8 +120,9 @@ func TestClassify(t *testing.T) {
 			return context.Canceled
 		})
 		pe := (*provider.Error)(nil)
-		if errors.As(err, &pe) || !errors.Is(err, context.Canceled) {
-			t.Fatalf("err = %v, want context.Canceled", err)
+		if errors.As(err, &pe) || !errors.Is(err, context.Canceled) || !errors.Is(err, provider.ErrCallAbandoned) ||
+			err.Error() != "provider call abandoned: context canceled" {
+			t.Fatalf("err = %v, want ErrCallAbandoned wrapping context.Canceled", err)
 		}
 	})
 }

@@ -164,6 +164,25 @@ func scanSource(t *testing.T) *httptest.Server {
 // which takes the graceful stop's budget as serve gives it.
 func startProcess(t *testing.T, st store.Store, vendor *heldVendor) func(context.Context) error {
 	t.Helper()
+	providers := slots.New(slots.Config{BaseURLs: map[int]string{2: vendor.URL + "/v1", 8: vendor.URL + "/v1"},
+		PerSlotConcurrency: 1, RetryBaseDelay: time.Millisecond})
+	return startNode(t, st, node{providers: providers, chats: providers})
+}
+
+// node is what startNode runs a process with: its providers, the node id
+// it works under ("" for none, which reclaims nothing), and how long its
+// stop waits for the work it cancelled (0 for the store's default).
+type node struct {
+	id        string
+	providers Providers
+	chats     Chats
+	hardStop  time.Duration
+}
+
+// startNode runs the pipeline's workers under River over st, as one serve
+// process does, and returns the process's stop.
+func startNode(t *testing.T, st store.Store, n node) func(context.Context) error {
+	t.Helper()
 	bucket, err := fileblob.OpenBucket(t.TempDir(), &fileblob.Options{NoTempDir: true})
 	if err != nil {
 		t.Fatal(err)
@@ -182,19 +201,17 @@ func startProcess(t *testing.T, st store.Store, vendor *heldVendor) func(context
 	if err != nil {
 		t.Fatal(err)
 	}
-	providers := slots.New(slots.Config{BaseURLs: map[int]string{2: vendor.URL + "/v1", 8: vendor.URL + "/v1"},
-		PerSlotConcurrency: 1, RetryBaseDelay: time.Millisecond})
 	workers := river.NewWorkers()
 	queues, err := Register(workers, Config{JobCheck: 20 * time.Millisecond}, Deps{
 		Store: st, Fetcher: fetcher, Convert: convert.New(convert.Config{}).Convert, Webhooks: sender, Bucket: bucket,
-		Providers: providers, Chats: providers, Secrets: plainOpener{}, Chunker: wordChunker{n: 1000},
+		Providers: n.providers, Chats: n.chats, Secrets: plainOpener{}, Chunker: wordChunker{n: 1000},
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, err := st.Work(t.Context(), store.WorkConfig{Workers: workers, Queues: queues,
-		RescueStuckJobsAfter: time.Hour, FetchPollInterval: 50 * time.Millisecond})
+	stop, err := st.Work(t.Context(), store.WorkConfig{Workers: workers, Queues: queues, ClientID: n.id,
+		HardStopWait: n.hardStop, RescueStuckJobsAfter: time.Hour, FetchPollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,16 +247,29 @@ func stopAtTheBudget(t *testing.T, stop func(context.Context) error) {
 // for a free … slot: stop initiated" for a file waiting for the slot), and
 // on a file's last attempt its rows were failed "the worker stopped while
 // the file was in progress".
+//
+// A consensus chunk's runs (k = 3, one call in flight per slot: one run
+// in flight, two waiting for the slot) cut by the stop keep nothing in
+// ocr_pages and leave their row PENDING; the next process asks all three
+// and votes on three answers. Before, each cut run was kept as an
+// unusable outcome ("provider call abandoned: stop initiated", "waiting
+// for a free … slot: stop initiated") and the next process voted on
+// them: the row FAILED "consensus: no votable run" (audit-crash F1). An
+// OCR page cut by the stop is no more kept as a failure: the next process
+// asks it, and each scan is answered once.
 func TestAStopMidCallHandsTheFileBackAndPaysEachAnswerOnce(t *testing.T) {
 	tests := []struct {
 		name     string
 		attempts int  // the file's River attempts: 1 makes the stopped one its last
 		model    bool // the call in flight is the model stage's, else OCR's
+		runs     int  // the model stage's consensus runs; 0 for none
 	}{
-		{"an OCR call", 5, false},
-		{"an OCR call in the file's last attempt", 1, false},
-		{"a model call", 5, true},
-		{"a model call in the file's last attempt", 1, true},
+		{"an OCR call", 5, false, 0},
+		{"an OCR call in the file's last attempt", 1, false, 0},
+		{"a model call", 5, true, 0},
+		{"a model call in the file's last attempt", 1, true, 0},
+		{"a consensus chunk's runs, in flight and waiting for the slot", 5, true, 3},
+		{"a consensus chunk's runs in the file's last attempt", 1, true, 3},
 	}
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		for n, tc := range tests {
@@ -255,6 +285,9 @@ func TestAStopMidCallHandsTheFileBackAndPaysEachAnswerOnce(t *testing.T) {
 					j.Prompts = []string{"extract"}
 					j.Neural = job.Neural{Type: "NEURAL_CLIENT_TYPE_PROVIDER_2", Model: "gpt-4.1", ChunkBudgetTokens: 4000}
 					key = drainModelKey
+					if tc.runs == 3 {
+						j.ConsensusMode = "CONSENSUS_MODE_THREE_RUNS"
+					}
 				} else {
 					// Two scans and one call in flight per slot: the second
 					// waits for the slot when the stop comes.
@@ -293,6 +326,13 @@ func TestAStopMidCallHandsTheFileBackAndPaysEachAnswerOnce(t *testing.T) {
 						t.Errorf("the stop failed model row %d/%d: %q", r.FileIndex, r.ChunkIndex, r.Error)
 					}
 				}
+				// Nothing was answered: a consensus run cut by the stop
+				// keeps no outcome.
+				for r := range tc.runs {
+					if v, err := st.GetOCRPage(context.Background(), id, 0, "model/0/0/run/"+strconv.Itoa(r)); !errors.Is(err, store.ErrNotFound) {
+						t.Errorf("run %d of the cut chunk kept %s (%v), want nothing", r, v, err)
+					}
+				}
 				if t.Failed() {
 					return
 				}
@@ -320,11 +360,24 @@ func TestAStopMidCallHandsTheFileBackAndPaysEachAnswerOnce(t *testing.T) {
 					}
 				}
 				// One page per scan, one chunk per text: each file's one
-				// answer paid once, and the call cut off by the stop
-				// begun besides.
-				if started, answered, gone := vendor.counts(key); answered != len(j.SourceURLs) || started <= answered {
+				// answer paid once (a consensus chunk's once per run), and
+				// the call cut off by the stop begun besides.
+				want := len(j.SourceURLs) * max(tc.runs, 1)
+				if started, answered, gone := vendor.counts(key); answered != want || started <= answered {
 					t.Errorf("the vendor began %d calls, answered %d, saw %d cut off; want %d answered and the call the stop cut off",
-						started, answered, gone, len(j.SourceURLs))
+						started, answered, gone, want)
+				}
+				for _, r := range res.LLM {
+					if tc.runs == 0 {
+						continue
+					}
+					var block struct {
+						RunsVotable int  `json:"runsVotable"`
+						Incomplete  bool `json:"incomplete"`
+					}
+					if err := json.Unmarshal(r.Consensus, &block); err != nil || block.RunsVotable != tc.runs || block.Incomplete {
+						t.Errorf("model row %d/%d consensus %s (%v), want all %d runs votable", r.FileIndex, r.ChunkIndex, r.Consensus, err, tc.runs)
+					}
 				}
 			})
 		}

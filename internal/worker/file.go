@@ -94,11 +94,12 @@ func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 		return nil // cancelled, already finished, or not a file of this job
 	}
 	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID, "file_index", args.FileIndex)
-	if rj.Attempt > rj.MaxAttempts {
+	if rj.Attempt > rj.MaxAttempts && !w.pastRecognition(ctx, rj, j, log) {
 		// Reclaimed after its last attempt ended with its process (a crash,
-		// an out-of-memory kill). The file may be what killed it, and River
-		// fetches a reclaimed job whatever its attempts: running it again
-		// could take down every restart.
+		// an out-of-memory kill) while the file was not yet recognized. The
+		// file may be what killed it, and River fetches a reclaimed job
+		// whatever its attempts: running it again could take down every
+		// restart.
 		w.giveUp(ctx, rj, j, errProcessEnded, log)
 		return nil
 	}
@@ -136,6 +137,34 @@ func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 // by what it is not.
 func stopped(ctx context.Context) bool {
 	return errors.Is(ctx.Err(), context.Canceled) && !errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely)
+}
+
+// modelStageCrashes is how many more times than its River attempts a file
+// whose recognition is recorded is run again after its process ended with
+// it (River counts an attempt for each such end, and reclaims the job
+// past its last).
+const modelStageCrashes = 15
+
+// pastRecognition reports whether a file reclaimed after its last attempt
+// ended with its process is run again: its recognition is recorded, so
+// what is left is asking its model rows, which no run of it does again
+// (process resumes from the record), and waiting on a provider cannot
+// have taken the process down. A crash loop with nothing to do with the
+// file (a supervisor restarting a process something else kills) gave up
+// files whose rows only waited on answers (audit-crash F2). Within a
+// bound still, so that it ends; a file that cannot be read as recognized
+// is given up as before.
+func (w *fileWorker) pastRecognition(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, log *slog.Logger) bool {
+	if rj.Attempt > rj.MaxAttempts+modelStageCrashes {
+		return false
+	}
+	recognized, _, err := w.deps.Store.FileModelRows(ctx, j.ID, rj.Args.FileIndex)
+	if err != nil || !recognized {
+		return false
+	}
+	log.Info("file: reclaimed after its last attempt ended with its process; its recognition is recorded, so its rows are asked",
+		"attempt", rj.Attempt, "max_attempts", rj.MaxAttempts)
+	return true
 }
 
 // errProcessEnded is the fault of a file whose last attempt did not return.

@@ -153,6 +153,9 @@ func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Ch
 	if err != nil && ctx.Err() != nil {
 		return &rowError{chunk: row.ChunkIndex, err: ctx.Err()}
 	}
+	if cutOff(ctx, err) {
+		return &rowError{chunk: row.ChunkIndex, err: err}
+	}
 	return w.finishRow(ctx, j, row, start, err, kept, log)
 }
 
@@ -165,6 +168,25 @@ func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Ch
 func waitsForNextAttempt(err error, final bool) bool {
 	pe := (*provider.Error)(nil)
 	return !final && errors.As(err, &pe) && pe.Retryable() && pe.Status/100 != 2
+}
+
+// cutOff reports whether a call that failed with err was cut off from
+// this side before a paid answer: it waited for a slot or was abandoned as
+// its context ended (the worker stopping, the job ending, the file's time
+// running out). Such a run has no outcome: nothing is kept and its row
+// stays PENDING, for the next run to ask it as a stopped single-run row is
+// asked again. Kept as an unusable outcome, as it was, the next attempt
+// voted on it and the row ended FAILED ("no votable run") or DONE from
+// fewer runs. A 2xx answer that could not be used was paid for, and
+// stays an outcome even when the context ended as it came.
+func cutOff(ctx context.Context, err error) bool {
+	if err == nil {
+		return false
+	}
+	if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Status/100 == 2 {
+		return false
+	}
+	return ctx.Err() != nil || errors.Is(err, provider.ErrCallAbandoned) || errors.Is(err, provider.ErrSlotWait)
 }
 
 // finishRow records row as answered, or as FAILED with failure, once the
@@ -271,7 +293,7 @@ func (w *fileWorker) vote(ctx context.Context, j *job.Job, chat provider.Chat, r
 			key := fmt.Sprintf("model/%d/%d/run/%d", row.PromptIndex, row.ChunkIndex, r)
 			outcomes[r], errs[r] = remembered(ctx, w.deps.Store, j.ID, row.FileIndex, key, func() (runOutcome, error) {
 				a, err := chat.Complete(ctx, chatRequest(j, *row))
-				if waitsForNextAttempt(err, final) {
+				if waitsForNextAttempt(err, final) || cutOff(ctx, err) {
 					return runOutcome{}, err
 				}
 				if err != nil {

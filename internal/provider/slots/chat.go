@@ -72,7 +72,7 @@ type guardedChat struct {
 
 func (g guardedChat) Complete(ctx context.Context, req provider.ChatRequest) (provider.ChatAnswer, error) {
 	if err := g.sem.Acquire(ctx, provider.AccountOf(ctx)); err != nil {
-		return provider.ChatAnswer{}, fmt.Errorf("waiting for a free %s slot: %w", g.slot, err)
+		return provider.ChatAnswer{}, provider.SlotWait(g.slot, err)
 	}
 	if err := startable(ctx, g.sem, g.slot); err != nil {
 		return provider.ChatAnswer{}, err

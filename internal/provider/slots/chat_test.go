@@ -1,6 +1,7 @@
 package slots_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -202,5 +203,39 @@ func TestChatIsFairAcrossAccounts(t *testing.T) {
 	}
 	if len(reqs) != backlog+1 || order != 2 {
 		t.Errorf("the quiet account's call went out as call %d of %d; want call 2 (0-based)", order, len(reqs))
+	}
+}
+
+// TestACallWhoseContextEndsWhileItWaitsForTheSlotIsASlotWait: a call
+// cut off before it could start is told apart from any vendor's failure
+// (provider.ErrSlotWait), so that a consensus run cut by a stop is not
+// kept as an unusable outcome; its message and cause are as before.
+func TestACallWhoseContextEndsWhileItWaitsForTheSlotIsASlotWait(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := providertest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		providertest.Reply(200, chatAnswer)(w, r)
+	})
+	s := slots.New(slots.Config{BaseURLs: map[int]string{2: srv.URL + "/v1"}, PerSlotConcurrency: 1})
+	chat, _ := s.Chat(slot(2), "gpt-4.1", key)
+	first, cancelFirst := context.WithCancel(t.Context())
+	defer cancelFirst()
+	go func() { _, _ = chat.Complete(first, provider.ChatRequest{User: "holds the slot"}) }()
+	for len(srv.Requests()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	stopping := errors.New("stop initiated")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	time.AfterFunc(20*time.Millisecond, func() { cancel(stopping) })
+	_, err := chat.Complete(ctx, provider.ChatRequest{User: "waits"})
+	if !errors.Is(err, provider.ErrSlotWait) || !errors.Is(err, stopping) || errors.Is(err, provider.ErrCallAbandoned) {
+		t.Fatalf("err = %v, want ErrSlotWait wrapping the stop's cause", err)
+	}
+	if want := "waiting for a free " + slot(2) + " slot: stop initiated"; err.Error() != want {
+		t.Errorf("err = %q, want %q", err, want)
 	}
 }

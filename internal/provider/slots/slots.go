@@ -287,7 +287,7 @@ type guarded struct {
 
 func (g guarded) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
 	if err := g.sem.Acquire(ctx, provider.AccountOf(ctx)); err != nil {
-		return provider.Recognition{}, fmt.Errorf("waiting for a free %s slot: %w", g.slot, err)
+		return provider.Recognition{}, provider.SlotWait(g.slot, err)
 	}
 	if err := startable(ctx, g.sem, g.slot); err != nil {
 		return provider.Recognition{}, err
@@ -307,7 +307,7 @@ func (g guarded) Recognize(ctx context.Context, doc provider.Document) (provider
 func startable(ctx context.Context, sem *fair.Sem, slot string) error {
 	if err := ctx.Err(); err != nil {
 		sem.Release()
-		return fmt.Errorf("waiting for a free %s slot: %w", slot, context.Cause(ctx))
+		return provider.SlotWait(slot, context.Cause(ctx))
 	}
 	return nil
 }

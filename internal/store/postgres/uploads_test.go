@@ -7,6 +7,7 @@ import (
 
 	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/store/postgres/pgtest"
+	"github.com/docjobs/docjobs/internal/store/storetest"
 )
 
 // Migration 12's index may be built beforehand with CREATE INDEX
@@ -45,4 +46,25 @@ func TestMigration12TakesTheIndexBuiltConcurrentlyBeforehand(t *testing.T) {
 	if _, err := s.ListUploads(ctx, store.UploadListParams{AccountID: "acct", PageSize: 10}); err != nil {
 		t.Fatalf("ListUploads after the upgrade: %v", err)
 	}
+}
+
+// Migration 14 takes away the consensus runs a stop cut off that older
+// binaries kept as unusable outcomes (audit-crash F1), and nothing else.
+func TestMigration14DropsTheRunsAStopCutOff(t *testing.T) {
+	s, schema := openNamedSchema(t)
+	defer s.Close()
+	storetest.MigrationDropsCutRuns(t, s, func(t *testing.T) store.Store {
+		conn, err := pgx.Connect(t.Context(), pgtest.URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(t.Context())
+		if _, err := conn.Exec(t.Context(), `DELETE FROM `+pgx.Identifier{schema}.Sanitize()+`.docjobs_migrations WHERE version = 14`); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Migrate(t.Context()); err != nil {
+			t.Fatalf("Migrate: %v", err)
+		}
+		return s
+	})
 }

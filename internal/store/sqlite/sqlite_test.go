@@ -305,3 +305,28 @@ func BenchmarkResultRows(b *testing.B) {
 		return s
 	})
 }
+
+// Migration 14 takes away the consensus runs a stop cut off that older
+// binaries kept as unusable outcomes (audit-crash F1), and nothing else.
+func TestMigration14DropsTheRunsAStopCutOff(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "docjobs.db")
+	s := open(t, sqlite.Config{Path: path})
+	storetest.MigrationDropsCutRuns(t, s, func(t *testing.T) store.Store {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`DELETE FROM docjobs_migrations WHERE version = 14`); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = open(t, sqlite.Config{Path: path})
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
