@@ -1,4 +1,4 @@
-package worker
+package jobmerge
 
 import (
 	"encoding/json"
@@ -25,7 +25,7 @@ func TestMergeAnswersOneEntryPerFile(t *testing.T) {
 		File, Format, Content string
 		SchemaValid           *bool
 		Incomplete            bool
-		IncompleteChunks      []chunkRef
+		IncompleteChunks      []ChunkRef
 	}
 	yes, no := true, false
 	tests := []struct {
@@ -40,7 +40,7 @@ func TestMergeAnswersOneEntryPerFile(t *testing.T) {
 				{urls[0], "json", `{"total":5}`, &yes, false, nil},
 				{urls[1], "json", "null", &no, false, nil},
 				{urls[2], "json", "null", &no, false, nil},
-				{urls[3], "json", "null", &no, true, []chunkRef{{File: urls[3]}}},
+				{urls[3], "json", "null", &no, true, []ChunkRef{{File: urls[3]}}},
 			},
 		},
 		{
@@ -49,7 +49,7 @@ func TestMergeAnswersOneEntryPerFile(t *testing.T) {
 				{urls[0], "json", `{"total":5}`, nil, false, nil},
 				{urls[1], "text", "", nil, false, nil},
 				{urls[2], "text", "", nil, false, nil},
-				{urls[3], "text", "", nil, true, []chunkRef{{File: urls[3]}}},
+				{urls[3], "text", "", nil, true, []ChunkRef{{File: urls[3]}}},
 			},
 		},
 	}
@@ -60,11 +60,11 @@ func TestMergeAnswersOneEntryPerFile(t *testing.T) {
 					Merge: job.Merge{Enabled: true, Scope: "MERGE_SCOPE_FILE"}},
 				LLM: rows,
 			}
-			raw, err := mergeAnswers(res, slog.New(slog.DiscardHandler))
+			raw, err := Answers(res, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
-			var answers []mergedAnswer
+			var answers []Answer
 			if err := json.Unmarshal(raw, &answers); err != nil {
 				t.Fatalf("%v: %s", err, raw)
 			}
@@ -95,16 +95,69 @@ func TestMergeAnswersListsAnswersLeftUnread(t *testing.T) {
 			{File: url, ChunkIndex: 2, ChunkTotal: 3, Status: job.RowDone, Content: "C.", Overlap: "x"},
 		},
 	}
-	raw, err := mergeAnswers(res, slog.New(slog.DiscardHandler))
+	raw, err := Answers(res, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var answers []mergedAnswer
+	var answers []Answer
 	if err := json.Unmarshal(raw, &answers); err != nil {
 		t.Fatalf("%v: %s", err, raw)
 	}
 	if len(answers) != 1 || answers[0].Content != "A.\n\nC." || !answers[0].MergeIncomplete ||
-		!reflect.DeepEqual(answers[0].IncompleteChunks, []chunkRef{{File: url, ChunkIndex: 1}}) {
+		!reflect.DeepEqual(answers[0].IncompleteChunks, []ChunkRef{{File: url, ChunkIndex: 1}}) {
 		t.Errorf("merged[] %s, want A. and C. with chunk 1 listed", raw)
+	}
+}
+
+// TestAnswersOfAJobWithoutPrompts: a job that set merge.enabled and sent
+// no prompt has merged[] too (spec: "present only when the job set
+// merge.enabled"; MERGE_SCOPE_FILE "one merged entry per file"), with
+// nothing in it: its no_prompt rows lost nothing, as the rows of a file
+// without text, and the row says why. A file whose recognition failed is
+// still listed as missing.
+func TestAnswersOfAJobWithoutPrompts(t *testing.T) {
+	urls := []string{"https://x/a.txt", "https://x/b.txt", "https://x/missing.txt"}
+	rows := []job.LLMRow{
+		{FileIndex: 0, File: urls[0], ChunkTotal: 1, Status: job.RowSkipped, SkipReason: job.SkipNoPrompt},
+		{FileIndex: 1, File: urls[1], ChunkTotal: 1, Status: job.RowSkipped, SkipReason: job.SkipNoPrompt},
+		{FileIndex: 2, ChunkTotal: 1, Status: job.RowSkipped, SkipReason: job.SkipOCRFailed},
+	}
+	tests := []struct {
+		name  string
+		scope string
+		rows  []job.LLMRow
+		want  []Answer
+	}{
+		{
+			name: "one empty entry per file at MERGE_SCOPE_FILE", scope: "MERGE_SCOPE_FILE", rows: rows[:2],
+			want: []Answer{{File: urls[0], Format: "text"}, {File: urls[1], Format: "text"}},
+		},
+		{
+			name: "one empty entry at MERGE_SCOPE_JOB", scope: "MERGE_SCOPE_JOB", rows: rows[:2],
+			want: []Answer{{Format: "text"}},
+		},
+		{
+			name: "a file whose recognition failed is listed", scope: "MERGE_SCOPE_JOB", rows: rows,
+			want: []Answer{{Format: "text", MergeIncomplete: true, IncompleteChunks: []ChunkRef{{File: urls[2]}}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := &job.Result{
+				Job: &job.Job{SourceURLs: urls, Merge: job.Merge{Enabled: true, Scope: tt.scope}},
+				LLM: tt.rows,
+			}
+			raw, err := Answers(res, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []Answer
+			if err := json.Unmarshal(raw, &got); err != nil {
+				t.Fatalf("%v: %q", err, raw)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("merged[] %s, want %+v", raw, tt.want)
+			}
+		})
 	}
 }
