@@ -19,6 +19,10 @@ import (
 // no answer past it (job.LLMRow.ContentUnread), as merge would leave it out.
 const InputBudget = merge.DefaultMaxTotalBytes
 
+// maxLoggedChunks: with this many rows without an answer or more, the
+// chunks left unmerged are not logged one by one.
+const maxLoggedChunks = 100
+
 // Answer is a merge.Answer in the wire form of result.merged[], so that
 // the stored JSON decodes straight into the API's MergedAnswer.
 type Answer struct {
@@ -76,6 +80,7 @@ func Answers(res *job.Result, log *slog.Logger) ([]byte, error) {
 	}
 
 	var chunks []merge.Chunk
+	failed := 0 // rows without an answer: a cancel may leave thousands
 	for _, r := range res.LLM {
 		file := r.File
 		if file == "" && r.FileIndex < len(j.SourceURLs) {
@@ -93,6 +98,7 @@ func Answers(res *job.Result, log *slog.Logger) ([]byte, error) {
 			// FAILED, ocr_failed, and whatever else a finished row may be:
 			// named as missing rather than left out without a word.
 			c.Failed = true
+			failed++
 		}
 		chunks = append(chunks, c)
 	}
@@ -118,12 +124,20 @@ func Answers(res *job.Result, log *slog.Logger) ([]byte, error) {
 		}
 		for _, c := range a.IncompleteChunks {
 			m.IncompleteChunks = append(m.IncompleteChunks, ChunkRef{File: c.File, ChunkIndex: c.Index})
-			log.Info("merge: chunk left unmerged", "file", c.File, "chunk_index", c.Index, "reason", c.Reason)
+			// Rows without an answer are counted once below rather than
+			// logged each, inside the transaction of a cancel that failed
+			// them; the row itself says why it has none.
+			if failed < maxLoggedChunks {
+				log.Info("merge: chunk left unmerged", "file", c.File, "chunk_index", c.Index, "reason", c.Reason)
+			}
 		}
 		if a.ConflictsDropped > 0 {
 			log.Info("merge: conflicts over the cap dropped", "file", a.File, "dropped", a.ConflictsDropped)
 		}
 		out[i] = m
+	}
+	if failed >= maxLoggedChunks {
+		log.Info("merge: chunks without an answer left unmerged, not logged one by one", "rows", failed)
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/logtest"
 )
 
 // TestMergeAnswersOneEntryPerFile: at MERGE_SCOPE_FILE merged[] has one
@@ -157,6 +158,47 @@ func TestAnswersOfAJobWithoutPrompts(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("merged[] %s, want %+v", raw, tt.want)
+			}
+		})
+	}
+}
+
+// TestAnswersLogRowsWithoutAnAnswerOnceWhenThereAreMany: a cancel fails
+// every pending row and merges inside its transaction, so thousands of
+// rows without an answer are one log line, not one each; a few are still
+// named one by one.
+func TestAnswersLogRowsWithoutAnAnswerOnceWhenThereAreMany(t *testing.T) {
+	tests := []struct {
+		name      string
+		failed    int
+		wantLines int
+	}{
+		{"a few are logged one by one", maxLoggedChunks - 1, maxLoggedChunks - 1},
+		{"many are one line", 5000, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := "https://x/a.txt"
+			rows := []job.LLMRow{{File: url, ChunkTotal: tt.failed + 1, Status: job.RowDone, Content: "A."}}
+			for i := 1; i <= tt.failed; i++ {
+				rows = append(rows, job.LLMRow{File: url, ChunkIndex: i, ChunkTotal: tt.failed + 1, Status: job.RowFailed})
+			}
+			var buf logtest.Buffer
+			res := &job.Result{Job: &job.Job{SourceURLs: []string{url}, Prompts: []string{"p"},
+				Merge: job.Merge{Enabled: true, Format: "MERGE_FORMAT_TEXT"}}, LLM: rows}
+			raw, err := Answers(res, slog.New(slog.NewJSONHandler(&buf, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []Answer
+			if err := json.Unmarshal(raw, &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || len(got[0].IncompleteChunks) != tt.failed {
+				t.Fatalf("merged[] lists %d chunks, want %d", len(got[0].IncompleteChunks), tt.failed)
+			}
+			if n := len(buf.Records(t)); n != tt.wantLines {
+				t.Errorf("%d log lines, want %d", n, tt.wantLines)
 			}
 		})
 	}
