@@ -305,3 +305,13 @@ func BenchmarkResultRows(b *testing.B) {
 		return s
 	})
 }
+
+func BenchmarkCancelMergeJob(b *testing.B) {
+	storetest.BenchmarkCancelMergeJob(b, func(b *testing.B) store.Store {
+		s, err := sqlite.Open(b.Context(), sqlite.Config{Path: filepath.Join(b.TempDir(), "docjobs.db"), Logger: quiet})
+		if err != nil {
+			b.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
