@@ -279,6 +279,28 @@ func TestValidateCreate(t *testing.T) {
 		{name: "a source URL with credentials is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
 			r.SourceUrls = []string{"https://example.com/a.txt", "https://reader:s3cret@example.com/b.txt"}
 		}, want: "sourceUrls[1]: must not contain credentials (user:password@)"},
+		{name: "a webhookUrl with port 0 is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.WebhookUrl = "https://example.com:0/done" },
+			want: "webhookUrl: must have a port from 1 to 65535"},
+		{name: "a webhookUrl with port 65536 is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.WebhookUrl = "https://example.com:65536/done" },
+			want: "webhookUrl: must have a port from 1 to 65535"},
+		{name: "a webhookUrl with port 99999 is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.WebhookUrl = "http://127.0.0.1:99999/hook" },
+			allowPrivate: true, want: "webhookUrl: must have a port from 1 to 65535"},
+		{name: "a webhookUrl with a port past int64 is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.WebhookUrl = "https://example.com:99999999999999999999999/done"
+		}, want: "webhookUrl: must have a port from 1 to 65535"},
+		{name: "a source URL with port 0 is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"https://example.com:1/a.txt", "https://example.com:0/b.txt"}
+		}, want: "sourceUrls[1]: must have a port from 1 to 65535"},
+		{name: "a source URL with port 65536 is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"https://example.com:65536/a.txt"}
+		}, want: "sourceUrls[0]: must have a port from 1 to 65535"},
+		{name: "a source URL with port 99999 is rejected", allowPrivate: true, mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"http://127.0.0.1:99999/a.txt"}
+		}, want: "sourceUrls[0]: must have a port from 1 to 65535"},
+		{name: "ports 1 and 65535 and an empty port are accepted", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"https://example.com:1/a.txt", "https://[2001:db8::1]:65535/b.txt", "https://example.com:/c.txt"}
+			r.WebhookUrl = "https://example.com:65535/done"
+		}, want: ""},
 		{name: "a relative webhookUrl is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.WebhookUrl = "hooks/done" },
 			want: "webhookUrl: must be an absolute http or https URL"},
 		{name: "a non-http webhookUrl is rejected", mutate: func(r *docjobsv1.CreateJobRequest) { r.WebhookUrl = "mailto:ops@example.com" },

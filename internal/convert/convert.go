@@ -32,6 +32,7 @@ const (
 	ModelText = "text"
 	ModelHTML = "html"
 	ModelXML  = "xml"
+	ModelSVG  = "svg"
 )
 
 // Size limits. Text decoding is linear and cheap; HTML and XML are parsed
@@ -92,6 +93,7 @@ const (
 	kindTSV           // markdown: a table
 	kindHTML
 	kindXML
+	kindSVG // markdown: the text a reader sees of the drawing
 	kindPDF
 	kindImage
 	kindOffice
@@ -353,6 +355,15 @@ func (c *Converter) convertText(ctx context.Context, in Input, k kind, detected 
 			return Output{}, err
 		}
 		return Output{Content: content, Format: job.FormatHTML, Model: ModelHTML, Charset: cs}, nil
+	case kindSVG:
+		if len(in.Data) > maxXMLBytes {
+			return Output{}, tooLarge("SVG", maxXMLBytes)
+		}
+		content, cs, err := convertSVG(ctx, in.Data, charsetParam(in.ContentType), c.htmlLimit())
+		if err != nil {
+			return Output{}, err
+		}
+		return Output{Content: content, Format: job.FormatMarkdown, Model: ModelSVG, Charset: cs}, nil
 	case kindXML:
 		if len(in.Data) > maxXMLBytes {
 			return Output{}, tooLarge("XML", maxXMLBytes)
@@ -450,7 +461,7 @@ func sniffKind(m *mimetype.MIME) kind {
 		return kindHTML
 	}
 	if m.Is("image/svg+xml") {
-		return kindXML
+		return kindSVG
 	}
 	if m.Is("application/pdf") {
 		return kindPDF
@@ -506,6 +517,8 @@ func extKind(name string) kind {
 		return kindHTML
 	case ".xml":
 		return kindXML
+	case ".svg":
+		return kindSVG
 	}
 	return kindNone
 }
@@ -524,6 +537,8 @@ func mediaKind(mt string) kind {
 		return kindJSON
 	case mt == "text/html" || mt == "application/xhtml+xml":
 		return kindHTML
+	case mt == "image/svg+xml":
+		return kindSVG
 	case mt == "text/xml" || mt == "application/xml" || strings.HasSuffix(mt, "+xml"):
 		return kindXML
 	}

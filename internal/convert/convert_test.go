@@ -113,6 +113,10 @@ func TestDetection(t *testing.T) {
 		{"XML without declaration by name", Input{Name: "invoice.XML", Data: []byte(`<Invoice xmlns="urn:x"><ID>1</ID></Invoice>`)}, job.FormatXML, ModelXML, ""},
 		{"XML without declaration by Content-Type", Input{Name: "download", ContentType: "application/xml", Data: []byte(`<a><b/></a>`)}, job.FormatXML, ModelXML, ""},
 		{"vendor +xml Content-Type", Input{Name: "feed", ContentType: "application/atom+xml; charset=utf-8", Data: []byte(`<feed/>`)}, job.FormatXML, ModelXML, ""},
+		{"an SVG file is markdown, as images are (by content)", Input{Name: "i", ContentType: "application/octet-stream", Data: []byte(`<svg xmlns="http://www.w3.org/2000/svg"><text>hi</text></svg>`)}, job.FormatMarkdown, ModelSVG, ""},
+		{"an SVG file is markdown, as images are (by name)", Input{Name: "i.SVG", Data: []byte(`<svg><text>hi</text></svg>`)}, job.FormatMarkdown, ModelSVG, ""},
+		{"an SVG file is markdown, as images are (by Content-Type)", Input{Name: "download", ContentType: "image/svg+xml", Data: []byte(`<svg><text>hi</text></svg>`)}, job.FormatMarkdown, ModelSVG, ""},
+		{"an SVG named .xml is xml, as the name says", Input{Name: "i.xml", Data: []byte(`<svg xmlns="http://www.w3.org/2000/svg"><text>hi</text></svg>`)}, job.FormatXML, ModelXML, ""},
 		{"HTML by Content-Type", Input{Name: "download", ContentType: "text/html; charset=utf-8", Data: []byte("Just <b>bold</b> text")}, job.FormatHTML, ModelHTML, ""},
 		{"name outranks Content-Type among text kinds", Input{Name: "notes.txt", ContentType: "text/html", Data: []byte("<b>not markup</b>")}, job.FormatPlain, ModelText, ""},
 		{"HTML source named .txt stays text", Input{Name: "page.txt", Data: []byte("<!DOCTYPE html><p>hi</p>")}, job.FormatPlain, ModelText, ""},
@@ -356,6 +360,39 @@ func TestXML(t *testing.T) {
 			}
 			if out.Content != want || out.Format != job.FormatXML {
 				t.Errorf("Output = %q (%s), want %q", out.Content, out.Format, want)
+			}
+		})
+	}
+}
+
+// TestSVG: an SVG file gives the text a reader sees of it, as an inline
+// <svg> in HTML does: titles, descriptions, text labels and the HTML of
+// foreignObject, not the drawing's markup.
+func TestSVG(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"a chart's title, description and labels", `<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">
+<svg xmlns="http://www.w3.org/2000/svg" width="100" height="50"><title>Revenue</title><desc>by quarter</desc>
+<style>text{font:10px sans-serif}</style><rect width="5" height="5"/>
+<g><text x="1" y="10">Q1: <tspan>1.2M</tspan></text><text>Two<tspan x="0" dy="1em">lines</tspan></text></g></svg>`,
+			"Revenue by quarter Q1: 1.2M Two lines"},
+		{"a diagram's labels in foreignObject", `<svg xmlns="http://www.w3.org/2000/svg"><foreignObject width="80" height="20"><div xmlns="http://www.w3.org/1999/xhtml">Start <b>here</b></div></foreignObject></svg>`,
+			"Start here"},
+		{"CDATA text", `<svg xmlns="http://www.w3.org/2000/svg"><text><![CDATA[a < b]]></text></svg>`, "a < b"},
+		{"a root marked aria-hidden is still the document", `<svg xmlns="http://www.w3.org/2000/svg" aria-hidden="true"><text>kept</text></svg>`, "kept"},
+		{"a drawing without text is empty", `<svg xmlns="http://www.w3.org/2000/svg"><path d="M0 0L5 5"/><script>alert(1)</script></svg>`, ""},
+		{"latin-1 declared in the XML declaration", "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><svg><text>caf\xe9</text></svg>", "café"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := New(Config{}).Convert(context.Background(), Input{Name: "drawing.svg", Data: []byte(tt.in)})
+			if err != nil {
+				t.Fatalf("Convert: %v", err)
+			}
+			if out.Content != tt.want || out.Format != job.FormatMarkdown {
+				t.Errorf("Convert = %q (%s), want %q (markdown)", out.Content, out.Format, tt.want)
 			}
 		})
 	}

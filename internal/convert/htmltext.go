@@ -224,6 +224,12 @@ func svgText(svg *html.Node) string {
 	if strings.EqualFold(strings.TrimSpace(attr(svg, "aria-hidden")), "true") {
 		return ""
 	}
+	return svgContent(svg)
+}
+
+// svgContent is the text of the SVG element svg, whatever its own
+// attributes say: an SVG file is the document, not an icon beside text.
+func svgContent(svg *html.Node) string {
 	var pieces []string
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {

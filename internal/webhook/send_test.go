@@ -254,6 +254,9 @@ func TestSendGivesUpOnRequestsThatCannotBeMade(t *testing.T) {
 		{"a whsec_ secret that does not decode", url, "msg_1", "whsec_%%%", "cannot sign: webhookSecret has the whsec_ prefix but the rest is not valid base64"},
 		{"an empty webhook id", url, "", testSecret, "cannot send: empty webhook id"},
 		{"a URL that does not parse", "http://[::1", "msg_1", "", "cannot send: webhookUrl is not a valid URL"},
+		{"a URL with port 0 (stored before create refused it)", "http://127.0.0.1:0/hook", "msg_1", "", "cannot send: webhookUrl has an invalid port"},
+		{"a URL with port 99999", "http://127.0.0.1:99999/hook", "msg_1", "", "cannot send: webhookUrl has an invalid port"},
+		{"a URL with port 65536", "http://127.0.0.1:65536/hook", "msg_1", "", "cannot send: webhookUrl has an invalid port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

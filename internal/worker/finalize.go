@@ -9,7 +9,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/docjobs/docjobs/internal/job"
-	"github.com/docjobs/docjobs/internal/merge"
+	"github.com/docjobs/docjobs/internal/jobmerge"
 	"github.com/docjobs/docjobs/internal/store"
 )
 
@@ -43,7 +43,7 @@ func (w *finalizeWorker) Work(ctx context.Context, rj *river.Job[FinalizeArgs]) 
 	// Answers merge would leave out past its input limit are not read:
 	// the limit bounds finalize's memory only if it bounds the load too
 	// (audit-merge2 F2).
-	res, err := w.deps.Store.ResultToFinish(ctx, rj.Args.JobID, merge.DefaultMaxTotalBytes)
+	res, err := w.deps.Store.ResultToFinish(ctx, rj.Args.JobID, jobmerge.InputBudget)
 	if errors.Is(err, job.ErrNotFound) {
 		return nil
 	}
@@ -65,7 +65,7 @@ func (w *finalizeWorker) Work(ctx context.Context, rj *river.Job[FinalizeArgs]) 
 	}
 	status, reason := job.FinalStatus(res.OCR)
 	log := w.deps.Logger.With("job_id", res.Job.ID, "account_id", res.Job.AccountID)
-	merged, err := mergeAnswers(res, log)
+	merged, err := jobmerge.Answers(res, log)
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", res.Job.ID, err)
 	}

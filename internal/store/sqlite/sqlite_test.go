@@ -330,3 +330,13 @@ func TestMigration14DropsTheRunsAStopCutOff(t *testing.T) {
 		return s
 	})
 }
+
+func BenchmarkCancelMergeJob(b *testing.B) {
+	storetest.BenchmarkCancelMergeJob(b, func(b *testing.B) store.Store {
+		s, err := sqlite.Open(b.Context(), sqlite.Config{Path: filepath.Join(b.TempDir(), "docjobs.db"), Logger: quiet})
+		if err != nil {
+			b.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}

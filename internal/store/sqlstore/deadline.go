@@ -32,7 +32,8 @@ func (s *Store[TTx]) OverdueJobs(ctx context.Context, cutoff time.Time, limit in
 
 // ExpireJob ends a job that ran past its deadline: its pending rows FAIL
 // with rowError and the job ends by the usual rule (COMPLETE when a file
-// was recognized, else FAILED with jobError). applied=false when the job
+// was recognized, else FAILED with jobError), with the merged answers of
+// what its rows hold (mergeEnded). applied=false when the job
 // had ended (or was deleted) meanwhile.
 func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError string) (bool, error) {
 	var (
@@ -65,8 +66,12 @@ func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError st
 		if status == job.StatusFailed {
 			reason = jobError
 		}
-		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, updated = ? WHERE id = ?`,
-			string(status), reason, s.ts(now), jobID); err != nil {
+		merged, err := s.mergeEnded(ctx, q, j)
+		if err != nil {
+			return err
+		}
+		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, merged = ?, updated = ? WHERE id = ?`,
+			string(status), reason, string(merged), s.ts(now), jobID); err != nil {
 			return fmt.Errorf("update job: %w", err)
 		}
 		if erased, err = s.eraseProviderKeys(ctx, q, jobID); err != nil {

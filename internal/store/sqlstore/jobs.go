@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/jobmerge"
 	"github.com/docjobs/docjobs/internal/store"
 )
 
@@ -749,12 +750,16 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 			return store.ErrTerminal
 		}
 		now := s.nowUTC()
-		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, updated = ? WHERE id = ?`,
-			string(job.StatusCancelled), s.ts(now), id); err != nil {
-			return fmt.Errorf("cancel job: %w", err)
-		}
 		if err := s.failPendingRows(ctx, q, j, errText, now); err != nil {
 			return err
+		}
+		merged, err := s.mergeEnded(ctx, q, j)
+		if err != nil {
+			return err
+		}
+		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, merged = ?, updated = ? WHERE id = ?`,
+			string(job.StatusCancelled), string(merged), s.ts(now), id); err != nil {
+			return fmt.Errorf("cancel job: %w", err)
 		}
 		if erased, err = s.eraseProviderKeys(ctx, q, id); err != nil {
 			return err
@@ -776,6 +781,34 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 		s.afterErase(ctx, id)
 	}
 	return j, nil
+}
+
+// mergeEnded computes the merged answers of job j, whose pending rows the
+// transaction q has just failed, for the cancel or the deadline that ends
+// it there; nil when j does not merge. A job with merge.enabled has
+// merged[] whatever status it ends with (spec: "present only when the job
+// set merge.enabled"): the answers its DONE rows hold, with every other
+// chunk listed in incompleteChunks, as finalize does for a job whose rows
+// failed. It runs inside the transaction, so that no reader sees the job
+// ended without them, and holds the job row (and SQLite's writer) for as
+// long as the merge takes, within the merge's input limit
+// (jobmerge.InputBudget, the answers past it not even read).
+func (s *Store[TTx]) mergeEnded(ctx context.Context, q Querier, j *job.Job) ([]byte, error) {
+	if !j.Merge.Enabled {
+		return nil, nil
+	}
+	llm, err := s.llmRows(ctx, q, j.ID, llmColumnsLean)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.answerContents(ctx, q, j.ID, llm, jobmerge.InputBudget); err != nil {
+		return nil, err
+	}
+	merged, err := jobmerge.Answers(&job.Result{Job: j, LLM: llm}, s.logger.With("job_id", j.ID, "account_id", j.AccountID))
+	if err != nil {
+		return nil, fmt.Errorf("merge answers of %s: %w", j.ID, err)
+	}
+	return merged, nil
 }
 
 // failPendingRows ends the PENDING OCR and model rows of job j as FAILED.

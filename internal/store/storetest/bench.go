@@ -126,3 +126,68 @@ func BenchmarkResultRows(b *testing.B, open func(b *testing.B) store.Store) {
 		})
 	}
 }
+
+// BenchmarkCancelMergeJob measures a cancel of a job of one file whose
+// first half of model rows is answered (JSON answers of answerKiB KiB) and
+// the rest pending: without merge, and with merge on, where the cancel's
+// transaction merges the answers (and holds the job row, and SQLite's one
+// writer, while it does). The largest case is at the merge's input limit
+// (64 MiB of answers). Each iteration builds its job with the timer stopped.
+func BenchmarkCancelMergeJob(b *testing.B, open func(b *testing.B) store.Store) {
+	for _, bc := range []struct {
+		name             string
+		merge            bool
+		chunks, answerKB int
+	}{
+		{"no merge, 100 of 200 answered, 4 KiB each", false, 200, 4},
+		{"merge, 100 of 200 answered, 4 KiB each", true, 200, 4},
+		{"no merge, 1024 of 2048 answered, 64 KiB each", false, 2048, 64},
+		{"merge, 1024 of 2048 answered, 64 KiB each", true, 2048, 64},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := open(b)
+			defer s.Close()
+			c := b.Context()
+			answer := func(i int) string {
+				var sb strings.Builder
+				fmt.Fprintf(&sb, `{"chunk":%d,"items":[`, i)
+				for n := 0; sb.Len() < bc.answerKB<<10-64; n++ {
+					if n > 0 {
+						sb.WriteByte(',')
+					}
+					fmt.Fprintf(&sb, `{"id":"%d-%d","name":"item %d of chunk %d","qty":%d}`, i, n, n, i, n%7)
+				}
+				sb.WriteString("]}")
+				return sb.String()
+			}
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				j := newJob("acct", 1)
+				j.Prompts = []string{"p"}
+				j.Merge = job.Merge{Enabled: bc.merge, Scope: "MERGE_SCOPE_FILE"}
+				if _, _, err := s.CreateJob(c, store.CreateJobParams{Job: j}); err != nil {
+					b.Fatal(err)
+				}
+				ocr := job.OCRRow{JobID: j.ID, File: j.SourceURLs[0], Status: job.RowDone, Content: "text", OutputFormat: job.FormatPlain}
+				rows := make([]job.LLMRow, bc.chunks)
+				for k := range rows {
+					rows[k] = job.LLMRow{JobID: j.ID, File: ocr.File, ChunkIndex: k, ChunkTotal: bc.chunks, Status: job.RowPending, Input: "chunk"}
+				}
+				if _, err := s.FinishOCR(c, store.OCRDone{Row: ocr, LLM: rows}); err != nil {
+					b.Fatal(err)
+				}
+				for k := range bc.chunks / 2 {
+					r := rows[k]
+					r.Status, r.Content = job.RowDone, answer(k)
+					if _, err := s.FinishLLM(c, store.LLMDone{Row: r}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				if _, err := s.CancelJob(c, j.AccountID, j.ID); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ListJobsPagesAreStableUnderConcurrentCreates", testListJobsConcurrentCreates},
 		{"ListJobsBoundsAPageInBytes", testListJobsBoundedInBytes},
 		{"CancelJobEndsPendingWork", testCancelJob},
+		{"AJobEndedEarlyKeepsItsMergedAnswers", testAJobEndedEarlyKeepsItsMergedAnswers},
 		{"AFileNeverStoredNamesItsSourceURL", testAFileNeverStoredNamesItsSourceURL},
 		{"DeleteJobRemovesEverythingAndReturnsBlobKeys", testDeleteJob},
 		{"DeleteJobRecordsItsFilesForRemovalUntilDone", testDeleteJobRecordsFileRemoval},
