@@ -15,6 +15,7 @@ import (
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/outbound"
 	"github.com/docjobs/docjobs/internal/schema"
 	"github.com/docjobs/docjobs/internal/webhook"
 )
@@ -504,10 +505,8 @@ func checkURL(raw string, allowPrivate bool) string {
 	// url.Parse takes any digits as a port; one no dial can reach would
 	// only fail the file (or retry the webhook for a day) after the create
 	// said yes. An empty port ("host:") is the scheme's default.
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "must have a port from 1 to 65535"
-		}
+	if !outbound.PortInRange(u.Port()) {
+		return "must have a port from 1 to 65535"
 	}
 	// URLs are stored, echoed and logged as given, so a password in one
 	// would be a secret kept and returned in clear.

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -183,12 +184,21 @@ func CheckURL(raw string) error {
 	if u.User != nil {
 		return errors.New("must not contain user credentials")
 	}
-	if p := u.Port(); p != "" {
-		if _, err := netip.ParseAddrPort("0.0.0.0:" + p); err != nil {
-			return errors.New("has an invalid port")
-		}
+	if !PortInRange(u.Port()) {
+		return errors.New("has an invalid port")
 	}
 	return nil
+}
+
+// PortInRange reports whether p, a URL's port as url.URL.Port gives it, is
+// one a dial can reach: 1–65535, or empty for the scheme's default.
+// url.Parse takes any digits as a port, and port 0 dials nowhere.
+func PortInRange(p string) bool {
+	if p == "" {
+		return true
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // Redact returns u as text without user credentials, for messages and logs.

@@ -265,6 +265,10 @@ func TestCheckURL(t *testing.T) {
 		{"https://user:pass@example.com/", "must not contain user credentials"},
 		{"https://token@example.com/", "must not contain user credentials"},
 		{"http://example.com:99999/", "invalid port"},
+		{"http://example.com:0/", "invalid port"},
+		{"http://example.com:65536/", "invalid port"},
+		{"http://example.com:65535/", ""},
+		{"http://example.com:/", ""},
 		{"http://exa mple.com/", "is not a valid URL"},
 	}
 	for _, tt := range tests {

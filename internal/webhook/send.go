@@ -129,10 +129,8 @@ func (s *Sender) Send(ctx context.Context, endpoint, id string, body []byte, sec
 	// url.Parse takes any digits as a port. Create refuses one outside
 	// 1–65535, but a job stored before it did may hold one: no attempt can
 	// reach it, and retrying would keep the delivery pending for a day.
-	if p := req.URL.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return Attempt{Gone: true, Err: "cannot send: webhookUrl has an invalid port"}
-		}
+	if !outbound.PortInRange(req.URL.Port()) {
+		return Attempt{Gone: true, Err: "cannot send: webhookUrl has an invalid port"}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", s.userAgent)
