@@ -33,8 +33,8 @@ func split(t testing.TB, text, format string, budget int) []Chunk {
 }
 
 // raceOr is full, or short under the race detector. Its callers run in one
-// goroutine, where the detector finds nothing and makes each step ten to
-// fifty times slower (make test runs every package under -race); short
+// goroutine, where the detector finds nothing and makes each step seven to
+// twenty times slower (make test runs every package under -race); short
 // keeps every case and assertion of the test, with less input or fewer
 // steps, and go test without -race runs the full ones.
 func raceOr[T any](full, short T) T {
