@@ -32,6 +32,18 @@ func split(t testing.TB, text, format string, budget int) []Chunk {
 	return splitWith(t, "", text, format, budget)
 }
 
+// raceOr is full, or short under the race detector. Its callers run in one
+// goroutine, where the detector finds nothing and makes each step seven to
+// twenty times slower (make test runs every package under -race); short
+// keeps every case and assertion of the test, with less input or fewer
+// steps, and go test without -race runs the full ones.
+func raceOr[T any](full, short T) T {
+	if raceEnabled {
+		return short
+	}
+	return full
+}
+
 // splitWith is split counting for model ("": gpt-4o, o200k_base).
 func splitWith(t testing.TB, model, text, format string, budget int) []Chunk {
 	t.Helper()
@@ -902,14 +914,16 @@ func TestSplitAtMostStopsCountingOnceTheLimitIsCertain(t *testing.T) {
 	c := counter(t)
 	for _, format := range []string{FormatMarkdown, FormatPlain, FormatHTML, FormatXML} {
 		t.Run(format, func(t *testing.T) {
+			// Hundreds of times the limit's 1500 tokens, a tenth as many
+			// under -race: tens of times still.
 			var text string
 			switch format {
 			case FormatMarkdown, FormatPlain:
-				text = markdownDocument(2 << 20)
+				text = markdownDocument(raceOr(2<<20, 256<<10))
 			case FormatHTML:
-				text = "<html><body>" + strings.Repeat("<p>"+strings.Repeat("word ", 60)+"</p>\n", 20000) + "</body></html>"
+				text = "<html><body>" + strings.Repeat("<p>"+strings.Repeat("word ", 60)+"</p>\n", raceOr(20000, 2000)) + "</body></html>"
 			case FormatXML:
-				text = "<doc>" + strings.Repeat("<rec>"+strings.Repeat("word ", 60)+"</rec>\n", 20000) + "</doc>"
+				text = "<doc>" + strings.Repeat("<rec>"+strings.Repeat("word ", 60)+"</rec>\n", raceOr(20000, 2000)) + "</doc>"
 			}
 			_, err := SplitAtMost(text, format, 500, 3, c)
 			tooMany := (*TooManyChunksError)(nil)

@@ -22,7 +22,8 @@ func TestUnitListEditsAsASliceDoes(t *testing.T) {
 		}
 		return us
 	}
-	for step := range 3000 {
+	// A thousand steps under -race still make each edit hundreds of times.
+	for step := range raceOr(3000, 1000) {
 		switch op := rng.IntN(10); {
 		case op < 5 || len(want) == 0: // push a run
 			for _, u := range fresh(1 + rng.IntN(3*unitPage/2)) {
