@@ -238,7 +238,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleAPI {
 		serveErr = serveAPI(ctx, ln, cfg, log, st, bucket, sealer, keys, registry, newID)
 	} else {
-		serveErr = serveHealth(ctx, ln, log, readiness(st, bucket, fetch.BucketDir(cfg.StorageURL)), registry)
+		serveErr = serveHealth(ctx, ln, log, readiness(st, bucket, fetch.RootDir(cfg.StorageURL)), registry)
 	}
 	// A process that lost its node id or its storage exits with the
 	// reason, so that a supervisor restarts it.
@@ -394,7 +394,7 @@ func serveAPI(ctx context.Context, ln net.Listener, cfg config.Config, log *slog
 	}
 	registry.MustRegister(jobsCollector(st, log))
 	srv, err := server.New(serverConfig(cfg), server.Deps{
-		Service: svc, Files: svc, Results: svc, Auth: auth.NewAuthenticator(keys), Ready: readiness(st, bucket, fetch.BucketDir(cfg.StorageURL)), Registry: registry, Logger: log,
+		Service: svc, Files: svc, Results: svc, Auth: auth.NewAuthenticator(keys), Ready: readiness(st, bucket, fetch.RootDir(cfg.StorageURL)), Registry: registry, Logger: log,
 		Progress: st,
 	})
 	if err != nil {
