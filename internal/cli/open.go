@@ -66,7 +66,7 @@ func openBucket(ctx context.Context, cfg config.Config) (*blob.Bucket, error) {
 	// download ("get credentials" in the log).
 	cctx, cancel := context.WithTimeout(ctx, bucketCheckTimeout)
 	defer cancel()
-	if err := bucketReachable(cctx, b, fetch.BucketDir(cfg.StorageURL)); err != nil {
+	if err := bucketReachable(cctx, b, fetch.RootDir(cfg.StorageURL)); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("%s: %s: %w", cfg.StorageVar(), cfg.Storage(), err)
 	}

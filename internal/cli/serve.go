@@ -238,7 +238,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	if cfg.Role == config.RoleAll || cfg.Role == config.RoleAPI {
 		serveErr = serveAPI(ctx, ln, cfg, log, st, bucket, sealer, keys, registry, newID)
 	} else {
-		serveErr = serveHealth(ctx, ln, log, readiness(st, bucket, fetch.BucketDir(cfg.StorageURL)), registry)
+		serveErr = serveHealth(ctx, ln, log, readiness(st, bucket, fetch.RootDir(cfg.StorageURL)), registry)
 	}
 	// A process that lost its node id or its storage exits with the
 	// reason, so that a supervisor restarts it.
@@ -259,7 +259,9 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 // different DOCJOBS_DATABASE_URLs) would delete each other's. A claim that
 // cannot be made stops the start too: the bucket answered a moment before
 // (openBucket), and a process serving without owning its storage would
-// have nothing to tell it that another database took it. The guard it
+// have nothing to tell it that another database took it. A database owns
+// one storage: a process given another storage than the rest of its
+// deployment is refused as well. The guard it
 // returns ends the process once another database owns the storage.
 func claimStorage(ctx context.Context, st worker.OwnerKeys, bucket *blob.Bucket, log *slog.Logger, every time.Duration,
 	lost func(error),
@@ -268,6 +270,10 @@ func claimStorage(ctx context.Context, st worker.OwnerKeys, bucket *blob.Bucket,
 	if errors.Is(err, worker.ErrStorageOwned) {
 		return nil, fmt.Errorf("DOCJOBS_STORAGE_URL: %w; give each deployment (each database) storage of its own, or, once no other deployment writes to it, delete %s from the storage if this database is to own it (a deployment still writing there would lose its uploads)",
 			err, worker.StorageOwnerKey)
+	}
+	if errors.Is(err, worker.ErrOwnsAnotherStorage) {
+		return nil, fmt.Errorf("DOCJOBS_STORAGE_URL: %w; every process of a deployment needs the same DOCJOBS_STORAGE_URL; to move a deployment to a new storage, copy %s with its files (and if this is the deployment's storage and %s was deleted, write this database's id back into it)",
+			err, worker.StorageOwnerKey, worker.StorageOwnerKey)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("DOCJOBS_STORAGE_URL: the storage's owner could not be checked: %w", err)
@@ -388,7 +394,7 @@ func serveAPI(ctx context.Context, ln net.Listener, cfg config.Config, log *slog
 	}
 	registry.MustRegister(jobsCollector(st, log))
 	srv, err := server.New(serverConfig(cfg), server.Deps{
-		Service: svc, Files: svc, Results: svc, Auth: auth.NewAuthenticator(keys), Ready: readiness(st, bucket, fetch.BucketDir(cfg.StorageURL)), Registry: registry, Logger: log,
+		Service: svc, Files: svc, Results: svc, Auth: auth.NewAuthenticator(keys), Ready: readiness(st, bucket, fetch.RootDir(cfg.StorageURL)), Registry: registry, Logger: log,
 		Progress: st,
 	})
 	if err != nil {

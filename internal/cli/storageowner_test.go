@@ -46,6 +46,42 @@ func TestAStorageServesOneDatabase(t *testing.T) {
 	}
 }
 
+// The prefixes of one bucket (a directory here) are storages of their
+// own: two databases share it under a prefix each, the folder of which
+// need not exist before the first start. A process given another prefix
+// than the rest of its deployment (a typo) is refused, saying that every
+// process needs the same URL and how a deployment moves, and claims
+// nothing; the deployment's own still starts.
+func TestADatabaseServesOnePrefixOfASharedStorage(t *testing.T) {
+	dir := t.TempDir()
+	env := func(db, prefix string) map[string]string {
+		return map[string]string{"DOCJOBS_DATA_DIR": filepath.Join(dir, db), "DOCJOBS_STORAGE_URL": fileStorage(dir) + "&prefix=" + prefix,
+			"DOCJOBS_DATABASE_URL": "sqlite://" + filepath.Join(dir, db+".db")}
+	}
+	for _, start := range []struct{ db, prefix string }{{"a", "dep-a/"}, {"b", "dep-b/"}} {
+		if code, stderr := serveFor(t, env(start.db, start.prefix), nil); code != ExitOK {
+			t.Fatalf("database %s on %s: exit %d\n%s", start.db, start.prefix, code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "files", start.prefix, "docjobs-storage-owner")); err != nil {
+			t.Errorf("%s names no owner: %v", start.prefix, err)
+		}
+	}
+	code, stderr := serveFor(t, env("a", "dep-a-typo/"), nil)
+	for _, want := range []string{"docjobs: DOCJOBS_STORAGE_URL: this database already owns another storage",
+		"every process of a deployment needs the same DOCJOBS_STORAGE_URL",
+		"to move a deployment to a new storage, copy docjobs-storage-owner with its files"} {
+		if code != ExitError || !strings.Contains(stderr, want) {
+			t.Errorf("database a on another prefix: exit %d, want %d and %q:\n%s", code, ExitError, want, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "files", "dep-a-typo", "docjobs-storage-owner")); !os.IsNotExist(err) {
+		t.Errorf("the other prefix's marker: %v, want none", err)
+	}
+	if code, stderr := serveFor(t, env("a", "dep-a/"), nil); code != ExitOK {
+		t.Errorf("database a on its own prefix again: exit %d\n%s", code, stderr)
+	}
+}
+
 // A start that cannot tell whether its database owns the storage does not
 // serve: a process not owning its storage would never learn that another
 // database claimed it, and the bucket answered the start a moment before.

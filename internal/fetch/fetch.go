@@ -785,12 +785,57 @@ func RemoveDeletedJob(ctx context.Context, bucket *blob.Bucket, dir string, remo
 	return nil
 }
 
-// BucketDir returns the directory a file:// storage URL names, "" for any
-// other storage.
+// BucketDir returns the directory a file:// storage URL stores its keys
+// under, "" for any other storage: the URL's directory, and in it the
+// folder its prefix= names (prefix=dep-f/ stores uploads/… in
+// <dir>/dep-f/uploads/…). The folder removals it is given to
+// (RemoveJobFiles, RemoveUploadFolder, the removal sweep) act only under
+// it, never on another deployment's folders outside the prefix. A prefix
+// that names no folder of its own is "" too, and those removals do not
+// happen (the empty folders stay, as on S3, where there are none): one
+// without a trailing "/" (prefix=x stores xuploads/…), and one whose
+// folder fileblob would not name as written (an empty, "." or ".."
+// segment, a control character, an escape-like "__0x").
 func BucketDir(storageURL string) string {
-	u, err := url.Parse(storageURL)
-	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
+	u, ok := fileURL(storageURL)
+	if !ok {
+		return ""
+	}
+	dir := filepath.FromSlash(u.Path)
+	prefix := u.Query().Get("prefix")
+	if prefix == "" {
+		return dir
+	}
+	folder, ok := strings.CutSuffix(prefix, "/")
+	if !ok {
+		return ""
+	}
+	for part := range strings.SplitSeq(folder, "/") {
+		if part == "" || part == "." || part == ".." || strings.Contains(part, "__0x") ||
+			strings.ContainsFunc(part, func(r rune) bool { return r < 32 }) {
+			return ""
+		}
+	}
+	return filepath.Join(dir, filepath.FromSlash(folder))
+}
+
+// RootDir returns the directory a file:// storage URL names, whatever its
+// prefix=, "" for any other storage: the one that must exist for the
+// storage to be usable (fileblob makes the folders under it, the
+// prefix's with the first key written).
+func RootDir(storageURL string) string {
+	u, ok := fileURL(storageURL)
+	if !ok {
 		return ""
 	}
 	return filepath.FromSlash(u.Path)
+}
+
+// fileURL parses a file:// storage URL of this host.
+func fileURL(storageURL string) (*url.URL, bool) {
+	u, err := url.Parse(storageURL)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
+		return nil, false
+	}
+	return u, true
 }

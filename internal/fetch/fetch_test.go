@@ -971,16 +971,107 @@ func TestRemoveUploadFolderRemovesOnlyAnEmptyAccountFolder(t *testing.T) {
 	}
 }
 
+// BucketDir is where a file:// storage keeps its keys, the folder of its
+// prefix= included; RootDir the directory the URL names.
 func TestBucketDir(t *testing.T) {
-	for url, want := range map[string]string{
-		"file:///srv/dj/files?create_dir=true&metadata=skip&no_tmp_dir=true": "/srv/dj/files",
-		"file://localhost/srv/files":                                         "/srv/files",
-		"s3://bucket?region=eu-west-1":                                       "",
-		"mem://":                                                             "",
-		"file://otherhost/srv/files":                                         "",
+	for _, tt := range []struct{ url, dir, root string }{
+		{"file:///srv/dj/files?create_dir=true&metadata=skip&no_tmp_dir=true", "/srv/dj/files", "/srv/dj/files"},
+		{"file://localhost/srv/files", "/srv/files", "/srv/files"},
+		{"s3://bucket?region=eu-west-1", "", ""},
+		{"s3://bucket?region=eu-west-1&prefix=dep-a/", "", ""},
+		{"mem://", "", ""},
+		{"file://otherhost/srv/files", "", ""},
+		{"file:///srv/files?no_tmp_dir=true&prefix=dep-f/", "/srv/files/dep-f", "/srv/files"},
+		{"file:///srv/files?prefix=a/b/", "/srv/files/a/b", "/srv/files"},
+		{"file:///srv/files?prefix=dep%20f/", "/srv/files/dep f", "/srv/files"},
+		// No folder of its own: prefix=x stores xuploads/…, xjobs/….
+		{"file:///srv/files?prefix=x", "", "/srv/files"},
+		{"file:///srv/files?prefix=a/b", "", "/srv/files"},
+		// Folders fileblob names otherwise, or not inside the directory.
+		{"file:///srv/files?prefix=../", "", "/srv/files"},
+		{"file:///srv/files?prefix=a/../../", "", "/srv/files"},
+		{"file:///srv/files?prefix=/abs/", "", "/srv/files"},
+		{"file:///srv/files?prefix=a//b/", "", "/srv/files"},
+		{"file:///srv/files?prefix=./", "", "/srv/files"},
+		{"file:///srv/files?prefix=a__0x2f__b/", "", "/srv/files"},
+		{"file:///srv/files?prefix=a%0Ab/", "", "/srv/files"},
 	} {
-		if got := BucketDir(url); got != want {
-			t.Errorf("BucketDir(%q) = %q, want %q", url, got, want)
+		if got := BucketDir(tt.url); got != tt.dir {
+			t.Errorf("BucketDir(%q) = %q, want %q", tt.url, got, tt.dir)
+		}
+		if got := RootDir(tt.url); got != tt.root {
+			t.Errorf("RootDir(%q) = %q, want %q", tt.url, got, tt.root)
+		}
+	}
+}
+
+// Where BucketDir says a prefixed file:// storage keeps a key is where
+// fileblob writes it.
+func TestBucketDirIsWhereAPrefixedStorageWritesItsKeys(t *testing.T) {
+	for name, prefix := range map[string]string{"one folder": "p/", "two folders": "a/b/", "a space": "dep%20f/", "an accent": "d%C3%A9p/"} {
+		t.Run(name, func(t *testing.T) {
+			url := "file://" + t.TempDir() + "?no_tmp_dir=true&prefix=" + prefix
+			bucket, err := blob.OpenBucket(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bucket.Close()
+			if err := bucket.WriteAll(context.Background(), "uploads/alice/u1", []byte("x"), nil); err != nil {
+				t.Fatal(err)
+			}
+			dir := BucketDir(url)
+			if dir == "" {
+				t.Fatalf("BucketDir(%q) = \"\"", url)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "uploads", "alice", "u1")); err != nil {
+				t.Errorf("the key is not under BucketDir %s: %v", dir, err)
+			}
+		})
+	}
+}
+
+// Under prefix=p/, a deleted upload and a deleted job leave no folder
+// under p/, and the folder removals never reach outside it: an empty
+// folder of a deployment without a prefix sharing the directory stays.
+func TestEmptyFoldersGoUnderAPrefix(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	url := "file://" + root + "?no_tmp_dir=true&metadata=skip&prefix=p/"
+	bucket, err := blob.OpenBucket(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	for _, key := range []string{"uploads/alice/u1", "jobs/j1/0-a"} {
+		if err := bucket.WriteAll(ctx, key, []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := []string{filepath.Join(root, "uploads", "alice"), filepath.Join(root, "jobs", "j1")}
+	for _, d := range outside {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	dir := BucketDir(url)
+	if err := bucket.Delete(ctx, "uploads/alice/u1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveUploadFolder(dir, "uploads/alice/u1"); err != nil {
+		t.Fatal(err)
+	}
+	if errs := RemoveJobFiles(ctx, bucket, dir, "j1", []string{"jobs/j1/0-a"}); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	for _, gone := range []string{"p/uploads/alice", "p/jobs/j1"} {
+		if _, err := os.Stat(filepath.Join(root, gone)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want the empty folder gone", gone, err)
+		}
+	}
+	for _, d := range outside {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s, outside the prefix: %v, want it kept", d, err)
 		}
 	}
 }

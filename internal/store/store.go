@@ -436,6 +436,9 @@ type Store interface {
 	// first when there is none: whichever process stores first, every
 	// process gets the same key.
 	ServiceKey(ctx context.Context, name string, sealed []byte) ([]byte, error)
+	// StoredServiceKey returns the key stored under name, without storing
+	// one; ErrNotFound when there is none.
+	StoredServiceKey(ctx context.Context, name string) ([]byte, error)
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
 	// JobFileKeyRecorded reports whether a file record of job jobID names
 	// the blob key; the files of a job that read one stored file share

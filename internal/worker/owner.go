@@ -12,6 +12,8 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/docjobs/docjobs/internal/store"
 )
 
 // StorageOwnerKey is the object, at the top of the storage, that names the
@@ -28,6 +30,21 @@ const StorageOwnerKey = "docjobs-storage-owner"
 // is a random name, not a secret: it is stored as is, and in the storage.
 const storageOwnerName = "storage_owner"
 
+// storageClaimedName is the service key a database stores once a
+// storage's marker names it, after the marker is written: from then on
+// the database owns a storage, and a storage with no marker is not its
+// to claim (ErrOwnsAnotherStorage). Its value is the owner id.
+const storageClaimedName = "storage_claimed"
+
+// ErrOwnsAnotherStorage is returned by ClaimStorage, and GuardStorage,
+// for a storage that names no owner when this database has claimed a
+// storage before: a process given another DOCJOBS_STORAGE_URL than the
+// rest of its deployment (a prefix typo, another bucket) would otherwise
+// claim a second storage, and its uploads, job copies and deletions go
+// where the others never look. Retention then drops records whose bytes
+// stay in the real storage, for ever.
+var ErrOwnsAnotherStorage = errors.New("this database already owns another storage")
+
 // ErrStorageOwned is returned by ClaimStorage for a storage that names
 // another database as its owner.
 var ErrStorageOwned = errors.New("the storage belongs to another docjobs database")
@@ -35,6 +52,7 @@ var ErrStorageOwned = errors.New("the storage belongs to another docjobs databas
 // OwnerKeys is the part of the store that keeps the service's own keys.
 type OwnerKeys interface {
 	ServiceKey(ctx context.Context, name string, sealed []byte) ([]byte, error)
+	StoredServiceKey(ctx context.Context, name string) ([]byte, error)
 }
 
 // ClaimStorage makes this database the storage's owner if it has none, and
@@ -42,14 +60,15 @@ type OwnerKeys interface {
 // upload only if it was written after that, so that what a storage held
 // before a database claimed it (another deployment's uploads, in a storage
 // shared before this check existed) is never taken for a crash's leftover.
-// A storage owned by another database is ErrStorageOwned: serve refuses to
-// start on it.
+// A storage owned by another database is ErrStorageOwned, and one with no
+// owner, when this database owns a storage already, ErrOwnsAnotherStorage:
+// serve refuses to start on either, and the sweep judges neither.
 func ClaimStorage(ctx context.Context, keys OwnerKeys, bucket *blob.Bucket) (time.Time, error) {
 	ours, err := ownerID(ctx, keys)
 	if err != nil {
 		return time.Time{}, err
 	}
-	return claim(ctx, bucket, ours)
+	return claim(ctx, keys, bucket, ours, false)
 }
 
 // ownerID is this database's owner id, made and stored at its first use.
@@ -64,9 +83,28 @@ func ownerID(ctx context.Context, keys OwnerKeys) ([]byte, error) {
 }
 
 // claim writes ours as the storage's owner if it names none, and returns
-// since when ours owns it, or ErrStorageOwned.
-func claim(ctx context.Context, bucket *blob.Bucket, ours []byte) (time.Time, error) {
+// since when ours owns it, or ErrStorageOwned. A storage naming no owner
+// is claimed only by a database that owns none yet, or, again, by a
+// process that checked at its start that the storage was its database's
+// (again: StorageGuard writing back a deleted marker); otherwise it is
+// ErrOwnsAnotherStorage.
+func claim(ctx context.Context, keys OwnerKeys, bucket *blob.Bucket, ours []byte, again bool) (time.Time, error) {
 	marker, err := bucket.ReadAll(ctx, StorageOwnerKey)
+	if gcerrors.Code(err) == gcerrors.NotFound && !again {
+		switch _, kerr := keys.StoredServiceKey(ctx, storageClaimedName); {
+		case kerr == nil:
+			// The database owns a storage: this one, if another of its
+			// processes, starting with this one on a new database, wrote
+			// the marker since the read above (the key is stored only
+			// once the marker is), else another.
+			marker, err = bucket.ReadAll(ctx, StorageOwnerKey)
+			if gcerrors.Code(err) == gcerrors.NotFound {
+				return time.Time{}, fmt.Errorf("%w (no %s here; this database's id is %s)", ErrOwnsAnotherStorage, StorageOwnerKey, ours)
+			}
+		case !errors.Is(kerr, store.ErrNotFound):
+			return time.Time{}, fmt.Errorf("storage owner: %w", kerr)
+		}
+	}
 	if gcerrors.Code(err) == gcerrors.NotFound {
 		// Written only if still absent: of two databases claiming a new
 		// storage at once, one wins and the other is refused.
@@ -81,6 +119,9 @@ func claim(ctx context.Context, bucket *blob.Bucket, ours []byte) (time.Time, er
 	}
 	if err := namesOwner(marker, ours); err != nil {
 		return time.Time{}, err
+	}
+	if _, err := keys.ServiceKey(ctx, storageClaimedName, ours); err != nil {
+		return time.Time{}, fmt.Errorf("storage owner: %w", err)
 	}
 	attrs, err := bucket.Attributes(ctx, StorageOwnerKey)
 	if err != nil {
@@ -129,8 +170,9 @@ type StorageGuard struct {
 
 // GuardStorage claims the storage for cfg.Keys' database (ClaimStorage)
 // and returns the guard that watches it stays so. A storage another
-// database owns is ErrStorageOwned; any other error means the claim could
-// not be made or checked.
+// database owns is ErrStorageOwned, one naming no owner when this
+// database owns another ErrOwnsAnotherStorage; any other error means the
+// claim could not be made or checked.
 func GuardStorage(ctx context.Context, cfg StorageGuardConfig) (*StorageGuard, error) {
 	if cfg.Every <= 0 {
 		cfg.Every = StorageCheckEvery
@@ -142,7 +184,7 @@ func GuardStorage(ctx context.Context, cfg StorageGuardConfig) (*StorageGuard, e
 	if err != nil {
 		return nil, err
 	}
-	if _, err := claim(ctx, cfg.Bucket, ours); err != nil {
+	if _, err := claim(ctx, cfg.Keys, cfg.Bucket, ours, false); err != nil {
 		return nil, err
 	}
 	return &StorageGuard{cfg: cfg, ours: ours}, nil
@@ -156,7 +198,7 @@ func GuardStorage(ctx context.Context, cfg StorageGuardConfig) (*StorageGuard, e
 func (g *StorageGuard) Check(ctx context.Context) error {
 	marker, err := g.cfg.Bucket.ReadAll(ctx, StorageOwnerKey)
 	if gcerrors.Code(err) == gcerrors.NotFound {
-		if _, err := claim(ctx, g.cfg.Bucket, g.ours); err != nil {
+		if _, err := claim(ctx, g.cfg.Keys, g.cfg.Bucket, g.ours, true); err != nil {
 			return err
 		}
 		g.cfg.Logger.Warn("the storage's owner marker was gone; this database claimed the storage again", "key", StorageOwnerKey)

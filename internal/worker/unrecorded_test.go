@@ -36,49 +36,47 @@ func newFileID() string { return uuid.Must(uuid.NewV7()).String() }
 // another layout (not an upload of this service's making) and keys
 // outside uploads/ stay, on file:// and S3.
 func TestTheSweepRemovesAnUploadACrashLeftUnrecorded(t *testing.T) {
-	forEachStore(t, func(t *testing.T, st store.Store) {
-		forEachBucket(t, func(t *testing.T, bucket *blob.Bucket, dir string) {
-			ctx := context.Background()
-			if _, err := ClaimStorage(ctx, st, bucket); err != nil {
-				t.Fatal(err)
-			}
-			orphan, lone, recorded := "uploads/acme/"+newFileID(), "uploads/bob/"+newFileID(), newFileID()
-			kept := []string{
-				"uploads/acme/" + recorded,
-				"uploads/acme/not-an-id",
-				"uploads/acme/" + newFileID() + "/x",
-				"uploads/acme/" + newFileID() + "-",
-				"uploads/" + newFileID(),
-				"elsewhere/" + newFileID(),
-				"jobs/job-1/0-" + newFileID(),
-			}
-			for _, k := range append([]string{orphan, lone}, kept...) {
-				putDocument(t, bucket, k)
-			}
-			if err := st.CreateUpload(ctx, job.File{ID: recorded, AccountID: "acme", Name: "a.txt", Size: 34,
-				Key: "uploads/acme/" + recorded, Created: time.Now()}, 0); err != nil {
-				t.Fatal(err)
-			}
-			all := append([]string{orphan, lone}, kept...)
-			slices.Sort(all)
+	forEachStoreAndBucket(t, func(t *testing.T, st store.Store, bucket *blob.Bucket, dir string) {
+		ctx := context.Background()
+		if _, err := ClaimStorage(ctx, st, bucket); err != nil {
+			t.Fatal(err)
+		}
+		orphan, lone, recorded := "uploads/acme/"+newFileID(), "uploads/bob/"+newFileID(), newFileID()
+		kept := []string{
+			"uploads/acme/" + recorded,
+			"uploads/acme/not-an-id",
+			"uploads/acme/" + newFileID() + "/x",
+			"uploads/acme/" + newFileID() + "-",
+			"uploads/" + newFileID(),
+			"elsewhere/" + newFileID(),
+			"jobs/job-1/0-" + newFileID(),
+		}
+		for _, k := range append([]string{orphan, lone}, kept...) {
+			putDocument(t, bucket, k)
+		}
+		if err := st.CreateUpload(ctx, job.File{ID: recorded, AccountID: "acme", Name: "a.txt", Size: 34,
+			Key: "uploads/acme/" + recorded, Created: time.Now()}, 0); err != nil {
+			t.Fatal(err)
+		}
+		all := append([]string{orphan, lone}, kept...)
+		slices.Sort(all)
 
-			sweepAt(t, st, bucket, dir, time.Now().Add(50*time.Minute))
-			if got := documentKeys(t, bucket); !slices.Equal(got, all) {
-				t.Errorf("after a sweep 50 minutes on: %q, want all kept %q", got, all)
-			}
+		sweepAt(t, st, bucket, dir, time.Now().Add(50*time.Minute))
+		if got := documentKeys(t, bucket); !slices.Equal(got, all) {
+			t.Errorf("after a sweep 50 minutes on: %q, want all kept %q", got, all)
+		}
 
-			sweepAt(t, st, bucket, dir, time.Now().Add(2*time.Hour))
-			want := slices.Clone(kept)
-			slices.Sort(want)
-			if got := documentKeys(t, bucket); !slices.Equal(got, want) {
-				t.Errorf("after a sweep 2 hours on: %q, want %q", got, want)
+		sweepAt(t, st, bucket, dir, time.Now().Add(2*time.Hour))
+		want := slices.Clone(kept)
+		slices.Sort(want)
+		if got := documentKeys(t, bucket); !slices.Equal(got, want) {
+			t.Errorf("after a sweep 2 hours on: %q, want %q", got, want)
+		}
+		if dir != "" {
+			if _, err := os.Stat(filepath.Join(dir, "uploads", "bob")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("bob's upload folder: %v, want it removed once empty", err)
 			}
-			if dir != "" {
-				if _, err := os.Stat(filepath.Join(dir, "uploads", "bob")); !errors.Is(err, os.ErrNotExist) {
-					t.Errorf("bob's upload folder: %v, want it removed once empty", err)
-				}
-			}
-		})
+		}
 	})
 }
 
@@ -169,50 +167,48 @@ func TestOneDatabaseClaimsAStorage(t *testing.T) {
 // folder. A job's files, a deleted job's whose removal is pending, younger
 // ones and keys not of a job's layout stay, on file:// and S3.
 func TestTheSweepRemovesTheFilesOfAJobNoRecordNames(t *testing.T) {
-	forEachStore(t, func(t *testing.T, st store.Store) {
-		forEachBucket(t, func(t *testing.T, bucket *blob.Bucket, dir string) {
-			ctx := context.Background()
-			if _, err := ClaimStorage(ctx, st, bucket); err != nil {
-				t.Fatal(err)
-			}
-			live, pending, unknown := newFileID(), newFileID(), newFileID()
-			createJob(t, st, live, "acme", "https://example.com/a.txt")
-			createJob(t, st, pending, "acme", "https://example.com/a.txt")
-			if _, err := st.DeleteJob(ctx, "acme", pending); err != nil {
-				t.Fatal(err)
-			}
-			orphans := []string{"jobs/" + unknown + "/0-" + newFileID(), "jobs/" + unknown + "/src-0123456789abcdef0123456789abcdef"}
-			kept := []string{
-				"jobs/" + live + "/0-" + newFileID(),
-				"jobs/" + pending + "/0-" + newFileID(),
-				"jobs/job-1/0-" + newFileID(),
-				"jobs/" + newFileID(),
-				"jobs/" + strings.ToUpper(newFileID()) + "/0-x",
-				"elsewhere/" + unknown + "/0-x",
-			}
-			for _, k := range append(slices.Clone(orphans), kept...) {
-				putDocument(t, bucket, k)
-			}
-			all := append(slices.Clone(orphans), kept...)
-			slices.Sort(all)
+	forEachStoreAndBucket(t, func(t *testing.T, st store.Store, bucket *blob.Bucket, dir string) {
+		ctx := context.Background()
+		if _, err := ClaimStorage(ctx, st, bucket); err != nil {
+			t.Fatal(err)
+		}
+		live, pending, unknown := newFileID(), newFileID(), newFileID()
+		createJob(t, st, live, "acme", "https://example.com/a.txt")
+		createJob(t, st, pending, "acme", "https://example.com/a.txt")
+		if _, err := st.DeleteJob(ctx, "acme", pending); err != nil {
+			t.Fatal(err)
+		}
+		orphans := []string{"jobs/" + unknown + "/0-" + newFileID(), "jobs/" + unknown + "/src-0123456789abcdef0123456789abcdef"}
+		kept := []string{
+			"jobs/" + live + "/0-" + newFileID(),
+			"jobs/" + pending + "/0-" + newFileID(),
+			"jobs/job-1/0-" + newFileID(),
+			"jobs/" + newFileID(),
+			"jobs/" + strings.ToUpper(newFileID()) + "/0-x",
+			"elsewhere/" + unknown + "/0-x",
+		}
+		for _, k := range append(slices.Clone(orphans), kept...) {
+			putDocument(t, bucket, k)
+		}
+		all := append(slices.Clone(orphans), kept...)
+		slices.Sort(all)
 
-			sweepAt(t, st, bucket, dir, time.Now().Add(50*time.Minute))
-			if got := documentKeys(t, bucket); !slices.Equal(got, all) {
-				t.Errorf("after a sweep 50 minutes on: %q, want all kept %q", got, all)
-			}
+		sweepAt(t, st, bucket, dir, time.Now().Add(50*time.Minute))
+		if got := documentKeys(t, bucket); !slices.Equal(got, all) {
+			t.Errorf("after a sweep 50 minutes on: %q, want all kept %q", got, all)
+		}
 
-			sweepAt(t, st, bucket, dir, time.Now().Add(2*time.Hour))
-			want := slices.Clone(kept)
-			slices.Sort(want)
-			if got := documentKeys(t, bucket); !slices.Equal(got, want) {
-				t.Errorf("after a sweep 2 hours on: %q, want %q", got, want)
+		sweepAt(t, st, bucket, dir, time.Now().Add(2*time.Hour))
+		want := slices.Clone(kept)
+		slices.Sort(want)
+		if got := documentKeys(t, bucket); !slices.Equal(got, want) {
+			t.Errorf("after a sweep 2 hours on: %q, want %q", got, want)
+		}
+		if dir != "" {
+			if _, err := os.Stat(filepath.Join(dir, "jobs", unknown)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the unknown job's folder: %v, want it removed once empty", err)
 			}
-			if dir != "" {
-				if _, err := os.Stat(filepath.Join(dir, "jobs", unknown)); !errors.Is(err, os.ErrNotExist) {
-					t.Errorf("the unknown job's folder: %v, want it removed once empty", err)
-				}
-			}
-		})
+		}
 	})
 }
 

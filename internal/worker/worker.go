@@ -63,6 +63,7 @@ type Store interface {
 	RecordedFileIDs(ctx context.Context, ids []string) (map[string]bool, error)
 	KnownJobIDs(ctx context.Context, ids []string) (map[string]bool, error)
 	ServiceKey(ctx context.Context, name string, sealed []byte) ([]byte, error)
+	StoredServiceKey(ctx context.Context, name string) ([]byte, error)
 	DeleteUpload(ctx context.Context, accountID, id string) error
 	PageCache
 }

@@ -3,9 +3,12 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/docjobs/docjobs/internal/store"
 )
 
 // testServiceKey: whichever process stores a service key first, every
@@ -41,5 +44,24 @@ func testServiceKey(t *testing.T, s Store) {
 	}
 	if got, err := s.ServiceKey(ctx, "alpha", []byte("third")); err != nil || !bytes.Equal(got, []byte("first")) {
 		t.Errorf("after keys of other names, alpha is %q, %v; want the first key", got, err)
+	}
+}
+
+// testStoredServiceKey: a look-up tells a key stored from none, and stores
+// nothing (the storage owner's claim asks whether this database claimed a
+// storage before, without claiming one).
+func testStoredServiceKey(t *testing.T, s Store) {
+	ctx := context.Background()
+	if got, err := s.StoredServiceKey(ctx, "gamma"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("look-up of a key never stored = %q, %v; want ErrNotFound", got, err)
+	}
+	if got, err := s.StoredServiceKey(ctx, "gamma"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second look-up = %q, %v; want ErrNotFound still (a look-up stores nothing)", got, err)
+	}
+	if _, err := s.ServiceKey(ctx, "gamma", []byte("stored")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.StoredServiceKey(ctx, "gamma"); err != nil || !bytes.Equal(got, []byte("stored")) {
+		t.Errorf("look-up of a stored key = %q, %v; want %q", got, err, "stored")
 	}
 }

@@ -77,6 +77,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentDeletesOfOneKeyHaveOneWinner", testConcurrentDeletesOfOneKey},
 		{"AccountExistsOnceItHasAKeyAModeAJobOrAnUpload", testAccountExists},
 		{"ServiceKeyKeepsTheFirstKeyStored", testServiceKey},
+		{"StoredServiceKeyLooksWithoutStoring", testStoredServiceKey},
 		{"AccountExtractionModeDefaultsToHybrid", testExtractionMode},
 		{"JobCountsByStatusCountsEveryStatus", testJobCounts},
 		{"FinishOCRRecordsTheRowAndWhatFollows", testFinishOCR},
