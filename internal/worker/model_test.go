@@ -460,7 +460,7 @@ func TestConsensusTokensCountTruncatedRuns(t *testing.T) {
 	}
 }
 
-func openStore(t *testing.T) *sqlite.Store {
+func openStore(t testing.TB) *sqlite.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: migratedSQLitePath(t)})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,6 +77,48 @@ func TestTheSweepRemovesAnUploadACrashLeftUnrecorded(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "uploads", "bob")); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("bob's upload folder: %v, want it removed once empty", err)
 			}
+		}
+	})
+}
+
+// The sweep reads accounts first and lists each one's uploads, looking
+// ids up a batch at a time across accounts: orphans in any account, past
+// the first batch, and in the folder of an account whose name is escaped
+// in its key (api.StoreUpload) are removed, recorded uploads of every
+// account stay, on file:// and S3.
+func TestTheSweepFindsUnrecordedUploadsInEveryAccount(t *testing.T) {
+	forEachBucket(t, func(t *testing.T, bucket *blob.Bucket, dir string) {
+		ctx := context.Background()
+		st := openStore(t)
+		if _, err := ClaimStorage(ctx, st, bucket); err != nil {
+			t.Fatal(err)
+		}
+		var kept, orphans []string
+		accounts := []string{"acme", "bob", url.PathEscape("carol smith"), "dave"}
+		for i := range unrecordedBatch + 200 {
+			acct := accounts[i%len(accounts)]
+			id := newFileID()
+			key := "uploads/" + acct + "/" + id
+			putDocument(t, bucket, key)
+			if i%97 == 0 {
+				orphans = append(orphans, key)
+				continue
+			}
+			kept = append(kept, key)
+			name, err := url.PathUnescape(acct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.CreateUpload(ctx, job.File{ID: id, AccountID: name, Name: "a.txt", Size: 34,
+				Key: key, Created: time.Now()}, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sweepAt(t, st, bucket, dir, time.Now().Add(2*time.Hour))
+		slices.Sort(kept)
+		if got := documentKeys(t, bucket); !slices.Equal(got, kept) {
+			t.Errorf("after the sweep %d keys, want the %d recorded kept and the %d orphans %q removed",
+				len(got), len(kept), len(orphans), orphans)
 		}
 	})
 }
