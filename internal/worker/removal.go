@@ -223,30 +223,9 @@ func (w *removalWorker) sweepUploads(ctx context.Context, cutoff, since time.Tim
 			}
 		}
 	}
-	if staged {
-		err := readFolders(filepath.Join(w.cfg.StorageDir, "uploads"), account)
-		flush()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("read the uploads folder: %w", err))
-		}
-		return errors.Join(errs...)
-	}
-	it := w.deps.Bucket.List(&blob.ListOptions{Prefix: "uploads/", Delimiter: "/"})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			flush()
-			return errors.Join(append(errs, fmt.Errorf("list uploads: %w", err))...)
-		}
-		if obj.IsDir {
-			account(strings.TrimSuffix(strings.TrimPrefix(obj.Key, "uploads/"), "/"))
-		}
-	}
+	err := w.eachFolder(ctx, "uploads", account)
 	flush()
-	return errors.Join(errs...)
+	return errors.Join(append(errs, err)...)
 }
 
 // removeStaged removes a staged write a crash cut off, and the account's
@@ -324,30 +303,35 @@ func (w *removalWorker) sweepJobs(ctx context.Context, cutoff, since time.Time) 
 			}
 		}
 	}
+	err := w.eachFolder(ctx, "jobs", add)
+	flush()
+	return errors.Join(append(errs, err)...)
+}
+
+// eachFolder calls add with the name of every folder in the storage's
+// top-level folder top ("uploads", "jobs"): on file:// read from the
+// directory, since fileblob walks the whole tree again for every page of a
+// listing; elsewhere listed by "/", one entry per folder.
+func (w *removalWorker) eachFolder(ctx context.Context, top string, add func(name string)) error {
 	if w.cfg.StorageDir != "" {
-		err := readFolders(filepath.Join(w.cfg.StorageDir, "jobs"), add)
-		flush()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("read the jobs folder: %w", err))
+		if err := readFolders(filepath.Join(w.cfg.StorageDir, top), add); err != nil {
+			return fmt.Errorf("read the %s folder: %w", top, err)
 		}
-		return errors.Join(errs...)
+		return nil
 	}
-	it := w.deps.Bucket.List(&blob.ListOptions{Prefix: "jobs/", Delimiter: "/"})
+	it := w.deps.Bucket.List(&blob.ListOptions{Prefix: top + "/", Delimiter: "/"})
 	for {
 		obj, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			flush()
-			return errors.Join(append(errs, fmt.Errorf("list jobs: %w", err))...)
+			return fmt.Errorf("list %s: %w", top, err)
 		}
 		if obj.IsDir {
-			add(strings.TrimSuffix(strings.TrimPrefix(obj.Key, "jobs/"), "/"))
+			add(strings.TrimSuffix(strings.TrimPrefix(obj.Key, top+"/"), "/"))
 		}
 	}
-	flush()
-	return errors.Join(errs...)
 }
 
 // readFolders calls add with the name of every folder in dir, read a
