@@ -109,11 +109,19 @@ func startLoggingPipeline(t *testing.T, st store.Store, cfg Config, chats Chats,
 		t.Fatal(err)
 	}
 	cfg.JobCheck = 20 * time.Millisecond
-	workers := river.NewWorkers()
-	queues, err := Register(workers, cfg, Deps{
+	workUntilTheTestEnds(t, st, cfg, Deps{
 		Store: st, Fetcher: fetcher, Convert: convert.New(convert.Config{}).Convert, Webhooks: sender,
 		Bucket: bucket, Chats: chats, Chunker: chunker, Observer: obs, Logger: log,
 	})
+	return bucket
+}
+
+// workUntilTheTestEnds registers the pipeline's workers of cfg and deps and
+// runs them under River over st until the test ends.
+func workUntilTheTestEnds(t *testing.T, st store.Store, cfg Config, deps Deps) {
+	t.Helper()
+	workers := river.NewWorkers()
+	queues, err := Register(workers, cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +137,6 @@ func startLoggingPipeline(t *testing.T, st store.Store, cfg Config, chats Chats,
 			t.Errorf("stop workers: %v", err)
 		}
 	})
-	return bucket
 }
 
 // createJob stores a job of sources without prompts, its files queued.

@@ -239,25 +239,9 @@ func startLimitedProcess(t *testing.T, st store.Store, vendorURL string) {
 	}
 	providers := slots.New(slots.Config{BaseURLs: map[int]string{2: vendorURL + "/v1", 8: vendorURL + "/v1"},
 		RetryBaseDelay: time.Millisecond})
-	workers := river.NewWorkers()
-	queues, err := Register(workers, Config{JobCheck: 20 * time.Millisecond, RateLimitPatience: time.Nanosecond, snoozeFloor: 10 * time.Millisecond}, Deps{
+	workUntilTheTestEnds(t, st, Config{JobCheck: 20 * time.Millisecond, RateLimitPatience: time.Nanosecond, snoozeFloor: 10 * time.Millisecond}, Deps{
 		Store: st, Fetcher: fetcher, Convert: convert.New(convert.Config{}).Convert, Webhooks: sender, Bucket: bucket,
 		Providers: providers, Chats: providers, Secrets: plainOpener{}, Chunker: wordChunker{n: 1000},
 		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop, err := st.Work(t.Context(), store.WorkConfig{Workers: workers, Queues: queues,
-		RescueStuckJobsAfter: time.Hour, FetchPollInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := stop(ctx); err != nil {
-			t.Errorf("stop workers: %v", err)
-		}
 	})
 }
