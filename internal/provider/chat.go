@@ -90,10 +90,21 @@ type retryingChat struct {
 
 // Complete returns the last call's answer with its error when every call
 // failed: what a failed call left (FailedAnswer) is the row's record of it.
+// Its usage is every call's, though: a try that was answered 2xx and
+// retried (an empty answer, one without choices, Gemini's OTHER) was
+// billed as the last one was, and a row that showed only the last call's
+// tokens hid the others (two calls for an answer after an empty one
+// counted as one). Calls that were not answered report no usage, so the
+// sum is what the vendor billed for the row's question.
 func (r retryingChat) Complete(ctx context.Context, req ChatRequest) (ChatAnswer, error) {
-	return Retry(ctx, r.policy, func(ctx context.Context) (ChatAnswer, error) {
-		return r.next.Complete(ctx, req)
+	var in, out int64
+	a, err := Retry(ctx, r.policy, func(ctx context.Context) (ChatAnswer, error) {
+		a, err := r.next.Complete(ctx, req)
+		in, out = AddTokens(in, a.InputTokens), AddTokens(out, a.OutputTokens)
+		return a, err
 	})
+	a.InputTokens, a.OutputTokens = in, out
+	return a, err
 }
 
 type accountKey struct{}

@@ -22,7 +22,8 @@ type RetryPolicy struct {
 	// MaxDelay caps the exponential wait (default 30s).
 	MaxDelay time.Duration
 	// MaxRetryAfter caps how long a vendor's Retry-After is waited for
-	// (default 60s); a longer one is waited for this long.
+	// (default 60s); a longer one is waited for this long, except a rate
+	// limit's, which ends the retries (see Retry).
 	MaxRetryAfter time.Duration
 	// OnRetry, when set, is told about each retry before its wait (for
 	// logs and metrics).
@@ -69,14 +70,24 @@ func (p RetryPolicy) Delay(retry int, err error) time.Duration {
 // Retry calls call until it succeeds, fails with an error that is not a
 // retryable *Error, MaxAttempts calls were made, or ctx ends. It does not
 // start a wait that would outlast ctx's deadline: the last error is
-// returned at once instead, so the caller can reschedule the work. The
-// value returned with an error is the last call's, which may say what the
-// failed call left (a chat call's request and answer).
+// returned at once instead, so the caller can reschedule the work. So is a
+// rate limit whose Retry-After is longer than MaxRetryAfter: the worker
+// snoozes the file for it. Such a wait was cut to MaxRetryAfter and the
+// vendor asked again: a 429 saying "in an hour" got three more calls a
+// minute apart, each refused, while the row held its place among the
+// process's calls. Other failures' long waits are still cut and retried:
+// the worker retries them by River's backoff, spending an attempt, which
+// would honour a server's Retry-After less. The value returned with an
+// error is the last call's, which may say what the failed call left (a
+// chat call's request and answer).
 func Retry[T any](ctx context.Context, p RetryPolicy, call func(context.Context) (T, error)) (T, error) {
 	p = p.withDefaults()
 	for attempt := 1; ; attempt++ {
 		v, err := call(ctx)
 		if err == nil || attempt >= p.MaxAttempts || !retryable(err) || ctx.Err() != nil {
+			return v, err
+		}
+		if pe := (*Error)(nil); errors.As(err, &pe) && pe.Category == CategoryRateLimit && pe.RetryAfter > p.MaxRetryAfter {
 			return v, err
 		}
 		wait := p.Delay(attempt, err)

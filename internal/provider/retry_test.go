@@ -78,6 +78,38 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 	}
 }
 
+// A rate limit asking for a longer wait than the process waits is not
+// asked again early: the error comes back at once with its Retry-After,
+// for the caller to snooze the work. It was asked again after
+// MaxRetryAfter, MaxAttempts times in all. Other failures' waits are cut
+// and retried as before (the worker would spend an attempt on them).
+func TestRetryLeavesARateLimitPastMaxRetryAfterToTheCaller(t *testing.T) {
+	cases := []struct {
+		name       string
+		category   provider.Category
+		retryAfter time.Duration
+		wantCalls  int
+	}{
+		{"a rate limit's Retry-After past MaxRetryAfter ends the retries", provider.CategoryRateLimit, time.Hour, 1},
+		{"a rate limit's Retry-After within MaxRetryAfter is waited for", provider.CategoryRateLimit, 20 * time.Millisecond, 2},
+		{"a server error's long Retry-After is cut and retried", provider.CategoryServer, time.Hour, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := &script{errs: []error{perr(c.category, c.retryAfter)}}
+			start := time.Now()
+			_, err := provider.Retry(t.Context(), provider.RetryPolicy{BaseDelay: time.Millisecond, MaxRetryAfter: 50 * time.Millisecond}, s.call)
+			if s.calls != c.wantCalls || time.Since(start) > time.Second {
+				t.Fatalf("calls %d after %v, err %v; want %d calls", s.calls, time.Since(start), err, c.wantCalls)
+			}
+			pe := (*provider.Error)(nil)
+			if c.wantCalls == 1 && (!errors.As(err, &pe) || pe.RetryAfter != c.retryAfter) {
+				t.Errorf("err %v; want the 429 with its Retry-After kept for the caller", err)
+			}
+		})
+	}
+}
+
 func TestRetryStopsWithTheContext(t *testing.T) {
 	t.Run("a cancelled context ends the wait", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())

@@ -96,7 +96,7 @@ func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j 
 	// attempt, and the wait is bounded (ratelimit.go).
 	if pe := rateLimitedErr(errs); pe != nil {
 		log.Warn("model: provider rate limited, snoozing", "retry_after", pe.RetryAfter, "snoozes", waited.Snoozes)
-		return waited.snooze(ctx, modelRateLimitKey, pe.RetryAfter, w.cfg.snoozeFloor, answered)
+		return waited.snooze(ctx, modelRateLimitKey, pe.RetryAfter, w.cfg.snoozeFloor, w.cfg.RateLimitPatience, answered)
 	}
 	if err := errors.Join(errs...); err != nil {
 		if answered {

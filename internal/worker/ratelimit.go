@@ -68,7 +68,16 @@ func (r rateLimitWait) over(now time.Time, patience time.Duration) bool {
 // a 429 that does not lift is asked a few dozen times, not hundreds. The
 // wait is kept in the job's metadata, from now when a call of the stage
 // was answered in this run.
-func (r rateLimitWait) snooze(ctx context.Context, key string, retryAfter, floor time.Duration, answered bool) error {
+//
+// No snooze outlasts the wait's patience (by more than the floor): the
+// run after it is the one that fails the rows still limited. A vendor's
+// Retry-After is honoured within that, not past it. It was honoured
+// whole, and ParseRetryAfter keeps up to 10⁶ s: a 429 asking for an hour
+// (a per-day or per-hour limit, which OpenAI-protocol servers word as
+// "try again in 1h2m") slept the file an hour, past the patience, and one
+// asking for days past the job's deadline, which then failed the row as a
+// timeout, the very outcome the patience is there to prevent.
+func (r rateLimitWait) snooze(ctx context.Context, key string, retryAfter, floor, patience time.Duration, answered bool) error {
 	if answered || r.Since.IsZero() {
 		r = rateLimitWait{Since: time.Now()}
 	}
@@ -82,7 +91,11 @@ func (r rateLimitWait) snooze(ctx context.Context, key string, retryAfter, floor
 	r.Snoozes++
 	// Outside River (tests) there is nowhere to keep it.
 	_ = river.MetadataSet(ctx, key, r)
-	return river.JobSnooze(max(retryAfter, min(wait, maxRateLimitSnooze)))
+	d := max(retryAfter, min(wait, maxRateLimitSnooze))
+	if left := time.Until(r.Since.Add(patience)); d > left {
+		d = max(left, floor)
+	}
+	return river.JobSnooze(d)
 }
 
 // answered ends the stage's wait after a run in which a call of it was

@@ -49,10 +49,49 @@ func TestARateLimitedStageSnoozesLongerEachTimeAndKeepsSinceWhen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.wait.snooze(context.Background(), modelRateLimitKey, tt.retryAfter, 5*time.Second, tt.answered)
+			err := tt.wait.snooze(context.Background(), modelRateLimitKey, tt.retryAfter, 5*time.Second, DefaultRateLimitPatience, tt.answered)
 			snooze := (*river.JobSnoozeError)(nil)
 			if !errors.As(err, &snooze) || snooze.Duration != tt.want {
 				t.Fatalf("err = %v, want a snooze of %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// A vendor's Retry-After is honoured within the stage's patience, not past
+// it: the run after the patience is the one that fails the rows still
+// limited. Honoured whole, a 429 asking for an hour slept the file an hour,
+// and one asking for days (ParseRetryAfter keeps up to 10⁶ s) past the
+// job's deadline, which failed the row as a timeout instead.
+func TestARateLimitedStageSnoozesNoLongerThanItsPatienceLeaves(t *testing.T) {
+	const floor = 5 * time.Second
+	tests := []struct {
+		name       string
+		waitedFor  time.Duration // 0: no wait kept
+		retryAfter time.Duration
+		answered   bool
+		want       time.Duration // the snooze, within a second
+	}{
+		{"a first wait of days snoozes the patience", 0, 1e6 * time.Second, false, DefaultRateLimitPatience},
+		{"an hour asked after 4 minutes snoozes the 6 left", 4 * time.Minute, time.Hour, false, 6 * time.Minute},
+		{"the growing snooze stops at the patience's end", 9*time.Minute + 40*time.Second, 0, false, 20 * time.Second},
+		{"past the patience, the floor", 11 * time.Minute, time.Hour, false, floor},
+		{"an answered call gives the whole patience again", 9 * time.Minute, time.Hour, true, DefaultRateLimitPatience},
+		{"a Retry-After within the patience is honoured", 4 * time.Minute, 5 * time.Minute, false, 5 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var wait rateLimitWait
+			if tt.waitedFor > 0 {
+				wait = rateLimitWait{Since: time.Now().Add(-tt.waitedFor), Snoozes: 20}
+			}
+			err := wait.snooze(context.Background(), modelRateLimitKey, tt.retryAfter, floor, DefaultRateLimitPatience, tt.answered)
+			snooze := (*river.JobSnoozeError)(nil)
+			if !errors.As(err, &snooze) {
+				t.Fatalf("err = %v, want a snooze", err)
+			}
+			if d := snooze.Duration; d > tt.want || d < tt.want-time.Second {
+				t.Errorf("snooze %s, want %s", d, tt.want)
 			}
 		})
 	}

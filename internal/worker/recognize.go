@@ -105,7 +105,7 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 		limited := isBusy && busy.rateLimited() && rj.Attempt < rj.MaxAttempts
 		if limited && (busy.answered || !waited.over(time.Now(), w.cfg.RateLimitPatience)) {
 			log.Warn("recognize: provider rate limited, snoozing", "retry_after", busy.retryAfter, "snoozes", waited.Snoozes, "err", err)
-			return nil, waited.snooze(ctx, ocrRateLimitKey, busy.retryAfter, w.cfg.snoozeFloor, busy.answered)
+			return nil, waited.snooze(ctx, ocrRateLimitKey, busy.retryAfter, w.cfg.snoozeFloor, w.cfg.RateLimitPatience, busy.answered)
 		}
 		if limited {
 			log.Warn("recognize: the provider has rate limited the file for its whole patience; failing it",

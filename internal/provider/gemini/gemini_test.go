@@ -178,7 +178,9 @@ func TestQuotas(t *testing.T) {
 	}{
 		{"a per-day quota fails at once", quota429("GenerateRequestsPerDayPerProjectPerModel-FreeTier", "20", "51s"), true, 1},
 		{"a quota of zero fails at once", quota429("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "0", "20s"), true, 1},
-		{"a per-minute quota is waited out", quota429("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "10", "37s"), false, 2},
+		// Within MaxRetryAfter: a longer RetryInfo ends the retries for the
+		// caller to wait it out (provider.Retry), as a Retry-After does.
+		{"a per-minute quota is waited out", quota429("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "10", "0.005s"), false, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

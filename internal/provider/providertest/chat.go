@@ -178,6 +178,9 @@ func RunChat(t *testing.T, v ChatVendor) {
 		if err != nil || ans.Content != "Total: 42.50" || len(srv.Requests()) != 2 {
 			t.Fatalf("answer %q, err %v, calls %d; want the second call's answer", ans.Content, err, len(srv.Requests()))
 		}
+		if ans.InputTokens != 2*ChatInputTokens || ans.OutputTokens != 2*ChatOutputTokens {
+			t.Errorf("tokens = %d in, %d out; want %d, %d: the empty answer was billed too", ans.InputTokens, ans.OutputTokens, 2*ChatInputTokens, 2*ChatOutputTokens)
+		}
 
 		srv = NewServer(t, Reply(200, v.Empty))
 		ans, err = provider.WithChatRetry(v.New(t, srv.URL, 5*time.Second), fastRetry(3)).Complete(t.Context(), free)
@@ -191,8 +194,8 @@ func RunChat(t *testing.T, v ChatVendor) {
 		if ans.Content != "" || !strings.Contains(ans.Request, "Invoice 7") || ans.RawData == "" {
 			t.Errorf("content %q, Request %.100q, RawData %.100q: want no content and the exchange", ans.Content, ans.Request, ans.RawData)
 		}
-		if ans.InputTokens != ChatInputTokens || ans.OutputTokens != ChatOutputTokens {
-			t.Errorf("tokens = %d in, %d out; want %d, %d: an empty answer is billed", ans.InputTokens, ans.OutputTokens, ChatInputTokens, ChatOutputTokens)
+		if ans.InputTokens != 3*ChatInputTokens || ans.OutputTokens != 3*ChatOutputTokens {
+			t.Errorf("tokens = %d in, %d out; want %d, %d: each empty answer is billed", ans.InputTokens, ans.OutputTokens, 3*ChatInputTokens, 3*ChatOutputTokens)
 		}
 	})
 
