@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -777,6 +778,27 @@ func checkQueryValue(fd protoreflect.FieldDescriptor, v string) error {
 		return errors.New(outOfRange)
 	}
 	return fmt.Errorf("expected %s", expected(fd))
+}
+
+// queryKeys returns the names of r's query parameters, sorted, each once.
+func queryKeys(r *http.Request) []string {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(r.URL.Query()))
+}
+
+// warnQuery names in the Docjobs-Warning header the query parameters of a
+// route that takes none (the download, the progress stream): the gateway's
+// routes name what they ignore (queryFields), so a mistyped or misplaced
+// parameter here is named too instead of vanishing.
+func warnQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if names := queryKeys(r); len(names) > 0 {
+			w.Header().Set(WarningHeader, warningHeader(names, 0))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // maxWarningLen bounds the Docjobs-Warning header; names past it are counted.
