@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -15,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // A gRPC request message that does not decode (bytes that are not the
@@ -120,7 +124,105 @@ func (c *requestCodec) decode(data mem.BufferSlice, v any) error {
 	}
 	buf := data.MaterializeToBuffer(c.pool)
 	defer buf.Free()
-	return proto.Unmarshal(buf.ReadOnlyData(), m) // copies what it keeps
+	err := proto.Unmarshal(buf.ReadOnlyData(), m) // copies what it keeps
+	if err != nil {
+		// protobuf says "string field contains invalid UTF-8", naming no
+		// field; REST names it (the walker's stringError), and so does this.
+		if where := invalidUTF8(buf.ReadOnlyData(), m.ProtoReflect().Descriptor(), ""); where != "" {
+			return errors.New(where)
+		}
+	}
+	return err
+}
+
+// invalidUTF8 returns, for the wire-format message b of type md, where the
+// first string field holding bytes that are not UTF-8 is, in the words REST
+// uses for the same field ("title: invalid UTF-8 in string",
+// `metadata["k"]: …`, "prompts[1]: …"); "" when there is none or b does not
+// parse (protobuf's own error then says why). Only proto3 strings are
+// checked: they are what protobuf refuses.
+func invalidUTF8(b []byte, md protoreflect.MessageDescriptor, path string) string {
+	seen := map[protowire.Number]int{} // elements of each list so far
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return ""
+		}
+		b = b[n:]
+		fd := md.Fields().ByNumber(num)
+		if fd == nil || typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return ""
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return ""
+		}
+		b = b[n:]
+		p := join(path, fd.JSONName())
+		if fd.IsList() {
+			p += "[" + strconv.Itoa(seen[num]) + "]"
+			seen[num]++
+		}
+		switch {
+		case fd.IsMap():
+			if where := invalidUTF8InEntry(v, fd, p); where != "" {
+				return where
+			}
+		case fd.Kind() == protoreflect.StringKind && fd.Syntax() == protoreflect.Proto3 && !utf8.Valid(v):
+			return p + ": invalid UTF-8 in string"
+		case fd.Kind() == protoreflect.MessageKind:
+			if where := invalidUTF8(v, fd.Message(), p); where != "" {
+				return where
+			}
+		}
+	}
+	return ""
+}
+
+// invalidUTF8InEntry is invalidUTF8 for one entry of the map field fd at
+// path: a key that is not UTF-8 is named as REST names a member name, a
+// value under its key.
+func invalidUTF8InEntry(b []byte, fd protoreflect.FieldDescriptor, path string) string {
+	var key []byte
+	var value []byte
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return ""
+		}
+		b = b[n:]
+		if typ != protowire.BytesType || (num != 1 && num != 2) {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return ""
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return ""
+		}
+		b = b[n:]
+		if num == 1 {
+			key = v
+		} else {
+			value = v
+		}
+	}
+	if fd.MapKey().Kind() == protoreflect.StringKind && !utf8.Valid(key) {
+		return path + ": invalid UTF-8 in a map key"
+	}
+	switch vd := fd.MapValue(); {
+	case vd.Kind() == protoreflect.StringKind && !utf8.Valid(value):
+		return mapEntry(path, string(key)) + ": invalid UTF-8 in string"
+	case vd.Kind() == protoreflect.MessageKind:
+		return invalidUTF8(value, vd.Message(), mapEntry(path, string(key)))
+	}
+	return ""
 }
 
 // decodeError is the INVALID_ARGUMENT answer for a message the codec

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 )
@@ -49,6 +50,52 @@ func createWithTitle(title string) []byte {
 	return protowire.AppendString(b, title)
 }
 
+// protobuf refuses a string that is not UTF-8 as "string field contains
+// invalid UTF-8", naming no field; REST names it, and so does gRPC now, in
+// the same words (audit-contract F3).
+func TestInvalidUTF8IsNamedByItsField(t *testing.T) {
+	md := (&docjobsv1.CreateJobRequest{}).ProtoReflect().Descriptor()
+	field := func(b []byte, md protoreflect.MessageDescriptor, name string, v []byte) []byte {
+		b = protowire.AppendTag(b, md.Fields().ByName(protoreflect.Name(name)).Number(), protowire.BytesType)
+		return protowire.AppendBytes(b, v)
+	}
+	entry := func(k, v string) []byte {
+		return protowire.AppendString(protowire.AppendTag(
+			protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), k), 2, protowire.BytesType), v)
+	}
+	ocr := (&docjobsv1.Ocr{}).ProtoReflect().Descriptor()
+	valid, _ := proto.Marshal(&docjobsv1.CreateJobRequest{SourceUrls: []string{"https://a.test/x"}, Title: "t",
+		Metadata: map[string]string{"a": "b"}, Ocr: &docjobsv1.Ocr{Model: "m", ProviderKey: "k"}})
+	tests := []struct {
+		name string
+		msg  []byte
+		want string
+	}{
+		{"a valid message", valid, ""},
+		{"a top-level string", field(valid, md, "title", []byte("a\xffb")), "title: invalid UTF-8 in string"},
+		{"a list element by its index", field(field(valid, md, "prompts", []byte("p")), md, "prompts", []byte("\xe2\x82")), "prompts[1]: invalid UTF-8 in string"},
+		{"a nested field", field(valid, md, "ocr", field(nil, ocr, "provider_key", []byte("sk-\xed\xa0\x80"))), "ocr.providerKey: invalid UTF-8 in string"},
+		{"a map value under its key", field(valid, md, "metadata", entry("k", "\xc0\xaf")), `metadata["k"]: invalid UTF-8 in string`},
+		{"a map key", field(valid, md, "metadata", entry("\xff", "v")), "metadata: invalid UTF-8 in a map key"},
+		{"bytes that are not the wire format say nothing", []byte("\xff\xff\xff"), ""},
+		{"an unknown field's bytes are no string", protowire.AppendBytes(protowire.AppendTag(valid, 999, protowire.BytesType), []byte("\xff")), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := invalidUTF8(tt.msg, md, ""); got != tt.want {
+				t.Errorf("invalidUTF8 = %q, want %q", got, tt.want)
+			}
+			if tt.want == "" {
+				return
+			}
+			err := proto.Unmarshal(tt.msg, &docjobsv1.CreateJobRequest{})
+			if err == nil || !strings.Contains(err.Error(), "invalid UTF-8") {
+				t.Errorf("protobuf takes the message (%v): the case tests nothing", err)
+			}
+		})
+	}
+}
+
 func TestGRPCMessagesThatDoNotDecodeAreInvalidArgument(t *testing.T) {
 	env := startServer(t)
 	_, conn, as := grpcClient(t, env)
@@ -68,8 +115,8 @@ func TestGRPCMessagesThatDoNotDecodeAreInvalidArgument(t *testing.T) {
 	}{
 		{"bytes that are not the wire format", create, keyAlice, []byte("\xff\xff\xff"),
 			codes.InvalidArgument, "invalid request message: cannot parse invalid wire-format data"},
-		{"invalid UTF-8 in a string field", create, keyAlice, createWithTitle("\xff\xfe"),
-			codes.InvalidArgument, "invalid request message: string field contains invalid UTF-8"},
+		{"invalid UTF-8 in a string field names it as REST does", create, keyAlice, createWithTitle("\xff\xfe"),
+			codes.InvalidArgument, "invalid request message: title: invalid UTF-8 in string"},
 		{"a caller without a key learns only that", create, "", []byte("\xff\xff\xff"),
 			codes.Unauthenticated, ""},
 		{"the health service, which needs no key, too", "/grpc.health.v1.Health/Check", "", []byte("\xff\xff\xff"),

@@ -225,6 +225,7 @@ func (e *eventStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), e.cfg.MaxDuration)
 	defer cancel()
 	out := &eventWriter{w: w, rc: http.NewResponseController(w), timeout: e.cfg.WriteTimeout}
+	defer out.end()
 	if err := e.stream(ctx, out, src, account, id, p, ended, e.shuttingDown(r)); err != nil {
 		// The status is sent: the stream just ends, and the client reconnects.
 		e.s.log.LogAttrs(r.Context(), slog.LevelWarn, "progress stream ended early",
@@ -333,7 +334,11 @@ func (e *eventStreams) shuttingDown(r *http.Request) <-chan struct{} {
 	return ch
 }
 
-// eventWriter writes whole events and flushes each, under a write deadline.
+// eventWriter writes whole events and flushes each, under a write deadline
+// that lasts only while the event is written: on HTTP/2 a stream's write
+// deadline fires whether or not a write is under way, and one left set reset
+// every quiet stream WriteTimeout after its last event (before the
+// keep-alive, which comes later).
 type eventWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
@@ -347,5 +352,16 @@ func (w *eventWriter) write(b []byte) error {
 	if _, err := w.w.Write(b); err != nil {
 		return err
 	}
-	return w.rc.Flush()
+	if err := w.rc.Flush(); err != nil {
+		return err
+	}
+	_ = w.rc.SetWriteDeadline(time.Time{})
+	return nil
+}
+
+// end bounds what net/http writes once the handler returns (HTTP/1's
+// chunked terminator), which a deadline left from an event long past would
+// fail, breaking a stream that ended cleanly.
+func (w *eventWriter) end() {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
 }

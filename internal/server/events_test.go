@@ -126,13 +126,33 @@ type eventStream struct {
 
 func (e *testEnv) openEvents(id, key string) *eventStream {
 	e.t.Helper()
+	return e.openEventsWith(http.DefaultClient, id, key)
+}
+
+// openEventsH2C opens the stream over HTTP/2 with prior knowledge, as
+// gRPC clients and h2c proxies in front of the port speak.
+func (e *testEnv) openEventsH2C(id, key string) *eventStream {
+	e.t.Helper()
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &protocols}
+	e.t.Cleanup(tr.CloseIdleConnections)
+	s := e.openEventsWith(&http.Client{Transport: tr}, id, key)
+	if s.resp.ProtoMajor != 2 {
+		e.t.Fatalf("the stream is %s, want HTTP/2", s.resp.Proto)
+	}
+	return s
+}
+
+func (e *testEnv) openEventsWith(client *http.Client, id, key string) *eventStream {
+	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "GET", e.baseURL+"/v1/jobs/"+id+"/events", nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		cancel()
 		e.t.Fatalf("open events: %v", err)
@@ -353,6 +373,56 @@ func TestEventsKeepAnIdleStreamAlive(t *testing.T) {
 		if ev := s.mustNext(); ev != (sseEvent{comment: "keep-alive"}) {
 			t.Fatalf("idle stream sent %+v, want the keep-alive comment", ev)
 		}
+	}
+}
+
+// An HTTP/2 stream's write deadline fires whether or not a write is under
+// way, so the deadline each event is written under must not outlive it: a
+// quiet stream was reset WriteTimeout after its last event (10 s by
+// default, before the 15 s keep-alive) whenever it came over h2c.
+func TestEventsOverHTTP2OutliveTheWriteTimeoutBetweenEvents(t *testing.T) {
+	src := newProgressJobs()
+	src.set("alice", "job-1", progress(job.StatusRunning, 0, 1, 0, 0))
+	env := startServer(t, withProgress(src, func(c *ProgressConfig) {
+		c.WriteTimeout = 50 * time.Millisecond
+		c.KeepAlive = 300 * time.Millisecond
+	}))
+
+	s := env.openEventsH2C("job-1", keyAlice)
+	if ev := s.mustNext(); ev.name != "progress" {
+		t.Fatalf("first: %+v", ev)
+	}
+	for range 2 {
+		if ev := s.mustNext(); ev != (sseEvent{comment: "keep-alive"}) {
+			t.Fatalf("quiet stream sent %+v, want the keep-alive comment", ev)
+		}
+	}
+	src.end("alice", "job-1", progress(job.StatusComplete, 1, 1, 1, 1))
+	for _, want := range []string{"progress", "done"} {
+		if ev := s.mustNext(); ev.name != want {
+			t.Fatalf("got %+v, want %s", ev, want)
+		}
+	}
+	s.wantEnd()
+}
+
+// A stream that ends without a last event (MaxDuration, the job deleted)
+// ends cleanly over HTTP/1 too: net/http writes the chunked terminator
+// after the handler returns, and the deadline of an event written long
+// before had passed, so the client saw a broken body.
+func TestEventsEndCleanlyLongAfterTheirLastWrite(t *testing.T) {
+	src := newProgressJobs()
+	src.set("alice", "job-1", progress(job.StatusRunning, 0, 1, 0, 0))
+	env := startServer(t, withProgress(src, func(c *ProgressConfig) {
+		c.WriteTimeout = 50 * time.Millisecond
+		c.MaxDuration = 300 * time.Millisecond
+	}))
+	for _, open := range []func(id, key string) *eventStream{env.openEvents, env.openEventsH2C} {
+		s := open("job-1", keyAlice)
+		if ev := s.mustNext(); ev.name != "progress" {
+			t.Fatalf("%s first: %+v", s.resp.Proto, ev)
+		}
+		s.wantEnd()
 	}
 }
 

@@ -66,7 +66,8 @@ func (s *Server) tooLarge() error {
 // The form holds exactly one file. The answer waits for the end of the body:
 // a second "file" part is 400, and the file stored from the first is deleted
 // (it cannot be known before it is read); other parts are skipped and named
-// in the Docjobs-Warning header, as ignored JSON fields are. A body that
+// in the Docjobs-Warning header, as ignored JSON fields are, after any query
+// parameters (the route takes none). A body that
 // breaks off after the file also deletes it: the client never learns its
 // id, so nothing else could.
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
@@ -84,6 +85,11 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := &uploadForm{}
+	// The route takes no query parameters: they are named with the
+	// skipped parts, as the gateway's routes name theirs.
+	for _, name := range queryKeys(r) {
+		u.ignore(name)
+	}
 	fail := func(err error) {
 		s.discardUpload(r, u.stored)
 		u.warn(w)

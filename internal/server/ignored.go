@@ -8,10 +8,12 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -109,8 +111,14 @@ func (w *walker) token() (json.Token, error) {
 	tok, err := w.dec.Token()
 	switch {
 	case err == nil:
-		if _, ok := tok.(string); ok && loneSurrogate(w.body[start:w.dec.InputOffset()]) {
-			return nil, &surrogateError{offset: start}
+		if _, ok := tok.(string); ok {
+			raw := w.body[start:w.dec.InputOffset()]
+			switch {
+			case !utf8.Valid(raw):
+				return nil, &stringError{offset: start, problem: "invalid UTF-8"}
+			case loneSurrogate(raw):
+				return nil, &stringError{offset: start, problem: "invalid UTF-16 surrogate"}
+			}
 		}
 		return tok, nil
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -123,38 +131,41 @@ func (w *walker) token() (json.Token, error) {
 	return nil, fmt.Errorf("invalid JSON at offset %d: %s", w.dec.InputOffset(), err.Error())
 }
 
-// surrogateError is a string token holding a \u escape of half a UTF-16
-// surrogate pair ("\ud800" alone). encoding/json turns it into U+FFFD;
-// protojson refuses the body with a bare "unexpected EOF", which names
-// neither the field nor the problem. The callers that know the path name it
-// (keyAt, valueAt).
-type surrogateError struct{ offset int64 }
-
-func (e *surrogateError) Error() string {
-	return fmt.Sprintf("invalid JSON at offset %d: invalid UTF-16 surrogate in string", e.offset)
+// stringError is a string token protojson refuses though encoding/json
+// reads it: one holding a \u escape of half a UTF-16 surrogate pair
+// ("\ud800" alone), or bytes that are not UTF-8. encoding/json turns both
+// into U+FFFD; protojson refuses the body with a bare "unexpected EOF" or a
+// "syntax error" at a line and column, which name no field. The callers
+// that know the path name it (keyAt, valueAt).
+type stringError struct {
+	offset  int64
+	problem string // "invalid UTF-8", "invalid UTF-16 surrogate"
 }
 
-// valueAt names path as the field whose value holds the lone surrogate
-// err reports, unless a deeper caller already did.
+func (e *stringError) Error() string {
+	return fmt.Sprintf("invalid JSON at offset %d: %s in string", e.offset, e.problem)
+}
+
+// valueAt names path as the field whose value holds the string err
+// reports, unless a deeper caller already did.
 func valueAt(path string, err error) error {
-	var se *surrogateError
+	var se *stringError
 	if errors.As(err, &se) {
-		return fmt.Errorf("%s: invalid UTF-16 surrogate in string", path)
+		return fmt.Errorf("%s: %s in string", path, se.problem)
 	}
 	return err
 }
 
-// keyAt names the object at path as holding a member name with a lone
-// surrogate.
+// keyAt names the object at path as holding a member name err reports.
 func keyAt(path string, err error) error {
-	var se *surrogateError
+	var se *stringError
 	switch {
 	case !errors.As(err, &se):
 		return err
 	case path == "":
-		return fmt.Errorf("invalid JSON at offset %d: invalid UTF-16 surrogate in a member name", se.offset)
+		return fmt.Errorf("invalid JSON at offset %d: %s in a member name", se.offset, se.problem)
 	}
-	return fmt.Errorf("%s: invalid UTF-16 surrogate in a member name", path)
+	return fmt.Errorf("%s: %s in a member name", path, se.problem)
 }
 
 // loneSurrogate reports whether the JSON string in raw, which may start
@@ -777,6 +788,27 @@ func checkQueryValue(fd protoreflect.FieldDescriptor, v string) error {
 		return errors.New(outOfRange)
 	}
 	return fmt.Errorf("expected %s", expected(fd))
+}
+
+// queryKeys returns the names of r's query parameters, sorted, each once.
+func queryKeys(r *http.Request) []string {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(r.URL.Query()))
+}
+
+// warnQuery names in the Docjobs-Warning header the query parameters of a
+// route that takes none (the download, the progress stream): the gateway's
+// routes name what they ignore (queryFields), so a mistyped or misplaced
+// parameter here is named too instead of vanishing.
+func warnQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if names := queryKeys(r); len(names) > 0 {
+			w.Header().Set(WarningHeader, warningHeader(names, 0))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // maxWarningLen bounds the Docjobs-Warning header; names past it are counted.

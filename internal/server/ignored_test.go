@@ -203,6 +203,15 @@ func TestIgnoredFieldsRejectsMalformedBodies(t *testing.T) {
 		{"a lone surrogate in a member name", `{"ti\ud800tle":"x"}`, "invalid JSON at offset 1: invalid UTF-16 surrogate in a member name"},
 		{"a lone surrogate in an unknown field", `{"zzz":{"a":["\ud800"]}}`, "zzz: invalid UTF-16 surrogate in string"},
 		{"a lone surrogate in a nested field", `{"merge":{"format":"\udfff"}}`, "merge.format: invalid UTF-16 surrogate in string"},
+		// Bytes that are not UTF-8, which protojson refused as a "syntax
+		// error" at a line and column, naming no field (audit-contract F3).
+		{"bytes that are not UTF-8 name the field", "{\"title\":\"a\xffb\"}", "title: invalid UTF-8 in string"},
+		{"a truncated sequence in a list names the element", "{\"prompts\":[\"a\",\"\xe2\x82\"]}", "prompts[1]: invalid UTF-8 in string"},
+		{"bytes that are not UTF-8 in a map value", "{\"metadata\":{\"k\":\"\xc0\xaf\"}}", `metadata["k"]: invalid UTF-8 in string`},
+		{"bytes that are not UTF-8 in a map key", "{\"metadata\":{\"\xff\":\"v\"}}", "metadata: invalid UTF-8 in a member name"},
+		{"bytes that are not UTF-8 in a member name", "{\"ti\xfftle\":\"x\"}", "invalid JSON at offset 1: invalid UTF-8 in a member name"},
+		{"bytes that are not UTF-8 in a nested field", "{\"ocr\":{\"providerKey\":\"sk-\xed\xa0\x80\"}}", "ocr.providerKey: invalid UTF-8 in string"},
+		{"bytes that are not UTF-8 in an unknown field", "{\"zzz\":[\"\xff\"]}", "zzz: invalid UTF-8 in string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -61,10 +61,10 @@ func TestOpenAPIDeclaresWhatTheServerAnswers(t *testing.T) {
 		{"GET /v1/jobs", "/v1/jobs?bogus=1", nil, 200, true},
 		{"GET /v1/jobs/{id}", "/v1/jobs/" + jobID + "?bogus=1", nil, 200, true},
 		{"GET /v1/jobs/{id}/result", "/v1/jobs/" + jobID + "/result?bogus=1", nil, 200, true},
-		{"GET /v1/jobs/{id}/events", "/v1/jobs/" + jobID + "/events", nil, http.StatusNotImplemented, false}, // no ProgressSource here
+		{"GET /v1/jobs/{id}/events", "/v1/jobs/" + jobID + "/events?bogus=1", nil, http.StatusNotImplemented, true}, // no ProgressSource here
 		{"POST /v1/jobs/upload", "/v1/jobs/upload", form, 200, true},
 		{"GET /v1/files", "/v1/files?bogus=1", nil, 200, true},
-		{"GET /v1/files/{id}", "/v1/files/" + fileID, nil, 200, false},
+		{"GET /v1/files/{id}", "/v1/files/" + fileID + "?bogus=1", nil, 200, true},
 		{"POST /v1/jobs/{id}:cancel", "/v1/jobs/" + jobID + ":cancel", json(`{"id":"another"}`), 200, true},
 		{"DELETE /v1/files/{id}", "/v1/files/" + fileID + "?bogus=1", nil, 200, true},
 		{"DELETE /v1/jobs/{id}", "/v1/jobs/" + jobID + "?bogus=1", nil, 200, true},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/docjobs/docjobs/gen/openapi"
 	"github.com/docjobs/docjobs/internal/auth"
+	"github.com/docjobs/docjobs/internal/job"
 )
 
 const validCreate = `{"sourceUrls":["https://example.test/a.txt"],"title":"t",
@@ -521,6 +522,53 @@ func TestWarningHeaderOnREST(t *testing.T) {
 				if got := decodeObject(t, readBody(t, resp))["id"]; got != created["id"] {
 					t.Errorf("got job %v, want the path's %v", got, created["id"])
 				}
+			}
+		})
+	}
+}
+
+// The upload, the download and the progress stream are not gateway routes
+// and take no query parameters; they dropped every one unnamed, where the
+// gateway's routes name what they ignore.
+func TestWarningHeaderNamesTheQueryOfRoutesThatTakeNone(t *testing.T) {
+	src := newProgressJobs()
+	src.set("alice", "job-1", progress(job.StatusComplete, 1, 1, 1, 1))
+	env := startServer(t, withProgress(src, nil))
+	ct, body := multipartBody(t, nil, "file", "a.txt", "text")
+	url := decodeObject(t, readBody(t, env.do("POST", "/v1/jobs/upload", keyAlice, ct, body)))["url"].(string)
+	file := "/v1/files/" + url[strings.LastIndex(url, "/")+1:]
+
+	tests := []struct {
+		name, method, path string
+		parts              []formPart
+		wantStatus         int
+		want               string
+	}{
+		{"a download names its query", "GET", file + "?disposition=inline&download=1", nil, 200, "ignored: disposition, download"},
+		{"a download's HEAD names its query", "HEAD", file + "?x=1", nil, 200, "ignored: x"},
+		{"a download without a query has no warning", "GET", file, nil, 200, ""},
+		{"an error answer names the query too", "GET", "/v1/files/01a20ec5-e041-7ed7-9602-355ab959519c?x=1", nil, 404, "ignored: x"},
+		{"a progress stream names its query", "GET", "/v1/jobs/job-1/events?lastEventId=3", nil, 200, "ignored: lastEventId"},
+		{"a progress stream without a query has no warning", "GET", "/v1/jobs/job-1/events", nil, 200, ""},
+		{"an upload names its query before its skipped parts", "POST", "/v1/jobs/upload?name=b.txt",
+			[]formPart{{"note", "", "x"}, {"file", "a.txt", "content"}}, 200, "ignored: name, note"},
+		{"an upload names a query key once with a part of its name", "POST", "/v1/jobs/upload?note=1",
+			[]formPart{{"file", "a.txt", "content"}, {"note", "", "x"}}, 200, "ignored: note"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var resp *http.Response
+			if tt.parts != nil {
+				ct, body := multipartParts(t, false, tt.parts...)
+				resp = env.do(tt.method, tt.path, keyAlice, ct, body)
+			} else {
+				resp = env.do(tt.method, tt.path, keyAlice, "", nil)
+			}
+			if raw := readBody(t, resp); resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, raw)
+			}
+			if got := resp.Header.Get(WarningHeader); got != tt.want {
+				t.Errorf("%s = %q, want %q", WarningHeader, got, tt.want)
 			}
 		})
 	}

@@ -3232,24 +3232,30 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\x03429\x12*\x12(\n" +
 	"&#/components/responses/TooManyRequests\x12-\n" +
 	"\x03503\x12&\x12$\n" +
-	"\"#/components/responses/Unavailable\x82\xd3\xe4\x93\x02\x0f*\r/v1/jobs/{id}B\xaf\x05\xbaG\xf6\x04\"\xf3\x04\n" +
-	"\xf0\x04\n" +
-	"\x0e/v1/files/{id}\x12\xdd\x04\"\xda\x04\n" +
+	"\"#/components/responses/Unavailable\x82\xd3\xe4\x93\x02\x0f*\r/v1/jobs/{id}B\xad\x06\xbaG\xf4\x05\"\xf1\x05\n" +
+	"\xee\x05\n" +
+	"\x0e/v1/files/{id}\x12\xdb\x05\"\xd8\x05\n" +
 	"\n" +
 	"JobService\x1a\xee\x01Downloads a stored file of the calling account: an upload, or a URL in job.files. The file streams with its Content-Type and Content-Length and a `Content-Disposition: attachment` naming it. Another account's file or an unknown id is 404.*\x12JobService_GetFile2\x1b\n" +
 	"\x19\n" +
 	"\x02id\x12\x04path \x01R\v\n" +
-	"\t\xca\x01\x06stringB\xa9\x02\n" +
-	"S\n" +
-	"Q\n" +
-	"\x16Default error response\x1a7\n" +
+	"\t\xca\x01\x06stringB\xa7\x03\n" +
+	"\x92\x01\n" +
+	"\x8f\x01\n" +
+	"\x16Default error response\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x1a7\n" +
 	"5\n" +
 	"\x10application/json\x12!\n" +
 	"\x1f\x12\x1d\n" +
-	"\x1b#/components/schemas/Status\x12=\n" +
-	"\x03200\x126\n" +
-	"4\n" +
-	"\x11The file's bytes.\x1a\x1f\n" +
+	"\x1b#/components/schemas/Status\x12{\n" +
+	"\x03200\x12t\n" +
+	"r\n" +
+	"\x11The file's bytes.\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x1a\x1f\n" +
 	"\x1d\n" +
 	"\x03*/*\x12\x16\n" +
 	"\x14\n" +

@@ -35,7 +35,7 @@ var File_docjobs_v1_openapi_proto protoreflect.FileDescriptor
 const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"\n" +
 	"\x18docjobs/v1/openapi.proto\x12\n" +
-	"docjobs.v1\x1a\x1bopenapiv3/annotations.protoB\xfe&\xbaG\xc5&\"\xff\x15\n" +
+	"docjobs.v1\x1a\x1bopenapiv3/annotations.protoB\xb9(\xbaG\x80(\"\xba\x17\n" +
 	"\x9d\x0e\n" +
 	"\x0f/v1/jobs/upload\x12\x89\x0e2\x86\x0e\n" +
 	"\n" +
@@ -102,35 +102,44 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"\x10application/json\x12&\n" +
 	"$\x12\"\n" +
 	" #/components/schemas/UploadError\n" +
-	"\xdc\a\n" +
-	"\x14/v1/jobs/{id}/events\x12\xc3\a\"\xc0\a\n" +
+	"\x97\t\n" +
+	"\x14/v1/jobs/{id}/events\x12\xfe\b\"\xfb\b\n" +
 	"\n" +
 	"JobService\x1a\xe1\x02Streams a job's progress as Server-Sent Events: an `event: progress` line pair whenever the status or the row counts change, with data {\"status\", \"error\", \"ocrDone\", \"ocrTotal\", \"llmDone\", \"llmTotal\"}; once the job is terminal, `event: done` with the same data, and the stream ends. Read from the database, so it follows a job worked by another process.*\tJobEvents2\x1b\n" +
 	"\x19\n" +
 	"\x02id\x12\x04path \x01R\v\n" +
-	"\t\xca\x01\x06stringB\xa5\x04\n" +
-	"S\n" +
-	"Q\n" +
-	"\x16Default error response\x1a7\n" +
+	"\t\xca\x01\x06stringB\xe0\x05\n" +
+	"\x92\x01\n" +
+	"\x8f\x01\n" +
+	"\x16Default error response\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x1a7\n" +
 	"5\n" +
 	"\x10application/json\x12!\n" +
 	"\x1f\x12\x1d\n" +
-	"\x1b#/components/schemas/Status\x12B\n" +
-	"\x03200\x12;\n" +
-	"9\n" +
-	"\x11The event stream.\x1a$\n" +
+	"\x1b#/components/schemas/Status\x12\x80\x01\n" +
+	"\x03200\x12y\n" +
+	"w\n" +
+	"\x11The event stream.\x12<\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x1a$\n" +
 	"\"\n" +
 	"\x11text/event-stream\x12\r\n" +
 	"\v\n" +
 	"\t\xca\x01\x06string\x121\n" +
 	"\x03401\x12*\x12(\n" +
-	"&#/components/responses/Unauthenticated\x12\xa7\x02\n" +
-	"\x03429\x12\x9f\x02\n" +
-	"\x9c\x02\n" +
-	"\xaa\x01The account is over its request rate (DOCJOBS_ACCOUNT_RATE), or has too many progress streams open (32 per account, 1000 per process); Retry-After says when to try again.\x124\n" +
+	"&#/components/responses/Unauthenticated\x12\xe3\x02\n" +
+	"\x03429\x12\xdb\x02\n" +
+	"\xd8\x02\n" +
+	"\xaa\x01The account is over its request rate (DOCJOBS_ACCOUNT_RATE), or has too many progress streams open (32 per account, 1000 per process); Retry-After says when to try again.\x12p\n" +
 	"2\n" +
 	"\vRetry-After\x12#\x12!\n" +
-	"\x1f#/components/headers/RetryAfter\x1a7\n" +
+	"\x1f#/components/headers/RetryAfter\n" +
+	":\n" +
+	"\x0fDocjobs-Warning\x12'\x12%\n" +
+	"##/components/headers/DocjobsWarning\x1a7\n" +
 	"5\n" +
 	"\x10application/json\x12!\n" +
 	"\x1f\x12\x1d\n" +
