@@ -414,13 +414,16 @@ func TestARESTBodyThatDoesNotArriveInTimeIs408(t *testing.T) {
 // that depends on that record waits for it rather than for time.
 func waitLimiter(t *testing.T, env *testEnv, what string, cond func(l *connLimiter) bool) {
 	t.Helper()
-	l := env.srv.conns.Load()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		l.mu.Lock()
-		ok := cond(l)
-		l.mu.Unlock()
-		if ok {
-			return
+		// Serve sets the limiter as it starts, which may come after a
+		// test's first dial has been accepted by the listener's backlog.
+		if l := env.srv.conns.Load(); l != nil {
+			l.mu.Lock()
+			ok := cond(l)
+			l.mu.Unlock()
+			if ok {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("waiting for %s: not after 10s", what)
