@@ -29,11 +29,13 @@ type retentionWorker struct {
 	river.WorkerDefaults[RetentionSweepArgs]
 	cfg  Config
 	deps Deps
+
+	budget time.Duration // 0: retentionBudget, or the sweep's period; tests set it
 }
 
-// retentionBudget bounds the time one retention sweep spends taking
-// further batches (see Work): well inside River's job timeout (a minute by
-// default), and a few seconds' work at most past it, one batch.
+// retentionBudget bounds the time one retention sweep spends (see Work):
+// half River's job timeout (a minute by default), past which at most the
+// job or upload in hand is finished.
 const retentionBudget = 30 * time.Second
 
 // Work deletes expired jobs with their rows, secrets and stored files, and
@@ -41,7 +43,10 @@ const retentionBudget = 30 * time.Second
 // the delivery to end. Each kind goes in batches of sweepBatch, oldest
 // first, a batch of jobs then one of uploads, and again while a kind's
 // last batch was full and wholly deleted, for up to retentionBudget (or
-// the sweep's period, when shorter); the next sweep takes the rest.
+// the sweep's period, when shorter), checked before each job and upload;
+// the next sweep takes the rest. While both kinds have more, jobs get half
+// of what is left of the budget at each turn, so that a slow storage
+// (a job's files are listed and deleted one by one) leaves uploads time.
 //
 // One batch of each per sweep, as it was, deleted at most 500 jobs and 500
 // uploads every 10 minutes (3,000 an hour) in under half a second: past
@@ -56,38 +61,46 @@ func (w *retentionWorker) Work(ctx context.Context, _ *river.Job[RetentionSweepA
 	cutoff := time.Now().Add(-w.cfg.Retention)
 	// The sweep runs every tenth of the retention, at least every second
 	// (PeriodicJobs): it does not run into the next.
-	stop := time.Now().Add(min(retentionBudget, max(w.cfg.Retention/10, time.Second)))
+	budget := w.budget
+	if budget <= 0 {
+		budget = min(retentionBudget, max(w.cfg.Retention/10, time.Second))
+	}
+	stop := time.Now().Add(budget)
 	jobs, uploads := true, true
-	for jobs || uploads {
+	for (jobs || uploads) && time.Now().Before(stop) {
 		if jobs {
-			more, err := w.deleteJobs(ctx, cutoff)
+			until := stop
+			if uploads {
+				until = time.Now().Add(time.Until(stop) / 2)
+			}
+			more, err := w.deleteJobs(ctx, cutoff, until)
 			if err != nil {
 				return err
 			}
 			jobs = more
 		}
 		if uploads {
-			more, err := w.deleteUploads(ctx, cutoff)
+			more, err := w.deleteUploads(ctx, cutoff, stop)
 			if err != nil {
 				return err
 			}
 			uploads = more
 		}
-		if !time.Now().Before(stop) {
-			return nil
-		}
 	}
 	return nil
 }
 
-// deleteJobs deletes a batch of expired jobs and reports whether there may
-// be more: the batch was full.
-func (w *retentionWorker) deleteJobs(ctx context.Context, cutoff time.Time) (bool, error) {
+// deleteJobs deletes a batch of expired jobs, until stop, and reports
+// whether there may be more: the batch was full, or stop came first.
+func (w *retentionWorker) deleteJobs(ctx context.Context, cutoff, stop time.Time) (bool, error) {
 	ids, err := w.deps.Store.ExpiredJobs(ctx, cutoff, sweepBatch)
 	if err != nil {
 		return false, err
 	}
 	for _, id := range ids {
+		if !time.Now().Before(stop) {
+			return true, nil
+		}
 		// Read first for its account, which every job's log line names
 		// and the delete does not return.
 		j, err := w.deps.Store.GetJob(ctx, "", id)
@@ -116,19 +129,22 @@ func (w *retentionWorker) deleteJobs(ctx context.Context, cutoff time.Time) (boo
 	return len(ids) == sweepBatch, nil
 }
 
-// deleteUploads deletes a batch of uploads made before cutoff: bytes
-// first, then the record, as DELETE /v1/files/{id} does, so that an upload
+// deleteUploads deletes a batch of uploads made before cutoff, until stop:
+// bytes first, then the record, as DELETE /v1/files/{id} does, so that an upload
 // whose bytes could not be deleted keeps its record and the next sweep
 // tries again. Jobs that read an upload have their own copies, which are
-// not touched. It reports whether there may be more: the batch was full
-// and every upload of it went.
-func (w *retentionWorker) deleteUploads(ctx context.Context, cutoff time.Time) (bool, error) {
+// not touched. It reports whether there may be more: the batch was full,
+// or stop came first, and every upload of it so far went.
+func (w *retentionWorker) deleteUploads(ctx context.Context, cutoff, stop time.Time) (bool, error) {
 	files, err := w.deps.Store.ExpiredUploads(ctx, cutoff, sweepBatch)
 	if err != nil {
 		return false, err
 	}
 	kept := false
 	for _, f := range files {
+		if !time.Now().Before(stop) {
+			return !kept, nil
+		}
 		if w.deps.Bucket != nil {
 			if err := w.deps.Bucket.Delete(ctx, f.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 				if ctx.Err() != nil {

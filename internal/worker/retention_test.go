@@ -137,7 +137,9 @@ func TestRetentionTakesEveryExpiredJobAndUploadOfABacklogInOneSweep(t *testing.T
 	const n = 2*sweepBatch + 100
 	expireMany(t, st, bucket, n, "")
 
-	w := &retentionWorker{cfg: Config{Retention: time.Millisecond, StorageDir: dir},
+	// The budget of an hour's retention and more (a millisecond's is a
+	// second, which a loaded machine may need for this backlog).
+	w := &retentionWorker{cfg: Config{Retention: time.Millisecond, StorageDir: dir}, budget: retentionBudget,
 		deps: Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)}}
 	start := time.Now()
 	if err := w.Work(ctx, nil); err != nil {
@@ -194,5 +196,56 @@ func TestRetentionDoesNotAskAgainForUploadsTheStorageRefused(t *testing.T) {
 	}
 	if left, err := st.ExpiredUploads(ctx, time.Now(), 10*sweepBatch); err != nil || len(left) != sweepBatch+100 {
 		t.Errorf("expired uploads kept: %d (%v), want all %d", len(left), err, sweepBatch+100)
+	}
+}
+
+// A sweep stops at its budget, before the next job or upload, and leaves
+// the rest to the next sweeps; while both kinds have more, jobs take half
+// of what is left, so uploads are deleted in the same sweep.
+func TestRetentionStopsAtItsBudgetAndGivesUploadsTheirTurn(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	bucket, dir := fileBucket(t)
+	const n = 2*sweepBatch + 100
+	expireMany(t, st, bucket, n, "")
+
+	w := &retentionWorker{cfg: Config{Retention: time.Millisecond, StorageDir: dir}, budget: 200 * time.Millisecond,
+		deps: Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)}}
+	left := func() (jobs, uploads int) {
+		t.Helper()
+		j, err := st.ExpiredJobs(ctx, time.Now(), 10*n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := st.ExpiredUploads(ctx, time.Now(), 10*n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(j), len(u)
+	}
+	start := time.Now()
+	if err := w.Work(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	jobs, uploads := left()
+	t.Logf("one sweep of 200 ms: %v, %d jobs and %d uploads left of %d", took, jobs, uploads, n)
+	if took > 2*time.Second {
+		t.Errorf("a sweep with a budget of 200 ms took %v", took)
+	}
+	if jobs == n || uploads == n {
+		t.Errorf("left after one sweep: %d jobs, %d uploads of %d: want some of each deleted", jobs, uploads, n)
+	}
+	for range 50 {
+		if jobs+uploads == 0 {
+			break
+		}
+		if err := w.Work(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		jobs, uploads = left()
+	}
+	if jobs+uploads != 0 {
+		t.Errorf("after 50 sweeps: %d jobs and %d uploads left", jobs, uploads)
 	}
 }
