@@ -347,8 +347,8 @@ func (f *Fetcher) download(ctx context.Context, accountID, jobID string, index i
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return Result{}, f.requestError(ctx, display, err)
 	}
-	contentType := resp.Header.Get("Content-Type")
-	if mt, _, perr := mime.ParseMediaType(contentType); perr != nil || mt == "application/octet-stream" || mt == "binary/octet-stream" {
+	contentType := storedContentType(resp.Header.Get("Content-Type"))
+	if contentType == "" {
 		contentType = mimetype.Detect(head).String()
 	}
 
@@ -371,6 +371,41 @@ func (f *Fetcher) download(ctx context.Context, accountID, jobID string, index i
 		ContentType: contentType, Key: key, Created: time.Now().UTC(),
 	}
 	return Result{URL: f.FileURL(id), File: rec, Key: key, Name: rec.Name, ContentType: contentType, Size: n, Data: data}, nil
+}
+
+// maxMediaTypeLen bounds the media type a download is stored under: a
+// type and a subtype of at most 127 characters each (RFC 6838 4.2).
+const maxMediaTypeLen = 255
+
+// maxCharsetLen bounds the charset a download is stored under: IANA's
+// charset names have at most 40 characters (RFC 2978 2.3).
+const maxCharsetLen = 40
+
+// storedContentType is the content type a download is stored and recorded
+// under, from the source's Content-Type header: its media type and its
+// charset (the converter decodes text by it), nothing else. "" when the
+// header names no type worth keeping (none, malformed, a generic binary
+// type, a media type past maxMediaTypeLen), for the caller to sniff one.
+//
+// The header is the source server's to write, up to the client's 64 KiB
+// of headers, and was kept whole: it went into the file's record, into
+// the Content-Type of GET /v1/files/{id}, and to S3 as the object's
+// Content-Type, where a request's headers may take 8 KiB (AWS; versitygw
+// refuses 7 KB), so such a download could never be stored and its file
+// was downloaded, recognized and asked again at every attempt.
+func storedContentType(header string) string {
+	mt, params, err := mime.ParseMediaType(header)
+	if err != nil || mt == "application/octet-stream" || mt == "binary/octet-stream" || len(mt) > maxMediaTypeLen {
+		return ""
+	}
+	var keep map[string]string
+	if cs := params["charset"]; cs != "" && len(cs) <= maxCharsetLen {
+		keep = map[string]string{"charset": cs}
+	}
+	if ct := mime.FormatMediaType(mt, keep); ct != "" {
+		return ct
+	}
+	return mime.FormatMediaType(mt, nil) // a charset it cannot write
 }
 
 // Save stores the bytes of a download (r.Data) at r.Key; a file that is
@@ -797,11 +832,10 @@ func RemoveDeletedJob(ctx context.Context, bucket *blob.Bucket, dir string, remo
 // folder fileblob would not name as written (an empty, "." or ".."
 // segment, a control character, an escape-like "__0x").
 func BucketDir(storageURL string) string {
-	u, ok := fileURL(storageURL)
+	u, dir, ok := fileURL(storageURL)
 	if !ok {
 		return ""
 	}
-	dir := filepath.FromSlash(u.Path)
 	prefix := u.Query().Get("prefix")
 	if prefix == "" {
 		return dir
@@ -824,18 +858,31 @@ func BucketDir(storageURL string) string {
 // storage to be usable (fileblob makes the folders under it, the
 // prefix's with the first key written).
 func RootDir(storageURL string) string {
-	u, ok := fileURL(storageURL)
-	if !ok {
-		return ""
-	}
-	return filepath.FromSlash(u.Path)
+	_, dir, _ := fileURL(storageURL)
+	return dir
 }
 
-// fileURL parses a file:// storage URL of this host.
-func fileURL(storageURL string) (*url.URL, bool) {
+// fileURL parses a file:// storage URL of this host and returns the
+// directory it names, as fileblob reads it: file:///abs/dir and
+// file://localhost/abs/dir, or file://./rel/dir, relative to the working
+// directory (made absolute here, as fileblob makes it at open). The
+// relative form was taken for another host's: every folder removal and
+// the sweep's file://-only parts were skipped, so the staged writes a
+// crash left under uploads/ stayed for good.
+func fileURL(storageURL string) (*url.URL, string, bool) {
 	u, err := url.Parse(storageURL)
-	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
-		return nil, false
+	if err != nil || u.Scheme != "file" {
+		return nil, "", false
 	}
-	return u, true
+	switch u.Host {
+	case "", "localhost":
+		return u, filepath.FromSlash(u.Path), true
+	case ".":
+		dir, err := filepath.Abs(filepath.FromSlash(strings.TrimPrefix(u.Path, "/")))
+		if err != nil {
+			return nil, "", false
+		}
+		return u, dir, true
+	}
+	return nil, "", false
 }

@@ -184,6 +184,57 @@ func TestFetchDownloadsAndSaveStores(t *testing.T) {
 	})
 }
 
+// A source's Content-Type header is its server's to write, up to the
+// client's 64 KiB of headers. Only its media type and charset are kept:
+// kept whole, a header of 9,000 bytes went to S3 as the object's
+// Content-Type, which S3 refuses (AWS takes 8 KiB of request headers), so
+// the file could never be stored and every attempt downloaded it again
+// (and recognized it and asked the model again) before the row failed.
+func TestALongContentTypeIsStoredAsItsMediaTypeAndCharset(t *testing.T) {
+	forEachBucket(t, func(t *testing.T, open openBucket) {
+		srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=windows-1252; x="+strings.Repeat("a", 9000))
+			io.WriteString(w, "Invoice 42")
+		})
+		e := newEnvOn(t, open, Config{}, nil)
+		res, err := e.f.Fetch(context.Background(), "acct", "job1", 0, srv.URL+"/a.txt")
+		if err != nil {
+			t.Fatalf("Fetch: %v", err)
+		}
+		const want = "text/plain; charset=windows-1252"
+		if res.ContentType != want || res.File.ContentType != want {
+			t.Errorf("content type = %.80q (record %.80q), want %q", res.ContentType, res.File.ContentType, want)
+		}
+		if err := e.f.Save(context.Background(), res); err != nil {
+			t.Fatalf("Save: %v (%v)", err, errors.Unwrap(err))
+		}
+		if data, err := e.f.Read(context.Background(), res.Key, 0); err != nil || string(data) != "Invoice 42" {
+			t.Fatalf("Read after Save = %q, %v", data, err)
+		}
+	})
+}
+
+func TestStoredContentType(t *testing.T) {
+	for _, tt := range []struct{ header, want string }{
+		{"text/plain; charset=windows-1252", "text/plain; charset=windows-1252"},
+		{`TEXT/HTML; Charset="UTF-8"`, "text/html; charset=UTF-8"},
+		{"application/pdf; name=scan.pdf; x=y", "application/pdf"},
+		{"text/plain; charset=" + strings.Repeat("u", 41), "text/plain"},
+		{`text/plain; charset="a b"`, `text/plain; charset="a b"`},
+		{"text/" + strings.Repeat("x", 250), "text/" + strings.Repeat("x", 250)},
+		// Left to sniffing.
+		{"text/" + strings.Repeat("x", 251), ""},
+		{"", ""},
+		{"not a type", ""},
+		{"application/octet-stream", ""},
+		{"binary/octet-stream; charset=utf-8", ""},
+	} {
+		if got := storedContentType(tt.header); got != tt.want {
+			t.Errorf("storedContentType(%.60q) = %.60q, want %.60q", tt.header, got, tt.want)
+		}
+	}
+}
+
 func TestSaveStoresAnEmptyDownloadAndLeavesStoredFilesAlone(t *testing.T) {
 	forEachBucket(t, func(t *testing.T, open openBucket) {
 		srv := serve(t, func(w http.ResponseWriter, r *http.Request) {})
@@ -1027,6 +1078,45 @@ func TestBucketDirIsWhereAPrefixedStorageWritesItsKeys(t *testing.T) {
 				t.Errorf("the key is not under BucketDir %s: %v", dir, err)
 			}
 		})
+	}
+}
+
+// A file:// URL relative to the working directory (file://./dir, as
+// fileblob reads it) names that directory, made absolute; it was taken
+// for another host's, "", and the folder removals and the sweep's
+// file://-only parts (staged writes a crash left) never ran on it.
+func TestBucketDirOfARelativeStorageIsWhereItWritesItsKeys(t *testing.T) {
+	root := t.TempDir()
+	t.Chdir(root)
+	for _, tt := range []struct{ url, dir, root string }{
+		{"file://./files?create_dir=true&no_tmp_dir=true", "files", "files"},
+		{"file://./data/files?create_dir=true&prefix=dep-a/", "data/files/dep-a", "data/files"},
+		{"file://./data/files?create_dir=true&prefix=x", "", "data/files"},
+	} {
+		bucket, err := blob.OpenBucket(context.Background(), tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bucket.WriteAll(context.Background(), "uploads/alice/u1", []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+		bucket.Close()
+		if got, want := RootDir(tt.url), filepath.Join(root, tt.root); got != want {
+			t.Errorf("RootDir(%q) = %q, want %q", tt.url, got, want)
+		}
+		dir := BucketDir(tt.url)
+		if tt.dir == "" {
+			if dir != "" {
+				t.Errorf("BucketDir(%q) = %q, want \"\"", tt.url, dir)
+			}
+			continue
+		}
+		if want := filepath.Join(root, tt.dir); dir != want {
+			t.Errorf("BucketDir(%q) = %q, want %q", tt.url, dir, want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "uploads", "alice", "u1")); err != nil {
+			t.Errorf("the key is not under BucketDir %s: %v", dir, err)
+		}
 	}
 }
 

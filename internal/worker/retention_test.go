@@ -3,7 +3,9 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,5 +93,159 @@ func TestRetentionOfZeroKeepsUploads(t *testing.T) {
 	}
 	if _, err := st.GetFile(ctx, "", old.ID); err != nil {
 		t.Errorf("a year-old upload with retention 0: %v, want it kept", err)
+	}
+}
+
+// expireMany stores n uploads made two hours ago and n cancelled jobs,
+// each with a stored copy; upload keys end with suffix.
+func expireMany(t *testing.T, st store.Store, bucket *blob.Bucket, n int, suffix string) {
+	t.Helper()
+	ctx := context.Background()
+	old := time.Now().UTC().Add(-2 * time.Hour)
+	for i := range n {
+		up := job.File{ID: fmt.Sprintf("up-%d", i), AccountID: "acme", Key: fmt.Sprintf("uploads/acme/up-%d%s", i, suffix), Created: old}
+		if err := st.CreateFile(ctx, up); err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprintf("job-%d", i)
+		j := &job.Job{ID: id, AccountID: "acme", Status: job.StatusNew, SourceURLs: []string{"http://x/a"}, RequestHash: "h", Created: old}
+		if _, _, err := st.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
+			t.Fatal(err)
+		}
+		cp := job.File{ID: "copy-" + id, AccountID: "acme", JobID: id, Key: "jobs/" + id + "/0-a"}
+		if err := bucket.WriteAll(ctx, cp.Key, []byte("confidential"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateFile(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.CancelJob(ctx, "acme", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Millisecond) // ended before the cutoff
+}
+
+// A sweep takes batch after batch while they come back full: with one
+// batch (500) of each per sweep, every 10 minutes at most, retention kept
+// up with no more than 3,000 jobs and 3,000 uploads an hour, and past that
+// the backlog, and what it keeps past the retention, only grew.
+func TestRetentionTakesEveryExpiredJobAndUploadOfABacklogInOneSweep(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	bucket, dir := fileBucket(t)
+	const n = 2*sweepBatch + 100
+	expireMany(t, st, bucket, n, "")
+
+	// The budget of an hour's retention and more (a millisecond's is a
+	// second, which a loaded machine may need for this backlog).
+	w := &retentionWorker{cfg: Config{Retention: time.Millisecond, StorageDir: dir}, budget: retentionBudget,
+		deps: Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)}}
+	start := time.Now()
+	if err := w.Work(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d jobs and %d uploads in %v", n, n, time.Since(start))
+	if left, err := st.ExpiredJobs(ctx, time.Now(), 10*n); err != nil || len(left) != 0 {
+		t.Errorf("expired jobs left after one sweep: %d (%v), want 0", len(left), err)
+	}
+	if left, err := st.ExpiredUploads(ctx, time.Now(), 10*n); err != nil || len(left) != 0 {
+		t.Errorf("expired uploads left after one sweep: %d (%v), want 0", len(left), err)
+	}
+	if keys := documentKeys(t, bucket); len(keys) != 0 {
+		t.Errorf("stored files left: %d, want none", len(keys))
+	}
+}
+
+// errorCount counts the records logged at ERROR.
+type errorCount struct{ n atomic.Int64 }
+
+func (c *errorCount) Enabled(context.Context, slog.Level) bool { return true }
+func (c *errorCount) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		c.n.Add(1)
+	}
+	return nil
+}
+func (c *errorCount) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *errorCount) WithGroup(string) slog.Handler      { return c }
+
+// A batch of uploads whose bytes the storage refuses ends the sweep's
+// uploads: the same batch is not asked again for the rest of the budget.
+// (fileblob refuses any key ending in .attrs, its sidecars' suffix.)
+func TestRetentionDoesNotAskAgainForUploadsTheStorageRefused(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	bucket, dir := fileBucket(t)
+	expireMany(t, st, bucket, sweepBatch+100, ".attrs")
+
+	errs := &errorCount{}
+	// An hour's retention: a sweep's budget of 30 s (its jobs, ended
+	// just now, are not expired).
+	w := &retentionWorker{cfg: Config{Retention: time.Hour, StorageDir: dir},
+		deps: Deps{Store: st, Bucket: bucket, Logger: slog.New(errs)}}
+	start := time.Now()
+	if err := w.Work(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the sweep took %v", took)
+	}
+	if n := errs.n.Load(); n != sweepBatch {
+		t.Errorf("refused deletes logged: %d, want %d (one batch)", n, sweepBatch)
+	}
+	if left, err := st.ExpiredUploads(ctx, time.Now(), 10*sweepBatch); err != nil || len(left) != sweepBatch+100 {
+		t.Errorf("expired uploads kept: %d (%v), want all %d", len(left), err, sweepBatch+100)
+	}
+}
+
+// A sweep stops at its budget, before the next job or upload, and leaves
+// the rest to the next sweeps; while both kinds have more, jobs take half
+// of what is left, so uploads are deleted in the same sweep.
+func TestRetentionStopsAtItsBudgetAndGivesUploadsTheirTurn(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	bucket, dir := fileBucket(t)
+	const n = 2*sweepBatch + 100
+	expireMany(t, st, bucket, n, "")
+
+	w := &retentionWorker{cfg: Config{Retention: time.Millisecond, StorageDir: dir}, budget: 200 * time.Millisecond,
+		deps: Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)}}
+	left := func() (jobs, uploads int) {
+		t.Helper()
+		j, err := st.ExpiredJobs(ctx, time.Now(), 10*n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := st.ExpiredUploads(ctx, time.Now(), 10*n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(j), len(u)
+	}
+	start := time.Now()
+	if err := w.Work(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	jobs, uploads := left()
+	t.Logf("one sweep of 200 ms: %v, %d jobs and %d uploads left of %d", took, jobs, uploads, n)
+	if took > 2*time.Second {
+		t.Errorf("a sweep with a budget of 200 ms took %v", took)
+	}
+	if jobs == n || uploads == n {
+		t.Errorf("left after one sweep: %d jobs, %d uploads of %d: want some of each deleted", jobs, uploads, n)
+	}
+	for range 50 {
+		if jobs+uploads == 0 {
+			break
+		}
+		if err := w.Work(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		jobs, uploads = left()
+	}
+	if jobs+uploads != 0 {
+		t.Errorf("after 50 sweeps: %d jobs and %d uploads left", jobs, uploads)
 	}
 }
