@@ -115,6 +115,25 @@ func uploadTooSlow(limit time.Duration) error {
 	}
 }
 
+// maxUploadFolder bounds an account's folder under uploads/: a path
+// segment, and so a file name on local storage, where most file systems
+// take 255 bytes (NAME_MAX). An account name escaped past it (86 or more
+// characters outside ASCII, within the 255 bytes an account name may
+// have) could never upload there: every write failed as an internal error.
+const maxUploadFolder = 200
+
+// UploadFolder is the folder under uploads/ that holds acct's uploads: its
+// name path-escaped, or, when that is longer than maxUploadFolder, the
+// SHA-256 of the name. The folder only groups the keys (each upload's
+// record names its key and account), so an account of that hash's text
+// sharing it would change nothing.
+func UploadFolder(acct string) string {
+	if esc := url.PathEscape(acct); len(esc) <= maxUploadFolder {
+		return esc
+	}
+	return "sha256-" + sha256Hex(acct)
+}
+
 // storeUpload is StoreUpload with the time limit given.
 func (s *Service) storeUpload(ctx context.Context, name string, body io.Reader, limit time.Duration) (job.File, string, error) {
 	acct, err := account(ctx)
@@ -124,7 +143,7 @@ func (s *Service) storeUpload(ctx context.Context, name string, body io.Reader, 
 	name = UploadName(name)
 
 	id := s.newID()
-	key := "uploads/" + url.PathEscape(acct) + "/" + id
+	key := "uploads/" + UploadFolder(acct) + "/" + id
 	attrs := []slog.Attr{slog.String("account_id", acct), slog.String("file_id", id)}
 
 	// An account already at its quota is refused before a byte is read or

@@ -1490,3 +1490,54 @@ func TestGetJobResultIsBoundedAndPointsToTheStreamedEndpoint(t *testing.T) {
 		})
 	}
 }
+
+// An account's uploads go in a folder named by the account, which on local
+// storage is a file name: one escaped past 255 bytes failed every upload
+// as an internal error. A long name's folder is its hash instead.
+func TestAnAccountWithALongNameUploads(t *testing.T) {
+	long := strings.Repeat("é", 100) // 200 bytes, 600 escaped
+	onEachStorage(t, func(t *testing.T, stor storage) {
+		h := newHarnessWith(t, Config{UploadMaxBytes: 1 << 10}, openSQLite, stor)
+		ctx := as(long)
+		f, _, err := h.svc.StoreUpload(ctx, "a.txt", strings.NewReader("hello"))
+		if err != nil {
+			t.Fatalf("an upload of an account of 100 é: %v", err)
+		}
+		if want := "uploads/" + UploadFolder(long) + "/" + f.ID; f.Key != want {
+			t.Errorf("key %q, want %q", f.Key, want)
+		}
+		_, r, err := h.svc.OpenFile(ctx, f.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		_ = r.Close()
+		if err != nil || string(b) != "hello" {
+			t.Fatalf("read back %q, %v", b, err)
+		}
+	})
+}
+
+func TestUploadFolder(t *testing.T) {
+	at200 := strings.Repeat("a", 200)
+	tests := []struct {
+		name, account, want string
+	}{
+		{"a plain name is itself", "acme", "acme"},
+		{"a name that needs escaping is escaped", "a b/c", "a%20b%2Fc"},
+		{"an escaped name of 200 bytes is kept", at200, at200},
+		{"one of 201 bytes is hashed", at200 + "b", "sha256-" + sha256Hex(at200+"b")},
+		{"a long name outside ASCII is hashed", strings.Repeat("é", 34), "sha256-" + sha256Hex(strings.Repeat("é", 34))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := UploadFolder(tt.account)
+			if got != tt.want {
+				t.Errorf("UploadFolder(%q) = %q, want %q", tt.account, got, tt.want)
+			}
+			if len(got) > maxUploadFolder+7 {
+				t.Errorf("folder of %d bytes", len(got))
+			}
+		})
+	}
+}
