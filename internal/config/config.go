@@ -505,6 +505,12 @@ func checkStorageURL(raw string) error {
 	if u.User != nil {
 		return fmt.Errorf("no user or password in the URL (not shown): %s", noCredentials)
 	}
+	// fileblob ignores any other host and writes under the path alone:
+	// file://data/files, meant relative, wrote to /files. A directory on
+	// this machine needs no host.
+	if u.Scheme == "file" && u.Host != "" && u.Host != "." && u.Host != "localhost" {
+		return fmt.Errorf("a file:// URL names a directory on this machine, not a host: file:///abs/path for an absolute one, file://./rel/path for one under the working directory (the part after file:// up to the next / was taken as a host and would have been ignored)")
+	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
 		return fmt.Errorf("the query does not parse (not shown: it may hold a secret): %s", parseProblem(err))

@@ -327,6 +327,8 @@ func TestAnUnknownDatabaseOrStorageURLSaysWhatWasWrong(t *testing.T) {
 		{"DOCJOBS_DATABASE_URL", "/srv/dj/docjobs.db", `got "/srv/dj/docjobs.db", which has no scheme (a SQLite file is sqlite:///path/docjobs.db)`, ""},
 		{"DOCJOBS_DATABASE_URL", "host=db password=secret", "not shown: it may hold a password", "secret"},
 		{"DOCJOBS_STORAGE_URL", "gs://bucket", `DOCJOBS_STORAGE_URL: want file:///DIR or s3://BUCKET (S3, MinIO, R2), got scheme "gs"`, ""},
+		{"DOCJOBS_STORAGE_URL", "file://data/files", "DOCJOBS_STORAGE_URL: a file:// URL names a directory on this machine, not a host", ""},
+		{"DOCJOBS_STORAGE_URL", "file://nas.example/srv/files?prefix=a/", "file:///abs/path for an absolute one, file://./rel/path", "nas.example"},
 	} {
 		t.Run(tt.value, func(t *testing.T) {
 			_, err := Load(env(map[string]string{tt.name: tt.value}))

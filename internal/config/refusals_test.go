@@ -60,6 +60,8 @@ func TestTheStorageURLsTheDriversTakeAreAccepted(t *testing.T) {
 		"s3://bucket?region=auto&endpoint=https://acct.r2.cloudflarestorage.com&prefix=jobs-a/&awssdk=v2",
 		"s3://bucket",
 		"file:///srv/dj/files?create_dir=true&dir_file_mode=0700&metadata=skip&no_tmp_dir=true&prefix=a/",
+		"file://./data/files",
+		"file://localhost/srv/dj/files",
 	} {
 		if _, err := Load(env(map[string]string{"DOCJOBS_STORAGE_URL": u})); err != nil {
 			t.Errorf("%s: %v", u, err)
