@@ -66,6 +66,11 @@ func BenchmarkResultRows(b *testing.B) {
 	storetest.BenchmarkResultRows(b, func(b *testing.B) store.Store { return openSchema(b) })
 }
 
+func BenchmarkFinishLLMGroup(b *testing.B) {
+	pgtest.URL(b)
+	storetest.BenchmarkFinishLLMGroup(b, func(b *testing.B) store.Store { return openSchema(b) })
+}
+
 func BenchmarkCancelMergeJob(b *testing.B) {
 	pgtest.URL(b)
 	storetest.BenchmarkCancelMergeJob(b, func(b *testing.B) store.Store { return openSchema(b) })

@@ -49,6 +49,16 @@ func BenchmarkCreateJob(b *testing.B) {
 	})
 }
 
+func BenchmarkFinishLLMGroup(b *testing.B) {
+	storetest.BenchmarkFinishLLMGroup(b, func(b *testing.B) store.Store {
+		s, err := sqlite.Open(b.Context(), sqlite.Config{Path: filepath.Join(b.TempDir(), "docjobs.db"), Logger: quiet})
+		if err != nil {
+			b.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
+
 func TestOpenTwiceMigratesOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "docjobs.db")
 	s := open(t, sqlite.Config{Path: path})

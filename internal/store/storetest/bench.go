@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
@@ -186,6 +188,66 @@ func BenchmarkCancelMergeJob(b *testing.B, open func(b *testing.B) store.Store) 
 				b.StartTimer()
 				if _, err := s.CancelJob(c, j.AccountID, j.ID); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFinishLLMGroup finishes a job's 100 model rows (ten files of ten
+// chunks, as `docjobs bench` makes them: a chunk and its overlap of about
+// 680 bytes each, an answer with an 830-byte request and a 250-byte raw
+// answer) in groups of the given size, the last group ending the job: the
+// writes a job's burst of answers costs the store, without the provider or
+// River. One iteration is one job.
+func BenchmarkFinishLLMGroup(b *testing.B, open func(b *testing.B) store.Store) {
+	for _, size := range []int{1, 10, 40} {
+		b.Run(fmt.Sprintf("group of %d", size), func(b *testing.B) {
+			s := open(b)
+			defer s.Close()
+			c := b.Context()
+			chunk, overlap := strings.Repeat("Item 7 costs 42 units. ", 30), strings.Repeat("Item 6 costs 36 units. ", 30)
+			request, raw := strings.Repeat("q", 830), strings.Repeat("r", 250)
+			for b.Loop() {
+				b.StopTimer()
+				j := newJob("acct", 10)
+				j.Prompts = []string{"Summarize."}
+				if _, _, err := s.CreateJob(c, store.CreateJobParams{Job: j}); err != nil {
+					b.Fatal(err)
+				}
+				for f := range 10 {
+					ocr := doneRow(j, f, strings.Repeat(chunk, 10))
+					d := store.OCRDone{Row: ocr}
+					for i := range 10 {
+						d.LLM = append(d.LLM, job.LLMRow{JobID: j.ID, FileIndex: f, File: ocr.File, ChunkIndex: i,
+							ChunkTotal: 10, Status: job.RowPending, Input: chunk, Overlap: overlap})
+					}
+					if _, err := s.FinishOCR(c, d); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				// The answers of a burst arrive file after file for each chunk.
+				var done []store.LLMDone
+				for i := range 10 {
+					for f := range 10 {
+						done = append(done, store.LLMDone{EndWhenLast: true, Row: job.LLMRow{JobID: j.ID, FileIndex: f,
+							ChunkIndex: i, ChunkTotal: 10, Status: job.RowDone, Content: `{"ok":true}`, Model: "m",
+							Request: request, RawData: raw, Duration: time.Millisecond, InputTokens: 300, OutputTokens: 5}})
+					}
+				}
+				for len(done) > 0 {
+					part := done[:min(size, len(done))]
+					done = done[len(part):]
+					var wg sync.WaitGroup
+					for _, d := range part {
+						wg.Go(func() {
+							if _, err := s.FinishLLM(c, d); err != nil {
+								b.Error(err)
+							}
+						})
+					}
+					wg.Wait()
 				}
 			}
 		})
