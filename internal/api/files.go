@@ -224,14 +224,43 @@ func (s *Service) storeUpload(ctx context.Context, name string, body io.Reader, 
 	rctx, rcancel := context.WithTimeout(ctx, recordTimeout)
 	defer rcancel()
 	if err := s.store.CreateUpload(rctx, f, s.cfg.AccountMaxUploadBytes); err != nil {
-		s.removePartial(ctx, key, attrs)
 		if errors.Is(err, store.ErrUploadQuota) {
+			s.removePartial(ctx, key, attrs)
 			return job.File{}, "", s.uploadQuota(ctx, append(attrs, slog.Int64("bytes", n)))
 		}
+		if recorded, lookErr := s.uploadRecorded(ctx, acct, id); lookErr == nil && recorded {
+			// The commit went through and only its answer was lost (a
+			// connection cut at COMMIT): the upload is the account's.
+			s.log.LogAttrs(ctx, slog.LevelWarn, "file uploaded; its record's commit answered an error",
+				append(attrs, slog.Int64("bytes", n), slog.String("error", err.Error()))...)
+			return f, FileURL(s.cfg.PublicURL, id), nil
+		} else if lookErr == nil {
+			s.removePartial(ctx, key, attrs)
+		}
+		// When the record cannot be looked up, the bytes stay: deleting
+		// them could leave a record without its file, while bytes without
+		// a record are the sweep's (worker.sweepUploads).
 		return job.File{}, "", s.internal(ctx, "StoreUpload", fmt.Errorf("record file: %w", err), attrs...)
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "file uploaded", append(attrs, slog.Int64("bytes", n))...)
 	return f, FileURL(s.cfg.PublicURL, id), nil
+}
+
+// uploadRecorded reports whether the upload id of acct has its record, for
+// a CreateUpload that answered an error: an error need not mean that
+// nothing committed.
+func (s *Service) uploadRecorded(ctx context.Context, acct, id string) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	_, err := s.store.GetFile(ctx, acct, id)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 // uploadQuota is the answer to an upload past AccountMaxUploadBytes:

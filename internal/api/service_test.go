@@ -1541,3 +1541,84 @@ func TestUploadFolder(t *testing.T) {
 		})
 	}
 }
+
+// recordAnswers is a store whose CreateUpload answers err: after
+// committing the record (a connection cut at COMMIT loses only the answer)
+// or instead of it; and whose GetFile fails with lookErr when set.
+type recordAnswers struct {
+	storetest.Store
+	commit  bool
+	err     error
+	lookErr error
+}
+
+func (r *recordAnswers) CreateUpload(ctx context.Context, f job.File, maxBytes int64) error {
+	if r.commit {
+		if err := r.Store.CreateUpload(ctx, f, maxBytes); err != nil {
+			return err
+		}
+	}
+	return r.err
+}
+
+func (r *recordAnswers) GetFile(ctx context.Context, accountID, id string) (job.File, error) {
+	if r.lookErr != nil {
+		return job.File{}, r.lookErr
+	}
+	return r.Store.GetFile(ctx, accountID, id)
+}
+
+// An error from the upload's record need not mean nothing committed: the
+// bytes were deleted whatever it meant, and a record whose commit only
+// lost its answer named a file that was gone.
+func TestAnUploadWhoseRecordAnsweredAnErrorKeepsWhatItsRecordNeeds(t *testing.T) {
+	cut := errors.New("conn closed while committing")
+	tests := []struct {
+		name          string
+		store         recordAnswers
+		wantErr       bool
+		wantBytesKept bool
+	}{
+		{"recorded, its answer lost: the upload is the account's", recordAnswers{commit: true, err: cut}, false, true},
+		{"not recorded: the bytes go", recordAnswers{err: cut}, true, false},
+		{"not known whether recorded: the bytes stay for the sweep", recordAnswers{err: cut, lookErr: errors.New("database unreachable")}, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := tt.store
+			h := newHarnessOn(t, Config{UploadMaxBytes: 1 << 10}, func(t *testing.T, log *slog.Logger) storetest.Store {
+				st.Store = openSQLite(t, log)
+				return &st
+			})
+			ctx := as("acme")
+			f, _, err := h.svc.StoreUpload(ctx, "a.txt", strings.NewReader("hello"))
+			if gotErr := err != nil; gotErr != tt.wantErr {
+				t.Fatalf("StoreUpload: %v, want an error: %v", err, tt.wantErr)
+			}
+			keys := 0
+			it := h.bucket.List(&blob.ListOptions{Prefix: "uploads/"})
+			for {
+				obj, err := it.Next(context.Background())
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !obj.IsDir {
+					keys++
+				}
+			}
+			if kept := keys == 1; kept != tt.wantBytesKept {
+				t.Fatalf("%d stored files under uploads/, want the bytes kept: %v", keys, tt.wantBytesKept)
+			}
+			if !tt.wantErr {
+				_, r, err := h.svc.OpenFile(ctx, f.ID)
+				if err != nil {
+					t.Fatalf("OpenFile of the upload: %v", err)
+				}
+				_ = r.Close()
+			}
+		})
+	}
+}
