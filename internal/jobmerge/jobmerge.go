@@ -6,10 +6,15 @@
 package jobmerge
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
+	"unicode/utf8"
 
+	"github.com/docjobs/docjobs/internal/fence"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/merge"
 	"github.com/docjobs/docjobs/internal/schema"
@@ -139,11 +144,116 @@ func Answers(res *job.Result, log *slog.Logger) ([]byte, error) {
 	if failed >= maxLoggedChunks {
 		log.Info("merge: chunks without an answer left unmerged, not logged one by one", "rows", failed)
 	}
-	raw, err := json.Marshal(out)
+	raw, err := encode(out)
 	if err != nil {
 		return nil, fmt.Errorf("merge: encode: %w", err)
 	}
 	return raw, nil
+}
+
+// encode is json.Marshal(answers), byte for byte, written once into a
+// buffer of its size. json.Marshal grew its buffer by doubling and copied
+// the result once more: about 3 times the merged content at once, the
+// peak of a merge at its input limit once the merge itself was cut
+// (mergemem). Each answer is marshalled without its content, which is
+// then escaped in pieces by json.Marshal itself, so the bytes are its.
+func encode(answers []Answer) ([]byte, error) {
+	if answers == nil {
+		return []byte("null"), nil
+	}
+	heads := make([][]byte, len(answers))
+	size := 2 + max(len(answers)-1, 0)
+	for i, a := range answers {
+		content := a.Content
+		a.Content = ""
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		heads[i] = b
+		size += len(b) - 2 + escapedLen(content) // the head holds the empty content's quotes
+	}
+	out := make([]byte, 0, size)
+	out = append(out, '[')
+	for i, a := range answers {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		b := heads[i]
+		at := bytes.Index(b, emptyContent)
+		if at < 0 {
+			return nil, fmt.Errorf("no content field in %.100s", b)
+		}
+		at += len(emptyContent) - 2 // at the content's opening quote
+		out = append(out, b[:at]...)
+		var err error
+		if out, err = appendString(out, a.Content); err != nil {
+			return nil, err
+		}
+		out = append(out, b[at+2:]...)
+	}
+	return append(out, ']'), nil
+}
+
+// emptyContent is the content field of an answer marshalled without it;
+// it follows the format, whose string cannot hold it unescaped.
+var emptyContent = []byte(`,"content":""`)
+
+// escapePiece is how much of a content json.Marshal escapes at a time.
+const escapePiece = 64 << 10
+
+// appendString appends s as json.Marshal writes a string. It marshals s in
+// pieces cut before an ASCII byte: json.Marshal escapes each byte or
+// character on its own, and a character cannot span such a cut (an
+// incomplete one before it is invalid either way), so the pieces' escapes
+// are the whole string's.
+func appendString(dst []byte, s string) ([]byte, error) {
+	dst = append(dst, '"')
+	for len(s) > 0 {
+		n := min(len(s), escapePiece)
+		for n < len(s) && s[n] >= utf8.RuneSelf {
+			n++
+		}
+		b, err := json.Marshal(s[:n])
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, b[1:len(b)-1]...)
+		s = s[n:]
+	}
+	return append(dst, '"'), nil
+}
+
+// escapedLen is how long json.Marshal's string for s is: the buffer's
+// size (TestEscapedLenIsJSONMarshals holds it to that).
+func escapedLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+				n += 2
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 6
+		case r == '\u2028' || r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
 }
 
 // conforms is the merged content's schemaValid; nil when the schema does
@@ -154,6 +264,123 @@ func conforms(schemaText, content string) *bool {
 	if err != nil {
 		return nil
 	}
-	valid, _ := schema.Verdict(s, content)
+	doc, ok := decode(fence.Strip(content))
+	if !ok {
+		valid, _ := schema.Verdict(s, content)
+		return &valid
+	}
+	valid := s.Validate(doc) == nil
 	return &valid
+}
+
+// decode is jsonschema.UnmarshalJSON of valid JSON (what schema.Verdict
+// validates), built from the text without copying it: its strings and
+// numbers share the content's memory. Verdict's decoder read the whole
+// content into a buffer of its own and copied every string, about twice
+// the content beside the tree, the peak of a merge with a schema
+// (mergemem). ok is false when s is not one valid JSON value.
+func decode(s string) (any, bool) {
+	if !json.Valid([]byte(s)) {
+		return nil, false
+	}
+	d := decoder{s: s}
+	return d.value(), true
+}
+
+// decoder reads text json.Valid accepted.
+type decoder struct {
+	s string
+	i int
+}
+
+func (d *decoder) space() {
+	for d.i < len(d.s) && (d.s[d.i] == ' ' || d.s[d.i] == '\t' || d.s[d.i] == '\n' || d.s[d.i] == '\r') {
+		d.i++
+	}
+}
+
+func (d *decoder) value() any {
+	d.space()
+	switch d.s[d.i] {
+	case 'n':
+		d.i += 4
+		return nil
+	case 't':
+		d.i += 4
+		return true
+	case 'f':
+		d.i += 5
+		return false
+	case '"':
+		return d.str()
+	case '[':
+		d.i++
+		arr := []any{}
+		d.space()
+		if d.s[d.i] == ']' {
+			d.i++
+			return arr
+		}
+		for {
+			arr = append(arr, d.value())
+			d.space()
+			c := d.s[d.i]
+			d.i++
+			if c == ']' {
+				return slices.Clip(arr)
+			}
+		}
+	case '{':
+		d.i++
+		obj := map[string]any{}
+		d.space()
+		if d.s[d.i] == '}' {
+			d.i++
+			return obj
+		}
+		for {
+			d.space()
+			k := d.str()
+			d.space()
+			d.i++              // ':'
+			obj[k] = d.value() // the last of a repeated key wins, as in encoding/json
+			d.space()
+			c := d.s[d.i]
+			d.i++
+			if c == '}' {
+				return obj
+			}
+		}
+	}
+	start := d.i
+	for d.i < len(d.s) && strings.IndexByte("+-0123456789.eE", d.s[d.i]) >= 0 {
+		d.i++
+	}
+	return json.Number(d.s[start:d.i])
+}
+
+// str reads a string: sliced from the text when it holds no escape and
+// is valid UTF-8, else decoded by encoding/json, so that invalid UTF-8
+// and escapes come out as there.
+func (d *decoder) str() string {
+	start := d.i
+	d.i++
+	plain := true
+	for c := d.s[d.i]; c != '"'; c = d.s[d.i] {
+		if c == '\\' {
+			plain = false
+			d.i++
+		} else if c >= utf8.RuneSelf {
+			plain = false
+		}
+		d.i++
+	}
+	d.i++
+	raw := d.s[start:d.i]
+	if plain || !strings.Contains(raw, "\\") && utf8.ValidString(raw) {
+		return raw[1 : len(raw)-1]
+	}
+	var out string
+	_ = json.Unmarshal([]byte(raw), &out) // valid: it cannot fail
+	return out
 }

@@ -48,11 +48,11 @@ func detect(g []*part, hasSchema bool, lim Limits) string {
 	half := func(n int) bool { return 2*n >= len(voters) }
 	structured := false
 	jsonVotes := count(func(p *part) bool {
-		v, err := p.json(lim)
-		if err == nil && (v.kind == kObject || v.kind == kArray) {
+		pr := p.json(lim)
+		if pr.err == nil && (pr.kind == kObject || pr.kind == kArray) {
 			structured = true
 		}
-		return err == nil
+		return pr.err == nil
 	})
 	if jsonVotes == len(voters) || half(jsonVotes) && structured {
 		return FormatJSON

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,12 +30,48 @@ const (
 // value is a parsed JSON value. Objects keep their key order (the merged
 // answer shows keys as the chunks first gave them); a key repeated in one
 // object keeps its last value, as encoding/json does.
+//
+// A parsed answer lives only while its chunk is merged (and the next one,
+// which may continue its records): what the merged tree keeps of it is
+// text, the spans of its array elements in the answer, and copies of its
+// scalars, so that a merge holds one or two parsed answers at a time
+// rather than all of them (mergemem).
 type value struct {
 	kind kind
 	b    bool
-	s    string   // a string, or a number's literal as written
-	arr  []*value // array elements, or object values index-aligned with keys
-	keys []string
+	// lazy: a container kept as its text, in s, parsed again when rendered
+	// (a value that lost to its node's shape, kept for the conflict).
+	lazy     bool
+	s        string   // a string, or a number's literal as written
+	arr      []*value // array elements, or object values index-aligned with keys
+	keys     []string
+	off, end int // the value's span in the text it was parsed from
+}
+
+// detach copies what a node keeps of v: a scalar as it is, a container as
+// its text (raw), so that nothing points into the parsed answer.
+func detach(v *value, raw string) *value {
+	switch v.kind {
+	case kArray, kObject:
+		return &value{kind: v.kind, lazy: true, s: raw[v.off:v.end]}
+	}
+	return &value{kind: v.kind, b: v.b, s: v.s}
+}
+
+// parseValid parses text a parse within the limits already accepted: one
+// value, or (seq) values separated by commas, such as the span of an
+// array's elements.
+func parseValid(s string, each func(v *value)) {
+	p := &jsonScanner{s: s, lim: Limits{MaxDepth: math.MaxInt, MaxNodes: math.MaxInt}}
+	for {
+		v, _ := p.value(0)
+		each(v)
+		p.skipSpace()
+		if p.i >= len(p.s) || p.s[p.i] != ',' {
+			return
+		}
+		p.i++
+	}
 }
 
 func (v *value) field(name string) *value {
@@ -103,6 +140,15 @@ func (p *jsonScanner) value(depth int) (*value, error) {
 		return nil, fmt.Errorf("more than %d JSON values", p.lim.MaxNodes)
 	}
 	p.skipSpace()
+	start := p.i
+	v, err := p.scan(depth)
+	if v != nil {
+		v.off, v.end = start, p.i
+	}
+	return v, err
+}
+
+func (p *jsonScanner) scan(depth int) (*value, error) {
 	switch c := p.s[p.i]; c {
 	case 'n':
 		p.i += 4
@@ -343,9 +389,9 @@ type mnode struct {
 	fields map[string]*mnode
 	elems  []*elem
 	held   map[digest]int // an array of a merged record: how many elements of each value it holds
-	cands  []cand         // leaf: values that are not absent, in chunk order
-	others []cand         // values whose shape lost to the node's (an object where a string was first, …)
-	blank  *value         // leaf: the first absent value that was not null (""), shown when nothing else came
+	cands  []cand         // leaf: values that are not absent, in chunk order (detached)
+	others []cand         // values whose shape lost to the node's (an object where a string was first, …), detached
+	blank  bool           // leaf: an absent value that was not null ("") came, shown when nothing else came
 	win    int            // leaf: index of the winner in cands, resolved once; 0 before
 	solved bool
 }
@@ -356,10 +402,15 @@ type cand struct {
 	h   digest
 }
 
-// elem is an array element: a value as a chunk gave it, or, once content
-// dedupe found duplicates of it, the record merged from all of them.
+// elem is a run of n array elements as a chunk gave them, kept as their
+// text (raw: the elements with the commas between), or, once content
+// dedupe found duplicates of a record (n is 1), the record merged from
+// all of them. A run is one small entry however many elements it holds:
+// an array of a million tiny values costs its text, not a million
+// entries (mergemem).
 type elem struct {
-	v   *value
+	raw string
+	n   int
 	src int
 	rec *mnode
 }
@@ -376,6 +427,7 @@ type jsonMerger struct {
 	cur     map[string][]digest
 	prevRec map[digest]*value // records of the previous chunk by dedupe key: the last copy of each
 	curRec  map[digest]*value
+	text    string      // the text the values being merged were parsed from
 	follows bool        // the current chunk directly follows the previous one in its file
 	overlap bool        // the current chunk repeats the previous one's last block
 	ground  *grounder   // the repeated text, when the caller gave it
@@ -446,14 +498,18 @@ func mergeJSON(g []*part, opts Options, lim Limits) Answer {
 		reason := p.skip
 		var v *value
 		if reason == "" {
-			var err error
-			if v, err = p.json(lim); err != nil {
-				reason = "not valid JSON: " + err.Error()
-			} else if !absent(v) && shapeOf(v) != root {
+			if pr := p.json(lim); pr.err != nil {
+				reason = "not valid JSON: " + pr.err.Error()
+			} else if !pr.absent && pr.shape != root {
 				// A root of another shape has no place to merge into: the
 				// chunk is left out whole, like invalid JSON (audit F4).
 				reason = fmt.Sprintf("its root is %s where most chunks' roots are %s",
-					kindName(v), shapeArticle(root))
+					pr.kindName, shapeArticle(root))
+			} else {
+				// Parsed again rather than kept from detection: only this
+				// chunk's tree (and the previous one's records) is live.
+				m.text = stripFence(p.Content)
+				v, _ = parseJSON(m.text, lim)
 			}
 		}
 		if reason != "" {
@@ -514,11 +570,11 @@ func rootShape(g []*part, lim Limits) shape {
 		if p.skip != "" {
 			continue
 		}
-		v, err := p.json(lim)
-		if err != nil || absent(v) {
+		pr := p.json(lim)
+		if pr.err != nil || pr.absent {
 			continue
 		}
-		s := shapeOf(v)
+		s := pr.shape
 		if count[s] == 0 {
 			order = append(order, s)
 		}
@@ -556,8 +612,8 @@ func (m *jsonMerger) merge(n *mnode, v *value, src int, key string, rc recCtx) {
 	case absent(v):
 		// null and "" never win and never conflict: they only leave the key
 		// present, "" shown if nothing else comes.
-		if v.kind == kString && n.shape == shapeLeaf && n.blank == nil {
-			n.blank = v
+		if v.kind == kString && n.shape == shapeLeaf {
+			n.blank = true
 		}
 	case v.kind == kObject && (empty || n.shape == shapeObject):
 		if empty {
@@ -582,9 +638,9 @@ func (m *jsonMerger) merge(n *mnode, v *value, src int, key string, rc recCtx) {
 			m.appendArray(n, v, src, key)
 		}
 	case n.shape == shapeLeaf && v.kind != kObject && v.kind != kArray:
-		n.cands = append(n.cands, cand{v: v, src: src, h: m.hash(v)})
+		n.cands = append(n.cands, cand{v: detach(v, m.text), src: src, h: m.hash(v)})
 	default:
-		n.others = append(n.others, cand{v: v, src: src, h: m.hash(v)})
+		n.others = append(n.others, cand{v: detach(v, m.text), src: src, h: m.hash(v)})
 	}
 }
 
@@ -616,6 +672,13 @@ func (m *jsonMerger) appendArray(n *mnode, v *value, src int, key string) {
 		skip = m.pickOverlap(prev, hs, v.arr)
 	}
 	m.ans.DedupeRemovedTechnical += skip
+	run := -1 // the first element of the run of plain elements being collected
+	flush := func(end int) {
+		if run >= 0 {
+			n.elems = append(n.elems, &elem{raw: m.text[v.arr[run].off:v.arr[end-1].end], n: end - run, src: src})
+			run = -1
+		}
+	}
 	for i, e := range v.arr {
 		var k digest
 		keyed := false
@@ -623,7 +686,12 @@ func (m *jsonMerger) appendArray(n *mnode, v *value, src int, key string) {
 			k, keyed = m.dedupeKey(key, e)
 		}
 		if i >= skip {
-			m.appendElem(n, &elem{v: e, src: src}, k, keyed)
+			if keyed {
+				flush(i)
+				m.appendElem(n, &elem{raw: m.text[e.off:e.end], n: 1, src: src}, e, k)
+			} else if run < 0 {
+				run = i
+			}
 		}
 		// Every keyed record of the chunk, removed here or not, is what the
 		// next chunk's copy of it continues.
@@ -631,6 +699,7 @@ func (m *jsonMerger) appendArray(n *mnode, v *value, src int, key string) {
 			m.curRec[k] = e
 		}
 	}
+	flush(len(v.arr))
 }
 
 // joinArray adds a duplicate record's array to the kept record's (F1: an
@@ -664,7 +733,7 @@ func (m *jsonMerger) joinArray(n *mnode, v *value, src int, rc recCtx) {
 			}
 		}
 		n.held[h]++
-		n.elems = append(n.elems, &elem{v: v.arr[i], src: src})
+		n.elems = append(n.elems, &elem{raw: m.text[v.arr[i].off:v.arr[i].end], n: 1, src: src})
 	}
 }
 
@@ -688,13 +757,9 @@ func (m *jsonMerger) pickOverlap(prev, hs []digest, elems []*value) int {
 	return 0
 }
 
-// appendElem appends an element, or merges it into the record whose
-// dedupe key k it shares (keyed: it has one).
-func (m *jsonMerger) appendElem(n *mnode, e *elem, k digest, keyed bool) {
-	if !keyed {
-		n.elems = append(n.elems, e)
-		return
-	}
+// appendElem appends a record (e, parsed as v), or merges it into the
+// record whose dedupe key k it shares.
+func (m *jsonMerger) appendElem(n *mnode, e *elem, v *value, k digest) {
 	first := m.seen[k]
 	if first == nil {
 		m.seen[k] = e
@@ -702,8 +767,16 @@ func (m *jsonMerger) appendElem(n *mnode, e *elem, k digest, keyed bool) {
 		return
 	}
 	if first.rec == nil {
+		// The first copy, from an earlier chunk, is parsed again from its
+		// text; what the record keeps of it points into that text.
 		first.rec = &mnode{}
-		m.merge(first.rec, first.v, first.src, "", recCtx{on: true, mode: joinAppend})
+		text := m.text
+		m.text = first.raw
+		parseValid(first.raw, func(fv *value) {
+			m.merge(first.rec, fv, first.src, "", recCtx{on: true, mode: joinAppend})
+		})
+		m.text = text
+		first.raw = ""
 	}
 	// The first copy in a chunk that directly follows one holding the
 	// record continues it; any other copy is another view of it.
@@ -714,7 +787,7 @@ func (m *jsonMerger) appendElem(n *mnode, e *elem, k digest, keyed bool) {
 			rc.mode, rc.prev = joinOverlap, prev
 		}
 	}
-	m.merge(first.rec, e.v, e.src, "", rc)
+	m.merge(first.rec, v, e.src, "", rc)
 	m.ans.DedupeRemovedContent++
 }
 
@@ -804,10 +877,12 @@ func (m *jsonMerger) walk(n *mnode, path string) {
 			}
 			return
 		}
-		for i, e := range n.elems {
+		i := 0
+		for _, e := range n.elems {
 			if e.rec != nil {
 				m.walk(e.rec, joinPath(path, strconv.Itoa(i)))
 			}
+			i += e.n
 		}
 	}
 }
@@ -937,6 +1012,10 @@ func (m *jsonMerger) renderValue(o *out, v *value) {
 	if o.full() {
 		return
 	}
+	if v.lazy {
+		parseValid(v.s, func(v *value) { m.renderValue(o, v) })
+		return
+	}
 	switch v.kind {
 	case kNull:
 		o.raw("null")
@@ -977,8 +1056,8 @@ func (m *jsonMerger) render(o *out, n *mnode) {
 	case shapeLeaf:
 		if w := m.winner(n); w >= 0 {
 			m.renderValue(o, n.cands[w].v)
-		} else if n.blank != nil {
-			m.renderValue(o, n.blank)
+		} else if n.blank {
+			o.str("")
 		} else {
 			o.raw("null")
 		}
@@ -995,15 +1074,23 @@ func (m *jsonMerger) render(o *out, n *mnode) {
 		o.raw("}")
 	case shapeArray:
 		o.raw("[")
-		for i, e := range n.elems {
-			if i > 0 {
-				o.raw(",")
-			}
+		first := true
+		for _, e := range n.elems {
 			if e.rec != nil {
+				if !first {
+					o.raw(",")
+				}
+				first = false
 				m.render(o, e.rec)
-			} else {
-				m.renderValue(o, e.v)
+				continue
 			}
+			parseValid(e.raw, func(v *value) {
+				if !first {
+					o.raw(",")
+				}
+				first = false
+				m.renderValue(o, v)
+			})
 		}
 		o.raw("]")
 	}

@@ -54,9 +54,11 @@ const (
 	MaxDedupeBy       = 32  // names in merge.dedupeBy
 )
 
-// Default limits; see Limits. DefaultMaxTotalBytes keeps a merge's peak
-// near 1 GiB: a JSON merge holds every answer parsed until it renders, about
-// 8–11 times the input at its peak (docs/benchmarks.md, "merge memory").
+// Default limits; see Limits. DefaultMaxTotalBytes bounds a merge's peak:
+// a JSON merge holds one answer parsed at a time and keeps text of the
+// others, about 4–5 times the input at its peak with a job's stored
+// answers included (docs/benchmarks.md, "mergemem"); an answer that gives
+// every value its own key still costs a merged node per key.
 const (
 	DefaultMaxAnswerBytes = 8 << 20
 	DefaultMaxTotalBytes  = 64 << 20
@@ -260,17 +262,32 @@ type part struct {
 	drop bool   // over the total limit: not even appended
 
 	jsonDone bool
-	jsonVal  *value
-	jsonErr  error
+	jsonRoot probe
 }
 
-// json parses the answer once, for detection and merging alike.
-func (p *part) json(lim Limits) (*value, error) {
+// probe is what detection and the root's vote need of an answer's parse.
+type probe struct {
+	err      error
+	kind     kind
+	shape    shape
+	absent   bool
+	kindName string
+}
+
+// json parses the answer once for detection and the root's vote, and
+// keeps only what they need of it: a merge that kept every answer's tree
+// until it rendered held about 7 bytes per byte of input (mergemem).
+// The merge parses each answer again as it merges it.
+func (p *part) json(lim Limits) probe {
 	if !p.jsonDone {
-		p.jsonVal, p.jsonErr = parseJSON(stripFence(p.Content), lim)
+		v, err := parseJSON(stripFence(p.Content), lim)
+		p.jsonRoot = probe{err: err}
+		if err == nil {
+			p.jsonRoot = probe{kind: v.kind, shape: shapeOf(v), absent: absent(v), kindName: kindName(v)}
+		}
 		p.jsonDone = true
 	}
-	return p.jsonVal, p.jsonErr
+	return p.jsonRoot
 }
 
 // follows reports whether p is the chunk right after prev in the same file.
