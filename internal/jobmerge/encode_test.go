@@ -78,3 +78,28 @@ func TestEscapedLenIsJSONMarshals(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEncodeIsJSONMarshal: for any content and file name, encode writes
+// json.Marshal's bytes in a buffer of exactly their size.
+func FuzzEncodeIsJSONMarshal(f *testing.F) {
+	f.Add("report.pdf", `{"total": 1, "note": "<b>&amp;</b> \u2028"}`, true)
+	f.Add("a\x00b", "\xff\xfe invalid \xc3", false)
+	f.Fuzz(func(t *testing.T, file, content string, incomplete bool) {
+		answers := []Answer{{File: file, Format: "json", Content: content, MergeIncomplete: incomplete,
+			IncompleteChunks: []ChunkRef{{File: file, ChunkIndex: 1}}}}
+		want, err := json.Marshal(answers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encode(answers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("encode differs from json.Marshal:\n got %q\nwant %q", got, want)
+		}
+		if cap(got) != len(got) {
+			t.Errorf("buffer of %d bytes for %d", cap(got), len(got))
+		}
+	})
+}
