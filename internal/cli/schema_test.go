@@ -25,12 +25,15 @@ func olderDatabase(t *testing.T) (dir string, last int) {
 	if err := db.QueryRow(`SELECT max(version) FROM docjobs_migrations`).Scan(&last); err != nil {
 		t.Fatal(err)
 	}
-	// 014_cut_runs only deleted rows; an older database has not recorded it.
-	if last != 14 {
-		t.Fatalf("the last migration is %d: olderDatabase undoes 14 (cut_runs); undo the new one instead", last)
+	// 015_end_merges added one column: an older database has neither it
+	// nor its record.
+	if last != 15 {
+		t.Fatalf("the last migration is %d: olderDatabase undoes 15 (end_merges); undo the new one instead", last)
 	}
-	if _, err := db.Exec(`DELETE FROM docjobs_migrations WHERE version = 14`); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{`ALTER TABLE jobs DROP COLUMN end_merges`, `DELETE FROM docjobs_migrations WHERE version = 15`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 	return dir, last
 }

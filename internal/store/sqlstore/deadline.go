@@ -33,14 +33,21 @@ func (s *Store[TTx]) OverdueJobs(ctx context.Context, cutoff time.Time, limit in
 // ExpireJob ends a job that ran past its deadline: its pending rows FAIL
 // with rowError and the job ends by the usual rule (COMPLETE when a file
 // was recognized, else FAILED with jobError), with the merged answers of
-// what its rows hold (mergeEnded). applied=false when the job
-// had ended (or was deleted) meanwhile.
+// what its rows hold (mergeEnded), or without them once endMergeCrashes
+// tries at that merge ended with their process (countEndMerge).
+// applied=false when the job had ended (or was deleted) meanwhile.
 func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError string) (bool, error) {
 	var (
 		applied, erased bool
 		woken           []string
 	)
-	err := s.inTx(ctx, func(tx TTx, q Querier) error {
+	// Counted before the transaction: a merge that takes the process down
+	// rolls it back, and this sweep runs at every start (countEndMerge).
+	try, err := s.countEndMerge(ctx, "", jobID)
+	if err != nil {
+		return false, fmt.Errorf("expire job %s: %w", jobID, err)
+	}
+	err = s.inTx(ctx, func(tx TTx, q Querier) error {
 		applied, erased, woken = false, false, nil
 		// FOR UPDATE, as CancelJob: failPendingRows may insert the first
 		// row of a file a FinishOCR is inserting (the lock order, locks.go).
@@ -66,9 +73,12 @@ func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError st
 		if status == job.StatusFailed {
 			reason = jobError
 		}
-		merged, err := s.mergeEnded(ctx, q, j)
+		merged, err := s.mergeEnded(ctx, q, j, try.unmerged)
 		if err != nil {
 			return err
+		}
+		if try.unmerged && j.Merge.Enabled {
+			reason = unmergedReason(reason, try.tries)
 		}
 		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, merged = ?, updated = ? WHERE id = ?`,
 			string(status), reason, string(merged), s.ts(now), jobID); err != nil {
@@ -86,11 +96,13 @@ func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError st
 		return nil
 	})
 	if err != nil {
+		s.giveBack(ctx, try, jobID)
 		return false, fmt.Errorf("expire job %s: %w", jobID, err)
 	}
 	s.wake(ctx, woken)
 	if applied {
 		s.ends.ended(jobID)
+		s.logUnmerged(ctx, try, jobID, "the deadline")
 	}
 	if erased {
 		s.afterErase(ctx, jobID)

@@ -736,7 +736,13 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 		woken   []string
 		errText = "job cancelled"
 	)
-	err := s.inTx(ctx, func(tx TTx, q Querier) error {
+	// Counted before the transaction: a merge that takes the process down
+	// rolls it back (countEndMerge).
+	try, err := s.countEndMerge(ctx, accountID, id)
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %s: %w", id, err)
+	}
+	err = s.inTx(ctx, func(tx TTx, q Querier) error {
 		var err error
 		erased, woken = false, nil // a retried transaction starts over
 		// FOR UPDATE, not the fan-in's NO KEY UPDATE: it waits for a
@@ -753,12 +759,17 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 		if err := s.failPendingRows(ctx, q, j, errText, now); err != nil {
 			return err
 		}
-		merged, err := s.mergeEnded(ctx, q, j)
+		merged, err := s.mergeEnded(ctx, q, j, try.unmerged)
 		if err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, merged = ?, updated = ? WHERE id = ?`,
-			string(job.StatusCancelled), string(merged), s.ts(now), id); err != nil {
+		// A cancel says nothing in error, unless its answers were not merged.
+		reason := j.Error
+		if try.unmerged && j.Merge.Enabled {
+			reason = unmergedReason("", try.tries)
+		}
+		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, merged = ?, updated = ? WHERE id = ?`,
+			string(job.StatusCancelled), reason, string(merged), s.ts(now), id); err != nil {
 			return fmt.Errorf("cancel job: %w", err)
 		}
 		if erased, err = s.eraseProviderKeys(ctx, q, id); err != nil {
@@ -766,10 +777,11 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 		}
 		webhookErased, err := s.onTerminal(ctx, tx, q, j, &woken)
 		erased = erased || webhookErased
-		j.Status, j.Updated = job.StatusCancelled, now
+		j.Status, j.Error, j.Updated = job.StatusCancelled, reason, now
 		return err
 	})
 	if err != nil {
+		s.giveBack(ctx, try, id)
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTerminal) {
 			return nil, err
 		}
@@ -777,6 +789,7 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 	}
 	s.wake(ctx, woken)
 	s.ends.ended(id)
+	s.logUnmerged(ctx, try, id, "a cancel")
 	if erased {
 		s.afterErase(ctx, id)
 	}
@@ -793,7 +806,12 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 // ended without them, and holds the job row (and SQLite's writer) for as
 // long as the merge takes, within the merge's input limit
 // (jobmerge.InputBudget, the answers past it not even read).
-func (s *Store[TTx]) mergeEnded(ctx context.Context, q Querier, j *job.Job) ([]byte, error) {
+//
+// unmerged (the tries are spent: countEndMerge) reads no answer: every
+// answered chunk is left out, as merge leaves out those past its input
+// limit, so merged[] is still there with each of them listed as not
+// merged, and the rows keep every answer (finalize does the same).
+func (s *Store[TTx]) mergeEnded(ctx context.Context, q Querier, j *job.Job, unmerged bool) ([]byte, error) {
 	if !j.Merge.Enabled {
 		return nil, nil
 	}
@@ -801,7 +819,13 @@ func (s *Store[TTx]) mergeEnded(ctx context.Context, q Querier, j *job.Job) ([]b
 	if err != nil {
 		return nil, err
 	}
-	if err := s.answerContents(ctx, q, j.ID, llm, jobmerge.InputBudget); err != nil {
+	if unmerged {
+		for i := range llm {
+			if llm[i].Status == job.RowDone {
+				llm[i].ContentUnread = true
+			}
+		}
+	} else if err := s.answerContents(ctx, q, j.ID, llm, jobmerge.InputBudget); err != nil {
 		return nil, err
 	}
 	merged, err := jobmerge.Answers(&job.Result{Job: j, LLM: llm}, s.logger.With("job_id", j.ID, "account_id", j.AccountID))
