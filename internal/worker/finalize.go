@@ -42,8 +42,9 @@ func (w *finalizeWorker) NextRetry(j *river.Job[FinalizeArgs]) time.Time {
 // finalizeCrashes is how many times a job's finalize may end with its
 // process before the job is ended without merging. River fetches a job it
 // reclaimed from a dead process whatever its attempts, so a merge that
-// takes its process down (at the merge's 64 MiB input limit it peaks at
-// about 1.2 GB) was run again by every restart, and took every restart
+// takes its process down (at the merge's 64 MiB input limit it peaked at
+// about 1.2 GB, and still can at several GB for hostile shapes) was run
+// again by every restart, and took every restart
 // down with it, the node's other work included. A finalize is over in
 // milliseconds as a rule: a crash that is not its own rarely hits it once,
 // let alone this often.

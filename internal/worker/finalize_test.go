@@ -66,8 +66,8 @@ func answeredMergeJob(t *testing.T, st *sqlite.Store) *job.Job {
 
 // TestAFinalizeThatKeepsEndingWithItsProcessEndsTheJobUnmerged: River
 // fetches a reclaimed job whatever its attempts, so a finalize whose merge
-// takes its process down (a merge at its 64 MiB input limit peaks at about
-// 1.2 GB) was run again at every restart, and took every restart down
+// takes its process down (a merge at its 64 MiB input limit peaked at
+// about 1.2 GB) was run again at every restart, and took every restart down
 // with it. An attempt that ended with its process is one River recorded
 // nothing for: no error (a failed attempt), no attempt given back (a
 // stop). Once a job's finalize has ended with its process

@@ -13,8 +13,8 @@ import (
 // transaction that ends it (a cancel, the deadline) may end with their
 // process before the job is ended without them; the worker's
 // finalizeCrashes for the same merge in finalize. A merge that takes its
-// process down (at the merge's 64 MiB input limit it peaks at about
-// 1.2 GB) rolls the ending back, and the deadline sweep, which runs at
+// process down (at the merge's 64 MiB input limit it peaked at about
+// 1.2 GB, and hostile shapes still reach several GB) rolls the ending back, and the deadline sweep, which runs at
 // every start and takes the oldest overdue job first, ran it again at
 // every start: the node crash-looped (hunt-endings F2).
 const endMergeCrashes = 3
