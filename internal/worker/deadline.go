@@ -40,24 +40,36 @@ func (w *deadlineWorker) Work(ctx context.Context, _ *river.Job[DeadlineSweepArg
 		return err
 	}
 	jobErr := fmt.Sprintf("the job did not finish within its deadline of %s", w.cfg.JobDeadline)
+	// A job whose end fails is passed, not waited on: the sweep returned at
+	// the first, and one job that kept failing (oldest first, it heads
+	// every list) held every overdue job behind it past its deadline. The
+	// sweep's error names the ones that failed; River retries it, and the
+	// next sweep takes them again.
+	var failed []error
 	for _, id := range ids {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		// Read first for its account, which every job's log line names.
 		j, err := w.deps.Store.GetJob(ctx, "", id)
 		if errors.Is(err, job.ErrNotFound) {
 			continue // deleted since it was listed
 		}
 		if err != nil {
-			return err
+			failed = append(failed, fmt.Errorf("job %s: %w", id, err))
+			continue
 		}
 		applied, err := w.deps.Store.ExpireJob(ctx, id, deadlineRowError, jobErr)
 		if err != nil {
-			return err
+			w.deps.Logger.Error("job past its deadline not ended", "job_id", id, "account_id", j.AccountID, "error", err.Error())
+			failed = append(failed, fmt.Errorf("end job %s: %w", id, err))
+			continue
 		}
 		if applied {
 			w.deps.Logger.Warn("job ended by its deadline", "job_id", id, "account_id", j.AccountID, "deadline", w.cfg.JobDeadline.String())
 		}
 	}
-	return nil
+	return errors.Join(failed...)
 }
 
 // PeriodicJobs are the pipeline's periodic River jobs: the deadline sweep,
