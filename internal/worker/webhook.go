@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -26,6 +28,56 @@ type webhookWorker struct {
 	river.WorkerDefaults[store.WebhookArgs]
 	cfg  Config
 	deps Deps
+	// places counts each account's deliveries in flight in this process;
+	// perAccount bounds them (0: webhookAccountPlaces).
+	places     accountPlaces
+	perAccount int
+}
+
+// webhookAccountPlaces is how many of one account's deliveries one process
+// makes at once: half of the webhook queue's 16 River places (worker.go).
+// A receiver that takes the connection and never answers holds a place
+// for the whole attempt's timeout (10 s), and River hands out deliveries
+// first come, first served, knowing no accounts: without the bound, one
+// account whose jobs end fast (a source that answers 404) with such a
+// receiver held every place, and every other account's webhooks waited
+// behind its backlog, each of its jobs eight attempts long. Half leaves a
+// lone account 8 receivers at once, which a receiver that answers in
+// 100 ms makes 80 deliveries a second.
+const webhookAccountPlaces = 8
+
+// webhookStepBack is how long a delivery whose account has all its places
+// in flight waits outside River's hands (a snooze: no attempt spent)
+// before it looks again; its River place goes meanwhile to the next
+// delivery, maybe another account's.
+const webhookStepBack = 5 * time.Second
+
+// accountPlaces counts deliveries in flight by account. The zero value is
+// ready to use.
+type accountPlaces struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// take takes one of account's limit places, or reports false when all are
+// taken. release, idempotent, gives it back.
+func (p *accountPlaces) take(account string, limit int) (release func(), ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n[account] >= limit {
+		return nil, false
+	}
+	if p.n == nil {
+		p.n = map[string]int{}
+	}
+	p.n[account]++
+	return sync.OnceFunc(func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.n[account]--; p.n[account] <= 0 {
+			delete(p.n, account)
+		}
+	}), true
 }
 
 func (w *webhookWorker) Timeout(*river.Job[store.WebhookArgs]) time.Duration { return webhookTimeout }
@@ -44,7 +96,9 @@ const giveUpTimeout = 30 * time.Second
 func (w *webhookWorker) Work(ctx context.Context, rj *river.Job[store.WebhookArgs]) error {
 	last := rj.Attempt >= rj.MaxAttempts
 	err := w.deliver(ctx, rj.Args.JobID, last)
-	if err == nil || !last {
+	var snooze *river.JobSnoozeError
+	if err == nil || !last || errors.As(err, &snooze) {
+		// A step back spends no attempt: the last one is still to come.
 		return err
 	}
 	// River discards the job after this attempt. A delivery left pending
@@ -79,6 +133,12 @@ func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool) er
 		return nil
 	}
 	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID)
+	release, ok := w.places.take(j.AccountID, cmp.Or(w.perAccount, webhookAccountPlaces))
+	if !ok {
+		log.Debug("webhook: the account's deliveries are all in flight, stepping back", "for", webhookStepBack)
+		return river.JobSnooze(webhookStepBack)
+	}
+	defer release()
 	keys, err := openJobKeys(ctx, w.deps, j)
 	var secret string
 	if err == nil {

@@ -16,6 +16,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/docjobs/docjobs/internal/convert"
+	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/outbound"
 	"github.com/docjobs/docjobs/internal/secret"
@@ -286,5 +288,135 @@ func TestGivingUpLeavesAnEndedDeliveryAlone(t *testing.T) {
 	}
 	if d := c.delivery(t); d.State != job.WebhookDelivered || d.Attempts != 1 || d.LastError != "" {
 		t.Errorf("delivery = %+v, want delivered after its one attempt", d)
+	}
+}
+
+// addEndedJob stores a cancelled job of account whose webhook goes to url.
+func (c *webhookCase) addEndedJob(t *testing.T, id, account, url string) {
+	t.Helper()
+	ctx := context.Background()
+	j := &job.Job{ID: id, AccountID: account, Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
+		ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", WebhookURL: url, Created: time.Now()}
+	if _, _, err := c.st.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.st.CancelJob(ctx, account, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// workOn runs job id's delivery as its attempt-th River attempt of max.
+func (c *webhookCase) workOn(id string, attempt, max int) error {
+	return c.w.Work(context.Background(), &river.Job[store.WebhookArgs]{
+		JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: max}, Args: store.WebhookArgs{JobID: id}})
+}
+
+func (c *webhookCase) deliveryOf(t *testing.T, id string) job.WebhookDelivery {
+	t.Helper()
+	j, err := c.st.GetJob(context.Background(), "", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.Webhook
+}
+
+// hangingReceiver takes every request and answers none until the test
+// ends; arrived gets one value per request.
+func hangingReceiver(t *testing.T) (url string, arrived <-chan struct{}) {
+	t.Helper()
+	got := make(chan struct{}, 100)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs first: the handlers return, then the server closes
+	return srv.URL + "/hook", got
+}
+
+// A receiver that takes the connection and never answers holds a River
+// place for the attempt's whole timeout. One account's deliveries take at
+// most their share of the places at once; the rest step back (a snooze, no
+// attempt spent, not even River's last), so another account's webhook is
+// sent at once instead of after the first account's backlog.
+func TestOneAccountsHangingReceiversLeaveOtherAccountsWebhooksAPlace(t *testing.T) {
+	c := newWebhookCase(t, "", http.StatusOK)
+	sender, err := webhook.NewSender(webhook.Config{Client: outbound.NewClient(outbound.Config{AllowPrivate: true}), Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.w.deps.Webhooks = sender
+	c.w.perAccount = 2
+	hang, arrived := hangingReceiver(t)
+	for _, id := range []string{"slow-1", "slow-2", "slow-3"} {
+		c.addEndedJob(t, id, "slow", hang)
+	}
+
+	var wg sync.WaitGroup
+	for _, id := range []string{"slow-1", "slow-2"} {
+		wg.Go(func() { _ = c.workOn(id, 1, 22) })
+	}
+	for range 2 {
+		select {
+		case <-arrived:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the first two deliveries did not reach the receiver")
+		}
+	}
+
+	for _, attempt := range []int{1, 22} {
+		start := time.Now()
+		err := c.workOn("slow-3", attempt, 22)
+		var snooze *river.JobSnoozeError
+		if !errors.As(err, &snooze) || snooze.Duration != webhookStepBack {
+			t.Errorf("attempt %d of a third delivery of the account = %v after %s, want a snooze of %s", attempt, err,
+				time.Since(start).Round(time.Millisecond), webhookStepBack)
+		}
+		if d := c.deliveryOf(t, "slow-3"); d.State != job.WebhookPending || d.Attempts != 0 {
+			t.Errorf("delivery stepped back at attempt %d = %+v, want pending with no attempt", attempt, d)
+		}
+	}
+	select {
+	case <-arrived:
+		t.Error("the receiver got a third request while the account's places were taken")
+	default:
+	}
+
+	start := time.Now()
+	if err := c.work(1, 22); err != nil {
+		t.Fatalf("another account's delivery: %v", err)
+	}
+	if d := c.delivery(t); d.State != job.WebhookDelivered || time.Since(start) > time.Second {
+		t.Errorf("another account's delivery = %+v after %s, want delivered at once", d, time.Since(start).Round(time.Millisecond))
+	}
+
+	wg.Wait() // the hanging attempts time out and give their places back
+	if err := c.workOn("slow-3", 2, 22); err == nil || errors.As(err, new(*river.JobSnoozeError)) {
+		t.Errorf("the third delivery once places were free = %v, want a failed attempt (the receiver hangs)", err)
+	}
+	if d := c.deliveryOf(t, "slow-3"); d.Attempts != 1 {
+		t.Errorf("the third delivery once places were free = %+v, want one attempt", d)
+	}
+}
+
+// The bound per account leaves places to other accounts only while it is
+// below the webhook queue's River places.
+func TestAnAccountsWebhookPlacesAreFewerThanTheQueues(t *testing.T) {
+	sender, err := webhook.NewSender(webhook.Config{Client: outbound.NewClient(outbound.Config{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Register only keeps its dependencies; none is called here.
+	queues, err := Register(river.NewWorkers(), Config{}, Deps{Store: &sqlite.Store{}, Fetcher: &fetch.Fetcher{},
+		Convert: convert.New(convert.Config{}).Convert, Webhooks: sender, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := queues[store.QueueWebhook].MaxWorkers; webhookAccountPlaces >= n {
+		t.Errorf("an account may hold %d webhook places of the queue's %d: none left for other accounts", webhookAccountPlaces, n)
 	}
 }
