@@ -659,13 +659,16 @@ func TestTheTransportsHeaderTimeoutIsNamedWhenItFiresFirst(t *testing.T) {
 }
 
 func TestASlowButSteadyDownloadIsNotAStall(t *testing.T) {
-	// Headers after 350 ms, then 8 pieces 300 ms apart: 2.75 s in all,
-	// far beyond the 500 ms stall limit, never that long without a byte.
+	// Headers after 350 ms, then 12 pieces 300 ms apart: 3.95 s in all,
+	// far beyond the 1.2 s stall limit, never that long without a byte.
 	// The first piece comes 650 ms after the request: the headers count.
+	// The margin (900 ms) is wide enough for a loaded machine running
+	// -race: at 200 ms a late wake-up made it a stall.
 	const (
-		stall      = 500 * time.Millisecond
+		stall      = 1200 * time.Millisecond
 		headerWait = 350 * time.Millisecond
 		gap        = 300 * time.Millisecond
+		pieces     = 12
 	)
 	piece := bytes.Repeat([]byte("steady "), 100)
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
@@ -673,7 +676,7 @@ func TestASlowButSteadyDownloadIsNotAStall(t *testing.T) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
-		for range 8 {
+		for range pieces {
 			time.Sleep(gap)
 			flushed(w, piece)
 		}
@@ -684,7 +687,7 @@ func TestASlowButSteadyDownloadIsNotAStall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Fetch of a steady source failed after %v: %v", time.Since(start), err)
 	}
-	if want := bytes.Repeat(piece, 8); !bytes.Equal(res.Data, want) {
+	if want := bytes.Repeat(piece, pieces); !bytes.Equal(res.Data, want) {
 		t.Errorf("Fetch got %d bytes, want %d", len(res.Data), len(want))
 	}
 }
