@@ -88,3 +88,51 @@ func TestCSVGuardLeavesNarrowRowsToTheCellLimit(t *testing.T) {
 		t.Errorf("CSVMarkdown ends %q, want the 4995 rows past the limit counted", got[max(0, len(got)-80):])
 	}
 }
+
+// TestCSVRowPastTheOutputLimitIsNotReadWhole: a row with more text than
+// the output may still hold is given up on while it is read, not read
+// whole (the line, its fields and their strings) to be dropped: one
+// field of 100 MiB took 700 MiB. A row that fits is read as before, and
+// a quoted one is measured by its text, not its quotes.
+func TestCSVRowPastTheOutputLimitIsNotReadWhole(t *testing.T) {
+	const limit = 1 << 20
+	tests := []struct {
+		name, text, want string
+		maxAlloc         uint64 // read whole, the long row costs three times its text or more
+	}{
+		{"one long field", "a,b\n1,2\n" + strings.Repeat("x", 8<<20) + "\nc,d\n",
+			"| a | b |\n| --- | --- |\n| 1 | 2 |\n\n… rows 3 and after omitted: row 3 does not fit in the 1 MiB output limit", 8 * limit},
+		{"a long quoted field with line breaks", "a,b\n\n\n\"" + strings.Repeat("x\r\n", 3<<20) + "\",1\n",
+			"| a | b |\n| --- | --- |\n\n… rows 2 and after omitted: row 2 does not fit in the 1 MiB output limit", 8 * limit},
+		// The kept row costs some 10 MiB itself (read, kept, rendered).
+		{"after a row that took most of the room", "a,b\n" + strings.Repeat("y", limit-100) + ",1\n" + strings.Repeat("z", 4<<20) + "\n",
+			"| a | b |\n| --- | --- |\n| " + strings.Repeat("y", limit-100) + " | 1 |\n\n… rows 3 and after omitted: row 3 does not fit in the 1 MiB output limit", 14 * limit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			got, err := CSVMarkdown(context.Background(), Config{MaxOutputBytes: limit}, tt.text, ',')
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("CSVMarkdown =\n%.300s\nwant\n%.300s", got, tt.want)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > tt.maxAlloc {
+				t.Errorf("allocated %d MiB for a row over a %d MiB limit", alloc>>20, limit>>20)
+			}
+		})
+	}
+	// Rows that fit are kept, quotes and all, right up to the limit.
+	quoted := "\"" + strings.Repeat("\"\"", limit/4) + "\"\n"
+	got, err := CSVMarkdown(context.Background(), Config{MaxOutputBytes: limit}, "q\n"+quoted, ',')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "omitted") || !strings.Contains(got, strings.Repeat("\"", limit/4)) {
+		t.Errorf("a quoted row of %d KiB of text under a %d MiB limit was not kept: %.200s", limit/4>>10, limit>>20, got)
+	}
+}
