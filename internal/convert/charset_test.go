@@ -1,6 +1,8 @@
 package convert
 
 import (
+	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -114,5 +116,36 @@ func TestPlausibilityPrefersRightDecoding(t *testing.T) {
 	}
 	if s := plausibility(strings.Repeat("\uFFFD", 3)); s >= 0 {
 		t.Errorf("plausibility(replacement characters) = %v, want negative", s)
+	}
+}
+
+// TestLegacyTextIsDecodedIntoOneBufferOfItsSize: decoding allocates the
+// text once, at its size, however much larger than its source it is
+// (windows-1252's 0x80 is €, three bytes): the decoder's growing buffer
+// and the string copy after it made 100 MiB of 0x80 peak at 1.2 GiB.
+func TestLegacyTextIsDecodedIntoOneBufferOfItsSize(t *testing.T) {
+	tests := []struct {
+		name     string
+		data     []byte
+		declared string
+		want     string // the first rune
+	}{
+		{"windows-1252 euro signs", bytes.Repeat([]byte{0x80}, 8<<20), "windows-1252", "€"},
+		{"windows-1251 Cyrillic lines", bytes.Repeat([]byte("\xcf\xf0\xe8\xe2\xe5\xf2 \xec\xe8\xf0\r\n"), 1<<20), "windows-1251", "П"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			text, _ := decodeText(tt.data, tt.declared)
+			runtime.ReadMemStats(&after)
+			if !strings.HasPrefix(text, tt.want) {
+				t.Fatalf("decoded text starts %q, want %q", text[:min(len(text), 12)], tt.want)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(text))*5/4 {
+				t.Errorf("decoding %d MiB into %d MiB of text allocated %d MiB", len(tt.data)>>20, len(text)>>20, alloc>>20)
+			}
+		})
 	}
 }

@@ -41,7 +41,9 @@ func TestLibreOfficeDiesWithTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	service := exec.Command(self, "-test.run=^$")
-	service.Env = append(os.Environ(), deathHelperEnv+"="+bin)
+	// Killed, the helper leaves its conversion folder behind (serve's
+	// folder is emptied at its next start): in the test's, not in /tmp.
+	service.Env = append(os.Environ(), deathHelperEnv+"="+bin, "TMPDIR="+t.TempDir())
 	if err := service.Start(); err != nil {
 		t.Fatal(err)
 	}
