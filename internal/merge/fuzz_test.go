@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // fuzzChunks cuts data at NUL bytes into up to 12 answers; bits of shape
@@ -141,5 +142,42 @@ func FuzzMergeMarkup(f *testing.F) {
 				checkWellFormedXML(t, a.Content)
 			}
 		}
+		checkTextKept(t, cs, as)
 	})
+}
+
+// checkTextKept: markdown and text merges drop only a run that repeats the
+// answer before it and a table header that repeats the open table's, so
+// every line of every answer merged is in the merged content, up to the
+// spacing and outer pipes the comparison ignores.
+func checkTextKept(t *testing.T, cs []Chunk, as []Answer) {
+	t.Helper()
+	var all strings.Builder
+	for _, a := range as {
+		if a.Format != FormatMarkdown && a.Format != FormatText {
+			return
+		}
+		all.WriteString(squeeze(a.Content))
+	}
+	got := all.String()
+	for _, c := range cs {
+		if c.Failed {
+			continue
+		}
+		for ln := range strings.SplitSeq(c.Content, "\n") {
+			if s := squeeze(ln); s != "" && !strings.Contains(got, s) {
+				t.Fatalf("line %q of chunk %s/%d is not in the merged content %q", ln, c.File, c.Index, got)
+			}
+		}
+	}
+}
+
+// squeeze drops white space and pipes, which text merges compare without.
+func squeeze(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) || r == '|' {
+			return -1
+		}
+		return r
+	}, s)
 }

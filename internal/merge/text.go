@@ -187,6 +187,7 @@ func joinText(g []*part) Answer {
 			continue
 		}
 		d := j.parse(p.Content)
+		kept := d // what the next answer's overlap is compared with
 		start, cont := 0, false
 		cut := 0 // units removed after a leading header that stays
 		if p.follows(prev) && len(prevDoc.units) > 0 && len(d.units) > 0 {
@@ -211,6 +212,9 @@ func joinText(g []*part) Answer {
 						a.DedupeRemovedTechnical += c
 						if 2+c == len(d.units) {
 							start = len(d.units) // the header heads nothing left
+							// and is in no merged content: the next answer
+							// repeating it is no overlap.
+							kept = &tdoc{lines: d.lines, units: d.units[2:]}
 						} else {
 							cut = c
 						}
@@ -224,7 +228,7 @@ func joinText(g []*part) Answer {
 					last.kind == uItem && next.kind == uItem
 			}
 		}
-		prev, prevDoc = p, d
+		prev, prevDoc = p, kept
 		if start >= len(d.units) {
 			continue
 		}

@@ -191,6 +191,29 @@ func TestJoinTextComparesRowsAfterAHeaderThatStays(t *testing.T) {
 	}
 }
 
+// TestJoinTextKeepsAHeaderThatWentWithRowsThatRepeated: an answer whose
+// other table's header went because every row behind it repeated the rows
+// above adds nothing, so the next answer's overlap is compared with its
+// rows only. Compared with the header too, the next answer's repeat of
+// that header was taken for overlap: the header was in no merged content
+// and its new rows joined the table above.
+func TestJoinTextKeepsAHeaderThatWentWithRowsThatRepeated(t *testing.T) {
+	cs := chunks("f",
+		"| sku |\n|---|\n| S1 |\n| S2 |",
+		"| qty |\n|---|\n| S2 |",
+		"| qty |\n|---|\n| S2 |\n| 9 |")
+	for _, format := range []string{FormatMarkdown, FormatText} {
+		a := mergeOne(t, Options{Format: format}, cs)
+		want := "| sku |\n|---|\n| S1 |\n| S2 |\n\n| qty |\n|---|\n| 9 |"
+		if a.Content != want {
+			t.Errorf("%s: content\n%s\nwant\n%s", format, a.Content, want)
+		}
+		if a.DedupeRemovedTechnical != 2 || a.MergeIncomplete {
+			t.Errorf("%s: removed %d, want 2; incomplete %+v", format, a.DedupeRemovedTechnical, a.IncompleteChunks)
+		}
+	}
+}
+
 // TestTechnicalDedupeIsGroundedInEveryFormat: with the overlap text, a run
 // repeated at a boundary is removed only if the text accounts for it, in
 // markdown, text, HTML and XML as in JSON; equal records on both sides of
