@@ -214,6 +214,36 @@ func TestJoinTextKeepsAHeaderThatWentWithRowsThatRepeated(t *testing.T) {
 	}
 }
 
+// TestJoinTextComparesOnlyTheRowsBehindAHeader: the run searched behind
+// a header that stays is its table's rows. A table of no rows followed by
+// what repeats the answer above (a list item, a paragraph) stays with it,
+// as in HTML; it went, the header with the repeat after it.
+func TestJoinTextComparesOnlyTheRowsBehindAHeader(t *testing.T) {
+	tests := []struct {
+		name, want string
+		chunks     []Chunk
+	}{
+		{
+			name:   "a list item after a table of no rows",
+			chunks: chunks("f", "p1\n\n- i0", "| K |\n|---|\n\n- i0"),
+			want:   "p1\n\n- i0\n\n| K |\n|---|\n\n- i0",
+		},
+		{
+			name:   "a paragraph after a table of no rows",
+			chunks: chunks("f", "p1\n\nSee the table.", "| K |\n|---|\n\nSee the table.\n\nmore"),
+			want:   "p1\n\nSee the table.\n\n| K |\n|---|\n\nSee the table.\n\nmore",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mergeOne(t, Options{Format: FormatMarkdown}, tt.chunks)
+			if a.Content != tt.want || a.DedupeRemovedTechnical != 0 {
+				t.Errorf("content %q, removed %d\nwant %q, removed 0", a.Content, a.DedupeRemovedTechnical, tt.want)
+			}
+		})
+	}
+}
+
 // TestTechnicalDedupeIsGroundedInEveryFormat: with the overlap text, a run
 // repeated at a boundary is removed only if the text accounts for it, in
 // markdown, text, HTML and XML as in JSON; equal records on both sides of
