@@ -187,6 +187,7 @@ func joinText(g []*part) Answer {
 			continue
 		}
 		d := j.parse(p.Content)
+		kept := d // what the next answer's overlap is compared with
 		start, cont := 0, false
 		cut := 0 // units removed after a leading header that stays
 		if p.follows(prev) && len(prevDoc.units) > 0 && len(d.units) > 0 {
@@ -206,11 +207,22 @@ func joinText(g []*part) Answer {
 				a.DedupeRemovedTechnical += k
 				if k == 0 && headed && !headerDropped {
 					// A header is not a record: the repeated rows may
-					// follow one that cannot be dropped.
-					if c := overlapUnits(prevDoc.units, d, 2, g); c > 0 {
+					// follow one that cannot be dropped. Only its own
+					// rows: what follows a table of no rows (a list, a
+					// paragraph) is not behind its header, and the
+					// header stays, as in HTML.
+					rows := 2
+					for rows < len(d.units) && d.units[rows].kind == uRow && d.units[rows].table == 0 {
+						rows++
+					}
+					behind := &tdoc{lines: d.lines, units: d.units[:rows]}
+					if c := overlapUnits(prevDoc.units, behind, 2, g); c > 0 {
 						a.DedupeRemovedTechnical += c
 						if 2+c == len(d.units) {
 							start = len(d.units) // the header heads nothing left
+							// and is in no merged content: the next answer
+							// repeating it is no overlap.
+							kept = &tdoc{lines: d.lines, units: d.units[2:]}
 						} else {
 							cut = c
 						}
@@ -224,7 +236,7 @@ func joinText(g []*part) Answer {
 					last.kind == uItem && next.kind == uItem
 			}
 		}
-		prev, prevDoc = p, d
+		prev, prevDoc = p, kept
 		if start >= len(d.units) {
 			continue
 		}

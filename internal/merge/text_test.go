@@ -191,6 +191,59 @@ func TestJoinTextComparesRowsAfterAHeaderThatStays(t *testing.T) {
 	}
 }
 
+// TestJoinTextKeepsAHeaderThatWentWithRowsThatRepeated: an answer whose
+// other table's header went because every row behind it repeated the rows
+// above adds nothing, so the next answer's overlap is compared with its
+// rows only. Compared with the header too, the next answer's repeat of
+// that header was taken for overlap: the header was in no merged content
+// and its new rows joined the table above.
+func TestJoinTextKeepsAHeaderThatWentWithRowsThatRepeated(t *testing.T) {
+	cs := chunks("f",
+		"| sku |\n|---|\n| S1 |\n| S2 |",
+		"| qty |\n|---|\n| S2 |",
+		"| qty |\n|---|\n| S2 |\n| 9 |")
+	for _, format := range []string{FormatMarkdown, FormatText} {
+		a := mergeOne(t, Options{Format: format}, cs)
+		want := "| sku |\n|---|\n| S1 |\n| S2 |\n\n| qty |\n|---|\n| 9 |"
+		if a.Content != want {
+			t.Errorf("%s: content\n%s\nwant\n%s", format, a.Content, want)
+		}
+		if a.DedupeRemovedTechnical != 2 || a.MergeIncomplete {
+			t.Errorf("%s: removed %d, want 2; incomplete %+v", format, a.DedupeRemovedTechnical, a.IncompleteChunks)
+		}
+	}
+}
+
+// TestJoinTextComparesOnlyTheRowsBehindAHeader: the run searched behind
+// a header that stays is its table's rows. A table of no rows followed by
+// what repeats the answer above (a list item, a paragraph) stays with it,
+// as in HTML; it went, the header with the repeat after it.
+func TestJoinTextComparesOnlyTheRowsBehindAHeader(t *testing.T) {
+	tests := []struct {
+		name, want string
+		chunks     []Chunk
+	}{
+		{
+			name:   "a list item after a table of no rows",
+			chunks: chunks("f", "p1\n\n- i0", "| K |\n|---|\n\n- i0"),
+			want:   "p1\n\n- i0\n\n| K |\n|---|\n\n- i0",
+		},
+		{
+			name:   "a paragraph after a table of no rows",
+			chunks: chunks("f", "p1\n\nSee the table.", "| K |\n|---|\n\nSee the table.\n\nmore"),
+			want:   "p1\n\nSee the table.\n\n| K |\n|---|\n\nSee the table.\n\nmore",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mergeOne(t, Options{Format: FormatMarkdown}, tt.chunks)
+			if a.Content != tt.want || a.DedupeRemovedTechnical != 0 {
+				t.Errorf("content %q, removed %d\nwant %q, removed 0", a.Content, a.DedupeRemovedTechnical, tt.want)
+			}
+		})
+	}
+}
+
 // TestTechnicalDedupeIsGroundedInEveryFormat: with the overlap text, a run
 // repeated at a boundary is removed only if the text accounts for it, in
 // markdown, text, HTML and XML as in JSON; equal records on both sides of

@@ -168,7 +168,8 @@ func TestCompileReturnsTheCheckError(t *testing.T) {
 }
 
 // FuzzCheck: Check never panics and never accepts a document over a limit,
-// measured here independently of the scanner.
+// measured here independently of the scanner, nor text that is not one
+// JSON value (trailing data included).
 func FuzzCheck(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `true`, `{"type":"object"}`, `{"$ref":"#/$defs/a","$defs":{"a":{}}}`,
@@ -183,6 +184,9 @@ func FuzzCheck(f *testing.F) {
 		}
 		if len(s) > MaxBytes {
 			t.Fatalf("accepted %d bytes", len(s))
+		}
+		if !json.Valid([]byte(s)) {
+			t.Fatalf("accepted text that is not one JSON value: %q", s)
 		}
 		var doc any
 		dec := json.NewDecoder(strings.NewReader(s))
