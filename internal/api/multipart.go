@@ -34,21 +34,43 @@ func (u *s3Upload) capture(as func(any) bool) error {
 
 // abort aborts the multipart upload closeErr (the aborted writer's Close
 // error) names, if any. It is a no-op for other storage and other errors.
+//
+// When the error names no upload (the cancel came while the upload was
+// being created: the server made it, the client never read its id), the
+// key's multipart uploads are listed and aborted: the key is the upload's
+// own (a new id), so any upload under it is this one. One left so showed
+// in a test's listing after a 413.
 func (u *s3Upload) abort(ctx context.Context, bucket *blob.Bucket, closeErr error) error {
-	var failed transfermanager.MultipartUploadError
-	if u.bucket == nil || !errors.As(closeErr, &failed) || failed.UploadID() == "" {
+	if u.bucket == nil || closeErr == nil {
 		return nil
 	}
 	var client *s3.Client
 	if !bucket.As(&client) {
 		return nil
 	}
-	id := failed.UploadID()
-	_, err := client.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{
-		Bucket: u.bucket, Key: u.key, UploadId: &id,
-	})
-	if err != nil {
-		return fmt.Errorf("abort multipart upload %s: %w", id, err)
+	ctx = context.WithoutCancel(ctx)
+	var ids []string
+	var failed transfermanager.MultipartUploadError
+	if errors.As(closeErr, &failed) && failed.UploadID() != "" {
+		ids = append(ids, failed.UploadID())
+	} else {
+		out, err := client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: u.bucket, Prefix: u.key})
+		if err != nil {
+			return fmt.Errorf("list multipart uploads of an aborted upload: %w", err)
+		}
+		for _, up := range out.Uploads {
+			if up.Key != nil && *up.Key == *u.key && up.UploadId != nil {
+				ids = append(ids, *up.UploadId)
+			}
+		}
 	}
-	return nil
+	var errs []error
+	for _, id := range ids {
+		if _, err := client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+			Bucket: u.bucket, Key: u.key, UploadId: &id,
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("abort multipart upload %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/riverqueue/river"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
@@ -1620,5 +1621,37 @@ func TestAnUploadWhoseRecordAnsweredAnErrorKeepsWhatItsRecordNeeds(t *testing.T)
 				_ = r.Close()
 			}
 		})
+	}
+}
+
+// A write cancelled while its multipart upload was being created leaves
+// an upload the client has no id for: abort finds it by its key.
+func TestAbortFindsAMultipartUploadWhoseIDWasNeverRead(t *testing.T) {
+	h := newHarnessWith(t, Config{}, openSQLite, s3Storage)
+	var client *s3.Client
+	if !h.bucket.As(&client) {
+		t.Fatal("the S3 bucket has no *s3.Client")
+	}
+	ctx := context.Background()
+	bucket, key, other := h.s3Bucket, "uploads/acme/lost", "uploads/acme/lost-not"
+	for _, k := range []string{key, other} {
+		if _, err := client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: &k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := s3Upload{bucket: &bucket, key: &key}
+	if err := u.abort(ctx, h.bucket, context.Canceled); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	out, err := client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, up := range out.Uploads {
+		left = append(left, *up.Key)
+	}
+	if !slices.Equal(left, []string{other}) {
+		t.Errorf("multipart uploads left: %q, want only the other key's", left)
 	}
 }
