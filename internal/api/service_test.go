@@ -1596,22 +1596,9 @@ func TestAnUploadWhoseRecordAnsweredAnErrorKeepsWhatItsRecordNeeds(t *testing.T)
 			if gotErr := err != nil; gotErr != tt.wantErr {
 				t.Fatalf("StoreUpload: %v, want an error: %v", err, tt.wantErr)
 			}
-			keys := 0
-			it := h.bucket.List(&blob.ListOptions{Prefix: "uploads/"})
-			for {
-				obj, err := it.Next(context.Background())
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !obj.IsDir {
-					keys++
-				}
-			}
-			if kept := keys == 1; kept != tt.wantBytesKept {
-				t.Fatalf("%d stored files under uploads/, want the bytes kept: %v", keys, tt.wantBytesKept)
+			keys := h.storedKeys(t, "uploads/")
+			if kept := len(keys) == 1; kept != tt.wantBytesKept {
+				t.Fatalf("stored under uploads/: %q, want the bytes kept: %v", keys, tt.wantBytesKept)
 			}
 			if !tt.wantErr {
 				_, r, err := h.svc.OpenFile(ctx, f.ID)
@@ -1653,5 +1640,24 @@ func TestAbortFindsAMultipartUploadWhoseIDWasNeverRead(t *testing.T) {
 	}
 	if !slices.Equal(left, []string{other}) {
 		t.Errorf("multipart uploads left: %q, want only the other key's", left)
+	}
+}
+
+// storedKeys lists the keys of the files h's bucket holds under prefix.
+func (h *harness) storedKeys(t *testing.T, prefix string) []string {
+	t.Helper()
+	var keys []string
+	it := h.bucket.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		obj, err := it.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			return keys
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !obj.IsDir {
+			keys = append(keys, obj.Key)
+		}
 	}
 }

@@ -65,18 +65,8 @@ func TestAnUploadPastItsTimeLimitIsRefusedAndKeepsNothing(t *testing.T) {
 		if err != nil || len(page.Files) != 0 {
 			t.Errorf("uploads recorded: %v, %v", page.Files, err)
 		}
-		it := h.bucket.List(nil)
-		for {
-			obj, err := it.Next(context.Background())
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !obj.IsDir {
-				t.Errorf("left in storage: %s", obj.Key)
-			}
+		for _, k := range h.storedKeys(t, "") {
+			t.Errorf("left in storage: %s", k)
 		}
 
 		// Within the limit, the same body is stored.

@@ -143,25 +143,11 @@ func (c *requestCodec) decode(data mem.BufferSlice, v any) error {
 // checked: they are what protobuf refuses.
 func invalidUTF8(b []byte, md protoreflect.MessageDescriptor, path string) string {
 	seen := map[protowire.Number]int{} // elements of each list so far
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return ""
-		}
-		b = b[n:]
+	where, _ := eachBytesField(b, func(num protowire.Number, v []byte) string {
 		fd := md.Fields().ByNumber(num)
-		if fd == nil || typ != protowire.BytesType {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return ""
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
+		if fd == nil {
 			return ""
 		}
-		b = b[n:]
 		p := join(path, fd.JSONName())
 		if fd.IsList() {
 			p += "[" + strconv.Itoa(seen[num]) + "]"
@@ -169,18 +155,15 @@ func invalidUTF8(b []byte, md protoreflect.MessageDescriptor, path string) strin
 		}
 		switch {
 		case fd.IsMap():
-			if where := invalidUTF8InEntry(v, fd, p); where != "" {
-				return where
-			}
+			return invalidUTF8InEntry(v, fd, p)
 		case fd.Kind() == protoreflect.StringKind && fd.Syntax() == protoreflect.Proto3 && !utf8.Valid(v):
 			return p + ": invalid UTF-8 in string"
 		case fd.Kind() == protoreflect.MessageKind:
-			if where := invalidUTF8(v, fd.Message(), p); where != "" {
-				return where
-			}
+			return invalidUTF8(v, fd.Message(), p)
 		}
-	}
-	return ""
+		return ""
+	})
+	return where
 }
 
 // invalidUTF8InEntry is invalidUTF8 for one entry of the map field fd at
@@ -189,29 +172,16 @@ func invalidUTF8(b []byte, md protoreflect.MessageDescriptor, path string) strin
 func invalidUTF8InEntry(b []byte, fd protoreflect.FieldDescriptor, path string) string {
 	var key []byte
 	var value []byte
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return ""
-		}
-		b = b[n:]
-		if typ != protowire.BytesType || (num != 1 && num != 2) {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return ""
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return ""
-		}
-		b = b[n:]
-		if num == 1 {
+	if _, ok := eachBytesField(b, func(num protowire.Number, v []byte) string {
+		switch num {
+		case 1:
 			key = v
-		} else {
+		case 2:
 			value = v
 		}
+		return ""
+	}); !ok {
+		return ""
 	}
 	if fd.MapKey().Kind() == protoreflect.StringKind && !utf8.Valid(key) {
 		return path + ": invalid UTF-8 in a map key"
@@ -223,6 +193,36 @@ func invalidUTF8InEntry(b []byte, fd protoreflect.FieldDescriptor, path string) 
 		return invalidUTF8(value, vd.Message(), mapEntry(path, string(key)))
 	}
 	return ""
+}
+
+// eachBytesField calls each with the number and bytes of every
+// length-delimited field of the wire-format message b, in order, skipping
+// fields of other wire types, until each answers something other than "".
+// It returns that answer, and false (with "") when b does not parse.
+func eachBytesField(b []byte, each func(num protowire.Number, v []byte) string) (string, bool) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return "", false
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return "", false
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return "", false
+		}
+		b = b[n:]
+		if where := each(num, v); where != "" {
+			return where, true
+		}
+	}
+	return "", true
 }
 
 // decodeError is the INVALID_ARGUMENT answer for a message the codec
