@@ -171,8 +171,8 @@ func (s *Service) storeUpload(ctx context.Context, name string, body io.Reader, 
 	}
 	contentType := http.DetectContentType(head)
 
-	// Cancelling wctx before Close aborts the write: the bucket keeps nothing
-	// (an s3:// multipart upload once mpu.abort has run).
+	// Cancelling wctx before Close aborts the write (discardWrite does so
+	// only when the write cannot be finished).
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mpu s3Upload
@@ -188,12 +188,7 @@ func (s *Service) storeUpload(ctx context.Context, name string, body io.Reader, 
 	}
 	n, copyErr := io.Copy(w, io.LimitReader(br, s.cfg.UploadMaxBytes+1))
 	if copyErr != nil || n > s.cfg.UploadMaxBytes {
-		cancel()
-		if err := mpu.abort(ctx, s.bucket, w.Close()); err != nil {
-			s.log.LogAttrs(ctx, slog.LevelError, "partial upload not removed",
-				append(attrs, slog.String("key", key), slog.String("error", err.Error()))...)
-		}
-		s.removePartial(ctx, key, attrs)
+		s.discardWrite(ctx, w, cancel, &mpu, key, attrs)
 		if errors.Is(src.err, errUploadTimeLimit) {
 			s.log.LogAttrs(ctx, slog.LevelInfo, "upload refused: time limit",
 				append(attrs, slog.Duration("limit", limit), slog.Int64("bytes", n))...)
@@ -335,6 +330,27 @@ func (e *readErrs) Read(p []byte) (int, error) {
 		e.err = err
 	}
 	return n, err
+}
+
+// discardWrite ends the write of a refused upload and deletes what it
+// stored. While the request's context lives the write is finished, not
+// cancelled, and what it made is then deleted: cancelling an s3:// multipart
+// upload leaves part uploads the server may still be storing, and a part
+// stored after the abort keeps an unfinished upload, unseen by any listing
+// of objects (S3's documentation for AbortMultipartUpload says an abort may
+// have to be repeated for that). Finishing returns once every part has its
+// answer. The object it makes has a new key no record names, and is gone
+// before the refusal is answered. A write that cannot be finished (the
+// client is gone, storage failed) is aborted.
+func (s *Service) discardWrite(ctx context.Context, w *blob.Writer, cancel context.CancelFunc, mpu *s3Upload, key string, attrs []slog.Attr) {
+	if ctx.Err() != nil {
+		cancel()
+	}
+	if err := mpu.abort(ctx, s.bucket, w.Close()); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelError, "partial upload not removed",
+			append(attrs, slog.String("key", key), slog.String("error", err.Error()))...)
+	}
+	s.removePartial(ctx, key, attrs)
 }
 
 // removePartial deletes what an aborted upload may have left.

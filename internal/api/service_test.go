@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -72,6 +73,8 @@ type harness struct {
 	// s3Bucket the bucket's name on it.
 	s3       *s3test.Server
 	s3Bucket string
+	// parts is the proxy of an s3HeldPartsStorage bucket.
+	parts *heldParts
 	logs     *logtest.Buffer
 
 	mu     sync.Mutex
@@ -101,6 +104,10 @@ type storage string
 const (
 	fileStorage storage = "file"
 	s3Storage   storage = "s3"
+	// s3HeldPartsStorage is s3Storage reached through a proxy that holds
+	// each part upload before storing it (heldParts): S3 may still be
+	// storing a part when its client has given up on it.
+	s3HeldPartsStorage storage = "s3-held-parts"
 )
 
 // onEachStorage runs fn on a file:// bucket and on an s3:// one, a real S3
@@ -134,9 +141,13 @@ func newHarnessWith(t *testing.T, cfg Config, open opener, stor storage) *harnes
 	}
 	h := &harness{store: st, sealer: sealer, logs: logs, stages: map[string]int{}}
 	switch stor {
-	case s3Storage:
+	case s3Storage, s3HeldPartsStorage:
 		h.s3, h.s3Bucket = s3test.Start(t), "docjobs"
 		u := h.s3.Bucket(t, h.s3Bucket)
+		if stor == s3HeldPartsStorage {
+			h.parts = holdParts(t, h.s3.Endpoint, time.Second)
+			u = strings.Replace(u, url.QueryEscape(h.s3.Endpoint), url.QueryEscape(h.parts.endpoint), 1)
+		}
 		if h.bucket, err = blob.OpenBucket(context.Background(), u); err != nil {
 			t.Fatalf("open %s: %v", u, err)
 		}
