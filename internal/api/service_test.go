@@ -75,7 +75,7 @@ type harness struct {
 	s3Bucket string
 	// parts is the proxy of an s3HeldPartsStorage bucket.
 	parts *heldParts
-	logs     *logtest.Buffer
+	logs  *logtest.Buffer
 
 	mu     sync.Mutex
 	stages map[string]int // job id -> files passed to FirstStage
