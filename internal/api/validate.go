@@ -513,10 +513,34 @@ func checkURL(raw string, allowPrivate bool) string {
 	if u.User != nil {
 		return "must not contain credentials (user:password@)"
 	}
+	if numericHost(u.Hostname()) {
+		return "a host ending in a number must be an IPv4 address written a.b.c.d"
+	}
 	if !allowPrivate && privateHost(u.Hostname()) {
 		return "must not point to a private or local address"
 	}
 	return ""
+}
+
+// numericHost reports a host whose last label is a number (decimal, or
+// hex after 0x) but which is no address netip reads: 2130706433, 0x7f.1,
+// 127.1, 0177.0.0.1, 127.000.000.001. Browsers' URL parsers and C's
+// inet_aton read such a host as an IPv4 address, Go's resolver looks it up
+// as a name, and no DNS name ends in a number (top-level domains are not
+// numeric): the create said yes to a URL whose download could only fail,
+// and the address it meant, loopback or not, was never checked.
+func numericHost(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	last := h[strings.LastIndexByte(h, '.')+1:]
+	digits := "0123456789"
+	if hex, ok := strings.CutPrefix(last, "0x"); ok {
+		last, digits = hex, "0123456789abcdef"
+	}
+	if strings.Trim(last, digits) != "" || strings.HasPrefix(h, "[") {
+		return false
+	}
+	_, err := netip.ParseAddr(h)
+	return err != nil
 }
 
 // nonPublic are IPv4 ranges a public service has no business calling that

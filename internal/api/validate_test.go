@@ -153,6 +153,15 @@ func TestValidateCreate(t *testing.T) {
 		{name: "a loopback source URL is rejected unless private URLs are allowed", mutate: func(r *docjobsv1.CreateJobRequest) {
 			r.SourceUrls = []string{"http://127.0.0.1:9000/a.txt"}
 		}, want: "sourceUrls[0]: must not point to a private or local address"},
+		{name: "a source host written as one number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"http://2130706433/a.txt"}
+		}, want: "sourceUrls[0]: a host ending in a number must be an IPv4 address written a.b.c.d"},
+		{name: "a source host in short, hex, octal or zero-padded IPv4 form is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"https://example.com/a", "http://127.1/", "http://0x7f.0.0.1/", "http://0177.0.0.1/", "http://8.8.8.008/"}
+		}, want: "sourceUrls[1]: a host ending in a number must be an IPv4 address written a.b.c.d"},
+		{name: "a source host whose last label is a number is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
+			r.SourceUrls = []string{"https://example.123/a"}
+		}, want: "sourceUrls[0]: a host ending in a number must be an IPv4 address written a.b.c.d"},
 		{name: "a source URL on localhost that is not an upload URL is rejected", mutate: func(r *docjobsv1.CreateJobRequest) {
 			r.SourceUrls = []string{"http://localhost:8080/v1/jobs"}
 		}, want: "sourceUrls[0]: must not point to a private or local address"},
@@ -621,4 +630,30 @@ func TestEveryRequestTheFieldCapsAllowFitsInARESTBody(t *testing.T) {
 			t.Error("accepted over gRPC a request REST cannot take")
 		}
 	})
+}
+
+func TestNumericHostIsAHostThatEndsInANumberButIsNoAddress(t *testing.T) {
+	for host, want := range map[string]bool{
+		"2130706433":        true,
+		"127.1":             true,
+		"0x7f000001":        true,
+		"0X7F.0.0.1":        true,
+		"0177.0.0.1":        true,
+		"127.000.000.001":   true,
+		"1.2.3.4.5":         true,
+		"example.123":       true,
+		"127.0.0.1":         false,
+		"127.0.0.1.":        false,
+		"::ffff:127.0.0.1":  false,
+		"::1":               false,
+		"example.com":       false,
+		"x1.example.com":    false,
+		"example.com1":      false,
+		"123.example":       false,
+		"0xfoo.example.com": false,
+	} {
+		if got := numericHost(host); got != want {
+			t.Errorf("numericHost(%q) = %v, want %v", host, got, want)
+		}
+	}
 }
