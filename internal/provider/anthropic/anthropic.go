@@ -23,8 +23,27 @@ import (
 
 // DefaultMaxTokens bounds an answer when Config.MaxTokens is 0. The Messages
 // API requires a bound; a dense page transcribes to two or three thousand
-// tokens, and every current Claude model allows 8192.
+// tokens, and every Claude model from 3.5 on allows 8192. More is not asked
+// by default: Anthropic estimates an account's output tokens per minute
+// from max_tokens when a call starts, so a larger bound on every call of a
+// burst spends the rate limit on tokens never written.
 const DefaultMaxTokens = 8192
+
+// claude3MaxTokens is the output limit of the Claude 3 models before 3.5
+// (Haiku 3, still served, and Sonnet 3 and Opus 3): the API refuses a
+// larger max_tokens ("max_tokens: 8192 > 4096, which is the maximum allowed
+// number of output tokens"), which failed every call of a job on them.
+const claude3MaxTokens = 4096
+
+// defaultMaxTokens is the bound for model when the configuration sets none.
+func defaultMaxTokens(model string) int64 {
+	for _, family := range []string{"claude-3-haiku", "claude-3-sonnet", "claude-3-opus"} {
+		if strings.Contains(model, family) {
+			return claude3MaxTokens
+		}
+	}
+	return DefaultMaxTokens
+}
 
 // Config configures one adapter.
 type Config struct {
@@ -34,7 +53,7 @@ type Config struct {
 	Key        string        // sent as x-api-key
 	HTTPClient *http.Client  // default: a plain client
 	Timeout    time.Duration // per call, default provider.DefaultTimeout
-	MaxTokens  int64         // per answer, default DefaultMaxTokens
+	MaxTokens  int64         // per answer, default DefaultMaxTokens (4096 for Claude 3 before 3.5)
 	// ImageDecodes bounds the pages decoded at once to be fitted to the
 	// vendor's limits, shared with the converter's (see
 	// pageimage.Config.Decodes); nil: no bound.
@@ -63,7 +82,7 @@ func New(cfg Config) (*OCR, error) {
 		cfg.Timeout = provider.DefaultTimeout
 	}
 	if cfg.MaxTokens <= 0 {
-		cfg.MaxTokens = DefaultMaxTokens
+		cfg.MaxTokens = defaultMaxTokens(cfg.Model)
 	}
 	client := an.NewClient(
 		option.WithoutEnvironmentDefaults(),

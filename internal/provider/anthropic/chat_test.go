@@ -182,6 +182,33 @@ func TestChatMaxTokens(t *testing.T) {
 	}
 }
 
+// The Claude 3 models before 3.5 refuse a max_tokens over 4096; 3.5 and
+// later take the default 8192.
+func TestChatMaxTokensByDefaultFitTheModel(t *testing.T) {
+	srv := providertest.NewServer(t, providertest.Reply(200, chatMessage(textBlock("ok"), "end_turn")))
+	for model, want := range map[string]float64{
+		"claude-3-haiku-20240307":    4096,
+		"claude-3-opus-latest":       4096,
+		"claude-3-sonnet-20240229":   4096,
+		"claude-3-5-haiku-20241022":  anthropic.DefaultMaxTokens,
+		"claude-3-5-sonnet-20241022": anthropic.DefaultMaxTokens,
+		"claude-sonnet-4-5":          anthropic.DefaultMaxTokens,
+		"claude-haiku-4-5":           anthropic.DefaultMaxTokens,
+	} {
+		c, err := anthropic.NewChat(anthropic.Config{BaseURL: srv.URL, Model: model, Key: key, Timeout: time.Second})
+		if err != nil {
+			t.Fatalf("NewChat: %v", err)
+		}
+		if _, err := c.Complete(t.Context(), provider.ChatRequest{User: "u"}); err != nil {
+			t.Fatalf("%s: Complete: %v", model, err)
+		}
+		reqs := srv.Requests()
+		if got := providertest.Field(t, reqs[len(reqs)-1].Body, "max_tokens"); got != want {
+			t.Errorf("%s: max_tokens = %v, want %v", model, got, want)
+		}
+	}
+}
+
 // Anthropic validates input_schema as draft 2020-12 ("tools.0.custom.
 // input_schema: JSON schema is invalid. It must match JSON Schema draft
 // 2020-12", hyperdxio/hyperdx#2925, AlexGladkov/claude-in-mobile#55: an
