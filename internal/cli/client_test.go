@@ -618,6 +618,14 @@ func TestAnAnswerEchoingTheRequestShowsNoKey(t *testing.T) {
 			w.Write(page)
 		}, []string{"--json"}},
 	}
+	t.Run("get of a job", func(t *testing.T) {
+		env, _ := fakeService(t, echo(http.StatusOK, ""))
+		env["DOCJOBS_API_KEY"] = apiKey
+		_, out, stderr := run(t, env, "get", "j1")
+		if strings.Contains(out+stderr, apiKey) || !strings.Contains(out, "[key elided]") {
+			t.Errorf("stdout %q, stderr %q: want the echo shown without the API key", out, stderr)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, requests := fakeService(t, tt.handler)
