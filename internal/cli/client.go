@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/docjobs/docjobs/internal/provider"
 )
 
 // This file is the client side of the submit, jobs and get commands: it
@@ -135,6 +137,26 @@ type client struct {
 	// notes, when set, is where the client says that it waits before
 	// asking again, so that a pause of a 429 does not look like a hang.
 	notes io.Writer
+	// secrets are what the client sends that must never be shown: the API
+	// key, and the provider keys of a create (see hide). Text an answer
+	// carries passes through shown before it reaches a message.
+	sent    []string
+	secrets provider.Secrets
+}
+
+// hide adds secrets, sent in request bodies, to those shown removes.
+func (c *client) hide(secrets ...string) {
+	c.sent = append(c.sent, secrets...)
+	c.secrets = provider.NewSecrets(c.sent...)
+}
+
+// shown is text taken from an answer, fit for a message or the output:
+// without any secret the client sent, in any spelling. What answers is
+// not always the service: a --server pointing at another host, or a proxy
+// or gateway in front of it, may answer with an error page or a 200 that
+// echoes the request, its headers and body included.
+func (c *client) shown(text string) string {
+	return c.secrets.Redact(text)
 }
 
 func newClient(cfg clientConfig) *client {
@@ -155,7 +177,9 @@ func newClient(cfg clientConfig) *client {
 		}
 		return nil
 	}
-	return &client{cfg: cfg, http: &http.Client{Transport: t, CheckRedirect: redirect}}
+	c := &client{cfg: cfg, http: &http.Client{Transport: t, CheckRedirect: redirect}}
+	c.hide(cfg.apiKey)
+	return c
 }
 
 // note writes one line to notes, when there is one.
@@ -342,13 +366,13 @@ func (c *client) send(ctx context.Context, method, path string, body bodyFunc, c
 		resp.Body.Close()
 		return nil, &apiError{status: resp.StatusCode, message: fmt.Sprintf(
 			"the service at %s redirects %s %s to %s: set --server or DOCJOBS_URL to the address it redirects to",
-			c.cfg.server, method, path, resp.Header.Get("Location"))}
+			c.cfg.server, method, path, c.shown(resp.Header.Get("Location")))}
 	}
 	// Any 2xx: the contract does not fix the codes, and a gateway may
 	// answer 201 to a create or 204 to a delete.
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
-		return nil, readAPIError(resp)
+		return nil, c.readAPIError(resp)
 	}
 	return resp, nil
 }
@@ -366,8 +390,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // readAPIError turns an error answer into an *apiError. A body that is not
-// the service's (a proxy's HTML page) is shown in part, as it came.
-func readAPIError(resp *http.Response) error {
+// the service's (a proxy's HTML page) is shown in part, as it came but for
+// the secrets the client sent (shown).
+func (c *client) readAPIError(resp *http.Response) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	var body struct {
 		Message string `json:"message"`
@@ -380,7 +405,7 @@ func readAPIError(resp *http.Response) error {
 	} else {
 		msg = http.StatusText(resp.StatusCode)
 	}
-	return &apiError{status: resp.StatusCode, message: msg, retry: parseRetryAfter(resp.Header.Get("Retry-After"))}
+	return &apiError{status: resp.StatusCode, message: c.shown(msg), retry: parseRetryAfter(resp.Header.Get("Retry-After"))}
 }
 
 // getJSON GETs path and decodes its JSON answer into out.

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/docjobs/docjobs/internal/auth"
 )
@@ -572,5 +573,77 @@ func TestARefusedCreateRemovesTheRunsUploads(t *testing.T) {
 	code, _, stderr = run(t, s.env(), args...)
 	if code != ExitError || !strings.Contains(stderr, "a submit of local files cannot replay the job an earlier run made") {
 		t.Fatalf("retried submit of a local file: exit %d: %s; want the replay explained", code, stderr)
+	}
+}
+
+// TestAnAnswerEchoingTheRequestShowsNoKey: a --server pointing at the
+// wrong host, or a proxy in front of the service, may answer with a page
+// that echoes the request, headers and body. Whatever the client prints
+// of such an answer (an error's message, the note of a wait, a created
+// job without an id, --json's output) holds none of the keys it sent: the
+// API key, which need not look like one of ours, and both provider keys.
+func TestAnAnswerEchoingTheRequestShowsNoKey(t *testing.T) {
+	const (
+		apiKey    = "operator-chosen-static-key-1234"
+		ocrKey    = "sk-ocr-echoed-0123456789abcdef"
+		neuralKey = "sk-neural-echoed-0123456789abcd"
+	)
+	shortWaits(t, time.Millisecond, time.Millisecond, 50*time.Millisecond)
+	savedTries := retryTries
+	retryTries = 2
+	t.Cleanup(func() { retryTries = savedTries })
+	echo := func(status int, extra string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			page, _ := json.Marshal(map[string]any{"headers": r.Header, "data": string(body)})
+			if status == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", "1")
+			}
+			w.WriteHeader(status)
+			fmt.Fprintf(w, "%s%s", extra, page)
+		}
+	}
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		args    []string
+	}{
+		{"a 400 page", echo(http.StatusBadRequest, ""), nil},
+		{"a 502 page, sent again", echo(http.StatusBadGateway, "<html>upstream: "), nil},
+		{"a 429 waited out", echo(http.StatusTooManyRequests, ""), nil},
+		{"a 200 without an id", echo(http.StatusOK, ""), nil},
+		{"a 200 with an id, printed with --json", func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			page, _ := json.Marshal(map[string]any{"id": "j1", "auth": r.Header.Get("Authorization"), "data": string(body)})
+			w.Write(page)
+		}, []string{"--json"}},
+	}
+	t.Run("get of a job", func(t *testing.T) {
+		env, _ := fakeService(t, echo(http.StatusOK, ""))
+		env["DOCJOBS_API_KEY"] = apiKey
+		_, out, stderr := run(t, env, "get", "j1")
+		if strings.Contains(out+stderr, apiKey) || !strings.Contains(out, "[key elided]") {
+			t.Errorf("stdout %q, stderr %q: want the echo shown without the API key", out, stderr)
+		}
+	})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, requests := fakeService(t, tt.handler)
+			env["DOCJOBS_API_KEY"], env["DOCJOBS_OCR_KEY"], env["DOCJOBS_NEURAL_KEY"] = apiKey, ocrKey, neuralKey
+			args := append([]string{"submit", "https://example.com/a.pdf", "--prompt", "Totals?",
+				"--neural-type", "PROVIDER_2", "--neural-model", "m"}, tt.args...)
+			_, out, stderr := run(t, env, args...)
+			if requests.Load() == 0 {
+				t.Fatal("nothing was sent")
+			}
+			for _, key := range []string{apiKey, ocrKey, neuralKey} {
+				if strings.Contains(out+stderr, key) {
+					t.Errorf("%q was printed: stdout %q, stderr %q", key, out, stderr)
+				}
+			}
+			if !strings.Contains(out+stderr, "[key elided]") {
+				t.Errorf("stdout %q, stderr %q: want the echo shown with its keys elided", out, stderr)
+			}
+		})
 	}
 }

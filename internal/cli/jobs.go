@@ -206,7 +206,7 @@ The service is --server or DOCJOBS_URL; the key DOCJOBS_API_KEY (or DOCJOBS_API_
 			if err := c.getJSON(cmd.Context(), path, &j); err != nil {
 				return err
 			}
-			return printIndented(env.stdout, j)
+			return printIndented(env.stdout, []byte(c.shown(string(j))))
 		},
 	}
 	flags.register(cmd)

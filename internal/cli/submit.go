@@ -154,6 +154,7 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 
 	c := newClient(cfg)
 	c.notes = env.stderr
+	c.hide(req.OCR.ProviderKey, req.Neural.APIKey)
 	req.SourceURLs = append([]string(nil), args...)
 	var uploaded []string
 	for _, i := range local {
@@ -189,7 +190,7 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 	}
 	var j struct{ ID string }
 	if err := json.Unmarshal(created, &j); err != nil || j.ID == "" {
-		return fmt.Errorf("create job: the answer carries no job id: %s", truncate(string(created), 200))
+		return fmt.Errorf("create job: the answer carries no job id: %s", truncate(c.shown(string(created)), 200))
 	}
 	switch {
 	case o.wait:
@@ -204,7 +205,7 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 		}
 		return err
 	case o.json:
-		return printIndented(env.stdout, created)
+		return printIndented(env.stdout, []byte(c.shown(string(created))))
 	default:
 		// The id is the caller's only handle on the job: not written, the
 		// command failed.

@@ -31,7 +31,10 @@ type Secrets struct {
 	marker string
 }
 
-// NewSecrets returns the set of secrets; empty ones are ignored. Each is
+// NewSecrets returns the set of secrets; empty ones are ignored. A secret
+// with white space around it is also looked for without it, as a secret
+// of its own: that is how it goes out (net/http trims a header value, and
+// a vendor trims what it reads), and a vendor echoing it echoes that. Each is
 // looked for as given and JSON-escaped; one of MinElidedSecret bytes or
 // more also percent-encoded (query and path forms, upper- and lower-case
 // escapes), in hex (lower and upper case) and in base64 (standard and URL
@@ -41,7 +44,7 @@ type Secrets struct {
 // (a "Basic" credential, a JSON blob) is found too.
 func NewSecrets(secrets ...string) Secrets {
 	var s Secrets
-	for _, secret := range secrets {
+	for _, secret := range withTrimmed(secrets) {
 		if secret == "" {
 			continue
 		}
@@ -59,6 +62,21 @@ func NewSecrets(secrets ...string) Secrets {
 	s.all, s.long = unique(s.all), unique(s.long)
 	s.marker = pickMarker(s.all)
 	return s
+}
+
+// withTrimmed is secrets followed by each one's form without surrounding
+// white space, where that differs. The API takes a key with a space or tab
+// around it (a header may carry both), but net/http trims a header value
+// before sending it, so "sk-… " reaches the vendor as "sk-…", and its echo
+// was neither found in the answer nor in the debug fields.
+func withTrimmed(secrets []string) []string {
+	out := slices.Clone(secrets)
+	for _, secret := range secrets {
+		if t := strings.TrimSpace(secret); t != secret && t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Empty reports whether the set holds no secret.

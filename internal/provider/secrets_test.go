@@ -92,6 +92,8 @@ func TestElideChangesNothingButSecrets(t *testing.T) {
 		{"a one-character key does not wipe the text", []string{"a"}, "a cat and a hat", "a cat and a hat"},
 		{"a seven-byte key does not cut words", []string{"invoice"}, "invoice 12", "invoice 12"},
 		{"an eight-byte key is elided", []string{"invoice1"}, "invoice1 is due", "[key elided] is due"},
+		{"a key given with white space around it is elided as it was sent", []string{"\t" + key + " "},
+			`{"note":"key ` + key + `."}`, `{"note":"key [key elided]."}`},
 		{"no secrets", nil, "text " + key, "text " + key},
 	}
 	for _, tt := range tests {

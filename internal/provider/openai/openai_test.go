@@ -227,3 +227,37 @@ func TestEnvironmentIsIgnored(t *testing.T) {
 			h.Get("Authorization"), h.Get("OpenAI-Organization"))
 	}
 }
+
+// TestAKeyWithWhiteSpaceAroundItIsRedactedAsSent: the API takes a key
+// with a space or tab around it, net/http sends it trimmed, and a vendor
+// echoing the key it was sent echoes the trimmed form. Neither the text,
+// which is stored and passed on to the model vendor, nor the debug
+// fields keep it, whether the adapter redacts its own key or the worker's
+// wrapper redacts the job's secrets.
+func TestAKeyWithWhiteSpaceAroundItIsRedactedAsSent(t *testing.T) {
+	const sent = "sk-test-0123456789abcdefSPACED"
+	for _, stored := range []string{sent + " ", " " + sent, "\t" + sent + " "} {
+		echo := func(w http.ResponseWriter, r *http.Request) {
+			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer")
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(completion("Invoice. The key was "+strings.TrimSpace(got)+".", "stop")))
+		}
+		srv := providertest.NewServer(t, echo, echo)
+		ocr, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "gpt-4o", Key: stored})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, o := range map[string]provider.OCR{"adapter": ocr,
+			"wrapped": provider.RedactOCR(ocr, provider.NewSecrets(stored, "whsec-other-secret-of-the-job"))} {
+			rec, err := o.Recognize(t.Context(), providertest.TestImage())
+			if err != nil {
+				t.Fatalf("%q, %s: Recognize: %v", stored, name, err)
+			}
+			providertest.AssertRedacted(t, name+" RawData", rec.RawData, sent)
+			providertest.AssertRedacted(t, name+" Request", rec.Request, sent)
+			if name == "wrapped" && (strings.Contains(rec.Text, sent) || !strings.Contains(rec.Text, "[key elided]")) {
+				t.Errorf("%q: text = %q, want the key elided", stored, rec.Text)
+			}
+		}
+	}
+}
