@@ -40,13 +40,12 @@ func Verdict(s *jsonschema.Schema, answer string) (bool, []string) {
 	if !errors.As(err, &ve) {
 		return false, []string{clip("at /: " + firstLine(err.Error()))}
 	}
-	leaves := sortedLeaves(ve)
-	if len(leaves) == 0 {
+	leaves, total := sortedLeaves(ve, MaxErrors)
+	if total == 0 {
 		leaves = []string{"at /: " + ve.ErrorKind.LocalizedString(printer)}
 	}
-	if len(leaves) > MaxErrors {
-		more := len(leaves) - (MaxErrors - 1)
-		leaves = append(leaves[:MaxErrors-1], fmt.Sprintf("and %d more violations", more))
+	if total > MaxErrors {
+		leaves = append(leaves[:MaxErrors-1], fmt.Sprintf("and %d more violations", total-(MaxErrors-1)))
 	}
 	for i, l := range leaves {
 		leaves[i] = clip(l)

@@ -77,7 +77,7 @@ func TestConsensusRunsAreAskedAtOnce(t *testing.T) {
 			w := newFileWorker(Config{}.withDefaults(), Deps{Store: st, Logger: slog.Default()})
 			row := job.LLMRow{JobID: j.ID, ChunkTotal: 1, Input: "chunk"}
 
-			err := w.vote(ctx, j, chat, &row, tc.k, true)
+			err := w.vote(ctx, j, chat, &row, tc.k, true, slog.New(slog.DiscardHandler))
 			if peak := chat.peak.Load(); peak != int64(tc.k) {
 				t.Fatalf("at most %d of the %d runs were in flight together (vote err: %v); want all %d asked at once",
 					peak, tc.k, err, tc.k)

@@ -141,7 +141,7 @@ func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Ch
 	start := time.Now()
 	var err error
 	if k > 1 {
-		err = w.vote(ctx, j, chat, row, k, final)
+		err = w.vote(ctx, j, chat, row, k, final, log)
 	} else {
 		err = answer(whenWritten(ctx, sent), j, chat, row)
 	}
@@ -155,6 +155,9 @@ func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Ch
 	}
 	if cutOff(ctx, err) {
 		return &rowError{chunk: row.ChunkIndex, err: err}
+	}
+	if re := (*rowError)(nil); errors.As(err, &re) {
+		return err // a consensus row whose kept runs could not be read
 	}
 	return w.finishRow(ctx, j, row, start, err, kept, log)
 }
@@ -283,24 +286,36 @@ type runOutcome struct {
 // vote asks the chunk k times at once and fills row with the agreed answer
 // and its consensus block. Each run is kept the moment it ends; a
 // retryable failure of any run (unless final) returns, to be asked again
-// with the runs that answered already kept.
-func (w *fileWorker) vote(ctx context.Context, j *job.Job, chat provider.Chat, row *job.LLMRow, k int, final bool) error {
+// with the runs that answered already kept. Why runs did not vote, and why
+// a vote degraded, are logged: the block only counts them.
+func (w *fileWorker) vote(ctx context.Context, j *job.Job, chat provider.Chat, row *job.LLMRow, k int, final bool, log *slog.Logger) error {
 	outcomes := make([]runOutcome, k)
 	errs := make([]error, k)
 	var wg sync.WaitGroup
 	for r := range k {
 		wg.Go(func() {
 			key := fmt.Sprintf("model/%d/%d/run/%d", row.PromptIndex, row.ChunkIndex, r)
+			answered := false
 			outcomes[r], errs[r] = remembered(ctx, w.deps.Store, j.ID, row.FileIndex, key, func() (runOutcome, error) {
 				a, err := chat.Complete(ctx, chatRequest(j, *row))
 				if waitsForNextAttempt(err, final) || cutOff(ctx, err) {
 					return runOutcome{}, err
 				}
+				answered = true
 				if err != nil {
 					return runOutcome{Answer: a, Unusable: err.Error()}, nil
 				}
 				return runOutcome{Answer: a}, nil
 			})
+			if answered && errs[r] != nil {
+				// The outcome is in hand but could not be kept: it votes
+				// all the same, and the row's record (written with
+				// retries) keeps what it paid for. Failing the row
+				// with the store's error threw away every run's answer.
+				log.Warn("model: a consensus run's outcome could not be kept; it votes from memory",
+					"chunk_index", row.ChunkIndex, "run", r+1, "err", errs[r])
+				errs[r] = nil
+			}
 		})
 	}
 	wg.Wait()
@@ -311,7 +326,13 @@ func (w *fileWorker) vote(ctx context.Context, j *job.Job, chat provider.Chat, r
 				return pe
 			}
 		}
-		return fmt.Errorf("consensus runs: %w", err)
+		// Else a run was cut off (answerRow leaves the row pending for
+		// it), or its kept outcome could not be read: the row waits for
+		// the file's next attempt, as one whose record failed does, and
+		// fails only if that was the last (giveUp). It failed at once
+		// with the store's error, its kept runs paid for in vain
+		// (hunt-consensus F3).
+		return &rowError{chunk: row.ChunkIndex, err: fmt.Errorf("consensus runs: %w", err)}
 	}
 
 	// Every run that reached the vendor is billed, so every run counts in
@@ -336,6 +357,7 @@ func (w *fileWorker) vote(ctx context.Context, j *job.Job, chat provider.Chat, r
 	if err != nil {
 		return err
 	}
+	logVote(log, row.ChunkIndex, res)
 	block, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("consensus block: %w", err)
@@ -345,6 +367,29 @@ func (w *fileWorker) vote(ctx context.Context, j *job.Job, chat provider.Chat, r
 		row.SchemaValid, row.SchemaErrors = verdict(j.ResponseSchema, row.Content)
 	}
 	return nil
+}
+
+// logVote says why a DONE row's vote is incomplete: which runs did not
+// vote and why (truncated, refused, not JSON), and why a vote degraded (a
+// limit of consensus.Limits). The row's block has only runsVotable,
+// incomplete and a minAgreement of 0 for them, so without this line
+// nothing told an operator why (hunt-consensus F2). Reasons are the
+// provider's redacted errors and JSON syntax errors, never answer text.
+func logVote(log *slog.Logger, chunk int, res consensus.Result) {
+	if len(res.Unvotable) == 0 && res.Degraded == "" {
+		return
+	}
+	unvotable := make([]string, len(res.Unvotable))
+	for i, u := range res.Unvotable {
+		unvotable[i] = u.String()
+	}
+	attrs := []any{"chunk_index", chunk, "k", res.K, "runs_votable", res.RunsVotable,
+		"unvotable", strings.Join(unvotable, "; ")}
+	if res.Degraded != "" {
+		log.Warn("model: consensus vote degraded to the first votable answer", append(attrs, "reason", res.Degraded)...)
+		return
+	}
+	log.Info("model: consensus runs left out of the vote", attrs...)
 }
 
 // consensusRuns is k of a consensus mode; 1 when consensus is off.

@@ -345,13 +345,13 @@ func TestConsensusRunsThatAnsweredAreNotAskedAgain(t *testing.T) {
 			w := newFileWorker(Config{}.withDefaults(), Deps{Store: st, Logger: slog.Default()})
 			row := job.LLMRow{JobID: j.ID, ChunkTotal: 1, Input: "chunk"}
 
-			err := w.vote(ctx, j, chat, &row, 3, tc.final)
+			err := w.vote(ctx, j, chat, &row, 3, tc.final, slog.New(slog.DiscardHandler))
 			if !tc.final {
 				if pe := (*provider.Error)(nil); !errors.As(err, &pe) || !pe.Retryable() {
 					t.Fatalf("first attempt: err = %v, want the retryable provider error", err)
 				}
 				row = job.LLMRow{JobID: j.ID, ChunkTotal: 1, Input: "chunk"}
-				err = w.vote(ctx, j, chat, &row, 3, tc.final)
+				err = w.vote(ctx, j, chat, &row, 3, tc.final, slog.New(slog.DiscardHandler))
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -375,6 +375,86 @@ func TestConsensusRunsThatAnsweredAreNotAskedAgain(t *testing.T) {
 			}
 			if row.InputTokens != int64(10*tc.wantVotable) {
 				t.Errorf("input tokens = %d, want the sum over the runs that answered", row.InputTokens)
+			}
+		})
+	}
+}
+
+// pageFailingStore is a real store whose first reads or writes of kept
+// consensus runs fail, as a database that is briefly locked or drops a
+// connection would.
+type pageFailingStore struct {
+	*sqlite.Store
+	putFails, getFails atomic.Int64
+}
+
+func (s *pageFailingStore) PutOCRPage(ctx context.Context, jobID string, fileIndex int, key string, value []byte) error {
+	if strings.Contains(key, "/run/") && s.putFails.Add(-1) >= 0 {
+		return errors.New("database is locked")
+	}
+	return s.Store.PutOCRPage(ctx, jobID, fileIndex, key, value)
+}
+
+func (s *pageFailingStore) GetOCRPage(ctx context.Context, jobID string, fileIndex int, key string) ([]byte, error) {
+	if strings.Contains(key, "/run/") && s.getFails.Add(-1) >= 0 {
+		return nil, errors.New("database is locked")
+	}
+	return s.Store.GetOCRPage(ctx, jobID, fileIndex, key)
+}
+
+// A store error keeping or reading one consensus run failed the row at
+// once, on any attempt, with the database's message as its error and its
+// runs' answers, paid for, thrown away (hunt-consensus F3). A run that
+// answered votes from memory; a run that could not be read leaves the row
+// for the file's next attempt, which asks only the runs not kept.
+func TestAStoreErrorOnAConsensusRunDoesNotFailTheRow(t *testing.T) {
+	tests := []struct {
+		name         string
+		putFails     int64
+		getFails     int64
+		wantAttempts int
+	}{
+		{"a run's answer cannot be kept", 1, 0, 1},
+		{"a kept run cannot be read", 0, 1, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t)
+			j := &job.Job{ID: "job-c", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
+				Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_THREE_RUNS", ResponseSchema: `{"type":"object"}`, Created: time.Now()}
+			if _, _, err := st.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
+				t.Fatal(err)
+			}
+			ocr := job.OCRRow{JobID: j.ID, File: "https://example.com/a.txt", Status: job.RowDone, Content: "text", OutputFormat: job.FormatPlain}
+			rows := []job.LLMRow{{JobID: j.ID, File: ocr.File, ChunkTotal: 1, Status: job.RowPending, Input: "chunk 0"}}
+			if _, err := st.FinishOCR(ctx, store.OCRDone{Row: ocr, LLM: rows, Name: "a.txt"}); err != nil {
+				t.Fatal(err)
+			}
+			ps := &pageFailingStore{Store: st}
+			ps.putFails.Store(tt.putFails)
+			ps.getFails.Store(tt.getFails)
+			chat := &scriptedChat{}
+			w := newFileWorker(Config{JobCheck: 20 * time.Millisecond}.withDefaults(),
+				Deps{Store: ps, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler)})
+
+			attempts := 0
+			for attempt := 2; attempt <= 3; attempt++ {
+				attempts++
+				if err := workAttempt(w, j, attempt); err == nil {
+					break
+				}
+			}
+			res, err := st.GetResult(ctx, "", j.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res.LLM[0]
+			if r.Status != job.RowDone || r.Error != "" || !strings.Contains(string(r.Consensus), `"runsVotable":3`) {
+				t.Fatalf("row %s %q, block %s; want DONE from 3 runs", r.Status, r.Error, r.Consensus)
+			}
+			if attempts != tt.wantAttempts || chat.total() != 3 {
+				t.Errorf("%d attempts, %d calls; want %d attempts and each run asked once", attempts, chat.total(), tt.wantAttempts)
 			}
 		})
 	}
@@ -446,7 +526,7 @@ func TestConsensusTokensCountTruncatedRuns(t *testing.T) {
 			}
 			w := newFileWorker(Config{}.withDefaults(), Deps{Store: st, Logger: slog.New(slog.DiscardHandler)})
 			row := job.LLMRow{JobID: j.ID, ChunkTotal: 1, Input: "chunk"}
-			err := w.vote(ctx, j, &cutChat{cut: tt.cut}, &row, 3, false)
+			err := w.vote(ctx, j, &cutChat{cut: tt.cut}, &row, 3, false, slog.New(slog.DiscardHandler))
 			if nv := (*consensus.NoVotableRunsError)(nil); tt.wantFailed != errors.As(err, &nv) || !tt.wantFailed && err != nil {
 				t.Fatalf("err = %v, want a failed vote: %t", err, tt.wantFailed)
 			}
@@ -458,6 +538,78 @@ func TestConsensusTokensCountTruncatedRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deepChat answers every call with arrays nested deeper than the vote's
+// default depth limit, so the vote degrades.
+type deepChat struct{}
+
+func (deepChat) Complete(context.Context, provider.ChatRequest) (provider.ChatAnswer, error) {
+	depth := consensus.DefaultMaxDepth + 1
+	return provider.ChatAnswer{Content: strings.Repeat("[", depth) + strings.Repeat("]", depth)}, nil
+}
+
+// A DONE consensus row's block counts the runs left out of the vote and
+// shows a degraded vote only as minAgreement 0; the reasons, which
+// consensus.Vote gives, were dropped (hunt-consensus F2). They are logged.
+func TestAnIncompleteVoteSaysWhyInTheLog(t *testing.T) {
+	tests := []struct {
+		name  string
+		chat  provider.Chat
+		level string
+		want  []string
+	}{
+		{"a truncated run", &cutChat{cut: func(n int64) bool { return n == 2 }}, "INFO",
+			// Runs are asked at once: which one is the second call varies.
+			[]string{"consensus runs left out of the vote", "runs_votable=2", `unvotable="run `, ": provider error (category=truncated"}},
+		{"a vote past a limit", deepChat{}, "WARN",
+			[]string{"consensus vote degraded", "runs_votable=3", "nested deeper than 64 levels"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t)
+			j := &job.Job{ID: "job-k", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
+				Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_THREE_RUNS", ResponseSchema: `{"type":"object"}`, Created: time.Now()}
+			if _, _, err := st.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
+				t.Fatal(err)
+			}
+			var logs strings.Builder
+			var mu sync.Mutex
+			log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+			w := newFileWorker(Config{}.withDefaults(), Deps{Store: st, Logger: log})
+			row := job.LLMRow{JobID: j.ID, ChunkTotal: 1, Input: "chunk"}
+			if err := w.vote(ctx, j, tt.chat, &row, 3, true, log); err != nil {
+				t.Fatal(err)
+			}
+			if row.Status != job.RowDone || !strings.Contains(string(row.Consensus), `"incomplete":true`) {
+				t.Fatalf("row %s, block %s; want DONE and incomplete", row.Status, row.Consensus)
+			}
+			mu.Lock()
+			got := logs.String()
+			mu.Unlock()
+			if !strings.Contains(got, "level="+tt.level) {
+				t.Errorf("log %q has no %s line", got, tt.level)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(got, want) {
+					t.Errorf("log %q does not say %q", got, want)
+				}
+			}
+		})
+	}
+}
+
+// lockedWriter serializes writes to a strings.Builder shared with the test.
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }
 
 func openStore(t testing.TB) *sqlite.Store {

@@ -41,7 +41,7 @@ func TestConsensusTokensAddWithoutWrappingAround(t *testing.T) {
 			}
 			w := newFileWorker(Config{}.withDefaults(), Deps{Store: st, Logger: slog.New(slog.DiscardHandler)})
 			row := job.LLMRow{JobID: j.ID, ChunkTotal: 1, Input: "chunk"}
-			if err := w.vote(ctx, j, absurdUsageChat{in: tt.in, out: tt.out}, &row, 3, false); err != nil {
+			if err := w.vote(ctx, j, absurdUsageChat{in: tt.in, out: tt.out}, &row, 3, false, slog.New(slog.DiscardHandler)); err != nil {
 				t.Fatal(err)
 			}
 			if row.InputTokens != tt.wantIn || row.OutputTokens != tt.wantOut {
