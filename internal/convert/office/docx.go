@@ -533,6 +533,15 @@ func (r *docxReader) run(dec *xml.Decoder, p *para, link string, after *[]block)
 			return err
 		case "sym":
 			add(span{text: symbolGlyph(attr(t, "font"), attr(t, "char"))})
+		case "ruby":
+			// Phonetic guide (furigana): the base text is the text; the
+			// reading above it (w:rt) would repeat the word in kana.
+			return eachChild(dec, func(t xml.StartElement) error {
+				if isW(t.Name) && t.Name.Local == "rubyBase" {
+					return r.inline(dec, p, link, after)
+				}
+				return dec.Skip()
+			})
 		}
 		// Skipped: w:delText and w:instrText (not shown), w:sym glyphs
 		// other than check marks and boxes (symbolGlyph), w:softHyphen,
@@ -738,8 +747,12 @@ func (r *docxReader) table(dec *xml.Decoder) (*table, error) {
 	return tb, eachChild(dec, rows)
 }
 
-// row reads a w:tr; deleted reports a row a tracked change removed.
+// row reads a w:tr; deleted reports a row a tracked change removed. A row
+// that starts at a later column of the table's grid (w:gridBefore: a
+// totals row under the amount columns, a form's indented line) gets that
+// many empty cells first, so that its cells stay under their columns.
 func (r *docxReader) row(dec *xml.Decoder) (row []cell, deleted bool, err error) {
+	before := 0
 	var cells func(t xml.StartElement) error
 	cells = func(t xml.StartElement) error {
 		if !isW(t.Name) {
@@ -748,8 +761,15 @@ func (r *docxReader) row(dec *xml.Decoder) (row []cell, deleted bool, err error)
 		switch t.Name.Local {
 		case "trPr":
 			return eachChild(dec, func(t xml.StartElement) error {
-				if isW(t.Name) && t.Name.Local == "del" {
-					deleted = true
+				if isW(t.Name) {
+					switch t.Name.Local {
+					case "del":
+						deleted = true
+					case "gridBefore":
+						if n, err := strconv.Atoi(attr(t, "val")); err == nil {
+							before = min(max(n, 0), maxSpan)
+						}
+					}
 				}
 				return dec.Skip()
 			})
@@ -766,6 +786,9 @@ func (r *docxReader) row(dec *xml.Decoder) (row []cell, deleted bool, err error)
 		return dec.Skip()
 	}
 	err = eachChild(dec, cells)
+	if before > 0 && len(row) > 0 {
+		row = append(make([]cell, before, before+len(row)), row...)
+	}
 	return row, deleted, err
 }
 

@@ -214,6 +214,39 @@ func TestDOCX(t *testing.T) {
 	}
 }
 
+// TestDOCXRowsStartingLaterInTheGridKeepTheirColumns: a row with
+// w:gridBefore (a totals row under the amount column) starts that many
+// columns in; its cells read under their own columns, not from the left.
+func TestDOCXRowsStartingLaterInTheGridKeepTheirColumns(t *testing.T) {
+	gridBefore := func(n string, cells ...string) string {
+		return `<w:tr><w:trPr><w:gridBefore w:val="` + n + `"/></w:trPr>` + strings.Join(cells, "") + `</w:tr>`
+	}
+	body := `<w:tbl><w:tblGrid><w:gridCol/><w:gridCol/><w:gridCol/></w:tblGrid>` +
+		tr(tc(p("", "Item")), tc(p("", "Qty")), tc(p("", "Amount"))) +
+		tr(tc(p("", "Widget")), tc(p("", "2")), tc(p("", "10.00"))) +
+		gridBefore("1", tc(p("", "Subtotal")), tc(p("", "10.00"))) +
+		gridBefore("2", tc(p("", "20.00"))) +
+		`<w:tr><w:trPr><w:gridBefore w:val="1"/><w:gridAfter w:val="1"/></w:trPr>` + tc(p("", "Middle")) + `</w:tr>` +
+		`</w:tbl>`
+	md, _ := markdown(t, Config{}, DOCX, buildDOCX(t, docxParts{body: body}))
+	want := "| Item | Qty | Amount |\n| --- | --- | --- |\n| Widget | 2 | 10.00 |\n|  | Subtotal | 10.00 |\n|  |  | 20.00 |\n|  | Middle |  |\n"
+	if md != want {
+		t.Errorf("markdown:\n%q\nwant\n%q", md, want)
+	}
+}
+
+// TestDOCXRubyKeepsItsBaseText: a word with a phonetic guide (furigana)
+// is its base text; the guide is not repeated beside it.
+func TestDOCXRubyKeepsItsBaseText(t *testing.T) {
+	body := `<w:p><w:r><w:t>住所は</w:t></w:r><w:r><w:ruby><w:rubyPr><w:lid w:val="ja-JP"/></w:rubyPr>` +
+		`<w:rt><w:r><w:t>とうきょう</w:t></w:r></w:rt><w:rubyBase><w:r><w:rPr><w:b/></w:rPr><w:t>東京</w:t></w:r></w:rubyBase></w:ruby></w:r>` +
+		`<w:r><w:t>です</w:t></w:r></w:p>`
+	md, _ := markdown(t, Config{}, DOCX, buildDOCX(t, docxParts{body: body}))
+	if want := "住所は**東京**です\n"; md != want {
+		t.Errorf("markdown = %q, want %q", md, want)
+	}
+}
+
 // TestDOCXBudgets: table cells and output bytes are bounded, and the
 // markdown says what was left out.
 func TestDOCXBudgets(t *testing.T) {
