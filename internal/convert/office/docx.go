@@ -37,7 +37,7 @@ func docxMarkdown(ctx context.Context, cfg Config, data []byte) (string, error) 
 			}
 		}
 	}
-	r := &docxReader{ctx: ctx, a: a, notes: map[noteKey]int{}, counters: map[string]*listCounters{}}
+	r := &docxReader{ctx: ctx, a: a, notes: map[noteKey]int{}, counters: map[string]*listCounters{}, restarted: map[string]bool{}}
 	if r.styles, err = readStyles(a, parts["styles"]); err != nil {
 		return "", err
 	}
@@ -115,8 +115,11 @@ type docxReader struct {
 	rels      map[string]rel // of the part being read
 	depth     int
 
-	// counters number list items, per numbering instance.
+	// counters number list items, per list (level.list).
 	counters map[string]*listCounters
+	// restarted holds the numbering instances and levels whose start
+	// override has restarted their list ("numId/ilvl").
+	restarted map[string]bool
 
 	headerRefs, footerRefs []string // relationship ids, in document order
 	notes                  map[noteKey]int
@@ -413,12 +416,18 @@ func (r *docxReader) classify(p *para, props paraProps) {
 	if !ok || lvl.format == "none" {
 		return
 	}
-	cs := r.counters[numID]
+	cs := r.counters[lvl.list]
 	if cs == nil {
 		cs = &listCounters{}
-		r.counters[numID] = cs
+		r.counters[lvl.list] = cs
 	}
-	if cs.started[ilvl] {
+	restart := false
+	if lvl.restart {
+		key := numID + "/" + strconv.Itoa(ilvl)
+		restart = !r.restarted[key]
+		r.restarted[key] = true
+	}
+	if cs.started[ilvl] && !restart {
 		cs.n[ilvl]++
 	} else {
 		cs.n[ilvl], cs.started[ilvl] = lvl.start, true

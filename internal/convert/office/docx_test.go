@@ -235,6 +235,30 @@ func TestDOCXRowsStartingLaterInTheGridKeepTheirColumns(t *testing.T) {
 	}
 }
 
+// TestDOCXListInstancesOfOneDefinitionShareTheirCount: Word counts the
+// numbering instances (w:num) of one abstract definition as one list, as
+// generators such as python-docx write them: the second goes on at 3.
+// An instance that overrides the start restarts the count at its first
+// item; a different definition counts on its own.
+func TestDOCXListInstancesOfOneDefinitionShareTheirCount(t *testing.T) {
+	numbering := `<w:abstractNum w:abstractNumId="0"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/></w:lvl>` +
+		`<w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/></w:lvl></w:abstractNum>` +
+		`<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/></w:lvl></w:abstractNum>` +
+		`<w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num>` +
+		`<w:num w:numId="2"><w:abstractNumId w:val="0"/></w:num>` +
+		`<w:num w:numId="3"><w:abstractNumId w:val="0"/><w:lvlOverride w:ilvl="0"><w:startOverride w:val="1"/></w:lvlOverride></w:num>` +
+		`<w:num w:numId="4"><w:abstractNumId w:val="1"/></w:num>`
+	body := numbered("1", "0", "One") + numbered("1", "0", "Two") + p("", "Text") +
+		numbered("2", "0", "Three") + numbered("2", "1", "Three a") + numbered("1", "0", "Four") + p("", "Text") +
+		numbered("3", "0", "Restarted") + numbered("3", "0", "Second") + p("", "Text") +
+		numbered("4", "0", "Own list")
+	md, _ := markdown(t, Config{}, DOCX, buildDOCX(t, docxParts{numbering: numbering, body: body}))
+	want := "1. One\n2. Two\n\nText\n\n3. Three\n    1. Three a\n4. Four\n\nText\n\n1. Restarted\n2. Second\n\nText\n\n1. Own list\n"
+	if md != want {
+		t.Errorf("markdown:\n%q\nwant\n%q", md, want)
+	}
+}
+
 // TestDOCXRubyKeepsItsBaseText: a word with a phonetic guide (furigana)
 // is its base text; the guide is not repeated beside it.
 func TestDOCXRubyKeepsItsBaseText(t *testing.T) {
