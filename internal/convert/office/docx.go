@@ -37,7 +37,7 @@ func docxMarkdown(ctx context.Context, cfg Config, data []byte) (string, error) 
 			}
 		}
 	}
-	r := &docxReader{ctx: ctx, a: a, notes: map[noteKey]int{}, counters: map[string]*listCounters{}, restarted: map[string]bool{}}
+	r := &docxReader{ctx: ctx, a: a, maxCells: cfg.MaxCells, notes: map[noteKey]int{}, counters: map[string]*listCounters{}, restarted: map[string]bool{}}
 	if r.styles, err = readStyles(a, parts["styles"]); err != nil {
 		return "", err
 	}
@@ -114,6 +114,9 @@ type docxReader struct {
 	numbering *numbering
 	rels      map[string]rel // of the part being read
 	depth     int
+	// cells counts the table cells read, spans included, against
+	// maxCells (Config.MaxCells): rows past it are counted, not kept.
+	cells, maxCells int
 
 	// counters number list items, per list (level.list).
 	counters map[string]*listCounters
@@ -743,8 +746,12 @@ func (r *docxReader) table(dec *xml.Decoder) (*table, error) {
 		}
 		switch t.Name.Local {
 		case "tr":
-			row, deleted, err := r.row(dec)
-			if err == nil && !deleted {
+			row, deleted, over, err := r.row(dec)
+			switch {
+			case err != nil || deleted:
+			case over:
+				tb.omitted++
+			default:
 				tb.rows = append(tb.rows, row)
 			}
 			return err
@@ -760,8 +767,24 @@ func (r *docxReader) table(dec *xml.Decoder) (*table, error) {
 // that starts at a later column of the table's grid (w:gridBefore: a
 // totals row under the amount columns, a form's indented line) gets that
 // many empty cells first, so that its cells stay under their columns.
-func (r *docxReader) row(dec *xml.Decoder) (row []cell, deleted bool, err error) {
+//
+// over reports a row past the document's cell budget, which is read to
+// its end but not kept: the renderer, which charges at least a row's own
+// cells, would leave it out anyway, and spans make cells of a few bytes
+// of XML (a 63 MB table of one-cell rows spanning 64 columns held 2.4 GB
+// before anything was rendered).
+func (r *docxReader) row(dec *xml.Decoder) (row []cell, deleted, over bool, err error) {
 	before := 0
+	keep := func(c cell, span int) {
+		if over || r.cells+len(row)+before+span > r.maxCells {
+			over = true
+			return
+		}
+		row = append(row, c)
+		for i := 1; i < span; i++ {
+			row = append(row, cell{})
+		}
+	}
 	var cells func(t xml.StartElement) error
 	cells = func(t xml.StartElement) error {
 		if !isW(t.Name) {
@@ -784,10 +807,7 @@ func (r *docxReader) row(dec *xml.Decoder) (row []cell, deleted bool, err error)
 			})
 		case "tc":
 			c, span, err := r.cell(dec)
-			row = append(row, c)
-			for i := 1; i < span; i++ {
-				row = append(row, cell{})
-			}
+			keep(c, span)
 			return err
 		case "sdt", "sdtContent", "customXml", "ins", "moveTo":
 			return eachChild(dec, cells)
@@ -795,10 +815,14 @@ func (r *docxReader) row(dec *xml.Decoder) (row []cell, deleted bool, err error)
 		return dec.Skip()
 	}
 	err = eachChild(dec, cells)
+	if over || deleted {
+		return nil, deleted, over, err
+	}
 	if before > 0 && len(row) > 0 {
 		row = append(make([]cell, before, before+len(row)), row...)
 	}
-	return row, deleted, err
+	r.cells += len(row)
+	return row, deleted, false, err
 }
 
 // cell reads a w:tc and its column span. A cell continuing a merge is

@@ -1,6 +1,7 @@
 package office
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -288,6 +289,30 @@ func TestDOCXBudgets(t *testing.T) {
 	md, _ = markdown(t, Config{MaxOutputBytes: 1000}, DOCX, buildDOCX(t, docxParts{body: long}))
 	if len(md) > 1200 || !strings.HasSuffix(md, "… the rest of the document is omitted: its markdown exceeds the 1000 bytes limit\n") {
 		t.Errorf("byte budget: %d bytes, %q", len(md), md[max(0, len(md)-120):])
+	}
+}
+
+// TestDOCXRowsPastTheCellBudgetAreNotKept: a table's rows past the cell
+// budget are counted while the table is read, not held until it is
+// rendered: a cell spanning 64 columns is 64 cells from 60 bytes of XML,
+// and a 63 MB table of such rows held 2.4 GB. The markdown is what the
+// renderer made of the whole table before.
+func TestDOCXRowsPastTheCellBudgetAreNotKept(t *testing.T) {
+	const rows = 20000
+	spanning := tr(`<w:tc><w:tcPr><w:gridSpan w:val="64"/></w:tcPr>` + p("", "x") + `</w:tc>`)
+	data := buildDOCX(t, docxParts{body: `<w:tbl>` + strings.Repeat(spanning, rows) + `</w:tbl>`})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	md, _ := markdown(t, Config{MaxCells: 100, MaxRatio: 1000}, DOCX, data) // repeated rows zip well
+	runtime.ReadMemStats(&after)
+	if want := "| x |" + strings.Repeat("  |", 63) + "\n|" + strings.Repeat(" --- |", 64) + "\n\n… 19999 more rows omitted\n"; md != want {
+		t.Errorf("markdown = %q, want %q", md, want)
+	}
+	// Reading the XML costs some 32 MiB; keeping every row's cells until
+	// the renderer cut them took 100 MiB in all.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 56<<20 {
+		t.Errorf("reading the table allocated %d MiB", alloc>>20)
 	}
 }
 
