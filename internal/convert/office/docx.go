@@ -739,6 +739,9 @@ func (r *docxReader) table(dec *xml.Decoder) (*table, error) {
 	}
 	defer r.leave()
 	tb := &table{}
+	// Once a row is past the budget the rest are too, as the renderer
+	// cuts a table: a narrower row after it must not come up out of order.
+	cut := false
 	var rows func(t xml.StartElement) error
 	rows = func(t xml.StartElement) error {
 		if !isW(t.Name) {
@@ -749,8 +752,9 @@ func (r *docxReader) table(dec *xml.Decoder) (*table, error) {
 			row, deleted, over, err := r.row(dec)
 			switch {
 			case err != nil || deleted:
-			case over:
+			case over || cut:
 				tb.omitted++
+				cut = true
 			default:
 				tb.rows = append(tb.rows, row)
 			}

@@ -334,3 +334,15 @@ func TestDOCXHeadersAndFooters(t *testing.T) {
 		t.Errorf("markdown = %q, want %q", md, want)
 	}
 }
+
+// TestDOCXRowsAfterOnePastTheCellBudgetAreCut: a row past the cell budget
+// ends its table, as the renderer cuts one: a narrower row after it that
+// would fit is not shown out of order.
+func TestDOCXRowsAfterOnePastTheCellBudgetAreCut(t *testing.T) {
+	wide := tr(`<w:tc><w:tcPr><w:gridSpan w:val="10"/></w:tcPr>` + p("", "wide") + `</w:tc>`)
+	body := `<w:tbl>` + tr(tc(p("", "a")), tc(p("", "b"))) + wide + tr(tc(p("", "c")), tc(p("", "d"))) + `</w:tbl>`
+	md, _ := markdown(t, Config{MaxCells: 10}, DOCX, buildDOCX(t, docxParts{body: body}))
+	if want := "| a | b |\n| --- | --- |\n\n… 2 more rows omitted\n"; md != want {
+		t.Errorf("markdown = %q, want %q", md, want)
+	}
+}
