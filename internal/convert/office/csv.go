@@ -34,8 +34,7 @@ func CSVMarkdown(ctx context.Context, cfg Config, text string, comma rune) (stri
 
 	var (
 		table       [][]string
-		cells       int
-		size        int64
+		grown       paddedTable // what table renders, for the budgets
 		rowNo, kept int
 		cut         bool
 		stop        error // why a row was given up on unread (recordGuard)
@@ -45,7 +44,7 @@ func CSVMarkdown(ctx context.Context, cfg Config, text string, comma rune) (stri
 		// output limit is not read whole for that.
 		room := cfg.MaxOutputBytes
 		if !cut {
-			room -= size
+			room -= grown.size()
 		}
 		guard.next(r.InputOffset(), room)
 		rec, err := r.Read()
@@ -72,17 +71,13 @@ func CSVMarkdown(ctx context.Context, cfg Config, text string, comma rune) (stri
 			kept = rowNo
 			continue
 		}
-		// A cell costs its text and its delimiters.
-		cost := int64(3 * len(rec))
-		for _, c := range rec {
-			cost += int64(len(c))
-		}
-		if len(table) >= cfg.MaxRows || cells+len(rec) > cfg.MaxCells || size+cost > cfg.MaxOutputBytes {
+		// Every row is padded to the table's width (paddedTable).
+		next := grown.with(rec)
+		if len(table) >= cfg.MaxRows || next.cells() > cfg.MaxCells || next.size() > cfg.MaxOutputBytes {
 			cut = true
 			continue
 		}
-		cells += len(rec)
-		size += cost
+		grown = next
 		table = append(table, rec)
 		kept = rowNo
 	}

@@ -136,3 +136,27 @@ func TestCSVRowPastTheOutputLimitIsNotReadWhole(t *testing.T) {
 		t.Errorf("a quoted row of %d KiB of text under a %d MiB limit was not kept: %.200s", limit/4>>10, limit>>20, got)
 	}
 }
+
+// TestCSVBudgetsChargeRowsPaddedToTheTableWidth: a row with a value after
+// many delimiters pads every row of the table to its width; the budgets
+// count the padded table. They counted each row's own cells: a 16 KB CSV
+// (10,000 commas, then 3,000 one-cell rows) made 90 MB of markdown.
+func TestCSVBudgetsChargeRowsPaddedToTheTableWidth(t *testing.T) {
+	text := "head" + strings.Repeat(",", 25) + "stray\n" + strings.Repeat("a\n", 99)
+	for _, cfg := range []Config{{MaxCells: 1000}, {MaxOutputBytes: 2000}} {
+		md, err := CSVMarkdown(context.Background(), cfg, text, ',')
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := mdTableRows(md)
+		if cells := rows * 26; cfg.MaxCells > 0 && cells > cfg.MaxCells {
+			t.Errorf("MaxCells %d: %d rows of 26 cells", cfg.MaxCells, rows)
+		}
+		if cfg.MaxOutputBytes > 0 && int64(len(md)) > cfg.MaxOutputBytes+100 {
+			t.Errorf("MaxOutputBytes %d: %d bytes", cfg.MaxOutputBytes, len(md))
+		}
+		if rows == 0 || !strings.Contains(md, "more rows omitted") {
+			t.Errorf("%+v: %d rows, no note: %q", cfg, rows, md[max(0, len(md)-80):])
+		}
+	}
+}

@@ -37,7 +37,7 @@ func docxMarkdown(ctx context.Context, cfg Config, data []byte) (string, error) 
 			}
 		}
 	}
-	r := &docxReader{ctx: ctx, a: a, notes: map[noteKey]int{}, counters: map[string]*listCounters{}}
+	r := &docxReader{ctx: ctx, a: a, maxCells: cfg.MaxCells, notes: map[noteKey]int{}, counters: map[string]*listCounters{}, restarted: map[string]bool{}}
 	if r.styles, err = readStyles(a, parts["styles"]); err != nil {
 		return "", err
 	}
@@ -114,9 +114,15 @@ type docxReader struct {
 	numbering *numbering
 	rels      map[string]rel // of the part being read
 	depth     int
+	// cells counts the table cells read, spans included, against
+	// maxCells (Config.MaxCells): rows past it are counted, not kept.
+	cells, maxCells int
 
-	// counters number list items, per numbering instance.
+	// counters number list items, per list (level.list).
 	counters map[string]*listCounters
+	// restarted holds the numbering instances and levels whose start
+	// override has restarted their list ("numId/ilvl").
+	restarted map[string]bool
 
 	headerRefs, footerRefs []string // relationship ids, in document order
 	notes                  map[noteKey]int
@@ -413,12 +419,18 @@ func (r *docxReader) classify(p *para, props paraProps) {
 	if !ok || lvl.format == "none" {
 		return
 	}
-	cs := r.counters[numID]
+	cs := r.counters[lvl.list]
 	if cs == nil {
 		cs = &listCounters{}
-		r.counters[numID] = cs
+		r.counters[lvl.list] = cs
 	}
-	if cs.started[ilvl] {
+	restart := false
+	if lvl.restart {
+		key := numID + "/" + strconv.Itoa(ilvl)
+		restart = !r.restarted[key]
+		r.restarted[key] = true
+	}
+	if cs.started[ilvl] && !restart {
 		cs.n[ilvl]++
 	} else {
 		cs.n[ilvl], cs.started[ilvl] = lvl.start, true
@@ -533,6 +545,15 @@ func (r *docxReader) run(dec *xml.Decoder, p *para, link string, after *[]block)
 			return err
 		case "sym":
 			add(span{text: symbolGlyph(attr(t, "font"), attr(t, "char"))})
+		case "ruby":
+			// Phonetic guide (furigana): the base text is the text; the
+			// reading above it (w:rt) would repeat the word in kana.
+			return eachChild(dec, func(t xml.StartElement) error {
+				if isW(t.Name) && t.Name.Local == "rubyBase" {
+					return r.inline(dec, p, link, after)
+				}
+				return dec.Skip()
+			})
 		}
 		// Skipped: w:delText and w:instrText (not shown), w:sym glyphs
 		// other than check marks and boxes (symbolGlyph), w:softHyphen,
@@ -718,6 +739,9 @@ func (r *docxReader) table(dec *xml.Decoder) (*table, error) {
 	}
 	defer r.leave()
 	tb := &table{}
+	// Once a row is past the budget the rest are too, as the renderer
+	// cuts a table: a narrower row after it must not come up out of order.
+	cut := false
 	var rows func(t xml.StartElement) error
 	rows = func(t xml.StartElement) error {
 		if !isW(t.Name) {
@@ -725,8 +749,13 @@ func (r *docxReader) table(dec *xml.Decoder) (*table, error) {
 		}
 		switch t.Name.Local {
 		case "tr":
-			row, deleted, err := r.row(dec)
-			if err == nil && !deleted {
+			row, deleted, over, err := r.row(dec)
+			switch {
+			case err != nil || deleted:
+			case over || cut:
+				tb.omitted++
+				cut = true
+			default:
 				tb.rows = append(tb.rows, row)
 			}
 			return err
@@ -738,8 +767,28 @@ func (r *docxReader) table(dec *xml.Decoder) (*table, error) {
 	return tb, eachChild(dec, rows)
 }
 
-// row reads a w:tr; deleted reports a row a tracked change removed.
-func (r *docxReader) row(dec *xml.Decoder) (row []cell, deleted bool, err error) {
+// row reads a w:tr; deleted reports a row a tracked change removed. A row
+// that starts at a later column of the table's grid (w:gridBefore: a
+// totals row under the amount columns, a form's indented line) gets that
+// many empty cells first, so that its cells stay under their columns.
+//
+// over reports a row past the document's cell budget, which is read to
+// its end but not kept: the renderer, which charges at least a row's own
+// cells, would leave it out anyway, and spans make cells of a few bytes
+// of XML (a 63 MB table of one-cell rows spanning 64 columns held 2.4 GB
+// before anything was rendered).
+func (r *docxReader) row(dec *xml.Decoder) (row []cell, deleted, over bool, err error) {
+	before := 0
+	keep := func(c cell, span int) {
+		if over || r.cells+len(row)+before+span > r.maxCells {
+			over = true
+			return
+		}
+		row = append(row, c)
+		for i := 1; i < span; i++ {
+			row = append(row, cell{})
+		}
+	}
 	var cells func(t xml.StartElement) error
 	cells = func(t xml.StartElement) error {
 		if !isW(t.Name) {
@@ -748,17 +797,21 @@ func (r *docxReader) row(dec *xml.Decoder) (row []cell, deleted bool, err error)
 		switch t.Name.Local {
 		case "trPr":
 			return eachChild(dec, func(t xml.StartElement) error {
-				if isW(t.Name) && t.Name.Local == "del" {
-					deleted = true
+				if isW(t.Name) {
+					switch t.Name.Local {
+					case "del":
+						deleted = true
+					case "gridBefore":
+						if n, err := strconv.Atoi(attr(t, "val")); err == nil {
+							before = min(max(n, 0), maxSpan)
+						}
+					}
 				}
 				return dec.Skip()
 			})
 		case "tc":
 			c, span, err := r.cell(dec)
-			row = append(row, c)
-			for i := 1; i < span; i++ {
-				row = append(row, cell{})
-			}
+			keep(c, span)
 			return err
 		case "sdt", "sdtContent", "customXml", "ins", "moveTo":
 			return eachChild(dec, cells)
@@ -766,7 +819,14 @@ func (r *docxReader) row(dec *xml.Decoder) (row []cell, deleted bool, err error)
 		return dec.Skip()
 	}
 	err = eachChild(dec, cells)
-	return row, deleted, err
+	if over || deleted {
+		return nil, deleted, over, err
+	}
+	if before > 0 && len(row) > 0 {
+		row = append(make([]cell, before, before+len(row)), row...)
+	}
+	r.cells += len(row)
+	return row, deleted, false, err
 }
 
 // cell reads a w:tc and its column span. A cell continuing a merge is

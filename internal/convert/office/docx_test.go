@@ -1,6 +1,7 @@
 package office
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -214,6 +215,63 @@ func TestDOCX(t *testing.T) {
 	}
 }
 
+// TestDOCXRowsStartingLaterInTheGridKeepTheirColumns: a row with
+// w:gridBefore (a totals row under the amount column) starts that many
+// columns in; its cells read under their own columns, not from the left.
+func TestDOCXRowsStartingLaterInTheGridKeepTheirColumns(t *testing.T) {
+	gridBefore := func(n string, cells ...string) string {
+		return `<w:tr><w:trPr><w:gridBefore w:val="` + n + `"/></w:trPr>` + strings.Join(cells, "") + `</w:tr>`
+	}
+	body := `<w:tbl><w:tblGrid><w:gridCol/><w:gridCol/><w:gridCol/></w:tblGrid>` +
+		tr(tc(p("", "Item")), tc(p("", "Qty")), tc(p("", "Amount"))) +
+		tr(tc(p("", "Widget")), tc(p("", "2")), tc(p("", "10.00"))) +
+		gridBefore("1", tc(p("", "Subtotal")), tc(p("", "10.00"))) +
+		gridBefore("2", tc(p("", "20.00"))) +
+		`<w:tr><w:trPr><w:gridBefore w:val="1"/><w:gridAfter w:val="1"/></w:trPr>` + tc(p("", "Middle")) + `</w:tr>` +
+		`</w:tbl>`
+	md, _ := markdown(t, Config{}, DOCX, buildDOCX(t, docxParts{body: body}))
+	want := "| Item | Qty | Amount |\n| --- | --- | --- |\n| Widget | 2 | 10.00 |\n|  | Subtotal | 10.00 |\n|  |  | 20.00 |\n|  | Middle |  |\n"
+	if md != want {
+		t.Errorf("markdown:\n%q\nwant\n%q", md, want)
+	}
+}
+
+// TestDOCXListInstancesOfOneDefinitionShareTheirCount: Word counts the
+// numbering instances (w:num) of one abstract definition as one list, as
+// generators such as python-docx write them: the second goes on at 3.
+// An instance that overrides the start restarts the count at its first
+// item; a different definition counts on its own.
+func TestDOCXListInstancesOfOneDefinitionShareTheirCount(t *testing.T) {
+	numbering := `<w:abstractNum w:abstractNumId="0"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/></w:lvl>` +
+		`<w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/></w:lvl></w:abstractNum>` +
+		`<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/></w:lvl></w:abstractNum>` +
+		`<w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num>` +
+		`<w:num w:numId="2"><w:abstractNumId w:val="0"/></w:num>` +
+		`<w:num w:numId="3"><w:abstractNumId w:val="0"/><w:lvlOverride w:ilvl="0"><w:startOverride w:val="1"/></w:lvlOverride></w:num>` +
+		`<w:num w:numId="4"><w:abstractNumId w:val="1"/></w:num>`
+	body := numbered("1", "0", "One") + numbered("1", "0", "Two") + p("", "Text") +
+		numbered("2", "0", "Three") + numbered("2", "1", "Three a") + numbered("1", "0", "Four") + p("", "Text") +
+		numbered("3", "0", "Restarted") + numbered("3", "0", "Second") + p("", "Text") +
+		numbered("4", "0", "Own list")
+	md, _ := markdown(t, Config{}, DOCX, buildDOCX(t, docxParts{numbering: numbering, body: body}))
+	want := "1. One\n2. Two\n\nText\n\n3. Three\n    1. Three a\n4. Four\n\nText\n\n1. Restarted\n2. Second\n\nText\n\n1. Own list\n"
+	if md != want {
+		t.Errorf("markdown:\n%q\nwant\n%q", md, want)
+	}
+}
+
+// TestDOCXRubyKeepsItsBaseText: a word with a phonetic guide (furigana)
+// is its base text; the guide is not repeated beside it.
+func TestDOCXRubyKeepsItsBaseText(t *testing.T) {
+	body := `<w:p><w:r><w:t>住所は</w:t></w:r><w:r><w:ruby><w:rubyPr><w:lid w:val="ja-JP"/></w:rubyPr>` +
+		`<w:rt><w:r><w:t>とうきょう</w:t></w:r></w:rt><w:rubyBase><w:r><w:rPr><w:b/></w:rPr><w:t>東京</w:t></w:r></w:rubyBase></w:ruby></w:r>` +
+		`<w:r><w:t>です</w:t></w:r></w:p>`
+	md, _ := markdown(t, Config{}, DOCX, buildDOCX(t, docxParts{body: body}))
+	if want := "住所は**東京**です\n"; md != want {
+		t.Errorf("markdown = %q, want %q", md, want)
+	}
+}
+
 // TestDOCXBudgets: table cells and output bytes are bounded, and the
 // markdown says what was left out.
 func TestDOCXBudgets(t *testing.T) {
@@ -234,6 +292,30 @@ func TestDOCXBudgets(t *testing.T) {
 	}
 }
 
+// TestDOCXRowsPastTheCellBudgetAreNotKept: a table's rows past the cell
+// budget are counted while the table is read, not held until it is
+// rendered: a cell spanning 64 columns is 64 cells from 60 bytes of XML,
+// and a 63 MB table of such rows held 2.4 GB. The markdown is what the
+// renderer made of the whole table before.
+func TestDOCXRowsPastTheCellBudgetAreNotKept(t *testing.T) {
+	const rows = 20000
+	spanning := tr(`<w:tc><w:tcPr><w:gridSpan w:val="64"/></w:tcPr>` + p("", "x") + `</w:tc>`)
+	data := buildDOCX(t, docxParts{body: `<w:tbl>` + strings.Repeat(spanning, rows) + `</w:tbl>`})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	md, _ := markdown(t, Config{MaxCells: 100, MaxRatio: 1000}, DOCX, data) // repeated rows zip well
+	runtime.ReadMemStats(&after)
+	if want := "| x |" + strings.Repeat("  |", 63) + "\n|" + strings.Repeat(" --- |", 64) + "\n\n… 19999 more rows omitted\n"; md != want {
+		t.Errorf("markdown = %q, want %q", md, want)
+	}
+	// Reading the XML costs some 32 MiB; keeping every row's cells until
+	// the renderer cut them took 100 MiB in all.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 56<<20 {
+		t.Errorf("reading the table allocated %d MiB", alloc>>20)
+	}
+}
+
 // TestDOCXHeadersAndFooters: each distinct header comes first and each
 // distinct footer last, however many sections reference them.
 func TestDOCXHeadersAndFooters(t *testing.T) {
@@ -249,6 +331,18 @@ func TestDOCXHeadersAndFooters(t *testing.T) {
 		[2]string{"word/footer1.xml", `<w:ftr ` + wNS + `>` + p("", "Page footer") + `</w:ftr>`})
 	md, _ := markdown(t, Config{}, DOCX, data)
 	if want := "ACME Corp\n\nSection one\n\nSection two\n\nPage footer\n"; md != want {
+		t.Errorf("markdown = %q, want %q", md, want)
+	}
+}
+
+// TestDOCXRowsAfterOnePastTheCellBudgetAreCut: a row past the cell budget
+// ends its table, as the renderer cuts one: a narrower row after it that
+// would fit is not shown out of order.
+func TestDOCXRowsAfterOnePastTheCellBudgetAreCut(t *testing.T) {
+	wide := tr(`<w:tc><w:tcPr><w:gridSpan w:val="10"/></w:tcPr>` + p("", "wide") + `</w:tc>`)
+	body := `<w:tbl>` + tr(tc(p("", "a")), tc(p("", "b"))) + wide + tr(tc(p("", "c")), tc(p("", "d"))) + `</w:tbl>`
+	md, _ := markdown(t, Config{MaxCells: 10}, DOCX, buildDOCX(t, docxParts{body: body}))
+	if want := "| a | b |\n| --- | --- |\n\n… 2 more rows omitted\n"; md != want {
 		t.Errorf("markdown = %q, want %q", md, want)
 	}
 }

@@ -39,6 +39,9 @@ type listItem struct {
 // table is rows of cells; a cell that a merged neighbour covers is empty.
 type table struct {
 	rows [][]cell
+	// omitted counts the rows after rows, left out when they were read
+	// (past the cell budget).
+	omitted int
 }
 
 type cell struct {
@@ -189,12 +192,12 @@ func (w *mdWriter) add(b block) bool {
 			return false
 		}
 	case *table:
-		if len(b.rows) == 0 {
+		if len(b.rows) == 0 && b.omitted == 0 {
 			return true
 		}
 		var text string
 		// A one-cell table is a frame around content, not data.
-		if len(b.rows) == 1 && len(b.rows[0]) == 1 {
+		if len(b.rows) == 1 && len(b.rows[0]) == 1 && b.omitted == 0 {
 			text = w.r.blocks(b.rows[0][0].blocks)
 		} else {
 			text = w.r.table(b)
@@ -231,6 +234,7 @@ func (r *renderer) table(t *table) string {
 		}
 		rows = append(rows, row)
 	}
+	omitted += t.omitted
 	if len(rows) == 0 && omitted == 0 {
 		return ""
 	}

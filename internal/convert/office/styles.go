@@ -248,15 +248,25 @@ func readNumbering(a *archive, part string) (*numbering, error) {
 type level struct {
 	format string // numFmt: "bullet", "decimal", "lowerLetter", "none", …
 	start  int
+	// list names the count the paragraph's number continues: Word counts
+	// the instances (w:num) of one abstract definition as one list, so a
+	// second instance goes on where the first left off…
+	list string
+	// …unless the instance overrides the level's start, which restarts
+	// the count at its first paragraph of that level.
+	restart bool
 }
 
 // level resolves numbering instance numID at ilvl: overrides first, then
 // the abstract definition, following a numbering-style link.
 func (n *numbering) level(styles map[string]*style, numID string, ilvl int) (level, bool) {
 	want := strconv.Itoa(ilvl)
-	lv := level{format: "decimal", start: 1}
+	lv := level{format: "decimal", start: 1, list: "num " + numID}
+	if num, ok := n.nums[numID]; ok && num.AbstractNumID != nil {
+		lv.list = "abstract " + num.AbstractNumID.Val
+	}
 	startOverridden := false
-	for range maxStyleChain {
+	for hop := range maxStyleChain {
 		num, ok := n.nums[numID]
 		if !ok {
 			return lv, false
@@ -268,12 +278,14 @@ func (n *numbering) level(styles map[string]*style, numID string, ilvl int) (lev
 			if o.StartOverride != nil && !startOverridden {
 				if s, err := strconv.Atoi(o.StartOverride.Val); err == nil {
 					lv.start, startOverridden = s, true
+					lv.restart = hop == 0
 				}
 			}
 			if o.Lvl != nil && o.Lvl.NumFmt != nil {
 				lv.format = o.Lvl.NumFmt.Val
 				if !startOverridden && o.Lvl.Start != nil {
 					lv.start, _ = strconv.Atoi(o.Lvl.Start.Val)
+					lv.restart = hop == 0
 				}
 				return lv, true
 			}

@@ -104,6 +104,8 @@ func (x *xlsxWriter) sheet(name string) (string, error) {
 	var table [][]string
 	rowNo, lastKept := 0, 0
 	cut := false
+	cellsBefore, bytesBefore := x.cells, x.bytes
+	var grown paddedTable
 	for rows.Next() {
 		rowNo++
 		if rowNo%1024 == 0 {
@@ -130,17 +132,13 @@ func (x *xlsxWriter) sheet(name string) (string, error) {
 		if rowEmpty(cols) {
 			continue
 		}
-		// A cell costs its text and its delimiters.
-		size := int64(3 * len(cols))
-		for _, c := range cols {
-			size += int64(len(c))
-		}
-		if x.cells+len(cols) > x.maxCells || x.bytes+size > x.maxBytes {
+		next := grown.with(cols)
+		if cellsBefore+next.cells() > x.maxCells || bytesBefore+next.size() > x.maxBytes {
 			cut = true
 			break
 		}
-		x.cells += len(cols)
-		x.bytes += size
+		grown = next
+		x.cells, x.bytes = cellsBefore+grown.cells(), bytesBefore+grown.size()
 		table = append(table, cols)
 		lastKept = rowNo
 	}
@@ -174,6 +172,49 @@ func rowEmpty(cols []string) bool {
 	}
 	return true
 }
+
+// paddedTable is what sheetTable will make of the rows so far, for the
+// budgets: it renders them lead..end wide, every row padded to that width,
+// so a table costs its rows times that width, not the cells each row
+// holds. One value far to the right (column XFD of a sheet, a CSV row of
+// 10,000 commas) pads every row: charged by their own cells, a 16 KB CSV
+// made 90 MB of markdown, past both limits, and a 20 KB workbook 98 MB.
+type paddedTable struct {
+	rows, lead, end int
+	text            int64 // bytes of the rows' cells
+}
+
+// with is the table with one more row.
+func (t paddedTable) with(row []string) paddedTable {
+	t.rows++
+	if t.rows == 1 {
+		t.lead = -1
+	}
+	for j, c := range row {
+		t.text += int64(len(c))
+		if strings.TrimSpace(c) != "" {
+			if t.lead < 0 || j < t.lead {
+				t.lead = j
+			}
+			t.end = max(t.end, j+1)
+		}
+	}
+	return t
+}
+
+func (t paddedTable) width() int {
+	if t.lead < 0 {
+		return 0
+	}
+	return t.end - t.lead
+}
+
+// cells is the number of cells the table renders.
+func (t paddedTable) cells() int { return t.rows * t.width() }
+
+// size is about the bytes of its markdown: a cell costs its text and its
+// delimiters, the header's delimiter row a cell's delimiters per column.
+func (t paddedTable) size() int64 { return t.text + int64(3*t.cells()+6*t.width()) }
 
 // sheetTable trims the empty columns on the left and right and renders
 // the rows as a pipe table.

@@ -231,3 +231,42 @@ func patchPart(t *testing.T, data []byte, name string, edit func(string) string)
 	}
 	return zipOf(t, parts...)
 }
+
+// TestXLSXBudgetsChargeRowsPaddedToTheTableWidth: every row of a sheet's
+// table is padded to its width, so one value far to the right makes every
+// row that wide; the cell and byte budgets count the padded table. They
+// counted each row's own cells, and a 20 KB workbook with a value in
+// XFD1 made 98 MB of markdown.
+func TestXLSXBudgetsChargeRowsPaddedToTheTableWidth(t *testing.T) {
+	data := workbook(t, func(f *excelize.File, s string) {
+		set(t, f, s, "A1", "head")
+		set(t, f, s, "Z1", "stray")
+		for i := 2; i <= 100; i++ {
+			set(t, f, s, fmt.Sprintf("A%d", i), i)
+		}
+	})
+	for _, cfg := range []Config{{MaxCells: 1000}, {MaxOutputBytes: 2000}} {
+		md, _ := markdown(t, cfg, XLSX, data)
+		rows := mdTableRows(md)
+		if cells := rows * 26; cfg.MaxCells > 0 && cells > cfg.MaxCells {
+			t.Errorf("MaxCells %d: %d rows of 26 cells", cfg.MaxCells, rows)
+		}
+		if cfg.MaxOutputBytes > 0 && int64(len(md)) > cfg.MaxOutputBytes+100 {
+			t.Errorf("MaxOutputBytes %d: %d bytes", cfg.MaxOutputBytes, len(md))
+		}
+		if rows == 0 || !strings.Contains(md, "more rows omitted") {
+			t.Errorf("%+v: %d rows, no note: %q", cfg, rows, md[max(0, len(md)-80):])
+		}
+	}
+}
+
+// mdTableRows counts the body and header rows of the pipe tables in md.
+func mdTableRows(md string) int {
+	n := 0
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "|") && !mdTableRule.MatchString(l) {
+			n++
+		}
+	}
+	return n
+}
