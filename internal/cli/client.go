@@ -781,7 +781,7 @@ func (c *client) readEvents(ctx context.Context, path string, onProgress func(pr
 	idle := time.AfterFunc(streamIdle, func() { cancel(errStreamIdle) })
 	defer idle.Stop()
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20) // a job error can be long
+	sc.Buffer(make([]byte, 0, 64<<10), maxEventLine)
 	event, data := "", []string(nil)
 	for sc.Scan() {
 		idle.Reset(streamIdle)
@@ -813,8 +813,17 @@ func (c *client) readEvents(ctx context.Context, path string, onProgress func(pr
 	if context.Cause(ctx) == errStreamIdle {
 		return progress{}, false, heard, fmt.Errorf("GET %s: %w", path, errStreamIdle)
 	}
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		// Not docjobs' (its events are small), and the same line would
+		// come again on every reconnection: poll the job instead.
+		return progress{}, false, heard, fmt.Errorf("GET %s: a line over %d MiB: %w", path, maxEventLine>>20, errBadEvent)
+	}
 	return progress{}, false, heard, sc.Err()
 }
+
+// maxEventLine is the longest line of the event stream read: a job's
+// error can be long, but not a MiB.
+const maxEventLine = 1 << 20
 
 var (
 	errStreamIdle = errors.New("the progress stream sent nothing, not even a keep-alive, for a minute")
@@ -822,14 +831,19 @@ var (
 )
 
 // parseRetryAfter reads a Retry-After header: seconds, or an HTTP date
-// (RFC 9110 §10.2.3), which a proxy may send.
+// (RFC 9110 §10.2.3), which a proxy may send. A wait past maxRetryAfter
+// is maxRetryAfter: no command waits so long, and more seconds than a
+// Duration holds would wrap to any value, a short wait among them.
 func parseRetryAfter(h string) time.Duration {
 	h = strings.TrimSpace(h)
-	if s, err := strconv.Atoi(h); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
+	if s, err := strconv.ParseInt(h, 10, 64); (err == nil || errors.Is(err, strconv.ErrRange)) && s > 0 {
+		return time.Duration(min(s, int64(maxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(h); err == nil && time.Until(t) > 0 {
-		return time.Until(t).Round(time.Second)
+		return min(time.Until(t).Round(time.Second), maxRetryAfter)
 	}
 	return 0
 }
+
+// maxRetryAfter is the longest Retry-After read.
+const maxRetryAfter = 24 * time.Hour

@@ -199,3 +199,49 @@ func TestTheServicesTextCannotDriveTheTerminal(t *testing.T) {
 		})
 	}
 }
+
+// An event stream whose line is past what the client reads would send it
+// again on every reconnection: the client polls the job instead.
+func TestAnEventPastItsBoundIsReadByPolling(t *testing.T) {
+	shortWaits(t, time.Millisecond, 5*time.Millisecond, 2*time.Second)
+	env, _ := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/v1/jobs":
+			_, _ = io.WriteString(w, `{"id":"j1"}`)
+		case "/v1/jobs/j1/events":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: progress\ndata: {\"status\":\"JOB_STATUS_RUNNING\",\"error\":%q}\n\n", strings.Repeat("e", maxEventLine))
+		case "/v1/jobs/j1":
+			_, _ = io.WriteString(w, `{"id":"j1","status":"JOB_STATUS_COMPLETE"}`)
+		case "/v1/jobs/j1/result":
+			_, _ = io.WriteString(w, `{"result":{}}`)
+		}
+	})
+	code, out, stderr := run(t, env, "submit", "https://example.com/a.txt", "--wait")
+	if code != ExitOK || out != "{\"result\":{}}\n" || !strings.Contains(stderr, "the progress stream sent nothing readable: reading GET /v1/jobs/j1 instead") {
+		t.Fatalf("exit %d: stdout %q, stderr %q", code, out, stderr)
+	}
+}
+
+func TestRetryAfterIsReadWithoutWrapping(t *testing.T) {
+	for _, tt := range []struct {
+		header string
+		want   time.Duration
+	}{
+		{"120", 2 * time.Minute},
+		{" 3 ", 3 * time.Second},
+		{"0", 0},
+		{"-5", 0},
+		{"soon", 0},
+		{"86400", 24 * time.Hour},
+		{"99999999999", maxRetryAfter},             // wrapped to 2157299h53m50s
+		{"36028797018963969", maxRetryAfter},       // wrapped to 1s
+		{"99999999999999999999999", maxRetryAfter}, // past an int64: was none
+		{time.Now().Add(1000 * 24 * time.Hour).UTC().Format(http.TimeFormat), maxRetryAfter},
+	} {
+		if got := parseRetryAfter(tt.header); got != tt.want {
+			t.Errorf("Retry-After %q: %s, want %s", tt.header, got, tt.want)
+		}
+	}
+}
