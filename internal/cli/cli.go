@@ -148,18 +148,21 @@ func runIn(ctx context.Context, env *environment, args []string) int {
 	if err == nil {
 		return ExitOK
 	}
+	// Every message printed last passes shownLines: it may quote the
+	// service's text (a job's error, a proxy's page), which must not drive
+	// the terminal.
 	var exit *exitError
 	switch {
 	case errors.As(err, &exit):
-		fmt.Fprintln(stderr, "docjobs:", redactKeys(err.Error()))
+		fmt.Fprintln(stderr, "docjobs:", shownLines(redactKeys(err.Error())))
 		return exit.code
 	case ctx.Err() != nil && errors.Is(err, context.Canceled) && (cmd == nil || !serverCommands[cmd.Name()]):
 		// Ctrl-C during an upload, a list or a get: 128 + SIGINT, as the
 		// wait of submit reports it, not a failure of the command.
-		fmt.Fprintln(stderr, "docjobs: interrupted:", redactKeys(err.Error()))
+		fmt.Fprintln(stderr, "docjobs: interrupted:", shownLines(redactKeys(err.Error())))
 		return ExitInterrupted
 	}
-	fmt.Fprintln(stderr, "docjobs:", redactKeys(err.Error()))
+	fmt.Fprintln(stderr, "docjobs:", shownLines(redactKeys(err.Error())))
 	if errors.Is(err, errUsage) || strings.HasPrefix(err.Error(), "unknown command") {
 		return ExitUsage
 	}

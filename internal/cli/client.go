@@ -182,10 +182,11 @@ func newClient(cfg clientConfig) *client {
 	return c
 }
 
-// note writes one line to notes, when there is one.
+// note writes one line to notes, when there is one. It may quote the
+// service's text: shownLines keeps that from driving the terminal.
 func (c *client) note(format string, args ...any) {
 	if c.notes != nil {
-		fmt.Fprintf(c.notes, "docjobs: "+format+"\n", args...)
+		fmt.Fprintf(c.notes, "docjobs: %s\n", shownLines(fmt.Sprintf(format, args...)))
 	}
 }
 
@@ -270,7 +271,7 @@ func (c *client) do(ctx context.Context, method, path string, body bodyFunc, con
 func (c *client) createJob(ctx context.Context, req createRequest, out *json.RawMessage) (maybeMade bool, err error) {
 	failing := failures{}
 	for {
-		err := c.sendJSON(ctx, http.MethodPost, "/v1/jobs", req, out)
+		err := c.sendJSON(ctx, http.MethodPost, "/v1/jobs", req, out, maxObjectBytes)
 		if err == nil {
 			return true, nil
 		}
@@ -366,7 +367,7 @@ func (c *client) send(ctx context.Context, method, path string, body bodyFunc, c
 		resp.Body.Close()
 		return nil, &apiError{status: resp.StatusCode, message: fmt.Sprintf(
 			"the service at %s redirects %s %s to %s: set --server or DOCJOBS_URL to the address it redirects to",
-			c.cfg.server, method, path, c.shown(resp.Header.Get("Location")))}
+			c.cfg.server, method, path, shownText(c.shown(resp.Header.Get("Location"))))}
 	}
 	// Any 2xx: the contract does not fix the codes, and a gateway may
 	// answer 201 to a create or 204 to a delete.
@@ -391,30 +392,34 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // readAPIError turns an error answer into an *apiError. A body that is not
 // the service's (a proxy's HTML page) is shown in part, as it came but for
-// the secrets the client sent (shown).
+// the secrets the client sent (shown) and what shownText escapes.
 func (c *client) readAPIError(resp *http.Response) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	var body struct {
 		Message string `json:"message"`
 	}
 	msg := ""
+	// Either is the service's text, or a proxy's, printed on a terminal:
+	// shownText keeps ESC and its like from being obeyed there.
 	if json.Unmarshal(raw, &body) == nil && body.Message != "" {
-		msg = body.Message
+		msg = shownText(body.Message)
 	} else if text := strings.TrimSpace(string(raw)); text != "" {
-		msg = http.StatusText(resp.StatusCode) + ": " + text
+		msg = http.StatusText(resp.StatusCode) + ": " + shownText(text)
 	} else {
 		msg = http.StatusText(resp.StatusCode)
 	}
 	return &apiError{status: resp.StatusCode, message: c.shown(msg), retry: parseRetryAfter(resp.Header.Get("Retry-After"))}
 }
 
-// getJSON GETs path and decodes its JSON answer into out.
-func (c *client) getJSON(ctx context.Context, path string, out any) error {
-	return c.sendJSON(ctx, http.MethodGet, path, nil, out)
+// getJSON GETs path and decodes its JSON answer, at most limit bytes,
+// into out.
+func (c *client) getJSON(ctx context.Context, path string, out any, limit int64) error {
+	return c.sendJSON(ctx, http.MethodGet, path, nil, out, limit)
 }
 
-// sendJSON sends in (nil: no body) as JSON and decodes the answer into out.
-func (c *client) sendJSON(ctx context.Context, method, path string, in, out any) error {
+// sendJSON sends in (nil: no body) as JSON and decodes the answer, at most
+// limit bytes, into out.
+func (c *client) sendJSON(ctx context.Context, method, path string, in, out any, limit int64) error {
 	var body bodyFunc
 	contentType := ""
 	if in != nil {
@@ -425,39 +430,98 @@ func (c *client) sendJSON(ctx context.Context, method, path string, in, out any)
 		body = func() (io.Reader, error) { return bytes.NewReader(raw), nil }
 		contentType = "application/json"
 	}
-	resp, err := c.do(ctx, method, path, body, contentType, -1)
+	return c.receive(ctx, method, path, body, contentType, -1, limit, func(answer io.Reader) error {
+		if err := json.NewDecoder(answer).Decode(out); err != nil {
+			return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		}
+		return nil
+	})
+}
+
+// Bounds of an answer once its headers came. answerIdle: a service that
+// stops sending an answer midway (hung, or a proxy that holds the
+// connection) fails the command, as one that sends no headers does
+// (ResponseHeaderTimeout); the event stream has its own (streamIdle).
+// maxObjectBytes and maxPageBytes: a JSON answer is held whole to be
+// decoded, so that a faulty or hostile service must not make the client
+// hold gigabytes (a 2 GiB job grew `docjobs get` past 12 GB before). The
+// largest job the service makes (16 prompts of 64 KiB, a 128 KiB schema,
+// 200 URLs of 2 KiB) is about 2 MiB as JSON, a page of 100 of them about
+// 200 MiB (more only for prompts made mostly of escaped characters).
+// Variables, so that tests can shorten them.
+var (
+	answerIdle           = time.Minute
+	maxObjectBytes int64 = 32 << 20
+	maxPageBytes   int64 = 256 << 20
+)
+
+var (
+	errAnswerIdle     = errors.New("the service sent nothing more of its answer for a minute")
+	errAnswerTooLarge = errors.New("the answer is larger than any the service sends")
+)
+
+// receive sends a request as do does and hands its answer's body to read.
+// The body fails past limit bytes (-1: no bound, for a result, which is
+// streamed), and when the service sends nothing of it for answerIdle.
+func (c *client) receive(ctx context.Context, method, path string, body bodyFunc, contentType string, contentLength, limit int64, read func(io.Reader) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	resp, err := c.do(ctx, method, path, body, contentType, contentLength)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	idle := time.AfterFunc(answerIdle, func() { cancel(errAnswerIdle) })
+	defer idle.Stop()
+	return read(&answerBody{ctx: ctx, r: resp.Body, idle: idle, limit: limit})
+}
+
+// answerBody is an answer's body as receive bounds it.
+type answerBody struct {
+	ctx   context.Context
+	r     io.Reader
+	idle  *time.Timer
+	read  int64
+	limit int64 // -1: none
+}
+
+func (b *answerBody) Read(p []byte) (int, error) {
+	if b.limit >= 0 && int64(len(p)) > b.limit-b.read+1 {
+		p = p[:b.limit-b.read+1] // one byte past the limit tells it was passed
 	}
-	return nil
+	n, err := b.r.Read(p)
+	if n > 0 {
+		b.idle.Reset(answerIdle)
+	}
+	b.read += int64(n)
+	switch {
+	case b.limit >= 0 && b.read > b.limit:
+		return 0, fmt.Errorf("%w (over %d MiB): a faulty service, or not docjobs", errAnswerTooLarge, b.limit>>20)
+	case err != nil && context.Cause(b.ctx) == errAnswerIdle:
+		return n, errAnswerIdle
+	}
+	return n, err
 }
 
 // copyTo GETs path and copies its body to w as it arrives, so a large
 // result is never held whole. A body cut short (the service aborts a
 // result it cannot finish) is an error, never a quiet truncation.
 func (c *client) copyTo(ctx context.Context, path string, w io.Writer) error {
-	resp, err := c.do(ctx, http.MethodGet, path, nil, "", -1)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	ends := &lastByte{w: w}
-	if _, err := io.Copy(ends, resp.Body); err != nil {
-		if ends.err != nil {
-			return fmt.Errorf("GET %s: write the answer: %w", path, ends.err)
+	return c.receive(ctx, http.MethodGet, path, nil, "", -1, -1, func(answer io.Reader) error {
+		ends := &lastByte{w: w}
+		if _, err := io.Copy(ends, answer); err != nil {
+			if ends.err != nil {
+				return fmt.Errorf("GET %s: write the answer: %w", path, ends.err)
+			}
+			return fmt.Errorf("GET %s: read answer: %w", path, err)
 		}
-		return fmt.Errorf("GET %s: read answer: %w", path, err)
-	}
-	if ends.last != '\n' {
-		if _, err := io.WriteString(w, "\n"); err != nil {
-			return fmt.Errorf("GET %s: write the answer: %w", path, err)
+		if ends.last != '\n' {
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return fmt.Errorf("GET %s: write the answer: %w", path, err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // lastByte remembers the last byte written through it, and a write error,
@@ -522,15 +586,18 @@ func (c *client) upload(ctx context.Context, path string) (uploadResult, error) 
 	body := func() (io.Reader, error) {
 		return io.MultiReader(bytes.NewReader(head), io.NewSectionReader(f, 0, info.Size()), bytes.NewReader(tail)), nil
 	}
-	resp, err := c.do(ctx, http.MethodPost, "/v1/jobs/upload", body, mw.FormDataContentType(),
-		int64(len(head))+info.Size()+int64(len(tail)))
-	if err != nil {
-		return uploadResult{}, fmt.Errorf("upload %s: %w", path, err)
-	}
-	defer resp.Body.Close()
 	var out uploadResult
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+	var decodeErr error
+	err = c.receive(ctx, http.MethodPost, "/v1/jobs/upload", body, mw.FormDataContentType(),
+		int64(len(head))+info.Size()+int64(len(tail)), maxObjectBytes, func(answer io.Reader) error {
+			decodeErr = json.NewDecoder(answer).Decode(&out)
+			return decodeErr
+		})
+	switch {
+	case decodeErr != nil:
 		return uploadResult{}, fmt.Errorf("upload %s: read answer: %w", path, err)
+	case err != nil:
+		return uploadResult{}, fmt.Errorf("upload %s: %w", path, err)
 	}
 	return out, nil
 }
@@ -666,7 +733,7 @@ func (c *client) poll(ctx context.Context, id string, onProgress func(progress))
 	failing := failures{}
 	for {
 		var j jobState
-		err := c.getJSON(ctx, path, &j)
+		err := c.getJSON(ctx, path, &j, maxObjectBytes)
 		wait := interval
 		var ae *apiError
 		switch {
@@ -738,7 +805,7 @@ func (c *client) readEvents(ctx context.Context, path string, onProgress func(pr
 	idle := time.AfterFunc(streamIdle, func() { cancel(errStreamIdle) })
 	defer idle.Stop()
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20) // a job error can be long
+	sc.Buffer(make([]byte, 0, 64<<10), maxEventLine)
 	event, data := "", []string(nil)
 	for sc.Scan() {
 		idle.Reset(streamIdle)
@@ -770,8 +837,17 @@ func (c *client) readEvents(ctx context.Context, path string, onProgress func(pr
 	if context.Cause(ctx) == errStreamIdle {
 		return progress{}, false, heard, fmt.Errorf("GET %s: %w", path, errStreamIdle)
 	}
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		// Not docjobs' (its events are small), and the same line would
+		// come again on every reconnection: poll the job instead.
+		return progress{}, false, heard, fmt.Errorf("GET %s: a line over %d MiB: %w", path, maxEventLine>>20, errBadEvent)
+	}
 	return progress{}, false, heard, sc.Err()
 }
+
+// maxEventLine is the longest line of the event stream read: a job's
+// error can be long, but not a MiB.
+const maxEventLine = 1 << 20
 
 var (
 	errStreamIdle = errors.New("the progress stream sent nothing, not even a keep-alive, for a minute")
@@ -779,14 +855,19 @@ var (
 )
 
 // parseRetryAfter reads a Retry-After header: seconds, or an HTTP date
-// (RFC 9110 §10.2.3), which a proxy may send.
+// (RFC 9110 §10.2.3), which a proxy may send. A wait past maxRetryAfter
+// is maxRetryAfter: no command waits so long, and more seconds than a
+// Duration holds would wrap to any value, a short wait among them.
 func parseRetryAfter(h string) time.Duration {
 	h = strings.TrimSpace(h)
-	if s, err := strconv.Atoi(h); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
+	if s, err := strconv.ParseInt(h, 10, 64); (err == nil || errors.Is(err, strconv.ErrRange)) && s > 0 {
+		return time.Duration(min(s, int64(maxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(h); err == nil && time.Until(t) > 0 {
-		return time.Until(t).Round(time.Second)
+		return min(time.Until(t).Round(time.Second), maxRetryAfter)
 	}
 	return 0
 }
+
+// maxRetryAfter is the longest Retry-After read.
+const maxRetryAfter = 24 * time.Hour

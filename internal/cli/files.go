@@ -157,8 +157,9 @@ func printFileTable(env *environment, files []listedFile) error {
 	fmt.Fprintln(tw, "ID\tSIZE\tCREATED\tNAME")
 	for _, f := range files {
 		// Names are cleaned of control characters at upload; an older
-		// record's would break the table's rows.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.ID, f.Size, f.Created, tableCell(f.Name))
+		// record's, or any cell of a faulty service, would break the
+		// table's rows or drive the terminal.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", tableCell(f.ID), tableCell(f.Size.String()), tableCell(f.Created), tableCell(f.Name))
 	}
 	return tw.Flush()
 }

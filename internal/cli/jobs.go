@@ -116,7 +116,7 @@ func listPages[T any](ctx context.Context, c *client, path, field string, q url.
 			q.Set("pageToken", token)
 		}
 		var page map[string]json.RawMessage
-		if err := c.getJSON(ctx, path+"?"+q.Encode(), &page); err != nil {
+		if err := c.getJSON(ctx, path+"?"+q.Encode(), &page, maxPageBytes); err != nil {
 			return nil, false, err
 		}
 		// The contract leaves the list's shape open; docjobs always sends
@@ -149,24 +149,15 @@ func listPages[T any](ctx context.Context, c *client, path, field string, q url.
 	return items[:min(len(items), limit)], more || len(items) > limit, nil
 }
 
-// tableCell is text for one cell of a printed table: control characters
-// (a tab, a line break) become spaces.
-func tableCell(text string) string {
-	return strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, text)
-}
-
 func printJobTable(env *environment, jobs []listedJob) error {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tCREATED\tTITLE")
 	for _, j := range jobs {
-		// A title is the caller's text: a tab or line break in it would
-		// break the table's rows.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", j.ID, strings.TrimPrefix(j.Status, "JOB_STATUS_"), j.Created, tableCell(j.Title))
+		// Every cell is the service's text: a title is the caller's, and a
+		// tab, a line break or ESC in any would break the table's rows or
+		// drive the terminal.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", tableCell(j.ID), tableCell(strings.TrimPrefix(j.Status, "JOB_STATUS_")),
+			tableCell(j.Created), tableCell(j.Title))
 	}
 	return tw.Flush()
 }
@@ -203,7 +194,7 @@ The service is --server or DOCJOBS_URL; the key DOCJOBS_API_KEY (or DOCJOBS_API_
 				return c.copyTo(cmd.Context(), path+"/result", env.stdout)
 			}
 			var j json.RawMessage
-			if err := c.getJSON(cmd.Context(), path, &j); err != nil {
+			if err := c.getJSON(cmd.Context(), path, &j, maxObjectBytes); err != nil {
 				return err
 			}
 			return printIndented(env.stdout, []byte(c.shown(string(j))))

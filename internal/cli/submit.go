@@ -163,7 +163,7 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 			c.removeUploads(ctx, env, uploaded, "no job was created")
 			return err
 		}
-		fmt.Fprintf(env.stderr, "uploaded %s (%d bytes): %s\n", args[i], up.SizeBytes, up.URL)
+		fmt.Fprintf(env.stderr, "uploaded %s (%d bytes): %s\n", args[i], up.SizeBytes, shownText(up.URL))
 		req.SourceURLs[i] = up.URL
 		uploaded = append(uploaded, up.URL)
 	}
@@ -194,7 +194,7 @@ func submit(ctx context.Context, env *environment, o submitOptions, args []strin
 	}
 	switch {
 	case o.wait:
-		fmt.Fprintf(env.stderr, "job %s created\n", j.ID)
+		fmt.Fprintf(env.stderr, "job %s created\n", shownText(j.ID))
 		err := waitAndPrint(ctx, env, c, j.ID)
 		if ended(err) {
 			// The job is over and keeps its own copies of its sources
@@ -263,11 +263,11 @@ func (c *client) removeUploads(ctx context.Context, env *environment, urls []str
 		}
 		resp, err := c.do(ctx, http.MethodDelete, path, nil, "", -1)
 		if err != nil {
-			fmt.Fprintf(env.stderr, "could not remove the upload %s: %v\n", raw, err)
+			fmt.Fprintf(env.stderr, "could not remove the upload %s: %v\n", shownText(raw), err)
 			continue
 		}
 		resp.Body.Close()
-		fmt.Fprintf(env.stderr, "removed the upload %s: %s\n", raw, why)
+		fmt.Fprintf(env.stderr, "removed the upload %s: %s\n", shownText(raw), why)
 	}
 }
 
@@ -374,7 +374,7 @@ func isSourceURL(a string) bool {
 func waitAndPrint(ctx context.Context, env *environment, c *client, id string) error {
 	last := ""
 	show := func(p progress) {
-		line := progressLine(id, p)
+		line := progressLine(shownText(id), p)
 		if line != last { // a reconnect repeats the current state
 			fmt.Fprintln(env.stderr, line)
 			last = line
@@ -407,9 +407,9 @@ func waitAndPrint(ctx context.Context, env *environment, c *client, id string) e
 	default:
 		code = ExitJobFailed
 	}
-	msg := fmt.Sprintf("job %s ended %s", id, end.Status)
+	msg := fmt.Sprintf("job %s ended %s", id, shownText(end.Status))
 	if end.Error != "" {
-		msg += ": " + end.Error
+		msg += ": " + shownText(end.Error)
 	}
 	if failed != "" {
 		msg += "; " + failed
@@ -419,15 +419,17 @@ func waitAndPrint(ctx context.Context, env *environment, c *client, id string) e
 
 // progressLine is one line of a job's progress for a person to read. The
 // stream counts a FAILED or SKIPPED row as finished, not as a success:
-// which rows failed the result says (failedRows).
+// which rows failed the result says (failedRows). The status and the
+// error are the service's text (shownText).
 func progressLine(id string, p progress) string {
+	status := shownText(strings.TrimPrefix(p.Status, "JOB_STATUS_"))
 	line := fmt.Sprintf("job %s: %s, files finished %d/%d, model rows finished %d/%d", id,
-		strings.TrimPrefix(p.Status, "JOB_STATUS_"), p.OCRDone, p.OCRTotal, p.LLMDone, p.LLMTotal)
+		status, p.OCRDone, p.OCRTotal, p.LLMDone, p.LLMTotal)
 	if p.polled { // GET /v1/jobs/{id} has no row counts
-		line = fmt.Sprintf("job %s: %s", id, strings.TrimPrefix(p.Status, "JOB_STATUS_"))
+		line = fmt.Sprintf("job %s: %s", id, status)
 	}
 	if p.Error != "" {
-		line += ", error: " + p.Error
+		line += ", error: " + shownText(p.Error)
 	}
 	return line
 }
