@@ -199,7 +199,7 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 			ClaimNode:            temp.claim,
 			OnClientID:           func(id string) { node = id; temp.use(id) },
 			OnNodeLost:           func(err error) { exitNodeLost(env, log, err); stopProcess(err) },
-			RescueStuckJobsAfter: wcfg.LongestStageTimeout() + time.Minute,
+			RescueStuckJobsAfter: wcfg.LongestStageTimeout() + worker.RescueMargin,
 			FetchPollInterval:    50 * time.Millisecond,
 			FetchCooldown:        2 * time.Millisecond,
 		})

@@ -390,6 +390,13 @@ type Store interface {
 	// job's provider keys (the webhook secret stays for the webhook);
 	// applied=false when it was already terminal or deleted.
 	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f Finish) (applied bool, err error)
+	// NoteRunLimit records on riverJob, a running River job, how long its
+	// current attempt may run before River's rescuer may take it for stuck
+	// (the attempt's own timeout and the rescue margin), for the process
+	// that leads the queue, whose own configuration may allow less. It
+	// writes nothing once the attempt is over (the job ran on, or was
+	// handed back).
+	NoteRunLimit(ctx context.Context, riverJob *rivertype.JobRow, limit time.Duration) error
 	// HandOff inserts enqueue and completes riverJob in one transaction: a
 	// River job that passes its work on to others (a retired kind's job
 	// handing its file to today's). A unique job among enqueue that exists

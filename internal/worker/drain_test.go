@@ -177,6 +177,8 @@ type node struct {
 	providers Providers
 	chats     Chats
 	hardStop  time.Duration
+	// cfg is the process's configuration (JobCheck is set for the test).
+	cfg Config
 }
 
 // startNode runs the pipeline's workers under River over st, as one serve
@@ -202,7 +204,9 @@ func startNode(t *testing.T, st store.Store, n node) func(context.Context) error
 		t.Fatal(err)
 	}
 	workers := river.NewWorkers()
-	queues, err := Register(workers, Config{JobCheck: 20 * time.Millisecond}, Deps{
+	cfg := n.cfg
+	cfg.JobCheck = 20 * time.Millisecond
+	queues, err := Register(workers, cfg, Deps{
 		Store: st, Fetcher: fetcher, Convert: convert.New(convert.Config{}).Convert, Webhooks: sender, Bucket: bucket,
 		Providers: n.providers, Chats: n.chats, Secrets: plainOpener{}, Chunker: wordChunker{n: 1000},
 		Logger: slog.New(slog.DiscardHandler),

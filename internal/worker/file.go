@@ -71,7 +71,16 @@ func newFileWorker(cfg Config, deps Deps) *fileWorker {
 		marks: &runningMarks{}}
 }
 
-func (w *fileWorker) Timeout(*river.Job[FileArgs]) time.Duration { return w.cfg.fileTimeout() }
+// Timeout is this process's limit on a file's attempt, or, asked by River's
+// rescuer about another process's attempt, that attempt's own limit when it
+// noted a longer one (Work): the rescuer runs on the client leading the
+// queue, and a worker configured for longer files than the leader
+// (DOCJOBS_FILE_TIMEOUT, DOCJOBS_FETCH_TIMEOUT raised on some nodes, or
+// on the new ones of a rolling restart) had its files rescued while they
+// ran, and each run again beside the first, its rows asked twice.
+func (w *fileWorker) Timeout(rj *river.Job[FileArgs]) time.Duration {
+	return max(w.cfg.fileTimeout(), store.RunLimitOf(rj.JobRow))
+}
 
 func (w *fileWorker) NextRetry(j *river.Job[FileArgs]) time.Time { return retryBackoff(j.Attempt) }
 
@@ -94,6 +103,12 @@ func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 		return nil // cancelled, already finished, or not a file of this job
 	}
 	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID, "file_index", args.FileIndex)
+	// The rescuer's leader judges this attempt by its own configuration
+	// unless the attempt says how long it may take (Timeout). A note that
+	// cannot be written leaves the file to that judgement, as before.
+	if err := w.deps.Store.NoteRunLimit(ctx, rj.JobRow, w.cfg.fileTimeout()+RescueMargin); err != nil {
+		log.Warn("file: cannot note the attempt's time limit for River's rescuer", "err", err)
+	}
 	if rj.Attempt > rj.MaxAttempts && !w.pastRecognition(ctx, rj, j, log) {
 		// Reclaimed after its last attempt ended with its process (a crash,
 		// an out-of-memory kill) while the file was not yet recognized. The

@@ -47,6 +47,7 @@ type Store interface {
 	FinishOCR(ctx context.Context, d store.OCRDone) (bool, error)
 	FinishJob(ctx context.Context, riverJob *rivertype.JobRow, f store.Finish) (bool, error)
 	HandOff(ctx context.Context, riverJob *rivertype.JobRow, enqueue []river.InsertManyParams) error
+	NoteRunLimit(ctx context.Context, riverJob *rivertype.JobRow, limit time.Duration) error
 	JobSecrets(ctx context.Context, jobID string) ([]job.SealedSecret, error)
 	FileModelRows(ctx context.Context, jobID string, fileIndex int) (bool, []job.LLMRow, error)
 	FinishLLM(ctx context.Context, d store.LLMDone) (bool, error)
@@ -179,6 +180,13 @@ type Config struct {
 func (c Config) LongestStageTimeout() time.Duration {
 	return c.withDefaults().fileTimeout()
 }
+
+// RescueMargin is how long past a River job's timeout River's rescuer
+// waits before it takes the job for stuck: the attempt's context has
+// ended by then, and what it still does (a last attempt failing its rows
+// takes up to a minute) is over. Serve's RescueStuckJobsAfter is
+// LongestStageTimeout plus this.
+const RescueMargin = time.Minute
 
 // fileTimeout is one attempt's download, the converter's own per-file
 // limit, a minute for the store, then the model stage's limit.

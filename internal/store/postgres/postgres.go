@@ -203,14 +203,15 @@ func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			// changes, and unlike FOR UPDATE it does not wait on the KEY
 			// SHARE that a FinishOCR holds while it inserts its file's
 			// rows (the files of a job insert in parallel).
-			ForKeyShare:       ` FOR KEY SHARE`,
-			ForUpdate:         ` FOR NO KEY UPDATE`,
-			ForDelete:         ` FOR UPDATE`,
-			Retryable:         isRetryable,
-			IsUniqueViolation: isUniqueViolation,
-			Unavailable:       isUnavailable,
-			Time:              func(t time.Time) any { return t },
-			LastAttemptedBy:   `attempted_by[array_upper(attempted_by, 1)]`,
+			ForKeyShare:        ` FOR KEY SHARE`,
+			ForUpdate:          ` FOR NO KEY UPDATE`,
+			ForDelete:          ` FOR UPDATE`,
+			Retryable:          isRetryable,
+			IsUniqueViolation:  isUniqueViolation,
+			Unavailable:        isUnavailable,
+			Time:               func(t time.Time) any { return t },
+			LastAttemptedBy:    `attempted_by[array_upper(attempted_by, 1)]`,
+			MergeRiverMetadata: `metadata || ?::jsonb`,
 			// Every process hears of every end at once (ends.go).
 			NotifyEnd: notifyEnd,
 			// A group's UPDATE of up to 32 rows (finishllm.go) took 1.5–3

@@ -202,11 +202,12 @@ func newStore(path string, db, read, watch *sql.DB, flush *flusher, logger *slog
 	}
 	core, err := sqlstore.New(sqlstore.Config{
 		Dialect: sqlstore.Dialect{
-			IsUniqueViolation: isUniqueViolation,
-			Unavailable:       isUnavailable,
-			Time:              func(t time.Time) any { return t.Format(sqlstore.TimeLayout) },
-			LastAttemptedBy:   `json_extract(attempted_by, '$[#-1]')`,
-			AfterErase:        flush.soon,
+			IsUniqueViolation:  isUniqueViolation,
+			Unavailable:        isUnavailable,
+			Time:               func(t time.Time) any { return t.Format(sqlstore.TimeLayout) },
+			LastAttemptedBy:    `json_extract(attempted_by, '$[#-1]')`,
+			MergeRiverMetadata: `jsonb_patch(json(metadata), json(?))`,
+			AfterErase:         flush.soon,
 		},
 		Migrations: migrations,
 		Logger:     logger,

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/docjobs/docjobs/internal/store"
 )
@@ -476,4 +478,23 @@ func (s *Store[TTx]) reclaimSibling(ctx context.Context, id string, claim func(s
 	if err := s.reclaim(ctx, id, left); err != nil {
 		s.logger.WarnContext(ctx, "store: reclaiming the jobs of another node id of this host failed; River's rescuer will", "node_id", id, "err", err)
 	}
+}
+
+// NoteRunLimit records limit in riverJob's metadata for its current
+// attempt (store.RunLimit), if that attempt is still running.
+func (s *Store[TTx]) NoteRunLimit(ctx context.Context, riverJob *rivertype.JobRow, limit time.Duration) error {
+	note := store.NewRunLimit(riverJob, limit)
+	if note.By == "" {
+		return nil // not made by a client: nobody to tell it from
+	}
+	patch, err := json.Marshal(map[string]store.RunLimit{store.RunLimitKey: note})
+	if err != nil {
+		return fmt.Errorf("note run limit of river job %d: %w", riverJob.ID, err)
+	}
+	if _, err := s.exec(ctx, s.backend.DB(), `UPDATE river_job SET metadata = `+s.dialect.MergeRiverMetadata+`
+		WHERE id = ? AND state = 'running' AND attempt = ? AND `+s.dialect.LastAttemptedBy+` = ?`,
+		string(patch), riverJob.ID, note.Attempt, note.By); err != nil {
+		return fmt.Errorf("note run limit of river job %d: %w", riverJob.ID, err)
+	}
+	return nil
 }

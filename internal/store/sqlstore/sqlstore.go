@@ -136,6 +136,10 @@ type Dialect struct {
 	// LastAttemptedBy is an SQL expression for the last element of
 	// river_job.attempted_by.
 	LastAttemptedBy string
+	// MergeRiverMetadata is an SQL expression of river_job.metadata with
+	// the JSON object given as its only argument merged into it, key by
+	// key at the top level, as River merges its own.
+	MergeRiverMetadata string
 	// MigrationLock, when set, runs first in the migration transaction so
 	// that concurrent starts apply migrations once.
 	MigrationLock string
@@ -206,7 +210,7 @@ var _ store.Store = (*Store[any])(nil)
 // New returns a store over backend, whose River driver is driver. It does not
 // migrate; call Migrate.
 func New[TTx any](cfg Config, backend Backend[TTx], driver riverdriver.Driver[TTx]) (*Store[TTx], error) {
-	if cfg.Dialect.IsUniqueViolation == nil || cfg.Dialect.Time == nil || cfg.Dialect.LastAttemptedBy == "" {
+	if cfg.Dialect.IsUniqueViolation == nil || cfg.Dialect.Time == nil || cfg.Dialect.LastAttemptedBy == "" || cfg.Dialect.MergeRiverMetadata == "" {
 		return nil, errors.New("sqlstore: incomplete dialect")
 	}
 	logger := cfg.Logger

@@ -256,3 +256,48 @@ func testWorkClaimsTheNodeIDOutsideTheDatabase(t *testing.T, s Store) {
 	noErr(t, "stop", stop(ctx(t)))
 	equal(t, "claims", claims.get(), []string{"held node-c", "held node-c", "claim node-c-2", "release node-c-2"})
 }
+
+// testNoteRunLimit: an attempt's noted limit is read back from its River
+// job as River's rescuer reads the row, and a note naming an attempt that
+// is not the job's running one (an earlier attempt's late note, another
+// client's) writes nothing over it.
+func testNoteRunLimit(t *testing.T, s Store) {
+	h := &harness{t: t, s: s, steps: map[string]stepFunc{}, runs: make(chan stepRun, 10)}
+	noted := make(chan *rivertype.JobRow, 1)
+	release := make(chan struct{})
+	h.on("note", func(ctx context.Context, rj *river.Job[stepArgs]) error {
+		err := s.NoteRunLimit(ctx, rj.JobRow, 3*time.Hour)
+		noted <- rj.JobRow
+		if err != nil {
+			return err
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	stop := h.work("node-long")
+	defer stop()
+	defer close(release) // before the stop, which waits for the step
+	createJob(t, s, newJob("acct", 1), store.CreateJobParams{Enqueue: []river.InsertManyParams{step("note")}})
+	var attempt *rivertype.JobRow
+	select {
+	case attempt = <-noted:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the step did not run")
+	}
+	row, err := s.RiverJob(ctx(t), attempt.ID)
+	noErr(t, "RiverJob", err)
+	equal(t, "the running attempt's noted limit", store.RunLimitOf(row), 3*time.Hour)
+
+	stale := *attempt
+	stale.Attempt++
+	noErr(t, "NoteRunLimit of another attempt", s.NoteRunLimit(ctx(t), &stale, time.Minute))
+	other := *attempt
+	other.AttemptedBy = []string{"node-other"}
+	noErr(t, "NoteRunLimit of another client", s.NoteRunLimit(ctx(t), &other, time.Minute))
+	row, err = s.RiverJob(ctx(t), attempt.ID)
+	noErr(t, "RiverJob", err)
+	equal(t, "the noted limit after notes of other attempts", store.RunLimitOf(row), 3*time.Hour)
+}

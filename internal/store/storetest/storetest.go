@@ -94,6 +94,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"WorkReclaimsTheJobsOfAHostIDNoProcessHolds", testWorkReclaimsSiblings},
 		{"WorkClaimsTheNodeIDOutsideTheDatabase", testWorkClaimsTheNodeIDOutsideTheDatabase},
 		{"WorkStopWaitsForRunningJobs", testWorkStop},
+		{"AnAttemptNotesItsRunLimitForTheRescuer", testNoteRunLimit},
 		{"CommittedHandOffsAreWorkedWithoutWaitingForThePoll", testHandOffsWakeTheQueue},
 		{"WebhookAttemptsAreRecordedAndEndWithTheSecret", testWebhookAttemptsAndRetention},
 		{"OCRPagesKeepTheFirstAnswerUntilTheJobIsDeleted", testOCRPagesKeepTheFirstAnswerUntilTheJobIsDeleted},
