@@ -82,6 +82,31 @@ func (w *fileWorker) Timeout(rj *river.Job[FileArgs]) time.Duration {
 	return max(w.cfg.fileTimeout(), store.RunLimitOf(rj.JobRow))
 }
 
+// noteRunLimitLater notes the attempt's limit for River's rescuer once the
+// attempt has run cfg.runLimitNoteAfter: the rescuer's leader judges the
+// attempt by its own configuration unless the attempt says how long it may
+// take (Timeout). No leader takes an attempt for stuck before RescueMargin
+// has passed, so a note at half of it is in time, and the files that end
+// sooner, nearly all of them, make no write for it: written at each
+// attempt's start it was one more write of SQLite's single writer on every
+// job's way to its first provider call. A note that cannot be written
+// leaves the file to the leader's judgement, as before. The returned func
+// stops the note, or waits for one being written.
+func (w *fileWorker) noteRunLimitLater(ctx context.Context, rj *river.Job[FileArgs], log *slog.Logger) (stop func()) {
+	done := make(chan struct{})
+	t := time.AfterFunc(w.cfg.runLimitNoteAfter, func() {
+		defer close(done)
+		if err := w.deps.Store.NoteRunLimit(ctx, rj.JobRow, w.cfg.fileTimeout()+RescueMargin); err != nil && ctx.Err() == nil {
+			log.Warn("file: cannot note the attempt's time limit for River's rescuer", "err", err)
+		}
+	})
+	return func() {
+		if !t.Stop() {
+			<-done
+		}
+	}
+}
+
 func (w *fileWorker) NextRetry(j *river.Job[FileArgs]) time.Time { return retryBackoff(j.Attempt) }
 
 func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
@@ -103,12 +128,8 @@ func (w *fileWorker) Work(ctx context.Context, rj *river.Job[FileArgs]) error {
 		return nil // cancelled, already finished, or not a file of this job
 	}
 	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID, "file_index", args.FileIndex)
-	// The rescuer's leader judges this attempt by its own configuration
-	// unless the attempt says how long it may take (Timeout). A note that
-	// cannot be written leaves the file to that judgement, as before.
-	if err := w.deps.Store.NoteRunLimit(ctx, rj.JobRow, w.cfg.fileTimeout()+RescueMargin); err != nil {
-		log.Warn("file: cannot note the attempt's time limit for River's rescuer", "err", err)
-	}
+	stopNote := w.noteRunLimitLater(ctx, rj, log)
+	defer stopNote()
 	if rj.Attempt > rj.MaxAttempts && !w.pastRecognition(ctx, rj, j, log) {
 		// Reclaimed after its last attempt ended with its process (a crash,
 		// an out-of-memory kill) while the file was not yet recognized. The

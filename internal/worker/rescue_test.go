@@ -3,10 +3,12 @@ package worker
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
@@ -33,7 +35,7 @@ func TestAFileOfALongerConfiguredProcessIsNotTakenForStuckByTheLeader(t *testing
 			Secrets: []job.SealedSecret{{Field: job.SecretNeuralAPIKey, Ciphertext: []byte(drainModelKey)}}}); err != nil {
 			t.Fatal(err)
 		}
-		long := Config{FileTimeout: 3 * time.Hour}
+		long := Config{FileTimeout: 3 * time.Hour, runLimitNoteAfter: 50 * time.Millisecond}
 		deaf := &deafVendor{began: make(chan string, 1)}
 		stop := startNode(t, st, node{id: "node-long", providers: deaf, chats: deaf, hardStop: 50 * time.Millisecond, cfg: long})
 		select {
@@ -41,11 +43,19 @@ func TestAFileOfALongerConfiguredProcessIsNotTakenForStuckByTheLeader(t *testing
 		case <-time.After(time.Minute):
 			t.Fatal("the model call did not begin")
 		}
-		files := riverJobsOf(t, st, FileArgs{}.Kind())
-		if len(files) != 1 || files[0].State != "running" {
-			t.Fatalf("file River jobs %v; want one running", files)
+		// The attempt notes its limit once it has run runLimitNoteAfter.
+		var running *rivertype.JobRow
+		for deadline := time.Now().Add(time.Minute); running == nil; time.Sleep(10 * time.Millisecond) {
+			files := riverJobsOf(t, st, FileArgs{}.Kind())
+			if len(files) != 1 || files[0].State != "running" {
+				t.Fatalf("file River jobs %v; want one running", files)
+			}
+			if store.RunLimitOf(files[0]) > 0 {
+				running = files[0]
+			} else if time.Now().After(deadline) {
+				t.Fatal("the running attempt noted no limit within a minute")
+			}
 		}
-		running := files[0]
 
 		leader := newFileWorker(Config{}.withDefaults(), Deps{})
 		want := long.withDefaults().fileTimeout() + RescueMargin
@@ -61,5 +71,42 @@ func TestAFileOfALongerConfiguredProcessIsNotTakenForStuckByTheLeader(t *testing
 			t.Errorf("the next attempt's limit is %s; want the leader's own %s", got, own)
 		}
 		stopAtTheBudget(t, stop)
+	})
+}
+
+// TestAFileThatEndsSoonNotesNoLimit: the note is for attempts that run
+// long enough for a rescuer to look at them; written at every attempt's
+// start it was one more write, on SQLite's single writer, on each job's way
+// to its first provider call.
+func TestAFileThatEndsSoonNotesNoLimit(t *testing.T) {
+	forEachStoreAtOnce(t, func(t *testing.T, st store.Store) {
+		src := scanSource(t)
+		j := &job.Job{ID: "job-short", AccountID: "acct", Status: job.StatusNew, Created: time.Now(),
+			ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", SourceURLs: []string{src.URL + "/a.txt"}, Prompts: []string{"extract"},
+			Neural: job.Neural{Type: "NEURAL_CLIENT_TYPE_PROVIDER_2", Model: "gpt-4.1", ChunkBudgetTokens: 4000}}
+		if _, _, err := st.CreateJob(context.Background(), store.CreateJobParams{Job: j, Enqueue: FirstStage(j.ID, 1),
+			Secrets: []job.SealedSecret{{Field: job.SecretNeuralAPIKey, Ciphertext: []byte(drainModelKey)}}}); err != nil {
+			t.Fatal(err)
+		}
+		vendor := newHeldVendor(t)
+		close(vendor.release)
+		startProcess(t, st, vendor)
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			got, err := st.GetJob(context.Background(), "", j.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Terminal() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the job is %s after a minute", got.Status)
+			}
+		}
+		for _, rj := range riverJobsOf(t, st, FileArgs{}.Kind()) {
+			if strings.Contains(string(rj.Metadata), store.RunLimitKey) {
+				t.Errorf("the file's River job noted a limit, %s, though it ended at once", rj.Metadata)
+			}
+		}
 	})
 }

@@ -170,6 +170,9 @@ type Config struct {
 	// DefaultRateLimitPatience); then its calls still rate limited fail
 	// their rows (ratelimit.go).
 	RateLimitPatience time.Duration
+	// runLimitNoteAfter is how long a file's attempt runs before it notes
+	// its limit for River's rescuer (half RescueMargin); tests shorten it.
+	runLimitNoteAfter time.Duration
 	// snoozeFloor is the shortest snooze of a rate-limited file (5s); tests
 	// shorten it.
 	snoozeFloor time.Duration
@@ -237,6 +240,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RateLimitPatience <= 0 {
 		c.RateLimitPatience = DefaultRateLimitPatience
+	}
+	if c.runLimitNoteAfter <= 0 {
+		c.runLimitNoteAfter = RescueMargin / 2
 	}
 	if c.snoozeFloor <= 0 {
 		c.snoozeFloor = 5 * time.Second
