@@ -7,6 +7,7 @@ package postgres
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -211,6 +212,10 @@ func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			Unavailable:       isUnavailable,
 			Time:              func(t time.Time) any { return t },
 			LastAttemptedBy:   `attempted_by[array_upper(attempted_by, 1)]`,
+			// Containment, which River's GIN index on args answers (3 ms
+			// at 200,000 rows, 8.5 ms at a million, where args->>'job_id'
+			// scanned the table: 53 and 242 ms).
+			RiverJobsOf: riverJobsOf,
 			// Every process hears of every end at once (ends.go).
 			NotifyEnd: notifyEnd,
 			// A group's UPDATE of up to 32 rows (finishllm.go) took 1.5–3
@@ -363,4 +368,11 @@ func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore
 		return nil, err
 	}
 	return rows, nil
+}
+
+// riverJobsOf is the dialect's RiverJobsOf: the River rows whose args
+// contain {"job_id": jobID}.
+func riverJobsOf(jobID string) (string, any) {
+	arg, _ := json.Marshal(map[string]string{"job_id": jobID}) // a map of strings always encodes
+	return `args @> ?::jsonb`, string(arg)
 }
