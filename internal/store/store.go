@@ -353,8 +353,14 @@ type Store interface {
 	// id), and returns the blob keys of those files for the caller to delete.
 	// In the same transaction it records a FileRemoval for the job, which
 	// stays until FileRemovalDone: a caller that dies before the blobs are
-	// gone leaves it for the sweep (PendingFileRemovals).
+	// gone leaves it for the sweep (PendingFileRemovals). River's finished
+	// rows of the job go in the same transaction; those River has not
+	// finished are recorded for ClearRiverLeftovers.
 	DeleteJob(ctx context.Context, accountID, id string) (blobKeys []string, err error)
+	// ClearRiverLeftovers deletes the River rows River finished since of up
+	// to limit deleted jobs whose rows were not all finished at their
+	// delete, and forgets the jobs none is left of (how many it returns).
+	ClearRiverLeftovers(ctx context.Context, limit int) (int, error)
 	// PendingFileRemovals lists up to limit FileRemovals of jobs deleted
 	// before cutoff, oldest first.
 	PendingFileRemovals(ctx context.Context, cutoff time.Time, limit int) ([]FileRemoval, error)

@@ -77,11 +77,17 @@ type removalWorker struct {
 	lastStaging time.Time // when this process last swept staging
 }
 
-// Work removes the stored files of jobs deleted more than
-// Config.RemovalGrace ago whose removal is still recorded: the process that
-// deleted them died before it was done, or the storage refused. A job whose
-// files still cannot be removed keeps its record for the next sweep.
+// Work removes the River rows deleted jobs left running or waiting (see
+// Store.ClearRiverLeftovers) once River finished them, then the stored
+// files of jobs deleted more than Config.RemovalGrace ago whose removal is
+// still recorded: the process that deleted them died before it was done,
+// or the storage refused. A job whose files still cannot be removed keeps
+// its record for the next sweep.
 func (w *removalWorker) Work(ctx context.Context, _ *river.Job[FileRemovalSweepArgs]) error {
+	if _, err := w.deps.Store.ClearRiverLeftovers(ctx, sweepBatch); err != nil {
+		// The files come first: the next sweep, a minute on, tries again.
+		w.deps.Logger.Warn("river rows of deleted jobs not removed yet; the next sweep tries again", "err", err)
+	}
 	if w.deps.Bucket == nil {
 		return nil // nothing is stored here to remove
 	}

@@ -57,6 +57,7 @@ type Store interface {
 	ExpiredJobs(ctx context.Context, cutoff time.Time, limit int) ([]string, error)
 	DeleteJob(ctx context.Context, accountID, id string) ([]string, error)
 	PendingFileRemovals(ctx context.Context, cutoff time.Time, limit int) ([]store.FileRemoval, error)
+	ClearRiverLeftovers(ctx context.Context, limit int) (int, error)
 	FileRemovalDone(ctx context.Context, jobID string) error
 	GetFile(ctx context.Context, accountID, id string) (job.File, error)
 	JobFileKeyRecorded(ctx context.Context, jobID, key string) (bool, error)

@@ -7,6 +7,7 @@ package postgres
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -212,6 +213,10 @@ func newStore(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			Time:               func(t time.Time) any { return t },
 			LastAttemptedBy:    `attempted_by[array_upper(attempted_by, 1)]`,
 			MergeRiverMetadata: `metadata || ?::jsonb`,
+			// Containment, which River's GIN index on args answers (3 ms
+			// at 200,000 rows, 8.5 ms at a million, where args->>'job_id'
+			// scanned the table: 53 and 242 ms).
+			RiverJobsOf: riverJobsOf,
 			// Every process hears of every end at once (ends.go).
 			NotifyEnd: notifyEnd,
 			// A group's UPDATE of up to 32 rows (finishllm.go) took 1.5–3
@@ -364,4 +369,11 @@ func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore
 		return nil, err
 	}
 	return rows, nil
+}
+
+// riverJobsOf is the dialect's RiverJobsOf: the River rows whose args
+// contain {"job_id": jobID}.
+func riverJobsOf(jobID string) (string, any) {
+	arg, _ := json.Marshal(map[string]string{"job_id": jobID}) // a map of strings always encodes
+	return `args @> ?::jsonb`, string(arg)
 }

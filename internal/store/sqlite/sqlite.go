@@ -207,7 +207,9 @@ func newStore(path string, db, read, watch *sql.DB, flush *flusher, logger *slog
 			Time:               func(t time.Time) any { return t.Format(sqlstore.TimeLayout) },
 			LastAttemptedBy:    `json_extract(attempted_by, '$[#-1]')`,
 			MergeRiverMetadata: `jsonb_patch(json(metadata), json(?))`,
-			AfterErase:         flush.soon,
+			// The expression of the index migration 016 adds.
+			RiverJobsOf: func(jobID string) (string, any) { return `args ->> 'job_id' = ?`, jobID },
+			AfterErase:  flush.soon,
 		},
 		Migrations: migrations,
 		Logger:     logger,

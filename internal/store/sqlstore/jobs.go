@@ -883,9 +883,10 @@ func (s *Store[TTx]) eraseProviderKeys(ctx context.Context, q Querier, jobID str
 	return n > 0, nil
 }
 
-// DeleteJob removes the job with its rows, secrets and file records,
-// records that its stored files are to be removed, and returns the blob
-// keys of those files.
+// DeleteJob removes the job with its rows, secrets, file records and the
+// River rows River has finished of it (dropRiverRows), records that its
+// stored files are to be removed, and returns the blob keys of those
+// files.
 func (s *Store[TTx]) DeleteJob(ctx context.Context, accountID, id string) ([]string, error) {
 	var keys []string
 	err := s.inTx(ctx, func(_ TTx, q Querier) error {
@@ -923,6 +924,9 @@ func (s *Store[TTx]) DeleteJob(ctx context.Context, accountID, id string) ([]str
 		}
 		if _, err := s.exec(ctx, q, `DELETE FROM jobs WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("delete job: %w", err)
+		}
+		if err := s.dropRiverRows(ctx, q, id); err != nil {
+			return err
 		}
 		if err := s.recordFileRemoval(ctx, q, j.AccountID, id, keys); err != nil {
 			return err

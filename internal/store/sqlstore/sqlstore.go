@@ -140,6 +140,11 @@ type Dialect struct {
 	// the JSON object given as its only argument merged into it, key by
 	// key at the top level, as River merges its own.
 	MergeRiverMetadata string
+	// RiverJobsOf is an SQL condition on river_job that holds for the
+	// rows whose args name job jobID, with one ? placeholder for arg, in a
+	// form an index answers: a delete of one job must not scan River's
+	// table, which keeps every finished row for a day.
+	RiverJobsOf func(jobID string) (cond string, arg any)
 	// MigrationLock, when set, runs first in the migration transaction so
 	// that concurrent starts apply migrations once.
 	MigrationLock string
@@ -210,7 +215,7 @@ var _ store.Store = (*Store[any])(nil)
 // New returns a store over backend, whose River driver is driver. It does not
 // migrate; call Migrate.
 func New[TTx any](cfg Config, backend Backend[TTx], driver riverdriver.Driver[TTx]) (*Store[TTx], error) {
-	if cfg.Dialect.IsUniqueViolation == nil || cfg.Dialect.Time == nil || cfg.Dialect.LastAttemptedBy == "" || cfg.Dialect.MergeRiverMetadata == "" {
+	if cfg.Dialect.IsUniqueViolation == nil || cfg.Dialect.Time == nil || cfg.Dialect.LastAttemptedBy == "" || cfg.Dialect.MergeRiverMetadata == "" || cfg.Dialect.RiverJobsOf == nil {
 		return nil, errors.New("sqlstore: incomplete dialect")
 	}
 	logger := cfg.Logger

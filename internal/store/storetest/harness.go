@@ -18,6 +18,9 @@ import (
 // to call, which the test registered with on.
 type stepArgs struct {
 	Step string `json:"step"`
+	// JobID names the docjobs job the River job is of, as the pipeline's
+	// file, finalize and webhook jobs do.
+	JobID string `json:"job_id,omitempty"`
 }
 
 func (stepArgs) Kind() string { return "storetest_step" }

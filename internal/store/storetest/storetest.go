@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AFileNeverStoredNamesItsSourceURL", testAFileNeverStoredNamesItsSourceURL},
 		{"DeleteJobRemovesEverythingAndReturnsBlobKeys", testDeleteJob},
 		{"DeleteJobRecordsItsFilesForRemovalUntilDone", testDeleteJobRecordsFileRemoval},
+		{"DeleteJobTakesItsRiverRowsWithItOnceFinished", testDeleteJobTakesItsRiverRows},
 		{"FilesOfAJobMayShareOneStoredCopy", testSharedCopy},
 		{"MarkRunningMovesOnlyNewJobs", testMarkRunning},
 		{"FilesAreScopedToTheirAccount", testFiles},
