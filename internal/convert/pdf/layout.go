@@ -82,6 +82,7 @@ type listItem struct {
 // layoutPage infers the structure of one page.
 func layoutPage(tp *textPage) []element {
 	fixStackedBlocks(tp)
+	turnUpright(tp)
 	joinSplitLines(tp)
 	ls := prepareLines(tp)
 	if len(ls) == 0 {

@@ -741,3 +741,51 @@ func TestWaitingForAProcessSlotEndsWithTheContext(t *testing.T) {
 		t.Fatalf("err = %v, want the context's deadline", err)
 	}
 }
+
+// turnedPage is a paragraph over a table, set at turn quarter turns
+// counter-clockwise: a sideways table on a portrait page (1, 3) or a page
+// upside down (2). fx and fy place a run in the text's own frame, x along
+// the line and y down the text.
+func turnedPage(turn int) []byte {
+	at := func(fx, fy float64, text string) run {
+		x, y := 72+fx, 100+fy
+		switch turn {
+		case 1: // reads up the page, lines follow rightwards
+			x, y = 72+fy, 700-fx
+		case 2: // reads leftwards, lines follow up the page
+			x, y = 540-fx, 700-fy
+		case 3: // reads down the page, lines follow leftwards
+			x, y = 540-fy, 100+fx
+		}
+		return run{x: x, y: y, size: 11, text: text, turn: turn}
+	}
+	runs := []run{
+		at(0, 0, "This report lists the fruit delivered in the last quarter of the year,"),
+		at(0, 14, "grouped by kind, with the quantity and the price of each delivery made."),
+	}
+	for r, row := range [][]string{{"Item", "Quantity", "Price"}, {"Apples", "12", "3.50"}, {"Pears", "7", "2.10"}, {"Cherries", "150", "9.99"}} {
+		for c, cell := range row {
+			runs = append(runs, at(150*float64(c), 60+16*float64(r), cell))
+		}
+	}
+	return buildPDF([]testPage{{runs: runs}})
+}
+
+func TestATurnedPageIsReadInTheDirectionItsTextRuns(t *testing.T) {
+	t.Parallel()
+	want := "<p>This report lists the fruit delivered in the last quarter of the year, grouped by kind, with the quantity and the price of each delivery made.</p>\n" +
+		"<table>\n<tr><td>Item</td><td>Quantity</td><td>Price</td></tr>\n<tr><td>Apples</td><td>12</td><td>3.50</td></tr>\n" +
+		"<tr><td>Pears</td><td>7</td><td>2.10</td></tr>\n<tr><td>Cherries</td><td>150</td><td>9.99</td></tr>\n</table>\n"
+	for turn, name := range []string{"upright", "reading up the page", "upside down", "reading down the page"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			res, err := Convert(context.Background(), Config{}, turnedPage(turn), Options{Format: "html"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(res.Content, want) {
+				t.Errorf("content:\n%s\nwant it to hold:\n%s", res.Content, want)
+			}
+		})
+	}
+}
