@@ -129,7 +129,7 @@ func prepareLines(tp *textPage) []line {
 // without text.
 func newLine(tl textLine) (line, bool) {
 	l := line{textLine: tl}
-	l.text = joinWords(tl.words)
+	l.text = logicalOrder(joinWords(tl.words))
 	if strings.TrimSpace(l.text) == "" {
 		return l, false
 	}

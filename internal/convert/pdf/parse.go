@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/bidi"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -258,8 +259,15 @@ func cleanText(b []byte) string {
 		case r == utf8.RuneError, r < 0x20, r == 0x7f, isBidiControl(r):
 		case isPresentationForm(r):
 			// Ligatures (ﬁ) and Hebrew/Arabic presentation forms are glyph
-			// choices; their compatibility decomposition is the text.
-			sb.WriteString(norm.NFKC.String(string(r)))
+			// choices; their compatibility decomposition is the text. It
+			// is in logical order, the line around it in visual order
+			// until logicalOrder: a right-to-left one (lam-alef) goes in
+			// as drawn.
+			d := []rune(norm.NFKC.String(string(r)))
+			if c := bidiClass(d[0]); c == bidi.R || c == bidi.AL {
+				reverseClusters(d)
+			}
+			sb.WriteString(string(d))
 		default:
 			sb.WriteRune(r)
 		}
