@@ -789,3 +789,25 @@ func TestATurnedPageIsReadInTheDirectionItsTextRuns(t *testing.T) {
 		})
 	}
 }
+
+func TestAnUprightPageWithATurnedMarginNoteStaysUpright(t *testing.T) {
+	t.Parallel()
+	pdf := buildPDF([]testPage{{runs: []run{
+		{x: 30, y: 600, size: 9, turn: 1, text: "arXiv:2411.01234v1 [cs.CL] 24 Nov 2026"},
+		{x: 72, y: 100, size: 11, text: "The quick brown fox jumps over the lazy dog near the river bank."},
+		{x: 72, y: 114, size: 11, text: "A second line of ordinary body text follows the first one here."},
+		{x: 72, y: 128, size: 11, text: "And a third line closes this short paragraph of plain text."},
+	}}})
+	res, err := Convert(context.Background(), Config{}, pdf, Options{Format: "html"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"<p>The quick brown fox jumps over the lazy dog near the river bank. A second line of ordinary body text follows the first one here. And a third line closes this short paragraph of plain text.</p>",
+		"arXiv:2411.01234v1 [cs.CL] 24 Nov 2026",
+	} {
+		if !strings.Contains(res.Content, want) {
+			t.Errorf("content:\n%s\nwant it to hold %q", res.Content, want)
+		}
+	}
+}

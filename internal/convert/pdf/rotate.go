@@ -47,7 +47,10 @@ func turnUpright(tp *textPage) {
 			if len(l.words) >= 2 {
 				d = wordStep(l.words[0], l.words[len(l.words)-1])
 			}
-			if d >= 0 {
+			// A turned line is as tall as it is long: side by side lines
+			// of a block, or words stacked in a wide box, tell nothing.
+			tall := l.y1-l.y0 > l.x1-l.x0
+			if d >= 0 && tall == (d == runsDown || d == runsUp) {
 				chars[d] += n
 			}
 		}
