@@ -72,6 +72,12 @@ func parseBBox(data []byte, firstPage int) []textPage {
 				width: attrFloat(tag, "width"), height: attrFloat(tag, "height")})
 			cur = &pages[len(pages)-1]
 			block = -1
+			if attr(tag, "width") != nil && cur.width <= 0 && cur.height <= 0 {
+				// A page poppler could not load (a broken page tree) has
+				// no size, and pdftotext writes the previous page's words
+				// into it again: it stays empty.
+				cur = nil
+			}
 		case "/page":
 			cur, ln = nil, nil
 		case "block":

@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -809,5 +811,30 @@ func TestAnUprightPageWithATurnedMarginNoteStaysUpright(t *testing.T) {
 		if !strings.Contains(res.Content, want) {
 			t.Errorf("content:\n%s\nwant it to hold %q", res.Content, want)
 		}
+	}
+}
+
+func TestAPagePopplerCannotLoadDoesNotRepeatThePageBefore(t *testing.T) {
+	t.Parallel()
+	var pages []testPage
+	for _, s := range []string{"First page text", "Second page text", "Third page text"} {
+		pages = append(pages, testPage{runs: []run{{x: 72, y: 100, size: 12, text: s}}})
+	}
+	pdf := buildPDF(pages)
+	// Point the second kid at its content stream, no page, keeping the
+	// length so the cross-reference table stays right.
+	kids := regexp.MustCompile(`/Kids \[(\d+) 0 R (\d+) 0 R`).FindSubmatchIndex(pdf)
+	if kids == nil {
+		t.Fatal("no Kids array")
+	}
+	second := pdf[kids[4]:kids[5]]
+	n, _ := strconv.Atoi(string(second))
+	copy(second, fmt.Sprintf("%-*d", len(second), n-1))
+	res, err := Convert(context.Background(), Config{}, pdf, Options{Format: "html"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(res.Content, "Third page text"); n != 1 || res.Pages != 3 {
+		t.Errorf("%d pages, %q %d times, want 3 pages and once:\n%s", res.Pages, "Third page text", n, res.Content)
 	}
 }
