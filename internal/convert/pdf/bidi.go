@@ -14,9 +14,8 @@ import (
 // words, numbers) turned back, and brackets outside them mirrored; in a
 // line mostly left to right, each right-to-left run is reversed so.
 
-// logicalOrder returns the visual-order line s in logical order.
-func logicalOrder(s string) string {
-	rtl, ltr := 0, 0
+// strongLetters counts the right-to-left and left-to-right letters of s.
+func strongLetters(s string) (rtl, ltr int) {
 	for _, r := range s {
 		switch bidiClass(r) {
 		case bidi.R, bidi.AL:
@@ -25,6 +24,19 @@ func logicalOrder(s string) string {
 			ltr++
 		}
 	}
+	return rtl, ltr
+}
+
+// rightToLeftLine reports whether the line s is mostly right to left: it
+// starts at its right edge, and its paragraph's lines align there.
+func rightToLeftLine(s string) bool {
+	rtl, ltr := strongLetters(s)
+	return rtl > ltr
+}
+
+// logicalOrder returns the visual-order line s in logical order.
+func logicalOrder(s string) string {
+	rtl, ltr := strongLetters(s)
 	if rtl == 0 {
 		return s
 	}

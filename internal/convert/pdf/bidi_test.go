@@ -3,6 +3,7 @@ package pdf
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestRightToLeftLinesAreReadInLogicalOrder(t *testing.T) {
@@ -37,5 +38,32 @@ func TestARightToLeftPageReadsInLogicalOrder(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("page:\n%s\nwant it to hold %q", got, want)
 		}
+	}
+}
+
+// rtlLn is ln for a right-to-left line set flush with right (visual order).
+func rtlLn(block int, right, y, size float64, visual string) textLine {
+	w := 0.0
+	for i, f := range strings.Fields(visual) {
+		if i > 0 {
+			w += 0.25 * size
+		}
+		w += 0.5 * size * float64(utf8.RuneCountInString(f))
+	}
+	return ln(block, right-w, y, size, visual)
+}
+
+func TestRightToLeftParagraphsAlignOnTheRight(t *testing.T) {
+	t.Parallel()
+	got := layoutHTML(
+		rtlLn(0, 540, 100, 12, "יטחז והד גבא ודהוזחטי יטחז והד גבא ודהוזחטי"),
+		rtlLn(0, 540, 116, 12, ".גבא והד"),
+		rtlLn(0, 540, 132, 12, "יטחז והד גבא ודהוזחטי יטחז והד גבא ודהוזחטי"),
+		rtlLn(0, 540, 148, 12, "יטחז והד גבא ודהוזחטי"),
+	)
+	want := "<p>יטחזוהדו אבג דהו זחטי יטחזוהדו אבג דהו זחטי דהו אבג.</p>\n" +
+		"<p>יטחזוהדו אבג דהו זחטי יטחזוהדו אבג דהו זחטי יטחזוהדו אבג דהו זחטי</p>\n"
+	if got != want {
+		t.Errorf("page:\n%s\nwant:\n%s", got, want)
 	}
 }
