@@ -211,10 +211,18 @@ func (b *builder) newParagraph(prev, l *line, u *unit, maxX float64) bool {
 		return true
 	}
 	em := prev.size
+	width := maxX - u.x0
+	if prev.rtl && l.rtl {
+		// Right to left: the first line is indented from the right, the
+		// last one ends short of the left edge.
+		if l.x1 < prev.x1-0.8*em && l.x1 < maxX-0.8*em {
+			return true
+		}
+		return prev.x0 > u.x0+max(2*em, 0.12*width) && endsSentence(prev.text)
+	}
 	if l.x0 > prev.x0+0.8*em && l.x0 > u.x0+0.8*em {
 		return true
 	}
-	width := maxX - u.x0
 	return prev.x1 < maxX-max(2*em, 0.12*width) && endsSentence(prev.text)
 }
 

@@ -41,6 +41,7 @@ type line struct {
 	boldFrac float64 // share of characters in a bold font
 	chars    int     // non-space runes
 	vertical bool    // rotated text running up or down the page
+	rtl      bool    // mostly right-to-left letters: starts at its right edge
 	order    int     // poppler's reading order on the page
 }
 
@@ -82,6 +83,7 @@ type listItem struct {
 // layoutPage infers the structure of one page.
 func layoutPage(tp *textPage) []element {
 	fixStackedBlocks(tp)
+	turnUpright(tp)
 	joinSplitLines(tp)
 	ls := prepareLines(tp)
 	if len(ls) == 0 {
@@ -128,7 +130,9 @@ func prepareLines(tp *textPage) []line {
 // without text.
 func newLine(tl textLine) (line, bool) {
 	l := line{textLine: tl}
-	l.text = joinWords(tl.words)
+	visual := joinWords(tl.words)
+	l.text = logicalOrder(visual)
+	l.rtl = rightToLeftLine(visual)
 	if strings.TrimSpace(l.text) == "" {
 		return l, false
 	}

@@ -264,7 +264,7 @@ func TestCleanTextDropsControlsAndDecomposesPresentationForms(t *testing.T) {
 		"plain":                       "plain",
 		"a&amp;b &lt;c&gt; &#39;":     "a&b <c> '",
 		"\ufb01nd \ufb02ow":           "find flow",
-		"\ufefb":                      "\u0644\u0627",
+		"\ufefb":                      "\u0627\u0644", // as drawn: logicalOrder makes it lam, alef
 		"\u202bright\u202c\x01\x7f":   "right",
 		"bad\xffbyte":                 "badbyte",
 		"soft\u00adhyphen stays mark": "soft\u00adhyphen stays mark",
@@ -273,6 +273,9 @@ func TestCleanTextDropsControlsAndDecomposesPresentationForms(t *testing.T) {
 		if got := cleanText([]byte(in)); got != want {
 			t.Errorf("cleanText(%q) = %q, want %q", in, got, want)
 		}
+	}
+	if got := logicalOrder(cleanText([]byte("\ufefb"))); got != "\u0644\u0627" {
+		t.Errorf("the line of lam-alef reads %q, want lam, alef", got)
 	}
 }
 

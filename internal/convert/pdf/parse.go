@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/bidi"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -71,6 +72,12 @@ func parseBBox(data []byte, firstPage int) []textPage {
 				width: attrFloat(tag, "width"), height: attrFloat(tag, "height")})
 			cur = &pages[len(pages)-1]
 			block = -1
+			if attr(tag, "width") != nil && cur.width <= 0 && cur.height <= 0 {
+				// A page poppler could not load (a broken page tree) has
+				// no size, and pdftotext writes the previous page's words
+				// into it again: it stays empty.
+				cur = nil
+			}
 		case "/page":
 			cur, ln = nil, nil
 		case "block":
@@ -258,8 +265,15 @@ func cleanText(b []byte) string {
 		case r == utf8.RuneError, r < 0x20, r == 0x7f, isBidiControl(r):
 		case isPresentationForm(r):
 			// Ligatures (ﬁ) and Hebrew/Arabic presentation forms are glyph
-			// choices; their compatibility decomposition is the text.
-			sb.WriteString(norm.NFKC.String(string(r)))
+			// choices; their compatibility decomposition is the text. It
+			// is in logical order, the line around it in visual order
+			// until logicalOrder: a right-to-left one (lam-alef) goes in
+			// as drawn.
+			d := []rune(norm.NFKC.String(string(r)))
+			if c := bidiClass(d[0]); c == bidi.R || c == bidi.AL {
+				reverseClusters(d)
+			}
+			sb.WriteString(string(d))
 		default:
 			sb.WriteRune(r)
 		}

@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -739,5 +741,100 @@ func TestWaitingForAProcessSlotEndsWithTheContext(t *testing.T) {
 	_, err := Convert(ctx, Config{Processes: procs}, readFile(t, "pdfbox", "PDFBOX-3062-002207-p1.pdf"), Options{Format: "html"}, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the context's deadline", err)
+	}
+}
+
+// turnedPage is a paragraph over a table, set at turn quarter turns
+// counter-clockwise: a sideways table on a portrait page (1, 3) or a page
+// upside down (2). fx and fy place a run in the text's own frame, x along
+// the line and y down the text.
+func turnedPage(turn int) []byte {
+	at := func(fx, fy float64, text string) run {
+		x, y := 72+fx, 100+fy
+		switch turn {
+		case 1: // reads up the page, lines follow rightwards
+			x, y = 72+fy, 700-fx
+		case 2: // reads leftwards, lines follow up the page
+			x, y = 540-fx, 700-fy
+		case 3: // reads down the page, lines follow leftwards
+			x, y = 540-fy, 100+fx
+		}
+		return run{x: x, y: y, size: 11, text: text, turn: turn}
+	}
+	runs := []run{
+		at(0, 0, "This report lists the fruit delivered in the last quarter of the year,"),
+		at(0, 14, "grouped by kind, with the quantity and the price of each delivery made."),
+	}
+	for r, row := range [][]string{{"Item", "Quantity", "Price"}, {"Apples", "12", "3.50"}, {"Pears", "7", "2.10"}, {"Cherries", "150", "9.99"}} {
+		for c, cell := range row {
+			runs = append(runs, at(150*float64(c), 60+16*float64(r), cell))
+		}
+	}
+	return buildPDF([]testPage{{runs: runs}})
+}
+
+func TestATurnedPageIsReadInTheDirectionItsTextRuns(t *testing.T) {
+	t.Parallel()
+	want := "<p>This report lists the fruit delivered in the last quarter of the year, grouped by kind, with the quantity and the price of each delivery made.</p>\n" +
+		"<table>\n<tr><td>Item</td><td>Quantity</td><td>Price</td></tr>\n<tr><td>Apples</td><td>12</td><td>3.50</td></tr>\n" +
+		"<tr><td>Pears</td><td>7</td><td>2.10</td></tr>\n<tr><td>Cherries</td><td>150</td><td>9.99</td></tr>\n</table>\n"
+	for turn, name := range []string{"upright", "reading up the page", "upside down", "reading down the page"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			res, err := Convert(context.Background(), Config{}, turnedPage(turn), Options{Format: "html"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(res.Content, want) {
+				t.Errorf("content:\n%s\nwant it to hold:\n%s", res.Content, want)
+			}
+		})
+	}
+}
+
+func TestAnUprightPageWithATurnedMarginNoteStaysUpright(t *testing.T) {
+	t.Parallel()
+	pdf := buildPDF([]testPage{{runs: []run{
+		{x: 30, y: 600, size: 9, turn: 1, text: "arXiv:2411.01234v1 [cs.CL] 24 Nov 2026"},
+		{x: 72, y: 100, size: 11, text: "The quick brown fox jumps over the lazy dog near the river bank."},
+		{x: 72, y: 114, size: 11, text: "A second line of ordinary body text follows the first one here."},
+		{x: 72, y: 128, size: 11, text: "And a third line closes this short paragraph of plain text."},
+	}}})
+	res, err := Convert(context.Background(), Config{}, pdf, Options{Format: "html"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"<p>The quick brown fox jumps over the lazy dog near the river bank. A second line of ordinary body text follows the first one here. And a third line closes this short paragraph of plain text.</p>",
+		"arXiv:2411.01234v1 [cs.CL] 24 Nov 2026",
+	} {
+		if !strings.Contains(res.Content, want) {
+			t.Errorf("content:\n%s\nwant it to hold %q", res.Content, want)
+		}
+	}
+}
+
+func TestAPagePopplerCannotLoadDoesNotRepeatThePageBefore(t *testing.T) {
+	t.Parallel()
+	var pages []testPage
+	for _, s := range []string{"First page text", "Second page text", "Third page text"} {
+		pages = append(pages, testPage{runs: []run{{x: 72, y: 100, size: 12, text: s}}})
+	}
+	pdf := buildPDF(pages)
+	// Point the second kid at its content stream, no page, keeping the
+	// length so the cross-reference table stays right.
+	kids := regexp.MustCompile(`/Kids \[(\d+) 0 R (\d+) 0 R`).FindSubmatchIndex(pdf)
+	if kids == nil {
+		t.Fatal("no Kids array")
+	}
+	second := pdf[kids[4]:kids[5]]
+	n, _ := strconv.Atoi(string(second))
+	copy(second, fmt.Sprintf("%-*d", len(second), n-1))
+	res, err := Convert(context.Background(), Config{}, pdf, Options{Format: "html"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(res.Content, "Third page text"); n != 1 || res.Pages != 3 {
+		t.Errorf("%d pages, %q %d times, want 3 pages and once:\n%s", res.Pages, "Third page text", n, res.Content)
 	}
 }

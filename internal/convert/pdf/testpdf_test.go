@@ -27,6 +27,9 @@ type run struct {
 	x, y, size float64
 	bold       bool
 	text       string
+	// turn is how many quarter turns counter-clockwise the text is set at
+	// (1: it reads up the page; 2: upside down).
+	turn int
 }
 
 // testPage is a US Letter page of text runs, or of one full-page JPEG.
@@ -65,7 +68,12 @@ func buildPDF(pages []testPage) []byte {
 				if r.bold {
 					font = "F2"
 				}
-				fmt.Fprintf(&sb, "BT /%s %g Tf %g %g Td (%s) Tj ET\n", font, r.size, r.x, 792-r.y, pdfString(r.text))
+				if r.turn%4 == 0 {
+					fmt.Fprintf(&sb, "BT /%s %g Tf %g %g Td (%s) Tj ET\n", font, r.size, r.x, 792-r.y, pdfString(r.text))
+					continue
+				}
+				m := [...]string{"", "0 1 -1 0", "-1 0 0 -1", "0 -1 1 0"}[r.turn%4]
+				fmt.Fprintf(&sb, "BT /%s %g Tf %s %g %g Tm (%s) Tj ET\n", font, r.size, m, r.x, 792-r.y, pdfString(r.text))
 			}
 			content = sb.String()
 			res = fmt.Sprintf("<< /Font << /F1 %d 0 R /F2 %d 0 R >> >>", regular, bold)
