@@ -420,6 +420,7 @@ type Store interface {
 	// without a URL erases its webhook secret).
 	// RecordWebhookAttempt records an attempt and the delivery's new state;
 	// a final state erases the webhook secret in the same transaction.
+	// Recording the last attempt again (same At) changes nothing.
 	RecordWebhookAttempt(ctx context.Context, a WebhookAttempt) (job.WebhookDelivery, error)
 	// ExpiredJobs lists up to limit terminal jobs last changed before cutoff
 	// whose webhook is not still being delivered.

@@ -230,19 +230,37 @@ func (e *rowError) Unwrap() error { return e.err }
 // also after the River job's own context has ended.
 var recordWaits = [...]time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second}
 
+// unreachableWait is the pause between further tries, once recordWaits
+// are spent, while the database cannot be reached (store.ErrUnavailable):
+// a failover or a restart of PostgreSQL takes longer than recordWaits'
+// six seconds, and giving up then threw every answer in flight away, to be
+// asked again. Short, so that the record follows the database's return.
+var unreachableWait = 2 * time.Second
+
+// recordPatience bounds retryWrite: the minute of the store that a file's
+// time (fileTimeout) and River's rescue allow for.
+const recordPatience = time.Minute
+
 func (w *fileWorker) record(ctx context.Context, d store.LLMDone) (bool, error) {
 	return retryWrite(ctx, func(ctx context.Context) (bool, error) { return w.deps.Store.FinishLLM(ctx, d) })
 }
 
 // retryWrite runs write, and again after each of recordWaits while it
-// fails, within a minute that outlasts ctx's cancellation.
+// fails, and after that every unreachableWait while it fails because the
+// database cannot be reached, within recordPatience, which outlasts ctx's
+// cancellation. An error the database answered (it refused the write) is
+// not waited out past recordWaits: it would come back the same.
 func retryWrite(ctx context.Context, write func(context.Context) (bool, error)) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordPatience)
 	defer cancel()
 	applied, err := write(ctx)
-	for _, wait := range recordWaits {
-		if err == nil {
-			break
+	for try := 0; err != nil; try++ {
+		wait := unreachableWait
+		switch {
+		case try < len(recordWaits):
+			wait = recordWaits[try]
+		case !errors.Is(err, store.ErrUnavailable):
+			return applied, err
 		}
 		select {
 		case <-ctx.Done():

@@ -226,6 +226,44 @@ func TestAPaidAnswerIsRecordedEvenWhenTheFirstWriteFails(t *testing.T) {
 	}
 }
 
+// A write that fails because the database cannot be reached is tried
+// until the database is back, within recordPatience: a failover outlasts
+// recordWaits, and giving up then lost the paid answer. One the database
+// refused is not waited out.
+func TestARecordWaitsOutAnUnreachableDatabaseNotARefusal(t *testing.T) {
+	quickRecordRetries(t)
+	saved := unreachableWait
+	unreachableWait = time.Millisecond
+	t.Cleanup(func() { unreachableWait = saved })
+	unreachable := fmt.Errorf("finish model row: %w: connection refused", store.ErrUnavailable)
+	tests := []struct {
+		name      string
+		failures  int
+		err       error
+		wantTries int
+		wantErr   bool
+	}{
+		{"an outage longer than recordWaits is waited out", 20, unreachable, 21, false},
+		{"a refusal is tried recordWaits times only", 20, errors.New("disk I/O error"), len(recordWaits) + 1, true},
+		{"a refusal that passes within recordWaits is recorded", 2, errors.New("connection reset"), 3, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tries := 0
+			applied, err := retryWrite(context.Background(), func(context.Context) (bool, error) {
+				tries++
+				if tries <= tt.failures {
+					return false, tt.err
+				}
+				return true, nil
+			})
+			if tries != tt.wantTries || (err != nil) != tt.wantErr || applied == tt.wantErr {
+				t.Fatalf("%d tries, applied %v, err %v; want %d tries, an error: %v", tries, applied, err, tt.wantTries, tt.wantErr)
+			}
+		})
+	}
+}
+
 // gatedChat reports each call's account as it starts and answers it when
 // let through.
 type gatedChat struct {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/provider"
@@ -200,15 +199,13 @@ func remembered[T any](ctx context.Context, cache PageCache, jobID string, fileI
 	}
 	// The answer is paid for: it is kept even when ctx ended while it
 	// came (the worker stopping, the job's time running out), so that the
-	// next run reads it instead of paying again.
-	keepCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepAnswerTimeout)
-	defer cancel()
-	if err := cache.PutOCRPage(keepCtx, jobID, fileIndex, key, raw); err != nil {
+	// next run reads it instead of paying again, and tried again as a
+	// row's record is (retryWrite): one try lost every page answered while
+	// the database was away for a moment.
+	if _, err := retryWrite(ctx, func(ctx context.Context) (bool, error) {
+		return true, cache.PutOCRPage(ctx, jobID, fileIndex, key, raw)
+	}); err != nil {
 		return answer, fmt.Errorf("keep the answer: %w", err)
 	}
 	return answer, nil
 }
-
-// keepAnswerTimeout bounds the write of a paid answer, which outlives the
-// context of the call that got it.
-const keepAnswerTimeout = 10 * time.Second

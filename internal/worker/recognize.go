@@ -283,6 +283,13 @@ func (w *fileWorker) recognize(ctx context.Context, j *job.Job, i int, sofar dow
 		if pe := (*provider.Error)(nil); errors.As(err, &pe) && pe.Retryable() {
 			return row, fetched, &providerBusyError{err: err, retryAfter: pe.RetryAfter, answered: ocr.answered.Load() > 0}
 		}
+		// The page cache could not be read or written (a failover, a cut
+		// connection): that says nothing about the file, which River tries
+		// again. As a FAILED row it ended the job FAILED, "no file could be
+		// recognized", with the database's error as its reason.
+		if errors.Is(err, store.ErrUnavailable) {
+			return row, fetched, err
+		}
 		row.Status, row.Error = job.RowFailed, err.Error()
 		return row, fetched, nil
 	}

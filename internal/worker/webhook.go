@@ -191,8 +191,16 @@ func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool) er
 		state = job.WebhookFailed
 		a.Err = fmt.Sprintf("%s; given up after %s", a.Err, attempts(j.Webhook.Attempts+1))
 	}
-	d, err := w.deps.Store.RecordWebhookAttempt(ctx, store.WebhookAttempt{JobID: j.ID, Status: a.Status, Error: a.Err,
-		At: now, Duration: a.Duration, State: state})
+	// The record is tried again as a paid answer's is (retryWrite): an
+	// attempt the receiver took but whose record was lost to a cut
+	// connection or a failover was sent again by River's next attempt.
+	var d job.WebhookDelivery
+	_, err = retryWrite(ctx, func(ctx context.Context) (bool, error) {
+		var err error
+		d, err = w.deps.Store.RecordWebhookAttempt(ctx, store.WebhookAttempt{JobID: j.ID, Status: a.Status, Error: a.Err,
+			At: now, Duration: a.Duration, State: state})
+		return true, err
+	})
 	if err != nil {
 		return fmt.Errorf("webhook %s: %w", j.ID, err)
 	}

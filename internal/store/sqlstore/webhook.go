@@ -32,6 +32,9 @@ func (s *Store[TTx]) onTerminal(ctx context.Context, tx TTx, q Querier, j *job.J
 // RecordWebhookAttempt records one delivery attempt and the delivery's new
 // state; a final state (delivered, failed) erases the webhook secret in the
 // same transaction. It returns the delivery summary after the attempt.
+// An attempt is known by its time (a.At): recording the last one again
+// changes nothing, so a caller may retry a record whose outcome it did not
+// learn.
 func (s *Store[TTx]) RecordWebhookAttempt(ctx context.Context, a store.WebhookAttempt) (job.WebhookDelivery, error) {
 	var (
 		d      job.WebhookDelivery
@@ -44,6 +47,11 @@ func (s *Store[TTx]) RecordWebhookAttempt(ctx context.Context, a store.WebhookAt
 			return err
 		}
 		d = j.Webhook
+		if !d.LastAttemptAt.IsZero() && d.LastAttemptAt.Equal(truncate(a.At)) {
+			// This attempt is recorded already: an earlier call committed
+			// but its answer was lost, and the worker tried again.
+			return nil
+		}
 		d.Attempts++
 		d.State, d.LastStatus, d.LastError, d.LastAttemptAt = a.State, a.Status, a.Error, truncate(a.At)
 		if a.State == job.WebhookDelivered {

@@ -689,6 +689,13 @@ func testWebhookAttemptsAndRetention(t *testing.T, s Store) {
 		LastAttemptAt: at.Add(time.Minute), DeliveredAt: at.Add(time.Minute)}
 	equal(t, "after delivery", d, want)
 	equal(t, "stored summary", getJob(t, s, j.ID).Webhook, want)
+	// A worker whose record committed but whose answer was lost (a cut
+	// connection) records the same attempt again: it is not counted twice.
+	d, err = s.RecordWebhookAttempt(ctx(t), store.WebhookAttempt{JobID: j.ID, Status: 200,
+		At: at.Add(time.Minute), State: job.WebhookDelivered})
+	noErr(t, "the second attempt recorded again", err)
+	equal(t, "after the same attempt recorded again", d, want)
+	equal(t, "stored summary after the same attempt recorded again", getJob(t, s, j.ID).Webhook, want)
 	secrets, err = s.JobSecrets(ctx(t), j.ID)
 	noErr(t, "JobSecrets", err)
 	equal(t, "secrets once delivered", len(secrets), 0)
