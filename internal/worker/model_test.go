@@ -374,11 +374,7 @@ func TestConsensusRunsThatAnsweredAreNotAskedAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			st := openStore(t)
-			j := &job.Job{ID: "job-k", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
-				Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_THREE_RUNS", ResponseSchema: `{"type":"object"}`, Created: time.Now()}
-			if _, _, err := st.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
-				t.Fatal(err)
-			}
+			j := createConsensusJob(t, st, "job-k")
 			chat := &flakyChat{}
 			w := newFileWorker(Config{}.withDefaults(), Deps{Store: st, Logger: slog.Default()})
 			row := job.LLMRow{JobID: j.ID, ChunkTotal: 1, Input: "chunk"}
@@ -459,11 +455,7 @@ func TestAStoreErrorOnAConsensusRunDoesNotFailTheRow(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			st := openStore(t)
-			j := &job.Job{ID: "job-c", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
-				Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_THREE_RUNS", ResponseSchema: `{"type":"object"}`, Created: time.Now()}
-			if _, _, err := st.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
-				t.Fatal(err)
-			}
+			j := createConsensusJob(t, st, "job-c")
 			ocr := job.OCRRow{JobID: j.ID, File: "https://example.com/a.txt", Status: job.RowDone, Content: "text", OutputFormat: job.FormatPlain}
 			rows := []job.LLMRow{{JobID: j.ID, File: ocr.File, ChunkTotal: 1, Status: job.RowPending, Input: "chunk 0"}}
 			if _, err := st.FinishOCR(ctx, store.OCRDone{Row: ocr, LLM: rows, Name: "a.txt"}); err != nil {
@@ -607,11 +599,7 @@ func TestAnIncompleteVoteSaysWhyInTheLog(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			st := openStore(t)
-			j := &job.Job{ID: "job-k", AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
-				Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_THREE_RUNS", ResponseSchema: `{"type":"object"}`, Created: time.Now()}
-			if _, _, err := st.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
-				t.Fatal(err)
-			}
+			j := createConsensusJob(t, st, "job-k")
 			var logs strings.Builder
 			var mu sync.Mutex
 			log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
@@ -767,4 +755,16 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached")
 		}
 	}
+}
+
+// createConsensusJob creates a job of one source asking three runs of
+// every chunk, with an object schema.
+func createConsensusJob(t *testing.T, st store.Store, id string) *job.Job {
+	t.Helper()
+	j := &job.Job{ID: id, AccountID: "a", Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
+		Prompts: []string{"extract"}, ConsensusMode: "CONSENSUS_MODE_THREE_RUNS", ResponseSchema: `{"type":"object"}`, Created: time.Now()}
+	if _, _, err := st.CreateJob(context.Background(), store.CreateJobParams{Job: j}); err != nil {
+		t.Fatal(err)
+	}
+	return j
 }

@@ -27,14 +27,7 @@ import (
 // the database holds it.
 func TestAFileOfALongerConfiguredProcessIsNotTakenForStuckByTheLeader(t *testing.T) {
 	forEachStoreAtOnce(t, func(t *testing.T, st store.Store) {
-		src := scanSource(t)
-		j := &job.Job{ID: "job-long", AccountID: "acct", Status: job.StatusNew, Created: time.Now(),
-			ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", SourceURLs: []string{src.URL + "/a.txt"}, Prompts: []string{"extract"},
-			Neural: job.Neural{Type: "NEURAL_CLIENT_TYPE_PROVIDER_2", Model: "gpt-4.1", ChunkBudgetTokens: 4000}}
-		if _, _, err := st.CreateJob(context.Background(), store.CreateJobParams{Job: j, Enqueue: FirstStage(j.ID, 1),
-			Secrets: []job.SealedSecret{{Field: job.SecretNeuralAPIKey, Ciphertext: []byte(drainModelKey)}}}); err != nil {
-			t.Fatal(err)
-		}
+		createOneFileJob(t, st, "job-long")
 		long := Config{FileTimeout: 3 * time.Hour, runLimitNoteAfter: 50 * time.Millisecond}
 		deaf := &deafVendor{began: make(chan string, 1)}
 		stop := startNode(t, st, node{id: "node-long", providers: deaf, chats: deaf, hardStop: 50 * time.Millisecond, cfg: long})
@@ -80,14 +73,7 @@ func TestAFileOfALongerConfiguredProcessIsNotTakenForStuckByTheLeader(t *testing
 // to its first provider call.
 func TestAFileThatEndsSoonNotesNoLimit(t *testing.T) {
 	forEachStoreAtOnce(t, func(t *testing.T, st store.Store) {
-		src := scanSource(t)
-		j := &job.Job{ID: "job-short", AccountID: "acct", Status: job.StatusNew, Created: time.Now(),
-			ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", SourceURLs: []string{src.URL + "/a.txt"}, Prompts: []string{"extract"},
-			Neural: job.Neural{Type: "NEURAL_CLIENT_TYPE_PROVIDER_2", Model: "gpt-4.1", ChunkBudgetTokens: 4000}}
-		if _, _, err := st.CreateJob(context.Background(), store.CreateJobParams{Job: j, Enqueue: FirstStage(j.ID, 1),
-			Secrets: []job.SealedSecret{{Field: job.SecretNeuralAPIKey, Ciphertext: []byte(drainModelKey)}}}); err != nil {
-			t.Fatal(err)
-		}
+		j := createOneFileJob(t, st, "job-short")
 		vendor := newHeldVendor(t)
 		close(vendor.release)
 		startProcess(t, st, vendor)
@@ -109,4 +95,19 @@ func TestAFileThatEndsSoonNotesNoLimit(t *testing.T) {
 			}
 		}
 	})
+}
+
+// createOneFileJob creates a job of one text file and a prompt, whose
+// model key is drainModelKey.
+func createOneFileJob(t *testing.T, st store.Store, id string) *job.Job {
+	t.Helper()
+	src := scanSource(t)
+	j := &job.Job{ID: id, AccountID: "acct", Status: job.StatusNew, Created: time.Now(),
+		ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", SourceURLs: []string{src.URL + "/a.txt"}, Prompts: []string{"extract"},
+		Neural: job.Neural{Type: "NEURAL_CLIENT_TYPE_PROVIDER_2", Model: "gpt-4.1", ChunkBudgetTokens: 4000}}
+	if _, _, err := st.CreateJob(context.Background(), store.CreateJobParams{Job: j, Enqueue: FirstStage(j.ID, 1),
+		Secrets: []job.SealedSecret{{Field: job.SecretNeuralAPIKey, Ciphertext: []byte(drainModelKey)}}}); err != nil {
+		t.Fatal(err)
+	}
+	return j
 }

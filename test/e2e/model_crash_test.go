@@ -69,13 +69,7 @@ func TestKilledDuringTheModelStageNoAnsweredRowIsPaidTwice(t *testing.T) {
 	if j := s.waitTerminal(id, keyA, 2*time.Minute); j["status"] != "JOB_STATUS_COMPLETE" {
 		t.Fatalf("job ended %v", j["status"])
 	}
-	res := s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id+"/result", keyA, nil)["result"].(map[string]any)
-	rows := res["llm"].([]any)
-	for i, row := range rows {
-		if r := row.(map[string]any); r["status"] != "JOB_LLM_STATUS_DONE" {
-			t.Errorf("row %d ended %v: %v", i, r["status"], r["error"])
-		}
-	}
+	llmRowsAllDone(t, s, id)
 	mu.Lock()
 	defer mu.Unlock()
 	first := 0
@@ -87,4 +81,18 @@ func TestKilledDuringTheModelStageNoAnsweredRowIsPaidTwice(t *testing.T) {
 	if first != 1 {
 		t.Errorf("the chunk that answered before the kill was asked %d times, want once (calls %v)", first, calls)
 	}
+}
+
+// llmRowsAllDone reads job id's model rows and fails the test for each that
+// is not DONE.
+func llmRowsAllDone(t *testing.T, s *server, id string) []any {
+	t.Helper()
+	res := s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id+"/result", keyA, nil)["result"].(map[string]any)
+	rows := res["llm"].([]any)
+	for i, row := range rows {
+		if r := row.(map[string]any); r["status"] != "JOB_LLM_STATUS_DONE" {
+			t.Errorf("row %d ended %v: %v", i, r["status"], r["error"])
+		}
+	}
+	return rows
 }

@@ -3,96 +3,26 @@ package e2e
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/docjobs/docjobs/internal/store/postgres/pgtest"
 )
 
-// dbSwitch is a TCP proxy in front of PostgreSQL that a test turns off and
-// on: off, every connection through it is cut and new ones are closed as
-// they come (a failover, a restart, a cut network, as the service sees
-// them); on, it passes connections again on the same address.
-type dbSwitch struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	off   bool
-	conns []net.Conn
-}
+// dbSwitch takes PostgreSQL away from the service and gives it back
+// (pgtest.Switch: a TCP proxy that cuts its connections and refuses new
+// ones while down).
+type dbSwitch struct{ down, up func() }
 
 // newDBSwitch returns rawURL with its host replaced by a switch to it.
 func newDBSwitch(t *testing.T, rawURL string) (*dbSwitch, string) {
 	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sw := &dbSwitch{ln: ln}
-	t.Cleanup(func() { _ = ln.Close(); sw.down() })
-	target := u.Host
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go sw.pass(c, target)
-		}
-	}()
-	u.Host = ln.Addr().String()
-	return sw, u.String()
-}
-
-func (sw *dbSwitch) pass(c net.Conn, target string) {
-	sw.mu.Lock()
-	off := sw.off
-	sw.mu.Unlock()
-	if off {
-		_ = c.Close()
-		return
-	}
-	d, err := net.Dial("tcp", target)
-	if err != nil {
-		_ = c.Close()
-		return
-	}
-	sw.mu.Lock()
-	if sw.off {
-		sw.mu.Unlock()
-		_ = c.Close()
-		_ = d.Close()
-		return
-	}
-	sw.conns = append(sw.conns, c, d)
-	sw.mu.Unlock()
-	go func() { _, _ = io.Copy(d, c); _ = d.Close() }()
-	_, _ = io.Copy(c, d)
-	_ = c.Close()
-}
-
-// down cuts every connection and refuses new ones until up.
-func (sw *dbSwitch) down() {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	sw.off = true
-	for _, c := range sw.conns {
-		_ = c.Close()
-	}
-	sw.conns = nil
-}
-
-func (sw *dbSwitch) up() {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	sw.off = false
+	proxied, down, up := pgtest.Switch(t, rawURL)
+	return &dbSwitch{down: down, up: up}, proxied
 }
 
 // outageFor takes the database away now and gives it back after d, once
@@ -188,13 +118,7 @@ func TestADatabaseOutageLosesNoPaidAnswerNorRepeatsAWebhook(t *testing.T) {
 	if wh["state"] != "delivered" || wh["attempts"] != float64(1) {
 		t.Errorf("webhook = %v, want delivered at the first attempt", wh)
 	}
-	res := s.mustDo(http.StatusOK, "GET", "/v1/jobs/"+id+"/result", keyA, nil)["result"].(map[string]any)
-	rows := res["llm"].([]any)
-	for i, row := range rows {
-		if r := row.(map[string]any); r["status"] != "JOB_LLM_STATUS_DONE" {
-			t.Errorf("row %d ended %v: %v", i, r["status"], r["error"])
-		}
-	}
+	rows := llmRowsAllDone(t, s, id)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(calls) != len(rows) || len(rows) < 2 {

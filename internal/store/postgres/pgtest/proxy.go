@@ -17,8 +17,8 @@ import (
 // test.
 func BehindProxy(t testing.TB, rawURL string) (proxied string, cut func()) {
 	t.Helper()
-	proxied, cut, _ = behindProxy(t, rawURL)
-	return proxied, cut
+	proxied, p, _ := behindProxy(t, rawURL)
+	return proxied, p.close
 }
 
 // CountingRoundTrips returns url with its host replaced by a TCP proxy to
@@ -31,7 +31,17 @@ func CountingRoundTrips(t testing.TB, rawURL string) (proxied string, roundTrips
 	return proxied, n.Load
 }
 
-func behindProxy(t testing.TB, rawURL string) (proxied string, cut func(), roundTrips *atomic.Int64) {
+// Switch returns url with its host replaced by a TCP proxy to it, and
+// down and up: down cuts every connection made through the proxy and
+// refuses new ones (they are accepted and closed) until up, a database
+// server away for a while. The proxy is closed after the test.
+func Switch(t testing.TB, rawURL string) (proxied string, down, up func()) {
+	t.Helper()
+	proxied, p, _ := behindProxy(t, rawURL)
+	return proxied, p.down, p.up
+}
+
+func behindProxy(t testing.TB, rawURL string) (proxied string, p *proxy, roundTrips *atomic.Int64) {
 	t.Helper()
 	roundTrips = &atomic.Int64{}
 	u, err := url.Parse(rawURL)
@@ -42,7 +52,7 @@ func behindProxy(t testing.TB, rawURL string) (proxied string, cut func(), round
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln}
+	p = &proxy{ln: ln}
 	t.Cleanup(p.close)
 	target := u.Host
 	go func() {
@@ -57,14 +67,14 @@ func behindProxy(t testing.TB, rawURL string) (proxied string, cut func(), round
 				continue
 			}
 			if !p.track(c, d) {
-				return
+				continue // down, or closed: Accept fails next
 			}
 			go func() { _, _ = io.Copy(d, c); _ = d.Close() }()
 			go func() { _, _ = io.Copy(io.MultiWriter(c, &readyCounter{n: roundTrips}), d); _ = c.Close() }()
 		}
 	}()
 	u.Host = ln.Addr().String()
-	return u.String(), p.close, roundTrips
+	return u.String(), p, roundTrips
 }
 
 // readyCounter reads a server's side of the protocol (type byte, int32
@@ -98,18 +108,18 @@ func (r *readyCounter) Write(b []byte) (int, error) {
 }
 
 type proxy struct {
-	ln     net.Listener
-	mu     sync.Mutex
-	closed bool
-	conns  []net.Conn
+	ln          net.Listener
+	mu          sync.Mutex
+	closed, off bool
+	conns       []net.Conn
 }
 
 // track records the two ends of a proxied connection, or closes them when
-// the proxy is closed already.
+// the proxy is closed or down.
 func (p *proxy) track(c ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || p.off {
 		for _, x := range c {
 			_ = x.Close()
 		}
@@ -131,4 +141,22 @@ func (p *proxy) close() {
 	for _, c := range p.conns {
 		_ = c.Close()
 	}
+}
+
+// down cuts every connection made through the proxy and refuses new ones
+// until up.
+func (p *proxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.off = true
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) up() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.off = false
 }
