@@ -247,16 +247,23 @@ func TestXLSXBudgetsChargeRowsPaddedToTheTableWidth(t *testing.T) {
 	})
 	for _, cfg := range []Config{{MaxCells: 1000}, {MaxOutputBytes: 2000}} {
 		md, _ := markdown(t, cfg, XLSX, data)
-		rows := mdTableRows(md)
-		if cells := rows * 26; cfg.MaxCells > 0 && cells > cfg.MaxCells {
-			t.Errorf("MaxCells %d: %d rows of 26 cells", cfg.MaxCells, rows)
-		}
-		if cfg.MaxOutputBytes > 0 && int64(len(md)) > cfg.MaxOutputBytes+100 {
-			t.Errorf("MaxOutputBytes %d: %d bytes", cfg.MaxOutputBytes, len(md))
-		}
-		if rows == 0 || !strings.Contains(md, "more rows omitted") {
-			t.Errorf("%+v: %d rows, no note: %q", cfg, rows, md[max(0, len(md)-80):])
-		}
+		wantPaddedTableWithin(t, cfg, md)
+	}
+}
+
+// wantPaddedTableWithin checks that md, a table 26 cells wide, keeps
+// within cfg's cell or byte budget and says that rows were omitted.
+func wantPaddedTableWithin(t *testing.T, cfg Config, md string) {
+	t.Helper()
+	rows := mdTableRows(md)
+	if cells := rows * 26; cfg.MaxCells > 0 && cells > cfg.MaxCells {
+		t.Errorf("MaxCells %d: %d rows of 26 cells", cfg.MaxCells, rows)
+	}
+	if cfg.MaxOutputBytes > 0 && int64(len(md)) > cfg.MaxOutputBytes+100 {
+		t.Errorf("MaxOutputBytes %d: %d bytes", cfg.MaxOutputBytes, len(md))
+	}
+	if rows == 0 || !strings.Contains(md, "more rows omitted") {
+		t.Errorf("%+v: %d rows, no note: %q", cfg, rows, md[max(0, len(md)-80):])
 	}
 }
 
