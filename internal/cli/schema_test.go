@@ -25,12 +25,13 @@ func olderDatabase(t *testing.T) (dir string, last int) {
 	if err := db.QueryRow(`SELECT max(version) FROM docjobs_migrations`).Scan(&last); err != nil {
 		t.Fatal(err)
 	}
-	// 015_end_merges added one column: an older database has neither it
-	// nor its record.
-	if last != 15 {
-		t.Fatalf("the last migration is %d: olderDatabase undoes 15 (end_merges); undo the new one instead", last)
+	// 016_river_leftovers added a table and an index on River's: an older
+	// database has neither them nor their record.
+	if last != 16 {
+		t.Fatalf("the last migration is %d: olderDatabase undoes 16 (river_leftovers); undo the new one instead", last)
 	}
-	for _, q := range []string{`ALTER TABLE jobs DROP COLUMN end_merges`, `DELETE FROM docjobs_migrations WHERE version = 15`} {
+	for _, q := range []string{`DROP TABLE job_river_leftovers`, `DROP INDEX docjobs_river_job_job_id`,
+		`DELETE FROM docjobs_migrations WHERE version = 16`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
