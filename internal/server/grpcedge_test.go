@@ -468,8 +468,10 @@ func TestShutdownEndsStreamsThatWaitForTheirClient(t *testing.T) {
 	if err := env.stop(); err != nil {
 		t.Errorf("Serve = %v, want nil: nothing was in flight but two open streams", err)
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("shutdown took %s, want well under a second", d)
+	// Waiting for the streams would take the 5 s shutdown timeout; a loaded
+	// machine's CI run took 1.03 s without waiting.
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("shutdown took %s, want well under the 5 s shutdown timeout", d)
 	}
 	next, err := watch.Recv()
 	if err != nil || next.GetStatus() != grpc_health_v1.HealthCheckResponse_NOT_SERVING {
