@@ -33,6 +33,7 @@ import (
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
 	"github.com/docjobs/docjobs/internal/auth"
+	"github.com/docjobs/docjobs/internal/blobtest"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/logtest"
 	"github.com/docjobs/docjobs/internal/s3test"
@@ -1607,7 +1608,7 @@ func TestAnUploadWhoseRecordAnsweredAnErrorKeepsWhatItsRecordNeeds(t *testing.T)
 			if gotErr := err != nil; gotErr != tt.wantErr {
 				t.Fatalf("StoreUpload: %v, want an error: %v", err, tt.wantErr)
 			}
-			keys := h.storedKeys(t, "uploads/")
+			keys := blobtest.Keys(t, h.bucket, "uploads/")
 			if kept := len(keys) == 1; kept != tt.wantBytesKept {
 				t.Fatalf("stored under uploads/: %q, want the bytes kept: %v", keys, tt.wantBytesKept)
 			}
@@ -1651,24 +1652,5 @@ func TestAbortFindsAMultipartUploadWhoseIDWasNeverRead(t *testing.T) {
 	}
 	if !slices.Equal(left, []string{other}) {
 		t.Errorf("multipart uploads left: %q, want only the other key's", left)
-	}
-}
-
-// storedKeys lists the keys of the files h's bucket holds under prefix.
-func (h *harness) storedKeys(t *testing.T, prefix string) []string {
-	t.Helper()
-	var keys []string
-	it := h.bucket.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(context.Background())
-		if errors.Is(err, io.EOF) {
-			return keys
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !obj.IsDir {
-			keys = append(keys, obj.Key)
-		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	docjobsv1 "github.com/docjobs/docjobs/gen/docjobs/v1"
+	"github.com/docjobs/docjobs/internal/blobtest"
 	"github.com/docjobs/docjobs/internal/store"
 )
 
@@ -65,7 +66,7 @@ func TestAnUploadPastItsTimeLimitIsRefusedAndKeepsNothing(t *testing.T) {
 		if err != nil || len(page.Files) != 0 {
 			t.Errorf("uploads recorded: %v, %v", page.Files, err)
 		}
-		for _, k := range h.storedKeys(t, "") {
+		for _, k := range blobtest.Keys(t, h.bucket, "") {
 			t.Errorf("left in storage: %s", k)
 		}
 
