@@ -536,7 +536,7 @@ func numericHost(host string) bool {
 	if hex, ok := strings.CutPrefix(last, "0x"); ok {
 		last, digits = hex, "0123456789abcdef"
 	}
-	if strings.Trim(last, digits) != "" || strings.HasPrefix(h, "[") {
+	if strings.Trim(last, digits) != "" {
 		return false
 	}
 	_, err := netip.ParseAddr(h)
