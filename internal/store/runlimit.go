@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -37,7 +38,10 @@ func NewRunLimit(rj *rivertype.JobRow, limit time.Duration) RunLimit {
 // RunLimitOf returns the limit noted for rj's current attempt, or 0 when
 // none is.
 func RunLimitOf(rj *rivertype.JobRow) time.Duration {
-	if rj == nil || len(rj.Metadata) == 0 {
+	// River asks at every file job's start, and nearly none carries a
+	// note (an attempt writes one only once it has run 30 s): skip the
+	// parse of River's own metadata for them.
+	if rj == nil || !bytes.Contains(rj.Metadata, []byte(RunLimitKey)) {
 		return 0
 	}
 	var md map[string]json.RawMessage
