@@ -16,8 +16,8 @@ import (
 
 // FuzzVote votes up to five arbitrary answers and checks that the vote never
 // panics, that every scalar of the agreed answer is a value some votable run
-// has at the same place (array positions aside), and the properties of ties,
-// majorities and unanimity.
+// has at the same place (positions in lists aside, a tuple's kept), and the
+// properties of ties, majorities and unanimity.
 func FuzzVote(f *testing.F) {
 	f.Add(uint8(3), `{"a":1,"b":"x"}`, `{"a":1.0,"b":"y"}`, `{"b":"x"}`, ``, ``)
 	f.Add(uint8(3), `{"items":[{"id":1,"t":10},{"id":2}]}`, `{"items":[{"id":2},{"id":1,"t":11}]}`, `{"items":[]}`, ``, ``)
@@ -104,7 +104,7 @@ func (g *gen) value(depth int) string {
 
 // checkVote votes texts and checks what must hold whatever they are: no
 // panic, every scalar of the agreed answer a value some votable run has at
-// the same place (array positions aside), two runs agreeing with the first,
+// the same place (positions in lists aside; see leaves), two runs agreeing with the first,
 // identical runs with no disagreement, and an answer more than half of the
 // runs gave (as a value: key order and null keys aside) agreed whichever
 // runs came first, array order included.
@@ -265,17 +265,29 @@ func resolve(in *interner, n *node, path string) (*node, bool) {
 	return n, true
 }
 
-// leaves calls fn with "path=value id" for every scalar under n; array
-// positions are written "*", since elements are matched, not aligned.
+// leaves calls fn with "path=value id" for every scalar under n. Positions
+// of a list (an array not directly inside an array) are written "*", since
+// its elements are matched, not aligned; an array directly inside a list is
+// a tuple, matched by position and voted cell by cell, so its positions are
+// kept (a shifted column would put a value at a place no run has it); an
+// array directly inside a tuple is a list again.
 func leaves(in *interner, n *node, path string, fn func(string)) {
+	leavesOf(in, n, path, false, fn)
+}
+
+func leavesOf(in *interner, n *node, path string, tuple bool, fn func(string)) {
 	switch n.kind {
 	case kindObject:
 		for i, k := range n.keys {
-			leaves(in, n.vals[i], path+"."+fieldpath.Key(in.keyNames[k]), fn)
+			leavesOf(in, n.vals[i], path+"."+fieldpath.Key(in.keyNames[k]), false, fn)
 		}
 	case kindArray:
-		for _, e := range n.vals {
-			leaves(in, e, path+".*", fn)
+		for i, e := range n.vals {
+			at := ".*"
+			if tuple {
+				at = "." + strconv.Itoa(i)
+			}
+			leavesOf(in, e, path+at, !tuple, fn)
 		}
 	default:
 		fn(path + "=" + strconv.Itoa(int(n.id)))
