@@ -390,7 +390,9 @@ func tupleFeats(n *node) []feat {
 // match merges clusters of similar objects that no run has twice, most
 // similar pairs first. Similarity is the share of keys whose values are
 // equal: shared / union, both counted over keys with a non-null value. Pairs
-// below one half, or sharing nothing, are never merged.
+// below one half, or sharing nothing, are never merged. Arrays of one length
+// (tuples) are matched the same way, their positions standing for keys
+// (tupleFeats); arrays of different lengths never are.
 //
 // Comparing every pair is quadratic, so pairs are found through an index
 // (prefix filtering, as in set-similarity joins): each object is indexed by
