@@ -341,13 +341,58 @@ func (v *voter) element(set []int, cl *clusters, g int32, keep bool) (*out, erro
 		v.agree(keep, bits.OnesCount32(c.mask))
 		return agreedAs(vals), nil // and the null keys later runs wrote
 	}
+	if c.first.kind == kindArray { // matched tuples, all of one length
+		return v.tuple(sub, vals, keep)
+	}
 	return v.vote(sub, vals, keep)
+}
+
+// tuple votes arrays of one length that were matched as one element (rows
+// written as tuples) cell by cell, by position: a run that differs in one
+// cell disputes that cell, at its own path, as a field of matched objects
+// is disputed (hunt-tuples). Voting the cells as array elements instead
+// would match them by value and shift the columns. A cell that is itself
+// an array is voted by the rules of any value, so a list of tuples inside
+// a tuple is matched in turn. Every run has every cell, so no cell is
+// left out: a null that wins is written, keeping the columns in place.
+func (v *voter) tuple(set []int, tuples []*node, keep bool) (*out, error) {
+	res := &out{kind: kindArray, vals: make([]*out, 0, len(tuples[0].vals))}
+	for i := range tuples[0].vals {
+		col := make([]*node, len(tuples))
+		for r, t := range tuples {
+			col[r] = t.vals[i]
+		}
+		v.path = append(v.path, seg{key: -1, index: i})
+		val, err := v.vote(set, col, keep)
+		v.path = v.path[:len(v.path)-1]
+		if err != nil {
+			return nil, err
+		}
+		res.vals = append(res.vals, val)
+	}
+	return res, nil
+}
+
+// tupleFeats is what similarity compares for an array element: its
+// non-null cells keyed by position. Positions are negative keys (-1 for
+// the first cell), so a tuple never shares a feature with an object, whose
+// key ids are not negative; sorted by key like an object's feats.
+func tupleFeats(n *node) []feat {
+	var fs []feat
+	for i := len(n.vals) - 1; i >= 0; i-- {
+		if e := n.vals[i]; e.kind != kindNull { // null and absent are one value, as in objects
+			fs = append(fs, feat{key: -1 - int32(i), val: e.id})
+		}
+	}
+	return fs
 }
 
 // match merges clusters of similar objects that no run has twice, most
 // similar pairs first. Similarity is the share of keys whose values are
 // equal: shared / union, both counted over keys with a non-null value. Pairs
-// below one half, or sharing nothing, are never merged.
+// below one half, or sharing nothing, are never merged. Arrays of one length
+// (tuples) are matched the same way, their positions standing for keys
+// (tupleFeats); arrays of different lengths never are.
 //
 // Comparing every pair is quadratic, so pairs are found through an index
 // (prefix filtering, as in set-similarity joins): each object is indexed by
@@ -359,15 +404,27 @@ func (v *voter) element(set []int, cl *clusters, g int32, keep bool) (*out, erro
 func (v *voter) match(cl *clusters, all uint32) error {
 	cs := cl.cs
 	var cands []int32
+	var candFeats [][]feat
 	for i, c := range cs {
-		if c.mask != all && c.first.kind == kindObject && len(c.first.feats) > 0 {
+		if c.mask == all {
+			continue
+		}
+		var fs []feat
+		switch c.first.kind {
+		case kindObject:
+			fs = c.first.feats
+		case kindArray:
+			fs = tupleFeats(c.first)
+		}
+		if len(fs) > 0 {
 			cands = append(cands, int32(i))
+			candFeats = append(candFeats, fs)
 		}
 	}
 	if len(cands) < 2 {
 		return nil
 	}
-	feats := func(x int) []feat { return cs[cands[x]].first.feats }
+	feats := func(x int) []feat { return candFeats[x] }
 
 	freq := map[feat]int32{}
 	for x := range cands {
@@ -414,10 +471,13 @@ func (v *voter) match(cl *clusters, all uint32) error {
 				if a.mask&b.mask != 0 {
 					continue
 				}
-				if err := v.charge(int64(len(a.first.feats) + len(b.first.feats) + 1)); err != nil {
+				if a.first.kind == kindArray && len(a.first.vals) != len(b.first.vals) {
+					continue // tuples of other lengths: their columns may not line up
+				}
+				if err := v.charge(int64(len(feats(x)) + len(feats(int(y))) + 1)); err != nil {
 					return err
 				}
-				shared, union := similarity(a.first, b.first)
+				shared, union := similarity(feats(x), feats(int(y)))
 				if 2*shared >= union {
 					if err := v.charge(pairCost); err != nil {
 						return err
@@ -461,10 +521,9 @@ func (v *voter) charge(steps int64) error {
 	return nil
 }
 
-// similarity counts the keys two objects share with equal values, and the
-// keys either has, ignoring null values.
-func similarity(a, b *node) (shared, union int) {
-	x, y := a.feats, b.feats
+// similarity counts the keys (for tuples, positions) two elements share
+// with equal values, and the keys either has, ignoring null values.
+func similarity(x, y []feat) (shared, union int) {
 	i, j := 0, 0
 	for i < len(x) && j < len(y) {
 		switch {

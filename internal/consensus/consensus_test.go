@@ -638,6 +638,13 @@ func TestVoteDegradesAtLimits(t *testing.T) {
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	}
+	tuples := func(n int, t0 int) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = fmt.Sprintf(`["line",%d]`, t0+i) // the same rows as tuples: as alike
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
 	tests := []struct {
 		name   string
 		runs   []Run
@@ -652,6 +659,8 @@ func TestVoteDegradesAtLimits(t *testing.T) {
 			"run 2: answer has more than 4 JSON values"},
 		{"array matching over MaxMatchCost", answers(records(50, 0), records(50, 100)), Limits{MaxMatchCost: 1000},
 			`matching array elements at "" went over the budget of 1000 steps`},
+		{"tuple matching over MaxMatchCost", answers(`{"t":`+tuples(50, 0)+`}`, `{"t":`+tuples(50, 100)+`}`), Limits{MaxMatchCost: 1000},
+			`matching array elements at "t" went over the budget of 1000 steps`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -673,6 +682,12 @@ func TestVoteDegradesAtLimits(t *testing.T) {
 	}
 	t.Run("the same answers vote within the default limits", func(t *testing.T) {
 		res := mustVote(t, answers(records(50, 0), records(50, 100)), Limits{})
+		if res.Degraded != "" || len(res.Disagreements) != 50 {
+			t.Errorf("degraded %q, %d disagreements", res.Degraded, len(res.Disagreements))
+		}
+	})
+	t.Run("the same tuples vote within the default limits", func(t *testing.T) {
+		res := mustVote(t, answers(tuples(50, 0), tuples(50, 100)), Limits{})
 		if res.Degraded != "" || len(res.Disagreements) != 50 {
 			t.Errorf("degraded %q, %d disagreements", res.Degraded, len(res.Disagreements))
 		}

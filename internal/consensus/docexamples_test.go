@@ -48,6 +48,22 @@ func TestDocumentedExamples(t *testing.T) {
  "disagreementsDropped":0}`,
 		},
 		{
+			name: "a table of tuples",
+			runs: []string{
+				`{"rows":[["A",1,"x"],["B",2,"y"]]}`,
+				`{"rows":[["A",2,"x"],["B",2,"y"]]}`,
+				`{"rows":[["A",3,"x"],["B",2,"y"]]}`,
+			},
+			content: `{"rows":[["A",1,"x"],["B",2,"y"]]}`,
+			block: `{"k":3,"runsVotable":3,"minAgreement":0.3333333333333333,"incomplete":false,
+ "disagreements":[
+   {"fieldPath":"rows.0.1","variants":[
+     {"value":"1","runs":1,"included":true},
+     {"value":"2","runs":1,"included":false},
+     {"value":"3","runs":1,"included":false}],"variantsDropped":0}],
+ "disagreementsDropped":0}`,
+		},
+		{
 			name: "a presence dispute",
 			runs: []string{
 				`{"seller":{"name":"ACME","vat":"DE1"},"note":"paid"}`,

@@ -16,8 +16,8 @@ import (
 
 // FuzzVote votes up to five arbitrary answers and checks that the vote never
 // panics, that every scalar of the agreed answer is a value some votable run
-// has at the same place (array positions aside), and the properties of ties,
-// majorities and unanimity.
+// has at the same place (positions in lists aside, a tuple's kept), and the
+// properties of ties, majorities and unanimity.
 func FuzzVote(f *testing.F) {
 	f.Add(uint8(3), `{"a":1,"b":"x"}`, `{"a":1.0,"b":"y"}`, `{"b":"x"}`, ``, ``)
 	f.Add(uint8(3), `{"items":[{"id":1,"t":10},{"id":2}]}`, `{"items":[{"id":2},{"id":1,"t":11}]}`, `{"items":[]}`, ``, ``)
@@ -29,6 +29,8 @@ func FuzzVote(f *testing.F) {
 	f.Add(uint8(3), `{"a":1,"x":[{"k":1}]}`, `{"a":1,"b":null,"x":[{"k":1,"n":null}]}`, `{"x":[{"n":null,"k":1}],"a":1}`, ``, ``)
 	f.Add(uint8(5), `[2,1,4,3]`, `[1,2,3,4]`, `[4,3,2,1]`, `[1,2,3,4]`, `[1,2,3,4]`)
 	f.Add(uint8(3), `[{"a":1,"b":2},{"a":1,"b":3},{"a":2,"b":2}]`, `[{"a":1,"b":3},{"a":1}]`, `[{"b":2},{"a":1,"b":2,"c":3}]`, ``, ``)
+	f.Add(uint8(3), `{"rows":[["A",1,"x"],["B",2,null]]}`, `{"rows":[["B",2,"y"],["A",2,"x"]]}`, `{"rows":[["A",3,"x"],["B",2]]}`, ``, ``)
+	f.Add(uint8(5), `[["A",[["x",1],["y",2]]],[{"q":1},2]]`, `[["A",[["y",3],["x",1]]],[{"q":2},2]]`, `[["A",[1,2]]]`, `[[{"q":1},3]]`, `[[],[null,null]]`)
 	f.Fuzz(func(t *testing.T, k uint8, a, b, c, d, e string) {
 		checkVote(t, []string{a, b, c, d, e}[:1+int(k)%MaxRuns])
 	})
@@ -41,6 +43,8 @@ func FuzzVoteGenerated(f *testing.F) {
 	f.Add([]byte{3, 4, 2, 0, 1, 6, 3, 1, 3, 3, 4, 2, 0, 2, 6, 3, 1, 3, 3})
 	f.Add([]byte{2, 6, 4, 4, 3, 0, 1, 4, 1, 0, 2, 6, 4, 4, 1, 0, 1, 4, 3, 0, 2})
 	f.Add([]byte{4, 7, 3, 1, 1, 1, 7, 2, 1, 1, 7, 3, 1, 2, 1, 7, 3, 1, 1, 2, 7, 3, 2, 1, 1})
+	// Three runs of [[1,2,"x"]], [[1,1,"x"]], [[2,2,"y"]]: tuples that match by their cells.
+	f.Add([]byte{2, 7, 1, 7, 3, 1, 0, 1, 2, 2, 0, 7, 1, 7, 3, 1, 0, 1, 0, 2, 0, 7, 1, 7, 3, 1, 2, 1, 2, 2, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {
 			return
@@ -100,7 +104,7 @@ func (g *gen) value(depth int) string {
 
 // checkVote votes texts and checks what must hold whatever they are: no
 // panic, every scalar of the agreed answer a value some votable run has at
-// the same place (array positions aside), two runs agreeing with the first,
+// the same place (positions in lists aside; see leaves), two runs agreeing with the first,
 // identical runs with no disagreement, and an answer more than half of the
 // runs gave (as a value: key order and null keys aside) agreed whichever
 // runs came first, array order included.
@@ -184,11 +188,14 @@ func checkVote(t *testing.T, texts []string) {
 // marked included is the value found at its fieldPath (or, for an
 // array-element dispute, one of that array's elements; for a winning null,
 // a key absent or null), and the variant that is the field's value has at
-// least as many runs as any competitor. Values cut to MaxValueBytes cannot
-// be compared and are passed over.
+// least as many runs as any competitor. Values cut to MaxValueBytes, and
+// paths cut to MaxPathBytes, cannot be compared and are passed over.
 func checkIncluded(t *testing.T, in *interner, lim Limits, agreed *node, res Result) {
 	t.Helper()
 	for _, dis := range res.Disagreements {
+		if len(dis.FieldPath) > MaxPathBytes-utf8.UTFMax {
+			continue // possibly cut to MaxPathBytes: it names no place any more
+		}
 		at, found := resolve(in, agreed, dis.FieldPath)
 		for _, vr := range dis.Variants {
 			if !vr.Included || len(vr.Value) >= MaxValueBytes-utf8.UTFMax {
@@ -258,17 +265,29 @@ func resolve(in *interner, n *node, path string) (*node, bool) {
 	return n, true
 }
 
-// leaves calls fn with "path=value id" for every scalar under n; array
-// positions are written "*", since elements are matched, not aligned.
+// leaves calls fn with "path=value id" for every scalar under n. Positions
+// of a list (an array not directly inside an array) are written "*", since
+// its elements are matched, not aligned; an array directly inside a list is
+// a tuple, matched by position and voted cell by cell, so its positions are
+// kept (a shifted column would put a value at a place no run has it); an
+// array directly inside a tuple is a list again.
 func leaves(in *interner, n *node, path string, fn func(string)) {
+	leavesOf(in, n, path, false, fn)
+}
+
+func leavesOf(in *interner, n *node, path string, tuple bool, fn func(string)) {
 	switch n.kind {
 	case kindObject:
 		for i, k := range n.keys {
-			leaves(in, n.vals[i], path+"."+fieldpath.Key(in.keyNames[k]), fn)
+			leavesOf(in, n.vals[i], path+"."+fieldpath.Key(in.keyNames[k]), false, fn)
 		}
 	case kindArray:
-		for _, e := range n.vals {
-			leaves(in, e, path+".*", fn)
+		for i, e := range n.vals {
+			at := ".*"
+			if tuple {
+				at = "." + strconv.Itoa(i)
+			}
+			leavesOf(in, e, path+at, !tuple, fn)
 		}
 	default:
 		fn(path + "=" + strconv.Itoa(int(n.id)))

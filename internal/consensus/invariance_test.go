@@ -41,6 +41,17 @@ func TestVoteDoesNotDependOnRunOrder(t *testing.T) {
 			agreed: `{"items":[{"id":1,"q":1},{"id":2,"q":2},{"id":3,"q":3}]}`,
 		},
 		{
+			name: "tuples: reordered by one run, a cell no copy of the row has a majority for",
+			runs: []string{
+				`{"rows":[["A",1,"x"],["B",2,"y"]]}`,
+				`{"rows":[["B",5,"y"],["A",1,"x"]]}`,
+				`{"rows":[["A",1,"x"],["B",2,"y"]]}`,
+				`{"rows":[["A",1,"x"],["B",7,"y"]]}`,
+				`{"rows":[["A",1,"x"],["B",9,"y"]]}`,
+			},
+			agreed: `{"rows":[["A",1,"x"],["B",2,"y"]]}`,
+		},
+		{
 			name:   "array order: a run lacking an element still counts for the order",
 			runs:   []string{`[4,3,2,1]`, `[1,3,4]`, `[1,2,3,4]`},
 			agreed: `[1,2,3,4]`,
