@@ -40,6 +40,9 @@ const (
 	multipartSlack = 1 << 20
 	// fileFormField is the multipart field that carries the upload.
 	fileFormField = "file"
+	// uploadRoute is the upload's path, and its route label: its error
+	// answers have no details (writeUploadError), whoever writes them.
+	uploadRoute = "/v1/jobs/upload"
 )
 
 // uploadResponse is the spec's upload result; its names are snake_case.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/docjobs/docjobs/internal/job"
 )
 
 // multipartBody builds a small multipart body in memory.
@@ -124,6 +127,27 @@ func TestUploadRefusesBadRequestsWithoutDetails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// panickingFiles is storage whose StoreUpload panics, as a driver bug would.
+type panickingFiles struct{ *diskFiles }
+
+func (panickingFiles) StoreUpload(context.Context, string, io.Reader) (job.File, string, error) {
+	panic("storage exploded")
+}
+
+// The spec gives every upload failure the body {code, message}, with no
+// details array; a panic is one too, answered by the recovery every route
+// shares.
+func TestAnUploadThatPanicsIsInternalWithoutDetails(t *testing.T) {
+	env := startServer(t, func(_ *Config, d *Deps) { d.Files = panickingFiles{d.Files.(*diskFiles)} })
+	ct, body := multipartBody(t, nil, "file", "a.txt", "x")
+	m := wantStatusBody(t, env.do("POST", "/v1/jobs/upload", keyAlice, ct, body), 500, codes.Internal, false)
+	if msg := m["message"].(string); !strings.HasPrefix(msg, "internal error (id=") || strings.Contains(msg, "exploded") {
+		t.Errorf("message = %q, want the error id only", msg)
+	}
+	// The other routes keep their details array.
+	wantStatusBody(t, env.doJSON("GET", "/v1/jobs/panic/result", keyAlice, ""), 500, codes.Internal, true)
 }
 
 func TestUploadAboveTheLimitIsRefusedWhileMemoryStaysFlat(t *testing.T) {

@@ -134,7 +134,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				}
 				st := s.internal(r.Context(), panicError{p}, stackAttr())
 				if !sw.written {
-					s.writeError(sw, r, st.Err())
+					// In the shape of the route's other errors: the
+					// upload's have no details (spec).
+					answer := s.writeError
+					if info.route == uploadRoute {
+						answer = s.writeUploadError
+					}
+					answer(sw, r, st.Err())
 				}
 			}
 			code := sw.code

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"mime"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	openapi_v3 "github.com/google/gnostic/openapiv3"
+	"google.golang.org/grpc/codes"
 
 	"github.com/docjobs/docjobs/internal/api"
 	"github.com/docjobs/docjobs/internal/auth"
@@ -334,4 +336,121 @@ func (d openAPIDoc) header(t *testing.T, h *openapi_v3.HeaderOrReference) *opena
 	}
 	t.Fatalf("%s does not resolve", ref)
 	return nil
+}
+
+// schema returns the component schema named name.
+func (d openAPIDoc) schema(t *testing.T, name string) *openapi_v3.Schema {
+	t.Helper()
+	for _, named := range d.GetComponents().GetSchemas().GetAdditionalProperties() {
+		if named.GetName() == name {
+			return named.GetValue().GetSchema()
+		}
+	}
+	t.Fatalf("no component schema %s", name)
+	return nil
+}
+
+// property returns the property name of s.
+func property(t *testing.T, s *openapi_v3.Schema, name string) *openapi_v3.Schema {
+	t.Helper()
+	for _, p := range s.GetProperties().GetAdditionalProperties() {
+		if p.GetName() == name {
+			return p.GetValue().GetSchema()
+		}
+	}
+	t.Fatalf("no property %s", name)
+	return nil
+}
+
+// The create rules of the spec's table that a schema can state are stated
+// in /openapi.yaml, and each holds on the server exactly at its bound: a
+// generated client or a validator reading the document refuses what the
+// server refuses, and nothing it accepts.
+func TestOpenAPIStatesTheCreateRulesTheServerEnforces(t *testing.T) {
+	env := startServer(t, withService(t, api.Config{}))
+	doc := servedOpenAPI(t, env)
+	create := func(edit func(body map[string]any)) *http.Response {
+		t.Helper()
+		body := map[string]any{}
+		if err := json.Unmarshal([]byte(limitsCreateBody), &body); err != nil {
+			t.Fatal(err)
+		}
+		edit(body)
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env.doJSON("POST", "/v1/jobs", keyAlice, string(b))
+	}
+	wantRefused := func(t *testing.T, resp *http.Response, message string) {
+		t.Helper()
+		if m := wantStatusBody(t, resp, 400, codes.InvalidArgument, true); m["message"] != message {
+			t.Errorf("message = %q, want %q", m["message"], message)
+		}
+	}
+	wantAccepted := func(t *testing.T, resp *http.Response) {
+		t.Helper()
+		if body := readBody(t, resp); resp.StatusCode != http.StatusOK {
+			t.Errorf("status %d, want 200: %s", resp.StatusCode, body)
+		}
+	}
+
+	for _, tt := range []struct {
+		schema, path string // path: the field's name in messages, before the property
+		want         []string
+	}{
+		{"CreateJobRequest", "", []string{"sourceUrls", "neural", "ocr"}},
+		{"Ocr", "ocr.", []string{"provider", "model", "providerKey"}},
+	} {
+		required := doc.schema(t, tt.schema).GetRequired()
+		if !slices.Equal(required, tt.want) {
+			t.Errorf("%s: required = %q, want %q", tt.schema, required, tt.want)
+		}
+		for _, name := range required {
+			t.Run(tt.path+name+" is required", func(t *testing.T) {
+				wantRefused(t, create(func(body map[string]any) {
+					if tt.path == "" {
+						delete(body, name)
+					} else {
+						delete(body["ocr"].(map[string]any), name)
+					}
+				}), tt.path+name+": required")
+			})
+		}
+	}
+	t.Run("sourceUrls has at least minItems", func(t *testing.T) {
+		if got := property(t, doc.schema(t, "CreateJobRequest"), "sourceUrls").GetMinItems(); got != 1 {
+			t.Fatalf("minItems = %d, want 1", got)
+		}
+		wantRefused(t, create(func(body map[string]any) { body["sourceUrls"] = []string{} }), "sourceUrls: required")
+	})
+	t.Run("idempotencyKey has at most maxLength characters", func(t *testing.T) {
+		n := int(property(t, doc.schema(t, "CreateJobRequest"), "idempotencyKey").GetMaxLength())
+		if n != 255 {
+			t.Fatalf("maxLength = %d, want 255", n)
+		}
+		// Characters, not bytes: two bytes each.
+		wantAccepted(t, create(func(body map[string]any) { body["idempotencyKey"] = strings.Repeat("é", n) }))
+		wantRefused(t, create(func(body map[string]any) { body["idempotencyKey"] = strings.Repeat("é", n+1) }),
+			"idempotencyKey: at most 255 characters")
+	})
+	t.Run("merge.dedupeBy has at most maxItems names", func(t *testing.T) {
+		n := int(property(t, doc.schema(t, "MergeOptions"), "dedupeBy").GetMaxItems())
+		if n != 32 {
+			t.Fatalf("maxItems = %d, want 32", n)
+		}
+		names := func(k int) []string {
+			out := make([]string, k)
+			for i := range out {
+				out[i] = "f" + strconv.Itoa(i)
+			}
+			return out
+		}
+		wantAccepted(t, create(func(body map[string]any) {
+			body["merge"] = map[string]any{"enabled": true, "dedupeBy": names(n)}
+		}))
+		wantRefused(t, create(func(body map[string]any) {
+			body["merge"] = map[string]any{"enabled": true, "dedupeBy": names(n + 1)}
+		}), "merge.dedupeBy: at most 32 names")
+	})
 }

@@ -237,7 +237,7 @@ func (s *Server) routeTable(gateway *runtime.ServeMux) (http.Handler, error) {
 	// The upload and download handlers stream; they win over the gateway's
 	// patterns for the same paths because ServeMux prefers the more
 	// specific pattern.
-	handle("POST", "/v1/jobs/upload", s.authenticate(http.HandlerFunc(s.upload), s.writeUploadError), s.writeUploadError)
+	handle("POST", uploadRoute, s.authenticate(http.HandlerFunc(s.upload), s.writeUploadError), s.writeUploadError)
 	handle("GET", "/v1/files/{id}", s.authenticate(warnQuery(http.HandlerFunc(s.download)), s.writeError), s.writeError)
 	handle("GET", "/v1/jobs/{id}/events", s.authenticate(warnQuery(s.progressEvents()), s.writeError), s.writeError)
 	// The gateway's bindRequest middleware authenticates and sets the

@@ -1105,7 +1105,8 @@ type CreateJobRequest struct {
 	Metadata       map[string]string      `protobuf:"bytes,10,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	WebhookUrl     string                 `protobuf:"bytes,11,opt,name=webhook_url,json=webhookUrl,proto3" json:"webhook_url,omitempty"`
 	// Input only; never returned.
-	WebhookSecret  string `protobuf:"bytes,12,opt,name=webhook_secret,json=webhookSecret,proto3" json:"webhook_secret,omitempty"`
+	WebhookSecret string `protobuf:"bytes,12,opt,name=webhook_secret,json=webhookSecret,proto3" json:"webhook_secret,omitempty"`
+	// At most 255 characters (Unicode code points).
 	IdempotencyKey string `protobuf:"bytes,13,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -2807,16 +2808,16 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.docjobs.v1.NeuralClientTypeR\x04type\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x17\n" +
 	"\aapi_key\x18\x03 \x01(\tR\x06apiKey\x12.\n" +
-	"\x13chunk_budget_tokens\x18\x04 \x01(\x05R\x11chunkBudgetTokens\"x\n" +
+	"\x13chunk_budget_tokens\x18\x04 \x01(\x05R\x11chunkBudgetTokens\"\x9e\x01\n" +
 	"\x03Ocr\x128\n" +
 	"\bprovider\x18\x01 \x01(\x0e2\x1c.docjobs.v1.NeuralClientTypeR\bprovider\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12!\n" +
-	"\fprovider_key\x18\x03 \x01(\tR\vproviderKey\"\xee\x01\n" +
+	"\fprovider_key\x18\x03 \x01(\tR\vproviderKey:$\xbaG!\xba\x01\bprovider\xba\x01\x05model\xba\x01\vproviderKey\"\xf6\x01\n" +
 	"\fMergeOptions\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12,\n" +
 	"\x05scope\x18\x02 \x01(\x0e2\x16.docjobs.v1.MergeScopeR\x05scope\x12H\n" +
-	"\x0fconflict_policy\x18\x03 \x01(\x0e2\x1f.docjobs.v1.MergeConflictPolicyR\x0econflictPolicy\x12\x1b\n" +
-	"\tdedupe_by\x18\x04 \x03(\tR\bdedupeBy\x12/\n" +
+	"\x0fconflict_policy\x18\x03 \x01(\x0e2\x1f.docjobs.v1.MergeConflictPolicyR\x0econflictPolicy\x12#\n" +
+	"\tdedupe_by\x18\x04 \x03(\tB\x06\xbaG\x03\x90\x01 R\bdedupeBy\x12/\n" +
 	"\x06format\x18\x05 \x01(\x0e2\x17.docjobs.v1.MergeFormatR\x06format\"O\n" +
 	"\x10ConsensusOptions\x122\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x19.docjobs.v1.ConsensusModeH\x00R\x04mode\x88\x01\x01B\a\n" +
@@ -2856,9 +2857,9 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\x04 \x01(\tR\tlastError\x12B\n" +
 	"\x0flast_attempt_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rlastAttemptAt\x12=\n" +
-	"\fdelivered_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vdeliveredAt\"\x82\x05\n" +
-	"\x10CreateJobRequest\x12\x1f\n" +
-	"\vsource_urls\x18\x01 \x03(\tR\n" +
+	"\fdelivered_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vdeliveredAt\"\xb3\x05\n" +
+	"\x10CreateJobRequest\x12'\n" +
+	"\vsource_urls\x18\x01 \x03(\tB\x06\xbaG\x03\x98\x01\x01R\n" +
 	"sourceUrls\x12\x18\n" +
 	"\aprompts\x18\x02 \x03(\tR\aprompts\x12*\n" +
 	"\x06neural\x18\x03 \x01(\v2\x12.docjobs.v1.NeuralR\x06neural\x12!\n" +
@@ -2872,11 +2873,12 @@ const file_docjobs_v1_docjobs_proto_rawDesc = "" +
 	" \x03(\v2*.docjobs.v1.CreateJobRequest.MetadataEntryR\bmetadata\x12\x1f\n" +
 	"\vwebhook_url\x18\v \x01(\tR\n" +
 	"webhookUrl\x12%\n" +
-	"\x0ewebhook_secret\x18\f \x01(\tR\rwebhookSecret\x12'\n" +
-	"\x0fidempotency_key\x18\r \x01(\tR\x0eidempotencyKey\x1a;\n" +
+	"\x0ewebhook_secret\x18\f \x01(\tR\rwebhookSecret\x12/\n" +
+	"\x0fidempotency_key\x18\r \x01(\tB\x06\xbaG\x03x\xff\x01R\x0eidempotencyKey\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1f\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01:\x1f\xbaG\x1c\xba\x01\n" +
+	"sourceUrls\xba\x01\x06neural\xba\x01\x03ocr\"\x1f\n" +
 	"\rGetJobRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"%\n" +
 	"\x13GetJobResultRequest\x12\x0e\n" +
