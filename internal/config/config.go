@@ -51,10 +51,11 @@ type Config struct {
 	DatabaseURL   string // DOCJOBS_DATABASE_URL, default "sqlite://$DATA_DIR/docjobs.db"
 	StorageURL    string // DOCJOBS_STORAGE_URL, default "file://$DATA_DIR/files?…" (defaultStorageURL)
 	MasterKeyFile string // DOCJOBS_MASTER_KEY_FILE, default "$DATA_DIR/master.keyset"
-	// StorageURLFromDataDir and MasterKeyFileFromDataDir say the value is
-	// the default under DataDir: a message about it names
-	// DOCJOBS_DATA_DIR, the variable the operator set (StorageVar,
-	// MasterKeyVar).
+	// DatabaseURLFromDataDir, StorageURLFromDataDir and
+	// MasterKeyFileFromDataDir say the value is the default under DataDir:
+	// a message about it names DOCJOBS_DATA_DIR, the variable the operator
+	// set (StorageVar, MasterKeyVar).
+	DatabaseURLFromDataDir   bool
 	StorageURLFromDataDir    bool
 	MasterKeyFileFromDataDir bool
 	// APIKeys is DOCJOBS_API_KEYS ("account:key,…"); never logged.
@@ -228,6 +229,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.DatabaseURL = or(getenv("DOCJOBS_DATABASE_URL"), "sqlite://"+filepath.Join(abs, "docjobs.db"))
 	c.StorageURL = or(getenv("DOCJOBS_STORAGE_URL"), defaultStorageURL(abs))
 	c.MasterKeyFile = or(getenv("DOCJOBS_MASTER_KEY_FILE"), filepath.Join(abs, "master.keyset"))
+	c.DatabaseURLFromDataDir = getenv("DOCJOBS_DATABASE_URL") == ""
 	c.StorageURLFromDataDir = getenv("DOCJOBS_STORAGE_URL") == ""
 	c.MasterKeyFileFromDataDir = getenv("DOCJOBS_MASTER_KEY_FILE") == ""
 	if !c.PublicURLSet {
@@ -391,7 +393,9 @@ func (c *Config) validate() error {
 	// naming its variable before the database is created or migrated:
 	// opened, a bucket URL of an unknown scheme failed only after the
 	// database was made ("no driver registered for gs"), exit 1.
-	if err := checkDatabaseURL(c.DatabaseURL); err != nil {
+	if err := checkDatabaseURL(c.DatabaseURL); err != nil && c.DatabaseURLFromDataDir {
+		return fmt.Errorf("DOCJOBS_DATA_DIR: the database in it: %w", err)
+	} else if err != nil {
 		return fmt.Errorf("DOCJOBS_DATABASE_URL: %w", err)
 	}
 	if err := checkStorageURL(c.StorageURL); err != nil {
@@ -425,6 +429,14 @@ func checkDatabaseURL(raw string) error {
 	if path, ok := strings.CutPrefix(raw, "sqlite://"); ok {
 		if path == "" {
 			return fmt.Errorf("%s, got sqlite:// without a path", want)
+		}
+		// The store takes everything after sqlite:// as the file's path and
+		// refuses a '?': a DSN's parameters (?_pragma=…, ?cache=shared)
+		// stopped serve only once it had bound its port and made the data
+		// directory and the master key, with exit code 1 and no variable
+		// named. Not quoted: what follows '?' is the operator's, unchecked.
+		if strings.Contains(path, "?") {
+			return errors.New("sqlite://PATH takes a file's path and no parameters, and the path has a '?': the service sets the connection's pragmas itself")
 		}
 		return nil
 	}

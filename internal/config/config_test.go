@@ -326,6 +326,8 @@ func TestAnUnknownDatabaseOrStorageURLSaysWhatWasWrong(t *testing.T) {
 		{"DOCJOBS_DATABASE_URL", "mysql://u:secret@db/x", `DOCJOBS_DATABASE_URL: want sqlite://PATH or postgres://…, got scheme "mysql"`, "secret"},
 		{"DOCJOBS_DATABASE_URL", "/srv/dj/docjobs.db", `got "/srv/dj/docjobs.db", which has no scheme (a SQLite file is sqlite:///path/docjobs.db)`, ""},
 		{"DOCJOBS_DATABASE_URL", "host=db password=secret", "not shown: it may hold a password", "secret"},
+		{"DOCJOBS_DATABASE_URL", "sqlite:///srv/dj/docjobs.db?_pragma=busy_timeout(5000)", "DOCJOBS_DATABASE_URL: sqlite://PATH takes a file's path and no parameters", "busy_timeout"},
+		{"DOCJOBS_DATA_DIR", "/srv/dj?1", "DOCJOBS_DATA_DIR: the database in it: sqlite://PATH takes a file's path and no parameters", ""},
 		{"DOCJOBS_STORAGE_URL", "gs://bucket", `DOCJOBS_STORAGE_URL: want file:///DIR or s3://BUCKET (S3, MinIO, R2), got scheme "gs"`, ""},
 		{"DOCJOBS_STORAGE_URL", "file://data/files", "DOCJOBS_STORAGE_URL: a file:// URL names a directory on this machine, not a host", ""},
 		{"DOCJOBS_STORAGE_URL", "file://nas.example/srv/files?prefix=a/", "file:///abs/path for an absolute one, file://./rel/path", "nas.example"},
