@@ -392,6 +392,7 @@ func TestClientErrorsSayWhatWentWrong(t *testing.T) {
 		{"a schema without a prompt checks nothing", s.env(), []string{"submit", file, "--schema", file},
 			ExitUsage, "--schema needs --prompt: without a prompt no model runs"},
 		{"get without an id", s.env(), []string{"get"}, ExitUsage, "accepts 1 arg(s), received 0"},
+		{"get with an empty id", s.env(), []string{"get", "", "--result"}, ExitUsage, "docjobs: usage: the job id is empty\n"},
 		{"submit without a file", s.env(), []string{"submit"}, ExitUsage, "requires at least 1 arg(s)"},
 	}
 	for _, tt := range tests {
