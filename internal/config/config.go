@@ -386,6 +386,15 @@ func (c *Config) validate() error {
 	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
 		return fmt.Errorf("DOCJOBS_PUBLIC_URL: want an absolute http(s) URL, got %q", ShowURL(c.PublicURL))
 	}
+	// A job reads at most FetchMaxBytes of a stored file, uploads
+	// included: a larger upload was taken (and counted against the
+	// account's quota) and then failed every job that read it ("the file
+	// is larger than the … limit"). In a split deployment the api and the
+	// workers each read one of the two; only a process that is both can
+	// tell.
+	if c.Role == RoleAll && c.UploadMaxBytes > c.FetchMaxBytes {
+		return fmt.Errorf("DOCJOBS_UPLOAD_MAX_BYTES: %d is above DOCJOBS_FETCH_MAX_BYTES, %d, the most a job reads of a stored file: an upload that large would be taken and fail every job; raise DOCJOBS_FETCH_MAX_BYTES too", c.UploadMaxBytes, c.FetchMaxBytes)
+	}
 	if err := checkAddr(c.Addr); err != nil {
 		return fmt.Errorf("DOCJOBS_ADDR: want host:port like :8080 or 127.0.0.1:8080, got %q: %w", c.Addr, err)
 	}

@@ -340,3 +340,30 @@ func TestAnUnknownDatabaseOrStorageURLSaysWhatWasWrong(t *testing.T) {
 		})
 	}
 }
+
+// An upload above what a job reads of a stored file was taken, counted
+// against the quota, and failed every job that read it; a process that
+// both takes uploads and works jobs refuses the pair. Split, each process
+// reads only one of the two, and both are taken.
+func TestAnUploadLimitAboveTheFetchLimitIsRefusedWhereBothApply(t *testing.T) {
+	for _, tt := range []struct {
+		role string
+		want string
+	}{
+		{"", "DOCJOBS_UPLOAD_MAX_BYTES: 2000 is above DOCJOBS_FETCH_MAX_BYTES, 1000"},
+		{"all", "DOCJOBS_UPLOAD_MAX_BYTES: 2000 is above DOCJOBS_FETCH_MAX_BYTES, 1000"},
+		{"api", ""},
+		{"worker", ""},
+	} {
+		t.Run("role "+tt.role, func(t *testing.T) {
+			_, err := Load(env(map[string]string{"DOCJOBS_ROLE": tt.role,
+				"DOCJOBS_UPLOAD_MAX_BYTES": "2000", "DOCJOBS_FETCH_MAX_BYTES": "1000"}))
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := Load(env(map[string]string{"DOCJOBS_UPLOAD_MAX_BYTES": "1000", "DOCJOBS_FETCH_MAX_BYTES": "1000"})); err != nil {
+		t.Errorf("equal limits: %v", err)
+	}
+}
