@@ -385,6 +385,12 @@ func (c *Config) validate() error {
 		return errors.New("DOCJOBS_PUBLIC_URL: no user or password in the URL (not shown): it is the base of every URL the service hands out")
 	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
 		return fmt.Errorf("DOCJOBS_PUBLIC_URL: want an absolute http(s) URL, got %q", ShowURL(c.PublicURL))
+	case u.RawQuery != "" || u.ForceQuery || strings.Contains(c.PublicURL, "#"):
+		// Paths are appended to it: http://h/?a=b made upload URLs
+		// http://h/?a=b/v1/files/ID, which the service did not take back
+		// as its own (a source "must not point to a private or local
+		// address") and the client could not delete.
+		return fmt.Errorf("DOCJOBS_PUBLIC_URL: want the base URL clients reach the service at, without a query or fragment, got %q", ShowURL(c.PublicURL))
 	}
 	// A job reads at most FetchMaxBytes of a stored file, uploads
 	// included: a larger upload was taken (and counted against the
