@@ -79,8 +79,17 @@ var serverCommands = map[string]bool{"serve": true, "bench": true}
 
 func newRoot(env *environment) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "docjobs",
-		Short:         "Document recognition and extraction jobs",
+		Use:   "docjobs",
+		Short: "Document recognition and extraction jobs",
+		Long: `docjobs is a document recognition and extraction job service and its
+command-line client, in one binary.
+
+The service: serve runs it; migrate, apikey and account administer its
+database (give them the server's DOCJOBS_DATA_DIR or DOCJOBS_DATABASE_URL).
+serve --help lists the configuration variables.
+
+The client: submit, jobs, get and files talk to a running service over its
+REST API (DOCJOBS_URL, default http://localhost:8080, and DOCJOBS_API_KEY).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       buildVersion(),

@@ -387,9 +387,12 @@ func TestClientErrorsSayWhatWentWrong(t *testing.T) {
 			ExitUsage, "--prompt needs --neural-type and --neural-model"},
 		{"no recognition key", s.env("DOCJOBS_OCR_KEY", ""), []string{"submit", file},
 			ExitUsage, "a recognition key is required"},
-		{"a schema that is not JSON", s.env(), []string{"submit", file, "--schema", file},
+		{"a schema that is not JSON", s.env(), []string{"submit", file, "--schema", file, "--prompt", "a", "--neural-type", "PROVIDER_2", "--neural-model", "m"},
 			ExitUsage, "--schema " + file + " is not JSON"},
+		{"a schema without a prompt checks nothing", s.env(), []string{"submit", file, "--schema", file},
+			ExitUsage, "--schema needs --prompt: without a prompt no model runs"},
 		{"get without an id", s.env(), []string{"get"}, ExitUsage, "accepts 1 arg(s), received 0"},
+		{"get with an empty id", s.env(), []string{"get", "", "--result"}, ExitUsage, "docjobs: usage: the job id is empty\n"},
 		{"submit without a file", s.env(), []string{"submit"}, ExitUsage, "requires at least 1 arg(s)"},
 	}
 	for _, tt := range tests {

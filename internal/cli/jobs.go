@@ -183,6 +183,12 @@ full result (GET /v1/jobs/{id}/result) as the service sends it, streamed.
 The service is --server or DOCJOBS_URL; the key DOCJOBS_API_KEY (or DOCJOBS_API_KEY_FILE).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(args[0]) == "" {
+				// `get "$ID"` with ID unset asked for /v1/jobs/ and
+				// reported the service's "no route" (exit 1), as files rm
+				// does not.
+				return fmt.Errorf("%w: the job id is empty", errUsage)
+			}
 			cfg, err := env.clientConfig(flags)
 			if err != nil {
 				return err

@@ -42,6 +42,7 @@ func serveCommand(env *environment) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the API and the workers (--role splits them for scale-out)",
+		Long:  serveLong,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			flags := map[string]string{
@@ -66,6 +67,54 @@ func serveCommand(env *environment) *cobra.Command {
 		"bound on one provider call, like 90s (DOCJOBS_PROVIDER_TIMEOUT; default 120s, at most 1h)")
 	return cmd
 }
+
+// serveLong lists every variable config.Load reads, with its default, so
+// that the binary answers where its configuration goes; the README's table
+// says what each does and refuses. TestEveryVariableServeReadsIsDocumented
+// and TestServeHelpStatesTheDefaultsLoadApplies keep it in step with Load.
+const serveLong = `Run the service: the REST and gRPC API on one port and the workers that
+download, recognize and prompt (--role=api or --role=worker splits them, for
+scale-out on PostgreSQL). It applies the database migrations first. On a
+database without keys it makes one for account default and prints it once.
+
+The configuration is the environment; a flag below wins over the variable it
+names. README.md ("Running it for real") says what each variable does, what
+it refuses and how a split deployment sets them. A malformed value stops the
+start with exit code 2, naming the variable.
+
+  DOCJOBS_ADDR                      :8080 (REST, gRPC, /metrics, /healthz, /readyz)
+  DOCJOBS_PUBLIC_URL                http://localhost:<port of DOCJOBS_ADDR>
+  DOCJOBS_DATA_DIR                  ./data
+  DOCJOBS_DATABASE_URL              sqlite://$DATA_DIR/docjobs.db, or postgres://…
+  DOCJOBS_STORAGE_URL               file://$DATA_DIR/files?…, or s3://BUCKET?…
+  DOCJOBS_MASTER_KEY_FILE           $DATA_DIR/master.keyset
+  DOCJOBS_API_KEYS                  none; account:key,…
+  DOCJOBS_ROLE                      all (api, worker)
+  DOCJOBS_NODE_ID                   the host name
+  DOCJOBS_LOG_LEVEL                 info (debug, warn, error)
+  DOCJOBS_UPLOAD_MAX_BYTES          20971520
+  DOCJOBS_FETCH_MAX_BYTES           104857600
+  DOCJOBS_FETCH_TIMEOUT             2m
+  DOCJOBS_FETCH_TOTAL_TIMEOUT       10m
+  DOCJOBS_FETCH_WORKERS             16
+  DOCJOBS_ALLOW_PRIVATE_URLS        false
+  DOCJOBS_PROVIDER_<N>_BASE_URL     the vendor's endpoint of slot N (1 to 8)
+  DOCJOBS_PROVIDER_CONCURRENCY      8
+  DOCJOBS_PROVIDER_TIMEOUT          120s (at most 1h)
+  DOCJOBS_PDF_MAX_PAGES             1000
+  DOCJOBS_FILE_TIMEOUT              10m
+  DOCJOBS_RECOGNIZE_WORKERS         16
+  DOCJOBS_MODEL_WORKERS             32
+  DOCJOBS_MAX_CHUNKS_PER_FILE       1000
+  DOCJOBS_JOB_DEADLINE              2h
+  DOCJOBS_RETENTION                 0 (keep jobs and uploads)
+  DOCJOBS_WEBHOOK_RETRY_SCHEDULE    5s,5m,30m,2h,5h,10h,10h
+  DOCJOBS_ACCOUNT_MAX_ACTIVE_JOBS   1000 (0: no limit)
+  DOCJOBS_ACCOUNT_MAX_UPLOAD_BYTES  1073741824 (0: no limit)
+  DOCJOBS_ACCOUNT_RATE              50 requests a second (0: no limit)
+  DOCJOBS_ACCOUNT_BURST             100
+  DOCJOBS_MAX_CONNECTIONS           4096
+  DOCJOBS_SHUTDOWN_TIMEOUT          30s`
 
 // serveFlags names the flag that sets each variable.
 var serveFlags = map[string]string{

@@ -89,7 +89,7 @@ result is printed in all three cases.`,
 	o.client.register(cmd)
 	f := cmd.Flags()
 	f.StringArrayVar(&o.prompts, "prompt", nil, "prompt the model runs over each file's text (one: the service runs only the first)")
-	f.StringVar(&o.schemaFile, "schema", "", "JSON Schema file the model's answer must follow (responseSchema)")
+	f.StringVar(&o.schemaFile, "schema", "", "JSON Schema file the model's answer must follow (responseSchema; needs --prompt)")
 	f.BoolVar(&o.wait, "wait", false, "follow the job's progress on stderr and print its result on stdout")
 	f.BoolVar(&o.json, "json", false, "print the created job as JSON instead of its id (with --wait the result is JSON anyway)")
 	f.StringVar(&o.title, "title", "", "job title")
@@ -294,6 +294,11 @@ func (o submitOptions) request(env *environment) (createRequest, error) {
 	}
 	if len(o.prompts) == 1 && (o.neuralType == "" || o.neuralModel == "") {
 		return createRequest{}, fmt.Errorf("%w: --prompt needs --neural-type and --neural-model", errUsage)
+	}
+	if o.schemaFile != "" && len(o.prompts) == 0 {
+		// The service takes the schema and, with no prompt, calls no model:
+		// nothing is ever checked against it, and the run succeeds.
+		return createRequest{}, fmt.Errorf("%w: --schema needs --prompt: without a prompt no model runs, and nothing is checked against the schema", errUsage)
 	}
 	if o.ocrProvider == "" || o.ocrModel == "" {
 		return createRequest{}, fmt.Errorf("%w: --ocr-provider and --ocr-model must not be empty", errUsage)

@@ -51,10 +51,11 @@ type Config struct {
 	DatabaseURL   string // DOCJOBS_DATABASE_URL, default "sqlite://$DATA_DIR/docjobs.db"
 	StorageURL    string // DOCJOBS_STORAGE_URL, default "file://$DATA_DIR/files?…" (defaultStorageURL)
 	MasterKeyFile string // DOCJOBS_MASTER_KEY_FILE, default "$DATA_DIR/master.keyset"
-	// StorageURLFromDataDir and MasterKeyFileFromDataDir say the value is
-	// the default under DataDir: a message about it names
-	// DOCJOBS_DATA_DIR, the variable the operator set (StorageVar,
-	// MasterKeyVar).
+	// DatabaseURLFromDataDir, StorageURLFromDataDir and
+	// MasterKeyFileFromDataDir say the value is the default under DataDir:
+	// a message about it names DOCJOBS_DATA_DIR, the variable the operator
+	// set (StorageVar, MasterKeyVar).
+	DatabaseURLFromDataDir   bool
 	StorageURLFromDataDir    bool
 	MasterKeyFileFromDataDir bool
 	// APIKeys is DOCJOBS_API_KEYS ("account:key,…"); never logged.
@@ -228,6 +229,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.DatabaseURL = or(getenv("DOCJOBS_DATABASE_URL"), "sqlite://"+filepath.Join(abs, "docjobs.db"))
 	c.StorageURL = or(getenv("DOCJOBS_STORAGE_URL"), defaultStorageURL(abs))
 	c.MasterKeyFile = or(getenv("DOCJOBS_MASTER_KEY_FILE"), filepath.Join(abs, "master.keyset"))
+	c.DatabaseURLFromDataDir = getenv("DOCJOBS_DATABASE_URL") == ""
 	c.StorageURLFromDataDir = getenv("DOCJOBS_STORAGE_URL") == ""
 	c.MasterKeyFileFromDataDir = getenv("DOCJOBS_MASTER_KEY_FILE") == ""
 	if !c.PublicURLSet {
@@ -383,6 +385,21 @@ func (c *Config) validate() error {
 		return errors.New("DOCJOBS_PUBLIC_URL: no user or password in the URL (not shown): it is the base of every URL the service hands out")
 	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
 		return fmt.Errorf("DOCJOBS_PUBLIC_URL: want an absolute http(s) URL, got %q", ShowURL(c.PublicURL))
+	case u.RawQuery != "" || u.ForceQuery || strings.Contains(c.PublicURL, "#"):
+		// Paths are appended to it: http://h/?a=b made upload URLs
+		// http://h/?a=b/v1/files/ID, which the service did not take back
+		// as its own (a source "must not point to a private or local
+		// address") and the client could not delete.
+		return fmt.Errorf("DOCJOBS_PUBLIC_URL: want the base URL clients reach the service at, without a query or fragment, got %q", ShowURL(c.PublicURL))
+	}
+	// A job reads at most FetchMaxBytes of a stored file, uploads
+	// included: a larger upload was taken (and counted against the
+	// account's quota) and then failed every job that read it ("the file
+	// is larger than the … limit"). In a split deployment the api and the
+	// workers each read one of the two; only a process that is both can
+	// tell.
+	if c.Role == RoleAll && c.UploadMaxBytes > c.FetchMaxBytes {
+		return fmt.Errorf("DOCJOBS_UPLOAD_MAX_BYTES: %d is above DOCJOBS_FETCH_MAX_BYTES, %d, the most a job reads of a stored file: an upload that large would be taken and fail every job; raise DOCJOBS_FETCH_MAX_BYTES too", c.UploadMaxBytes, c.FetchMaxBytes)
 	}
 	if err := checkAddr(c.Addr); err != nil {
 		return fmt.Errorf("DOCJOBS_ADDR: want host:port like :8080 or 127.0.0.1:8080, got %q: %w", c.Addr, err)
@@ -391,7 +408,9 @@ func (c *Config) validate() error {
 	// naming its variable before the database is created or migrated:
 	// opened, a bucket URL of an unknown scheme failed only after the
 	// database was made ("no driver registered for gs"), exit 1.
-	if err := checkDatabaseURL(c.DatabaseURL); err != nil {
+	if err := checkDatabaseURL(c.DatabaseURL); err != nil && c.DatabaseURLFromDataDir {
+		return fmt.Errorf("DOCJOBS_DATA_DIR: the database in it: %w", err)
+	} else if err != nil {
 		return fmt.Errorf("DOCJOBS_DATABASE_URL: %w", err)
 	}
 	if err := checkStorageURL(c.StorageURL); err != nil {
@@ -425,6 +444,14 @@ func checkDatabaseURL(raw string) error {
 	if path, ok := strings.CutPrefix(raw, "sqlite://"); ok {
 		if path == "" {
 			return fmt.Errorf("%s, got sqlite:// without a path", want)
+		}
+		// The store takes everything after sqlite:// as the file's path and
+		// refuses a '?': a DSN's parameters (?_pragma=…, ?cache=shared)
+		// stopped serve only once it had bound its port and made the data
+		// directory and the master key, with exit code 1 and no variable
+		// named. Not quoted: what follows '?' is the operator's, unchecked.
+		if strings.Contains(path, "?") {
+			return errors.New("sqlite://PATH takes a file's path and no parameters, and the path has a '?': the service sets the connection's pragmas itself")
 		}
 		return nil
 	}

@@ -326,6 +326,8 @@ func TestAnUnknownDatabaseOrStorageURLSaysWhatWasWrong(t *testing.T) {
 		{"DOCJOBS_DATABASE_URL", "mysql://u:secret@db/x", `DOCJOBS_DATABASE_URL: want sqlite://PATH or postgres://…, got scheme "mysql"`, "secret"},
 		{"DOCJOBS_DATABASE_URL", "/srv/dj/docjobs.db", `got "/srv/dj/docjobs.db", which has no scheme (a SQLite file is sqlite:///path/docjobs.db)`, ""},
 		{"DOCJOBS_DATABASE_URL", "host=db password=secret", "not shown: it may hold a password", "secret"},
+		{"DOCJOBS_DATABASE_URL", "sqlite:///srv/dj/docjobs.db?_pragma=busy_timeout(5000)", "DOCJOBS_DATABASE_URL: sqlite://PATH takes a file's path and no parameters", "busy_timeout"},
+		{"DOCJOBS_DATA_DIR", "/srv/dj?1", "DOCJOBS_DATA_DIR: the database in it: sqlite://PATH takes a file's path and no parameters", ""},
 		{"DOCJOBS_STORAGE_URL", "gs://bucket", `DOCJOBS_STORAGE_URL: want file:///DIR or s3://BUCKET (S3, MinIO, R2), got scheme "gs"`, ""},
 		{"DOCJOBS_STORAGE_URL", "file://data/files", "DOCJOBS_STORAGE_URL: a file:// URL names a directory on this machine, not a host", ""},
 		{"DOCJOBS_STORAGE_URL", "file://nas.example/srv/files?prefix=a/", "file:///abs/path for an absolute one, file://./rel/path", "nas.example"},
@@ -336,5 +338,32 @@ func TestAnUnknownDatabaseOrStorageURLSaysWhatWasWrong(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// An upload above what a job reads of a stored file was taken, counted
+// against the quota, and failed every job that read it; a process that
+// both takes uploads and works jobs refuses the pair. Split, each process
+// reads only one of the two, and both are taken.
+func TestAnUploadLimitAboveTheFetchLimitIsRefusedWhereBothApply(t *testing.T) {
+	for _, tt := range []struct {
+		role string
+		want string
+	}{
+		{"", "DOCJOBS_UPLOAD_MAX_BYTES: 2000 is above DOCJOBS_FETCH_MAX_BYTES, 1000"},
+		{"all", "DOCJOBS_UPLOAD_MAX_BYTES: 2000 is above DOCJOBS_FETCH_MAX_BYTES, 1000"},
+		{"api", ""},
+		{"worker", ""},
+	} {
+		t.Run("role "+tt.role, func(t *testing.T) {
+			_, err := Load(env(map[string]string{"DOCJOBS_ROLE": tt.role,
+				"DOCJOBS_UPLOAD_MAX_BYTES": "2000", "DOCJOBS_FETCH_MAX_BYTES": "1000"}))
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := Load(env(map[string]string{"DOCJOBS_UPLOAD_MAX_BYTES": "1000", "DOCJOBS_FETCH_MAX_BYTES": "1000"})); err != nil {
+		t.Errorf("equal limits: %v", err)
 	}
 }

@@ -181,6 +181,22 @@ func TestAPublicURLWithAUserOrPasswordIsRefused(t *testing.T) {
 	}
 }
 
+// Paths are appended to the public URL: with a query or fragment the
+// upload URLs it made were not the service's own any more.
+func TestAPublicURLWithAQueryOrFragmentIsRefused(t *testing.T) {
+	for _, v := range []string{"http://localhost:8080/?a=b", "https://docs.example/base?", "http://localhost:8080/#frag", "http://h/base#"} {
+		t.Run(v, func(t *testing.T) {
+			err := refused(t, map[string]string{"DOCJOBS_PUBLIC_URL": v}, "DOCJOBS_PUBLIC_URL", "")
+			if !strings.Contains(err.Error(), "without a query or fragment") {
+				t.Errorf("err = %v, want it to say why", err)
+			}
+		})
+	}
+	if _, err := Load(env(map[string]string{"DOCJOBS_PUBLIC_URL": "https://docs.example/base/"})); err != nil {
+		t.Errorf("a base path: %v", err)
+	}
+}
+
 // localhost is 127.0.0.1 or ::1: a process listening on another loopback
 // address was advertised at localhost, where nothing listens (audit-ops3
 // F7).
@@ -208,10 +224,11 @@ func TestThePublicURLKeepsALoopbackAddressOtherThanLocalhosts(t *testing.T) {
 }
 
 // The default bucket's URL escapes the data dir's path: a "%", "?" or "#"
-// in it made a URL that did not parse or named another directory.
+// in it made a URL that did not parse or named another directory. (The
+// database is elsewhere: SQLite takes no '?' in its path.)
 func TestTheDefaultBucketNamesADataDirOfAnyName(t *testing.T) {
 	dir := "/srv/a?b#c%d e"
-	c, err := Load(env(map[string]string{"DOCJOBS_DATA_DIR": dir}))
+	c, err := Load(env(map[string]string{"DOCJOBS_DATA_DIR": dir, "DOCJOBS_DATABASE_URL": "sqlite:///srv/db/docjobs.db"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -564,7 +564,7 @@ type Neural struct {
 	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
 	// Input only; never returned.
 	ApiKey string `protobuf:"bytes,3,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
-	// Token budget per chunk; 0 on input means the default (4000). The echo shows the effective value.
+	// Token budget per chunk, at least 100; 0 on input means the default (4000). The echo shows the effective value.
 	ChunkBudgetTokens int32 `protobuf:"varint,4,opt,name=chunk_budget_tokens,json=chunkBudgetTokens,proto3" json:"chunk_budget_tokens,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache

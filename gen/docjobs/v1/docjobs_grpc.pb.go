@@ -72,7 +72,8 @@ type JobServiceClient interface {
 	// its job and goes with DELETE /v1/jobs/{id}; deleting it here is refused with
 	// FAILED_PRECONDITION (HTTP 409). Another account's file or an unknown id is NOT_FOUND.
 	DeleteFile(ctx context.Context, in *DeleteFileRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
-	// Stops pending work; the job ends JOB_STATUS_CANCELLED.
+	// Stops pending work; the job ends JOB_STATUS_CANCELLED. A job that has already ended is
+	// FAILED_PRECONDITION (HTTP 409) `job already ended`.
 	CancelJob(ctx context.Context, in *CancelJobRequest, opts ...grpc.CallOption) (*Job, error)
 	// Deletes the job with its rows, stored files and sealed secrets.
 	DeleteJob(ctx context.Context, in *DeleteJobRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
@@ -234,7 +235,8 @@ type JobServiceServer interface {
 	// its job and goes with DELETE /v1/jobs/{id}; deleting it here is refused with
 	// FAILED_PRECONDITION (HTTP 409). Another account's file or an unknown id is NOT_FOUND.
 	DeleteFile(context.Context, *DeleteFileRequest) (*emptypb.Empty, error)
-	// Stops pending work; the job ends JOB_STATUS_CANCELLED.
+	// Stops pending work; the job ends JOB_STATUS_CANCELLED. A job that has already ended is
+	// FAILED_PRECONDITION (HTTP 409) `job already ended`.
 	CancelJob(context.Context, *CancelJobRequest) (*Job, error)
 	// Deletes the job with its rows, stored files and sealed secrets.
 	DeleteJob(context.Context, *DeleteJobRequest) (*emptypb.Empty, error)

@@ -35,9 +35,9 @@ var File_docjobs_v1_openapi_proto protoreflect.FileDescriptor
 const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"\n" +
 	"\x18docjobs/v1/openapi.proto\x12\n" +
-	"docjobs.v1\x1a\x1bopenapiv3/annotations.protoB\xb9(\xbaG\x80(\"\xba\x17\n" +
-	"\x9d\x0e\n" +
-	"\x0f/v1/jobs/upload\x12\x89\x0e2\x86\x0e\n" +
+	"docjobs.v1\x1a\x1bopenapiv3/annotations.protoB\xed(\xbaG\xb4(\"\xee\x17\n" +
+	"\xd1\x0e\n" +
+	"\x0f/v1/jobs/upload\x12\xbd\x0e2\xba\x0e\n" +
 	"\n" +
 	"JobService\x1a\xcc\x02Uploads one file as multipart/form-data, the file in form field `file`. The file is streamed to storage; its size is limited by DOCJOBS_UPLOAD_MAX_BYTES (20 MiB by default, 413 above it). The returned url is usable in sourceUrls of jobs of the same account. The answer and the error body are snake_case, and errors carry no details.*\x13UploadFileMultipart:\x81\x01\n" +
 	"\x7f\x12{\n" +
@@ -47,11 +47,11 @@ const file_docjobs_v1_openapi_proto_rawDesc = "" +
 	"^\xba\x01\x04file\xca\x01\x06object\xfa\x01K\n" +
 	"I\n" +
 	"\x04file\x12A\n" +
-	"?\xca\x01\x06string\x92\x02*The file; its name is the part's filename.\x9a\x02\x06binary\x18\x01B\x8f\n" +
+	"?\xca\x01\x06string\x92\x02*The file; its name is the part's filename.\x9a\x02\x06binary\x18\x01B\xc3\n" +
 	"\n" +
-	"\xab\x02\n" +
-	"\xa8\x02\n" +
-	"\xa9\x01The upload was refused: 400 (no multipart body or no `file` field), 408 (nothing sent for a minute), 413 (above the size limit); 401, 429 and 503 as described with them.\x12<\n" +
+	"\xdf\x02\n" +
+	"\xdc\x02\n" +
+	"\xdd\x01The upload was refused: 400 (no multipart body or no `file` field), 408 (nothing sent for a minute, or still sending 30 minutes after the upload began), 413 (above the size limit); 401, 429 and 503 as described with them.\x12<\n" +
 	":\n" +
 	"\x0fDocjobs-Warning\x12'\x12%\n" +
 	"##/components/headers/DocjobsWarning\x1a<\n" +
