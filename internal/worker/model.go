@@ -237,9 +237,12 @@ var recordWaits = [...]time.Duration{100 * time.Millisecond, time.Second, 5 * ti
 // asked again. Short, so that the record follows the database's return.
 var unreachableWait = 2 * time.Second
 
-// recordPatience bounds retryWrite: the minute of the store that a file's
-// time (fileTimeout) and River's rescue allow for.
-const recordPatience = time.Minute
+// recordPatience is the least time retryWrite waits out an unreachable
+// database, and the longest one try of a write may take: a write begun as
+// its attempt ends (a last attempt failing its rows) still has it, and a
+// try hung on a connection lost without a word is cut off and tried again.
+// A var so that tests can shorten it.
+var recordPatience = time.Minute
 
 func (w *fileWorker) record(ctx context.Context, d store.LLMDone) (bool, error) {
 	return retryWrite(ctx, func(ctx context.Context) (bool, error) { return w.deps.Store.FinishLLM(ctx, d) })
@@ -247,13 +250,21 @@ func (w *fileWorker) record(ctx context.Context, d store.LLMDone) (bool, error) 
 
 // retryWrite runs write, and again after each of recordWaits while it
 // fails, and after that every unreachableWait while it fails because the
-// database cannot be reached, within recordPatience, which outlasts ctx's
-// cancellation. An error the database answered (it refused the write) is
-// not waited out past recordWaits: it would come back the same.
+// database cannot be reached, until ctx's deadline (the River attempt's
+// end, before which no other process runs it: River's rescuer waits longer
+// still), and at least recordPatience, past ctx's cancellation. A fixed
+// minute threw away every answer recorded during a longer outage, to be
+// paid again by the next attempt. An error the database answered (it
+// refused the write) is not waited out past recordWaits: it would come
+// back the same.
 func retryWrite(ctx context.Context, write func(context.Context) (bool, error)) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordPatience)
+	until := time.Now().Add(recordPatience)
+	if d, ok := ctx.Deadline(); ok && d.After(until) {
+		until = d
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), until)
 	defer cancel()
-	applied, err := write(ctx)
+	applied, err := tryWrite(ctx, write)
 	for try := 0; err != nil; try++ {
 		wait := unreachableWait
 		switch {
@@ -267,7 +278,21 @@ func retryWrite(ctx context.Context, write func(context.Context) (bool, error)) 
 			return false, err
 		case <-time.After(wait):
 		}
-		applied, err = write(ctx)
+		applied, err = tryWrite(ctx, write)
+	}
+	return applied, err
+}
+
+// tryWrite runs write once, within recordPatience: a try that takes that
+// long waits on a connection that died without a word (a failover whose
+// old server vanished), and is taken for an unreachable database, to be
+// tried again on a new connection.
+func tryWrite(ctx context.Context, write func(context.Context) (bool, error)) (bool, error) {
+	tctx, cancel := context.WithTimeout(ctx, recordPatience)
+	defer cancel()
+	applied, err := write(tctx)
+	if err != nil && tctx.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w: no answer within %s: %w", store.ErrUnavailable, recordPatience, err)
 	}
 	return applied, err
 }

@@ -264,6 +264,138 @@ func TestARecordWaitsOutAnUnreachableDatabaseNotARefusal(t *testing.T) {
 	}
 }
 
+// shortRecordPatience sets recordPatience to patience and shortens the
+// waits between tries to record, so that an outage longer than the
+// patience takes milliseconds.
+func shortRecordPatience(t *testing.T, patience time.Duration) {
+	t.Helper()
+	quickRecordRetries(t)
+	savedPatience, savedWait := recordPatience, unreachableWait
+	recordPatience, unreachableWait = patience, time.Millisecond
+	t.Cleanup(func() { recordPatience, unreachableWait = savedPatience, savedWait })
+}
+
+// A record waits out an unreachable database for as long as its River
+// attempt may run (its context's deadline), not a fixed recordPatience:
+// past the minute, every answer that arrived during the outage was
+// dropped and paid again by the file's next attempt. A write with no
+// deadline, or begun past it (a last attempt failing its rows), still has
+// recordPatience; a try that hangs that long (a connection gone without a
+// word) is cut off and tried again.
+func TestARecordWaitsOutAnOutageUntilItsAttemptEnds(t *testing.T) {
+	unreachable := fmt.Errorf("finish model row: %w: connection refused", store.ErrUnavailable)
+	tests := []struct {
+		name     string
+		patience time.Duration
+		deadline time.Duration // of the caller's context from now; 0 for none
+		outage   time.Duration // the writes fail for this long; 0 forever
+		hangs    bool          // the first try waits until it is cut off
+		wantErr  bool
+	}{
+		{"an outage past recordPatience is waited out within the attempt's time", 20 * time.Millisecond, time.Minute, 200 * time.Millisecond, false, false},
+		{"an outage past the attempt's time gives up", 20 * time.Millisecond, 100 * time.Millisecond, 0, false, true},
+		{"without a deadline recordPatience bounds the wait", 20 * time.Millisecond, 0, 0, false, true},
+		{"a write begun past its attempt's end still has recordPatience", 10 * time.Second, -time.Second, 50 * time.Millisecond, false, false},
+		{"tries hung for recordPatience are tried again", 50 * time.Millisecond, time.Minute, 0, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			shortRecordPatience(t, tt.patience)
+			ctx := context.Background()
+			if tt.deadline != 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+				defer cancel()
+			}
+			var first time.Time
+			tries := 0
+			applied, err := retryWrite(ctx, func(ctx context.Context) (bool, error) {
+				tries++
+				if tt.hangs {
+					if tries > len(recordWaits)+1 {
+						return true, nil
+					}
+					<-ctx.Done()
+					return false, ctx.Err()
+				}
+				if first.IsZero() {
+					first = time.Now()
+				}
+				if tt.outage == 0 || time.Since(first) < tt.outage {
+					return false, unreachable
+				}
+				return true, nil
+			})
+			if (err != nil) != tt.wantErr || applied == tt.wantErr {
+				t.Fatalf("after %d tries: applied %v, err %v; want an error: %v", tries, applied, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// outageStore is a real store whose records of answers fail as an
+// unreachable database's do (store.ErrUnavailable) from the first one on,
+// until up is closed.
+type outageStore struct {
+	*sqlite.Store
+	once  sync.Once
+	began chan struct{}
+	up    chan struct{}
+}
+
+func (s *outageStore) FinishLLM(ctx context.Context, d store.LLMDone) (bool, error) {
+	select {
+	case <-s.up:
+		return s.Store.FinishLLM(ctx, d)
+	default:
+		s.once.Do(func() { close(s.began) })
+		return false, fmt.Errorf("finish model row: %w: connection refused", store.ErrUnavailable)
+	}
+}
+
+// A database outage longer than recordPatience, within the attempt's
+// time, asks no row twice: the answers that arrived during it are
+// recorded once it is back (hunt-outage; before, a 75 s outage asked the
+// ten chunks answered during it twice).
+func TestAnOutageLongerThanRecordPatienceAsksNoRowTwice(t *testing.T) {
+	shortRecordPatience(t, 20*time.Millisecond)
+	chat := &scriptedChat{}
+	_, st, j := recognizedFile(t, 3, chat)
+	down := &outageStore{Store: st, began: make(chan struct{}), up: make(chan struct{})}
+	w := newFileWorker(Config{JobCheck: 20 * time.Millisecond}.withDefaults(),
+		Deps{Store: down, Chats: fixedChats{chat}, Logger: slog.New(slog.DiscardHandler)})
+	go func() {
+		<-down.began
+		time.Sleep(10 * recordPatience)
+		close(down.up)
+	}()
+	// River gives an attempt its Timeout as its context's deadline.
+	rj := &river.Job[FileArgs]{JobRow: &rivertype.JobRow{Attempt: 2, MaxAttempts: 5}, Args: FileArgs{JobID: j.ID}}
+	ctx, cancel := context.WithTimeout(context.Background(), w.Timeout(rj))
+	defer cancel()
+	if err := w.Work(ctx, rj); err != nil {
+		t.Logf("first attempt: %v", err)
+	}
+	<-down.up
+	// What the first attempt left pending, the next asks again.
+	if err := workAttempt(w, j, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := llmStatuses(t, st, j.ID); !slices.Equal(got, []job.RowStatus{job.RowDone, job.RowDone, job.RowDone}) {
+		t.Fatalf("rows %v, want all DONE", got)
+	}
+	chat.mu.Lock()
+	defer chat.mu.Unlock()
+	for part, n := range chat.calls {
+		if n != 1 {
+			t.Errorf("%s asked %d times, want once: its answer was lost to the outage", part, n)
+		}
+	}
+	if len(chat.calls) != 3 {
+		t.Errorf("calls %v, want the three chunks", chat.calls)
+	}
+}
+
 // gatedChat reports each call's account as it starts and answers it when
 // let through.
 type gatedChat struct {
