@@ -550,3 +550,46 @@ func TestAFileWhoseJobIsDeletedAsItStartsEndsWithoutAnError(t *testing.T) {
 		t.Fatal("the deleted job's file was fetched or its rows asked")
 	}
 }
+
+// slowSavingFetcher stores its copy in longer than one try of a record
+// may take, and counts the saves begun and those cut off.
+type slowSavingFetcher struct {
+	savingFetcher
+	takes       time.Duration
+	saves, cuts atomic.Int32
+}
+
+func (f *slowSavingFetcher) Save(ctx context.Context, r fetch.Result) error {
+	f.saves.Add(1)
+	select {
+	case <-ctx.Done():
+		f.cuts.Add(1)
+		return ctx.Err()
+	case <-time.After(f.takes):
+	}
+	return f.savingFetcher.Save(ctx, r)
+}
+
+// A large source's copy may take longer to store than one try of the
+// record is given (recordPatience): that is an upload in progress, not a
+// database gone quiet, and cutting it off started it over at every try
+// until the attempt ran out.
+func TestASourceCopySlowerThanOneTryIsStoredOnce(t *testing.T) {
+	shortRecordPatience(t, 20*time.Millisecond)
+	st := openStore(t)
+	j := newTextFileJob(t, st)
+	source := &slowSavingFetcher{savingFetcher: savingFetcher{data: "one two three four five six"}, takes: 200 * time.Millisecond}
+	w := textFileWorker(st, source, &scriptedChat{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := w.Work(ctx, &river.Job[FileArgs]{JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 5}, Args: FileArgs{JobID: j.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saves, cuts := source.saves.Load(), source.cuts.Load(); saves != 1 || cuts != 0 {
+		t.Fatalf("saves = %d, cut off = %d; want the copy stored in one save", saves, cuts)
+	}
+	if got := llmStatuses(t, st, j.ID); !slices.Equal(got, []job.RowStatus{job.RowDone, job.RowDone, job.RowDone}) {
+		t.Fatalf("rows = %v, want the recognition recorded and every row answered", got)
+	}
+}

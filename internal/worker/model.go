@@ -258,11 +258,7 @@ func (w *fileWorker) record(ctx context.Context, d store.LLMDone) (bool, error) 
 // refused the write) is not waited out past recordWaits: it would come
 // back the same.
 func retryWrite(ctx context.Context, write func(context.Context) (bool, error)) (bool, error) {
-	until := time.Now().Add(recordPatience)
-	if d, ok := ctx.Deadline(); ok && d.After(until) {
-		until = d
-	}
-	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), until)
+	ctx, cancel := recordContext(ctx)
 	defer cancel()
 	applied, err := tryWrite(ctx, write)
 	for try := 0; err != nil; try++ {
@@ -281,6 +277,16 @@ func retryWrite(ctx context.Context, write func(context.Context) (bool, error)) 
 		applied, err = tryWrite(ctx, write)
 	}
 	return applied, err
+}
+
+// recordContext is the time a record has: until ctx's deadline, and at
+// least recordPatience, past ctx's cancellation.
+func recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	until := time.Now().Add(recordPatience)
+	if d, ok := ctx.Deadline(); ok && d.After(until) {
+		until = d
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), until)
 }
 
 // tryWrite runs write once, within recordPatience: a try that takes that

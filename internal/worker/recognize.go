@@ -134,10 +134,16 @@ func (w *fileWorker) recognizeFile(ctx context.Context, rj *river.Job[FileArgs],
 // Answers to the file's rows may already be paid for and wait on this
 // record, so a failed write is tried again, as record does.
 func (w *fileWorker) keepRecognition(ctx context.Context, j *job.Job, rec *recognition, log *slog.Logger) (bool, error) {
+	// The copy is stored within the record's time, not one try's: a large
+	// source's upload that takes longer than recordPatience is progress,
+	// not a database gone quiet, and cut off it would start over at every
+	// try until the attempt ended.
+	saveCtx, cancel := recordContext(ctx)
+	defer cancel()
 	saved := false
 	applied, err := retryWrite(ctx, func(ctx context.Context) (bool, error) {
 		if !saved {
-			if err := w.deps.Fetcher.Save(ctx, rec.source); err != nil {
+			if err := w.deps.Fetcher.Save(saveCtx, rec.source); err != nil {
 				return false, err
 			}
 			saved = true
