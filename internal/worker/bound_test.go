@@ -132,7 +132,7 @@ func TestAFileLeavesTheStartLaneOnceTheRowsItCanAskAreOut(t *testing.T) {
 	rj := &river.Job[FileArgs]{JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 5}, Args: FileArgs{JobID: j.ID}}
 	answered := make(chan error, 1)
 	go func() {
-		answered <- w.answerFile(context.Background(), rj, j, pending, nil, out, slog.New(slog.DiscardHandler))
+		answered <- w.answerFile(context.Background(), rj, j, pending, nil, nil, out, slog.New(slog.DiscardHandler))
 	}()
 
 	// Two calls are written and held; the eight rows behind them wait for

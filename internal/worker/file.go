@@ -334,7 +334,7 @@ func (w *fileWorker) process(ctx context.Context, rj *river.Job[FileArgs], j *jo
 	kept := &keptGate{done: make(chan struct{})}
 	out := newRowsOut(len(pending), leave)
 	answered := make(chan error, 1)
-	go func() { answered <- w.answerFile(askCtx, rj, j, pending, kept, out, log) }()
+	go func() { answered <- w.answerFile(askCtx, rj, j, pending, nil, kept, out, log) }()
 	w.starting.wait(ctx, keepWaitLimit)
 	applied, keepErr := w.keepRecognition(ctx, j, rec, log)
 	kept.ok = keepErr == nil && applied
@@ -367,6 +367,7 @@ func snoozed(rj *rivertype.JobRow) bool {
 // resume asks the pending rows of a file an earlier run recorded, and says
 // whether there was one.
 func (w *fileWorker) resume(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, log *slog.Logger) (bool, error) {
+	readAt := time.Now()
 	recognized, pending, err := w.deps.Store.FileModelRows(ctx, j.ID, rj.Args.FileIndex)
 	if errors.Is(err, job.ErrNotFound) {
 		return true, nil // gone with its job
@@ -377,7 +378,7 @@ func (w *fileWorker) resume(ctx context.Context, rj *river.Job[FileArgs], j *job
 	if !recognized {
 		return false, nil
 	}
-	return true, w.answerFile(ctx, rj, j, pending, nil, nil, log)
+	return true, w.answerFile(ctx, rj, j, pending, newPendingRows(readAt, pending), nil, nil, log)
 }
 
 // keepWaitLimit bounds how long a file's recognition waits for other files'

@@ -40,7 +40,11 @@ type Chats interface {
 // The rows are taken in order by at most Config.ModelWorkers goroutines,
 // as many as could be asking at once: a goroutine per row parked
 // thousands of them, with their calls' state, behind the process's limit.
-func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, rows []job.LLMRow, kept *keptGate, out *rowsOut, log *slog.Logger) error {
+//
+// known is what a rerun read of which rows are pending (nil on the file's
+// first run, whose rows no other run can have answered before they were
+// recorded): a row's call checks it again when it has aged (pendingRows).
+func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j *job.Job, rows []job.LLMRow, known *pendingRows, kept *keptGate, out *rowsOut, log *slog.Logger) error {
 	if len(j.Prompts) == 0 {
 		return nil
 	}
@@ -86,7 +90,7 @@ func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j 
 					errs[i] = w.finishRow(ctx, j, &rows[i], time.Now(), chatErr, kept, log)
 					continue
 				}
-				errs[i] = w.answerRow(ctx, j, chat, &rows[i], final, kept, sent[i], log)
+				errs[i] = w.answerRow(ctx, j, chat, &rows[i], final, known, kept, sent[i], log)
 			}
 		})
 	}
@@ -117,8 +121,9 @@ func (w *fileWorker) answerFile(ctx context.Context, rj *river.Job[FileArgs], j 
 
 // answerRow asks one row and records it. It returns an error, and records
 // nothing, when the row is to be asked again: a retryable provider error
-// with attempts left, or the River job's context ending.
-func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Chat, row *job.LLMRow, final bool, kept *keptGate, sent func(), log *slog.Logger) error {
+// with attempts left, or the River job's context ending. A row another run
+// of the file answered since known was read is neither asked nor recorded.
+func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Chat, row *job.LLMRow, final bool, known *pendingRows, kept *keptGate, sent func(), log *slog.Logger) error {
 	defer sent()
 	k := consensusRuns(j.ConsensusMode)
 	if k > 1 {
@@ -138,6 +143,13 @@ func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Ch
 		w.asking.Release()
 		return err
 	}
+	// Looked at once the slot is had: the wait for it is where another
+	// run's answer can land.
+	if !known.stillPending(ctx, w.deps.Store, j.ID, row, w.cfg.pendingRecheck, log) {
+		w.asking.Release()
+		log.Info("model: chunk answered by another run of the file meanwhile; not asked again", "chunk_index", row.ChunkIndex)
+		return nil
+	}
 	start := time.Now()
 	var err error
 	if k > 1 {
@@ -150,16 +162,80 @@ func (w *fileWorker) answerRow(ctx context.Context, j *job.Job, chat provider.Ch
 	if waitsForNextAttempt(err, final) {
 		return &rowError{chunk: row.ChunkIndex, err: err}
 	}
-	if err != nil && ctx.Err() != nil {
-		return &rowError{chunk: row.ChunkIndex, err: ctx.Err()}
-	}
 	if cutOff(ctx, err) {
+		// A paid 2xx that came as ctx ended is no cut: it is recorded,
+		// as a consensus run keeps it, else the next run paid for it
+		// again.
+		if ctx.Err() != nil {
+			return &rowError{chunk: row.ChunkIndex, err: ctx.Err()}
+		}
 		return &rowError{chunk: row.ChunkIndex, err: err}
 	}
 	if re := (*rowError)(nil); errors.As(err, &re) {
 		return err // a consensus row whose kept runs could not be read
 	}
 	return w.finishRow(ctx, j, row, start, err, kept, log)
+}
+
+// pendingRows is what a rerun of a file (a retry, a reclaim after a crash, a
+// rescue) knows of which of its rows are still PENDING, and since when.
+// Such a run may overlap another run of the file (a process that lost its
+// node id and works on until it notices, a rescued attempt), whose answers
+// are recorded while this run's rows wait for their slots; FinishLLM then
+// drops this run's answer, but the provider was paid for it. So a row's
+// call starts only once its state is at most recheckAfter old: the file's
+// pending rows are read again, one read for all its rows. A file whose
+// calls start at once (every job's usual path) reads nothing more; one
+// whose calls wait reads at most once per recheckAfter.
+type pendingRows struct {
+	mu     sync.Mutex
+	asOf   time.Time    // when the read of chunks began
+	chunks map[int]bool // chunk indexes of the first prompt's PENDING rows
+}
+
+// newPendingRows is what a read that began at asOf found pending.
+func newPendingRows(asOf time.Time, rows []job.LLMRow) *pendingRows {
+	p := &pendingRows{asOf: asOf}
+	p.set(rows)
+	return p
+}
+
+func (p *pendingRows) set(rows []job.LLMRow) {
+	p.chunks = make(map[int]bool, len(rows))
+	for _, r := range rows {
+		p.chunks[r.ChunkIndex] = true
+	}
+}
+
+// stillPending reports whether row is still to be asked, reading the
+// file's pending rows again when what p knows is older than recheckAfter.
+// A nil p knows nothing to the contrary. A read that fails asks the row,
+// as before the check: the record guards the row (only a PENDING row is
+// written), the read only saves a call.
+func (p *pendingRows) stillPending(ctx context.Context, st interface {
+	FileModelRows(ctx context.Context, jobID string, fileIndex int) (bool, []job.LLMRow, error)
+}, jobID string, row *job.LLMRow, recheckAfter time.Duration, log *slog.Logger) bool {
+	if p == nil {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.asOf) > recheckAfter {
+		readAt := time.Now()
+		_, rows, err := st.FileModelRows(ctx, jobID, row.FileIndex)
+		switch {
+		case errors.Is(err, job.ErrNotFound):
+			rows = nil // gone with its job: nothing to answer
+		case err != nil:
+			if ctx.Err() == nil {
+				log.Warn("model: cannot read again which rows are pending; asking", "chunk_index", row.ChunkIndex, "err", err)
+			}
+			return true
+		}
+		p.asOf = readAt
+		p.set(rows)
+	}
+	return p.chunks[row.ChunkIndex]
 }
 
 // waitsForNextAttempt reports whether a call that failed with err is asked

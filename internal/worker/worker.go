@@ -177,6 +177,10 @@ type Config struct {
 	// snoozeFloor is the shortest snooze of a rate-limited file (5s); tests
 	// shorten it.
 	snoozeFloor time.Duration
+	// pendingRecheck is how old a rerun's knowledge of which rows are
+	// still PENDING may be when a row's call is about to start before the
+	// rows are read again (default 2s, model.go pendingRows); tests set it.
+	pendingRecheck time.Duration
 }
 
 // LongestStageTimeout is what River's rescuer must wait beyond before it
@@ -247,6 +251,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.snoozeFloor <= 0 {
 		c.snoozeFloor = 5 * time.Second
+	}
+	if c.pendingRecheck <= 0 {
+		c.pendingRecheck = 2 * time.Second
 	}
 	return c
 }
