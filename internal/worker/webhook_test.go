@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/docjobs/docjobs/internal/convert"
+	"github.com/docjobs/docjobs/internal/fair"
 	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/outbound"
@@ -558,4 +559,31 @@ func TestAWaitingAccountsWebhookTakesTheNextFreePlaceBeforeBusyAccountsBacklog(t
 			delete(waiting, id)
 		}
 	})
+}
+
+// A delivery waiting for a sending place reads its job again once it has
+// one: a job deleted meanwhile is not announced.
+func TestAWebhookWaitingForAPlaceIsNotSentForAJobDeletedMeanwhile(t *testing.T) {
+	c := newWebhookCase(t, "", http.StatusOK)
+	c.w.sending = fair.NewSem(1)
+	if err := c.w.sending.Acquire(context.Background(), "other"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.work(1, 22) }()
+	for deadline := time.Now().Add(30 * time.Second); c.w.sending.Waiting() < 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the delivery never waited for the place")
+		}
+	}
+	if _, err := c.st.DeleteJob(context.Background(), c.j.AccountID, c.j.ID); err != nil {
+		t.Fatal(err)
+	}
+	c.w.sending.Release()
+	if err := <-done; err != nil {
+		t.Errorf("delivery of a job deleted while it waited = %v, want nil", err)
+	}
+	if n := len(c.rc.signatures()); n != 0 {
+		t.Errorf("the receiver got %d requests for a job deleted before the delivery had a place, want none", n)
+	}
 }
