@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/docjobs/docjobs/internal/fair"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/store"
 	"github.com/docjobs/docjobs/internal/webhook"
@@ -28,28 +28,66 @@ type webhookWorker struct {
 	river.WorkerDefaults[store.WebhookArgs]
 	cfg  Config
 	deps Deps
-	// places counts each account's deliveries in flight in this process;
-	// perAccount bounds them (0: webhookAccountPlaces).
+	// sending holds the process's places for deliveries being sent; when
+	// all are taken, the accounts waiting for one take turns at the next
+	// that frees (fair.Sem).
+	sending *fair.Sem
+	// places counts each account's deliveries sending or waiting for a
+	// sending place in this process; perAccount bounds them.
 	places     accountPlaces
 	perAccount int
 }
 
+// webhookPlaces is how many deliveries one process sends at once. A
+// receiver that takes the connection and never answers holds a place for
+// the whole attempt's timeout (10 s).
+const webhookPlaces = 16
+
 // webhookAccountPlaces is how many of one account's deliveries one process
-// makes at once: half of the webhook queue's 16 River places (worker.go).
-// A receiver that takes the connection and never answers holds a place
-// for the whole attempt's timeout (10 s), and River hands out deliveries
-// first come, first served, knowing no accounts: without the bound, one
-// account whose jobs end fast (a source that answers 404) with such a
-// receiver held every place, and every other account's webhooks waited
-// behind its backlog, each of its jobs eight attempts long. Half leaves a
-// lone account 8 receivers at once, which a receiver that answers in
-// 100 ms makes 80 deliveries a second.
-const webhookAccountPlaces = 8
+// sends, or has waiting for a place, at once: half the sending places.
+// Without the bound, one account whose jobs end fast (a source that
+// answers 404) with a receiver that never answers held every place, each
+// of its jobs eight attempts long. Half leaves a lone account 8 receivers
+// at once, which a receiver that answers in 100 ms makes 80 deliveries a
+// second.
+const webhookAccountPlaces = webhookPlaces / 2
+
+// webhookWaitingPerAccount is how many of one account's deliveries wait
+// for a sending place at once; the rest step back. Taking turns gives a
+// waiting account one place per turn however many it has waiting, and one
+// each lets the queue's waiting room (webhookQueue) hold as many accounts
+// as there are sending places.
+const webhookWaitingPerAccount = 1
+
+// webhookPlaceWait bounds a delivery's wait for a sending place; past it
+// the delivery steps back. With every place held by receivers that never
+// answer, a place frees at least every 10 s and each waiting account
+// (at most webhookPlaces of them) gets one in turn, so the wait is well
+// inside it; it keeps the wait and the attempt within webhookTimeout.
+const webhookPlaceWait = 30 * time.Second
+
+// newWebhookWorker returns a webhook worker sending places deliveries at
+// once, half of them at most of one account.
+func newWebhookWorker(cfg Config, deps Deps, places int) *webhookWorker {
+	return &webhookWorker{cfg: cfg, deps: deps, sending: fair.NewSem(places), perAccount: max(places/2, 1)}
+}
+
+// webhookQueue is the River queue of a webhook worker of places sending
+// places: as many River places again, where deliveries wait their turn.
+// River hands out deliveries first come, first served, knowing no
+// accounts; with no more River places than sending ones, a delivery of an
+// account that had none in flight stayed in River's queue behind the
+// busy accounts' backlog while their receivers held every place. Taken
+// out of River's queue into the waiting room, it waits in its account's
+// turn and gets the next place that frees.
+func webhookQueue(places int) river.QueueConfig {
+	return river.QueueConfig{MaxWorkers: 2 * places}
+}
 
 // webhookStepBack is how long a delivery whose account has all its places
-// in flight waits outside River's hands (a snooze: no attempt spent)
-// before it looks again; its River place goes meanwhile to the next
-// delivery, maybe another account's.
+// taken waits outside River's hands (a snooze: no attempt spent) before it
+// looks again; its River place goes meanwhile to the next delivery, maybe
+// another account's.
 const webhookStepBack = 5 * time.Second
 
 // accountPlaces counts deliveries in flight by account. The zero value is
@@ -133,12 +171,33 @@ func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool) er
 		return nil
 	}
 	log := w.deps.Logger.With("job_id", j.ID, "account_id", j.AccountID)
-	release, ok := w.places.take(j.AccountID, cmp.Or(w.perAccount, webhookAccountPlaces))
+	release, ok := w.places.take(j.AccountID, w.perAccount)
 	if !ok {
 		log.Debug("webhook: the account's deliveries are all in flight, stepping back", "for", webhookStepBack)
 		return river.JobSnooze(webhookStepBack)
 	}
 	defer release()
+	placeCtx, cancel := context.WithTimeout(ctx, webhookPlaceWait)
+	ok, err = w.sending.AcquireQueued(placeCtx, j.AccountID, webhookWaitingPerAccount)
+	cancel()
+	if err != nil || !ok {
+		// No request was made: whether the account has one waiting
+		// already, the wait ran out or the worker stops, the delivery
+		// steps back and spends no attempt.
+		log.Debug("webhook: no sending place, stepping back", "for", webhookStepBack, "err", err)
+		return river.JobSnooze(webhookStepBack)
+	}
+	defer w.sending.Release()
+	// The job may have ended its delivery, or been deleted, while this one
+	// waited for a place: read it again rather than send for it.
+	if j, err = w.deps.Store.GetJob(ctx, "", jobID); errors.Is(err, job.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("webhook %s: load: %w", jobID, err)
+	}
+	if j.Webhook.State != job.WebhookPending {
+		return nil
+	}
 	keys, err := openJobKeys(ctx, w.deps, j)
 	var secret string
 	if err == nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/docjobs/docjobs/internal/convert"
+	"github.com/docjobs/docjobs/internal/fair"
 	"github.com/docjobs/docjobs/internal/fetch"
 	"github.com/docjobs/docjobs/internal/job"
 	"github.com/docjobs/docjobs/internal/outbound"
@@ -125,8 +128,8 @@ func newWebhookCase(t *testing.T, webhookSecret string, status int) *webhookCase
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.w = &webhookWorker{cfg: Config{}.withDefaults(),
-		deps: Deps{Store: c.st, Secrets: c.sealer, Webhooks: sender, Logger: slog.New(slog.DiscardHandler)}}
+	c.w = newWebhookWorker(Config{}.withDefaults(),
+		Deps{Store: c.st, Secrets: c.sealer, Webhooks: sender, Logger: slog.New(slog.DiscardHandler)}, webhookPlaces)
 	return c
 }
 
@@ -404,7 +407,8 @@ func TestOneAccountsHangingReceiversLeaveOtherAccountsWebhooksAPlace(t *testing.
 }
 
 // The bound per account leaves places to other accounts only while it is
-// below the webhook queue's River places.
+// below the sending places, and accounts take turns at those only from
+// the River places beyond them.
 func TestAnAccountsWebhookPlacesAreFewerThanTheQueues(t *testing.T) {
 	sender, err := webhook.NewSender(webhook.Config{Client: outbound.NewClient(outbound.Config{})})
 	if err != nil {
@@ -416,7 +420,170 @@ func TestAnAccountsWebhookPlacesAreFewerThanTheQueues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := queues[store.QueueWebhook].MaxWorkers; webhookAccountPlaces >= n {
-		t.Errorf("an account may hold %d webhook places of the queue's %d: none left for other accounts", webhookAccountPlaces, n)
+	if webhookAccountPlaces >= webhookPlaces {
+		t.Errorf("an account may hold %d of the %d webhook sending places: none left for other accounts", webhookAccountPlaces, webhookPlaces)
+	}
+	// Beyond the sending places, River places where other accounts'
+	// deliveries wait their turn instead of in River's queue.
+	if n := queues[store.QueueWebhook].MaxWorkers; n < webhookPlaces+webhookPlaces*webhookWaitingPerAccount {
+		t.Errorf("the webhook queue has %d River places for %d sending places: no room for each account to wait its turn", n, webhookPlaces)
+	}
+}
+
+// heldReceiver takes every request to /hang and answers it 503 only when
+// the test says, one request per answerOne; requests to /ok are answered
+// 200 at once. Every request's webhook-id goes to arrived as it comes.
+type heldReceiver struct {
+	url     string
+	arrived chan string
+	answer  chan struct{}
+}
+
+func newHeldReceiver(t *testing.T) *heldReceiver {
+	t.Helper()
+	rc := &heldReceiver{arrived: make(chan string, 100), answer: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc.arrived <- r.Header.Get("webhook-id")
+		if r.URL.Path == "/ok" {
+			return
+		}
+		select {
+		case <-rc.answer:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case <-r.Context().Done():
+		case <-t.Context().Done(): // before the workers stop
+		}
+	}))
+	t.Cleanup(srv.Close)
+	rc.url = srv.URL
+	return rc
+}
+
+// next returns the webhook-id of the next request to arrive.
+func (rc *heldReceiver) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case id := <-rc.arrived:
+		return id
+	case <-time.After(time.Minute):
+		t.Fatal("no request came to the receiver")
+		return ""
+	}
+}
+
+// answerOne answers one held request.
+func (rc *heldReceiver) answerOne(t *testing.T) {
+	t.Helper()
+	select {
+	case rc.answer <- struct{}{}:
+	case <-time.After(time.Minute):
+		t.Fatal("no request was held to answer")
+	}
+}
+
+// endJobWithWebhook stores a job of account whose webhook goes to url and
+// cancels it, which queues its delivery.
+func endJobWithWebhook(t *testing.T, st store.Store, id, account, url string) {
+	t.Helper()
+	ctx := context.Background()
+	j := &job.Job{ID: id, AccountID: account, Status: job.StatusNew, SourceURLs: []string{"https://example.com/a.txt"},
+		ConsensusMode: "CONSENSUS_MODE_UNSPECIFIED", WebhookURL: url, Created: time.Now()}
+	if _, _, err := st.CreateJob(ctx, store.CreateJobParams{Job: j}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CancelJob(ctx, account, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two accounts whose receivers never answer hold every sending place, and
+// each has a backlog queued. Two other accounts' deliveries, queued after
+// it, wait in their turn: each of the next two places that free goes to
+// one of them, before any of the busy accounts' backlog. Before, River
+// handed the freed place to the oldest delivery queued, the busy accounts'
+// backlog, and the waiting accounts went after all of it.
+func TestAWaitingAccountsWebhookTakesTheNextFreePlaceBeforeBusyAccountsBacklog(t *testing.T) {
+	forEachStoreAtOnce(t, func(t *testing.T, st store.Store) {
+		rc := newHeldReceiver(t)
+		sender, err := webhook.NewSender(webhook.Config{Client: outbound.NewClient(outbound.Config{AllowPrivate: true}), Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const places = 4 // two accounts' 2 each fill them
+		w := newWebhookWorker(Config{WebhookRetrySchedule: []time.Duration{time.Hour}}.withDefaults(),
+			Deps{Store: st, Webhooks: sender, Logger: slog.New(slog.DiscardHandler)}, places)
+		workers := river.NewWorkers()
+		river.AddWorker(workers, w)
+		stop, err := st.Work(t.Context(), store.WorkConfig{Workers: workers,
+			Queues:               map[string]river.QueueConfig{store.QueueWebhook: webhookQueue(places)},
+			RescueStuckJobsAfter: time.Hour, FetchPollInterval: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := stop(ctx); err != nil {
+				t.Errorf("stop workers: %v", err)
+			}
+		})
+
+		for _, id := range []string{"a-1", "a-2", "b-1", "b-2"} {
+			endJobWithWebhook(t, st, id, id[:1], rc.url+"/hang")
+		}
+		for range places {
+			if id := rc.next(t); id != "msg_a-1" && id != "msg_a-2" && id != "msg_b-1" && id != "msg_b-2" {
+				t.Fatalf("request %s came before the busy accounts' first deliveries", id)
+			}
+		}
+		for i := 3; i <= 6; i++ {
+			for _, account := range []string{"a", "b"} {
+				endJobWithWebhook(t, st, fmt.Sprintf("%s-%d", account, i), account, rc.url+"/hang")
+			}
+		}
+		endJobWithWebhook(t, st, "c-1", "c", rc.url+"/ok")
+		endJobWithWebhook(t, st, "d-1", "d", rc.url+"/ok")
+		// Not an assertion: the places are to free only once c-1 and d-1
+		// wait for one. Without the waiting room they never do.
+		for deadline := time.Now().Add(30 * time.Second); w.sending.Waiting() < 2 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+
+		waiting := map[string]bool{"msg_c-1": true, "msg_d-1": true}
+		for turn := range 2 {
+			rc.answerOne(t)
+			id := rc.next(t)
+			if !waiting[id] {
+				t.Fatalf("free place %d went to %s, ahead of the waiting %v", turn+1, id, slices.Sorted(maps.Keys(waiting)))
+			}
+			delete(waiting, id)
+		}
+	})
+}
+
+// A delivery waiting for a sending place reads its job again once it has
+// one: a job deleted meanwhile is not announced.
+func TestAWebhookWaitingForAPlaceIsNotSentForAJobDeletedMeanwhile(t *testing.T) {
+	c := newWebhookCase(t, "", http.StatusOK)
+	c.w.sending = fair.NewSem(1)
+	if err := c.w.sending.Acquire(context.Background(), "other"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.work(1, 22) }()
+	for deadline := time.Now().Add(30 * time.Second); c.w.sending.Waiting() < 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the delivery never waited for the place")
+		}
+	}
+	if _, err := c.st.DeleteJob(context.Background(), c.j.AccountID, c.j.ID); err != nil {
+		t.Fatal(err)
+	}
+	c.w.sending.Release()
+	if err := <-done; err != nil {
+		t.Errorf("delivery of a job deleted while it waited = %v, want nil", err)
+	}
+	if n := len(c.rc.signatures()); n != 0 {
+		t.Errorf("the receiver got %d requests for a job deleted before the delivery had a place, want none", n)
 	}
 }

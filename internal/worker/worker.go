@@ -320,7 +320,7 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 	if deps.Webhooks == nil {
 		return nil, fmt.Errorf("worker: Webhooks is required")
 	}
-	if err := river.AddWorkerSafely(workers, &webhookWorker{cfg: cfg, deps: deps}); err != nil {
+	if err := river.AddWorkerSafely(workers, newWebhookWorker(cfg, deps, webhookPlaces)); err != nil {
 		return nil, err
 	}
 	return map[string]river.QueueConfig{
@@ -330,7 +330,7 @@ func Register(workers *river.Workers, cfg Config, deps Deps) (map[string]river.Q
 		// others from being recognized.
 		QueueFile:          {MaxWorkers: cfg.FetchWorkers + cfg.RecognizeWorkers + cfg.ModelWorkers},
 		QueueFinalize:      {MaxWorkers: 4},
-		store.QueueWebhook: {MaxWorkers: 16},
+		store.QueueWebhook: webhookQueue(webhookPlaces),
 		// The retired kinds' queues: each of their jobs is one short
 		// transaction handing its file on.
 		QueueRetiredRecognize: {MaxWorkers: 1},
