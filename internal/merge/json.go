@@ -416,23 +416,26 @@ type elem struct {
 }
 
 type jsonMerger struct {
-	opts    Options
-	parts   []*part
-	ans     *Answer
-	root    *mnode
-	buf     []byte
-	dedupe  bool
-	seen    map[digest]*elem
-	prev    map[string][]digest // arrays of the previous chunk by path key
-	cur     map[string][]digest
-	prevRec map[digest]*value // records of the previous chunk by dedupe key: the last copy of each
-	curRec  map[digest]*value
-	text    string      // the text the values being merged were parsed from
-	follows bool        // the current chunk directly follows the previous one in its file
-	overlap bool        // the current chunk repeats the previous one's last block
-	ground  *grounder   // the repeated text, when the caller gave it
-	left    []leftOut   // chunks not merged, or not merged whole
-	leftAt  map[int]int // index in left by source, for chunks that lost values
+	opts     Options
+	parts    []*part
+	ans      *Answer
+	root     *mnode
+	buf      []byte
+	dedupe   bool
+	seen     map[digest]*elem
+	prev     map[string][]digest // arrays of the previous chunk by path key
+	cur      map[string][]digest
+	prevRec  map[digest]*value // records of the previous chunk by dedupe key: the last copy of each
+	curRec   map[digest]*value
+	text     string      // the text the values being merged were parsed from
+	follows  bool        // the current chunk directly follows the previous one in its file
+	overlap  bool        // the current chunk repeats the previous one's last block
+	ground   *grounder   // the repeated text, when the caller gave it
+	left     []leftOut   // chunks not merged, or not merged whole
+	leftAt   map[int]int // index in left by source, for chunks that lost values
+	nodes    int         // fields of the merged tree, bounded by maxNodes
+	maxNodes int
+	capped   map[int]bool // sources that lost a field to maxNodes
 }
 
 // leftOut is a chunk that is not (wholly) in the merged content.
@@ -485,8 +488,9 @@ func mergeJSON(g []*part, opts Options, lim Limits) Answer {
 	var a Answer
 	m := &jsonMerger{
 		opts: opts, parts: g, ans: &a, root: &mnode{},
-		dedupe: opts.HasSchema && len(opts.DedupeBy) > 0,
-		seen:   make(map[digest]*elem),
+		dedupe:   opts.HasSchema && len(opts.DedupeBy) > 0,
+		seen:     make(map[digest]*elem),
+		maxNodes: lim.MaxMergedNodes,
 	}
 	// Sources are indexed within the group.
 	for i, p := range g {
@@ -545,9 +549,10 @@ func mergeJSON(g []*part, opts Options, lim Limits) Answer {
 	a.Content = o.b.String()
 	m.walk(m.root, "")
 	// Chunks left out while merging and chunks that lost values in the
-	// walk are listed together, in chunk order.
+	// walk are listed together, in chunk order, a chunk once: one that
+	// lost fields to the bound and values to a shape gives both reasons.
 	slices.SortStableFunc(m.left, func(x, y leftOut) int { return x.src - y.src })
-	for _, l := range m.left {
+	for i, l := range m.left {
 		reason := l.reason
 		switch {
 		case l.more == 1:
@@ -555,9 +560,35 @@ func mergeJSON(g []*part, opts Options, lim Limits) Answer {
 		case l.more > 1:
 			reason += fmt.Sprintf(", and %d more such values", l.more)
 		}
+		if i > 0 && m.left[i-1].src == l.src {
+			last := &a.IncompleteChunks[len(a.IncompleteChunks)-1]
+			last.Reason += "; " + reason
+			continue
+		}
 		a.incomplete(g[l.src], reason)
 	}
 	return a
+}
+
+// room counts a new field of the merged tree, or, past maxNodes, says
+// there is none: the field is left out and its source listed once. A
+// bound rather than a refusal of the chunk, as a chunk's new fields are
+// only known while it merges; and the fields the tree holds already still
+// merge, so a chunk that repeats them loses nothing.
+func (m *jsonMerger) room(src int) bool {
+	if m.nodes < m.maxNodes {
+		m.nodes++
+		return true
+	}
+	if !m.capped[src] {
+		if m.capped == nil {
+			m.capped = make(map[int]bool)
+		}
+		m.capped[src] = true
+		m.left = append(m.left, leftOut{src: src,
+			reason: fmt.Sprintf("left out fields past the merged answer's limit of %d fields", m.maxNodes)})
+	}
+	return false
 }
 
 // rootShape picks the shape the merged root takes: the one most chunks'
@@ -622,6 +653,9 @@ func (m *jsonMerger) merge(n *mnode, v *value, src int, key string, rc recCtx) {
 		for i, k := range v.keys {
 			c := n.fields[k]
 			if c == nil {
+				if !m.room(src) {
+					continue
+				}
 				c = &mnode{}
 				n.fields[k] = c
 				n.keys = append(n.keys, k)

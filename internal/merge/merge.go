@@ -64,6 +64,11 @@ const (
 	DefaultMaxTotalBytes  = 64 << 20
 	DefaultMaxDepth       = 128
 	DefaultMaxNodes       = 1 << 20
+	// DefaultMaxMergedNodes bounds the merged JSON tree: a field costs
+	// about 350 bytes there (its node, its value's copy, the map entry),
+	// so an answer that gives every value its own key took about 46 times
+	// its input (3 GB at the input limit) before the bound (hunt-merge).
+	DefaultMaxMergedNodes = 1 << 20
 )
 
 // Limits bound the work hostile answers can cause. A chunk over a limit is
@@ -77,6 +82,11 @@ type Limits struct {
 	MaxTotalBytes int
 	MaxDepth      int // nesting of JSON values and of HTML/XML elements
 	MaxNodes      int // JSON values or HTML/XML tokens in one answer
+	// Fields (object members, at any depth) of one merged JSON answer. A
+	// field that would pass it is left out of the merged answer and its
+	// chunk listed as not merged whole; fields the answer already holds
+	// still take their values.
+	MaxMergedNodes int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -91,6 +101,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxNodes <= 0 {
 		l.MaxNodes = DefaultMaxNodes
+	}
+	if l.MaxMergedNodes <= 0 {
+		l.MaxMergedNodes = DefaultMaxMergedNodes
 	}
 	return l
 }
