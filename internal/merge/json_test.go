@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 )
 
 func TestJSONScalars(t *testing.T) {
@@ -572,5 +573,15 @@ func TestMergedFieldsBound(t *testing.T) {
 				t.Error("mergeIncomplete false")
 			}
 		})
+	}
+}
+
+// TestMergedLeafIsSmall: a merged leaf is a node and a candidate, kept
+// small as an answer giving every value its own key makes one per key
+// (hunt-merge: 160 bytes of node, 48 of candidate and a 96-byte value
+// copy, about 350 bytes a key with its map entry; 3 GB at the input limit).
+func TestMergedLeafIsSmall(t *testing.T) {
+	if n, c := unsafe.Sizeof(mnode{}), unsafe.Sizeof(cand{}); n > 80 || c > 32 {
+		t.Errorf("a merged node is %d bytes, a candidate %d; want at most 80 and 32", n, c)
 	}
 }
