@@ -58,16 +58,18 @@ const (
 // a JSON merge holds one answer parsed at a time and keeps text of the
 // others, about 4–5 times the input at its peak with a job's stored
 // answers included (docs/benchmarks.md, "mergemem"); an answer that gives
-// every value its own key still costs a merged node per key.
+// every value its own key costs a merged node per key, which
+// DefaultMaxMergedNodes bounds.
 const (
 	DefaultMaxAnswerBytes = 8 << 20
 	DefaultMaxTotalBytes  = 64 << 20
 	DefaultMaxDepth       = 128
 	DefaultMaxNodes       = 1 << 20
 	// DefaultMaxMergedNodes bounds the merged JSON tree: a field costs
-	// about 350 bytes there (its node, its value's copy, the map entry),
-	// so an answer that gives every value its own key took about 46 times
-	// its input (3 GB at the input limit) before the bound (hunt-merge).
+	// about 150 bytes there (its node, its value's copy, the map entry;
+	// 350 before they were made small), and an answer that gives every
+	// value its own key took 45 times its input (2.9 GB at the input
+	// limit) before the bound, 12 times after (hunt-merge).
 	DefaultMaxMergedNodes = 1 << 20
 )
 
