@@ -80,6 +80,14 @@ func longStringsAnswer(c int) string { // one string of escapes per answer, at o
 	return fill(answerSize, `{"text":"`, "", `"}`, func(k int) string { return `\u00e9\n` })
 }
 
+func xmlAnswer(c int) string { // an empty element per 4 bytes
+	return fill(answerSize, fmt.Sprintf(`<r n="%d">`, c), "", "</r>", func(int) string { return "<a/>" })
+}
+
+func htmlAnswer(c int) string { // a paragraph per 8 bytes
+	return fill(answerSize, fmt.Sprintf(`<div id="%d">`, c), "", "</div>", func(int) string { return "<p>x</p>" })
+}
+
 // peakHeap samples the heap's size every millisecond while it runs; the
 // maximum is what the process must hold, garbage not yet swept included.
 type peakHeap struct {
@@ -140,6 +148,8 @@ func BenchmarkAnswersAtTheInputLimit(b *testing.B) {
 		{"deep nesting", deepAnswer, "", ""},
 		{"many keys", manyKeysAnswer, "", ""},
 		{"long strings", longStringsAnswer, "", ""},
+		{"xml elements", xmlAnswer, "", "MERGE_FORMAT_XML"},
+		{"html elements", htmlAnswer, "", "MERGE_FORMAT_HTML"},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
