@@ -388,7 +388,7 @@ const (
 // leaf per key, and a merged record a leaf per field. What only objects and
 // arrays use is in a branch, and a candidate is a copy of its value (its
 // hash computed when a conflict or the majority needs it), so a leaf costs
-// its 80 bytes and a 32-byte candidate (hunt-merge; it was a 160-byte node,
+// its 80 bytes and a 32-byte candidate (hunt-merge; it was a 152-byte node,
 // a 48-byte candidate and a 96-byte value).
 type mnode struct {
 	shape   shape
