@@ -48,14 +48,15 @@ type value struct {
 	off, end int // the value's span in the text it was parsed from
 }
 
-// detach copies what a node keeps of v: a scalar as it is, a container as
-// its text (raw), so that nothing points into the parsed answer.
-func detach(v *value, raw string) *value {
+// candOf is what a node keeps of v from source src: a scalar copied, a
+// container as its text (raw), so that nothing points into the parsed
+// answer.
+func candOf(v *value, raw string, src int) cand {
 	switch v.kind {
 	case kArray, kObject:
-		return &value{kind: v.kind, lazy: true, s: raw[v.off:v.end]}
+		return cand{kind: v.kind, lazy: true, s: raw[v.off:v.end], src: src}
 	}
-	return &value{kind: v.kind, b: v.b, s: v.s}
+	return cand{kind: v.kind, b: v.b, s: v.s, src: src}
 }
 
 // parseValid parses text a parse within the limits already accepted: one
@@ -382,24 +383,56 @@ const (
 // mnode is a node of the merged tree. Objects merge by key, arrays
 // concatenate, and a leaf collects every candidate that is not absent so
 // the policy can decide once all chunks are in.
+//
+// A node is kept small: an answer giving every value its own key makes a
+// leaf per key, and a merged record a leaf per field. What only objects and
+// arrays use is in a branch, and a candidate is a copy of its value (its
+// hash computed when a conflict or the majority needs it), so a leaf costs
+// its 80 bytes and a 32-byte candidate (hunt-merge; it was a 152-byte node,
+// a 48-byte candidate and a 96-byte value).
 type mnode struct {
-	shape  shape
-	src    int // the source that gave the node its shape
+	shape   shape
+	blank   bool // leaf: an absent value that was not null ("") came, shown when nothing else came
+	solved  bool
+	win     int    // leaf: index of the winner in cands, resolved once; 0 before
+	src     int    // the source that gave the node its shape
+	cands   []cand // leaf: values that are not absent, in chunk order
+	others  []cand // values whose shape lost to the node's (an object where a string was first, …)
+	*branch        // an object's or an array's; nil for a leaf
+}
+
+// branch is what an object or array node holds.
+type branch struct {
 	keys   []string
 	fields map[string]*mnode
 	elems  []*elem
 	held   map[digest]int // an array of a merged record: how many elements of each value it holds
-	cands  []cand         // leaf: values that are not absent, in chunk order (detached)
-	others []cand         // values whose shape lost to the node's (an object where a string was first, …), detached
-	blank  bool           // leaf: an absent value that was not null ("") came, shown when nothing else came
-	win    int            // leaf: index of the winner in cands, resolved once; 0 before
-	solved bool
 }
 
+// cand is a value a node was given, detached from its parsed answer (see
+// candOf): a scalar's kind and text, or a container (lazy) as its text.
 type cand struct {
-	v   *value
-	src int
-	h   digest
+	kind kind
+	b    bool
+	lazy bool
+	src  int
+	s    string
+}
+
+// value is the candidate as a value to render or name.
+func (c cand) value() *value {
+	return &value{kind: c.kind, b: c.b, lazy: c.lazy, s: c.s}
+}
+
+// candHash is the hash of the value a candidate was made from (m.hash of
+// it): a container is parsed again from its text.
+func (m *jsonMerger) candHash(c cand) digest {
+	if !c.lazy {
+		return m.hash(&value{kind: c.kind, b: c.b, s: c.s})
+	}
+	var h digest
+	parseValid(c.s, func(v *value) { h = m.hash(v) })
+	return h
 }
 
 // elem is a run of n array elements as a chunk gave them, kept as their
@@ -416,23 +449,26 @@ type elem struct {
 }
 
 type jsonMerger struct {
-	opts    Options
-	parts   []*part
-	ans     *Answer
-	root    *mnode
-	buf     []byte
-	dedupe  bool
-	seen    map[digest]*elem
-	prev    map[string][]digest // arrays of the previous chunk by path key
-	cur     map[string][]digest
-	prevRec map[digest]*value // records of the previous chunk by dedupe key: the last copy of each
-	curRec  map[digest]*value
-	text    string      // the text the values being merged were parsed from
-	follows bool        // the current chunk directly follows the previous one in its file
-	overlap bool        // the current chunk repeats the previous one's last block
-	ground  *grounder   // the repeated text, when the caller gave it
-	left    []leftOut   // chunks not merged, or not merged whole
-	leftAt  map[int]int // index in left by source, for chunks that lost values
+	opts     Options
+	parts    []*part
+	ans      *Answer
+	root     *mnode
+	buf      []byte
+	dedupe   bool
+	seen     map[digest]*elem
+	prev     map[string][]digest // arrays of the previous chunk by path key
+	cur      map[string][]digest
+	prevRec  map[digest]*value // records of the previous chunk by dedupe key: the last copy of each
+	curRec   map[digest]*value
+	text     string      // the text the values being merged were parsed from
+	follows  bool        // the current chunk directly follows the previous one in its file
+	overlap  bool        // the current chunk repeats the previous one's last block
+	ground   *grounder   // the repeated text, when the caller gave it
+	left     []leftOut   // chunks not merged, or not merged whole
+	leftAt   map[int]int // index in left by source, for chunks that lost values
+	nodes    int         // fields of the merged tree, bounded by maxNodes
+	maxNodes int
+	capped   map[int]bool // sources that lost a field to maxNodes
 }
 
 // leftOut is a chunk that is not (wholly) in the merged content.
@@ -485,8 +521,9 @@ func mergeJSON(g []*part, opts Options, lim Limits) Answer {
 	var a Answer
 	m := &jsonMerger{
 		opts: opts, parts: g, ans: &a, root: &mnode{},
-		dedupe: opts.HasSchema && len(opts.DedupeBy) > 0,
-		seen:   make(map[digest]*elem),
+		dedupe:   opts.HasSchema && len(opts.DedupeBy) > 0,
+		seen:     make(map[digest]*elem),
+		maxNodes: lim.MaxMergedNodes,
 	}
 	// Sources are indexed within the group.
 	for i, p := range g {
@@ -545,9 +582,10 @@ func mergeJSON(g []*part, opts Options, lim Limits) Answer {
 	a.Content = o.b.String()
 	m.walk(m.root, "")
 	// Chunks left out while merging and chunks that lost values in the
-	// walk are listed together, in chunk order.
+	// walk are listed together, in chunk order, a chunk once: one that
+	// lost fields to the bound and values to a shape gives both reasons.
 	slices.SortStableFunc(m.left, func(x, y leftOut) int { return x.src - y.src })
-	for _, l := range m.left {
+	for i, l := range m.left {
 		reason := l.reason
 		switch {
 		case l.more == 1:
@@ -555,9 +593,35 @@ func mergeJSON(g []*part, opts Options, lim Limits) Answer {
 		case l.more > 1:
 			reason += fmt.Sprintf(", and %d more such values", l.more)
 		}
+		if i > 0 && m.left[i-1].src == l.src {
+			last := &a.IncompleteChunks[len(a.IncompleteChunks)-1]
+			last.Reason += "; " + reason
+			continue
+		}
 		a.incomplete(g[l.src], reason)
 	}
 	return a
+}
+
+// room counts a new field of the merged tree, or, past maxNodes, says
+// there is none: the field is left out and its source listed once. A
+// bound rather than a refusal of the chunk, as a chunk's new fields are
+// only known while it merges; and the fields the tree holds already still
+// merge, so a chunk that repeats them loses nothing.
+func (m *jsonMerger) room(src int) bool {
+	if m.nodes < m.maxNodes {
+		m.nodes++
+		return true
+	}
+	if !m.capped[src] {
+		if m.capped == nil {
+			m.capped = make(map[int]bool)
+		}
+		m.capped[src] = true
+		m.left = append(m.left, leftOut{src: src,
+			reason: fmt.Sprintf("left out fields past the merged answer's limit of %d fields", m.maxNodes)})
+	}
+	return false
 }
 
 // rootShape picks the shape the merged root takes: the one most chunks'
@@ -617,11 +681,15 @@ func (m *jsonMerger) merge(n *mnode, v *value, src int, key string, rc recCtx) {
 		}
 	case v.kind == kObject && (empty || n.shape == shapeObject):
 		if empty {
-			n.shape, n.src, n.fields = shapeObject, src, make(map[string]*mnode, len(v.keys))
+			n.shape, n.src = shapeObject, src
+			n.branch = &branch{fields: make(map[string]*mnode, len(v.keys))}
 		}
 		for i, k := range v.keys {
 			c := n.fields[k]
 			if c == nil {
+				if !m.room(src) {
+					continue
+				}
 				c = &mnode{}
 				n.fields[k] = c
 				n.keys = append(n.keys, k)
@@ -630,7 +698,7 @@ func (m *jsonMerger) merge(n *mnode, v *value, src int, key string, rc recCtx) {
 		}
 	case v.kind == kArray && (empty || n.shape == shapeArray):
 		if empty {
-			n.shape, n.src = shapeArray, src
+			n.shape, n.src, n.branch = shapeArray, src, &branch{}
 		}
 		if rc.on {
 			m.joinArray(n, v, src, rc)
@@ -638,9 +706,9 @@ func (m *jsonMerger) merge(n *mnode, v *value, src int, key string, rc recCtx) {
 			m.appendArray(n, v, src, key)
 		}
 	case n.shape == shapeLeaf && v.kind != kObject && v.kind != kArray:
-		n.cands = append(n.cands, cand{v: detach(v, m.text), src: src, h: m.hash(v)})
+		n.cands = append(n.cands, candOf(v, m.text, src))
 	default:
-		n.others = append(n.others, cand{v: detach(v, m.text), src: src, h: m.hash(v)})
+		n.others = append(n.others, candOf(v, m.text, src))
 	}
 }
 
@@ -823,14 +891,16 @@ func (m *jsonMerger) winner(n *mnode) int {
 	}
 	// The most frequent value; among equally frequent ones, the one that
 	// appeared first.
+	hs := make([]digest, len(n.cands))
 	count := make(map[digest]int, len(n.cands))
 	top := 0
-	for _, c := range n.cands {
-		count[c.h]++
-		top = max(top, count[c.h])
-	}
 	for i, c := range n.cands {
-		if count[c.h] == top {
+		hs[i] = m.candHash(c)
+		count[hs[i]]++
+		top = max(top, count[hs[i]])
+	}
+	for i := range n.cands {
+		if count[hs[i]] == top {
 			n.win = i
 			break
 		}
@@ -848,21 +918,23 @@ func (m *jsonMerger) walk(n *mnode, path string) {
 			return
 		}
 		vals := []cand{n.cands[w]}
-		vals = appendDistinct(vals, n.cands)
-		vals = appendDistinct(vals, n.others)
+		seen := make(map[digest]bool, len(n.cands)+len(n.others))
+		seen[m.candHash(vals[0])] = true
+		vals = m.appendDistinct(vals, n.cands, seen)
+		vals = m.appendDistinct(vals, n.others, seen)
 		m.ans.addConflict(path, len(vals),
-			func(i int) string { return clipValue(func(o *out) { m.renderValue(o, vals[i].v) }) },
+			func(i int) string { return clipValue(func(o *out) { m.renderValue(o, vals[i].value()) }) },
 			func(i int) ChunkRef { return m.parts[vals[i].src].ref })
 	default:
 		m.noteLost(n, path)
 		if len(n.others) > 0 {
-			vals := appendDistinct(nil, n.others)
+			vals := m.appendDistinct(nil, n.others, make(map[digest]bool, len(n.others)))
 			m.ans.addConflict(path, len(vals)+1,
 				func(i int) string {
 					if i == 0 {
 						return clipValue(func(o *out) { m.render(o, n) })
 					}
-					return clipValue(func(o *out) { m.renderValue(o, vals[i-1].v) })
+					return clipValue(func(o *out) { m.renderValue(o, vals[i-1].value()) })
 				},
 				func(i int) ChunkRef {
 					if i == 0 {
@@ -906,28 +978,25 @@ func (m *jsonMerger) noteLost(n *mnode, path string) {
 		m.leftAt[c.src] = len(m.left)
 		m.left = append(m.left, leftOut{src: c.src,
 			reason: fmt.Sprintf("left out its %s at %s, where the merged answer holds %s",
-				kindWord(c.v), where, m.heldName(n))})
+				kindWord(c.value()), where, m.heldName(n))})
 	}
 }
 
 // heldName names what a node holds, for a reason.
 func (m *jsonMerger) heldName(n *mnode) string {
 	if w := m.winner(n); n.shape == shapeLeaf && w >= 0 {
-		return kindName(n.cands[w].v)
+		return kindName(n.cands[w].value())
 	}
 	return shapeArticle(n.shape)
 }
 
-// appendDistinct appends the candidates whose value is not in dst yet
-// (a set, not a scan: a duplicated record can bring thousands of values).
-func appendDistinct(dst, cs []cand) []cand {
-	seen := make(map[digest]bool, len(dst)+len(cs))
-	for _, d := range dst {
-		seen[d.h] = true
-	}
+// appendDistinct appends the candidates whose value is not in seen yet
+// (a set, not a scan: a duplicated record can bring thousands of values),
+// adding them to it.
+func (m *jsonMerger) appendDistinct(dst, cs []cand, seen map[digest]bool) []cand {
 	for _, c := range cs {
-		if !seen[c.h] {
-			seen[c.h] = true
+		if h := m.candHash(c); !seen[h] {
+			seen[h] = true
 			dst = append(dst, c)
 		}
 	}
@@ -1055,7 +1124,7 @@ func (m *jsonMerger) render(o *out, n *mnode) {
 	switch n.shape {
 	case shapeLeaf:
 		if w := m.winner(n); w >= 0 {
-			m.renderValue(o, n.cands[w].v)
+			m.renderValue(o, n.cands[w].value())
 		} else if n.blank {
 			o.str("")
 		} else {

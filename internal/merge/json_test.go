@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 )
 
 func TestJSONScalars(t *testing.T) {
@@ -501,5 +502,86 @@ func TestBorders(t *testing.T) {
 		if got := borders([]byte(tt.tail), []byte(tt.head)); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("borders(%q, %q) = %v, want %v", tt.tail, tt.head, got, tt.want)
 		}
+	}
+}
+
+// TestMergedFieldsBound: past Limits.MaxMergedNodes fields the merged tree
+// takes no new field; the chunk that brought one is listed once, with the
+// bound as its reason, and fields the tree holds still merge (hunt-merge:
+// an answer giving every value its own key took 46 times its input).
+func TestMergedFieldsBound(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    Options
+		answers []string
+		want    string
+		left    []ChunkRef
+		reasons []string
+	}{
+		{
+			name:    "new keys past the bound are left out, known keys still merge",
+			opts:    Options{Limits: Limits{MaxMergedNodes: 3}},
+			answers: []string{`{"a":1,"b":2}`, `{"a":1,"c":3,"d":4}`, `{"b":2,"e":5}`},
+			want:    `{"a":1,"b":2,"c":3}`,
+			left:    []ChunkRef{{"f", 1}, {"f", 2}},
+			reasons: []string{"left out fields past the merged answer's limit of 3 fields", "left out fields past the merged answer's limit of 3 fields"},
+		},
+		{
+			name:    "nested fields count",
+			opts:    Options{Limits: Limits{MaxMergedNodes: 2}},
+			answers: []string{`{"a":{"x":1}}`, `{"a":{"x":1,"y":2}}`},
+			want:    `{"a":{"x":1}}`,
+			left:    []ChunkRef{{"f", 1}},
+			reasons: []string{"left out fields past the merged answer's limit of 2 fields"},
+		},
+		{
+			name:    "a chunk that also lost a value to a shape is listed once with both reasons",
+			opts:    Options{Limits: Limits{MaxMergedNodes: 2}},
+			answers: []string{`{"a":1,"b":2}`, `{"a":{"z":1},"c":3}`},
+			want:    `{"a":1,"b":2}`,
+			left:    []ChunkRef{{"f", 1}},
+			reasons: []string{"left out fields past the merged answer's limit of 2 fields; left out its object at a, where the merged answer holds a number"},
+		},
+		{
+			name:    "a duplicate record's fields count",
+			opts:    Options{HasSchema: true, DedupeBy: []string{"id"}, Limits: Limits{MaxMergedNodes: 2}},
+			answers: []string{`[{"id":1,"x":1}]`, `[{"id":1,"y":2}]`},
+			want:    `[{"id":1,"x":1}]`,
+			left:    []ChunkRef{{"f", 1}},
+			reasons: []string{"left out fields past the merged answer's limit of 2 fields"},
+		},
+		{
+			name:    "under the bound nothing is left out",
+			opts:    Options{Limits: Limits{MaxMergedNodes: 4}},
+			answers: []string{`{"a":1,"b":2}`, `{"a":1,"c":3,"d":4}`},
+			want:    `{"a":1,"b":2,"c":3,"d":4}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Format = FormatJSON
+			a := mergeOne(t, tt.opts, chunks("f", tt.answers...))
+			if a.Content != tt.want || !reflect.DeepEqual(refs(a), tt.left) {
+				t.Fatalf("content %s, incomplete %+v; want %s and %v", a.Content, a.IncompleteChunks, tt.want, tt.left)
+			}
+			for i, c := range a.IncompleteChunks {
+				if c.Reason != tt.reasons[i] {
+					t.Errorf("reason %q, want %q", c.Reason, tt.reasons[i])
+				}
+			}
+			if !a.MergeIncomplete && len(tt.left) > 0 {
+				t.Error("mergeIncomplete false")
+			}
+		})
+	}
+}
+
+// TestMergedLeafIsSmall: a merged leaf is a node and a candidate, kept
+// small as an answer giving every value its own key makes one per key
+// (hunt-merge: 160 bytes of node, 48 of candidate and a 96-byte value
+// copy, about 350 bytes a key with its map entry; 3 GB at the input limit).
+func TestMergedLeafIsSmall(t *testing.T) {
+	if n, c := unsafe.Sizeof(mnode{}), unsafe.Sizeof(cand{}); n > 80 || c > 32 {
+		t.Errorf("a merged node is %d bytes, a candidate %d; want at most 80 and 32", n, c)
 	}
 }

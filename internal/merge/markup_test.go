@@ -2,6 +2,7 @@ package merge
 
 import (
 	"encoding/xml"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -355,6 +356,48 @@ func TestMergeXML(t *testing.T) {
 			}
 			if !a.MergeIncomplete {
 				checkWellFormedXML(t, a.Content)
+			}
+		})
+	}
+}
+
+// TestXMLOverlapComparesTheMergedTail: an answer's head is compared with
+// the tail of the merged children, however many answers it spans, and
+// after a long answer whose children's digests were cut to what later
+// answers can compare (hunt-merge: the children are written as taken and
+// only a tail of digests kept, where all of them took 3 GB at 64 MiB).
+func TestXMLOverlapComparesTheMergedTail(t *testing.T) {
+	var long strings.Builder
+	long.WriteString("<r>")
+	for i := range 1500 {
+		fmt.Fprintf(&long, `<a i="%d"/>`, i)
+	}
+	long.WriteString("</r>")
+	tests := []struct {
+		name    string
+		answers []string
+		want    string
+		removed int
+	}{
+		{
+			name:    "the tail spans two short answers",
+			answers: []string{"<r><a/></r>", "<r><b/></r>", "<r><a/><b/><c/></r>"},
+			want:    "<r><a/><b/><c/></r>",
+			removed: 2,
+		},
+		{
+			name:    "after a long answer",
+			answers: []string{long.String(), `<r><a i="1498"/><a i="1499"/><c/></r>`, `<r><c/><d/></r>`},
+			want:    long.String()[:long.Len()-len("</r>")] + "<c/><d/></r>",
+			removed: 3,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mergeOne(t, Options{Format: FormatXML}, chunks("f", tt.answers...))
+			if a.Content != tt.want || a.DedupeRemovedTechnical != tt.removed {
+				t.Errorf("content %.80q… (%d bytes), removed %d; want %.80q… (%d bytes), %d",
+					a.Content, len(a.Content), a.DedupeRemovedTechnical, tt.want, len(tt.want), tt.removed)
 			}
 		})
 	}

@@ -58,12 +58,19 @@ const (
 // a JSON merge holds one answer parsed at a time and keeps text of the
 // others, about 4–5 times the input at its peak with a job's stored
 // answers included (docs/benchmarks.md, "mergemem"); an answer that gives
-// every value its own key still costs a merged node per key.
+// every value its own key costs a merged node per key, which
+// DefaultMaxMergedNodes bounds.
 const (
 	DefaultMaxAnswerBytes = 8 << 20
 	DefaultMaxTotalBytes  = 64 << 20
 	DefaultMaxDepth       = 128
 	DefaultMaxNodes       = 1 << 20
+	// DefaultMaxMergedNodes bounds the merged JSON tree: a field costs
+	// about 150 bytes there (its node, its value's copy, the map entry;
+	// 350 before they were made small), and an answer that gives every
+	// value its own key took 45 times its input (2.9 GB at the input
+	// limit) before the bound, 12 times after (hunt-merge).
+	DefaultMaxMergedNodes = 1 << 20
 )
 
 // Limits bound the work hostile answers can cause. A chunk over a limit is
@@ -77,6 +84,11 @@ type Limits struct {
 	MaxTotalBytes int
 	MaxDepth      int // nesting of JSON values and of HTML/XML elements
 	MaxNodes      int // JSON values or HTML/XML tokens in one answer
+	// Fields (object members, at any depth) of one merged JSON answer. A
+	// field that would pass it is left out of the merged answer and its
+	// chunk listed as not merged whole; fields the answer already holds
+	// still take their values.
+	MaxMergedNodes int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -91,6 +103,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxNodes <= 0 {
 		l.MaxNodes = DefaultMaxNodes
+	}
+	if l.MaxMergedNodes <= 0 {
+		l.MaxMergedNodes = DefaultMaxMergedNodes
 	}
 	return l
 }

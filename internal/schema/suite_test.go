@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // The official JSON-Schema-Test-Suite (json-schema-org/JSON-Schema-Test-Suite
@@ -172,9 +174,19 @@ func runSuiteGroup(t *testing.T, file, metaschema string, g suiteGroup, tally *s
 	if err != nil {
 		t.Fatalf("%s: Compile() = %v after Check accepted", name, err)
 	}
+	conf, err := CompileConformance(text)
+	if err != nil {
+		t.Fatalf("%s: CompileConformance() = %v after Compile accepted", name, err)
+	}
 	for _, tc := range g.Tests {
 		key := name + "/" + tc.Description
 		valid, errs := Verdict(sch, string(tc.Data))
+		// Conformance, which builds no violation, judges as Verdict does.
+		if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tc.Data)); err != nil {
+			t.Errorf("%s: %v", key, err)
+		} else if c := conf.Conforms(doc); c != valid {
+			t.Errorf("%s: Conforms() = %v, Verdict() = %v", key, c, valid)
+		}
 		checkVerdictBounds(t, key, valid, errs, tally)
 		_, allowed := knownDifferences[key]
 		switch {
