@@ -39,3 +39,16 @@ func TestEndingMergesAreBounded(t *testing.T) {
 		}
 	})
 }
+
+func TestEndingMergesLeaveTheWriterFree(t *testing.T) {
+	pgtest.URL(t)
+	storetest.EndingMergesLeaveTheWriterFree(t, func(t *testing.T) (store.Store, func(func(string))) {
+		s := openSchema(t)
+		return s, s.SetEndMergeHook
+	})
+}
+
+func TestEndingMergesSeeTheRowsTheEndingLeaves(t *testing.T) {
+	pgtest.URL(t)
+	storetest.EndingMergesSeeTheRowsTheEndingLeaves(t, func(t *testing.T) store.Store { return openSchema(t) })
+}

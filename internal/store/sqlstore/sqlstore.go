@@ -208,6 +208,9 @@ type Store[TTx any] struct {
 	llmGroups llmGroups
 	// ends signals the jobs this process ends (ends.go).
 	ends endSignals
+	// endMergeHook, when set (SetEndMergeHook, tests only), runs just
+	// before a cancel or the deadline merges a job's answers.
+	endMergeHook func(jobID string)
 }
 
 var _ store.Store = (*Store[any])(nil)
