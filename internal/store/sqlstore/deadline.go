@@ -50,7 +50,7 @@ func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError st
 	// Merged before the transaction, as CancelJob does (mergeBefore).
 	for outside := 1; ; outside++ {
 		var pre *endMerge
-		if pre, err = s.mergeBefore(ctx, "", jobID, try.unmerged); err != nil {
+		if pre, err = s.mergeBefore(ctx, "", jobID, try); err != nil {
 			break
 		}
 		err = s.inTx(ctx, func(tx TTx, q Querier) error {

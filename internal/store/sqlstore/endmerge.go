@@ -34,6 +34,9 @@ func (s *Store[TTx]) SetEndMergeHook(fn func(jobID string)) { s.endMergeHook = f
 // endMergeTry is the try at merging an ending job's answers that a cancel
 // or the deadline is about to make.
 type endMergeTry struct {
+	// merges: the job merges and was live when counted; a cancel or the
+	// deadline of any other merges nothing (mergeBefore is skipped).
+	merges bool
 	// unmerged: the job merges, and endMergeCrashes earlier tries ended
 	// with their process: end it without reading or merging its answers.
 	unmerged bool
@@ -73,7 +76,7 @@ func (s *Store[TTx]) countEndMerge(ctx context.Context, accountID, id string) (e
 		return endMergeTry{}, nil
 	}
 	if tries >= endMergeCrashes {
-		return endMergeTry{unmerged: true, tries: tries}, nil
+		return endMergeTry{merges: true, unmerged: true, tries: tries}, nil
 	}
 	var n int64
 	err = s.inTx(ctx, func(_ TTx, q Querier) error {
@@ -85,7 +88,7 @@ func (s *Store[TTx]) countEndMerge(ctx context.Context, accountID, id string) (e
 	if err != nil {
 		return endMergeTry{}, fmt.Errorf("count a merge try of %s: %w", id, err)
 	}
-	return endMergeTry{tries: tries, counted: n == 1}, nil
+	return endMergeTry{merges: true, tries: tries, counted: n == 1}, nil
 }
 
 // giveBack uncounts try after its ending failed with an error (a stop, the
@@ -175,12 +178,16 @@ type endMerge struct {
 // writer, for all that time (hunt mergetx). Its pending rows are taken as
 // failed, and each file still being recognized as given its ocr_failed
 // row, as failPendingRows will make them. nil when the job does not merge,
-// has ended or is not there: the ending transaction says which.
+// has ended or is not there (read by countEndMerge as try, or here): the
+// ending transaction says which.
 //
 // The counts are read first: the ending transaction stores the merge only
 // if it reads the same ones, so no row moved between them, and every read
 // here saw the rows that transaction ends.
-func (s *Store[TTx]) mergeBefore(ctx context.Context, accountID, id string, unmerged bool) (*endMerge, error) {
+func (s *Store[TTx]) mergeBefore(ctx context.Context, accountID, id string, try endMergeTry) (*endMerge, error) {
+	if !try.merges {
+		return nil, nil // countEndMerge read it: no second read
+	}
 	db := s.backend.DB()
 	j, err := s.getJob(ctx, db, accountID, id, "")
 	if errors.Is(err, store.ErrNotFound) {
@@ -204,7 +211,7 @@ func (s *Store[TTx]) mergeBefore(ctx context.Context, accountID, id string, unme
 	if err != nil {
 		return nil, err
 	}
-	merged, err := s.mergeRows(ctx, db, j, endedRows(llm, skipped), unmerged)
+	merged, err := s.mergeRows(ctx, db, j, endedRows(llm, skipped), try.unmerged)
 	if err != nil {
 		return nil, err
 	}
@@ -235,9 +242,9 @@ func endedRows(llm, skipped []job.LLMRow) []job.LLMRow {
 // row, stores as j's merged answers: pre's merge when j's rows are as it
 // read them (q has not failed any yet), else errRowsMoved to have the
 // ending merge again before a new transaction, unless last, when it merges
-// inside q after failPendingRows (merge inside: mergeEnded). stored is
+// inside q after failPendingRows (merge inside: mergeEnded). ready is
 // false when the merge is left to mergeEnded.
-func (s *Store[TTx]) endMerged(ctx context.Context, q Querier, j *job.Job, pre *endMerge, last bool) (merged []byte, stored bool, err error) {
+func (s *Store[TTx]) endMerged(ctx context.Context, q Querier, j *job.Job, pre *endMerge, last bool) (merged []byte, ready bool, err error) {
 	if pre == nil || !j.Merge.Enabled {
 		return nil, false, nil
 	}

@@ -747,7 +747,7 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 	// move under it, then inside the transaction.
 	for outside := 1; ; outside++ {
 		var pre *endMerge
-		if pre, err = s.mergeBefore(ctx, accountID, id, try.unmerged); err != nil {
+		if pre, err = s.mergeBefore(ctx, accountID, id, try); err != nil {
 			break
 		}
 		err = s.inTx(ctx, func(tx TTx, q Querier) error {
