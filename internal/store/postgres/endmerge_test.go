@@ -52,3 +52,14 @@ func TestEndingMergesSeeTheRowsTheEndingLeaves(t *testing.T) {
 	pgtest.URL(t)
 	storetest.EndingMergesSeeTheRowsTheEndingLeaves(t, func(t *testing.T) store.Store { return openSchema(t) })
 }
+
+func TestConcurrentEndingsOfAJobMergeOnce(t *testing.T) {
+	pgtest.URL(t)
+	storetest.ConcurrentEndingsOfAJobMergeOnce(t, func(t *testing.T) (store.Store, storetest.EndHooks) {
+		s := openSchema(t)
+		return s, func(merge, wait func(string)) {
+			s.SetEndMergeHook(merge)
+			s.SetEndWaitHook(wait)
+		}
+	})
+}

@@ -52,3 +52,13 @@ func TestEndingMergesSeeTheRowsTheEndingLeaves(t *testing.T) {
 		return open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "docjobs.db")})
 	})
 }
+
+func TestConcurrentEndingsOfAJobMergeOnce(t *testing.T) {
+	storetest.ConcurrentEndingsOfAJobMergeOnce(t, func(t *testing.T) (store.Store, storetest.EndHooks) {
+		s := open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "docjobs.db")})
+		return s, func(merge, wait func(string)) {
+			s.SetEndMergeHook(merge)
+			s.SetEndWaitHook(wait)
+		}
+	})
+}

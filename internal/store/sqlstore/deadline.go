@@ -48,6 +48,14 @@ func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError st
 		return false, fmt.Errorf("expire job %s: %w", jobID, err)
 	}
 	// Merged before the transaction, as CancelJob does (mergeBefore).
+	// One ending of a merging job at a time merges in this process (lockEnd).
+	unlock := func() {}
+	if try.merges {
+		if unlock, err = s.lockEnd(ctx, jobID); err != nil {
+			s.giveBack(ctx, try, jobID)
+			return false, fmt.Errorf("expire job %s: %w", jobID, err)
+		}
+	}
 	for outside := 1; ; outside++ {
 		var pre *endMerge
 		if pre, err = s.mergeBefore(ctx, "", jobID, try); err != nil {
@@ -110,6 +118,7 @@ func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError st
 			break
 		}
 	}
+	unlock()
 	if err != nil {
 		s.giveBack(ctx, try, jobID)
 		return false, fmt.Errorf("expire job %s: %w", jobID, err)

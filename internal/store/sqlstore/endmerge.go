@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/docjobs/docjobs/internal/job"
@@ -30,6 +31,70 @@ const endMergeGiveBackWait = 5 * time.Second
 // test blocks there to see what the merge holds while it runs. For tests
 // only; set it before the store ends any job.
 func (s *Store[TTx]) SetEndMergeHook(fn func(jobID string)) { s.endMergeHook = fn }
+
+// SetEndWaitHook makes fn run when a cancel or the deadline of a merging
+// job waits for another ending of that job to end first (lockEnd), with
+// the job's id. For tests only; set it before the store ends any job.
+func (s *Store[TTx]) SetEndWaitHook(fn func(jobID string)) { s.endWaitHook = fn }
+
+// endLocks holds, per job, the right to merge its answers for a cancel or
+// the deadline. Inside the ending transaction the merge was serialized by
+// the job row's lock: a second cancel waited there and then found the job
+// ended. Merged before the transaction (mergeBefore), concurrent endings
+// would each merge at once, each up to the merge's peak memory (about
+// 1.2 GB at its input limit), so they take turns here; the one that waited
+// then finds the job ended without merging. Other processes' endings of
+// the job are not held (they merge alone, as before the merge moved).
+type endLocks struct {
+	mu   sync.Mutex
+	jobs map[string]*endLock
+}
+
+type endLock struct {
+	token chan struct{} // holds one value while an ending holds the lock
+	users int           // holders and waiters; the entry goes at 0
+}
+
+// lockEnd takes job id's end lock, waiting (until ctx ends) while another
+// ending of it in this process holds it; the caller calls unlock.
+func (s *Store[TTx]) lockEnd(ctx context.Context, id string) (unlock func(), err error) {
+	l := &s.endLocks
+	l.mu.Lock()
+	if l.jobs == nil {
+		l.jobs = make(map[string]*endLock)
+	}
+	e := l.jobs[id]
+	if e == nil {
+		e = &endLock{token: make(chan struct{}, 1)}
+		l.jobs[id] = e
+	}
+	e.users++
+	l.mu.Unlock()
+	leave := func() {
+		l.mu.Lock()
+		if e.users--; e.users == 0 {
+			delete(l.jobs, id)
+		}
+		l.mu.Unlock()
+	}
+	select {
+	case e.token <- struct{}{}:
+	default:
+		if s.endWaitHook != nil {
+			s.endWaitHook(id)
+		}
+		select {
+		case e.token <- struct{}{}:
+		case <-ctx.Done():
+			leave()
+			return nil, fmt.Errorf("wait for another ending of %s: %w", id, ctx.Err())
+		}
+	}
+	return func() {
+		<-e.token
+		leave()
+	}, nil
+}
 
 // endMergeTry is the try at merging an ending job's answers that a cancel
 // or the deadline is about to make.

@@ -745,6 +745,14 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 	// Merged before the transaction, so that the merge does not hold the
 	// job row and SQLite's writer (mergeBefore); merged again while rows
 	// move under it, then inside the transaction.
+	// One ending of a merging job at a time merges in this process (lockEnd).
+	unlock := func() {}
+	if try.merges {
+		if unlock, err = s.lockEnd(ctx, id); err != nil {
+			s.giveBack(ctx, try, id)
+			return nil, fmt.Errorf("cancel job %s: %w", id, err)
+		}
+	}
 	for outside := 1; ; outside++ {
 		var pre *endMerge
 		if pre, err = s.mergeBefore(ctx, accountID, id, try); err != nil {
@@ -797,6 +805,7 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 			break
 		}
 	}
+	unlock()
 	if err != nil {
 		s.giveBack(ctx, try, id)
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTerminal) {

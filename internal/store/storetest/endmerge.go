@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -425,4 +426,76 @@ func EndingMergesSeeTheRowsTheEndingLeaves(t *testing.T, open func(t *testing.T)
 				IncompleteChunks: []ref{{j.SourceURLs[0], 1}, {j.SourceURLs[1], 0}, {j.SourceURLs[2], 0}, {j.SourceURLs[2], 1}}}})
 		})
 	}
+}
+
+// EndHooks installs a store's test hooks: merge runs just before each
+// merge of a job's answers for a cancel or the deadline, wait when one of
+// those endings waits for another of the same job to end first.
+type EndHooks func(merge, wait func(jobID string))
+
+// ConcurrentEndingsOfAJobMergeOnce: inside the ending transaction, a
+// second cancel (or the deadline) of a merging job waited for the first at
+// the job row and then found the job ended, so the job was merged once.
+// Merged before that transaction, concurrent endings each merged at once,
+// each up to the merge's peak memory (about 1.2 GB at its input limit).
+// Endings of one job in one process now take turns: the second waits
+// while the first merges, and then finds the job ended without merging.
+// open returns a fresh, empty, migrated store; the test closes it.
+func ConcurrentEndingsOfAJobMergeOnce(t *testing.T, open func(t *testing.T) (store.Store, EndHooks)) {
+	s, hooks := open(t)
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	const file = "https://example.com/doca.txt"
+	j := newJob("acct", 1)
+	j.Prompts = []string{"p"}
+	j.Merge = job.Merge{Enabled: true, Scope: "MERGE_SCOPE_JOB", Format: "MERGE_FORMAT_TEXT"}
+	createJob(t, s, j, store.CreateJobParams{})
+	ocr := job.OCRRow{JobID: j.ID, File: file, Status: job.RowDone, Content: "text", OutputFormat: job.FormatPlain}
+	rows := make([]job.LLMRow, 2)
+	for c := range rows {
+		rows[c] = job.LLMRow{JobID: j.ID, File: file, ChunkIndex: c, ChunkTotal: len(rows), Status: job.RowPending, Input: "chunk"}
+	}
+	_, err := s.FinishOCR(ctx(t), store.OCRDone{Row: ocr, LLM: rows})
+	noErr(t, "FinishOCR", err)
+
+	var (
+		merges       int
+		second       = make(chan error, 1) // the deadline's end
+		secondMerged = make(chan struct{})
+		secondWaits  = make(chan struct{})
+		mergedOnce   sync.Once
+		waitsOnce    sync.Once
+		mu           sync.Mutex
+	)
+	hooks(func(jobID string) {
+		mu.Lock()
+		merges++
+		n := merges
+		mu.Unlock()
+		if n > 1 {
+			mergedOnce.Do(func() { close(secondMerged) })
+			return
+		}
+		// The first merge (the cancel's): the deadline ends the job now,
+		// and either merges too or waits for the cancel.
+		go func() {
+			_, err := s.ExpireJob(ctx(t), j.ID, "timed out", "job deadline exceeded")
+			second <- err
+		}()
+		select {
+		case <-secondMerged:
+			t.Error("the deadline merged the job's answers while its cancel merged them")
+		case <-secondWaits:
+		}
+	}, func(string) {
+		waitsOnce.Do(func() { close(secondWaits) })
+	})
+	_, err = s.CancelJob(ctx(t), j.AccountID, j.ID)
+	noErr(t, "CancelJob", err)
+	noErr(t, "ExpireJob after the cancel", <-second)
+	equal(t, "merges", merges, 1)
+	equal(t, "status", getJob(t, s, j.ID).Status, job.StatusCancelled)
 }
