@@ -28,12 +28,12 @@ const crashDBEnv = "DOCJOBS_TEST_DEADLINE_CRASH_DB"
 
 // TestADeadlineMergeThatTakesItsProcessDownIsNotRunAtEveryStart: the
 // deadline sweep runs at every start, takes the oldest overdue job first
-// and merges a merging job's answers in the transaction that ends it. A
+// and merges the answers of a merging job it ends. A
 // merge that took its process down was run again at every start and took
 // every start down with it, the jobs behind it never ending (hunt-endings
 // F2). Each start here is a child process that runs one sweep over the
-// same SQLite database and kills itself (SIGKILL, inside the ending
-// transaction) when the merge of the oldest job's answers gets as far as
+// same SQLite database and kills itself (SIGKILL, before the ending
+// commits) when the merge of the oldest job's answers gets as far as
 // its unanswered chunk. The first three starts die there; the fourth ends
 // that job without its answers merged, saying why, and the job behind it.
 func TestADeadlineMergeThatTakesItsProcessDownIsNotRunAtEveryStart(t *testing.T) {

@@ -39,3 +39,27 @@ func TestEndingMergesAreBounded(t *testing.T) {
 		}
 	})
 }
+
+func TestEndingMergesLeaveTheWriterFree(t *testing.T) {
+	pgtest.URL(t)
+	storetest.EndingMergesLeaveTheWriterFree(t, func(t *testing.T) (store.Store, func(func(string))) {
+		s := openSchema(t)
+		return s, s.SetEndMergeHook
+	})
+}
+
+func TestEndingMergesSeeTheRowsTheEndingLeaves(t *testing.T) {
+	pgtest.URL(t)
+	storetest.EndingMergesSeeTheRowsTheEndingLeaves(t, func(t *testing.T) store.Store { return openSchema(t) })
+}
+
+func TestConcurrentEndingsOfAJobMergeOnce(t *testing.T) {
+	pgtest.URL(t)
+	storetest.ConcurrentEndingsOfAJobMergeOnce(t, func(t *testing.T) (store.Store, storetest.EndHooks) {
+		s := openSchema(t)
+		return s, func(merge, wait func(string)) {
+			s.SetEndMergeHook(merge)
+			s.SetEndWaitHook(wait)
+		}
+	})
+}

@@ -39,3 +39,26 @@ func TestEndingMergesAreBounded(t *testing.T) {
 		}
 	})
 }
+
+func TestEndingMergesLeaveTheWriterFree(t *testing.T) {
+	storetest.EndingMergesLeaveTheWriterFree(t, func(t *testing.T) (store.Store, func(func(string))) {
+		s := open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "docjobs.db")})
+		return s, s.SetEndMergeHook
+	})
+}
+
+func TestEndingMergesSeeTheRowsTheEndingLeaves(t *testing.T) {
+	storetest.EndingMergesSeeTheRowsTheEndingLeaves(t, func(t *testing.T) store.Store {
+		return open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "docjobs.db")})
+	})
+}
+
+func TestConcurrentEndingsOfAJobMergeOnce(t *testing.T) {
+	storetest.ConcurrentEndingsOfAJobMergeOnce(t, func(t *testing.T) (store.Store, storetest.EndHooks) {
+		s := open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "docjobs.db")})
+		return s, func(merge, wait func(string)) {
+			s.SetEndMergeHook(merge)
+			s.SetEndWaitHook(wait)
+		}
+	})
+}

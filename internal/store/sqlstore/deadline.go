@@ -41,60 +41,84 @@ func (s *Store[TTx]) ExpireJob(ctx context.Context, jobID, rowError, jobError st
 		applied, erased bool
 		woken           []string
 	)
-	// Counted before the transaction: a merge that takes the process down
-	// rolls it back, and this sweep runs at every start (countEndMerge).
+	// Counted before the merge: a merge that takes the process down leaves
+	// the job overdue, and this sweep runs at every start (countEndMerge).
 	try, err := s.countEndMerge(ctx, "", jobID)
 	if err != nil {
 		return false, fmt.Errorf("expire job %s: %w", jobID, err)
 	}
-	err = s.inTx(ctx, func(tx TTx, q Querier) error {
-		applied, erased, woken = false, false, nil
-		// FOR UPDATE, as CancelJob: failPendingRows may insert the first
-		// row of a file a FinishOCR is inserting (the lock order, locks.go).
-		j, err := s.getJob(ctx, q, "", jobID, s.dialect.ForDelete)
-		if errors.Is(err, store.ErrNotFound) {
+	// Merged before the transaction, as CancelJob does (mergeBefore).
+	// One ending of a merging job at a time merges in this process (lockEnd).
+	unlock := func() {}
+	if try.merges {
+		if unlock, err = s.lockEnd(ctx, jobID); err != nil {
+			s.giveBack(ctx, try, jobID)
+			return false, fmt.Errorf("expire job %s: %w", jobID, err)
+		}
+	}
+	for outside := 1; ; outside++ {
+		var pre *endMerge
+		if pre, err = s.mergeBefore(ctx, "", jobID, try); err != nil {
+			break
+		}
+		err = s.inTx(ctx, func(tx TTx, q Querier) error {
+			applied, erased, woken = false, false, nil
+			// FOR UPDATE, as CancelJob: failPendingRows may insert the first
+			// row of a file a FinishOCR is inserting (the lock order, locks.go).
+			j, err := s.getJob(ctx, q, "", jobID, s.dialect.ForDelete)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if j.Status.Terminal() {
+				return nil
+			}
+			merged, ready, err := s.endMerged(ctx, q, j, pre, outside >= endMergeOutside)
+			if err != nil {
+				return err
+			}
+			now := s.nowUTC()
+			if err := s.failPendingRows(ctx, q, j, rowError, now); err != nil {
+				return err
+			}
+			ocr, err := s.ocrRows(ctx, q, jobID, ocrColumnsLean)
+			if err != nil {
+				return err
+			}
+			status, reason := job.FinalStatus(ocr)
+			if status == job.StatusFailed {
+				reason = jobError
+			}
+			if !ready {
+				if merged, err = s.mergeEnded(ctx, q, j, try.unmerged); err != nil {
+					return err
+				}
+			}
+			if try.unmerged && j.Merge.Enabled {
+				reason = unmergedReason(reason, try.tries)
+			}
+			if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, merged = ?, updated = ? WHERE id = ?`,
+				string(status), reason, string(merged), s.ts(now), jobID); err != nil {
+				return fmt.Errorf("update job: %w", err)
+			}
+			if erased, err = s.eraseProviderKeys(ctx, q, jobID); err != nil {
+				return err
+			}
+			webhookErased, err := s.onTerminal(ctx, tx, q, j, &woken)
+			if err != nil {
+				return err
+			}
+			erased = erased || webhookErased
+			applied = true
 			return nil
+		})
+		if !errors.Is(err, errRowsMoved) {
+			break
 		}
-		if err != nil {
-			return err
-		}
-		if j.Status.Terminal() {
-			return nil
-		}
-		now := s.nowUTC()
-		if err := s.failPendingRows(ctx, q, j, rowError, now); err != nil {
-			return err
-		}
-		ocr, err := s.ocrRows(ctx, q, jobID, ocrColumnsLean)
-		if err != nil {
-			return err
-		}
-		status, reason := job.FinalStatus(ocr)
-		if status == job.StatusFailed {
-			reason = jobError
-		}
-		merged, err := s.mergeEnded(ctx, q, j, try.unmerged)
-		if err != nil {
-			return err
-		}
-		if try.unmerged && j.Merge.Enabled {
-			reason = unmergedReason(reason, try.tries)
-		}
-		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, merged = ?, updated = ? WHERE id = ?`,
-			string(status), reason, string(merged), s.ts(now), jobID); err != nil {
-			return fmt.Errorf("update job: %w", err)
-		}
-		if erased, err = s.eraseProviderKeys(ctx, q, jobID); err != nil {
-			return err
-		}
-		webhookErased, err := s.onTerminal(ctx, tx, q, j, &woken)
-		if err != nil {
-			return err
-		}
-		erased = erased || webhookErased
-		applied = true
-		return nil
-	})
+	}
+	unlock()
 	if err != nil {
 		s.giveBack(ctx, try, jobID)
 		return false, fmt.Errorf("expire job %s: %w", jobID, err)

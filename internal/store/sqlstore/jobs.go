@@ -736,50 +736,76 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 		woken   []string
 		errText = "job cancelled"
 	)
-	// Counted before the transaction: a merge that takes the process down
-	// rolls it back (countEndMerge).
+	// Counted before the merge: a merge that takes the process down leaves
+	// the job as it was (countEndMerge).
 	try, err := s.countEndMerge(ctx, accountID, id)
 	if err != nil {
 		return nil, fmt.Errorf("cancel job %s: %w", id, err)
 	}
-	err = s.inTx(ctx, func(tx TTx, q Querier) error {
-		var err error
-		erased, woken = false, nil // a retried transaction starts over
-		// FOR UPDATE, not the fan-in's NO KEY UPDATE: it waits for a
-		// FinishOCR that is inserting a file's rows, whose first row
-		// failPendingRows would otherwise insert too (the lock order, locks.go).
-		j, err = s.getJob(ctx, q, accountID, id, s.dialect.ForDelete)
-		if err != nil {
+	// Merged before the transaction, so that the merge does not hold the
+	// job row and SQLite's writer (mergeBefore); merged again while rows
+	// move under it, then inside the transaction.
+	// One ending of a merging job at a time merges in this process (lockEnd).
+	unlock := func() {}
+	if try.merges {
+		if unlock, err = s.lockEnd(ctx, id); err != nil {
+			s.giveBack(ctx, try, id)
+			return nil, fmt.Errorf("cancel job %s: %w", id, err)
+		}
+	}
+	for outside := 1; ; outside++ {
+		var pre *endMerge
+		if pre, err = s.mergeBefore(ctx, accountID, id, try); err != nil {
+			break
+		}
+		err = s.inTx(ctx, func(tx TTx, q Querier) error {
+			var err error
+			erased, woken = false, nil // a retried transaction starts over
+			// FOR UPDATE, not the fan-in's NO KEY UPDATE: it waits for a
+			// FinishOCR that is inserting a file's rows, whose first row
+			// failPendingRows would otherwise insert too (the lock order, locks.go).
+			j, err = s.getJob(ctx, q, accountID, id, s.dialect.ForDelete)
+			if err != nil {
+				return err
+			}
+			if j.Status.Terminal() {
+				return store.ErrTerminal
+			}
+			merged, ready, err := s.endMerged(ctx, q, j, pre, outside >= endMergeOutside)
+			if err != nil {
+				return err
+			}
+			now := s.nowUTC()
+			if err := s.failPendingRows(ctx, q, j, errText, now); err != nil {
+				return err
+			}
+			if !ready {
+				if merged, err = s.mergeEnded(ctx, q, j, try.unmerged); err != nil {
+					return err
+				}
+			}
+			// A cancel says nothing in error, unless its answers were not merged.
+			reason := j.Error
+			if try.unmerged && j.Merge.Enabled {
+				reason = unmergedReason("", try.tries)
+			}
+			if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, merged = ?, updated = ? WHERE id = ?`,
+				string(job.StatusCancelled), reason, string(merged), s.ts(now), id); err != nil {
+				return fmt.Errorf("cancel job: %w", err)
+			}
+			if erased, err = s.eraseProviderKeys(ctx, q, id); err != nil {
+				return err
+			}
+			webhookErased, err := s.onTerminal(ctx, tx, q, j, &woken)
+			erased = erased || webhookErased
+			j.Status, j.Error, j.Updated = job.StatusCancelled, reason, now
 			return err
+		})
+		if !errors.Is(err, errRowsMoved) {
+			break
 		}
-		if j.Status.Terminal() {
-			return store.ErrTerminal
-		}
-		now := s.nowUTC()
-		if err := s.failPendingRows(ctx, q, j, errText, now); err != nil {
-			return err
-		}
-		merged, err := s.mergeEnded(ctx, q, j, try.unmerged)
-		if err != nil {
-			return err
-		}
-		// A cancel says nothing in error, unless its answers were not merged.
-		reason := j.Error
-		if try.unmerged && j.Merge.Enabled {
-			reason = unmergedReason("", try.tries)
-		}
-		if _, err := s.exec(ctx, q, `UPDATE jobs SET status = ?, error = ?, merged = ?, updated = ? WHERE id = ?`,
-			string(job.StatusCancelled), reason, string(merged), s.ts(now), id); err != nil {
-			return fmt.Errorf("cancel job: %w", err)
-		}
-		if erased, err = s.eraseProviderKeys(ctx, q, id); err != nil {
-			return err
-		}
-		webhookErased, err := s.onTerminal(ctx, tx, q, j, &woken)
-		erased = erased || webhookErased
-		j.Status, j.Error, j.Updated = job.StatusCancelled, reason, now
-		return err
-	})
+	}
+	unlock()
 	if err != nil {
 		s.giveBack(ctx, try, id)
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTerminal) {
@@ -802,15 +828,10 @@ func (s *Store[TTx]) CancelJob(ctx context.Context, accountID, id string) (*job.
 // merged[] whatever status it ends with (spec: "present only when the job
 // set merge.enabled"): the answers its DONE rows hold, with every other
 // chunk listed in incompleteChunks, as finalize does for a job whose rows
-// failed. It runs inside the transaction, so that no reader sees the job
-// ended without them, and holds the job row (and SQLite's writer) for as
-// long as the merge takes, within the merge's input limit
-// (jobmerge.InputBudget, the answers past it not even read).
-//
-// unmerged (the tries are spent: countEndMerge) reads no answer: every
-// answered chunk is left out, as merge leaves out those past its input
-// limit, so merged[] is still there with each of them listed as not
-// merged, and the rows keep every answer (finalize does the same).
+// failed. The ending merges before its transaction when it can
+// (mergeBefore); this is the merge inside it, for a job whose rows kept
+// moving under the merges made before, and it holds the job row (and
+// SQLite's writer) for as long as the merge takes.
 func (s *Store[TTx]) mergeEnded(ctx context.Context, q Querier, j *job.Job, unmerged bool) ([]byte, error) {
 	if !j.Merge.Enabled {
 		return nil, nil
@@ -819,6 +840,18 @@ func (s *Store[TTx]) mergeEnded(ctx context.Context, q Querier, j *job.Job, unme
 	if err != nil {
 		return nil, err
 	}
+	return s.mergeRows(ctx, q, j, llm, unmerged)
+}
+
+// mergeRows merges the answers of job j's model rows llm (all terminal),
+// reading them on q within the merge's input limit (jobmerge.InputBudget,
+// the answers past it not even read).
+//
+// unmerged (the tries are spent: countEndMerge) reads no answer: every
+// answered chunk is left out, as merge leaves out those past its input
+// limit, so merged[] is still there with each of them listed as not
+// merged, and the rows keep every answer (finalize does the same).
+func (s *Store[TTx]) mergeRows(ctx context.Context, q Querier, j *job.Job, llm []job.LLMRow, unmerged bool) ([]byte, error) {
 	if unmerged {
 		for i := range llm {
 			if llm[i].Status == job.RowDone {
@@ -827,6 +860,9 @@ func (s *Store[TTx]) mergeEnded(ctx context.Context, q Querier, j *job.Job, unme
 		}
 	} else if err := s.answerContents(ctx, q, j.ID, llm, jobmerge.InputBudget); err != nil {
 		return nil, err
+	}
+	if s.endMergeHook != nil {
+		s.endMergeHook(j.ID)
 	}
 	merged, err := jobmerge.Answers(&job.Result{Job: j, LLM: llm}, s.logger.With("job_id", j.ID, "account_id", j.AccountID))
 	if err != nil {
@@ -841,24 +877,9 @@ func (s *Store[TTx]) mergeEnded(ctx context.Context, q Querier, j *job.Job, unme
 // every file whose recognition FAILED has (DESIGN §4).
 func (s *Store[TTx]) failPendingRows(ctx context.Context, q Querier, j *job.Job, errText string, now time.Time) error {
 	jobID := j.ID
-	rows, err := s.query(ctx, q, `SELECT file_index, file FROM ocr_rows o WHERE job_id = ? AND `+isPending+`
-		AND NOT EXISTS (SELECT 1 FROM llm_rows l WHERE l.job_id = o.job_id AND l.file_index = o.file_index)
-		ORDER BY file_index`, jobID)
+	skipped, err := s.filesInRecognition(ctx, q, j)
 	if err != nil {
-		return fmt.Errorf("files still being recognized: %w", err)
-	}
-	var skipped []job.LLMRow
-	for rows.Next() {
-		ocr := job.OCRRow{JobID: jobID, Status: job.RowFailed}
-		if err := rows.Scan(&ocr.FileIndex, &ocr.File); err != nil {
-			rows.Close()
-			return fmt.Errorf("files still being recognized: %w", err)
-		}
-		skipped = append(skipped, job.SkippedLLMRow(ocr, job.SkipOCRFailed, j.Neural.Model))
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("files still being recognized: %w", err)
+		return err
 	}
 	if err := s.insertLLMRows(ctx, q, skipped, now); err != nil {
 		return err
@@ -871,6 +892,31 @@ func (s *Store[TTx]) failPendingRows(ctx context.Context, q Querier, j *job.Job,
 		}
 	}
 	return nil
+}
+
+// filesInRecognition returns the SKIPPED ocr_failed model row that
+// failPendingRows gives each file of job j still being recognized (its OCR
+// row pending, no model row yet), by file.
+func (s *Store[TTx]) filesInRecognition(ctx context.Context, q Querier, j *job.Job) ([]job.LLMRow, error) {
+	rows, err := s.query(ctx, q, `SELECT file_index, file FROM ocr_rows o WHERE job_id = ? AND `+isPending+`
+		AND NOT EXISTS (SELECT 1 FROM llm_rows l WHERE l.job_id = o.job_id AND l.file_index = o.file_index)
+		ORDER BY file_index`, j.ID)
+	if err != nil {
+		return nil, fmt.Errorf("files still being recognized: %w", err)
+	}
+	defer rows.Close()
+	var skipped []job.LLMRow
+	for rows.Next() {
+		ocr := job.OCRRow{JobID: j.ID, Status: job.RowFailed}
+		if err := rows.Scan(&ocr.FileIndex, &ocr.File); err != nil {
+			return nil, fmt.Errorf("files still being recognized: %w", err)
+		}
+		skipped = append(skipped, job.SkippedLLMRow(ocr, job.SkipOCRFailed, j.Neural.Model))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("files still being recognized: %w", err)
+	}
+	return skipped, nil
 }
 
 // eraseProviderKeys deletes the job's provider keys, keeping its webhook

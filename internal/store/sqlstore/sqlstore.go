@@ -208,6 +208,14 @@ type Store[TTx any] struct {
 	llmGroups llmGroups
 	// ends signals the jobs this process ends (ends.go).
 	ends endSignals
+	// endMergeHook, when set (SetEndMergeHook, tests only), runs just
+	// before a cancel or the deadline merges a job's answers.
+	endMergeHook func(jobID string)
+	// endLocks lets one cancel or deadline of a merging job at a time
+	// merge its answers in this process (endmerge.go); endWaitHook, when
+	// set (SetEndWaitHook, tests only), runs when one waits there.
+	endLocks    endLocks
+	endWaitHook func(jobID string)
 }
 
 var _ store.Store = (*Store[any])(nil)

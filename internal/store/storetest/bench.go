@@ -131,9 +131,9 @@ func BenchmarkResultRows(b *testing.B, open func(b *testing.B) store.Store) {
 
 // BenchmarkCancelMergeJob measures a cancel of a job of one file whose
 // first half of model rows is answered (JSON answers of answerKiB KiB) and
-// the rest pending: without merge, and with merge on, where the cancel's
-// transaction merges the answers (and holds the job row, and SQLite's one
-// writer, while it does). The largest case is at the merge's input limit
+// the rest pending: without merge, and with merge on, where the cancel
+// merges the answers (before its transaction since hunt mergetx: the
+// job row and SQLite's one writer are no longer held while it does). The largest case is at the merge's input limit
 // (64 MiB of answers). Each iteration builds its job with the timer stopped.
 func BenchmarkCancelMergeJob(b *testing.B, open func(b *testing.B) store.Store) {
 	for _, bc := range []struct {
