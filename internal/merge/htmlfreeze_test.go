@@ -106,7 +106,8 @@ func TestHTMLFreezingKeepsTheOutput(t *testing.T) {
 		{"a plaintext element freezes nothing", chunks("f",
 			`<!DOCTYPE html><p>a</p><p>b</p><p>c</p><p>d</p>`,
 			`<p>e</p><plaintext><p>f`,
-			`<p>g</p>`), false},
+			`<p>g</p>`,
+			`<p>h</p>`), false}, // the whole document's rendering stops at it
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
