@@ -1,7 +1,6 @@
 package merge
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -33,10 +32,13 @@ var continuable = map[atom.Atom]bool{
 }
 
 type htmlJoiner struct {
-	memo    map[*html.Node]digest
-	buf     []byte
-	removed int
-	ground  *grounder // the overlap text of the chunk being joined, when the caller gave it
+	memo     map[*html.Node]digest // the body's nodes, for one join
+	headMemo map[*html.Node]digest // the head's, kept across joins
+	buf      []byte
+	removed  int
+	ground   *grounder // the overlap text of the chunk being joined, when the caller gave it
+	noFreeze bool      // tests: keep the whole tree, to compare outputs
+	frozen   int       // nodes rendered before the end (htmlfreeze.go)
 }
 
 // parseHTML parses an answer after checking it stays within the limits
@@ -52,20 +54,10 @@ func parseHTML(s string, lim Limits) (*html.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse HTML: %w", err)
 	}
-	type at struct {
-		n     *html.Node
-		depth int
-	}
-	stack := []at{{doc, 0}}
-	for len(stack) > 0 {
-		t := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if t.depth > lim.MaxDepth {
-			return nil, fmt.Errorf("HTML nested deeper than %d levels", lim.MaxDepth)
-		}
-		for c := t.n.FirstChild; c != nil; c = c.NextSibling {
-			stack = append(stack, at{c, t.depth + 1})
-		}
+	deepest := 0
+	walk(doc, func(_ *html.Node, depth int) { deepest = max(deepest, depth) })
+	if deepest > lim.MaxDepth {
+		return nil, fmt.Errorf("HTML nested deeper than %d levels", lim.MaxDepth)
 	}
 	return doc, nil
 }
@@ -100,13 +92,18 @@ func fullDocument(s string) bool {
 }
 
 func mergeHTML(g []*part, lim Limits) Answer {
+	return (&htmlJoiner{}).merge(g, lim)
+}
+
+func (j *htmlJoiner) merge(g []*part, lim Limits) Answer {
 	var a Answer
-	j := &htmlJoiner{memo: make(map[*html.Node]digest)}
+	j.memo, j.headMemo = make(map[*html.Node]digest), make(map[*html.Node]digest)
+	ahead := j.profiles(g, lim)
 	var doc, head, body *html.Node
 	var raw []string
 	whole := false
 	var prev *part
-	for _, p := range g {
+	for i, p := range g {
 		if p.skip != "" {
 			a.incomplete(p, p.skip)
 			if !p.drop && p.Content != "" {
@@ -133,6 +130,7 @@ func mergeHTML(g []*part, lim Limits) Answer {
 		if doc == nil {
 			doc, head, body = d, h, b
 			prev = p
+			j.freeze(body, at(ahead, i))
 			continue
 		}
 		if head != nil && h != nil {
@@ -144,9 +142,23 @@ func mergeHTML(g []*part, lim Limits) Answer {
 			j.ground = newGrounder(p.Overlap)
 		}
 		j.join(body, b, consecutive, consecutive && !p.NoOverlap)
+		// The joined nodes are never hashed again: a memo kept across
+		// joins would hold every node (frozen ones too) to the end.
+		j.memo = make(map[*html.Node]digest)
 		prev = p
+		j.freeze(body, at(ahead, i))
 	}
-	var out bytes.Buffer
+	// Sized once, as the answers' total (the rendering is about as long):
+	// a buffer grown by doubling and copied into a string held up to four
+	// times the content at once.
+	var out strings.Builder
+	size := 0
+	for _, p := range g {
+		if !p.drop {
+			size += len(p.Content) + 1
+		}
+	}
+	out.Grow(size)
 	if doc != nil {
 		var err error
 		if whole {
@@ -175,8 +187,19 @@ func mergeHTML(g []*part, lim Limits) Answer {
 	return a
 }
 
+// at returns s[i], or nil past its end (no profiles: nothing is frozen).
+func at(s [][]int, i int) []int {
+	if i < len(s) {
+		return s[i]
+	}
+	return nil
+}
+
 // joinHead adds the head elements (styles, metadata) not there yet.
 func (j *htmlJoiner) joinHead(a, b *html.Node) {
+	body := j.memo
+	j.memo = j.headMemo
+	defer func() { j.memo = body }()
 	have := make(map[digest]bool)
 	for _, c := range significant(a) {
 		have[j.hash(c)] = true
@@ -457,10 +480,12 @@ func significant(n *html.Node) []*html.Node {
 	return out
 }
 
-// nextSignificant returns c or the first significant sibling after it.
+// nextSignificant returns c or the first significant sibling after it. A
+// RawNode (rendered children, htmlfreeze.go) is significant: it stands for
+// content that no answer's node equals.
 func nextSignificant(c *html.Node) *html.Node {
 	for ; c != nil; c = c.NextSibling {
-		if c.Type == html.ElementNode || (c.Type == html.TextNode && !isBlank(c.Data)) {
+		if c.Type == html.RawNode || realSignificant(c) {
 			return c
 		}
 	}
@@ -554,6 +579,8 @@ func equalNodes(a, b *html.Node) bool {
 		if a.Namespace != b.Namespace || a.Data != b.Data || !sameAttrs(a, b) {
 			return false
 		}
+	case html.RawNode:
+		return false // rendered children: longer than any answer's node (htmlfreeze.go)
 	default:
 		return a.Data == b.Data
 	}
