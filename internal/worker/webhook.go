@@ -133,7 +133,7 @@ const giveUpTimeout = 30 * time.Second
 
 func (w *webhookWorker) Work(ctx context.Context, rj *river.Job[store.WebhookArgs]) error {
 	last := rj.Attempt >= rj.MaxAttempts
-	err := w.deliver(ctx, rj.Args.JobID, last)
+	err := w.deliver(ctx, rj.Args.JobID, last, w.recordUntil(rj))
 	var snooze *river.JobSnoozeError
 	if err == nil || !last || errors.As(err, &snooze) {
 		// A step back spends no attempt: the last one is still to come.
@@ -144,6 +144,21 @@ func (w *webhookWorker) Work(ctx context.Context, rj *river.Job[store.WebhookArg
 	// pending deliveries): whatever kept this attempt from being recorded,
 	// the delivery ends here.
 	return w.giveUp(ctx, rj.Args.JobID, err)
+}
+
+// recordUntil is how long an attempt's record may wait out an unreachable
+// database: as long as River leaves the attempt alone. River retries the
+// delivery only once Work has returned, and its rescuer takes a running
+// job for stuck only RescueStuckJobsAfter past its start (serve's
+// LongestStageTimeout plus RescueMargin), not at the attempt's minute;
+// a record that gave up at the minute left the delivery pending, and the
+// next attempt sent the webhook again.
+func (w *webhookWorker) recordUntil(rj *river.Job[store.WebhookArgs]) time.Time {
+	began := time.Now()
+	if rj.AttemptedAt != nil && rj.AttemptedAt.Before(began) {
+		began = *rj.AttemptedAt
+	}
+	return began.Add(w.cfg.LongestStageTimeout())
 }
 
 // notSent is a delivery that failed before its request could be made;
@@ -157,9 +172,10 @@ type notSent struct {
 func (e *notSent) Error() string { return e.err.Error() }
 func (e *notSent) Unwrap() error { return e.err }
 
-// deliver makes one attempt and records it. On River's last attempt (last)
-// a failed attempt ends the delivery whatever the schedule says.
-func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool) error {
+// deliver makes one attempt and records it, waiting out an unreachable
+// database until recordUntil. On River's last attempt (last) a failed
+// attempt ends the delivery whatever the schedule says.
+func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool, recordUntil time.Time) error {
 	j, err := w.deps.Store.GetJob(ctx, "", jobID)
 	if errors.Is(err, job.ErrNotFound) {
 		return nil // deleted meanwhile: nobody to tell, nothing to keep
@@ -252,9 +268,12 @@ func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool) er
 	}
 	// The record is tried again as a paid answer's is (retryWrite): an
 	// attempt the receiver took but whose record was lost to a cut
-	// connection or a failover was sent again by River's next attempt.
+	// connection or a failover was sent again by River's next attempt. It
+	// waits past the attempt's minute, until recordUntil.
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), recordUntil)
+	defer cancel()
 	var d job.WebhookDelivery
-	_, err = retryWrite(ctx, func(ctx context.Context) (bool, error) {
+	_, err = retryWrite(rctx, func(ctx context.Context) (bool, error) {
 		var err error
 		d, err = w.deps.Store.RecordWebhookAttempt(ctx, store.WebhookAttempt{JobID: j.ID, Status: a.Status, Error: a.Err,
 			At: now, Duration: a.Duration, State: state})

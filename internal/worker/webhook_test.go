@@ -587,3 +587,62 @@ func TestAWebhookWaitingForAPlaceIsNotSentForAJobDeletedMeanwhile(t *testing.T) 
 		t.Errorf("the receiver got %d requests for a job deleted before the delivery had a place, want none", n)
 	}
 }
+
+// webhookOutage is a store whose database is out for a delivery's record
+// from the first try until up is closed.
+type webhookOutage struct {
+	store.Store
+	once  sync.Once
+	began chan struct{}
+	up    chan struct{}
+}
+
+func (s *webhookOutage) RecordWebhookAttempt(ctx context.Context, a store.WebhookAttempt) (job.WebhookDelivery, error) {
+	select {
+	case <-s.up:
+		return s.Store.RecordWebhookAttempt(ctx, a)
+	default:
+		s.once.Do(func() { close(s.began) })
+		return job.WebhookDelivery{}, fmt.Errorf("record webhook attempt: %w: connection refused", store.ErrUnavailable)
+	}
+}
+
+// A database outage at a delivery's record that outlasts the attempt's
+// time (its minute) and recordPatience does not send the webhook again:
+// River neither retries nor rescues the attempt while its record waits, so
+// the record waits for the database and lands once (hunt-small; before, it
+// gave up at the minute and River's next attempt sent it a second time).
+// recordPatience and the attempt's time are shortened alike (both are a
+// minute in production), the outage five times as long.
+func TestAWebhookOutageLongerThanItsAttemptSendsItOnce(t *testing.T) {
+	shortRecordPatience(t, 300*time.Millisecond)
+	c := newWebhookCase(t, "", http.StatusOK)
+	down := &webhookOutage{Store: c.st, began: make(chan struct{}), up: make(chan struct{})}
+	c.w.deps.Store = down
+	go func() {
+		<-down.began
+		time.Sleep(5 * recordPatience)
+		close(down.up)
+	}()
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), recordPatience)
+	defer cancel()
+	err := c.w.Work(ctx, &river.Job[store.WebhookArgs]{
+		JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 5, AttemptedAt: &began}, Args: store.WebhookArgs{JobID: c.j.ID}})
+	if err != nil {
+		t.Logf("first attempt: %v", err)
+	}
+	<-down.up
+	// What River does next: a failed attempt is run again.
+	if err != nil {
+		if err := c.work(2, 5); err != nil {
+			t.Logf("second attempt: %v", err)
+		}
+	}
+	if n := len(c.rc.signatures()); n != 1 {
+		t.Errorf("the receiver got %d requests, want 1", n)
+	}
+	if d := c.delivery(t); d.State != job.WebhookDelivered || d.Attempts != 1 {
+		t.Errorf("delivery %+v, want delivered after 1 attempt", d)
+	}
+}
