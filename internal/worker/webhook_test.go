@@ -286,7 +286,7 @@ func TestGivingUpLeavesAnEndedDeliveryAlone(t *testing.T) {
 	if err := c.work(1, 22); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.w.giveUp(context.Background(), c.j.ID, errors.New("commit answer lost")); err != nil {
+	if err := c.w.giveUp(context.Background(), c.j.ID, errors.New("commit answer lost"), time.Now().Add(time.Minute)); err != nil {
 		t.Fatalf("giveUp: %v", err)
 	}
 	if d := c.delivery(t); d.State != job.WebhookDelivered || d.Attempts != 1 || d.LastError != "" {
@@ -644,5 +644,49 @@ func TestAWebhookOutageLongerThanItsAttemptSendsItOnce(t *testing.T) {
 	}
 	if d := c.delivery(t); d.State != job.WebhookDelivered || d.Attempts != 1 {
 		t.Errorf("delivery %+v, want delivered after 1 attempt", d)
+	}
+}
+
+// readOutage is a store whose database is out for every job read until up
+// is closed.
+type readOutage struct {
+	store.Store
+	once  sync.Once
+	began chan struct{}
+	up    chan struct{}
+}
+
+func (s *readOutage) GetJob(ctx context.Context, account, id string) (*job.Job, error) {
+	select {
+	case <-s.up:
+		return s.Store.GetJob(ctx, account, id)
+	default:
+		s.once.Do(func() { close(s.began) })
+		return nil, fmt.Errorf("get job: %w: connection refused", store.ErrUnavailable)
+	}
+}
+
+// River's last attempt that meets an unreachable database still ends the
+// delivery once the database is back: giving up tried once, and a delivery
+// left pending after River discarded its job kept its secret and its job
+// for ever (retention skips pending deliveries) (hunt-small).
+func TestRiversLastAttemptDuringAnOutageStillEndsTheDelivery(t *testing.T) {
+	shortRecordPatience(t, 300*time.Millisecond)
+	c := newWebhookCase(t, "a plain secret", http.StatusOK)
+	down := &readOutage{Store: c.st, began: make(chan struct{}), up: make(chan struct{})}
+	c.w.deps.Store = down
+	go func() {
+		<-down.began
+		time.Sleep(5 * recordPatience)
+		close(down.up)
+	}()
+	if err := c.work(22, 22); err != nil {
+		t.Errorf("River's last attempt: %v; want the delivery given up and recorded", err)
+	}
+	if d := c.delivery(t); d.State != job.WebhookFailed || d.LastError != "given up: the delivery failed on the service's side" {
+		t.Errorf("delivery after River's last attempt = %+v, want failed, given up", d)
+	}
+	if secrets, err := c.st.JobSecrets(context.Background(), c.j.ID); err != nil || len(secrets) != 0 {
+		t.Errorf("secrets left: %d, %v; want none once the delivery is given up", len(secrets), err)
 	}
 }
