@@ -77,8 +77,8 @@ func (s *Service) StoreUpload(ctx context.Context, name string, body io.Reader) 
 
 // uploadTimeLimit bounds how long one upload may take, from its first byte
 // read to its last: past it the upload is refused (DEADLINE_EXCEEDED, HTTP
-// 408) and nothing is kept. The idle cut (DOCJOBS_IO_IDLE_TIMEOUT) bounds
-// silence only, and a client sending empty gRPC messages, or a trickle,
+// 408) and nothing is kept. The idle cut (server.Config.IOIdleTimeout, a
+// fixed minute) bounds silence only, and a client sending empty gRPC messages, or a trickle,
 // kept an upload open for ever. The removal sweep removes staged writes and
 // unrecorded uploads an hour old, and ages an S3 object by when its upload
 // began: a bound well under that hour (this, plus one idle cut for the read

@@ -177,6 +177,34 @@ func TestAConfiguredNodeIDHeldByALiveProcessIsRefused(t *testing.T) {
 	}
 }
 
+// A start refused for a held node id says nothing on stdout: it printed
+// "docjobs at URL", or made and printed the first key (shown once) that
+// the refused process then took with it, before exiting 1 (hunt-small).
+func TestARefusedNodeIDAnnouncesNoAddressAndMakesNoKey(t *testing.T) {
+	db := sqliteNodeDatabase(t)
+	defer holdNode(t, db, "w3")()
+	env := map[string]string{"DOCJOBS_DATA_DIR": db.env["DOCJOBS_DATA_DIR"], "DOCJOBS_NODE_ID": "w3", "DOCJOBS_ADDR": "127.0.0.1:0"}
+	for _, attempt := range []string{"no key yet", "a key made"} {
+		code, stdout, stderr := run(t, env, "serve")
+		if code != ExitError || !strings.Contains(stderr, "DOCJOBS_NODE_ID w3 is held by another running process") {
+			t.Fatalf("%s: exit %d, stderr %q; want %d refusing w3", attempt, code, stderr, ExitError)
+		}
+		if stdout != "" {
+			t.Errorf("%s: a refused start printed %q", attempt, stdout)
+		}
+		if attempt == "no key yet" {
+			if c, out, errs := run(t, env, "apikey", "create", "--account", "ops"); c != ExitOK {
+				t.Fatalf("apikey create: exit %d %s %s", c, out, errs)
+			}
+		}
+	}
+	s := db.open(t)
+	defer s.Close()
+	if keys, err := s.ListAPIKeys(t.Context(), ""); err != nil || len(keys) != 1 {
+		t.Errorf("keys after the refusals: %v, %v; want only the one made by apikey create", keys, err)
+	}
+}
+
 // The host name is nobody's choice: a second process on the host works
 // as host-2 rather than being refused.
 func TestASecondProcessWithTheHostNameWorksUnderADerivedID(t *testing.T) {

@@ -141,11 +141,14 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	ctx, stopProcess := context.WithCancelCause(ctx)
 	defer stopProcess(nil)
 	log := env.logger(cfg)
+	// The start line follows the bind, so that with port 0 it names the
+	// port bound (it said addr=…:0, public_url=http://localhost:0).
+	ln, err := listen(&cfg)
 	log.Info("starting docjobs", "version", buildVersion(), "config", cfg.String())
-	ln, err := listen(&cfg, log)
 	if err != nil {
 		return err
 	}
+	logListen(cfg, ln, log)
 	if ln != nil {
 		defer ln.Close() // closed by serving already, unless start-up failed
 	}
@@ -183,15 +186,6 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 	if err := checkKeyset(ctx, cfg, st, sealer); err != nil {
 		return err
 	}
-	// A worker serves no API: it neither makes nor announces keys (its
-	// "docjobs at" line named an address it does not serve).
-	var keys auth.KeyLookup
-	if cfg.Role != config.RoleWorker {
-		if keys, err = bootstrapKeys(ctx, env, log, cfg, st); err != nil {
-			return err
-		}
-	}
-
 	registry := server.NewRegistry()
 	metrics := server.NewMetrics(registry)
 	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
@@ -262,6 +256,24 @@ func serve(ctx context.Context, env *environment, cfg config.Config) error {
 			return fmt.Errorf("start workers: %w", err)
 		}
 		log.Info("workers started", "node", node)
+	}
+	// A worker serves no API: it neither makes nor announces keys (its
+	// "docjobs at" line named an address it does not serve). Keys are made
+	// and announced once the workers hold their node id: a start refused
+	// for a held id printed "docjobs at URL", or made the first key and
+	// printed it (shown once) for a process about to exit 1.
+	var keys auth.KeyLookup
+	if cfg.Role != config.RoleWorker {
+		if keys, err = bootstrapKeys(ctx, env, log, cfg, st); err != nil {
+			if stopWork != nil {
+				stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+				defer cancel()
+				if serr := stopWork(stopCtx); serr != nil {
+					log.Warn("workers did not stop cleanly", "err", serr)
+				}
+			}
+			return err
+		}
 	}
 
 	// The workers drain from the signal on, beside the requests in flight:
@@ -379,28 +391,40 @@ func slotsConfig(cfg config.Config, obs slots.Observer) slots.Config {
 // Without DOCJOBS_PUBLIC_URL, an API's public URL takes the port bound
 // (config.BindPublicURL); a worker's stays the API's default address,
 // which it says, since it cannot tell where the API listens.
-func listen(cfg *config.Config, log *slog.Logger) (net.Listener, error) {
-	if cfg.Role == config.RoleWorker && !cfg.PublicURLSet {
-		log.Info("DOCJOBS_PUBLIC_URL is unset: this worker names the files it stores (files[], a webhook's result_url) under the API's default address; give it the api process's DOCJOBS_PUBLIC_URL if that listens elsewhere",
-			"public_url", cfg.PublicURL)
-	}
+//
+// cfg.Addr becomes the address bound, so that what names it (the start
+// line) names the port port 0 took.
+func listen(cfg *config.Config) (net.Listener, error) {
 	if cfg.Role == config.RoleWorker && !cfg.AddrSet {
-		log.Info("no health or metrics port: set DOCJOBS_ADDR (or --addr) for this worker to serve /healthz, /readyz and /metrics")
 		return nil, nil
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("DOCJOBS_ADDR: listen %s: %w", cfg.Addr, err)
 	}
-	cfg.BindPublicURL(ln.Addr().String())
-	log.Info("listening", "addr", ln.Addr().String(), "public_url", cfg.PublicURL, "role", cfg.Role)
+	cfg.Addr = ln.Addr().String()
+	cfg.BindPublicURL(cfg.Addr)
+	return ln, nil
+}
+
+// logListen says what listen did: where the process listens, or why a
+// worker does not, and what a public URL left unset means for the workers.
+func logListen(cfg config.Config, ln net.Listener, log *slog.Logger) {
+	if cfg.Role == config.RoleWorker && !cfg.PublicURLSet {
+		log.Info("DOCJOBS_PUBLIC_URL is unset: this worker names the files it stores (files[], a webhook's result_url) under the API's default address; give it the api process's DOCJOBS_PUBLIC_URL if that listens elsewhere",
+			"public_url", cfg.PublicURL)
+	}
+	if ln == nil {
+		log.Info("no health or metrics port: set DOCJOBS_ADDR (or --addr) for this worker to serve /healthz, /readyz and /metrics")
+		return
+	}
+	log.Info("listening", "addr", cfg.Addr, "public_url", cfg.PublicURL, "role", cfg.Role)
 	if cfg.Role == config.RoleAPI && !cfg.PublicURLSet && cfg.PublicURL != config.DefaultAPIURL {
 		// Workers read uploads straight from storage only when the URL
 		// names this service as their own DOCJOBS_PUBLIC_URL does.
 		log.Warn("DOCJOBS_PUBLIC_URL is unset: give the workers DOCJOBS_PUBLIC_URL="+cfg.PublicURL+" (or set it on every process), or they name files under "+config.DefaultAPIURL+" and take this API's upload URLs for other sites', which they may not download",
 			"public_url", cfg.PublicURL)
 	}
-	return ln, nil
 }
 
 // serveHealth serves a worker-role process's port, /healthz, /readyz and

@@ -274,3 +274,25 @@ func TestAnExtraArgumentIsAUsageError(t *testing.T) {
 		}
 	}
 }
+
+// With port 0 the start line named port 0 (addr=127.0.0.1:0,
+// public_url=http://localhost:0), though the port bound is the one to
+// reach (hunt-small).
+func TestTheStartLineNamesThePortBound(t *testing.T) {
+	env := map[string]string{"DOCJOBS_DATA_DIR": migratedDataDir(t), "DOCJOBS_NODE_ID": "w1", "DOCJOBS_ADDR": "127.0.0.1:0"}
+	logs, code := startServe(t, env)
+	addr := logged(t, logs, code, "listening")["addr"].(string)
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "0" {
+		t.Fatalf("listening on %q", addr)
+	}
+	config, _ := logged(t, logs, code, "starting docjobs")["config"].(string)
+	for _, want := range []string{"addr=" + addr + " ", "public_url=http://localhost:" + port + " "} {
+		if !strings.Contains(config, want) {
+			t.Errorf("start line config %q lacks %q", config, want)
+		}
+	}
+	if strings.Index(logs.String(), `"msg":"starting docjobs"`) > strings.Index(logs.String(), `"msg":"listening"`) {
+		t.Errorf("the start line comes after the listening line:\n%s", logs.String())
+	}
+}

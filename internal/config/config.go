@@ -646,6 +646,13 @@ func checkBaseURL(raw string) error {
 		return fmt.Errorf("want an absolute http(s) URL, got %q", ShowURL(raw))
 	case strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		return errors.New("white space or a control character in the URL (not shown)")
+	case strings.ContainsAny(raw, "?#"):
+		// Each adapter puts its vendor's path under the base URL: the
+		// SDKs (OpenAI's, Anthropic's, Gemini's) dropped a query, and
+		// Mistral's path went into it, so every call was a 404. Refused
+		// rather than kept, as no slot's vendor takes one; not shown, as
+		// a query may hold a token.
+		return errors.New("no query or fragment in the URL (not shown): the vendor's path goes under it, and a query would not reach the vendor")
 	}
 	return nil
 }

@@ -171,6 +171,26 @@ func TestABaseURLWithCredentialsOrSpacesIsRefused(t *testing.T) {
 	}
 }
 
+// A query in a base URL was accepted, then dropped by the SDK slots and
+// taken for the path's start by Mistral's (every OCR call went to
+// "/?x=1/v1/ocr", a 404): refused for every slot, the query not shown.
+func TestABaseURLWithAQueryOrFragmentIsRefused(t *testing.T) {
+	for _, v := range []string{"http://h?x=1", "https://h/v1?api-version=s3cr3t", "https://h/v1?", "https://h/v1#s3cr3t", "https://h/v1/?x=s3cr3t/"} {
+		for _, n := range []string{"1", "2", "4"} {
+			name := "DOCJOBS_PROVIDER_" + n + "_BASE_URL"
+			t.Run(name+"="+v, func(t *testing.T) {
+				err := refused(t, map[string]string{name: v}, name, "s3cr3t")
+				if !strings.Contains(err.Error(), "no query or fragment") {
+					t.Errorf("err = %v", err)
+				}
+			})
+		}
+	}
+	if _, err := Load(env(map[string]string{"DOCJOBS_PROVIDER_1_BASE_URL": "https://mistral.internal/proxy/"})); err != nil {
+		t.Errorf("a base URL with a path: %v", err)
+	}
+}
+
 // A public URL with a user and password was printed at start and in
 // every URL handed out (audit-ops3 F6).
 func TestAPublicURLWithAUserOrPasswordIsRefused(t *testing.T) {

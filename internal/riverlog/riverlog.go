@@ -6,10 +6,16 @@
 // of value; and its producers log every failed poll, which during a
 // database outage is one ERROR line per queue every poll interval (about
 // sixty a second). Handler renames the key and collapses the repeats.
+//
+// A third: a maintenance service stopped while it opens a transaction logs
+// the cancellation as an ERROR (River 0.47's PeriodicJobEnqueuer does), so
+// an alert on level=ERROR fires at a clean stop. Handler writes such a line
+// at INFO (see stopped).
 package riverlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -72,6 +78,9 @@ func (h *handler) Handle(ctx context.Context, r slog.Record) error {
 		out.AddAttrs(rename(a))
 		return true
 	})
+	if out.Level >= slog.LevelWarn && stopped(ctx, out) {
+		out.Level = slog.LevelInfo
+	}
 	if out.Level < slog.LevelWarn {
 		return h.next.Handle(ctx, out)
 	}
@@ -138,6 +147,40 @@ func (l *limiter) flush(key string) {
 	})
 	sum.AddAttrs(slog.Int("repeated", count), slog.String("within", l.window.String()))
 	_ = next.Handle(context.Background(), sum)
+}
+
+// stopped reports whether r is River telling that its own context was
+// cancelled: River logs a service's failures with the service's context,
+// which is cancelled only when the client stops, and the line's error (under
+// "error" or "err", as text or as an error) is that cancellation. A line
+// with another error, or whose context is live, is a failure and keeps its
+// level.
+func stopped(ctx context.Context, r slog.Record) bool {
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		return false
+	}
+	found, onlyCancel := false, true
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "error" && a.Key != "err" {
+			return true
+		}
+		found = true
+		onlyCancel = onlyCancel && isCancel(a.Value.Resolve())
+		return true
+	})
+	return found && onlyCancel
+}
+
+// isCancel reports whether v is context.Canceled, or River's text of it,
+// which pgx and database/sql may have prefixed with what they were doing.
+func isCancel(v slog.Value) bool {
+	if v.Kind() == slog.KindAny {
+		if err, ok := v.Any().(error); ok {
+			return errors.Is(err, context.Canceled)
+		}
+	}
+	text := v.String()
+	return text == context.Canceled.Error() || strings.HasSuffix(text, ": "+context.Canceled.Error())
 }
 
 func renameAll(attrs []slog.Attr) []slog.Attr {

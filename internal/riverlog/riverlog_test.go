@@ -1,7 +1,9 @@
 package riverlog
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -84,5 +86,41 @@ func TestInfoLinesAndDifferentErrorsAreNotCollapsed(t *testing.T) {
 	log.Error("Job errored", "job_id", 2, "error", "a")
 	if got := len(out.Records(t)); got != 5 {
 		t.Errorf("got %d lines, want 5 (info lines and errors of different jobs all written)", got)
+	}
+}
+
+// River logs a maintenance service's failure with the service's context;
+// once that context is cancelled the process is stopping, and an error that
+// is only the cancellation is part of a clean stop, not a failure.
+func TestACancellationDuringAStopIsNotAnError(t *testing.T) {
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	running := context.Background()
+	cases := []struct {
+		name      string
+		ctx       context.Context
+		err       any
+		wantLevel string
+	}{
+		{"cancelled while stopping", stopped, "context canceled", "INFO"},
+		{"wrapped cancellation while stopping", stopped, "begin: context canceled", "INFO"},
+		{"cancellation as an error value while stopping", stopped, fmt.Errorf("begin: %w", context.Canceled), "INFO"},
+		{"real error while stopping", stopped, "dial tcp 127.0.0.1:5432: connect: connection refused", "ERROR"},
+		{"cancellation while running", running, "context canceled", "ERROR"},
+		{"no error attribute while stopping", stopped, nil, "ERROR"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			log, out := newLog(time.Minute)
+			args := []any{"queue", "file"}
+			if c.err != nil {
+				args = append(args, "error", c.err)
+			}
+			log.ErrorContext(c.ctx, "maintenance.PeriodicJobEnqueuer: Error starting transaction", args...)
+			recs := out.Records(t)
+			if len(recs) != 1 || recs[0]["level"] != c.wantLevel {
+				t.Fatalf("got %v; want one line at %s", recs, c.wantLevel)
+			}
+		})
 	}
 }

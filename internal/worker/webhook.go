@@ -127,13 +127,10 @@ func (w *webhookWorker) NextRetry(j *river.Job[store.WebhookArgs]) time.Time {
 	return time.Now().Add(s[min(max(j.Attempt-1, 0), len(s)-1)])
 }
 
-// giveUpTimeout bounds recording a delivery given up on River's last
-// attempt, which runs even when that attempt's own context has ended.
-const giveUpTimeout = 30 * time.Second
-
 func (w *webhookWorker) Work(ctx context.Context, rj *river.Job[store.WebhookArgs]) error {
 	last := rj.Attempt >= rj.MaxAttempts
-	err := w.deliver(ctx, rj.Args.JobID, last)
+	until := w.recordUntil(rj)
+	err := w.deliver(ctx, rj.Args.JobID, last, until)
 	var snooze *river.JobSnoozeError
 	if err == nil || !last || errors.As(err, &snooze) {
 		// A step back spends no attempt: the last one is still to come.
@@ -143,7 +140,22 @@ func (w *webhookWorker) Work(ctx context.Context, rj *river.Job[store.WebhookArg
 	// would keep its secret, and its job, for ever (retention waits for
 	// pending deliveries): whatever kept this attempt from being recorded,
 	// the delivery ends here.
-	return w.giveUp(ctx, rj.Args.JobID, err)
+	return w.giveUp(ctx, rj.Args.JobID, err, until)
+}
+
+// recordUntil is how long an attempt's record may wait out an unreachable
+// database: as long as River leaves the attempt alone. River retries the
+// delivery only once Work has returned, and its rescuer takes a running
+// job for stuck only RescueStuckJobsAfter past its start (serve's
+// LongestStageTimeout plus RescueMargin), not at the attempt's minute;
+// a record that gave up at the minute left the delivery pending, and the
+// next attempt sent the webhook again.
+func (w *webhookWorker) recordUntil(rj *river.Job[store.WebhookArgs]) time.Time {
+	began := time.Now()
+	if rj.AttemptedAt != nil && rj.AttemptedAt.Before(began) {
+		began = *rj.AttemptedAt
+	}
+	return began.Add(w.cfg.LongestStageTimeout())
 }
 
 // notSent is a delivery that failed before its request could be made;
@@ -157,9 +169,10 @@ type notSent struct {
 func (e *notSent) Error() string { return e.err.Error() }
 func (e *notSent) Unwrap() error { return e.err }
 
-// deliver makes one attempt and records it. On River's last attempt (last)
-// a failed attempt ends the delivery whatever the schedule says.
-func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool) error {
+// deliver makes one attempt and records it, waiting out an unreachable
+// database until recordUntil. On River's last attempt (last) a failed
+// attempt ends the delivery whatever the schedule says.
+func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool, recordUntil time.Time) error {
 	j, err := w.deps.Store.GetJob(ctx, "", jobID)
 	if errors.Is(err, job.ErrNotFound) {
 		return nil // deleted meanwhile: nobody to tell, nothing to keep
@@ -252,9 +265,12 @@ func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool) er
 	}
 	// The record is tried again as a paid answer's is (retryWrite): an
 	// attempt the receiver took but whose record was lost to a cut
-	// connection or a failover was sent again by River's next attempt.
+	// connection or a failover was sent again by River's next attempt. It
+	// waits past the attempt's minute, until recordUntil.
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), recordUntil)
+	defer cancel()
 	var d job.WebhookDelivery
-	_, err = retryWrite(ctx, func(ctx context.Context) (bool, error) {
+	_, err = retryWrite(rctx, func(ctx context.Context) (bool, error) {
 		var err error
 		d, err = w.deps.Store.RecordWebhookAttempt(ctx, store.WebhookAttempt{JobID: j.ID, Status: a.Status, Error: a.Err,
 			At: now, Duration: a.Duration, State: state})
@@ -273,35 +289,48 @@ func (w *webhookWorker) deliver(ctx context.Context, jobID string, last bool) er
 // giveUp ends a delivery whose last River attempt failed with cause before
 // it could be recorded: it records a failed attempt saying why, which
 // erases the webhook secret. It returns nil once that is recorded, so
-// River completes the job; cause is logged.
-func (w *webhookWorker) giveUp(ctx context.Context, jobID string, cause error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveUpTimeout)
+// River completes the job; cause is logged. Its read and its record wait
+// out an unreachable database as an attempt's record does (until until,
+// at least recordPatience): River discards the job when this returns, and
+// a delivery left pending keeps its secret and its job for ever.
+func (w *webhookWorker) giveUp(ctx context.Context, jobID string, cause error, until time.Time) error {
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), until)
 	defer cancel()
 	log := w.deps.Logger.With("job_id", jobID)
-	// The attempt may have been recorded after all (a commit whose answer
-	// was lost): an ended delivery is left as it is.
-	j, err := w.deps.Store.GetJob(ctx, "", jobID)
-	if errors.Is(err, job.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		log.Error("webhook: cannot give up the delivery; it stays pending", "err", err, "cause", cause)
-		return fmt.Errorf("webhook %s: give up after %w: %w", jobID, cause, err)
-	}
-	if j.Webhook.State != job.WebhookPending {
-		return nil
-	}
 	reason := "given up: the delivery failed on the service's side"
 	var ns *notSent
 	if errors.As(cause, &ns) {
 		reason = "given up: not sent, " + ns.public
 	}
-	if _, err := w.deps.Store.RecordWebhookAttempt(ctx, store.WebhookAttempt{JobID: jobID, Error: reason,
-		At: time.Now(), State: job.WebhookFailed}); err != nil && !errors.Is(err, job.ErrNotFound) {
+	recorded := false
+	_, err := retryWrite(ctx, func(ctx context.Context) (bool, error) {
+		// The attempt may have been recorded after all (a commit whose
+		// answer was lost): an ended delivery is left as it is.
+		j, err := w.deps.Store.GetJob(ctx, "", jobID)
+		if errors.Is(err, job.ErrNotFound) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if j.Webhook.State != job.WebhookPending {
+			return true, nil
+		}
+		_, err = w.deps.Store.RecordWebhookAttempt(ctx, store.WebhookAttempt{JobID: jobID, Error: reason,
+			At: time.Now(), State: job.WebhookFailed})
+		if errors.Is(err, job.ErrNotFound) {
+			return true, nil
+		}
+		recorded = err == nil
+		return err == nil, err
+	})
+	if err != nil {
 		log.Error("webhook: cannot give up the delivery; it stays pending", "err", err, "cause", cause)
 		return fmt.Errorf("webhook %s: give up after %w: %w", jobID, cause, err)
 	}
-	log.Warn("webhook given up on River's last attempt", "err", cause, "reason", reason)
+	if recorded {
+		log.Warn("webhook given up on River's last attempt", "err", cause, "reason", reason)
+	}
 	return nil
 }
 

@@ -286,7 +286,7 @@ func TestGivingUpLeavesAnEndedDeliveryAlone(t *testing.T) {
 	if err := c.work(1, 22); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.w.giveUp(context.Background(), c.j.ID, errors.New("commit answer lost")); err != nil {
+	if err := c.w.giveUp(context.Background(), c.j.ID, errors.New("commit answer lost"), time.Now().Add(time.Minute)); err != nil {
 		t.Fatalf("giveUp: %v", err)
 	}
 	if d := c.delivery(t); d.State != job.WebhookDelivered || d.Attempts != 1 || d.LastError != "" {
@@ -585,5 +585,108 @@ func TestAWebhookWaitingForAPlaceIsNotSentForAJobDeletedMeanwhile(t *testing.T) 
 	}
 	if n := len(c.rc.signatures()); n != 0 {
 		t.Errorf("the receiver got %d requests for a job deleted before the delivery had a place, want none", n)
+	}
+}
+
+// webhookOutage is a store whose database is out for a delivery's record
+// from the first try until up is closed.
+type webhookOutage struct {
+	store.Store
+	once  sync.Once
+	began chan struct{}
+	up    chan struct{}
+}
+
+func (s *webhookOutage) RecordWebhookAttempt(ctx context.Context, a store.WebhookAttempt) (job.WebhookDelivery, error) {
+	select {
+	case <-s.up:
+		return s.Store.RecordWebhookAttempt(ctx, a)
+	default:
+		s.once.Do(func() { close(s.began) })
+		return job.WebhookDelivery{}, fmt.Errorf("record webhook attempt: %w: connection refused", store.ErrUnavailable)
+	}
+}
+
+// A database outage at a delivery's record that outlasts the attempt's
+// time (its minute) and recordPatience does not send the webhook again:
+// River neither retries nor rescues the attempt while its record waits, so
+// the record waits for the database and lands once (hunt-small; before, it
+// gave up at the minute and River's next attempt sent it a second time).
+// recordPatience and the attempt's time are shortened alike (both are a
+// minute in production), the outage five times as long.
+func TestAWebhookOutageLongerThanItsAttemptSendsItOnce(t *testing.T) {
+	shortRecordPatience(t, 300*time.Millisecond)
+	c := newWebhookCase(t, "", http.StatusOK)
+	down := &webhookOutage{Store: c.st, began: make(chan struct{}), up: make(chan struct{})}
+	c.w.deps.Store = down
+	go func() {
+		<-down.began
+		time.Sleep(5 * recordPatience)
+		close(down.up)
+	}()
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), recordPatience)
+	defer cancel()
+	err := c.w.Work(ctx, &river.Job[store.WebhookArgs]{
+		JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 5, AttemptedAt: &began}, Args: store.WebhookArgs{JobID: c.j.ID}})
+	if err != nil {
+		t.Logf("first attempt: %v", err)
+	}
+	<-down.up
+	// What River does next: a failed attempt is run again.
+	if err != nil {
+		if err := c.work(2, 5); err != nil {
+			t.Logf("second attempt: %v", err)
+		}
+	}
+	if n := len(c.rc.signatures()); n != 1 {
+		t.Errorf("the receiver got %d requests, want 1", n)
+	}
+	if d := c.delivery(t); d.State != job.WebhookDelivered || d.Attempts != 1 {
+		t.Errorf("delivery %+v, want delivered after 1 attempt", d)
+	}
+}
+
+// readOutage is a store whose database is out for every job read until up
+// is closed.
+type readOutage struct {
+	store.Store
+	once  sync.Once
+	began chan struct{}
+	up    chan struct{}
+}
+
+func (s *readOutage) GetJob(ctx context.Context, account, id string) (*job.Job, error) {
+	select {
+	case <-s.up:
+		return s.Store.GetJob(ctx, account, id)
+	default:
+		s.once.Do(func() { close(s.began) })
+		return nil, fmt.Errorf("get job: %w: connection refused", store.ErrUnavailable)
+	}
+}
+
+// River's last attempt that meets an unreachable database still ends the
+// delivery once the database is back: giving up tried once, and a delivery
+// left pending after River discarded its job kept its secret and its job
+// for ever (retention skips pending deliveries) (hunt-small).
+func TestRiversLastAttemptDuringAnOutageStillEndsTheDelivery(t *testing.T) {
+	shortRecordPatience(t, 300*time.Millisecond)
+	c := newWebhookCase(t, "a plain secret", http.StatusOK)
+	down := &readOutage{Store: c.st, began: make(chan struct{}), up: make(chan struct{})}
+	c.w.deps.Store = down
+	go func() {
+		<-down.began
+		time.Sleep(5 * recordPatience)
+		close(down.up)
+	}()
+	if err := c.work(22, 22); err != nil {
+		t.Errorf("River's last attempt: %v; want the delivery given up and recorded", err)
+	}
+	if d := c.delivery(t); d.State != job.WebhookFailed || d.LastError != "given up: the delivery failed on the service's side" {
+		t.Errorf("delivery after River's last attempt = %+v, want failed, given up", d)
+	}
+	if secrets, err := c.st.JobSecrets(context.Background(), c.j.ID); err != nil || len(secrets) != 0 {
+		t.Errorf("secrets left: %d, %v; want none once the delivery is given up", len(secrets), err)
 	}
 }
