@@ -99,6 +99,13 @@ func Classify(ctx, callCtx context.Context, err error, ex *Exchange, key string)
 		return &Error{Category: CategoryServer, Status: status, Permanent: true,
 			Reason: "answer larger than 8 MiB", Err: ErrAnswerTooLarge}
 	}
+	if errors.Is(err, ErrTooManyValues) {
+		// A broken or hostile server's answer, as one too large is: a
+		// model answer is billed and not asked again; recognition's
+		// follows the rule of ErrResponseTooLarge.
+		return &Error{Category: CategoryServer, Status: status, Permanent: ex != nil && ex.chat,
+			Reason: "answer of more than 262144 JSON values", Err: ErrTooManyValues}
+	}
 	if status >= 300 { // 3xx: a redirect, which is not followed
 		return &Error{
 			Category:   CategoryForStatus(status),
