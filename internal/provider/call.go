@@ -32,6 +32,18 @@ func CallChat(ctx context.Context, timeout time.Duration, key string, send func(
 	return call(ctx, timeout, key, true, send)
 }
 
+// CallTranscription is Call for a model's transcription of a page or a
+// document (the vision adapters; Mistral OCR's image pages): what a model
+// writes is bounded by its output limit (tens to hundreds of kilobytes),
+// so its response is read up to MaxAnswerBytes, as a model-stage answer
+// is, and a larger one fails the call, not retried. Only a whole PDF read
+// by Mistral OCR, markdown for up to a thousand pages, is read up to
+// MaxResponseBytes (Call). A recognition answer of 64 MiB a page was kept
+// whole, for every page of a file (hunt-hostile F3).
+func CallTranscription(ctx context.Context, timeout time.Duration, key string, send func(context.Context) error) (*Exchange, error) {
+	return call(ctx, timeout, key, true, send)
+}
+
 func call(ctx context.Context, timeout time.Duration, key string, chat bool, send func(context.Context) error) (*Exchange, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout

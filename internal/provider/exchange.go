@@ -72,7 +72,8 @@ type Exchange struct {
 	retryAfter time.Duration
 	calls      int
 	// chat bounds each response at MaxAnswerBytes rather than
-	// MaxResponseBytes (CallChat). Set before the call; read-only after.
+	// MaxResponseBytes (CallChat, CallTranscription): a model's answer.
+	// Set before the call; read-only after.
 	chat bool
 }
 
