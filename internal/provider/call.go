@@ -113,8 +113,9 @@ func Classify(ctx, callCtx context.Context, err error, ex *Exchange, key string)
 	}
 	if errors.Is(err, ErrTooManyValues) {
 		// A broken or hostile server's answer, as one too large is: a
-		// model answer is billed and not asked again; recognition's
-		// follows the rule of ErrResponseTooLarge.
+		// model's answer (CallChat, CallTranscription) is billed and not
+		// asked again; Mistral OCR's whole PDF (Call) follows the rule of
+		// ErrResponseTooLarge.
 		return &Error{Category: CategoryServer, Status: status, Permanent: ex != nil && ex.chat,
 			Reason: "answer of more than 262144 JSON values", Err: ErrTooManyValues}
 	}
