@@ -39,7 +39,7 @@ func CallChat(ctx context.Context, timeout time.Duration, key string, send func(
 // is, and a larger one fails the call, not retried. Only a whole PDF read
 // by Mistral OCR, markdown for up to a thousand pages, is read up to
 // MaxResponseBytes (Call). A recognition answer of 64 MiB a page was kept
-// whole, for every page of a file (hunt-hostile F3).
+// whole, for every page of a file (hunt-hostile2 F3).
 func CallTranscription(ctx context.Context, timeout time.Duration, key string, send func(context.Context) error) (*Exchange, error) {
 	return call(ctx, timeout, key, true, send)
 }

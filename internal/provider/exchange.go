@@ -48,7 +48,7 @@ var ErrAnswerTooLarge = errors.New("the answer is larger than 8 MiB")
 // limit, within the byte limits above: an 8 MiB chat answer of two
 // million empty choices, parts or blocks 384–729 MiB of heap, a 64 MiB
 // recognition answer 1.9 GB (Mistral OCR pages) and 3.6 GB (OpenAI
-// choices), hunt-hostile. A vendor's answer holds a few dozen values, a
+// choices), hunt-hostile2. A vendor's answer holds a few dozen values, a
 // thousand-page Mistral OCR answer about fifteen a page, and the most an
 // answer's own JSON can add is about two per output token (Anthropic's
 // tool input; every other vendor sends the answer as a string, whose

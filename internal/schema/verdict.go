@@ -22,7 +22,7 @@ const (
 // at depth d, an error at each level above it holding its own instance
 // path, so its cost grows with the square of the depth: a 20 KB answer
 // nested 9,990 deep (encoding/json refuses 10,000) under a recursive
-// schema took 1.3 s and 859 MiB of live heap to judge (hunt-hostile).
+// schema took 1.3 s and 859 MiB of live heap to judge (hunt-hostile2).
 // 128 is merge's bound on an answer's nesting (merge.DefaultMaxDepth;
 // consensus votes on 64): no later stage reads a deeper answer.
 const MaxAnswerDepth = 128
