@@ -32,6 +32,18 @@ func CallChat(ctx context.Context, timeout time.Duration, key string, send func(
 	return call(ctx, timeout, key, true, send)
 }
 
+// CallTranscription is Call for a model's transcription of a page or a
+// document (the vision adapters; Mistral OCR's image pages): what a model
+// writes is bounded by its output limit (tens to hundreds of kilobytes),
+// so its response is read up to MaxAnswerBytes, as a model-stage answer
+// is, and a larger one fails the call, not retried. Only a whole PDF read
+// by Mistral OCR, markdown for up to a thousand pages, is read up to
+// MaxResponseBytes (Call). A recognition answer of 64 MiB a page was kept
+// whole, for every page of a file (hunt-hostile2 F3).
+func CallTranscription(ctx context.Context, timeout time.Duration, key string, send func(context.Context) error) (*Exchange, error) {
+	return call(ctx, timeout, key, true, send)
+}
+
 func call(ctx context.Context, timeout time.Duration, key string, chat bool, send func(context.Context) error) (*Exchange, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -98,6 +110,14 @@ func Classify(ctx, callCtx context.Context, err error, ex *Exchange, key string)
 		// call is not tried again, by this attempt or a later one.
 		return &Error{Category: CategoryServer, Status: status, Permanent: true,
 			Reason: "answer larger than 8 MiB", Err: ErrAnswerTooLarge}
+	}
+	if errors.Is(err, ErrTooManyValues) {
+		// A broken or hostile server's answer, as one too large is: a
+		// model's answer (CallChat, CallTranscription) is billed and not
+		// asked again; Mistral OCR's whole PDF (Call) follows the rule of
+		// ErrResponseTooLarge.
+		return &Error{Category: CategoryServer, Status: status, Permanent: ex != nil && ex.chat,
+			Reason: "answer of more than 262144 JSON values", Err: ErrTooManyValues}
 	}
 	if status >= 300 { // 3xx: a redirect, which is not followed
 		return &Error{

@@ -261,3 +261,76 @@ func TestAnOversizedResponseFailsItsCall(t *testing.T) {
 		})
 	}
 }
+
+// values is a JSON array whose brackets and commas count n values.
+func values(n int) string {
+	return "[" + strings.Repeat("0,", n-1) + "0]"
+}
+
+func TestAResponseOfTooManyJSONValuesFailsItsCall(t *testing.T) {
+	const limit = provider.MaxResponseValues
+	tests := []struct {
+		name      string
+		call      func(context.Context, time.Duration, string, func(context.Context) error) (*provider.Exchange, error)
+		status    int
+		body      string
+		permanent bool // also: the call fails
+		fails     bool
+	}{
+		{"a model answer of the limit's values is read whole", provider.CallChat, 200, values(limit), false, false},
+		{"a model answer past the limit fails, not retried", provider.CallChat, 200, values(limit + 1), true, true},
+		{"a recognition answer past the limit fails, as one too large", provider.Call, 200, values(limit + 1), false, true},
+		{"values split across reads are counted", provider.CallChat, 200, `{"a":"x\"[",` + strings.Repeat(`"\\",{},`, limit/2) + `0}`, true, true},
+		{"brackets and commas inside strings are no values", provider.CallChat, 200, `["` + strings.Repeat(`,[{\"`, limit) + `"]`, false, false},
+		{"an error status's body is not counted", provider.CallChat, 500, values(limit + 1), false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tt.status)
+				// Small writes, so that the body comes in many reads.
+				for b := tt.body; b != ""; b = b[min(len(b), 4093):] {
+					if _, err := io.WriteString(w, b[:min(len(b), 4093)]); err != nil {
+						return
+					}
+				}
+			}))
+			t.Cleanup(srv.Close)
+			client := provider.RecordingClient(nil)
+			var read []byte
+			_, err := tt.call(context.Background(), 10*time.Second, "k", func(ctx context.Context) error {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+				if err != nil {
+					return err
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				read, err = io.ReadAll(resp.Body)
+				return err
+			})
+			if !tt.fails {
+				if err != nil || string(read) != tt.body {
+					t.Fatalf("err = %v, read %d of %d bytes; want the whole response", err, len(read), len(tt.body))
+				}
+				return
+			}
+			pe := (*provider.Error)(nil)
+			if !errors.As(err, &pe) || pe.Category != provider.CategoryServer || pe.Status != 200 || !errors.Is(err, provider.ErrTooManyValues) {
+				t.Fatalf("err = %v, want a server error for too many values", err)
+			}
+			if pe.Retryable() == tt.permanent {
+				t.Errorf("retryable %t, want %t", pe.Retryable(), !tt.permanent)
+			}
+			if want := "answer of more than 262144 JSON values"; !strings.Contains(pe.Error(), want) {
+				t.Errorf("error %q does not say %q", pe.Error(), want)
+			}
+			if len(read) >= len(tt.body) {
+				t.Errorf("read %d bytes of %d: the whole body", len(read), len(tt.body))
+			}
+		})
+	}
+}

@@ -40,6 +40,25 @@ const MaxAnswerBytes = merge.DefaultMaxAnswerBytes
 // ErrAnswerTooLarge is the read error of an answer past MaxAnswerBytes.
 var ErrAnswerTooLarge = errors.New("the answer is larger than 8 MiB")
 
+// MaxResponseValues bounds the JSON values a 2xx response may hold, each
+// object, array and comma outside strings counted as one (about one per
+// value): the SDKs decode an answer into a tree of structs or maps, each
+// small value tens of bytes, so a response of many tiny values (`{},`
+// three bytes each) cost 50 to 90 times its size in memory before this
+// limit, within the byte limits above: an 8 MiB chat answer of two
+// million empty choices, parts or blocks 384–729 MiB of heap, a 64 MiB
+// recognition answer 1.9 GB (Mistral OCR pages) and 3.6 GB (OpenAI
+// choices), hunt-hostile2. A vendor's answer holds a few dozen values, a
+// thousand-page Mistral OCR answer about fifteen a page, and the most an
+// answer's own JSON can add is about two per output token (Anthropic's
+// tool input; every other vendor sends the answer as a string, whose
+// inside is not counted): 262,144 leaves room for answers of over 100,000
+// tokens, more than any call asks for.
+const MaxResponseValues = 1 << 18
+
+// ErrTooManyValues is the read error of a response past MaxResponseValues.
+var ErrTooManyValues = errors.New("the response holds more than 262144 JSON values")
+
 // Exchange records the HTTP traffic of one vendor call: the request body,
 // the response status, Retry-After and body. Headers are never kept: the
 // request's carry the key. Adapters attach one to the call's context with
@@ -53,7 +72,8 @@ type Exchange struct {
 	retryAfter time.Duration
 	calls      int
 	// chat bounds each response at MaxAnswerBytes rather than
-	// MaxResponseBytes (CallChat). Set before the call; read-only after.
+	// MaxResponseBytes (CallChat, CallTranscription): a model's answer.
+	// Set before the call; read-only after.
 	chat bool
 }
 
@@ -179,7 +199,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		return nil, err
 	}
 	ex.gotResponse(resp.StatusCode, ParseRetryAfter(resp.Header, time.Now()))
-	resp.Body = &teeBody{rc: resp.Body, ex: ex}
+	resp.Body = &teeBody{rc: resp.Body, ex: ex, count: resp.StatusCode/100 == 2}
 	return resp, nil
 }
 
@@ -219,11 +239,17 @@ func requestBody(req *http.Request) ([]byte, *http.Request, error) {
 
 // teeBody copies what the SDK reads of a response into the exchange, and
 // stops reading past the exchange's limit: the SDK, which reads a body
-// whole before decoding it, never holds more than that.
+// whole before decoding it, never holds more than that. A 2xx body (the
+// one an SDK decodes into its types) also stops at MaxResponseValues.
 type teeBody struct {
 	rc   io.ReadCloser
 	ex   *Exchange
 	read int64
+	// count is whether the body's values are counted; values, inString
+	// and escaped are the count so far, carried across reads.
+	count             bool
+	values            int
+	inString, escaped bool
 }
 
 func (b *teeBody) Read(p []byte) (int, error) {
@@ -252,7 +278,29 @@ func (b *teeBody) Read(p []byte) (int, error) {
 	if n > 0 {
 		b.ex.writeResponse(p[:n])
 	}
+	if b.count && b.countValues(p[:n]) > MaxResponseValues {
+		return 0, ErrTooManyValues
+	}
 	return n, err
+}
+
+// countValues adds the objects, arrays and commas outside strings of p,
+// the next bytes of the body, to the count, and returns it.
+func (b *teeBody) countValues(p []byte) int {
+	for _, c := range p {
+		switch {
+		case b.escaped:
+			b.escaped = false
+		case b.inString:
+			b.escaped = c == '\\'
+			b.inString = c != '"'
+		case c == '"':
+			b.inString = true
+		case c == '{' || c == '[' || c == ',':
+			b.values++
+		}
+	}
+	return b.values
 }
 
 func (b *teeBody) Close() error { return b.rc.Close() }

@@ -203,3 +203,50 @@ func TestVerdictBreaksTiesAtTheCutByMessage(t *testing.T) {
 		t.Errorf("errs =\n%q\nwant\n%q", errs, want)
 	}
 }
+
+// treeSchema is a recursive schema: an answer may nest as deep as it
+// likes and still conform, so only MaxAnswerDepth stops the validator
+// from following it.
+const treeSchema = `{"type":"object","properties":{"a":{"$ref":"#/$defs/n"}},"$defs":{"n":{"type":["array","integer"],"items":{"$ref":"#/$defs/n"}}}}`
+
+// nestedAnswer is {"a":[[…[leaf]…]]} with depth levels in all, the
+// object included.
+func nestedAnswer(depth int, leaf string) string {
+	return `{"a":` + strings.Repeat("[", depth-1) + leaf + strings.Repeat("]", depth-1) + `}`
+}
+
+func TestVerdictJudgesNoAnswerDeeperThanMaxAnswerDepth(t *testing.T) {
+	s, err := Compile(treeSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tooDeep := fmt.Sprintf("at /: the answer is nested deeper than %d levels", MaxAnswerDepth)
+	tests := []struct {
+		name      string
+		answer    string
+		wantValid bool
+		wantErrs  []string
+	}{
+		{"a conforming answer at the limit is valid", nestedAnswer(MaxAnswerDepth, "1"), true, nil},
+		{"a violation at the limit is named where it is", nestedAnswer(MaxAnswerDepth, `"x"`), false, nil},
+		{"one level past the limit is too deep, conforming or not", nestedAnswer(MaxAnswerDepth+1, "1"), false, []string{tooDeep}},
+		// Built 9,990 deep, the violation's errors took 859 MiB.
+		{"a violation 9,990 deep is not validated", nestedAnswer(9990, `"x"`), false, []string{tooDeep}},
+		{"a fenced deep answer is too deep", "```json\n" + nestedAnswer(MaxAnswerDepth+1, "1") + "\n```", false, []string{tooDeep}},
+		{"brackets inside strings do not nest", `{"a":[1],"b":"` + strings.Repeat(`[{\"`, 1000) + `"}`, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			valid, errs := Verdict(s, tt.answer)
+			if valid != tt.wantValid {
+				t.Fatalf("Verdict = %v, %.200q; want valid %v", valid, errs, tt.wantValid)
+			}
+			if tt.wantErrs != nil && !slices.Equal(errs, tt.wantErrs) {
+				t.Fatalf("errors = %.200q, want %q", errs, tt.wantErrs)
+			}
+			if !valid && len(errs) == 0 {
+				t.Fatal("not valid, and no violation named")
+			}
+		})
+	}
+}

@@ -144,7 +144,7 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 	}
 	var res *an.Message
 	var sdkErr error
-	ex, err := provider.Call(ctx, o.cfg.Timeout, o.cfg.Key, func(ctx context.Context) error {
+	ex, err := provider.CallTranscription(ctx, o.cfg.Timeout, o.cfg.Key, func(ctx context.Context) error {
 		res, sdkErr = o.messages.New(ctx, params)
 		return sdkErr
 	})

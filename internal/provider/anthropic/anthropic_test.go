@@ -41,6 +41,7 @@ func TestMessagesProtocol(t *testing.T) {
 		New:           open,
 		KeyFromHeader: func(h http.Header) string { return h.Get("X-Api-Key") },
 		Success:       message("# Invoice 42\n\nTotal: 10 EUR", "end_turn"),
+		Answer:        func(text string) string { return message(text, "end_turn") },
 		SuccessText:   "# Invoice 42\n\nTotal: 10 EUR",
 		Unauthorized: func(echo string) string {
 			return `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + echo + `"}}`

@@ -115,7 +115,7 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 
 	var res *genai.GenerateContentResponse
 	var sdkErr error
-	ex, err := provider.Call(ctx, o.cfg.Timeout, o.cfg.Key, func(ctx context.Context) error {
+	ex, err := provider.CallTranscription(ctx, o.cfg.Timeout, o.cfg.Key, func(ctx context.Context) error {
 		res, sdkErr = o.models.GenerateContent(ctx, o.cfg.Model, contents, config)
 		return sdkErr
 	})

@@ -40,6 +40,7 @@ func TestGenerateContentProtocol(t *testing.T) {
 		New:           open,
 		KeyFromHeader: func(h http.Header) string { return h.Get("X-Goog-Api-Key") },
 		Success:       generated("# Invoice 42\n\nTotal: 10 EUR", "STOP"),
+		Answer:        func(text string) string { return generated(text, "STOP") },
 		SuccessText:   "# Invoice 42\n\nTotal: 10 EUR",
 		Unauthorized: func(echo string) string {
 			return `{"error":{"code":401,"message":"Request had invalid authentication credentials ` + echo + `","status":"UNAUTHENTICATED"}}`

@@ -131,9 +131,14 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 		return provider.Recognition{}, fmt.Errorf("mistral: encode request: %w", err)
 	}
 
+	// A whole PDF's markdown may be large; an image is one page.
+	call := provider.CallTranscription
+	if doc.MIME == "application/pdf" {
+		call = provider.Call
+	}
 	var res response
 	var sent error
-	ex, err := provider.Call(ctx, o.cfg.Timeout, o.cfg.Key, func(ctx context.Context) error {
+	ex, err := call(ctx, o.cfg.Timeout, o.cfg.Key, func(ctx context.Context) error {
 		sent = o.post(ctx, o.url, body, &res)
 		return sent
 	})

@@ -54,6 +54,7 @@ func TestOCRProtocol(t *testing.T) {
 			return strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
 		},
 		Success:     pages("# Invoice 42\n\nTotal: 10 EUR"),
+		Answer:      func(text string) string { return pages(text) },
 		SuccessText: "# Invoice 42\n\nTotal: 10 EUR",
 		Unauthorized: func(echo string) string {
 			return `{"message":"Unauthorized ` + echo + `","request_id":"abc"}`
@@ -202,5 +203,19 @@ func TestAnEchoedKeyLeavesNoPageNorDebugField(t *testing.T) {
 	}
 	if len(rec.Pages) != 2 || !strings.HasPrefix(rec.Pages[1], "page two [key elided]") {
 		t.Errorf("pages = %q, want the pages with the keys elided", rec.Pages)
+	}
+}
+
+// A whole PDF's markdown, up to a thousand pages, may be larger than what
+// one page's answer is allowed (provider.CallTranscription).
+func TestAPDFsAnswerIsReadPastAPagesLimit(t *testing.T) {
+	text := strings.Repeat("word ", provider.MaxAnswerBytes/5+1)
+	srv := providertest.NewServer(t, providertest.Reply(200, pages(text)))
+	rec, err := open(t, srv.URL, 10*time.Second).Recognize(t.Context(), provider.Document{Data: []byte("%PDF-1.7"), MIME: "application/pdf", Format: "html"})
+	if err != nil {
+		t.Fatalf("Recognize: %v", err)
+	}
+	if rec.Text != strings.TrimSpace(text) {
+		t.Errorf("text of %d bytes, want %d", len(rec.Text), len(strings.TrimSpace(text)))
 	}
 }

@@ -72,8 +72,9 @@ func (b *chatBody) encode() ([]byte, error) {
 }
 
 // complete sends body to the chat completions endpoint within one call,
-// provider.Call for recognition or provider.CallChat for the model stage,
-// which records the exchange, bounds the answer and classifies a failure.
+// provider.CallTranscription for recognition or provider.CallChat for the
+// model stage, which records the exchange, bounds the answer and
+// classifies a failure.
 func complete(ctx context.Context, call callFunc, client *oa.Client, cfg Config, body *chatBody) (*completion, *provider.Exchange, error) {
 	data, err := body.encode()
 	if err != nil {
@@ -91,5 +92,5 @@ func complete(ctx context.Context, call callFunc, client *oa.Client, cfg Config,
 	return res, ex, nil
 }
 
-// callFunc is provider.Call or provider.CallChat.
+// callFunc is provider.CallTranscription or provider.CallChat.
 type callFunc func(ctx context.Context, timeout time.Duration, key string, send func(context.Context) error) (*provider.Exchange, error)

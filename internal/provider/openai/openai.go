@@ -126,7 +126,7 @@ func (o *OCR) Recognize(ctx context.Context, doc provider.Document) (provider.Re
 		return provider.Recognition{}, err
 	}
 	format := provider.AnswerFormat(doc)
-	res, ex, err := complete(ctx, provider.Call, o.client, o.cfg, recognitionBody(o.cfg.Model, doc, format))
+	res, ex, err := complete(ctx, provider.CallTranscription, o.client, o.cfg, recognitionBody(o.cfg.Model, doc, format))
 	if err != nil {
 		return provider.Recognition{}, err
 	}

@@ -42,6 +42,7 @@ func TestOpenAIProtocol(t *testing.T) {
 			return strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
 		},
 		Success:     completion("# Invoice 42\n\nTotal: 10 EUR", "stop"),
+		Answer:      func(text string) string { return completion(text, "stop") },
 		SuccessText: "# Invoice 42\n\nTotal: 10 EUR",
 		Unauthorized: func(echo string) string {
 			return `{"error":{"message":"Incorrect API key provided: ` + echo + `","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`

@@ -132,6 +132,8 @@ type Vendor struct {
 	// Success is a 200 body whose transcription is SuccessText.
 	Success     string
 	SuccessText string
+	// Answer is a 200 body whose transcription is text, as Success is.
+	Answer func(text string) string
 	// Unauthorized is the vendor's 401 body. Run adds an echo of the
 	// input and the key to check that neither reaches the error.
 	Unauthorized func(echo string) string
@@ -264,6 +266,22 @@ func Run(t *testing.T, v Vendor) {
 		}
 		if took := time.Since(start); took > 5*time.Second {
 			t.Errorf("took %v: the timeout did not cut the calls short", took)
+		}
+	})
+
+	t.Run("a transcription past MaxAnswerBytes fails its call as server, not retried", func(t *testing.T) {
+		t.Parallel()
+		// A page's text is what a model writes, within its output limit:
+		// 64 MiB of it was read and kept, for every page of a file.
+		srv := NewServer(t, Reply(200, v.Answer(strings.Repeat("word ", provider.MaxAnswerBytes/5+1))))
+		ocr := provider.WithRetry(v.New(t, srv.URL, 10*time.Second), fastRetry(3))
+		_, err := ocr.Recognize(t.Context(), v.Doc)
+		pe := AssertCategory(t, err, provider.CategoryServer, 200)
+		if pe != nil && (!errors.Is(err, provider.ErrAnswerTooLarge) || pe.Retryable()) {
+			t.Errorf("err = %v (retryable %t), want the answer too large, not retried", err, pe.Retryable())
+		}
+		if n := len(srv.Requests()); n != 1 {
+			t.Errorf("calls = %d, want 1", n)
 		}
 	})
 
