@@ -12,6 +12,44 @@ import (
 	"github.com/docjobs/docjobs/internal/store"
 )
 
+// ref and answer are a merged[] entry as the store writes it.
+type ref struct {
+	File       string `json:"file"`
+	ChunkIndex int    `json:"chunkIndex"`
+}
+
+type answer struct {
+	Format           string `json:"format"`
+	Content          string `json:"content"`
+	MergeIncomplete  bool   `json:"mergeIncomplete"`
+	IncompleteChunks []ref  `json:"incompleteChunks"`
+}
+
+// mergingEnd is an ending that merges a merging job's answers, and the
+// status it leaves the job in.
+type mergingEnd struct {
+	name   string
+	end    func(t *testing.T, s store.Store, j *job.Job) error
+	status job.Status
+}
+
+// mergingEnds are the cancel and the deadline.
+func mergingEnds() []mergingEnd {
+	return []mergingEnd{
+		{"cancel", func(t *testing.T, s store.Store, j *job.Job) error {
+			_, err := s.CancelJob(ctx(t), j.AccountID, j.ID)
+			return err
+		}, job.StatusCancelled},
+		{"deadline", func(t *testing.T, s store.Store, j *job.Job) error {
+			applied, err := s.ExpireJob(ctx(t), j.ID, "timed out", "job deadline exceeded")
+			if err == nil && !applied {
+				t.Fatal("ExpireJob of a running job: applied = false")
+			}
+			return err
+		}, job.StatusComplete},
+	}
+}
+
 // EndMerges reads and sets a job's count of tries at merging its answers in
 // the cancel or the deadline that ends it (jobs.end_merges), which no
 // store method shows: each database's test file does it with SQL.
@@ -37,35 +75,9 @@ const endMergeBound = 3
 // open returns a fresh, empty, migrated store and the access to its
 // counts; the test closes the store.
 func EndingMergesAreBounded(t *testing.T, open func(t *testing.T) (store.Store, EndMerges)) {
-	type ref struct {
-		File       string `json:"file"`
-		ChunkIndex int    `json:"chunkIndex"`
-	}
-	type answer struct {
-		Format           string `json:"format"`
-		Content          string `json:"content"`
-		MergeIncomplete  bool   `json:"mergeIncomplete"`
-		IncompleteChunks []ref  `json:"incompleteChunks"`
-	}
 	const file = "https://example.com/doca.txt"
 	unmergedErr := "the answers were not merged: a process ended while merging them 3 times; each chunk's answer is in its row"
-	ends := []struct {
-		name   string
-		end    func(t *testing.T, s store.Store, j *job.Job) error
-		status job.Status
-	}{
-		{"cancel", func(t *testing.T, s store.Store, j *job.Job) error {
-			_, err := s.CancelJob(ctx(t), j.AccountID, j.ID)
-			return err
-		}, job.StatusCancelled},
-		{"deadline", func(t *testing.T, s store.Store, j *job.Job) error {
-			applied, err := s.ExpireJob(ctx(t), j.ID, "timed out", "job deadline exceeded")
-			if err == nil && !applied {
-				t.Fatal("ExpireJob of a running job: applied = false")
-			}
-			return err
-		}, job.StatusComplete},
-	}
+	ends := mergingEnds()
 	tests := []struct {
 		name       string
 		merge      bool
@@ -199,34 +211,8 @@ const hookWait = 10 * time.Second
 // merged[] must hold what its rows hold once it has ended. open returns a
 // fresh, empty, migrated store; the test closes it.
 func EndingMergesLeaveTheWriterFree(t *testing.T, open func(t *testing.T) (s store.Store, setHook func(fn func(jobID string)))) {
-	type ref struct {
-		File       string `json:"file"`
-		ChunkIndex int    `json:"chunkIndex"`
-	}
-	type answer struct {
-		Format           string `json:"format"`
-		Content          string `json:"content"`
-		MergeIncomplete  bool   `json:"mergeIncomplete"`
-		IncompleteChunks []ref  `json:"incompleteChunks"`
-	}
 	const file = "https://example.com/doca.txt"
-	ends := []struct {
-		name   string
-		end    func(t *testing.T, s store.Store, j *job.Job) error
-		status job.Status
-	}{
-		{"cancel", func(t *testing.T, s store.Store, j *job.Job) error {
-			_, err := s.CancelJob(ctx(t), j.AccountID, j.ID)
-			return err
-		}, job.StatusCancelled},
-		{"deadline", func(t *testing.T, s store.Store, j *job.Job) error {
-			applied, err := s.ExpireJob(ctx(t), j.ID, "timed out", "job deadline exceeded")
-			if err == nil && !applied {
-				t.Fatal("ExpireJob of a running job: applied = false")
-			}
-			return err
-		}, job.StatusComplete},
-	}
+	ends := mergingEnds()
 	// Each case's job has one file of four chunks, the first two answered
 	// ("one", "two") before the end.
 	tests := []struct {
@@ -362,29 +348,8 @@ func EndingMergesLeaveTheWriterFree(t *testing.T, open func(t *testing.T) (s sto
 // listed as not merged. open returns a fresh, empty, migrated store; the
 // test closes it.
 func EndingMergesSeeTheRowsTheEndingLeaves(t *testing.T, open func(t *testing.T) store.Store) {
-	type ref struct {
-		File       string `json:"file"`
-		ChunkIndex int    `json:"chunkIndex"`
-	}
-	type answer struct {
-		Format           string `json:"format"`
-		Content          string `json:"content"`
-		MergeIncomplete  bool   `json:"mergeIncomplete"`
-		IncompleteChunks []ref  `json:"incompleteChunks"`
-	}
-	ends := map[string]func(t *testing.T, s store.Store, j *job.Job){
-		"cancel": func(t *testing.T, s store.Store, j *job.Job) {
-			_, err := s.CancelJob(ctx(t), j.AccountID, j.ID)
-			noErr(t, "CancelJob", err)
-		},
-		"deadline": func(t *testing.T, s store.Store, j *job.Job) {
-			applied, err := s.ExpireJob(ctx(t), j.ID, "timed out", "job deadline exceeded")
-			noErr(t, "ExpireJob", err)
-			equal(t, "applied", applied, true)
-		},
-	}
-	for name, end := range ends {
-		t.Run(name, func(t *testing.T) {
+	for _, e := range mergingEnds() {
+		t.Run(e.name, func(t *testing.T) {
 			s := open(t)
 			t.Cleanup(func() {
 				if err := s.Close(); err != nil {
@@ -416,7 +381,7 @@ func EndingMergesSeeTheRowsTheEndingLeaves(t *testing.T, open func(t *testing.T)
 			_, err := s.FinishLLM(ctx(t), store.LLMDone{Row: r})
 			noErr(t, "FinishLLM", err)
 
-			end(t, s, j)
+			noErr(t, e.name, e.end(t, s, j))
 			res := getResult(t, s, j.ID)
 			var got []answer
 			if err := json.Unmarshal(res.Merged, &got); err != nil {
