@@ -157,18 +157,37 @@ type cachedOCR struct {
 	// answered counts the provider's answers (not the store's): a file
 	// rate limited while pages are answered is making its way.
 	answered atomic.Int64
+	// kept counts the bytes of the pages' answers, which the converter
+	// joins into the file's row (maxRecognizedBytes).
+	kept atomic.Int64
 }
+
+// maxRecognizedBytes bounds what one file's pages bring back: their
+// transcriptions, raw answers and requests, which the converter joins
+// into the file's row. Each page's answer is bounded (a vision model's
+// transcription 8 MiB, a raw answer 4 MiB), but not their number times
+// that: an endpoint answering 8 MiB a page made a thousand-page file 8 GB
+// of content in memory, and a row PostgreSQL refuses past 1 GB. A text
+// file may be as large (the converter's own limit for text).
+const maxRecognizedBytes = 100 << 20
+
+// errRecognizedTooLarge fails a file whose pages passed maxRecognizedBytes.
+var errRecognizedTooLarge = fmt.Errorf("the file's recognized text passed the %d MiB limit for one file", maxRecognizedBytes>>20)
 
 func (c *cachedOCR) Recognize(ctx context.Context, doc provider.Document) (provider.Recognition, error) {
 	sum := sha256.Sum256(doc.Data)
 	key := strconv.Itoa(doc.Page) + "/" + doc.MIME + "/" + doc.Format + "/" + hex.EncodeToString(sum[:12])
-	return remembered(ctx, c.store, c.jobID, c.fileIndex, key, func() (provider.Recognition, error) {
+	rec, err := remembered(ctx, c.store, c.jobID, c.fileIndex, key, func() (provider.Recognition, error) {
 		r, err := c.next.Recognize(ctx, doc)
 		if err == nil {
 			c.answered.Add(1)
 		}
 		return r, err
 	})
+	if err == nil && c.kept.Add(int64(len(rec.Text)+len(rec.RawData)+len(rec.Request))) > maxRecognizedBytes {
+		return provider.Recognition{}, errRecognizedTooLarge
+	}
+	return rec, err
 }
 
 // Accepts passes the question on: the cache keeps answers, not types.

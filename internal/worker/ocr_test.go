@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -109,5 +110,67 @@ func TestTheJobsProviderSaysWhichTypesItReads(t *testing.T) {
 	failing := &cachedOCR{next: &lazyOCR{open: func(context.Context) (provider.OCR, error) { return nil, errors.New("no key") }}}
 	if ok, known := provider.Accepts(ctx, failing, "image/png"); ok || known {
 		t.Errorf("Accepts on a provider that cannot be opened = %v, %v; want unknown", ok, known)
+	}
+}
+
+// memoryPages is a page cache in memory.
+type memoryPages struct {
+	mu    sync.Mutex
+	pages map[string][]byte
+}
+
+func (m *memoryPages) PutOCRPage(_ context.Context, jobID string, fileIndex int, key string, value []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pages == nil {
+		m.pages = map[string][]byte{}
+	}
+	m.pages[jobID+"/"+key] = value
+	return nil
+}
+
+func (m *memoryPages) GetOCRPage(_ context.Context, jobID string, fileIndex int, key string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.pages[jobID+"/"+key]; ok {
+		return v, nil
+	}
+	return nil, store.ErrNotFound
+}
+
+// bulkyOCR answers every page with text of its size.
+type bulkyOCR struct{ size int }
+
+func (b bulkyOCR) Recognize(context.Context, provider.Document) (provider.Recognition, error) {
+	return provider.Recognition{Text: strings.Repeat("x", b.size), Format: "markdown", Model: "m"}, nil
+}
+
+// Each page's answer is bounded, but a file's pages, joined into its row,
+// were not: an endpoint answering 8 MiB a page made a thousand-page file 8
+// GB of content. The pages of one file stop at maxRecognizedBytes, the
+// pages read before a retry included.
+func TestAFilesPagesStopAtTheRecognizedLimit(t *testing.T) {
+	const page = 8 << 20
+	pages := &memoryPages{}
+	ocr := &cachedOCR{store: pages, jobID: "job-1", next: bulkyOCR{size: page}}
+	read := 0
+	var err error
+	for p := 1; p <= 2*maxRecognizedBytes/page; p++ {
+		if _, err = ocr.Recognize(context.Background(), provider.Document{Data: []byte{byte(p)}, MIME: "image/png", Page: p, Format: "markdown"}); err != nil {
+			break
+		}
+		read++
+	}
+	if !errors.Is(err, errRecognizedTooLarge) || read != maxRecognizedBytes/page {
+		t.Fatalf("read %d pages of %d MiB, then %v; want %d, then the file's limit", read, page>>20, err, maxRecognizedBytes/page)
+	}
+	retry := &cachedOCR{store: pages, jobID: "job-1", next: bulkyOCR{size: page}}
+	for p := 1; p <= read; p++ {
+		if _, err := retry.Recognize(context.Background(), provider.Document{Data: []byte{byte(p)}, MIME: "image/png", Page: p, Format: "markdown"}); err != nil {
+			t.Fatalf("a retry's page %d, read before: %v", p, err)
+		}
+	}
+	if _, err := retry.Recognize(context.Background(), provider.Document{Data: []byte{byte(read + 1)}, MIME: "image/png", Page: read + 1, Format: "markdown"}); !errors.Is(err, errRecognizedTooLarge) {
+		t.Fatalf("a retry past the limit: %v, want the file's limit", err)
 	}
 }
