@@ -73,7 +73,9 @@ func FuzzCanonicalIsByValue(f *testing.F) {
 		if !okA || !okB {
 			return
 		}
-		if rc, _ := rat(ca); rc.Cmp(ra) != 0 {
+		// Moving the point into the exponent can take it past rat's
+		// bound (10e2000 is 1e2001): that one is not compared.
+		if rc, ok := rat(ca); ok && rc.Cmp(ra) != 0 {
 			t.Fatalf("Canonical(%s) = %s, another value", a, ca)
 		}
 		if (ca == cb) != (ra.Cmp(rb) == 0) {
