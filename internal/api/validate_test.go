@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/base64"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -538,6 +539,8 @@ func FuzzValidateCreate(f *testing.F) {
 	f.Add(`{"sourceUrls":["https://example.com/a.pdf"],"neural":{},"ocr":{"provider":"NEURAL_CLIENT_TYPE_PROVIDER_1","model":"m","providerKey":"k"}}`)
 	f.Add(`{"sourceUrls":["https://example.com/a.pdf"],"neural":{},"ocr":{"provider":1,"model":"m","providerKey":"k"},"consensus":{"mode":"CONSENSUS_MODE_TWO_RUNS"},"responseSchema":"{\"type\":\"object\"}"}`)
 	f.Add(`{"sourceUrls":["http://[::1]/x"],"idempotencyKey":"k","merge":{"enabled":true,"dedupeBy":["id"]}}`)
+	f.Add(`{"sourceUrls":["https://u:p@example.com/a","http://localhost:8080/v1/files/f1","http://127.0.0.1/x","https://10.0.0.1/y","http://[::ffff:127.0.0.1]/z"],"prompts":["p"],"neural":{"type":1,"model":"m","apiKey":"k"},"ocr":{"provider":1,"model":"m","providerKey":"k"},"metadata":{"k":"v"},"title":"t","webhookUrl":"https://hooks.example.com/h","webhookSecret":"whsec_AAAA"}`)
+	f.Add(`{"sourceUrls":["https://example.com/a","http://localhost:8080/v1/files/f1","http://93.184.215.14/x"],"prompts":["p"],"neural":{"type":1,"model":"m","apiKey":"k"},"ocr":{"provider":1,"model":"m","providerKey":"k"},"metadata":{"k":"v"},"title":"t","webhookUrl":"https://hooks.example.com/h","responseSchema":"{}","consensus":{"mode":2}}`)
 	pub, _ := url.Parse(testPublicURL)
 	f.Fuzz(func(t *testing.T, body string) {
 		var req docjobsv1.CreateJobRequest
@@ -550,11 +553,40 @@ func FuzzValidateCreate(f *testing.F) {
 		if len(req.GetSourceUrls()) == 0 || req.GetNeural() == nil || req.GetOcr().GetProviderKey() == "" {
 			t.Fatalf("accepted a request missing a required field: %s", body)
 		}
-		for _, raw := range req.GetSourceUrls() {
+		urls := req.GetSourceUrls()
+		if w := req.GetWebhookUrl(); w != "" {
+			urls = append(slices.Clip(urls), w)
+		}
+		for i, raw := range urls {
 			u, err := url.Parse(raw)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				t.Fatalf("accepted source URL %q", raw)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+				t.Fatalf("accepted URL %q", raw)
 			}
+			if _, own := ParseFileURL(testPublicURL, raw); own && i < len(req.GetSourceUrls()) {
+				continue // an upload, read from storage
+			}
+			// Private addresses are refused unless allowed (createRules'
+			// allowPrivate, false here): however the address is written.
+			if a, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+				a = a.Unmap()
+				if a.IsLoopback() || a.IsPrivate() || a.IsUnspecified() || a.IsLinkLocalUnicast() || a.IsMulticast() {
+					t.Fatalf("accepted URL %q of a private address", raw)
+				}
+			}
+			if strings.EqualFold(strings.TrimSuffix(u.Hostname(), "."), "localhost") {
+				t.Fatalf("accepted URL %q of localhost", raw)
+			}
+		}
+		if len(req.GetPrompts()) > maxPrompts || len(req.GetMetadata()) > maxMetadataPairs {
+			t.Fatalf("accepted a request over a count limit: %s", body)
+		}
+		for _, p := range req.GetPrompts() {
+			if len(p) > maxPromptBytes || strings.TrimSpace(p) == "" {
+				t.Fatalf("accepted prompt %q", p)
+			}
+		}
+		if s := req.GetResponseSchema(); s != "" && schema.Check(s) != nil {
+			t.Fatalf("accepted schema %q, which Check refuses", s)
 		}
 		if utf8.RuneCountInString(req.GetIdempotencyKey()) > 255 || len(req.GetMerge().GetDedupeBy()) > 32 {
 			t.Fatalf("accepted a request over a limit: %s", body)

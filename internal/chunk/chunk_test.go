@@ -895,6 +895,25 @@ func TestSplitAtMost(t *testing.T) {
 	}
 }
 
+// A table whose first row does not fit with its header is cut twice: at
+// the row's words first, then with the header's lines as units of their
+// own. The first cut's pieces, counted apart, can sum more tokens than
+// the second's, and the limit must judge the second (fuzz: 39 tokens
+// against 37, at 2 chunks of 19).
+func TestSplitAtMostJudgesATableRowByItsLastCut(t *testing.T) {
+	c := counter(t)
+	const text = " AX00A00AA00AA|\n| - | -  \n0A00|AA A AA00AA00AA00AA00AA00AA00AA00AA00A00"
+	const budget = 19
+	all, err := Split(text, FormatMarkdown, budget, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := SplitAtMost(text, FormatMarkdown, budget, len(all), c)
+	if err != nil || !slices.Equal(got, all) {
+		t.Fatalf("limit %d, Split's count: err %v, %d chunks; want Split's", len(all), err, len(got))
+	}
+}
+
 func TestSplitAtMostNamesTheEffectiveBudget(t *testing.T) {
 	_, err := SplitAtMost(markdownDocument(200<<10), FormatMarkdown, 0, 2, counter(t))
 	tooMany := (*TooManyChunksError)(nil)

@@ -108,6 +108,20 @@ func (s *splitter) cutsOver(seg string, l level) bool {
 	return s.piecesOver(n)
 }
 
+// overFrom reports whether the units from k on alone put the token sum
+// over the chunk limit, from tokens0 under it: dropped, they leave the
+// text under it again. Not when piecesOver added tokens of no unit.
+func (s *splitter) overFrom(k, tokens0 int) bool {
+	if !s.over || tokens0 > s.maxChunks*s.budget {
+		return false
+	}
+	n := tokens0
+	for i := k; i < s.units.len(); i++ {
+		n += int(s.units.at(i).tokens)
+	}
+	return n == s.tokens
+}
+
 // room is how many more tokens the chunk limit allows (with a limit).
 func (s *splitter) room() int { return s.maxChunks*s.budget - s.tokens }
 
@@ -513,15 +527,22 @@ func (s *splitter) table(b span, h int) {
 	if from > b.start {
 		prio = prioSentence
 	}
-	k := s.units.len()
+	k, tokens0 := s.units.len(), s.tokens
 	s.pieces(from, end0, prio, rowLevels, "", "")
-	if s.units.len()-k > 1 && rowsEnd > rows && !s.over {
+	// Units over the limit that are cut again below prove nothing: cut
+	// apart, their pieces may count more tokens than the cut below
+	// (fuzz: 39 where the header's own units made 37, a limit of 2
+	// chunks of 19 refused for a text Split made 2 of). Pieces stopped
+	// short by the limit are cut again as Split, which goes on, would.
+	retry := s.overFrom(k, tokens0) && (s.units.len()-k > 1 || int(s.units.at(s.units.len()-1).end) < end0)
+	if rowsEnd > rows && (s.units.len()-k > 1 && !s.over || retry) {
 		// The first row does not fit with the header: the header and
 		// delimiter lines become units of their own, cut only at their
 		// line end if need be, that go with the start of the row, which
 		// is cut to leave them room and re-opens them in each chunk it
 		// continues in.
 		s.drop(k)
+		s.over = false // back to tokens0, under the limit (overFrom)
 		s.pieces(from, rows, prio, linesLevels, "", "")
 		for i := k; i < s.units.len(); i++ {
 			s.units.at(i).keep = true

@@ -95,3 +95,25 @@ func TestDecodeSharesSmallValues(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeIsJSONSchemasUnmarshal: for any text, decode accepts what
+// jsonschema.UnmarshalJSON accepts and builds the same document, so the
+// hand-written reader never diverges from the validator's own decoding.
+func FuzzDecodeIsJSONSchemasUnmarshal(f *testing.F) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 8 {
+		var b strings.Builder
+		randDoc(r, &b, 0)
+		f.Add(b.String())
+	}
+	for _, s := range []string{``, ` `, `1 2`, `{"a":1,"a":2}`, "\"\xed\xa0\x80\"", `"\ud83d\ude00"`, `[1,]`, ` {} `, "\ufeff{}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		want, werr := jsonschema.UnmarshalJSON(strings.NewReader(text))
+		got, ok := decode(text)
+		if ok != (werr == nil) || ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("decode(%q) = %#v, %v; UnmarshalJSON %#v, %v", text, got, ok, want, werr)
+		}
+	})
+}
