@@ -227,23 +227,7 @@ func resolve(in *interner, n *node, path string) (*node, bool) {
 	if path == "" {
 		return n, true
 	}
-	var segs []string
-	var seg strings.Builder
-	for i := 0; i < len(path); i++ {
-		switch {
-		case path[i] == '\\' && i+1 < len(path):
-			i++
-			if path[i] != 'e' {
-				seg.WriteByte(path[i])
-			}
-		case path[i] == '.':
-			segs = append(segs, seg.String())
-			seg.Reset()
-		default:
-			seg.WriteByte(path[i])
-		}
-	}
-	segs = append(segs, seg.String())
+	segs := fieldpath.Split(path)
 	for _, s := range segs {
 		switch n.kind {
 		case kindObject:

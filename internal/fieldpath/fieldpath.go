@@ -24,3 +24,25 @@ func Key(key string) string {
 	}
 	return b.String()
 }
+
+// Split reads a path back into its segments, undoing Key's escapes: the
+// one reading every path has ("a\.b.c" is "a.b" then "c").
+func Split(path string) []string {
+	var segs []string
+	var seg strings.Builder
+	for i := 0; i < len(path); i++ {
+		switch {
+		case path[i] == '\\' && i+1 < len(path):
+			i++
+			if path[i] != 'e' {
+				seg.WriteByte(path[i])
+			}
+		case path[i] == '.':
+			segs = append(segs, seg.String())
+			seg.Reset()
+		default:
+			seg.WriteByte(path[i])
+		}
+	}
+	return append(segs, seg.String())
+}

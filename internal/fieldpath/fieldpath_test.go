@@ -2,7 +2,6 @@ package fieldpath
 
 import (
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -35,7 +34,7 @@ func FuzzKeyPathsReadBackOneWay(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b, c string) {
 		keys := []string{string([]rune(a)), string([]rune(b)), string([]rune(c))}
 		path := Key(a) + "." + Key(b) + "." + Key(c)
-		got := readPath(path)
+		got := Split(path)
 		for i := range got {
 			got[i] = string([]rune(got[i]))
 		}
@@ -43,25 +42,4 @@ func FuzzKeyPathsReadBackOneWay(f *testing.F) {
 			t.Fatalf("keys %q wrote %q, which reads back as %q", keys, path, got)
 		}
 	})
-}
-
-// readPath splits a dot-path into its keys, undoing Key's escapes.
-func readPath(path string) []string {
-	var keys []string
-	var seg strings.Builder
-	for i := 0; i < len(path); i++ {
-		switch {
-		case path[i] == '\\' && i+1 < len(path):
-			i++
-			if path[i] != 'e' {
-				seg.WriteByte(path[i])
-			}
-		case path[i] == '.':
-			keys = append(keys, seg.String())
-			seg.Reset()
-		default:
-			seg.WriteByte(path[i])
-		}
-	}
-	return append(keys, seg.String())
 }

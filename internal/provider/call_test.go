@@ -226,17 +226,8 @@ func TestAnOversizedResponseFailsItsCall(t *testing.T) {
 			client := provider.RecordingClient(nil)
 			read := 0
 			ex, err := tt.call(context.Background(), 10*time.Second, "k", func(ctx context.Context) error {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-				if err != nil {
-					return err
-				}
-				resp, err := client.Do(req)
-				if err != nil {
-					return err
-				}
-				defer resp.Body.Close()
-				n, err := io.Copy(io.Discard, resp.Body)
-				read = int(n)
+				body, err := getBody(ctx, client, srv.URL)
+				read = len(body)
 				return err
 			})
 			if tt.wantErr == nil {
@@ -299,17 +290,8 @@ func TestAResponseOfTooManyJSONValuesFailsItsCall(t *testing.T) {
 			t.Cleanup(srv.Close)
 			client := provider.RecordingClient(nil)
 			var read []byte
-			_, err := tt.call(context.Background(), 10*time.Second, "k", func(ctx context.Context) error {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-				if err != nil {
-					return err
-				}
-				resp, err := client.Do(req)
-				if err != nil {
-					return err
-				}
-				defer resp.Body.Close()
-				read, err = io.ReadAll(resp.Body)
+			_, err := tt.call(context.Background(), 10*time.Second, "k", func(ctx context.Context) (err error) {
+				read, err = getBody(ctx, client, srv.URL)
 				return err
 			})
 			if !tt.fails {
@@ -333,4 +315,18 @@ func TestAResponseOfTooManyJSONValuesFailsItsCall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// getBody GETs url through client and reads the answer's body.
+func getBody(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
 }
