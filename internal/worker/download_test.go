@@ -125,6 +125,13 @@ func workUntilTheTestEnds(t *testing.T, st store.Store, cfg Config, deps Deps) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runUntilTheTestEnds(t, st, workers, queues)
+}
+
+// runUntilTheTestEnds runs workers on queues under River over st until the
+// test ends.
+func runUntilTheTestEnds(t *testing.T, st store.Store, workers *river.Workers, queues map[string]river.QueueConfig) {
+	t.Helper()
 	stop, err := st.Work(t.Context(), store.WorkConfig{Workers: workers, Queues: queues,
 		RescueStuckJobsAfter: time.Hour, FetchPollInterval: 50 * time.Millisecond})
 	if err != nil {

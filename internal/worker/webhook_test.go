@@ -514,19 +514,7 @@ func TestAWaitingAccountsWebhookTakesTheNextFreePlaceBeforeBusyAccountsBacklog(t
 			Deps{Store: st, Webhooks: sender, Logger: slog.New(slog.DiscardHandler)}, places)
 		workers := river.NewWorkers()
 		river.AddWorker(workers, w)
-		stop, err := st.Work(t.Context(), store.WorkConfig{Workers: workers,
-			Queues:               map[string]river.QueueConfig{store.QueueWebhook: webhookQueue(places)},
-			RescueStuckJobsAfter: time.Hour, FetchPollInterval: 50 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := stop(ctx); err != nil {
-				t.Errorf("stop workers: %v", err)
-			}
-		})
+		runUntilTheTestEnds(t, st, workers, map[string]river.QueueConfig{store.QueueWebhook: webhookQueue(places)})
 
 		for _, id := range []string{"a-1", "a-2", "b-1", "b-2"} {
 			endJobWithWebhook(t, st, id, id[:1], rc.url+"/hang")
