@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"path"
 	"runtime/pprof"
 	"slices"
@@ -190,8 +191,8 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 
 	sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 	median := walls[len(walls)/2]
-	fmt.Fprintf(env.stdout, "jobs %d × %d files × %d chunks, provider latency %s, concurrency %d\n",
-		o.jobs, o.files, o.chunks, o.latency, o.concurrency)
+	fmt.Fprintf(env.stdout, "jobs %d × %d files × %d chunks, provider latency %s, concurrency %d, GOMAXPROCS %d on %d CPUs\n",
+		o.jobs, o.files, o.chunks, o.latency, o.concurrency, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	fmt.Fprintf(env.stdout, "job wall time: median %s, best %s, worst %s\n",
 		median.Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond))
 	fmt.Fprintf(env.stdout, "wall ÷ critical-path provider time: median %.2f (best %.2f)\n",

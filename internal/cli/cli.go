@@ -55,11 +55,13 @@ var errUsage = errors.New("usage")
 // (SIGINT, SIGTERM) stopping it: the server commands, serve and bench,
 // stop gracefully and a second signal forces them (StopOnSignal); the
 // client and admin commands stop what they do at the first, quietly, and
-// a second exits with ExitInterrupted at once (InterruptOnSignal).
+// a second exits with ExitInterrupted at once (InterruptOnSignal). The
+// server commands run with more Go processors than cores (widenProcs).
 func Main(args []string, sigs <-chan os.Signal, stdout, stderr io.Writer, getenv func(string) string, exit func(int)) int {
 	var ctx context.Context
 	var stop func()
 	if isServerCommand(args) {
+		widenProcs(getenv)
 		ctx, stop = StopOnSignal(context.Background(), sigs, stderr, exit)
 	} else {
 		ctx, stop = InterruptOnSignal(context.Background(), sigs, stderr, exit)

@@ -80,7 +80,8 @@ database without keys it makes one for account default and prints it once.
 The configuration is the environment; a flag below wins over the variable it
 names. README.md ("Running it for real") says what each variable does, what
 it refuses and how a split deployment sets them. A malformed value stops the
-start with exit code 2, naming the variable.
+start with exit code 2, naming the variable. It runs twice the Go processors
+the runtime picks unless GOMAXPROCS is set.
 
   DOCJOBS_ADDR                      :8080 (REST, gRPC, /metrics, /healthz, /readyz)
   DOCJOBS_PUBLIC_URL                http://localhost:<port of DOCJOBS_ADDR>
