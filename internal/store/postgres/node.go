@@ -21,6 +21,15 @@ import (
 // refuse a process wrongly) is out of the question in practice.
 const nodeLockKey = `hashtextextended('docjobs_node.' || current_schema() || '.' || $1::text, 0)`
 
+// nodeLockHolder is the server process holding node id $1's lock in this
+// database, 0 when none: advisory locks are per database, and pg_locks
+// lists the whole server's. A bigint key is split into classid (high 32
+// bits) and objid, with objsubid 1.
+const nodeLockHolder = `SELECT coalesce(max(pid), 0) FROM pg_locks
+	WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+	AND ((classid::bigint << 32) | objid::bigint) = ` + nodeLockKey
+
 // defaultNodeCheck is how often a held node id's connection is checked.
 const defaultNodeCheck = 5 * time.Second
 
@@ -64,8 +73,8 @@ type nodeHold struct {
 type nodeHooks struct {
 	// check runs before each check of a held id's connection.
 	check func()
-	// looked runs after HoldNode or NodeFree looked at id, saying whether
-	// it was free.
+	// looked runs after HoldNode, NodeFree or a retake looked at id,
+	// saying whether it was free.
 	looked func(id string, free bool)
 	// retaken runs after a hold whose connection dropped took its id
 	// again and kept it.
@@ -173,8 +182,9 @@ func (h *nodeHold) watch() {
 			continue
 		}
 		h.logger.Warn("store: the connection holding the node id dropped; taking the id again", "client_id", h.id, "err", err)
+		old := h.conn.PgConn().PID()
 		_ = h.conn.Close(context.Background())
-		if !h.retake(t.C) {
+		if !h.retake(t.C, old) {
 			return
 		}
 	}
@@ -185,20 +195,43 @@ func (h *nodeHold) watch() {
 // it meanwhile (a sibling's sweep, which gives it up once it has handed
 // this process's running jobs back to the queue) set a new generation, and
 // this process's jobs may now be running elsewhere too.
-func (h *nodeHold) retake(tick <-chan time.Time) bool {
+//
+// old is the server process of the dropped connection. A client reads
+// its session's FATAL before that session has exited and freed the id,
+// and a half-open connection's session lives until the server notices:
+// the id held by old is this process's own hold still (nobody else can
+// take it meanwhile), so retake waits for old to end, for as long as one
+// retake may take (h.wait), before it takes the id for another's.
+func (h *nodeHold) retake(tick <-chan time.Time, old uint32) bool {
+	var heldByOld time.Time // when a retake first found old holding the id
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), h.wait)
 		conn, err := lockNode(ctx, h.pool, h.id)
+		if h.hooks.looked != nil {
+			h.hooks.looked(h.id, err == nil)
+		}
 		var generation int64
-		if err == nil {
+		var holder int32
+		switch {
+		case err == nil:
 			// Read once the lock is held: whoever set a generation held
 			// it then, so none can be set from now on.
 			if err = conn.QueryRow(ctx, `SELECT generation FROM node_generations WHERE node_id = $1`, h.id).Scan(&generation); err != nil {
 				unlockNode(ctx, conn, h.id)
 				err = fmt.Errorf("read the generation: %w", err)
 			}
+		case errors.Is(err, store.ErrNodeHeld):
+			// 0 when the holder let go since: try again too.
+			if herr := h.pool.QueryRow(ctx, nodeLockHolder, h.id).Scan(&holder); herr != nil {
+				err = fmt.Errorf("find the node id's holder: %w", herr)
+			}
 		}
 		cancel()
+		ownOld := errors.Is(err, store.ErrNodeHeld) && (holder == 0 || uint32(holder) == old)
+		firstOwnOld := ownOld && heldByOld.IsZero()
+		if firstOwnOld {
+			heldByOld = time.Now()
+		}
 		switch {
 		case err == nil && generation == h.generation:
 			h.conn = conn
@@ -214,15 +247,25 @@ func (h *nodeHold) retake(tick <-chan time.Time) bool {
 			h.conn = nil
 			close(h.lost)
 			return false
-		case errors.Is(err, store.ErrNodeHeld):
-			// Possibly this process's own old session, if the server has
-			// not yet noticed it is gone: stopping is the safe side.
-			h.logger.Error("store: node id held by another session after the connection dropped", "client_id", h.id)
+		case ownOld && time.Since(heldByOld) < h.wait:
+			if firstOwnOld {
+				h.logger.Warn("store: the dropped connection's session still holds the node id; waiting for the server to end it",
+					"client_id", h.id, "pid", old, "for", h.wait)
+			}
+		case ownOld:
+			h.logger.Error("store: the dropped connection's session still holds the node id; giving it up",
+				"client_id", h.id, "pid", old, "waited", time.Since(heldByOld).Round(time.Millisecond))
 			h.conn = nil
 			close(h.lost)
 			return false
+		case errors.Is(err, store.ErrNodeHeld):
+			h.logger.Error("store: node id held by another session after the connection dropped", "client_id", h.id, "pid", holder)
+			h.conn = nil
+			close(h.lost)
+			return false
+		default:
+			h.logger.Warn("store: taking the node id again failed; retrying", "client_id", h.id, "err", err)
 		}
-		h.logger.Warn("store: taking the node id again failed; retrying", "client_id", h.id, "err", err)
 		select {
 		case <-h.stop:
 			h.conn = nil

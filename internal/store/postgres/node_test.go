@@ -509,3 +509,95 @@ func TestASiblingSweepLeavesANodeThatTakesItsIDBackInTime(t *testing.T) {
 		t.Errorf("the live process's job: %s, want %s", got, want)
 	}
 }
+
+// TestANodeWhoseOldSessionOutlivesItsConnection (hunt-nodelock): the
+// connection holding the node id ends on the client's side before the
+// server has ended its session (a terminated session still exiting when
+// its client reads the FATAL, a half-open connection), so the process's
+// retakes find the id held by its own old session. That is not another
+// process: it waits for the session to end and takes its id back, and
+// stops (ErrNodeHeld) only when the session outlives its wait.
+func TestANodeWhoseOldSessionOutlivesItsConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		endSession bool // the server ends the old session while the process waits
+		wantLost   bool
+	}{
+		{name: "takes its id back once the session ends", endSession: true},
+		{name: "stops when the session outlives the wait", wantLost: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, schema := pgtest.Schema(t)
+			proxied, orphan := pgtest.Orphaning(t, url)
+			s := openConfig(t, postgres.Config{URL: proxied, Schema: schema, NodeCheck: 20 * time.Millisecond,
+				NodeCheckTimeout: 500 * time.Millisecond})
+			t.Cleanup(func() { _ = s.Close() })
+			held := make(chan struct{}, 100)
+			retaken := make(chan struct{}, 1)
+			postgres.SetNodeHooks(s, postgres.NodeHooks{
+				Looked: func(id string, free bool) {
+					if !free {
+						select {
+						case held <- struct{}{}:
+						default: // the test reads two
+						}
+					}
+				},
+				Retaken: func(string) { retaken <- struct{}{} },
+			})
+			conn := connect(t)
+			lost := make(chan error, 1)
+			stop, err := work(t, s, "node-o", &blockWorker{}, func(err error) { lost <- err })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stopSoon(stop)
+			old := nodeHolder(t, conn, schema, "node-o")
+			var port int
+			if err := conn.QueryRow(t.Context(), `SELECT client_port FROM pg_stat_activity WHERE pid = $1`, old).Scan(&port); err != nil {
+				t.Fatal(err)
+			}
+			end, ok := orphan(port)
+			if !ok {
+				t.Fatalf("session %d (client port %d) is not behind the proxy", old, port)
+			}
+			defer end()
+
+			// Two retakes that found the id held: the first was not
+			// taken for another process's hold.
+			for range 2 {
+				select {
+				case <-held:
+				case err := <-lost:
+					t.Fatalf("hold reported lost while its own old session held the id: %v", err)
+				case <-time.After(15 * time.Second):
+					t.Fatal("the process did not try to take its id back")
+				}
+			}
+			if got := nodeHolder(t, conn, schema, "node-o"); got != old {
+				t.Fatalf("node-o held by session %d, want the old session %d still", got, old)
+			}
+			if tc.endSession {
+				end()
+			}
+			select {
+			case <-retaken:
+				if tc.wantLost {
+					t.Fatal("the process took its id back")
+				}
+			case err := <-lost:
+				if !tc.wantLost {
+					t.Fatalf("hold reported lost: %v", err)
+				}
+				if !errors.Is(err, store.ErrNodeHeld) {
+					t.Errorf("OnNodeLost(%v), want ErrNodeHeld", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("the process neither took its id back nor stopped")
+			}
+			if got := nodeHolder(t, conn, schema, "node-o"); tc.endSession && (got == 0 || got == old) {
+				t.Errorf("node-o held by session %d after the retake, want a new one (old %d)", got, old)
+			}
+		})
+	}
+}

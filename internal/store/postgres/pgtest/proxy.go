@@ -160,3 +160,71 @@ func (p *proxy) up() {
 	defer p.mu.Unlock()
 	p.off = false
 }
+
+// Orphaning returns url with its host replaced by a TCP proxy to it, and
+// orphan: orphan(port) closes the client's side of the proxied connection
+// whose session has client_port port (pg_stat_activity), and not the
+// server's. The client sees its connection end while the session, and
+// the locks it holds, live on: the server has not yet noticed (a
+// terminated session still exiting, a half-open connection). end closes
+// the server's side too, which ends the session; ok is false when no
+// connection has that port. The proxy is closed after the test.
+func Orphaning(t testing.TB, rawURL string) (proxied string, orphan func(port int) (end func(), ok bool)) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln}
+	t.Cleanup(p.close)
+	var mu sync.Mutex
+	type link struct {
+		client, server net.Conn
+		orphaned       atomic.Bool
+	}
+	links := map[int]*link{} // by the server side's local port
+	target := u.Host
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			d, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			if !p.track(c, d) {
+				continue
+			}
+			l := &link{client: c, server: d}
+			mu.Lock()
+			links[d.LocalAddr().(*net.TCPAddr).Port] = l
+			mu.Unlock()
+			go func() {
+				_, _ = io.Copy(d, c)
+				if !l.orphaned.Load() {
+					_ = d.Close()
+				}
+			}()
+			go func() { _, _ = io.Copy(c, d); _ = c.Close() }()
+		}
+	}()
+	u.Host = ln.Addr().String()
+	return u.String(), func(port int) (func(), bool) {
+		mu.Lock()
+		l := links[port]
+		mu.Unlock()
+		if l == nil {
+			return nil, false
+		}
+		l.orphaned.Store(true)
+		_ = l.client.Close()
+		return func() { _ = l.server.Close() }, true
+	}
+}
