@@ -686,6 +686,7 @@ func FuzzSplit(f *testing.F) {
 	f.Add(`<div class="a"><table><tr><th>h</th></tr><tr><td>x &amp; y</td></tr></table><p>t</p></div>`, uint8(2), uint16(40))
 	f.Add(`<?xml version="1.0"?><a xmlns:b="urn:b"><b:c d="e">text &lt; more</b:c><f/></a>`, uint8(3), uint16(40))
 	f.Add("<p>unclosed <li>item<li>item", uint8(2), uint16(16))
+	f.Add("<div><p>a b</p><plaintext><p>"+strings.Repeat("word ", 30)+"</p></div>", uint8(2), uint16(16))
 	f.Add("Intro.\n```json\n{\"a\": 1,\n\n \"b\": [1, 2]}\n```\ntail\n~~~\nopen", uint8(0), uint16(4))
 	// Structure larger than the budget: a CDATA section, a comment, a
 	// giant attribute, deep nesting, a root start tag filling the budget

@@ -27,6 +27,11 @@ type node struct {
 	closeStart int // start of the end tag; end when the tag is implied
 	children   []*node
 	header     *node // a table header row (group) among children, repeated after a split
+	// endless: an HTML <plaintext> element, one open where it starts, or
+	// its text. All after that start tag is its text, to the input's end,
+	// so a chunk that ends there can close nothing: an end tag would be
+	// read as text the document does not have.
+	endless bool
 }
 
 // tree appends units for n, whose start and end have contexts open and
@@ -51,6 +56,9 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 	if !n.root && n.closeStart == n.end {
 		endClose = "</" + n.name + ">" + close
 	}
+	if n.endless {
+		endClose = ""
+	}
 	limit := s.limit(open, endClose)
 	if !n.root {
 		if tokens, ok := s.fits(n.start, n.end, limit); ok {
@@ -64,6 +72,12 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 	if !n.root {
 		innerOpen = open + s.text[n.start:n.openEnd]
 		innerClose = "</" + n.name + ">" + close
+	}
+	closeAt := func(c *node) string {
+		if c.endless {
+			return ""
+		}
+		return innerClose
 	}
 	// An element is split at its children while re-opening it (with its
 	// ancestors) leaves at least a quarter of the budget for them; deeper,
@@ -112,7 +126,7 @@ func (s *splitter) tree(n *node, prio int, open, close string) {
 			continue
 		}
 		k := s.units.len()
-		s.tree(c, prioBlock, openAt(c.start), innerClose)
+		s.tree(c, prioBlock, openAt(c.start), closeAt(c))
 		if s.over {
 			return
 		}
@@ -316,6 +330,7 @@ func parseHTML(text string, maxNodes int) (*node, bool) {
 		nodes++
 		top := stack[len(stack)-1]
 		top.children = append(top.children, n)
+		n.endless = top.endless // text after a <plaintext> start tag
 	}
 	pop := func(at int) {
 		top := stack[len(stack)-1]
@@ -354,6 +369,11 @@ func parseHTML(text string, maxNodes int) (*node, bool) {
 			n := &node{kind: kindElement, name: name, start: start, openEnd: pos}
 			add(n)
 			stack = append(stack, n)
+			if name == "plaintext" {
+				for _, e := range stack[1:] {
+					e.endless = true
+				}
+			}
 		case html.EndTagToken:
 			b, _ := z.TagName()
 			name := string(b)

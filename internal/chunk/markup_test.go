@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 )
 
 // treeNodes returns the nodes under n, n not included (the document's
@@ -105,4 +108,64 @@ func TestParseMarkupStopsAtTheNodeLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSplitHTMLClosesNothingAfterAPlaintextElement: everything after a
+// <plaintext> start tag is its text, to the end of the document, so a
+// chunk that ends inside one has no end tag to write: one added would be
+// read as text the document does not have.
+func TestSplitHTMLClosesNothingAfterAPlaintextElement(t *testing.T) {
+	lines := strings.Repeat("<p>word word word</p>\n", 20)
+	tests := []struct{ name, text string }{
+		{"in a container", "<div><p>a b c</p><plaintext>" + lines + "</div>"},
+		{"at the top", "<p>a b c</p><plaintext>" + lines},
+		{"in a container that fits a chunk", lines + "<div><p>a</p><plaintext>x <b>y</b></div>"},
+	}
+	const budget = 60
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := counter(t)
+			chunks, err := Split(tt.text, FormatHTML, budget, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, c, tt.text, budget, chunks)
+			whole, ok := plaintextOf(t, tt.text)
+			if !ok {
+				t.Fatal("the document holds no <plaintext> element")
+			}
+			seen := false
+			for i, ch := range chunks {
+				got, ok := plaintextOf(t, ch.Text)
+				seen = seen || ok
+				if ok && !strings.Contains(whole, got) {
+					t.Errorf("chunk %d's <plaintext> reads %q, not in the document's %q", i, got, whole)
+				}
+			}
+			if !seen {
+				t.Error("no chunk holds the <plaintext> element")
+			}
+		})
+	}
+}
+
+// plaintextOf returns the text of the <plaintext> element s parses into.
+func plaintextOf(t *testing.T, s string) (string, bool) {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range doc.Descendants() {
+		if n.Type == html.ElementNode && n.DataAtom == atom.Plaintext {
+			var b strings.Builder
+			for c := range n.Descendants() {
+				if c.Type == html.TextNode {
+					b.WriteString(c.Data)
+				}
+			}
+			return b.String(), true
+		}
+	}
+	return "", false
 }

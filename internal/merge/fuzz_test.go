@@ -127,6 +127,10 @@ func FuzzMergeMarkup(f *testing.F) {
 	// its header repeated after one that went is no overlap (fuzz).
 	f.Add("p1\n\n- i0\x00| K |\n|---|\n\n- i0", uint64(0), uint8(0), "")
 	f.Add("| s |\n|-|\n| 1 |\n| 2 |\x00| q |\n|-|\n| 2 |\x00| q |\n|-|\n| 2 |\n| 9 |", uint64(0), uint8(3), "")
+	// A <plaintext> element that later answers follow, in a continued
+	// container and in a whole document (hunt-plaintext).
+	f.Add("<div><p>a</p><plaintext>x</div>\x00<div><p>b</p></div>\x00<p>c</p>", uint64(0), uint8(1), "")
+	f.Add("<!DOCTYPE html><p>e</p><plaintext><p>f\x00<p>h</p>", uint64(0), uint8(1), "")
 	formats := []string{FormatMarkdown, FormatHTML, FormatXML, FormatText, ""}
 	f.Fuzz(func(t *testing.T, data string, shape uint64, flags uint8, overlap string) {
 		cs := fuzzChunks(data, shape, overlap)

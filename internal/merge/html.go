@@ -160,6 +160,11 @@ func (j *htmlJoiner) merge(g []*part, lim Limits) Answer {
 	}
 	out.Grow(size)
 	if doc != nil {
+		top := body
+		if whole {
+			top = doc
+		}
+		preformatPlaintext(top, top, len(raw) > 0)
 		var err error
 		if whole {
 			err = html.Render(&out, doc)
@@ -185,6 +190,33 @@ func (j *htmlJoiner) merge(g []*part, lim Limits) Answer {
 	a.Content = out.String()
 	a.DedupeRemovedTechnical = j.removed
 	return a
+}
+
+// preformatPlaintext renames to <pre> each <plaintext> element at or
+// below n that anything is rendered after (after: something follows n
+// itself; end: the node up to which siblings are looked for). A parser
+// reads all that follows a <plaintext> start tag as its text, so
+// html.Render ends at one: what merging put after it (later chunks, the
+// closing tags) would be lost, or read back as text. A <pre> keeps its
+// attributes and its text, escaped, so the answer reads back as merged
+// but for the name; a <plaintext> that ends the answer stays as written.
+func preformatPlaintext(n, end *html.Node, after bool) {
+	walk(n, func(x *html.Node, _ int) {
+		if x.Type == html.ElementNode && x.Namespace == "" && x.DataAtom == atom.Plaintext &&
+			(after || followed(x, end)) {
+			x.Data, x.DataAtom = "pre", atom.Pre
+		}
+	})
+}
+
+// followed: a node comes after x, below end, in document order.
+func followed(x, end *html.Node) bool {
+	for ; x != nil && x != end; x = x.Parent {
+		if x.NextSibling != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // at returns s[i], or nil past its end (no profiles: nothing is frozen).

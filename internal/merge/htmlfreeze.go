@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	"golang.org/x/net/html"
-	"golang.org/x/net/html/atom"
 )
 
 // Freezing: the merged body is rendered as it goes, so that it does not
@@ -28,9 +27,7 @@ import (
 
 // profiles returns, for each part, the largest number of significant
 // children a node at each depth below the body has in the parts after it,
-// or nil (nothing is frozen) when freezing is off or an answer holds a
-// <plaintext> element: rendering stops at one, so its whole document and
-// its children rendered one by one differ after it.
+// or nil (nothing is frozen) when freezing is off.
 func (j *htmlJoiner) profiles(g []*part, lim Limits) [][]int {
 	if j.noFreeze {
 		return nil
@@ -43,9 +40,6 @@ func (j *htmlJoiner) profiles(g []*part, lim Limits) [][]int {
 		d, err := parseHTML(stripFence(p.Content), lim)
 		if err != nil {
 			continue
-		}
-		if hasPlaintext(d) {
-			return nil
 		}
 		if _, b := docParts(d); b != nil {
 			own[i] = profile(b)
@@ -85,14 +79,6 @@ func profile(n *html.Node) []int {
 		prof[depth] = max(prof[depth], k)
 	})
 	return prof
-}
-
-func hasPlaintext(n *html.Node) bool {
-	found := false
-	walk(n, func(x *html.Node, _ int) {
-		found = found || x.Type == html.ElementNode && x.DataAtom == atom.Plaintext
-	})
-	return found
 }
 
 // walk calls f on n and every node below it, in document order, with its
@@ -168,6 +154,9 @@ func (j *htmlJoiner) freezeChildren(x *html.Node, keep int) {
 	}
 	var buf bytes.Buffer
 	for i := len(run) - 1; i >= 0; i-- {
+		// c stays after the run: a <plaintext> in it is followed, as the
+		// end would find it.
+		preformatPlaintext(run[i], run[i], true)
 		if err := html.Render(&buf, run[i]); err != nil {
 			return // left as it is; the end's rendering fails the same way
 		}

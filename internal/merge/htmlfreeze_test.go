@@ -103,11 +103,21 @@ func TestHTMLFreezingKeepsTheOutput(t *testing.T) {
 			`<!DOCTYPE html><html><head><title>T</title></head><body><p>a</p><p>b</p><p>c</p><p>d</p></body></html>`,
 			`<!DOCTYPE html><html><head><style>p{}</style></head><body><p>d</p><p>e</p></body></html>`,
 			`<p>f</p>`), true},
-		{"a plaintext element freezes nothing", chunks("f",
+		{"a plaintext element is frozen as the end renders it", chunks("f",
 			`<!DOCTYPE html><p>a</p><p>b</p><p>c</p><p>d</p>`,
 			`<p>e</p><plaintext><p>f`,
 			`<p>g</p>`,
-			`<p>h</p>`), false}, // the whole document's rendering stops at it
+			`<p>h</p>`), true},
+		{"a plaintext element in a continued container", chunks("f",
+			`<div><p>a</p><p>b</p></div>`,
+			`<div><p>c</p><plaintext>d</div>`,
+			`<div><p>e</p></div>`,
+			`<div><p>f</p></div>`,
+			`<p>g</p>`), true},
+		{"a plaintext element that ends the answer", chunks("f",
+			`<p>a</p><p>b</p><p>c</p>`,
+			`<p>d</p>`,
+			`<p>e</p><plaintext>f`), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -295,6 +295,74 @@ func TestMergeHTMLAppendsFailedChunks(t *testing.T) {
 	}
 }
 
+// TestMergeHTMLGoesOnAfterAPlaintextElement: a parser reads everything
+// after a <plaintext> start tag as its text, and html.Render ends there;
+// what merging put after one (later chunks, the closing tags) must still
+// be in the answer, as markup, so the element becomes a <pre> of the same
+// text unless it ends the answer.
+func TestMergeHTMLGoesOnAfterAPlaintextElement(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []Chunk
+		want   string
+	}{
+		{"a whole document goes on after it", chunks("f",
+			`<!DOCTYPE html><p>a</p>`, `<p>e</p><plaintext><p>f`, `<p>h</p>`),
+			`<!DOCTYPE html><html><head></head><body><p>a</p><p>e</p><pre>&lt;p&gt;f</pre><p>h</p></body></html>`},
+		{"a continued container goes on after it", chunks("f",
+			`<div><p>a</p></div>`, `<div><plaintext>x & y</div>`, `<div><p>h</p></div>`),
+			`<div><p>a</p><pre>x &amp; y&lt;/div&gt;</pre><p>h</p></div>`},
+		{"later fragments go on after it", chunks("f",
+			`<p>a</p>`, `<div><plaintext><b>f</b>`, `<p>h</p>`),
+			`<p>a</p><div><pre>&lt;b&gt;f&lt;/b&gt;</pre></div><p>h</p>`},
+		{"its attributes and first line break stay", chunks("f",
+			`<p>a</p>`, "<plaintext class=\"c\">\nx", `<p>h</p>`),
+			"<p>a</p><pre class=\"c\">\n\nx</pre><p>h</p>"},
+		{"a chunk appended as it is goes on after it", []Chunk{
+			{File: "f", Index: 0, Content: `<p>a</p>`},
+			{File: "f", Index: 1, Content: `<plaintext>x`},
+			{File: "f", Index: 2, Content: `<p>b</p>`, Failed: true}},
+			"<p>a</p><pre>x</pre>\n<p>b</p>"},
+		{"one that ends the answer stays as written", chunks("f",
+			`<p>a</p>`, `<p>e</p><plaintext>x & y`),
+			`<p>a</p><p>e</p><plaintext>x & y`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := mergeOne(t, Options{Format: FormatHTML}, tc.chunks)
+			if a.Content != tc.want {
+				t.Fatalf("content\n%q\nwant\n%q", a.Content, tc.want)
+			}
+			checkReadsBack(t, a.Content)
+		})
+	}
+}
+
+// checkReadsBack requires s to parse into the tree it was rendered from:
+// rendered again, it is the same text.
+func checkReadsBack(t *testing.T, s string) {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if fullDocument(s) {
+		err = html.Render(&b, doc)
+	} else {
+		_, body := docParts(doc)
+		for c := body.FirstChild; c != nil && err == nil; c = c.NextSibling {
+			err = html.Render(&b, c)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != s {
+		t.Errorf("reads back as\n%q\nnot\n%q", b.String(), s)
+	}
+}
+
 func TestMergeXML(t *testing.T) {
 	tests := []struct {
 		name       string
