@@ -24,7 +24,9 @@ import (
 // bounds; the others keep a hostile request from costing more than a real
 // one ever needs.
 const (
-	maxSourceURLs      = 100
+	// MaxSourceURLs is the most sourceUrls one job takes; docjobs bench
+	// refuses more files before it starts the service.
+	MaxSourceURLs      = 100
 	maxURLBytes        = 2048
 	maxPrompts         = 16
 	maxPromptBytes     = 64 << 10
@@ -133,8 +135,8 @@ func validateSources(urls []string, rules createRules) ([]uploadRef, error) {
 	if len(urls) == 0 {
 		return nil, invalid("sourceUrls", "required")
 	}
-	if len(urls) > maxSourceURLs {
-		return nil, invalid("sourceUrls", "at most %d URLs", maxSourceURLs)
+	if len(urls) > MaxSourceURLs {
+		return nil, invalid("sourceUrls", "at most %d URLs", MaxSourceURLs)
 	}
 	var uploads []uploadRef
 	for i, raw := range urls {

@@ -612,7 +612,7 @@ func worstCaseRequest(t *testing.T) *docjobsv1.CreateJobRequest {
 	fill := func(prefix string, n int) string { return prefix + strings.Repeat(quotes, n-len(prefix)) }
 	r := validRequest()
 	r.SourceUrls = nil
-	for i := range maxSourceURLs {
+	for i := range MaxSourceURLs {
 		r.SourceUrls = append(r.SourceUrls, fill(fmt.Sprintf("https://example.com/%d/", i), maxURLBytes))
 	}
 	r.Prompts = slices.Repeat([]string{fill("p", maxPromptBytes)}, maxPrompts)

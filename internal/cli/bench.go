@@ -20,9 +20,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/spf13/cobra"
 
+	"github.com/docjobs/docjobs/internal/api"
 	"github.com/docjobs/docjobs/internal/auth"
+	"github.com/docjobs/docjobs/internal/config"
 	"github.com/docjobs/docjobs/internal/provider"
 	"github.com/docjobs/docjobs/internal/provider/slots"
 )
@@ -53,8 +56,8 @@ fetches and provider calls straight from one client, without the service, throug
 adapter: that ratio is what the machine itself costs, the floor under the service's.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.files < 1 || o.chunks < 1 || o.jobs < 1 || o.latency <= 0 {
-				return fmt.Errorf("%w: --files, --chunks, --jobs and --latency must be positive", errUsage)
+			if o.files < 1 || o.chunks < 1 || o.jobs < 1 || o.concurrency < 1 || o.latency <= 0 {
+				return fmt.Errorf("%w: --files, --chunks, --jobs, --concurrency and --latency must be positive", errUsage)
 			}
 			return runBench(cmd.Context(), env, o)
 		},
@@ -99,14 +102,6 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 	if err != nil {
 		return err
 	}
-	doc := benchDocument(o.chunks)
-	sources, err := listenLocal(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		tl.mark(&tl.firstFetch, &tl.lastFetch)
-		_, _ = io.WriteString(w, doc)
-	}))
-	if err != nil {
-		return err
-	}
 	addr, err := freeLocalAddr()
 	if err != nil {
 		return err
@@ -128,10 +123,21 @@ func runBench(ctx context.Context, env *environment, o benchOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkBenchBounds(o, cfg); err != nil {
+		return err
+	}
+	doc := benchDocument(o.chunks)
+	sources, err := listenLocal(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		tl.mark(&tl.firstFetch, &tl.lastFetch)
+		_, _ = io.WriteString(w, doc)
+	}))
+	if err != nil {
+		return err
+	}
 	served := make(chan error, 1)
 	go func() { served <- serve(ctx, serveEnv, cfg) }()
 	base := "http://" + addr
-	if err := waitReady(ctx, base); err != nil {
+	if err := waitReady(ctx, base, served); err != nil {
 		return err
 	}
 
@@ -465,7 +471,34 @@ func freeLocalAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func waitReady(ctx context.Context, base string) error {
+// checkBenchBounds refuses options the service run by bench would refuse
+// or fail on, naming the flag: more files than a job takes (the create
+// answered 400 after the service had started), more chunks than a file
+// may make (its one model row failed, no provider call was made, and bench
+// reported nonsense phases with exit 0), more workers than River runs on a
+// queue (the service never became ready), a latency past the provider
+// timeout (every call timed out).
+func checkBenchBounds(o benchOptions, cfg config.Config) error {
+	maxConcurrency := river.QueueNumWorkersMax - cfg.FetchWorkers - cfg.RecognizeWorkers
+	switch {
+	case o.files > api.MaxSourceURLs:
+		return fmt.Errorf("%w: --files: at most %d, the most sourceUrls one job takes", errUsage, api.MaxSourceURLs)
+	case o.chunks > cfg.MaxChunksPerFile:
+		return fmt.Errorf("%w: --chunks: at most %d, the most model rows one file may make (DOCJOBS_MAX_CHUNKS_PER_FILE)", errUsage, cfg.MaxChunksPerFile)
+	case o.concurrency > maxConcurrency:
+		return fmt.Errorf("%w: --concurrency: at most %d (River runs at most %d workers on the file queue, %d of them fetch and recognize)",
+			errUsage, maxConcurrency, river.QueueNumWorkersMax, cfg.FetchWorkers+cfg.RecognizeWorkers)
+	case o.latency >= cfg.ProviderTimeout:
+		return fmt.Errorf("%w: --latency: under %s, the provider timeout, or every call times out", errUsage, cfg.ProviderTimeout)
+	}
+	return nil
+}
+
+// waitReady waits for the service at base to answer /readyz, or for
+// serve to return (served, nil for none), whose error says why it never
+// will: a wrong --database-url was "did not become ready within 30s", 30 s
+// later.
+func waitReady(ctx context.Context, base string, served <-chan error) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(base + "/readyz")
@@ -478,6 +511,11 @@ func waitReady(ctx context.Context, base string) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case err := <-served:
+			if err == nil {
+				return errors.New("the service stopped before it was ready")
+			}
+			return fmt.Errorf("the service stopped before it was ready: %w", err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

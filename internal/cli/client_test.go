@@ -76,7 +76,7 @@ func startService(t *testing.T, extra ...string) testService {
 		}
 	})
 	base := "http://" + addr
-	if err := waitReady(ctx, base); err != nil {
+	if err := waitReady(ctx, base, nil); err != nil {
 		t.Fatal(err)
 	}
 	return testService{base: base, key: key, stop: stop}

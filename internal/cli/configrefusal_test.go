@@ -196,7 +196,7 @@ func TestReadyzFailsWhenTheFileBucketsDirectoryIsGone(t *testing.T) {
 	env := map[string]string{"DOCJOBS_DATA_DIR": dir, "DOCJOBS_ADDR": "127.0.0.1:0", "DOCJOBS_API_KEYS": "a:" + strings.Repeat("k", 32)}
 	logs, code := startServe(t, env, "--role=api")
 	base := "http://" + logged(t, logs, code, "listening")["addr"].(string)
-	if err := waitReady(context.Background(), base); err != nil {
+	if err := waitReady(context.Background(), base, nil); err != nil {
 		t.Fatal(err)
 	}
 	files := filepath.Join(dir, "files")

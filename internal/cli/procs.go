@@ -1,10 +1,14 @@
 package cli
 
-import "runtime"
+import (
+	"runtime"
+	"strconv"
+)
 
 // widenProcs gives the server commands twice the Go processors
 // (GOMAXPROCS) the runtime would pick, unless the GOMAXPROCS variable
-// chooses. A job's start and end are bursts of short, latency-bound steps
+// chooses: read as the runtime reads it, so a value it ignores ("abc",
+// "0", "-1") leaves the doubling on, as no variable does. A job's start and end are bursts of short, latency-bound steps
 // (downloads, statements, provider requests) on two cores: with as many Ps
 // as cores, both were usually busy, and a goroutine whose network answer had
 // come waited for one to look at the network poller (a local download took
@@ -13,7 +17,7 @@ import "runtime"
 // of the critical path on SQLite (docs/benchmarks.md, docs/decisions.md).
 // It returns the processors now in use.
 func widenProcs(getenv func(string) string) int {
-	if getenv("GOMAXPROCS") != "" {
+	if n, err := strconv.ParseInt(getenv("GOMAXPROCS"), 10, 32); err == nil && n > 0 {
 		return runtime.GOMAXPROCS(0)
 	}
 	// From the runtime's default, not the current value, so that a second

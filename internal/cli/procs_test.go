@@ -10,7 +10,8 @@ import (
 
 // The server commands run with twice the Go processors the runtime picks
 // (docs/decisions.md "Twice the Go processors"); the client commands keep
-// the runtime's choice, and a GOMAXPROCS variable wins over the doubling.
+// the runtime's choice, and a GOMAXPROCS variable wins over the doubling
+// when the runtime reads it (a positive number), not otherwise.
 func TestServerCommandsRunTwiceTheRuntimesProcessors(t *testing.T) {
 	runtime.SetDefaultGOMAXPROCS()
 	def := runtime.GOMAXPROCS(0)
@@ -23,6 +24,9 @@ func TestServerCommandsRunTwiceTheRuntimesProcessors(t *testing.T) {
 		{"bench doubles it", "bench --jobs 0", "", 2 * def},
 		{"serve doubles it", "serve --role nonsense", "", 2 * def},
 		{"the variable wins", "serve --role nonsense", "3", def},
+		{"a variable the runtime ignores does not stop the doubling", "serve --role nonsense", "abc", 2 * def},
+		{"a zero variable, ignored by the runtime, does not stop the doubling", "bench --jobs 0", "0", 2 * def},
+		{"a negative variable, ignored by the runtime, does not stop the doubling", "bench --jobs 0", "-2", 2 * def},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runtime.SetDefaultGOMAXPROCS()

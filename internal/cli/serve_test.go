@@ -205,7 +205,7 @@ func TestTheURLsHandedOutNameThePortServeListensOn(t *testing.T) {
 	if key == "" {
 		t.Fatalf("no curl example on stdout:\n%s", out.String())
 	}
-	if err := waitReady(context.Background(), "http://"+addr); err != nil {
+	if err := waitReady(context.Background(), "http://"+addr, nil); err != nil {
 		t.Fatal(err)
 	}
 	c := newClient(clientConfig{server: "http://" + addr, apiKey: key})

@@ -155,11 +155,16 @@ func ParseRetryDelay(s string) time.Duration {
 
 // ParseRetryAfter reads how long a vendor asks to wait: Retry-After-Ms
 // (OpenAI-style), else Retry-After in seconds or as an HTTP date. It
-// returns 0 when there is none or it is unreadable.
+// returns 0 when there is none or it is unreadable, and a wait past
+// maxRetryAfter is unreadable however it is written: NaN seconds (which
+// converted to a Duration became its most negative value) and a date
+// years ahead (up to the largest Duration) are ignored like 10⁷ seconds.
 func ParseRetryAfter(h http.Header, now time.Time) time.Duration {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e9 {
-			return time.Duration(ms * float64(time.Millisecond))
+		if ms, err := strconv.ParseFloat(v, 64); err == nil {
+			if d, ok := retryWait(ms, time.Millisecond); ok {
+				return d
+			}
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -167,13 +172,20 @@ func ParseRetryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 || s > maxRetryAfter.Seconds() {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
+		d, _ := retryWait(s, time.Second)
+		return d
 	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+	if t, err := http.ParseTime(v); err == nil && t.After(now) && t.Sub(now) <= maxRetryAfter {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// retryWait is n units when that is a wait within (0, maxRetryAfter]; the
+// comparison is written so NaN fails it.
+func retryWait(n float64, unit time.Duration) (time.Duration, bool) {
+	if !(n > 0 && n <= maxRetryAfter.Seconds()*float64(time.Second/unit)) {
+		return 0, false
+	}
+	return time.Duration(n * float64(unit)), true
 }

@@ -174,6 +174,14 @@ func TestParseRetryAfter(t *testing.T) {
 		{"a date in the past", http.Header{"Retry-After": {now.Add(-time.Minute).Format(http.TimeFormat)}}, 0},
 		{"garbage", http.Header{"Retry-After": {"soon"}}, 0},
 		{"negative", http.Header{"Retry-After": {"-3"}}, 0},
+		{"the longest wait kept", http.Header{"Retry-After": {"1000000"}}, 1e6 * time.Second},
+		{"seconds past the bound", http.Header{"Retry-After": {"1000001"}}, 0},
+		{"NaN seconds", http.Header{"Retry-After": {"NaN"}}, 0},
+		{"infinite seconds", http.Header{"Retry-After": {"+Inf"}}, 0},
+		{"a date past the bound", http.Header{"Retry-After": {now.Add(1e6*time.Second + time.Hour).Format(http.TimeFormat)}}, 0},
+		{"a date centuries ahead", http.Header{"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}}, 0},
+		{"NaN milliseconds fall back to seconds", http.Header{"Retry-After": {"7"}, "Retry-After-Ms": {"NaN"}}, 7 * time.Second},
+		{"milliseconds past the bound fall back to seconds", http.Header{"Retry-After": {"7"}, "Retry-After-Ms": {"1e12"}}, 7 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -182,6 +190,22 @@ func TestParseRetryAfter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Whatever a vendor sends, the wait read is none or within the 10⁶ s
+// ParseRetryAfter keeps.
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"7", "1.5", "NaN", "-Inf", "1e308", "0x1p-1074", "Fri, 31 Dec 9999 23:59:59 GMT", "Sun, 06 Nov 1994 08:49:37 GMT"} {
+		f.Add(s, "")
+		f.Add("", s)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, seconds, ms string) {
+		h := http.Header{"Retry-After": {seconds}, "Retry-After-Ms": {ms}}
+		if d := provider.ParseRetryAfter(h, now); d < 0 || d > 1e6*time.Second {
+			t.Fatalf("ParseRetryAfter(Retry-After %q, Retry-After-Ms %q) = %v, outside [0, 10⁶ s]", seconds, ms, d)
+		}
+	})
 }
 
 func TestParseRetryDelay(t *testing.T) {

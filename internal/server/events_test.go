@@ -28,6 +28,9 @@ type progressJobs struct {
 	reads int
 	// watchers are the WatchEnd channels by job id.
 	watchers map[string][]chan struct{}
+	// afterRead, when set, runs once after a read has taken its answer, as
+	// a job that ends while the read is in flight.
+	afterRead func()
 }
 
 type progressJob struct {
@@ -86,8 +89,23 @@ func (s *progressJobs) readCount() int {
 }
 
 func (s *progressJobs) JobProgress(_ context.Context, account, id string) (job.Progress, error) {
+	p, after, err := s.read(account, id)
+	if after != nil {
+		after()
+	}
+	return p, err
+}
+
+func (s *progressJobs) read(account, id string) (job.Progress, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	after := s.afterRead
+	s.afterRead = nil
+	p, err := s.readLocked(account, id)
+	return p, after, err
+}
+
+func (s *progressJobs) readLocked(account, id string) (job.Progress, error) {
 	s.reads++
 	if s.fails > 0 {
 		s.fails--
@@ -275,6 +293,30 @@ func TestEventsOfAJobEndedInThisProcessEndWithoutWaitingForThePoll(t *testing.T)
 	defer cut.Stop()
 	src.end("alice", "job-1", progress(job.StatusComplete, 1, 1, 2, 2))
 	wantData := `{"status":"JOB_STATUS_COMPLETE","ocrDone":1,"ocrTotal":1,"llmDone":2,"llmTotal":2}`
+	for _, name := range []string{"progress", "done"} {
+		if got := s.mustNext(); got != (sseEvent{name: name, data: wantData}) {
+			t.Fatalf("got %+v, want %s %s", got, name, wantData)
+		}
+	}
+	s.wantEnd()
+}
+
+// The stream watches the job's end before its first read, so an end
+// committed while that read is in flight (after its answer was taken) is
+// not missed: the terminal events come at once, not at the next poll.
+func TestEventsOfAJobThatEndsDuringTheFirstReadEndWithoutWaitingForThePoll(t *testing.T) {
+	src := newProgressJobs()
+	src.set("alice", "job-1", progress(job.StatusRunning, 0, 1, 0, 0))
+	src.afterRead = func() { src.end("alice", "job-1", progress(job.StatusComplete, 1, 1, 1, 1)) }
+	env := startServer(t, withProgress(src, func(c *ProgressConfig) { c.PollInterval = time.Hour }))
+
+	s := env.openEvents("job-1", keyAlice)
+	cut := time.AfterFunc(10*time.Second, s.cancel) // the poll would come in an hour
+	defer cut.Stop()
+	if got := s.mustNext(); got.name != "progress" || !strings.Contains(got.data, "JOB_STATUS_RUNNING") {
+		t.Fatalf("first event: %+v", got)
+	}
+	wantData := `{"status":"JOB_STATUS_COMPLETE","ocrDone":1,"ocrTotal":1,"llmDone":1,"llmTotal":1}`
 	for _, name := range []string{"progress", "done"} {
 		if got := s.mustNext(); got != (sseEvent{name: name, data: wantData}) {
 			t.Fatalf("got %+v, want %s %s", got, name, wantData)
