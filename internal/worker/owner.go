@@ -216,13 +216,18 @@ func (g *StorageGuard) Check(ctx context.Context) error {
 func (g *StorageGuard) Run(ctx context.Context) {
 	tick := time.NewTicker(g.cfg.Every)
 	defer tick.Stop()
+	// A check may take a minute however often checks are made: a deadline
+	// of Every (tens of milliseconds, in tests) cut off every read of a
+	// slow storage, and the guard never learnt it was lost. Checks do not
+	// overlap: the ticker drops the ticks a slow one spans.
+	timeout := max(g.cfg.Every, StorageCheckEvery)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		cctx, cancel := context.WithTimeout(ctx, g.cfg.Every)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		err := g.Check(cctx)
 		cancel()
 		switch {

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +20,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/docjobs/docjobs/internal/job"
+	"github.com/docjobs/docjobs/internal/s3test"
 	"github.com/docjobs/docjobs/internal/store"
 )
 
@@ -323,6 +327,71 @@ func TestTheStorageGuardTellsALostStorageFromOneItCannotReach(t *testing.T) {
 		}
 		<-ran
 	})
+}
+
+// A storage whose reads take longer than the guard's interval (a distant
+// bucket; a loaded machine, in tests that check every few milliseconds)
+// is still watched: each check's read was given Every to finish, was cut
+// off every time, and the guard never learnt that another database had
+// claimed the storage.
+func TestTheStorageGuardLearnsOfALossOnAStorageSlowerThanItsChecks(t *testing.T) {
+	ctx := context.Background()
+	srv := s3test.Start(t)
+	direct, err := blob.OpenBucket(ctx, srv.Bucket(t, "docjobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	slow := slowS3Bucket(t, srv, "docjobs", 50*time.Millisecond)
+	lost := make(chan error, 1)
+	guard, err := GuardStorage(ctx, StorageGuardConfig{Keys: openStore(t), Bucket: slow, Every: 10 * time.Millisecond,
+		Lost: func(err error) { lost <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.WriteAll(ctx, StorageOwnerKey, []byte("0123456789abcdef0123456789abcdef"), nil); err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan struct{})
+	runCtx, stop := context.WithCancel(ctx)
+	defer func() { stop(); <-ran }()
+	go func() { defer close(ran); guard.Run(runCtx) }()
+	select {
+	case err := <-lost:
+		if !errors.Is(err, ErrStorageOwned) {
+			t.Errorf("Lost(%v), want ErrStorageOwned", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost was not called for a slow storage another database claimed")
+	}
+}
+
+// slowS3Bucket opens bucket of srv through a proxy that holds each
+// request for delay before passing it on. The proxy keeps the Host the
+// client signed, so the gateway accepts the signatures.
+func slowS3Bucket(t *testing.T, srv *s3test.Server, bucket string, delay time.Duration) *blob.Bucket {
+	t.Helper()
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	q := url.Values{"endpoint": {front.URL}, "region": {s3test.Region}, "use_path_style": {"true"}}
+	b, err := blob.OpenBucket(context.Background(), "s3://"+bucket+"?"+q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
 
 // unreachableStorage is a guard of the same database (ours) on a storage
