@@ -281,6 +281,64 @@ func TestHTML(t *testing.T) {
 	}
 }
 
+// TestHTMLWithAPlaintextElementReadsBackAsThePage: a parser reads all
+// after a <plaintext> start tag as its text, so nothing may be written
+// after one (the direction wrapper's end tag, a table the parser put
+// after it); its text is preformatted. Each output must parse and render
+// back to itself, which no output with markup read as text does.
+func TestHTMLWithAPlaintextElementReadsBackAsThePage(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"right to left, ending the page",
+			`<html dir="rtl" lang="ar"><body><p>a</p><plaintext>b <i>c</i></div>`,
+			"<div dir=\"rtl\" lang=\"ar\">\n<p>a</p>\n<plaintext>b <i>c</i></div>"},
+		{"right to left, inside a container",
+			`<body dir="rtl"><div>x<plaintext>b  c`,
+			"<div dir=\"rtl\">\n<div>x\n<plaintext>b  c"},
+		{"spaces and lines kept",
+			"<p>a</p><plaintext>a   b\n  c",
+			"<p>a</p>\n<plaintext>a   b\n  c"},
+		{"put before a table by the parser",
+			`<p>a</p><table><tr><td>x</td></tr><plaintext>a  b</table>`,
+			"<p>a</p>\n<pre>a  b&lt;/table&gt;</pre>\n<table>\n<tbody>\n<tr>\n<td>x</td></tr></tbody></table>"},
+		{"put before a table, right to left, first line break",
+			"<body dir=\"rtl\"><table><tr><td>x</td></tr><plaintext>\n<b>a</b>",
+			"<div dir=\"rtl\">\n<pre>\n\n&lt;b&gt;a&lt;/b&gt;</pre>\n<table>\n<tbody>\n<tr>\n<td>x</td></tr></tbody></table>\n</div>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := convert(t, Input{Name: "a.html", Data: []byte(tt.in)})
+			if out.Content != tt.want {
+				t.Errorf("Content =\n%q\nwant\n%q", out.Content, tt.want)
+			}
+			if back := reRendered(t, out.Content); back != out.Content {
+				t.Errorf("output parses back as\n%q\nnot\n%q", back, out.Content)
+			}
+		})
+	}
+}
+
+// reRendered parses HTML content as a document and renders its body's
+// children.
+func reRendered(t *testing.T, content string) string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := findBody(doc)
+	var sb strings.Builder
+	for c := body.FirstChild; c != nil; c = c.NextSibling {
+		if err := html.Render(&sb, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sb.String()
+}
+
 func TestHTMLDeepNesting(t *testing.T) {
 	nested := func(depth int) []byte {
 		return []byte(strings.Repeat("<blockquote>", depth) + "deep text" + strings.Repeat("</blockquote>", depth))
