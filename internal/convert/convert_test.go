@@ -773,3 +773,44 @@ func TestProviderAnswersForFormPagesKeepTheirFields(t *testing.T) {
 		})
 	}
 }
+
+// pagedOCR answers each page with its own HTML.
+type pagedOCR map[int]string
+
+func (o pagedOCR) Recognize(_ context.Context, d provider.Document) (provider.Recognition, error) {
+	return provider.Recognition{Text: o[d.Page], Format: "html", Model: "vision"}, nil
+}
+
+// TestAProviderPageWithAPlaintextElementEndsWhereItDid: a parser reads
+// all after a <plaintext> start tag as text, so a page's answer holding
+// one took its section's end and every later page as its text.
+func TestAProviderPageWithAPlaintextElementEndsWhereItDid(t *testing.T) {
+	data, err := os.ReadFile("pdf/testdata/scan-page2.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		ocr  pagedOCR
+		want string
+	}{
+		{"first page", pagedOCR{1: "<p>a</p><plaintext>x  <b>y</b>\n z", 2: "<p>b</p>"},
+			"<section data-page=\"1\">\n<p>a</p>\n<pre>x  &lt;b&gt;y&lt;/b&gt;\n z</pre></section>\n<section data-page=\"2\">\n<p>b</p></section>"},
+		{"last page, attributes and a first line break", pagedOCR{1: "<p>a</p>", 2: "<div><plaintext dir=\"rtl\" onclick=\"x()\">\n<i>b</i>"},
+			"<section data-page=\"1\">\n<p>a</p></section>\n<section data-page=\"2\">\n<pre dir=\"rtl\">\n\n&lt;i&gt;b&lt;/i&gt;</pre></section>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := New(Config{}).Convert(context.Background(), Input{Name: "a.pdf", Data: data, OCR: tt.ocr, Mode: job.ExtractionOCRAlways})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Content != tt.want {
+				t.Errorf("Content =\n%q\nwant\n%q", out.Content, tt.want)
+			}
+			if back := reRendered(t, out.Content); back != out.Content {
+				t.Errorf("output parses back as\n%q\nnot\n%q", back, out.Content)
+			}
+		})
+	}
+}
