@@ -666,6 +666,8 @@ func FuzzConvert(f *testing.F) {
 	f.Add([]byte("<p onclick=x>a<script>b</script></p>"), uint8(1))
 	f.Add([]byte(`<?xml version="1.0"?><a><b/></a>`), uint8(2))
 	f.Add([]byte("\xff\xfeh\x00i\x00"), uint8(0))
+	f.Add([]byte(`<body dir="rtl"><p>a</p><plaintext>b <i>c</i>`), uint8(1))
+	f.Add([]byte(`<table><tr><td>x</td></tr><plaintext>a</table>`), uint8(1))
 	names := []string{"f.txt", "f.html", "f.xml", "f", "f.md", "f.csv", "f.tsv", "f.json"}
 	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
 		name := names[int(which)%len(names)]
