@@ -284,7 +284,8 @@ func TestHTML(t *testing.T) {
 // TestHTMLWithAPlaintextElementReadsBackAsThePage: a parser reads all
 // after a <plaintext> start tag as its text, so nothing may be written
 // after one (the direction wrapper's end tag, a table the parser put
-// after it); its text is preformatted. Each output must parse and render
+// after it, the end tags html.Render writes inside MathML); its text is
+// preformatted. Each output must parse and render
 // back to itself, which no output with markup read as text does.
 func TestHTMLWithAPlaintextElementReadsBackAsThePage(t *testing.T) {
 	tests := []struct {
@@ -307,6 +308,9 @@ func TestHTMLWithAPlaintextElementReadsBackAsThePage(t *testing.T) {
 		{"put before a table, right to left, first line break",
 			"<body dir=\"rtl\"><table><tr><td>x</td></tr><plaintext>\n<b>a</b>",
 			"<div dir=\"rtl\">\n<pre>\n\n&lt;b&gt;a&lt;/b&gt;</pre>\n<table>\n<tbody>\n<tr>\n<td>x</td></tr></tbody></table>\n</div>"},
+		{"inside MathML",
+			`<p>a</p><math><mtext><plaintext>x &lt; y</math>`,
+			"<p>a</p><math><mtext>\n<pre>x &amp;lt; y&lt;/math&gt;</pre></mtext></math>"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

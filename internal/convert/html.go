@@ -136,7 +136,7 @@ func convertHTML(ctx context.Context, data []byte, declared string, maxNodes int
 
 // preformatPlaintext renames to <pre> each <plaintext> element below body
 // that a node follows in document order (a table the parser put it in
-// front of). A parser reads all that follows a <plaintext> start tag as
+// front of) or that is inside MathML. A parser reads all that follows a <plaintext> start tag as
 // its text and html.Render ends at one, so that node would be written
 // where it reads as text; a <pre> is what a <plaintext> displays as, its
 // text escaped. It reports whether a <plaintext> is left: the last thing
@@ -147,7 +147,7 @@ func preformatPlaintext(body *html.Node) (left bool) {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if n.Type == html.ElementNode && n.Namespace == "" && n.DataAtom == atom.Plaintext {
-			if followed(n, body) {
+			if followed(n, body) || foreign(n) {
 				n.Data, n.DataAtom = "pre", atom.Pre
 			} else {
 				left = true
@@ -158,6 +158,20 @@ func preformatPlaintext(body *html.Node) (left bool) {
 		}
 	}
 	return left
+}
+
+// foreign reports whether an ancestor of n is a MathML or SVG element.
+// html.Render writes a <plaintext> below one that is no HTML integration
+// point (<mtext>, say) with its text escaped and its end tags, which a
+// parser reads, unescaped, as its text; below one that is, a <pre> is as
+// good.
+func foreign(n *html.Node) bool {
+	for p := n.Parent; p != nil; p = p.Parent {
+		if p.Type == html.ElementNode && p.Namespace != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // followed reports whether a node comes after n, below top, in document
