@@ -281,6 +281,68 @@ func TestHTML(t *testing.T) {
 	}
 }
 
+// TestHTMLWithAPlaintextElementReadsBackAsThePage: a parser reads all
+// after a <plaintext> start tag as its text, so nothing may be written
+// after one (the direction wrapper's end tag, a table the parser put
+// after it, the end tags html.Render writes inside MathML); its text is
+// preformatted. Each output must parse and render
+// back to itself, which no output with markup read as text does.
+func TestHTMLWithAPlaintextElementReadsBackAsThePage(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"right to left, ending the page",
+			`<html dir="rtl" lang="ar"><body><p>a</p><plaintext>b <i>c</i></div>`,
+			"<div dir=\"rtl\" lang=\"ar\">\n<p>a</p>\n<plaintext>b <i>c</i></div>"},
+		{"right to left, inside a container",
+			`<body dir="rtl"><div>x<plaintext>b  c`,
+			"<div dir=\"rtl\">\n<div>x\n<plaintext>b  c"},
+		{"spaces and lines kept",
+			"<p>a</p><plaintext>a   b\n  c",
+			"<p>a</p>\n<plaintext>a   b\n  c"},
+		{"put before a table by the parser",
+			`<p>a</p><table><tr><td>x</td></tr><plaintext>a  b</table>`,
+			"<p>a</p>\n<pre>a  b&lt;/table&gt;</pre>\n<table>\n<tbody>\n<tr>\n<td>x</td></tr></tbody></table>"},
+		{"put before a table, right to left, first line break",
+			"<body dir=\"rtl\"><table><tr><td>x</td></tr><plaintext>\n<b>a</b>",
+			"<div dir=\"rtl\">\n<pre>\n\n&lt;b&gt;a&lt;/b&gt;</pre>\n<table>\n<tbody>\n<tr>\n<td>x</td></tr></tbody></table>\n</div>"},
+		{"inside MathML",
+			`<p>a</p><math><mtext><plaintext>x &lt; y</math>`,
+			"<p>a</p><math><mtext>\n<pre>x &amp;lt; y&lt;/math&gt;</pre></mtext></math>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := convert(t, Input{Name: "a.html", Data: []byte(tt.in)})
+			if out.Content != tt.want {
+				t.Errorf("Content =\n%q\nwant\n%q", out.Content, tt.want)
+			}
+			if back := reRendered(t, out.Content); back != out.Content {
+				t.Errorf("output parses back as\n%q\nnot\n%q", back, out.Content)
+			}
+		})
+	}
+}
+
+// reRendered parses HTML content as a document and renders its body's
+// children.
+func reRendered(t *testing.T, content string) string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := findBody(doc)
+	var sb strings.Builder
+	for c := body.FirstChild; c != nil; c = c.NextSibling {
+		if err := html.Render(&sb, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sb.String()
+}
+
 func TestHTMLDeepNesting(t *testing.T) {
 	nested := func(depth int) []byte {
 		return []byte(strings.Repeat("<blockquote>", depth) + "deep text" + strings.Repeat("</blockquote>", depth))
@@ -608,6 +670,8 @@ func FuzzConvert(f *testing.F) {
 	f.Add([]byte("<p onclick=x>a<script>b</script></p>"), uint8(1))
 	f.Add([]byte(`<?xml version="1.0"?><a><b/></a>`), uint8(2))
 	f.Add([]byte("\xff\xfeh\x00i\x00"), uint8(0))
+	f.Add([]byte(`<body dir="rtl"><p>a</p><plaintext>b <i>c</i>`), uint8(1))
+	f.Add([]byte(`<table><tr><td>x</td></tr><plaintext>a</table>`), uint8(1))
 	names := []string{"f.txt", "f.html", "f.xml", "f", "f.md", "f.csv", "f.tsv", "f.json"}
 	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
 		name := names[int(which)%len(names)]
@@ -711,6 +775,47 @@ func TestProviderAnswersForFormPagesKeepTheirFields(t *testing.T) {
 				if !strings.Contains(out.Content, w) {
 					t.Errorf("%q missing from\n%s", w, out.Content)
 				}
+			}
+		})
+	}
+}
+
+// pagedOCR answers each page with its own HTML.
+type pagedOCR map[int]string
+
+func (o pagedOCR) Recognize(_ context.Context, d provider.Document) (provider.Recognition, error) {
+	return provider.Recognition{Text: o[d.Page], Format: "html", Model: "vision"}, nil
+}
+
+// TestAProviderPageWithAPlaintextElementEndsWhereItDid: a parser reads
+// all after a <plaintext> start tag as text, so a page's answer holding
+// one took its section's end and every later page as its text.
+func TestAProviderPageWithAPlaintextElementEndsWhereItDid(t *testing.T) {
+	data, err := os.ReadFile("pdf/testdata/scan-page2.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		ocr  pagedOCR
+		want string
+	}{
+		{"first page", pagedOCR{1: "<p>a</p><plaintext>x  <b>y</b>\n z", 2: "<p>b</p>"},
+			"<section data-page=\"1\">\n<p>a</p>\n<pre>x  &lt;b&gt;y&lt;/b&gt;\n z</pre></section>\n<section data-page=\"2\">\n<p>b</p></section>"},
+		{"last page, attributes and a first line break", pagedOCR{1: "<p>a</p>", 2: "<div><plaintext dir=\"rtl\" onclick=\"x()\">\n<i>b</i>"},
+			"<section data-page=\"1\">\n<p>a</p></section>\n<section data-page=\"2\">\n<pre dir=\"rtl\">\n\n&lt;i&gt;b&lt;/i&gt;</pre></section>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := New(Config{}).Convert(context.Background(), Input{Name: "a.pdf", Data: data, OCR: tt.ocr, Mode: job.ExtractionOCRAlways})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Content != tt.want {
+				t.Errorf("Content =\n%q\nwant\n%q", out.Content, tt.want)
+			}
+			if back := reRendered(t, out.Content); back != out.Content {
+				t.Errorf("output parses back as\n%q\nnot\n%q", back, out.Content)
 			}
 		})
 	}

@@ -57,6 +57,7 @@ var blocks = map[atom.Atom]bool{
 	atom.Table: true, atom.Ul: true, atom.Caption: true, atom.Thead: true,
 	atom.Tbody: true, atom.Tfoot: true, atom.Tr: true, atom.Td: true, atom.Th: true,
 	atom.Summary: true, atom.Body: true, atom.Menu: true, atom.Legend: true,
+	atom.Plaintext: true, // displayed as a <pre>
 }
 
 // keptAttrs are the attributes worth keeping: links, image descriptions,
@@ -102,6 +103,9 @@ func convertHTML(ctx context.Context, data []byte, declared string, maxNodes int
 	clean(body, 0)
 	tidy(body, false)
 
+	// Rendering stops at a <plaintext> left as it is: it ends the output.
+	endless := preformatPlaintext(body)
+
 	var buf bytes.Buffer
 	for c := body.FirstChild; c != nil; c = c.NextSibling {
 		if err := html.Render(&buf, c); err != nil {
@@ -119,9 +123,66 @@ func convertHTML(ctx context.Context, data []byte, declared string, maxNodes int
 			return "", cs, err
 		}
 		open, closing, _ := strings.Cut(wrapped.String(), "\n")
-		content = open + "\n" + content + "\n" + closing
+		if endless {
+			// A parser would read the end tag as the <plaintext>'s text;
+			// it closes the wrapper at the end of the input itself.
+			content = open + "\n" + content
+		} else {
+			content = open + "\n" + content + "\n" + closing
+		}
 	}
 	return content, cs, nil
+}
+
+// preformatPlaintext renames to <pre> each <plaintext> element below body
+// that a node follows in document order (a table the parser put it in
+// front of) or that is inside MathML. A parser reads all that follows a <plaintext> start tag as
+// its text and html.Render ends at one, so that node would be written
+// where it reads as text; a <pre> is what a <plaintext> displays as, its
+// text escaped. It reports whether a <plaintext> is left: the last thing
+// of the output, after which no end tag may be written.
+func preformatPlaintext(body *html.Node) (left bool) {
+	stack := []*html.Node{body}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.Type == html.ElementNode && n.Namespace == "" && n.DataAtom == atom.Plaintext {
+			if followed(n, body) || foreign(n) {
+				n.Data, n.DataAtom = "pre", atom.Pre
+			} else {
+				left = true
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			stack = append(stack, c)
+		}
+	}
+	return left
+}
+
+// foreign reports whether an ancestor of n is a MathML or SVG element.
+// html.Render writes a <plaintext> below one that is no HTML integration
+// point (<mtext>, say) with its text escaped and its end tags, which a
+// parser reads, unescaped, as its text; below one that is, a <pre> is as
+// good.
+func foreign(n *html.Node) bool {
+	for p := n.Parent; p != nil; p = p.Parent {
+		if p.Type == html.ElementNode && p.Namespace != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// followed reports whether a node comes after n, below top, in document
+// order.
+func followed(n, top *html.Node) bool {
+	for ; n != nil && n != top; n = n.Parent {
+		if n.NextSibling != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // direction returns the dir attribute of the document (<body> overriding
@@ -364,7 +425,9 @@ func tidy(n *html.Node, inPre bool) {
 				tidyText(n, c)
 			}
 		case html.ElementNode:
-			tidy(c, inPre || c.DataAtom == atom.Pre)
+			// A <plaintext> displays as a <pre>: its spaces and lines
+			// are the text.
+			tidy(c, inPre || c.DataAtom == atom.Pre || c.DataAtom == atom.Plaintext)
 			if blocks[c.DataAtom] && !inPre {
 				newlineBefore(n, c)
 			}

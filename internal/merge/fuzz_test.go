@@ -131,6 +131,8 @@ func FuzzMergeMarkup(f *testing.F) {
 	// container and in a whole document (hunt-plaintext).
 	f.Add("<div><p>a</p><plaintext>x</div>\x00<div><p>b</p></div>\x00<p>c</p>", uint64(0), uint8(1), "")
 	f.Add("<!DOCTYPE html><p>e</p><plaintext><p>f\x00<p>h</p>", uint64(0), uint8(1), "")
+	// One inside MathML ending the answer (hunt-plaintext2).
+	f.Add("<p>a</p>\x00<math><mtext><plaintext>x &lt; y", uint64(0), uint8(1), "")
 	formats := []string{FormatMarkdown, FormatHTML, FormatXML, FormatText, ""}
 	f.Fuzz(func(t *testing.T, data string, shape uint64, flags uint8, overlap string) {
 		cs := fuzzChunks(data, shape, overlap)

@@ -194,7 +194,8 @@ func (j *htmlJoiner) merge(g []*part, lim Limits) Answer {
 
 // preformatPlaintext renames to <pre> each <plaintext> element at or
 // below n that anything is rendered after (after: something follows n
-// itself; end: the node up to which siblings are looked for). A parser
+// itself; end: the node up to which siblings are looked for), and each
+// one inside MathML or SVG (see foreign). A parser
 // reads all that follows a <plaintext> start tag as its text, so
 // html.Render ends at one: what merging put after it (later chunks, the
 // closing tags) would be lost, or read back as text. A <pre> keeps its
@@ -203,10 +204,23 @@ func (j *htmlJoiner) merge(g []*part, lim Limits) Answer {
 func preformatPlaintext(n, end *html.Node, after bool) {
 	walk(n, func(x *html.Node, _ int) {
 		if x.Type == html.ElementNode && x.Namespace == "" && x.DataAtom == atom.Plaintext &&
-			(after || followed(x, end)) {
+			(after || followed(x, end) || foreign(x)) {
 			x.Data, x.DataAtom = "pre", atom.Pre
 		}
 	})
+}
+
+// foreign: an ancestor of x is a MathML or SVG element. html.Render
+// writes a <plaintext> below one that is no HTML integration point
+// (<mtext>, say) with its text escaped and its end tags, which a parser
+// reads, unescaped, as its text; below one that is, a <pre> is as good.
+func foreign(x *html.Node) bool {
+	for p := x.Parent; p != nil; p = p.Parent {
+		if p.Type == html.ElementNode && p.Namespace != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // followed: a node comes after x, below end, in document order.

@@ -326,6 +326,9 @@ func TestMergeHTMLGoesOnAfterAPlaintextElement(t *testing.T) {
 		{"one that ends the answer stays as written", chunks("f",
 			`<p>a</p>`, `<p>e</p><plaintext>x & y`),
 			`<p>a</p><p>e</p><plaintext>x & y`},
+		{"one inside MathML is a pre even at the end", chunks("f",
+			`<p>a</p>`, `<p>e</p><math><mtext><plaintext>x &lt; y`),
+			`<p>a</p><p>e</p><math><mtext><pre>x &amp;lt; y</pre></mtext></math>`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,9 @@ import (
 	"regexp"
 	"strings"
 
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
 	"github.com/docjobs/docjobs/internal/provider"
 )
 
@@ -23,6 +26,8 @@ var (
 	// markdownBlock is a line no HTML fragment has: an ATX heading or a
 	// table's delimiter row, so markdown around an inline <br> still counts.
 	markdownBlock = regexp.MustCompile(`(?m)^ {0,3}(?:#{1,6}[ \t]+\S|\|?[ \t]*:?-{3,}:?[ \t]*\|[-:| \t]*$)`)
+	// plaintextTag may start a <plaintext> element (the parser decides).
+	plaintextTag = regexp.MustCompile(`(?i)<plaintext(?:[\t\n\f\r />]|$)`)
 )
 
 // answerFormat is the format a page's transcription is really in. Answers
@@ -54,4 +59,43 @@ func pageText(rec provider.Recognition) (text, format string) {
 	}
 	text = strings.TrimSpace(text)
 	return text, answerFormat(rec.Format, text)
+}
+
+// preformatPlaintext writes each <plaintext> element of a page's HTML as
+// a <pre> of the same attributes and text. A parser reads all after a
+// <plaintext> start tag as its text, to the end of the input, and the
+// page is followed by its section's end tag and the later pages: they
+// would all become this page's text. A <pre> is what a <plaintext>
+// displays as; its text is escaped, so the page ends where it did.
+// Pages without one are returned as they are.
+func preformatPlaintext(page string) string {
+	if !plaintextTag.MatchString(page) {
+		return page
+	}
+	section := &html.Node{Type: html.ElementNode, Data: "section", DataAtom: atom.Section}
+	nodes, err := html.ParseFragment(strings.NewReader(page), section)
+	if err != nil {
+		// Only the parser's nesting limit fails it on a string; the
+		// document's cleaning, which parses the same nesting, then
+		// keeps its text only, pages and all.
+		return page
+	}
+	var sb strings.Builder
+	for _, n := range nodes {
+		stack := []*html.Node{n}
+		for len(stack) > 0 {
+			x := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if x.Type == html.ElementNode && x.Namespace == "" && x.DataAtom == atom.Plaintext {
+				x.Data, x.DataAtom = "pre", atom.Pre
+			}
+			for c := x.FirstChild; c != nil; c = c.NextSibling {
+				stack = append(stack, c)
+			}
+		}
+		if err := html.Render(&sb, n); err != nil {
+			return page // a parsed tree renders; if not, as it was
+		}
+	}
+	return sb.String()
 }

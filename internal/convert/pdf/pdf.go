@@ -478,6 +478,9 @@ func (c *conversion) ocrPage(ctx context.Context, p int) error {
 			return onPage(p, fmt.Errorf("converting the provider's markdown: %w", err))
 		}
 	}
+	if c.format == "html" {
+		content = preformatPlaintext(content)
+	}
 	if content != "" && !strings.HasSuffix(content, "\n") {
 		content += "\n"
 	}
