@@ -64,7 +64,7 @@ func authorized(t *testing.T, addr, key string) int {
 // apikey create keeps stdout the key alone (scripts read it) and names the
 // key's id on stderr: the first digits of its hash, never the key.
 func TestAPIKeyCreateNamesTheKeysIDOnStderr(t *testing.T) {
-	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir()}
+	env := map[string]string{"DOCJOBS_DATA_DIR": migratedDataDir(t)}
 	code, out, stderr := run(t, env, "apikey", "create", "--account", "acme")
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -86,7 +86,7 @@ func TestAPIKeyCreateNamesTheKeysIDOnStderr(t *testing.T) {
 // creation time and source, and never a key: stored keys, and those
 // DOCJOBS_API_KEYS gives in the command's environment.
 func TestAPIKeyListShowsIDsByAccountNeverKeys(t *testing.T) {
-	dir := t.TempDir()
+	dir := migratedDataDir(t)
 	env := map[string]string{"DOCJOBS_DATA_DIR": dir}
 	bobKey, bobID := createKey(t, env, "bob")
 	acme1, acme1ID := createKey(t, env, "acme")
@@ -125,7 +125,7 @@ func TestAPIKeyListShowsIDsByAccountNeverKeys(t *testing.T) {
 // A revoked key answers 401 at the server's next request: the server
 // reads the key's row for every request and caches nothing.
 func TestARevokedKeyIsRefusedAtTheNextRequest(t *testing.T) {
-	dir := t.TempDir()
+	dir := migratedDataDir(t)
 	env := map[string]string{"DOCJOBS_DATA_DIR": dir, "DOCJOBS_ADDR": "127.0.0.1:0", "DOCJOBS_NODE_ID": "n1"}
 	key, id := createKey(t, env, "acme")
 	other, _ := createKey(t, env, "acme")
@@ -169,7 +169,7 @@ func TestARevokedKeyIsRefusedAtTheNextRequest(t *testing.T) {
 // believe it gone.
 func TestRevokingAKeyOfDOCJOBSAPIKEYSIsRefused(t *testing.T) {
 	const static = "dj_static-key-of-ops"
-	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_API_KEYS": "ops:" + static}
+	env := map[string]string{"DOCJOBS_DATA_DIR": migratedDataDir(t), "DOCJOBS_API_KEYS": "ops:" + static}
 	id := auth.KeyID(auth.HashKey(static))
 	if code, _, stderr := run(t, env, "migrate"); code != ExitOK { // the server's database; revoke makes none
 		t.Fatalf("migrate: exit %d: %s", code, stderr)
@@ -194,7 +194,7 @@ func TestRevokingAKeyOfDOCJOBSAPIKEYSIsRefused(t *testing.T) {
 // revoke takes only an id that names one key: an unknown id, or one that
 // starts two keys' ids, changes nothing and exits non-zero.
 func TestRevokeRefusesAnUnknownOrAmbiguousID(t *testing.T) {
-	dir := t.TempDir()
+	dir := migratedDataDir(t)
 	env := map[string]string{"DOCJOBS_DATA_DIR": dir}
 	createKey(t, env, "acme") // makes the database
 	// Two hashes whose first 14 hex digits agree: no key made by chance
@@ -273,7 +273,7 @@ func TestRevokeRefusesAnUnknownOrAmbiguousID(t *testing.T) {
 // a new one), naming it and how to make it; --create makes it, and an
 // account with a key or named by DOCJOBS_API_KEYS exists.
 func TestAccountSetRefusesAnAccountThatDoesNotExist(t *testing.T) {
-	dir := t.TempDir()
+	dir := migratedDataDir(t)
 	env := map[string]string{"DOCJOBS_DATA_DIR": dir}
 	createKey(t, env, "acme")
 	set := func(env map[string]string, account string, more ...string) (int, string, string) {
@@ -320,7 +320,7 @@ func TestAccountSetRefusesAnAccountThatDoesNotExist(t *testing.T) {
 // none: revoking the last key says so, as that key would open the service
 // again.
 func TestRevokingTheLastKeySaysTheNextStartMakesOne(t *testing.T) {
-	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir()}
+	env := map[string]string{"DOCJOBS_DATA_DIR": migratedDataDir(t)}
 	_, first := createKey(t, env, "acme")
 	_, second := createKey(t, env, "bob")
 	const note = "no key is left in the database: a server started on it without DOCJOBS_API_KEYS makes a key for account default"
@@ -340,7 +340,7 @@ func TestRevokingTheLastKeySaysTheNextStartMakesOne(t *testing.T) {
 // `apikey delete ID` exited 0, having revoked nothing, with the group's
 // help on stdout.
 func TestEveryGroupCommandRefusesAnUnknownSubcommand(t *testing.T) {
-	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir()}
+	env := map[string]string{"DOCJOBS_DATA_DIR": migratedDataDir(t)}
 	_, id := createKey(t, env, "acme")
 
 	var groups [][]string
@@ -390,7 +390,7 @@ func TestEveryGroupCommandRefusesAnUnknownSubcommand(t *testing.T) {
 func TestAKeyGivenOnTheCommandLineIsNeverShown(t *testing.T) {
 	hexKey := strings.Repeat("0123456789abcdef", 4)     // openssl rand -hex 32
 	foreignHex := strings.Repeat("fedcba9876543210", 3) // a key of another server's DOCJOBS_API_KEYS
-	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir(), "DOCJOBS_API_KEYS": "ops:" + hexKey}
+	env := map[string]string{"DOCJOBS_DATA_DIR": migratedDataDir(t), "DOCJOBS_API_KEYS": "ops:" + hexKey}
 	key, _ := createKey(t, env, "acme")
 	const toStdin = "`docjobs apikey revoke --key-stdin`"
 	tests := []struct {

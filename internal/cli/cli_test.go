@@ -24,7 +24,7 @@ func run(t *testing.T, env map[string]string, args ...string) (int, string, stri
 }
 
 func TestAPIKeyCreateStoresOnlyTheHash(t *testing.T) {
-	dir := t.TempDir()
+	dir := migratedDataDir(t)
 	env := map[string]string{"DOCJOBS_DATA_DIR": dir}
 	code, out, stderr := run(t, env, "apikey", "create", "--account", "acme")
 	if code != ExitOK {
@@ -137,7 +137,7 @@ func TestTheAccountRateReachesTheServer(t *testing.T) {
 }
 
 func TestAccountSetChangesTheDefaultExtractionMode(t *testing.T) {
-	dir := t.TempDir()
+	dir := migratedDataDir(t)
 	env := map[string]string{"DOCJOBS_DATA_DIR": dir}
 	if code, _, stderr := run(t, env, "account", "set", "--account", "acme", "--extraction-mode", "OCR_ALWAYS", "--create"); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)

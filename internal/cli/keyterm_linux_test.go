@@ -53,7 +53,7 @@ func openPTY(t *testing.T) (main, term *os.File) {
 // Enter ends the input (reading to the end of stdin showed the key and
 // then waited for a Ctrl-D). The terminal's settings are put back.
 func TestRevokeKeyStdinFromATerminalPromptsAndDoesNotEcho(t *testing.T) {
-	env := map[string]string{"DOCJOBS_DATA_DIR": t.TempDir()}
+	env := map[string]string{"DOCJOBS_DATA_DIR": migratedDataDir(t)}
 	key, id := createKey(t, env, "acme")
 	main, term := openPTY(t)
 	before, err := unix.IoctlGetTermios(int(term.Fd()), unix.TCGETS)

@@ -512,7 +512,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
 // A command whose output is lost has failed: the only copy of a new API
 // key, or a created job's id, must not end with exit 0.
 func TestALostOutputFailsTheCommand(t *testing.T) {
-	dir := t.TempDir()
+	dir := migratedDataDir(t)
 	env := map[string]string{"DOCJOBS_DATA_DIR": dir}
 	var stderr strings.Builder
 	code := Run(context.Background(), []string{"apikey", "create", "--account", "acme"}, failingWriter{}, &stderr, func(k string) string { return env[k] })

@@ -18,7 +18,12 @@ import (
 func TestFirstStartWithNoKeyPrintsOneForTheDefaultAccount(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "", "DOCJOBS_API_KEYS=")
-	key := regexp.MustCompile(`dj_[A-Za-z0-9_-]{43}`).FindString(s.logs.String())
+	// /readyz can answer before the key's lines have come through the
+	// process's stdout pipe: wait for them a while.
+	var key string
+	for deadline := time.Now().Add(10 * time.Second); key == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		key = regexp.MustCompile(`dj_[A-Za-z0-9_-]{43}`).FindString(s.logs.String())
+	}
 	if key == "" {
 		t.Fatalf("no key printed on first start:\n%s", s.logs)
 	}

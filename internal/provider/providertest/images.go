@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,9 +36,19 @@ type ImageVendor struct {
 }
 
 // WidePNG is a scan strip of 8400 by 1200 pixels, rows of marks like
-// print on white: a small file, wider than Anthropic takes.
+// print on white: a small file, wider than Anthropic takes. Each caller
+// gets its own copy of bytes encoded once per test binary (encoding costs
+// a fraction of a second under -race, and RunImageLimits runs per vendor).
 func WidePNG(t testing.TB) []byte {
 	t.Helper()
+	raw, err := widePNG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Clone(raw)
+}
+
+var widePNG = sync.OnceValues(func() ([]byte, error) {
 	img := image.NewGray(image.Rect(0, 0, 8400, 1200))
 	for i := range img.Pix {
 		img.Pix[i] = 255
@@ -53,17 +64,33 @@ func WidePNG(t testing.TB) []byte {
 	}
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return buf.Bytes()
-}
+	return buf.Bytes(), nil
+})
 
 // PhotoJPEG is a phone photo of n bytes: a 2000×1500 picture and, after
 // its end, data the decoders skip (a phone's secondary images follow the
 // main one so). Its pixels cost little to re-encode; its bytes are what
-// matters to a vendor.
+// matters to a vendor. The picture is encoded once per test binary.
 func PhotoJPEG(t testing.TB, n int) []byte {
 	t.Helper()
+	picture, err := photoPicture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(picture) > n {
+		t.Fatalf("the picture alone takes %d bytes, more than %d", len(picture), n)
+	}
+	out := make([]byte, n)
+	tail := out[copy(out, picture):]
+	for i := range tail {
+		tail[i] = byte(i*131 + i>>9)
+	}
+	return out
+}
+
+var photoPicture = sync.OnceValues(func() ([]byte, error) {
 	img := image.NewYCbCr(image.Rect(0, 0, 2000, 1500), image.YCbCrSubsampleRatio420)
 	for y := range 1500 {
 		for x := range 2000 {
@@ -76,17 +103,10 @@ func PhotoJPEG(t testing.TB, n int) []byte {
 	}
 	var buf bytes.Buffer
 	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 95}); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	if buf.Len() > n {
-		t.Fatalf("the picture alone takes %d bytes, more than %d", buf.Len(), n)
-	}
-	tail := make([]byte, n-buf.Len())
-	for i := range tail {
-		tail[i] = byte(i*131 + i>>9)
-	}
-	return append(buf.Bytes(), tail...)
-}
+	return buf.Bytes(), nil
+})
 
 // RunImageLimits checks that the adapter sends an 8400-pixel-wide PNG, a
 // 10.5 MB JPEG and a JPEG just over the vendor's byte limit within the
