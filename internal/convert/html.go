@@ -8,6 +8,8 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 	htmlcharset "golang.org/x/net/html/charset"
+
+	"github.com/docjobs/docjobs/internal/plaintext"
 )
 
 // maxHTMLDepth bounds element nesting in the output; deeper subtrees are
@@ -146,9 +148,9 @@ func preformatPlaintext(body *html.Node) (left bool) {
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if n.Type == html.ElementNode && n.Namespace == "" && n.DataAtom == atom.Plaintext {
-			if followed(n, body) || foreign(n) {
-				n.Data, n.DataAtom = "pre", atom.Pre
+		if plaintext.Is(n) {
+			if plaintext.Swallows(n, body) {
+				plaintext.ToPre(n)
 			} else {
 				left = true
 			}
@@ -158,31 +160,6 @@ func preformatPlaintext(body *html.Node) (left bool) {
 		}
 	}
 	return left
-}
-
-// foreign reports whether an ancestor of n is a MathML or SVG element.
-// html.Render writes a <plaintext> below one that is no HTML integration
-// point (<mtext>, say) with its text escaped and its end tags, which a
-// parser reads, unescaped, as its text; below one that is, a <pre> is as
-// good.
-func foreign(n *html.Node) bool {
-	for p := n.Parent; p != nil; p = p.Parent {
-		if p.Type == html.ElementNode && p.Namespace != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// followed reports whether a node comes after n, below top, in document
-// order.
-func followed(n, top *html.Node) bool {
-	for ; n != nil && n != top; n = n.Parent {
-		if n.NextSibling != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // direction returns the dir attribute of the document (<body> overriding

@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/docjobs/docjobs/internal/plaintext"
 )
 
 // HTML answers are parsed into one tree and joined at the body: where
@@ -203,34 +205,10 @@ func (j *htmlJoiner) merge(g []*part, lim Limits) Answer {
 // but for the name; a <plaintext> that ends the answer stays as written.
 func preformatPlaintext(n, end *html.Node, after bool) {
 	walk(n, func(x *html.Node, _ int) {
-		if x.Type == html.ElementNode && x.Namespace == "" && x.DataAtom == atom.Plaintext &&
-			(after || followed(x, end) || foreign(x)) {
-			x.Data, x.DataAtom = "pre", atom.Pre
+		if plaintext.Is(x) && (after || plaintext.Swallows(x, end)) {
+			plaintext.ToPre(x)
 		}
 	})
-}
-
-// foreign: an ancestor of x is a MathML or SVG element. html.Render
-// writes a <plaintext> below one that is no HTML integration point
-// (<mtext>, say) with its text escaped and its end tags, which a parser
-// reads, unescaped, as its text; below one that is, a <pre> is as good.
-func foreign(x *html.Node) bool {
-	for p := x.Parent; p != nil; p = p.Parent {
-		if p.Type == html.ElementNode && p.Namespace != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// followed: a node comes after x, below end, in document order.
-func followed(x, end *html.Node) bool {
-	for ; x != nil && x != end; x = x.Parent {
-		if x.NextSibling != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // at returns s[i], or nil past its end (no profiles: nothing is frozen).

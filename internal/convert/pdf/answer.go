@@ -7,6 +7,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/docjobs/docjobs/internal/plaintext"
 	"github.com/docjobs/docjobs/internal/provider"
 )
 
@@ -86,8 +87,8 @@ func preformatPlaintext(page string) string {
 		for len(stack) > 0 {
 			x := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			if x.Type == html.ElementNode && x.Namespace == "" && x.DataAtom == atom.Plaintext {
-				x.Data, x.DataAtom = "pre", atom.Pre
+			if plaintext.Is(x) {
+				plaintext.ToPre(x)
 			}
 			for c := x.FirstChild; c != nil; c = c.NextSibling {
 				stack = append(stack, c)
