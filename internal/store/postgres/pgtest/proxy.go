@@ -44,6 +44,19 @@ func Switch(t testing.TB, rawURL string) (proxied string, down, up func()) {
 func behindProxy(t testing.TB, rawURL string) (proxied string, p *proxy, roundTrips *atomic.Int64) {
 	t.Helper()
 	roundTrips = &atomic.Int64{}
+	proxied, p = listenProxy(t, rawURL, func(c, d net.Conn) {
+		go func() { _, _ = io.Copy(d, c); _ = d.Close() }()
+		go func() { _, _ = io.Copy(io.MultiWriter(c, &readyCounter{n: roundTrips}), d); _ = c.Close() }()
+	})
+	return proxied, p, roundTrips
+}
+
+// listenProxy starts a TCP proxy to rawURL's host and returns rawURL with
+// its host replaced by the proxy's. Each connection accepted is dialled
+// through, tracked, and handed to link as client side c and server side d
+// to copy between them. The proxy is closed after the test.
+func listenProxy(t testing.TB, rawURL string, link func(c, d net.Conn)) (proxied string, p *proxy) {
+	t.Helper()
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		t.Fatal(err)
@@ -69,12 +82,11 @@ func behindProxy(t testing.TB, rawURL string) (proxied string, p *proxy, roundTr
 			if !p.track(c, d) {
 				continue // down, or closed: Accept fails next
 			}
-			go func() { _, _ = io.Copy(d, c); _ = d.Close() }()
-			go func() { _, _ = io.Copy(io.MultiWriter(c, &readyCounter{n: roundTrips}), d); _ = c.Close() }()
+			link(c, d)
 		}
 	}()
 	u.Host = ln.Addr().String()
-	return u.String(), p, roundTrips
+	return u.String(), p
 }
 
 // readyCounter reads a server's side of the protocol (type byte, int32
@@ -171,52 +183,26 @@ func (p *proxy) up() {
 // connection has that port. The proxy is closed after the test.
 func Orphaning(t testing.TB, rawURL string) (proxied string, orphan func(port int) (end func(), ok bool)) {
 	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln}
-	t.Cleanup(p.close)
 	var mu sync.Mutex
 	type link struct {
 		client, server net.Conn
 		orphaned       atomic.Bool
 	}
 	links := map[int]*link{} // by the server side's local port
-	target := u.Host
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	proxied, _ = listenProxy(t, rawURL, func(c, d net.Conn) {
+		l := &link{client: c, server: d}
+		mu.Lock()
+		links[d.LocalAddr().(*net.TCPAddr).Port] = l
+		mu.Unlock()
+		go func() {
+			_, _ = io.Copy(d, c)
+			if !l.orphaned.Load() {
+				_ = d.Close()
 			}
-			d, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			if !p.track(c, d) {
-				continue
-			}
-			l := &link{client: c, server: d}
-			mu.Lock()
-			links[d.LocalAddr().(*net.TCPAddr).Port] = l
-			mu.Unlock()
-			go func() {
-				_, _ = io.Copy(d, c)
-				if !l.orphaned.Load() {
-					_ = d.Close()
-				}
-			}()
-			go func() { _, _ = io.Copy(c, d); _ = c.Close() }()
-		}
-	}()
-	u.Host = ln.Addr().String()
-	return u.String(), func(port int) (func(), bool) {
+		}()
+		go func() { _, _ = io.Copy(c, d); _ = c.Close() }()
+	})
+	return proxied, func(port int) (func(), bool) {
 		mu.Lock()
 		l := links[port]
 		mu.Unlock()
