@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -17,21 +18,49 @@ import (
 // deafVendor takes every page and chunk and never answers, deaf to its
 // context, as a call is in a process killed mid-way: the process's stop
 // gives up on the work, which is left running under the node id, as a
-// crash leaves it.
-type deafVendor struct{ began chan string }
+// crash leaves it. Its calls return only once the test has ended and the
+// processes started after dieAtTheEnd was called have stopped: nothing
+// else runs the files then, so River writes nothing of the dead process's
+// work, and its client's stop at cleanup ends at once. Never returning,
+// that stop waited out its 10 s bound, and the client went on polling the
+// closed database for the rest of the test binary. Returning when the test
+// ended (t.Context), they raced the next process's River jobs still
+// running, and River's completer panicked on a row it had not finalized.
+type deafVendor struct {
+	began chan string
+	gone  chan struct{}
+}
+
+// newDeafVendor is a deafVendor announcing up to n calls on began.
+func newDeafVendor(n int) *deafVendor {
+	return &deafVendor{began: make(chan string, n), gone: make(chan struct{})}
+}
+
+// dieAtTheEnd lets the calls return at t's cleanup, after the cleanups
+// registered after it (the stops of the processes started later) and
+// before those registered before it (the crashed process's own stop).
+func (v *deafVendor) dieAtTheEnd(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() { close(v.gone) })
+}
 
 func (v *deafVendor) OCR(string, string, string) (provider.OCR, error)   { return v, nil }
 func (v *deafVendor) Chat(string, string, string) (provider.Chat, error) { return v, nil }
 
 func (v *deafVendor) Recognize(context.Context, provider.Document) (provider.Recognition, error) {
 	v.began <- "ocr"
-	select {} // the process is gone
+	<-v.gone // the process is gone
+	return provider.Recognition{}, errProcessGone
 }
 
 func (v *deafVendor) Complete(context.Context, provider.ChatRequest) (provider.ChatAnswer, error) {
 	v.began <- "model"
-	select {} // the process is gone
+	<-v.gone // the process is gone
+	return provider.ChatAnswer{}, errProcessGone
 }
+
+// errProcessGone is what a deafVendor's calls return once the test is over.
+var errProcessGone = errors.New("the simulated process is gone")
 
 // answeringVendor answers every page and chunk at once and counts them.
 type answeringVendor struct{ pages, chunks atomic.Int64 }
@@ -83,7 +112,7 @@ func TestAFileReclaimedAfterItsLastAttemptIsGivenUpOnlyInRecognition(t *testing.
 		create("job-crash-recognition", &job.Job{SourceURLs: []string{src.URL + "/scan.png"},
 			OCR: job.OCR{Provider: "NEURAL_CLIENT_TYPE_PROVIDER_8", Model: "vision"}})
 
-		deaf := &deafVendor{began: make(chan string, 2)}
+		deaf := newDeafVendor(2)
 		stop := startNode(t, st, node{id: "node-crash", providers: deaf, chats: deaf, hardStop: 50 * time.Millisecond})
 		var began []string
 		for range 2 {
@@ -113,6 +142,7 @@ func TestAFileReclaimedAfterItsLastAttemptIsGivenUpOnlyInRecognition(t *testing.
 		if err := stop(gone); err == nil {
 			t.Fatal("the process stopped with its work returned; want it left running, as a crash leaves it")
 		}
+		deaf.dieAtTheEnd(t)
 
 		vendor := &answeringVendor{}
 		startNode(t, st, node{id: "node-crash", providers: vendor, chats: vendor})

@@ -63,11 +63,16 @@ func eachStore(t *testing.T, atOnce bool, test func(t *testing.T, st store.Store
 	})
 }
 
-// openPostgresSchema opens a store, with its own pool, on schema.
+// openPostgresSchema opens a store, with its own pool, on schema. Its node
+// ids are checked every 100ms, as the postgres package's tests check them:
+// a process restarted under a node id waits two checks before it reclaims
+// the work its previous holder left running, which at the 5 s default
+// was 10 s of every crash test's wall time.
 func openPostgresSchema(t *testing.T, url, schema string) *postgres.Store {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := postgres.Open(t.Context(), postgres.Config{URL: url, Schema: schema, Logger: quiet})
+	st, err := postgres.Open(t.Context(), postgres.Config{URL: url, Schema: schema, Logger: quiet,
+		NodeCheck: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}

@@ -29,8 +29,9 @@ func TestAFileOfALongerConfiguredProcessIsNotTakenForStuckByTheLeader(t *testing
 	forEachStoreAtOnce(t, func(t *testing.T, st store.Store) {
 		createOneFileJob(t, st, "job-long")
 		long := Config{FileTimeout: 3 * time.Hour, runLimitNoteAfter: 50 * time.Millisecond}
-		deaf := &deafVendor{began: make(chan string, 1)}
+		deaf := newDeafVendor(1)
 		stop := startNode(t, st, node{id: "node-long", providers: deaf, chats: deaf, hardStop: 50 * time.Millisecond, cfg: long})
+		deaf.dieAtTheEnd(t)
 		select {
 		case <-deaf.began:
 		case <-time.After(time.Minute):
