@@ -169,17 +169,36 @@ func TestBenchReportsOverheadAgainstTheCriticalPath(t *testing.T) {
 	if strings.Contains(out, "note:") {
 		t.Fatalf("the bench job did not split as intended:\n%s", out)
 	}
-	// The floor's phases are measured from its own runs: each job's
-	// sources are fetched after it starts, its calls start within one
-	// call's time of each other, and it ends after its last answer.
-	floor := regexp.MustCompile(`medians without the service: create→sources fetched (\S+), →first provider call \S+, call-start spread (\S+), last answer→complete seen (\S+)`).FindStringSubmatch(out)
-	if floor == nil {
-		t.Fatalf("bench output lacks the floor's phases:\n%s", out)
+	// The floor's phases are measured from its own run (one job): each
+	// is a part of its wall time, which also holds the last call's answer,
+	// one provider latency; phases timed from another run, or over
+	// another run, would not fit in it. (A bound in milliseconds failed on
+	// a loaded machine: 93.7 ms against 50.)
+	wall := regexp.MustCompile(`without the service \(the same fetches and provider calls from one client\): median (\S+),`).FindStringSubmatch(out)
+	floor := regexp.MustCompile(`medians without the service: create→sources fetched (\S+), →first provider call (\S+), call-start spread (\S+), last answer→complete seen (\S+)`).FindStringSubmatch(out)
+	if wall == nil || floor == nil {
+		t.Fatalf("bench output lacks the floor's wall time or phases:\n%s", out)
 	}
-	for _, d := range floor[1:] {
-		if v, err := time.ParseDuration(d); err != nil || v < 0 || v >= 50*time.Millisecond {
-			t.Errorf("floor phase %q is not a duration within one provider call (%v):\n%s", d, err, out)
+	floorWall, err := time.ParseDuration(wall[1])
+	if err != nil {
+		t.Fatalf("the floor's wall time %q: %v", wall[1], err)
+	}
+	const latency = 50 * time.Millisecond
+	// Each phase and the wall are rounded to 100µs. The phase to the
+	// first call is the one that may be negative: one file's first call
+	// may start before the other file's fetch ends (-5.3 ms on a loaded
+	// machine); the four still add up to the wall less the last answer's
+	// wait.
+	parts := latency - 500*time.Microsecond
+	for i, d := range floor[1:] {
+		v, err := time.ParseDuration(d)
+		if err != nil || (v < 0 && i != 1) || v > floorWall || -v > floorWall {
+			t.Errorf("floor phase %q is not a duration within the floor's wall time %v (%v):\n%s", d, floorWall, err, out)
 		}
+		parts += v
+	}
+	if parts > floorWall {
+		t.Errorf("the floor's phases and one provider call add up to more than its wall time %v:\n%s", floorWall, out)
 	}
 	cpu := regexp.MustCompile(`CPU per job, this whole process: with the service (\S+), without (\S+)`).FindStringSubmatch(out)
 	if cpu == nil {

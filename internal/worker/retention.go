@@ -31,6 +31,17 @@ type retentionWorker struct {
 	deps Deps
 
 	budget time.Duration // 0: retentionBudget, or the sweep's period; tests set it
+	// now reads the clock the budget is spent on; nil is time.Now. Tests
+	// step it, so that what a budget holds does not depend on the
+	// machine's speed.
+	now func() time.Time
+}
+
+func (w *retentionWorker) clock() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Now()
 }
 
 // retentionBudget bounds the time one retention sweep spends (see Work):
@@ -58,20 +69,21 @@ func (w *retentionWorker) Work(ctx context.Context, _ *river.Job[RetentionSweepA
 	if w.cfg.Retention <= 0 {
 		return nil
 	}
-	cutoff := time.Now().Add(-w.cfg.Retention)
+	cutoff := w.clock().Add(-w.cfg.Retention)
 	// The sweep runs every tenth of the retention, at least every second
 	// (PeriodicJobs): it does not run into the next.
 	budget := w.budget
 	if budget <= 0 {
 		budget = min(retentionBudget, max(w.cfg.Retention/10, time.Second))
 	}
-	stop := time.Now().Add(budget)
+	stop := w.clock().Add(budget)
 	jobs, uploads := true, true
-	for (jobs || uploads) && time.Now().Before(stop) {
+	for (jobs || uploads) && w.clock().Before(stop) {
 		if jobs {
 			until := stop
 			if uploads {
-				until = time.Now().Add(time.Until(stop) / 2)
+				now := w.clock()
+				until = now.Add(stop.Sub(now) / 2)
 			}
 			more, err := w.deleteJobs(ctx, cutoff, until)
 			if err != nil {
@@ -98,7 +110,7 @@ func (w *retentionWorker) deleteJobs(ctx context.Context, cutoff, stop time.Time
 		return false, err
 	}
 	for _, id := range ids {
-		if !time.Now().Before(stop) {
+		if !w.clock().Before(stop) {
 			return true, nil
 		}
 		// Read first for its account, which every job's log line names
@@ -142,7 +154,7 @@ func (w *retentionWorker) deleteUploads(ctx context.Context, cutoff, stop time.T
 	}
 	kept := false
 	for _, f := range files {
-		if !time.Now().Before(stop) {
+		if !w.clock().Before(stop) {
 			return !kept, nil
 		}
 		if w.deps.Bucket != nil {

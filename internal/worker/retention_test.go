@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -201,19 +202,23 @@ func TestRetentionDoesNotAskAgainForUploadsTheStorageRefused(t *testing.T) {
 
 // A sweep stops at its budget, before the next job or upload, and leaves
 // the rest to the next sweeps; while both kinds have more, jobs take half
-// of what is left, so uploads are deleted in the same sweep.
+// of what is left, so uploads are deleted in the same sweep. The sweep's
+// clock moves a step at each read, so the budget holds the same number of
+// jobs and uploads however fast the machine is (a real 500 ms deleted
+// nothing on a loaded one).
 func TestRetentionStopsAtItsBudgetAndGivesUploadsTheirTurn(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	bucket, dir := fileBucket(t)
 	const n = 2*sweepBatch + 100
-	// Long enough for some of each kind on a loaded machine under -race
-	// (at 200 ms one sweep deleted 10 jobs and no upload there), short of
-	// the 1100 of each on an idle one (all of them took 0.69 s).
-	const budget = 500 * time.Millisecond
+	// The clock is read once before each job and upload, and a few times
+	// per turn: 600 steps are some of each, short of the 1100 of each.
+	const step, steps = time.Millisecond, 600
+	const budget = steps * step
 	expireMany(t, st, bucket, n, "")
 
-	w := &retentionWorker{cfg: Config{Retention: time.Millisecond, StorageDir: dir}, budget: budget,
+	clock := &steppedClock{at: time.Now(), step: step}
+	w := &retentionWorker{cfg: Config{Retention: time.Millisecond, StorageDir: dir}, budget: budget, now: clock.now,
 		deps: Deps{Store: st, Bucket: bucket, Logger: slog.New(slog.DiscardHandler)}}
 	left := func() (jobs, uploads int) {
 		t.Helper()
@@ -227,22 +232,26 @@ func TestRetentionStopsAtItsBudgetAndGivesUploadsTheirTurn(t *testing.T) {
 		}
 		return len(j), len(u)
 	}
-	start := time.Now()
 	if err := w.Work(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	took := time.Since(start)
 	jobs, uploads := left()
-	t.Logf("one sweep of %v: %v, %d jobs and %d uploads left of %d", budget, took, jobs, uploads, n)
-	if took > 10*budget {
-		t.Errorf("a sweep with a budget of %v took %v", budget, took)
-	}
+	t.Logf("one sweep of %d steps: %d reads of the clock, %d jobs and %d uploads left of %d", steps, clock.reads(), jobs, uploads, n)
 	if jobs == n || uploads == n {
 		t.Errorf("left after one sweep: %d jobs, %d uploads of %d: want some of each deleted", jobs, uploads, n)
 	}
-	// Every sweep makes progress until none is left; how many sweeps that
-	// takes depends on the machine's speed (50 were not enough on a
-	// loaded one under -race), so it is not counted.
+	// Each job and upload deleted took a read within the budget: more
+	// would be work past it. Jobs had half of it while uploads waited.
+	if deleted := 2*n - jobs - uploads; deleted > steps {
+		t.Errorf("one sweep of %d steps deleted %d jobs and uploads: it went on past its budget", steps, deleted)
+	}
+	if deleted := n - jobs; deleted > steps/2 {
+		t.Errorf("one sweep of %d steps deleted %d jobs: more than half of it while uploads had more", steps, deleted)
+	}
+	if jobs == 0 && uploads == 0 {
+		t.Errorf("one sweep of %d steps deleted all %d jobs and %d uploads: want the rest left to the next sweeps", steps, n, n)
+	}
+	// Every sweep makes progress until none is left.
 	for sweeps := 1; jobs+uploads > 0; sweeps++ {
 		if err := w.Work(ctx, nil); err != nil {
 			t.Fatal(err)
@@ -253,4 +262,26 @@ func TestRetentionStopsAtItsBudgetAndGivesUploadsTheirTurn(t *testing.T) {
 		}
 		jobs, uploads = j, u
 	}
+}
+
+// steppedClock is a clock that moves by step at each read.
+type steppedClock struct {
+	mu   sync.Mutex
+	at   time.Time
+	step time.Duration
+	n    int
+}
+
+func (c *steppedClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = c.at.Add(c.step)
+	c.n++
+	return c.at
+}
+
+func (c *steppedClock) reads() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }
