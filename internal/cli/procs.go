@@ -8,8 +8,9 @@ import (
 // widenProcs gives the server commands twice the Go processors
 // (GOMAXPROCS) the runtime would pick, unless the GOMAXPROCS variable
 // chooses: read as the runtime reads it, so a value it ignores ("abc",
-// "0", "-1") leaves the doubling on, as no variable does. A job's start and end are bursts of short, latency-bound steps
-// (downloads, statements, provider requests) on two cores: with as many Ps
+// "0", "-1") leaves the doubling on, as no variable does. A job's start
+// and end are bursts of short, latency-bound steps (downloads,
+// statements, provider requests) on two cores: with as many Ps
 // as cores, both were usually busy, and a goroutine whose network answer had
 // come waited for one to look at the network poller (a local download took
 // 2.4 ms to answer). With spare Ps, an idle one waits in the poller and the
