@@ -613,11 +613,7 @@ func TestAWebhookOutageLongerThanItsAttemptSendsItOnce(t *testing.T) {
 	c := newWebhookCase(t, "", http.StatusOK)
 	down := &webhookOutage{Store: c.st, began: make(chan struct{}), up: make(chan struct{})}
 	c.w.deps.Store = down
-	go func() {
-		<-down.began
-		time.Sleep(5 * recordPatience)
-		close(down.up)
-	}()
+	upAfter(down.began, down.up, 5*recordPatience)
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), recordPatience)
 	defer cancel()
@@ -669,11 +665,7 @@ func TestRiversLastAttemptDuringAnOutageStillEndsTheDelivery(t *testing.T) {
 	c := newWebhookCase(t, "a plain secret", http.StatusOK)
 	down := &readOutage{Store: c.st, began: make(chan struct{}), up: make(chan struct{})}
 	c.w.deps.Store = down
-	go func() {
-		<-down.began
-		time.Sleep(5 * recordPatience)
-		close(down.up)
-	}()
+	upAfter(down.began, down.up, 5*recordPatience)
 	if err := c.work(22, 22); err != nil {
 		t.Errorf("River's last attempt: %v; want the delivery given up and recorded", err)
 	}
@@ -683,4 +675,13 @@ func TestRiversLastAttemptDuringAnOutageStillEndsTheDelivery(t *testing.T) {
 	if secrets, err := c.st.JobSecrets(context.Background(), c.j.ID); err != nil || len(secrets) != 0 {
 		t.Errorf("secrets left: %d, %v; want none once the delivery is given up", len(secrets), err)
 	}
+}
+
+// upAfter ends an outage (closes up) d after it began.
+func upAfter(began <-chan struct{}, up chan<- struct{}, d time.Duration) {
+	go func() {
+		<-began
+		time.Sleep(d)
+		close(up)
+	}()
 }
